@@ -1,0 +1,202 @@
+"""The ``rdmaspy`` command line.
+
+Every subcommand turns user mistakes (bad path, garbage file, bad filter) into
+one line on stderr and a non-zero exit, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from typing import Callable, Iterator, Sequence
+
+from . import __version__
+from .errors import RdmaspyError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_DAMAGED = 2      # the capture was read only in part (as tshark)
+
+
+def _out_writer() -> tuple[Callable[[str], None], Callable[[], None]]:
+    """Buffered line output: the summary path prints hundreds of thousands of lines."""
+    buf: list[str] = []
+    write = sys.stdout.write
+
+    def emit(line: str) -> None:
+        buf.append(line)
+        if len(buf) >= 2048:
+            buf.append("")
+            write("\n".join(buf))
+            buf.clear()
+
+    def flush() -> None:
+        if buf:
+            buf.append("")
+            write("\n".join(buf))
+            buf.clear()
+        sys.stdout.flush()
+
+    return emit, flush
+
+
+def _bytes_writer() -> tuple[Callable[[bytes], None], Callable[[], None]]:
+    buf: list[bytes] = []
+    out = sys.stdout.buffer
+
+    def emit(line: bytes) -> None:
+        buf.append(line)
+        if len(buf) >= 1024:
+            buf.append(b"")
+            out.write(b"\n".join(buf))
+            buf.clear()
+
+    def flush() -> None:
+        if buf:
+            buf.append(b"")
+            out.write(b"\n".join(buf))
+            buf.clear()
+        out.flush()
+
+    return emit, flush
+
+
+def _packets(path: str, display_filter: str | None, count: int | None):
+    """Open, dissect, filter: yields (packet, t0) and leaves the capture for its problems."""
+    from .engine import Engine
+    from .readers import open_capture
+
+    cap = open_capture(path)
+    engine = Engine()
+    matcher = None
+    if display_filter:
+        from .filter import compile_filter
+        matcher = compile_filter(display_filter)
+
+    def gen() -> Iterator:
+        t0 = None
+        shown = 0
+        with cap:
+            for frame in cap:
+                if t0 is None:
+                    t0 = frame.ts
+                pkt = engine.dissect(frame)
+                if matcher is not None and not matcher(pkt, t0):
+                    continue
+                yield pkt, t0
+                shown += 1
+                if count is not None and shown >= count:
+                    return
+
+    return cap, gen()
+
+
+def cmd_decode(args: argparse.Namespace) -> int:
+    cap, packets = _packets(args.file, args.display_filter, args.count)
+    if args.T == "json":
+        from .output.jsonout import packet_json
+        emit_b, flush_b = _bytes_writer()
+        try:
+            for pkt, t0 in packets:
+                emit_b(packet_json(pkt, t0))
+        finally:
+            flush_b()
+    else:
+        from .output.text import hex_lines, summary_line, tree_lines
+        emit, flush = _out_writer()
+        verbose, hexdump = args.verbose, args.hex
+        try:
+            for pkt, t0 in packets:
+                if verbose:
+                    for line in tree_lines(pkt, t0):
+                        emit(line)
+                else:
+                    emit(summary_line(pkt, t0))
+                if hexdump:
+                    if not verbose:
+                        emit("")
+                    for line in hex_lines(pkt.frame.data):
+                        emit(line)
+                if verbose or hexdump:
+                    emit("")
+        finally:
+            flush()
+    return _report_problems(cap)
+
+
+def _report_problems(cap) -> int:
+    if cap.problems:
+        for p in cap.problems:
+            print(f"rdmaspy: warning: {cap.path}: {p}; the frames before it were decoded", file=sys.stderr)
+        return EXIT_DAMAGED
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rdmaspy",
+        description="Protocol analyzer for RDMA: RoCEv2/RoCEv1/InfiniBand/iWARP and RPC-over-RDMA v1/v2.")
+    p.add_argument("--version", action="version", version=f"rdmaspy {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    d = sub.add_parser("decode", help="decode a capture, one line per packet (like tshark -r)")
+    d.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    d.add_argument("-V", dest="verbose", action="store_true", help="print the full tree of every layer")
+    d.add_argument("-x", dest="hex", action="store_true", help="print hex and ASCII of each frame")
+    d.add_argument("-c", dest="count", type=_positive_int, metavar="N", help="stop after N packets (shown)")
+    d.add_argument("-T", choices=("text", "json"), default="text",
+                   help="output format: text (default) or json (JSON Lines, one object per packet)")
+    d.add_argument("-Y", dest="display_filter", metavar="EXPR",
+                   help="display filter, e.g. 'bth.opcode == 0x0a and reth.dma_length > 4096'")
+    d.set_defaults(func=cmd_decode)
+
+    import importlib
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return p
+
+
+# Modules that add subcommands: each has ``register(subparsers)``.
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    # Die quietly when the reader of our output goes away (``| head``).
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        return args.func(args)
+    except RdmaspyError as exc:
+        print(f"rdmaspy: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+    except MemoryError:
+        print("rdmaspy: error: out of memory", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

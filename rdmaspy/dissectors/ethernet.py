@@ -1,0 +1,60 @@
+"""Ethernet II, 802.1Q / 802.1ad VLAN tags, and the ethertype table."""
+from __future__ import annotations
+
+from ..fields import F, Header
+from ..packet import Packet
+from ..registry import dissect_with, table
+
+ETHERTYPES = {
+    0x0800: "IPv4", 0x86DD: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q", 0x88A8: "802.1ad", 0x9100: "QinQ",
+    0x8915: "RoCE", 0x88CC: "LLDP", 0x8808: "Ethernet flow control", 0x8906: "FCoE",
+}
+
+ETH = Header("eth", "Ethernet II", [
+    F("dst", 48, "Destination", "mac"),
+    F("src", 48, "Source", "mac"),
+    F("type", 16, "Type", "hex", ETHERTYPES),
+])
+
+VLAN = Header("vlan", "802.1Q Virtual LAN", [
+    F("priority", 3, "Priority"),
+    F("dei", 1, "DEI", "bool"),
+    F("id", 12, "ID"),
+    F("etype", 16, "Type", "hex", ETHERTYPES),
+])
+
+ethertype = table("ethertype", "Ethernet type")
+_ETH_SIZE = ETH.size
+_VLAN_TYPES = (0x8100, 0x88A8, 0x9100)
+
+
+def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    if end - off < _ETH_SIZE:
+        pkt.proto = "ETH"
+        pkt.truncated("eth", end - off, _ETH_SIZE)
+        return
+    pkt.add_layer("eth", ETH, buf, off)
+    start = off
+    etype = (buf[off + 12] << 8) | buf[off + 13]
+    off += _ETH_SIZE
+    while etype in _VLAN_TYPES:     # 802.1Q, and QinQ stacks of them
+        if end - off < 4:
+            pkt.truncated("vlan", end - off, 4)
+            return
+        pkt.add_layer("vlan", VLAN, buf, off)
+        etype = (buf[off + 2] << 8) | buf[off + 3]
+        off += 4
+    pkt.proto = ETHERTYPES.get(etype, "ETH")
+    if not dissect_with(ethertype, etype, pkt, buf, off, end, ctx):
+        # Nothing above: the addresses are the MACs.
+        if not pkt.src:
+            pkt.src = fmt_mac(buf[start + 6:start + 12])
+            pkt.dst = fmt_mac(buf[start:start + 6])
+        pkt.set_info(f"Ethertype 0x{etype:04x}")
+
+
+def fmt_mac(b: bytes) -> str:
+    return ":".join(f"{x:02x}" for x in b)
+
+
+table("linktype").register(1, dissect_ethernet)

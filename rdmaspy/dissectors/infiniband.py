@@ -1,0 +1,513 @@
+"""InfiniBand transport: LRH, GRH, BTH and every extended header, ICRC and VCRC.
+
+Carried three ways: RoCEv2 (UDP port 4791, IPv4 or IPv6), RoCEv1 (ethertype
+0x8915, GRH first) and native InfiniBand (LINKTYPE_INFINIBAND 247 and ERF, LRH
+first).  The payload after the extended headers (pad bytes removed) is handed
+to ``ib.qp`` dissectors by destination QP (0 and 1: management datagrams), then
+to the ``ib.payload`` table, where upper layers register heuristics or bind
+themselves to connections.
+"""
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from ..fields import F, Field, Header
+from ..packet import Layer, Packet
+from ..registry import dissect_with, table
+
+# --- header declarations --------------------------------------------------------------------------
+LNH_NAMES = {0: "Raw (IPv6)", 1: "Raw (IPv4/Eth)", 2: "IBA local (BTH)", 3: "IBA global (GRH)"}
+LRH = Header("lrh", "Local Route Header", [
+    F("vl", 4, "Virtual Lane"),
+    F("lver", 4, "Link Version"),
+    F("sl", 4, "Service Level"),
+    F("reserved2", 2, "Reserved (2 bits)"),
+    F("lnh", 2, "Link Next Header", names=LNH_NAMES),
+    F("dlid", 16, "Destination Local ID", "hex"),
+    F("reserved5", 5, "Reserved (5 bits)"),
+    F("pktlen", 11, "Packet Length", unit="words"),
+    F("slid", 16, "Source Local ID", "hex"),
+])
+GRH = Header("grh", "Global Route Header", [
+    F("ipver", 4, "IP Version"),
+    F("tclass", 8, "Traffic Class", "hex"),
+    F("flowlabel", 20, "Flow Label", "hex"),
+    F("paylen", 16, "Payload Length", unit="bytes"),
+    F("nxthdr", 8, "Next Header", "hex", {0x1B: "BTH"}),
+    F("hoplmt", 8, "Hop Limit"),
+    F("sgid", 128, "Source GID", "gid"),
+    F("dgid", 128, "Destination GID", "gid"),
+])
+
+TRANSPORTS = {0: "RC", 1: "UC", 2: "RD", 3: "UD", 4: "CNP", 5: "XRC", 6: "Manufacturer", 7: "Manufacturer"}
+OPERATIONS = {
+    0: "SEND First", 1: "SEND Middle", 2: "SEND Last", 3: "SEND Last with Immediate", 4: "SEND Only",
+    5: "SEND Only with Immediate", 6: "RDMA WRITE First", 7: "RDMA WRITE Middle", 8: "RDMA WRITE Last",
+    9: "RDMA WRITE Last with Immediate", 10: "RDMA WRITE Only", 11: "RDMA WRITE Only with Immediate",
+    12: "RDMA READ Request", 13: "RDMA READ Response First", 14: "RDMA READ Response Middle",
+    15: "RDMA READ Response Last", 16: "RDMA READ Response Only", 17: "Acknowledge", 18: "ATOMIC Acknowledge",
+    19: "CmpSwap", 20: "FetchAdd", 21: "RESYNC", 22: "SEND Last with Invalidate", 23: "SEND Only with Invalidate",
+    28: "FLUSH", 29: "ATOMIC WRITE",
+}
+# Which operations each transport has (IBTA 9.2 and the 1.5 additions FLUSH / ATOMIC WRITE).
+_RC_OPS = set(range(0, 21)) | {22, 23, 28, 29}
+_OPS_BY_TRANSPORT = {
+    0: _RC_OPS,
+    1: set(range(0, 12)),
+    2: set(range(0, 22)),
+    3: {4, 5},
+    5: _RC_OPS,
+}
+
+AETH_NAK_CODES = {0: "PSN Sequence Error", 1: "Invalid Request", 2: "Remote Access Error",
+                  3: "Remote Operational Error", 4: "Invalid RD Request"}
+AETH_TYPES = {0: "ACK", 1: "RNR NAK", 2: "Reserved", 3: "NAK"}
+# RNR NAK timer field -> milliseconds (IBTA table 45)
+RNR_TIMER_MS = (655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
+                2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76,
+                327.68, 491.52)
+
+OPCODE_NAMES: dict[int, str] = {}
+for _t, _tn in TRANSPORTS.items():
+    for _o in _OPS_BY_TRANSPORT.get(_t, ()):
+        OPCODE_NAMES[(_t << 5) | _o] = f"{_tn} {OPERATIONS[_o]}"
+OPCODE_NAMES[0x81] = "CNP"
+
+BTH = Header("bth", "Base Transport Header", [
+    F("opcode", 8, "Opcode", names=OPCODE_NAMES),
+    F("se", 1, "Solicited Event", "bool"),
+    F("m", 1, "MigReq", "bool"),
+    F("padcnt", 2, "Pad Count"),
+    F("tver", 4, "Header Version"),
+    F("p_key", 16, "Partition Key", "hex"),
+    F("fecn", 1, "FECN", "bool"),
+    F("becn", 1, "BECN", "bool"),
+    F("reserved6", 6, "Reserved (6 bits)"),
+    F("destqp", 24, "Destination Queue Pair", "hex"),
+    F("ackreq", 1, "Acknowledge Request", "bool"),
+    F("reserved7", 7, "Reserved (7 bits)"),
+    F("psn", 24, "Packet Sequence Number"),
+])
+RDETH = Header("rdeth", "Reliable Datagram Extended Transport Header", [
+    F("reserved", 8, "Reserved"),
+    F("ee_context", 24, "EE Context", "hex"),
+])
+DETH = Header("deth", "Datagram Extended Transport Header", [
+    F("q_key", 32, "Queue Key", "hex"),
+    F("reserved", 8, "Reserved"),
+    F("src_qp", 24, "Source Queue Pair", "hex"),
+])
+XRCETH = Header("xrceth", "XRC Extended Transport Header", [
+    F("reserved", 8, "Reserved"),
+    F("xrcsrq", 24, "XRC Shared Receive Queue", "hex"),
+])
+RETH = Header("reth", "RDMA Extended Transport Header", [
+    F("va", 64, "Virtual Address", "hex"),
+    F("r_key", 32, "Remote Key", "hex"),
+    F("dma_length", 32, "DMA Length", unit="bytes"),
+])
+ATOMICETH = Header("atomiceth", "Atomic Extended Transport Header", [
+    F("va", 64, "Virtual Address", "hex"),
+    F("r_key", 32, "Remote Key", "hex"),
+    F("swap_or_add_data", 64, "Swap (Or Add) Data", "hex"),
+    F("compare_data", 64, "Compare Data", "hex"),
+])
+AETH = Header("aeth", "ACK Extended Transport Header", [
+    F("syndrome", 8, "Syndrome", "hex"),
+    F("msn", 24, "Message Sequence Number"),
+])
+ATOMICACKETH = Header("atomicacketh", "Atomic ACK Extended Transport Header", [
+    F("orig_rem_dt", 64, "Original Remote Data", "hex"),
+])
+IMMDT = Header("immdt", "Immediate Data", [F("imm", 32, "Immediate Data", "hex")])
+IETH = Header("ieth", "Invalidate Extended Transport Header", [F("r_key", 32, "Key to Invalidate", "hex")])
+FETH = Header("feth", "Flush Extended Transport Header", [
+    F("reserved", 26, "Reserved"),
+    F("sel", 2, "Selectivity Level", names={0: "Memory Region Range", 1: "Memory Region"}),
+    F("plt", 4, "Placement Type", names={1: "Global Visibility", 2: "Persistence"}),
+])
+CNP_RESERVED = Header("cnp", "Congestion Notification Packet", [F("reserved", 128, "Reserved", "bytes")])
+
+# Fields computed from the packet rather than read from a header.
+AETH_TYPE = Field("aeth.type", 2, "Type", "dec", AETH_TYPES)
+AETH_CREDIT = Field("aeth.credit", 5, "Credit Count")
+AETH_NAK = Field("aeth.nak", 5, "NAK Code", "dec", AETH_NAK_CODES)
+AETH_RNR_TIMER = Field("aeth.rnr_timer", 5, "RNR Timer")
+AETH_RNR_MS = Field("aeth.rnr_ms", 0, "RNR Delay", "float", unit="ms")
+ICRC_VALUE = Field("icrc.value", 32, "Invariant CRC", "hex")
+ICRC_VALID = Field("icrc.valid", 0, "ICRC valid", "bool")
+ICRC_EXPECTED = Field("icrc.expected", 32, "ICRC expected", "hex")
+VCRC_VALUE = Field("vcrc.value", 16, "Variant CRC", "hex")
+VCRC_VALID = Field("vcrc.valid", 0, "VCRC valid", "bool")
+VCRC_EXPECTED = Field("vcrc.expected", 16, "VCRC expected", "hex")
+PAYLOAD_LEN = Field("ib.payload_len", 0, "Payload length", unit="bytes")
+PAD = Field("ib.pad", 0, "Pad bytes", "bytes")
+
+# --- per-opcode plan, computed once ---------------------------------------------------------------
+_EXT_BY_OP: dict[int, tuple[Header, ...]] = {
+    0: (), 1: (), 2: (), 3: (IMMDT,), 4: (), 5: (IMMDT,),
+    6: (RETH,), 7: (), 8: (), 9: (IMMDT,), 10: (RETH,), 11: (RETH, IMMDT),
+    12: (RETH,), 13: (AETH,), 14: (), 15: (AETH,), 16: (AETH,), 17: (AETH,), 18: (AETH, ATOMICACKETH),
+    19: (ATOMICETH,), 20: (ATOMICETH,), 21: (), 22: (IETH,), 23: (IETH,), 28: (RETH, FETH), 29: (RETH,),
+}
+_RESPONSES = {13, 14, 15, 16, 17, 18}
+# What the payload of an operation is, for upper layers and analysis.
+OP_KIND = {0: "send", 1: "send", 2: "send", 3: "send", 4: "send", 5: "send", 22: "send", 23: "send",
+           6: "write", 7: "write", 8: "write", 9: "write", 10: "write", 11: "write",
+           12: "read_request", 13: "read_response", 14: "read_response", 15: "read_response", 16: "read_response",
+           17: "ack", 18: "atomic_ack", 19: "atomic", 20: "atomic", 21: "resync", 28: "flush", 29: "atomic_write"}
+# Position of an operation in its message: first / middle / last / only.
+OP_POS = {0: "first", 1: "middle", 2: "last", 3: "last", 4: "only", 5: "only", 6: "first", 7: "middle",
+          8: "last", 9: "last", 10: "only", 11: "only", 13: "first", 14: "middle", 15: "last", 16: "only",
+          22: "last", 23: "only"}
+
+
+class OpcodePlan:
+    __slots__ = ("opcode", "transport", "op", "name", "exts", "kind", "pos", "valid")
+
+    def __init__(self, opcode: int) -> None:
+        self.opcode = opcode
+        t, op = opcode >> 5, opcode & 31
+        self.transport = TRANSPORTS[t]
+        self.op = op
+        self.valid = opcode == 0x81 or op in _OPS_BY_TRANSPORT.get(t, ())
+        self.name = OPCODE_NAMES.get(opcode, f"Unknown opcode 0x{opcode:02x}")
+        exts: tuple[Header, ...] = ()
+        if opcode == 0x81:
+            exts = (CNP_RESERVED,)
+        elif self.valid:
+            base = _EXT_BY_OP[op]
+            if t == 2:   # RD: RDETH always, DETH on requests
+                exts = (RDETH,) + (() if op in _RESPONSES else (DETH,)) + base
+            elif t == 3:  # UD
+                exts = (DETH,) + base
+            elif t == 5:  # XRC: XRCETH on requests
+                exts = (() if op in _RESPONSES else (XRCETH,)) + base
+            else:
+                exts = base
+        self.exts = exts
+        self.kind = "cnp" if opcode == 0x81 else OP_KIND.get(op, "unknown") if self.valid else "unknown"
+        self.pos = OP_POS.get(op, "only") if self.valid else "only"
+
+
+PLANS = tuple(OpcodePlan(i) for i in range(256))
+
+
+class IBInfo:
+    """The transport facts of a packet, for upper layers and analysis (no text)."""
+
+    __slots__ = ("opcode", "plan", "destqp", "psn", "ackreq", "se", "padcnt", "pkey", "fecn", "becn",
+                 "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "net",
+                 "src", "dst", "ecn")
+
+    def __init__(self) -> None:
+        self.reth: tuple | None = None      # (va, r_key, dma_length)
+        self.aeth: tuple | None = None      # (syndrome, msn)
+        self.deth_srcqp: int | None = None
+        self.imm: int | None = None
+        self.ieth: int | None = None
+        self.icrc_ok: bool | None = None
+        self.ecn = 0
+
+    @property
+    def payload_len(self) -> int:
+        return self.payload_end - self.payload_off
+
+
+ib_qp = table("ib.qp", "InfiniBand destination QP")
+ib_payload = table("ib.payload", "InfiniBand payload")
+
+_BTH_SIZE = 12
+_FF8 = b"\xff" * 8
+_CRC_FF8 = zlib.crc32(_FF8)
+
+
+def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) -> int:
+    """ICRC of a RoCEv2 packet: 8 bytes of ones for the LRH, then IP/UDP/BTH with variant fields set to ones."""
+    if version == 4:
+        ihl = (buf[ip_off] & 15) * 4
+        h = bytearray(buf[ip_off:ip_off + ihl + 8])
+        h[1] = 0xFF              # TOS (DSCP + ECN)
+        h[8] = 0xFF              # TTL
+        h[10] = h[11] = 0xFF     # header checksum
+        h[ihl + 6] = h[ihl + 7] = 0xFF   # UDP checksum
+    else:
+        h = bytearray(buf[ip_off:ip_off + 48])
+        h[0] |= 0x0F             # traffic class (low nibble of byte 0, high nibble of byte 1) and flow label
+        h[1] = h[2] = h[3] = 0xFF
+        h[7] = 0xFF              # hop limit
+        h[46] = h[47] = 0xFF     # UDP checksum
+    crc = zlib.crc32(h, _CRC_FF8)
+    crc = zlib.crc32(buf[bth:bth + 4], crc)
+    crc = zlib.crc32(b"\xff", crc)
+    return zlib.crc32(buf[bth + 5:icrc_off], crc)
+
+
+def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) -> int:
+    """ICRC with a GRH (RoCEv1, or native IB with LNH=3): LRH (ones for RoCE, VL masked for IB), masked GRH."""
+    g = bytearray(buf[grh_off:grh_off + 40])
+    g[0] |= 0x0F
+    g[1] = g[2] = g[3] = 0xFF
+    g[7] = 0xFF
+    if lrh_off < 0:
+        crc = zlib.crc32(g, _CRC_FF8)
+    else:
+        lrh = bytearray(buf[lrh_off:lrh_off + 8])
+        lrh[0] |= 0xF0
+        crc = zlib.crc32(g, zlib.crc32(lrh))
+    crc = zlib.crc32(buf[bth:bth + 4], crc)
+    crc = zlib.crc32(b"\xff", crc)
+    return zlib.crc32(buf[bth + 5:icrc_off], crc)
+
+
+def icrc_local(buf: bytes, lrh_off: int, bth: int, icrc_off: int) -> int:
+    """ICRC of a native IB packet without GRH: LRH with VL set to ones, BTH masked."""
+    lrh = bytearray(buf[lrh_off:lrh_off + 8])
+    lrh[0] |= 0xF0
+    crc = zlib.crc32(lrh)
+    crc = zlib.crc32(buf[bth:bth + 4], crc)
+    crc = zlib.crc32(b"\xff", crc)
+    return zlib.crc32(buf[bth + 5:icrc_off], crc)
+
+
+def _vcrc_table() -> list[int]:
+    # CRC-16 of the IBTA (polynomial 0x100B), computed bit-reflected as the spec's reference code does.
+    poly = 0xD008   # 0x100B reflected
+    out = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
+        out.append(c)
+    return out
+
+
+_VCRC_TABLE = _vcrc_table()
+
+
+def vcrc(data: bytes) -> int:
+    crc = 0xFFFF
+    t = _VCRC_TABLE
+    for b in data:
+        crc = (crc >> 8) ^ t[(crc ^ b) & 0xFF]
+    return crc ^ 0xFFFF
+
+
+# --- dissection ----------------------------------------------------------------------------------------
+def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, crc_end: int | None = None,
+                icrc_fn=None) -> IBInfo | None:
+    """BTH, extended headers, ICRC, payload.  ``end`` is where the ICRC ends (VCRC excluded)."""
+    if end - off < _BTH_SIZE + 4:
+        pkt.proto = "InfiniBand"
+        pkt.truncated("bth", end - off, _BTH_SIZE + 4)
+        return None
+    bth = pkt.add_layer("bth", BTH, buf, off)
+    opcode = buf[off]
+    plan = PLANS[opcode]
+    b1 = buf[off + 1]
+    ib = IBInfo()
+    pkt.ib = ib
+    ib.opcode = opcode
+    ib.plan = plan
+    ib.se = b1 >> 7
+    ib.padcnt = (b1 >> 4) & 3
+    ib.pkey = (buf[off + 2] << 8) | buf[off + 3]
+    b4 = buf[off + 4]
+    ib.fecn = b4 >> 7
+    ib.becn = (b4 >> 6) & 1
+    ib.destqp = (buf[off + 5] << 16) | (buf[off + 6] << 8) | buf[off + 7]
+    ib.ackreq = buf[off + 8] >> 7
+    ib.psn = (buf[off + 9] << 16) | (buf[off + 10] << 8) | buf[off + 11]
+    pkt.proto = "InfiniBand" if pkt.proto in ("", "IBA") else pkt.proto
+    icrc_off = end - 4
+    info = f"{plan.name} QP=0x{ib.destqp:06x} PSN={ib.psn}"
+
+    # ICRC first: it covers everything, including headers we may fail to parse.
+    if icrc_fn is not None:
+        expected = icrc_fn(icrc_off) & 0xFFFFFFFF
+        got = int.from_bytes(buf[icrc_off:end], "little")
+        ib.icrc_ok = ok = expected == got
+        icrc_layer = Layer("icrc", None, buf, icrc_off, 4, "Invariant CRC")
+        icrc_layer.add(ICRC_VALUE, got, icrc_off, 4)
+        icrc_layer.add(ICRC_VALID, ok, icrc_off, 4)
+        icrc_layer.add(ICRC_EXPECTED, expected, icrc_off, 4)
+        if not ok:
+            pkt.add_expert("error", "checksum", f"Bad ICRC 0x{got:08x}, expected 0x{expected:08x}",
+                           "IBTA 7.8.1: ICRC")
+    else:
+        icrc_layer = None
+
+    pos = off + _BTH_SIZE
+    if not plan.valid:
+        pkt.set_malformed(f"bth: opcode 0x{opcode:02x} is reserved for {plan.transport}")
+    for hdr in plan.exts:
+        size = hdr.size
+        if icrc_off - pos < size:
+            pkt.truncated(hdr.name, icrc_off - pos, size)
+            pos = icrc_off
+            break
+        pkt.add_layer(hdr.name, hdr, buf, pos)
+        if hdr is RETH:
+            va, rkey, dlen = ib.reth = RETH.decode(buf, pos)
+            info += f" VA=0x{va:x} R_Key=0x{rkey:08x} Len={dlen}"
+        elif hdr is AETH:
+            syn = buf[pos]
+            ib.aeth = (syn, (buf[pos + 1] << 16) | (buf[pos + 2] << 8) | buf[pos + 3])
+            info += " " + _aeth_text(pkt, syn, pkt.layers[-1], pos)
+        elif hdr is DETH:
+            ib.deth_srcqp = (buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]
+        elif hdr is IMMDT:
+            ib.imm = int.from_bytes(buf[pos:pos + 4], "big")
+            info += f" Imm=0x{ib.imm:08x}"
+        elif hdr is IETH:
+            ib.ieth = int.from_bytes(buf[pos:pos + 4], "big")
+            info += f" Inv R_Key=0x{ib.ieth:08x}"
+        pos += size
+    pad = ib.padcnt
+    pend = icrc_off - pad
+    if pend < pos:
+        pkt.set_malformed(f"bth: pad count {pad} exceeds the {icrc_off - pos} payload bytes")
+        pend = pos
+    ib.payload_off = pos
+    ib.payload_end = pend
+    if ib.becn or ib.fecn:
+        info += " [BECN]" if ib.becn else " [FECN]"
+    pkt.set_info(info)
+    bth.add(PAYLOAD_LEN, pend - pos)
+    if pad and pend >= pos:
+        bth.add(PAD, bytes(buf[pend:icrc_off]), pend, pad)
+    if pend > pos and pkt.malformed is None:
+        fn = ib_qp.by_key.get(ib.destqp) if plan.transport in ("UD", "RD") or ib.destqp < 2 else None
+        if fn is not None:
+            fn(pkt, buf, pos, pend, ctx)
+        else:
+            dissect_with(ib_payload, plan.kind, pkt, buf, pos, pend, ctx)
+    if icrc_layer is not None:
+        pkt.layers.append(icrc_layer)
+        if not ib.icrc_ok:
+            pkt.add_info(f"[Bad ICRC 0x{got:08x}, expected 0x{expected:08x}]")
+    return ib
+
+
+def _aeth_text(pkt: Packet, syn: int, lay: Layer, pos: int) -> str:
+    kind = (syn >> 5) & 3
+    low = syn & 31
+    lay.add(AETH_TYPE, kind, pos, 1)
+    if kind == 0:
+        lay.add(AETH_CREDIT, low, pos, 1)
+        return "ACK" if low != 31 else "ACK (credits invalid)"
+    if kind == 1:
+        lay.add(AETH_RNR_TIMER, low, pos, 1)
+        lay.add(AETH_RNR_MS, RNR_TIMER_MS[low], pos, 1)
+        return f"RNR NAK timer={RNR_TIMER_MS[low]}ms"
+    if kind == 3:
+        lay.add(AETH_NAK, low, pos, 1)
+        return f"NAK {AETH_NAK_CODES.get(low, f'reserved code {low}')}"
+    return f"reserved syndrome 0x{syn:02x}"
+
+
+# --- carriers -----------------------------------------------------------------------------------------
+def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    """UDP port 4791: BTH directly, ICRC over the masked IP/UDP headers."""
+    layers = pkt.layers
+    ip = layers[-2] if len(layers) >= 2 else None
+    pkt.proto = "RoCEv2"
+    if ip is None or ip.proto not in ("ip", "ipv6"):
+        # IPv6 with extension headers: find the IP layer further down.
+        ip = next((lay for lay in reversed(layers) if lay.proto in ("ip", "ipv6")), None)
+    if ip is None:
+        dissect_bth(pkt, buf, off, end, ctx)
+        return
+    ip_off = ip.off
+    version = 4 if ip.proto == "ip" else 6
+    ib = dissect_bth(pkt, buf, off, end, ctx,
+                     icrc_fn=lambda icrc_off: icrc_rocev2(buf, ip_off, version, off, icrc_off))
+    if ib is not None:
+        ib.ecn = buf[ip_off + 1] & 3 if version == 4 else (buf[ip_off + 1] >> 4) & 3
+
+
+def dissect_grh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, lrh_off: int = -1) -> None:
+    if end - off < 40:
+        pkt.proto = "InfiniBand"
+        pkt.truncated("grh", end - off, 40)
+        return
+    pkt.add_layer("grh", GRH, buf, off)
+    pkt.src = fmt_gid(buf[off + 8:off + 24])
+    pkt.dst = fmt_gid(buf[off + 24:off + 40])
+    nxt = buf[off + 6]
+    if nxt != 0x1B:
+        pkt.proto = "InfiniBand"
+        pkt.set_info(f"GRH next header 0x{nxt:02x} (not BTH)")
+        dissect_with(table("grh.nxthdr", "GRH next header"), nxt, pkt, buf, off + 40, end, ctx)
+        return
+    paylen = (buf[off + 4] << 8) | buf[off + 5]
+    if lrh_off < 0:
+        # RoCEv1: PayLen counts BTH..ICRC; trust it over Ethernet padding when it fits.
+        if 16 <= paylen <= end - off - 40:
+            end = off + 40 + paylen
+        pkt.proto = "RoCE"
+    ib = dissect_bth(pkt, buf, off + 40, end, ctx,
+                     icrc_fn=lambda icrc_off: icrc_grh(buf, lrh_off, off, off + 40, icrc_off))
+    if ib is not None and lrh_off < 0:
+        pkt.proto = "RoCE"
+
+
+def dissect_rocev1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    dissect_grh(pkt, buf, off, end, ctx)
+
+
+def fmt_gid(b: bytes) -> str:
+    """A GID as IPv6 text, or the IPv4 address of an IPv4-mapped GID (what RoCE users know)."""
+    if b[:12] == b"\0\0\0\0\0\0\0\0\0\0\xff\xff":
+        return f"{b[12]}.{b[13]}.{b[14]}.{b[15]}"
+    import ipaddress
+    return str(ipaddress.IPv6Address(bytes(b)))
+
+
+def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    """Native InfiniBand, from the LRH: ... BTH ... ICRC(4) VCRC(2)."""
+    pkt.proto = "InfiniBand"
+    if end - off < 8:
+        pkt.truncated("lrh", end - off, 8)
+        return
+    pkt.add_layer("lrh", LRH, buf, off)
+    lnh = buf[off + 1] & 3
+    dlid = (buf[off + 2] << 8) | buf[off + 3]
+    pktlen = ((buf[off + 4] & 7) << 8 | buf[off + 5]) * 4
+    slid = (buf[off + 6] << 8) | buf[off + 7]
+    pkt.src = f"LID {slid}"
+    pkt.dst = f"LID {dlid}"
+    vcrc_off = off + pktlen
+    if pktlen < 8 or vcrc_off + 2 > end:
+        pkt.set_malformed(f"lrh: packet length {pktlen} bytes does not fit the {end - off} captured")
+        vcrc_off = end - 2
+    if vcrc_off - off >= 8:
+        got = int.from_bytes(buf[vcrc_off:vcrc_off + 2], "big")
+        expected = vcrc(buf[off:vcrc_off])
+        v = Layer("vcrc", None, buf, vcrc_off, 2, "Variant CRC")
+        v.add(VCRC_VALUE, got, vcrc_off, 2)
+        v.add(VCRC_VALID, got == expected, vcrc_off, 2)
+        v.add(VCRC_EXPECTED, expected, vcrc_off, 2)
+    else:
+        v = None
+    crc_end = vcrc_off
+    if lnh == 3:
+        dissect_grh(pkt, buf, off + 8, crc_end, ctx, lrh_off=off)
+    elif lnh == 2:
+        dissect_bth(pkt, buf, off + 8, crc_end, ctx,
+                    icrc_fn=lambda icrc_off: icrc_local(buf, off, off + 8, icrc_off))
+    else:
+        pkt.set_info(f"LRH {LNH_NAMES[lnh]} packet")
+        dissect_with(table("lrh.lnh", "LRH next header"), lnh, pkt, buf, off + 8, crc_end, ctx)
+    if v is not None:
+        pkt.layers.append(v)
+        if not v.items[1][1]:
+            pkt.add_expert("error", "checksum", f"Bad VCRC 0x{got:04x}, expected 0x{expected:04x}",
+                           "IBTA 7.8.2: VCRC")
+            pkt.add_info(f"[Bad VCRC 0x{got:04x}, expected 0x{expected:04x}]")
+
+
+table("udp.port").register(4791, dissect_rocev2)
+table("ethertype").register(0x8915, dissect_rocev1)
+table("linktype").register(247, dissect_lrh)

@@ -1,0 +1,216 @@
+"""IPv4 (with options) and IPv6 (with extension headers), and the IP protocol table."""
+from __future__ import annotations
+
+from ..fields import F, Field, Header
+from ..packet import Packet
+from ..registry import dissect_with, table
+
+IP_PROTOS = {0: "HOPOPT", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6", 43: "IPv6-Route",
+             44: "IPv6-Frag", 47: "GRE", 50: "ESP", 51: "AH", 58: "ICMPv6", 59: "IPv6-NoNxt", 60: "IPv6-Opts",
+             132: "SCTP", 135: "Mobility", 139: "HIP", 140: "Shim6", 253: "Experimental", 254: "Experimental"}
+ECN_NAMES = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
+
+IPV4 = Header("ip", "Internet Protocol Version 4", [
+    F("version", 4, "Version"),
+    F("hdr_len", 4, "Header Length", unit="words"),
+    F("dsfield.dscp", 6, "Differentiated Services Codepoint"),
+    F("dsfield.ecn", 2, "Explicit Congestion Notification", names=ECN_NAMES),
+    F("len", 16, "Total Length", unit="bytes"),
+    F("id", 16, "Identification", "hex"),
+    F("flags.rb", 1, "Reserved bit", "bool"),
+    F("flags.df", 1, "Don't fragment", "bool"),
+    F("flags.mf", 1, "More fragments", "bool"),
+    F("frag_offset", 13, "Fragment Offset", unit="x8 bytes"),
+    F("ttl", 8, "Time to Live"),
+    F("proto", 8, "Protocol", names=IP_PROTOS),
+    F("checksum", 16, "Header Checksum", "hex"),
+    F("src", 32, "Source Address", "ipv4"),
+    F("dst", 32, "Destination Address", "ipv4"),
+])
+IPV4_OPTION_NAMES = {0: "End of Options List", 1: "No-Operation", 7: "Record Route", 68: "Time Stamp",
+                     130: "Security", 131: "Loose Source Route", 137: "Strict Source Route", 136: "Stream ID",
+                     148: "Router Alert", 149: "Selective Directed Broadcast", 82: "Traceroute"}
+OPT_TYPE = Field("ip.opt.type", 8, "Option Type", "dec", IPV4_OPTION_NAMES)
+OPT_LEN = Field("ip.opt.len", 8, "Option Length", unit="bytes")
+OPT_DATA = Field("ip.opt.data", 0, "Option Data", "bytes")
+
+IPV6 = Header("ipv6", "Internet Protocol Version 6", [
+    F("version", 4, "Version"),
+    F("tclass.dscp", 6, "Differentiated Services Codepoint"),
+    F("tclass.ecn", 2, "Explicit Congestion Notification", names=ECN_NAMES),
+    F("flow", 20, "Flow Label", "hex"),
+    F("plen", 16, "Payload Length", unit="bytes"),
+    F("nxt", 8, "Next Header", names=IP_PROTOS),
+    F("hlim", 8, "Hop Limit"),
+    F("src", 128, "Source Address", "ipv6"),
+    F("dst", 128, "Destination Address", "ipv6"),
+])
+EXT_NXT = Field("ipv6.ext.nxt", 8, "Next Header", "dec", IP_PROTOS)
+EXT_LEN = Field("ipv6.ext.len", 8, "Header Extension Length", unit="bytes")
+EXT_DATA = Field("ipv6.ext.data", 0, "Extension Data", "bytes")
+FRAG_OFFSET = Field("ipv6.fragment.offset", 13, "Fragment Offset", unit="x8 bytes")
+FRAG_MORE = Field("ipv6.fragment.more", 1, "More Fragments", "bool")
+FRAG_ID = Field("ipv6.fragment.id", 32, "Identification", "hex")
+_IPV6_EXT = {0: "Hop-by-Hop Options", 43: "Routing", 44: "Fragment", 60: "Destination Options", 51: "Authentication",
+             135: "Mobility", 139: "HIP", 140: "Shim6"}
+
+ip_proto = table("ip.proto", "IP protocol")
+
+
+def fmt_ipv4(b: bytes) -> str:
+    return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
+
+
+def fmt_ipv6(b: bytes) -> str:
+    import ipaddress
+    return str(ipaddress.IPv6Address(bytes(b)))
+
+
+def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    avail = end - off
+    if avail < 20:
+        pkt.proto = "IPv4"
+        pkt.truncated("ip", avail, 20)
+        return
+    vihl = buf[off]
+    ihl = (vihl & 15) * 4
+    lay = pkt.add_layer("ip", IPV4, buf, off, ihl)
+    if vihl >> 4 != 4:
+        pkt.set_malformed(f"ip: version {vihl >> 4} in an IPv4 header")
+        return
+    if ihl < 20:
+        pkt.set_malformed(f"ip: header length {ihl} bytes is less than 20")
+        return
+    if avail < ihl:
+        pkt.truncated("ip", avail, ihl)
+        return
+    total = (buf[off + 2] << 8) | buf[off + 3]
+    pkt.src = f"{buf[off + 12]}.{buf[off + 13]}.{buf[off + 14]}.{buf[off + 15]}"
+    pkt.dst = f"{buf[off + 16]}.{buf[off + 17]}.{buf[off + 18]}.{buf[off + 19]}"
+    pkt.proto = "IPv4"
+    if ihl > 20:
+        _ipv4_options(pkt, lay, buf, off + 20, off + ihl)
+    if total < ihl:
+        pkt.set_malformed(f"ip: total length {total} is less than the header length {ihl}")
+        return
+    if total > avail:
+        # Snapped or truncated: decode what was captured (TSO captures report 0 too).
+        if total != 0 and len(buf) == end:
+            pkt.add_expert("warning", "malformed", f"ip: total length {total} exceeds the {avail} bytes captured")
+    else:
+        end = off + total
+    flags_frag = (buf[off + 6] << 8) | buf[off + 7]
+    proto = buf[off + 9]
+    if flags_frag & 0x3FFF:
+        pkt.set_info(f"Fragmented IP protocol (proto={IP_PROTOS.get(proto, proto)}, off={(flags_frag & 0x1FFF) * 8})")
+        from ..registry import add_data
+        add_data(pkt, buf, off + ihl, end)
+        return
+    dissect_with(ip_proto, proto, pkt, buf, off + ihl, end, ctx)
+
+
+def _ipv4_options(pkt: Packet, lay, buf: bytes, off: int, end: int) -> None:
+    while off < end:
+        kind = buf[off]
+        if kind in (0, 1):
+            opt = lay.child("ip.opt", None, off, 1, f"IP Option - {IPV4_OPTION_NAMES[kind]}")
+            opt.add(OPT_TYPE, kind, off, 1)
+            off += 1
+            if kind == 0:
+                break
+            continue
+        if off + 1 >= end:
+            pkt.set_malformed("ip: option length missing")
+            return
+        olen = buf[off + 1]
+        if olen < 2 or off + olen > end:
+            pkt.set_malformed(f"ip: option {kind} has bad length {olen}")
+            return
+        opt = lay.child("ip.opt", None, off, olen, f"IP Option - {IPV4_OPTION_NAMES.get(kind, f'Unknown ({kind})')}")
+        opt.add(OPT_TYPE, kind, off, 1)
+        opt.add(OPT_LEN, olen, off + 1, 1)
+        if olen > 2:
+            opt.add(OPT_DATA, bytes(buf[off + 2:off + olen]), off + 2, olen - 2)
+        off += olen
+
+
+def dissect_ipv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    avail = end - off
+    if avail < 40:
+        pkt.proto = "IPv6"
+        pkt.truncated("ipv6", avail, 40)
+        return
+    lay = pkt.add_layer("ipv6", IPV6, buf, off)
+    if buf[off] >> 4 != 6:
+        pkt.set_malformed(f"ipv6: version {buf[off] >> 4} in an IPv6 header")
+        return
+    plen = (buf[off + 4] << 8) | buf[off + 5]
+    nxt = buf[off + 6]
+    pkt.src = fmt_ipv6(buf[off + 8:off + 24])
+    pkt.dst = fmt_ipv6(buf[off + 24:off + 40])
+    pkt.proto = "IPv6"
+    if 0 < plen <= avail - 40:
+        end = off + 40 + plen
+    off += 40
+    while nxt in _IPV6_EXT:
+        if end - off < 8:
+            pkt.truncated(f"ipv6 {_IPV6_EXT[nxt]} header", end - off, 8)
+            return
+        this = nxt
+        nxt = buf[off]
+        if this == 44:
+            hlen = 8
+        elif this == 51:
+            hlen = (buf[off + 1] + 2) * 4
+        else:
+            hlen = (buf[off + 1] + 1) * 8
+        if end - off < hlen:
+            pkt.truncated(f"ipv6 {_IPV6_EXT[this]} header", end - off, hlen)
+            return
+        ext = lay.child("ipv6.ext", None, off, hlen, f"IPv6 {_IPV6_EXT[this]} Header")
+        ext.add(EXT_NXT, nxt, off, 1)
+        if this == 44:
+            fo = (buf[off + 2] << 8) | buf[off + 3]
+            ext.add(FRAG_OFFSET, fo >> 3, off + 2, 2)
+            ext.add(FRAG_MORE, fo & 1, off + 3, 1)
+            ext.add(FRAG_ID, int.from_bytes(buf[off + 4:off + 8], "big"), off + 4, 4)
+            if fo & 0xFFF9:
+                off += hlen
+                pkt.set_info(f"IPv6 fragment (next={IP_PROTOS.get(nxt, nxt)}, off={(fo >> 3) * 8})")
+                from ..registry import add_data
+                add_data(pkt, buf, off, end)
+                return
+        else:
+            ext.add(EXT_LEN, hlen, off + 1, 1)
+            ext.add(EXT_DATA, bytes(buf[off + 2:off + hlen]), off + 2, hlen - 2)
+        off += hlen
+    dissect_with(ip_proto, nxt, pkt, buf, off, end, ctx)
+
+
+ethertype = table("ethertype")
+ethertype.register(0x0800, dissect_ipv4)
+ethertype.register(0x86DD, dissect_ipv6)
+
+# Raw IP link types: 101 (LINKTYPE_RAW), 228 (IPv4), 229 (IPv6); 12 and 14 are the old BSD numbers for raw IP.
+
+
+def dissect_raw_ip(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    if off >= end:
+        pkt.truncated("raw ip", 0, 1)
+        return
+    version = buf[off] >> 4
+    if version == 4:
+        dissect_ipv4(pkt, buf, off, end, ctx)
+    elif version == 6:
+        dissect_ipv6(pkt, buf, off, end, ctx)
+    else:
+        pkt.proto = "IP"
+        pkt.set_malformed(f"raw ip: version {version} is neither 4 nor 6")
+
+
+linktype = table("linktype")
+linktype.register(101, dissect_raw_ip)
+linktype.register(12, dissect_raw_ip)
+linktype.register(14, dissect_raw_ip)
+linktype.register(228, dissect_ipv4)
+linktype.register(229, dissect_ipv6)

@@ -1,0 +1,106 @@
+"""UDP and the TCP header, with their port tables.
+
+TCP payload is handed to ``tcp.port`` dissectors; iWARP's MPA reassembles its
+stream itself, keyed on the connection.
+"""
+from __future__ import annotations
+
+from ..fields import F, Field, Header
+from ..packet import Packet
+from ..registry import dissect_with, table
+
+UDP = Header("udp", "User Datagram Protocol", [
+    F("srcport", 16, "Source Port"),
+    F("dstport", 16, "Destination Port"),
+    F("length", 16, "Length", unit="bytes"),
+    F("checksum", 16, "Checksum", "hex"),
+])
+
+TCP = Header("tcp", "Transmission Control Protocol", [
+    F("srcport", 16, "Source Port"),
+    F("dstport", 16, "Destination Port"),
+    F("seq_raw", 32, "Sequence Number (raw)"),
+    F("ack_raw", 32, "Acknowledgment Number (raw)"),
+    F("hdr_len", 4, "Header Length", unit="words"),
+    F("flags.res", 3, "Reserved"),
+    F("flags.ae", 1, "Accurate ECN", "bool"),
+    F("flags.cwr", 1, "CWR", "bool"),
+    F("flags.ece", 1, "ECE", "bool"),
+    F("flags.urg", 1, "URG", "bool"),
+    F("flags.ack", 1, "ACK", "bool"),
+    F("flags.push", 1, "PSH", "bool"),
+    F("flags.reset", 1, "RST", "bool"),
+    F("flags.syn", 1, "SYN", "bool"),
+    F("flags.fin", 1, "FIN", "bool"),
+    F("window_size_value", 16, "Window"),
+    F("checksum", 16, "Checksum", "hex"),
+    F("urgent_pointer", 16, "Urgent Pointer"),
+])
+TCP_OPTIONS = Field("tcp.options", 0, "Options", "bytes")
+TCP_LEN = Field("tcp.len", 0, "TCP Segment Len", unit="bytes")
+
+udp_port = table("udp.port", "UDP port")
+tcp_port = table("tcp.port", "TCP port")
+_TCP_FLAGS = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
+              (0x40, "ECE"), (0x80, "CWR"))
+
+
+def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    if end - off < 8:
+        pkt.proto = "UDP"
+        pkt.truncated("udp", end - off, 8)
+        return
+    pkt.add_layer("udp", UDP, buf, off)
+    sport = (buf[off] << 8) | buf[off + 1]
+    dport = (buf[off + 2] << 8) | buf[off + 3]
+    ulen = (buf[off + 4] << 8) | buf[off + 5]
+    if 8 <= ulen <= end - off:
+        end = off + ulen
+    elif ulen < 8:
+        pkt.set_malformed(f"udp: length {ulen} is less than 8")
+        return
+    pkt.proto = "UDP"
+    fn = udp_port.by_key.get(dport) or udp_port.by_key.get(sport)
+    if fn is not None:
+        fn(pkt, buf, off + 8, end, ctx)
+        return
+    pkt.set_info(f"{sport} → {dport} Len={end - off - 8}")
+    dissect_with(udp_port, None, pkt, buf, off + 8, end, ctx)
+
+
+def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    if end - off < 20:
+        pkt.proto = "TCP"
+        pkt.truncated("tcp", end - off, 20)
+        return
+    hlen = (buf[off + 12] >> 4) * 4
+    lay = pkt.add_layer("tcp", TCP, buf, off, hlen)
+    pkt.proto = "TCP"
+    if hlen < 20:
+        pkt.set_malformed(f"tcp: header length {hlen} is less than 20")
+        return
+    if end - off < hlen:
+        pkt.truncated("tcp", end - off, hlen)
+        return
+    if hlen > 20:
+        lay.add(TCP_OPTIONS, bytes(buf[off + 20:off + hlen]), off + 20, hlen - 20)
+    seglen = end - off - hlen
+    lay.add(TCP_LEN, seglen)
+    sport = (buf[off] << 8) | buf[off + 1]
+    dport = (buf[off + 2] << 8) | buf[off + 3]
+    flags = buf[off + 13]
+    seq = int.from_bytes(buf[off + 4:off + 8], "big")
+    names = ", ".join(n for bit, n in _TCP_FLAGS if flags & bit)
+    pkt.set_info(f"{sport} → {dport} [{names}] Seq={seq} Len={seglen}")
+    if seglen <= 0:
+        return
+    fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
+    if fn is not None:
+        fn(pkt, buf, off + hlen, end, ctx)
+        return
+    dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
+
+
+ip_proto = table("ip.proto")
+ip_proto.register(17, dissect_udp)
+ip_proto.register(6, dissect_tcp)

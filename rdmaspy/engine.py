@@ -1,0 +1,78 @@
+"""The dissection engine: frames in, packets out.
+
+``Engine.dissect`` starts at the frame's link type and lets each dissector hand
+its payload to the next through the registry.  A ``Session`` carries the state
+that spans packets (reassembly, connections learnt from the CM), one namespace
+per dissector module.  Nothing a dissector does with bad bytes escapes as an
+exception: it becomes a malformed packet with the reason.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Any, Callable, Iterable, Iterator
+
+from .packet import Frame, Packet
+from .registry import table
+
+_LOADED = False
+
+
+def load_dissectors() -> None:
+    """Import every module of ``rdmaspy.dissectors``: importing is registering."""
+    global _LOADED
+    if _LOADED:
+        return
+    from . import dissectors
+    for mod in sorted(pkgutil.iter_modules(dissectors.__path__), key=lambda m: m.name):
+        importlib.import_module(f"{dissectors.__name__}.{mod.name}")
+    _LOADED = True
+
+
+class Session:
+    """State kept across the packets of one capture."""
+
+    __slots__ = ("state", "options")
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.state: dict[str, Any] = {}
+        self.options: dict[str, Any] = options or {}
+
+    def get(self, key: str, factory: Callable[[], Any]) -> Any:
+        v = self.state.get(key)
+        if v is None:
+            v = self.state[key] = factory()
+        return v
+
+
+class Engine:
+    def __init__(self, session: Session | None = None, strict: bool = False) -> None:
+        load_dissectors()
+        self.session = session or Session()
+        self.strict = strict          # tests: let dissector exceptions through
+        self._linktypes = table("linktype")
+
+    def dissect(self, frame: Frame) -> Packet:
+        pkt = Packet(frame)
+        data = frame.data
+        fn = self._linktypes.by_key.get(frame.linktype)
+        if fn is None:
+            pkt.proto = "UNKNOWN"
+            pkt.set_info(f"Link type {frame.linktype} is not supported")
+            from .registry import add_data
+            add_data(pkt, data, 0, len(data))
+            return pkt
+        if self.strict:
+            fn(pkt, data, 0, len(data), self.session)
+            return pkt
+        try:
+            fn(pkt, data, 0, len(data), self.session)
+        except Exception as exc:  # a dissector bug must not stop the capture: report it on the packet
+            last = pkt.layers[-1].proto if pkt.layers else "frame"
+            pkt.set_malformed(f"{last}: dissector error: {type(exc).__name__}: {exc}")
+        return pkt
+
+    def run(self, frames: Iterable[Frame]) -> Iterator[Packet]:
+        dissect = self.dissect
+        for frame in frames:
+            yield dissect(frame)

@@ -1,0 +1,193 @@
+"""Declarative header fields.
+
+A header is declared once, as an ordered list of fields with bit widths.  The
+declaration is compiled at import time into one precompiled ``struct.Struct``
+plus a generated decode function (shifts and masks only) and an encoder, so the
+same description serves decoding, building, the verbose tree, JSON, display
+filters and hex highlighting.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Callable, Mapping
+
+# How a value is shown.  Presentation code interprets these; dissectors only declare them.
+DISPLAYS = frozenset({
+    "dec", "hex", "bool", "ipv4", "ipv6", "mac", "bytes", "gid", "str", "time", "float",
+})
+
+
+@dataclass(slots=True, eq=False)
+class Field:
+    """One named value.  ``name`` is the full dotted filter name (``bth.opcode``)."""
+
+    name: str
+    bits: int = 0                 # width on the wire; 0 for values of variable size
+    label: str = ""
+    display: str = "dec"
+    names: Mapping[int, str] | None = None   # value -> name (enumerations)
+    unit: str = ""                # shown after the value ("bytes", "words")
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.display not in DISPLAYS:
+            raise ValueError(f"{self.name}: unknown display {self.display!r}")
+        if not self.label:
+            self.label = self.name.rsplit(".", 1)[-1]
+
+    def name_of(self, value: Any) -> str | None:
+        names = self.names
+        if names is None:
+            return None
+        return names.get(value)
+
+
+def F(name: str, bits: int, label: str = "", display: str = "dec",
+      names: Mapping[int, str] | None = None, unit: str = "", doc: str = "") -> Field:
+    """Shorthand used in header declarations (``name`` is relative to the header)."""
+    return Field(name, bits, label, display, names, unit, doc)
+
+
+# Byte lengths that struct can unpack directly as unsigned integers.
+_INT_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+@dataclass(slots=True, eq=False)
+class _Group:
+    """A run of fields that together fill whole bytes."""
+    byte_off: int
+    nbytes: int
+    members: list[tuple[int, int, int]] = dc_field(default_factory=list)  # (field index, shift, width)
+
+
+class Header:
+    """A fixed-layout header compiled from field declarations.
+
+    Fields are declared with names relative to the header (``opcode``); their full
+    names become ``<name>.<field>`` (``bth.opcode``).  Consecutive fields are
+    packed into groups of whole bytes; groups of 1, 2, 4 or 8 bytes unpack as
+    integers, others as byte strings converted with ``int.from_bytes`` (only
+    where a value is wider than 64 bits or the group width is odd, as for
+    24-bit QPNs standing alone) or kept as bytes (addresses, GIDs).
+    """
+
+    __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
+                 "struct", "_groups", "_byte_fields")
+
+    def __init__(self, name: str, label: str, fields: list[Field]) -> None:
+        self.name = name
+        self.label = label
+        self.fields: tuple[Field, ...] = tuple(
+            Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc) for f in fields)
+        self.index: dict[str, int] = {}
+        for i, f in enumerate(self.fields):
+            self.index[f.name] = i
+            self.index[f.name.rsplit(".", 1)[-1]] = i
+        self._compile()
+
+    # -- compilation ---------------------------------------------------------------------------
+    def _compile(self) -> None:
+        groups: list[_Group] = []
+        spans: list[tuple[int, int, int]] = []  # per field: byte offset, byte length, bit offset in first byte
+        bitpos = 0
+        current: _Group | None = None
+        pending: list[tuple[int, int]] = []     # (field index, width) of the open group
+        byte_fields: set[int] = set()
+        for i, f in enumerate(self.fields):
+            if f.bits <= 0:
+                raise ValueError(f"{f.name}: fixed headers need a width")
+            start = bitpos
+            spans.append((start // 8, (start % 8 + f.bits + 7) // 8, start % 8))
+            if f.display in ("bytes", "gid", "ipv4", "ipv6", "mac", "str") and f.bits % 8 == 0 and bitpos % 8 == 0 \
+                    and not pending:
+                groups.append(_Group(bitpos // 8, f.bits // 8, [(i, -1, f.bits)]))
+                byte_fields.add(i)
+                bitpos += f.bits
+                continue
+            if not pending:
+                current = _Group(bitpos // 8, 0)
+            pending.append((i, f.bits))
+            bitpos += f.bits
+            width = sum(w for _, w in pending)
+            if width % 8 == 0:
+                assert current is not None
+                current.nbytes = width // 8
+                shift = width
+                for idx, w in pending:
+                    shift -= w
+                    current.members.append((idx, shift, w))
+                groups.append(current)
+                pending = []
+        if pending:
+            raise ValueError(f"{self.name}: fields do not end on a byte boundary")
+        self.size = bitpos // 8
+        self.spans = tuple(spans)
+        self._groups = groups
+        self._byte_fields = byte_fields
+
+        fmt = ">"
+        for g in groups:
+            fmt += _INT_CODES.get(g.nbytes, f"{g.nbytes}s") if not (
+                len(g.members) == 1 and g.members[0][1] == -1) else f"{g.nbytes}s"
+        self.struct = struct.Struct(fmt)
+
+        # Generate the decoder: one unpack_from, then shifts/masks per field.
+        lines = ["def decode(buf, off=0, _u=_unpack):", f"    {', '.join(f'g{k}' for k in range(len(groups)))}, = _u(buf, off)"]
+        exprs: list[str] = [""] * len(self.fields)
+        for k, g in enumerate(groups):
+            gv = f"g{k}"
+            if len(g.members) == 1 and g.members[0][1] == -1:
+                exprs[g.members[0][0]] = gv
+                continue
+            if g.nbytes not in _INT_CODES:
+                lines.append(f"    {gv} = _fb({gv}, 'big')")
+            for idx, shift, w in g.members:
+                mask = (1 << w) - 1
+                e = gv
+                if shift:
+                    e = f"({e} >> {shift})"
+                if shift + w < g.nbytes * 8:
+                    e = f"({e} & {mask:#x})"
+                exprs[idx] = e
+        lines.append(f"    return ({', '.join(exprs)},)")
+        ns: dict[str, Any] = {"_unpack": self.struct.unpack_from, "_fb": int.from_bytes}
+        exec("\n".join(lines), ns)
+        self.decode: Callable[..., tuple] = ns["decode"]
+
+    # -- building --------------------------------------------------------------------------------
+    def encode(self, values: Mapping[str, Any] | None = None, **kw: Any) -> bytes:
+        """Build the header from field values (missing fields are 0 / zero bytes)."""
+        vals = dict(values or {})
+        vals.update(kw)
+        for key in vals:
+            if key not in self.index:
+                raise KeyError(f"{self.name} has no field {key!r}")
+        args: list[Any] = []
+        for g in self._groups:
+            if len(g.members) == 1 and g.members[0][1] == -1:
+                idx = g.members[0][0]
+                v = vals.get(self.fields[idx].name, vals.get(self.fields[idx].name.rsplit(".", 1)[-1], b""))
+                if isinstance(v, int):
+                    v = v.to_bytes(g.nbytes, "big")
+                v = bytes(v)
+                args.append(v.ljust(g.nbytes, b"\0")[:g.nbytes])
+                continue
+            acc = 0
+            for idx, shift, w in g.members:
+                f = self.fields[idx]
+                v = vals.get(f.name, vals.get(f.name.rsplit(".", 1)[-1], 0))
+                if isinstance(v, (bytes, bytearray)):
+                    v = int.from_bytes(v, "big")
+                acc |= (int(v) & ((1 << w) - 1)) << shift
+            if g.nbytes in _INT_CODES:
+                args.append(acc)
+            else:
+                args.append(acc.to_bytes(g.nbytes, "big"))
+        return self.struct.pack(*args)
+
+    def as_dict(self, values: tuple) -> dict[str, Any]:
+        return {f.name: v for f, v in zip(self.fields, values)}
+
+    def __repr__(self) -> str:
+        return f"<Header {self.name} {self.size} bytes>"

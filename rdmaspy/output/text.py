@@ -1,0 +1,53 @@
+"""Text presentation: summary lines, the verbose tree, hex dumps."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..fields import Field
+from ..packet import Layer, Packet
+from .values import text_value
+
+
+def summary_line(pkt: Packet, t0: int) -> str:
+    f = pkt.frame
+    rel = (f.ts - t0) / 1e9
+    return f"{f.num:>7} {rel:12.6f} {pkt.src:>15} → {pkt.dst:<15} {pkt.proto:<9} {len(f.data):>5} {pkt.info_text}"
+
+
+def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
+    f = pkt.frame
+    yield f"Frame {f.num}: {f.wirelen} bytes on wire, {len(f.data)} bytes captured (link type {f.linktype}," \
+          f" interface {f.iface})"
+    yield f"    Arrival time (epoch): {f.ts // 1_000_000_000}.{f.ts % 1_000_000_000:09d}"
+    yield f"    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"
+    if f.comment:
+        yield f"    Comment: {f.comment}"
+    yield f"    Protocols in frame: {':'.join(lay.proto for lay in pkt.layers)}"
+    for lay in pkt.layers:
+        yield from _layer_lines(lay)
+    if pkt.expert:
+        yield "Expert Info"
+        for e in pkt.expert:
+            rule = f" [{e.rule}]" if e.rule else ""
+            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{rule}"
+
+
+def _layer_lines(lay: Layer) -> Iterator[str]:
+    yield lay.label
+    for depth, item, value, _off, _len in lay.walk(1):
+        pad = "    " * depth
+        if isinstance(item, Layer):
+            yield f"{pad}{item.label}"
+        else:
+            assert isinstance(item, Field)
+            yield f"{pad}{item.label}: {text_value(item, value)}"
+
+
+def hex_lines(data: bytes) -> Iterator[str]:
+    for i in range(0, len(data), 16):
+        chunk = data[i:i + 16]
+        hexpart = " ".join(f"{b:02x}" for b in chunk[:8])
+        if len(chunk) > 8:
+            hexpart += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        yield f"{i:04x}  {hexpart:<49} {text}"

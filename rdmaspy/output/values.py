@@ -1,0 +1,63 @@
+"""Turning declared field values into text and JSON, by each field's declared display."""
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from ..fields import Field
+
+
+def _gid(b: bytes) -> str:
+    if len(b) == 16 and b[:12] == b"\0" * 10 + b"\xff\xff":
+        return f"::ffff:{b[12]}.{b[13]}.{b[14]}.{b[15]}"
+    return str(ipaddress.IPv6Address(bytes(b))) if len(b) == 16 else b.hex()
+
+
+def json_value(field: Field, value: Any) -> Any:
+    """A value as JSON wants it: numbers stay numbers, addresses become their usual text, bytes hex."""
+    d = field.display
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value)
+        if d == "ipv4" and len(b) == 4:
+            return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
+        if d == "ipv6" and len(b) == 16:
+            return str(ipaddress.IPv6Address(b))
+        if d == "gid":
+            return _gid(b)
+        if d == "mac":
+            return ":".join(f"{x:02x}" for x in b)
+        if d == "str":
+            return b.decode("utf-8", "replace")
+        return b.hex()
+    if d == "bool":
+        return bool(value)
+    return value
+
+
+def text_value(field: Field, value: Any) -> str:
+    """A value as the verbose tree shows it, with its name for enumerations."""
+    d = field.display
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        b = bytes(value)
+        if d in ("ipv4", "ipv6", "gid", "mac", "str"):
+            return str(json_value(field, b))
+        if len(b) > 48:
+            return f"{b[:48].hex()}… ({len(b)} bytes)"
+        return b.hex() if b else "(empty)"
+    if d == "bool":
+        return "True" if value else "False"
+    if isinstance(value, float):
+        text = f"{value:.9g}"
+    elif isinstance(value, int) and d == "hex":
+        width = (field.bits + 3) // 4 if field.bits else 0
+        text = f"0x{value:0{width}x}"
+    elif value is None:
+        text = "(none)"
+    else:
+        text = str(value)
+    name = field.names.get(value) if field.names is not None and not isinstance(value, float) else None
+    if name is not None:
+        text = f"{name} ({text})"
+    if field.unit:
+        text = f"{text} {field.unit}"
+    return text

@@ -1,0 +1,202 @@
+"""What a dissection produces: frames in, packets of layers out.
+
+A ``Layer`` is one header (or one sub-structure, such as a chunk segment) found in
+a packet.  Fixed-layout headers keep only their ``Header`` and an offset; their
+values are unpacked on first use, so a summary line touches only what it needs.
+Variable parts (lists, computed values such as ``icrc.valid``) are ``items``:
+(field, value, offset, length) tuples, with fields declared at module level by
+the dissector that produces them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .fields import Field, Header
+
+
+class Frame:
+    """One captured record, as a reader yields it."""
+
+    __slots__ = ("num", "ts", "linktype", "data", "wirelen", "iface", "comment", "offset")
+
+    def __init__(self, num: int, ts: int, linktype: int, data: bytes, wirelen: int,
+                 iface: int = 0, comment: str | None = None, offset: int = 0) -> None:
+        self.num = num            # 1-based frame number
+        self.ts = ts              # nanoseconds since the epoch
+        self.linktype = linktype  # pcap LINKTYPE_* value
+        self.data = data
+        self.wirelen = wirelen    # original length on the wire
+        self.iface = iface        # pcapng interface index
+        self.comment = comment    # pcapng packet comment(s)
+        self.offset = offset      # byte offset of the record in the file
+
+    def __repr__(self) -> str:
+        return f"<Frame {self.num} lt={self.linktype} {len(self.data)}B>"
+
+
+# An item of a layer's variable part: the field, its value, where it stands in the layer's buffer.
+Item = tuple  # (Field, value, offset, length)
+
+
+class Layer:
+    """One protocol layer or sub-tree of a packet."""
+
+    __slots__ = ("proto", "header", "buf", "off", "length", "_vals", "items", "children", "label")
+
+    def __init__(self, proto: str, header: Header | None, buf: bytes, off: int,
+                 length: int | None = None, label: str | None = None) -> None:
+        self.proto = proto
+        self.header = header
+        self.buf = buf
+        self.off = off
+        self.length = header.size if length is None and header is not None else (length or 0)
+        self._vals: tuple | None = None
+        self.items: list[Item] | None = None
+        self.children: list[Layer] | None = None
+        self.label = label if label is not None else (header.label if header is not None else proto)
+
+    # -- values -------------------------------------------------------------------------------
+    @property
+    def values(self) -> tuple:
+        v = self._vals
+        if v is None:
+            hdr = self.header
+            v = self._vals = hdr.decode(self.buf, self.off) if hdr is not None else ()
+        return v
+
+    def __getitem__(self, name: str) -> Any:
+        hdr = self.header
+        if hdr is not None:
+            i = hdr.index.get(name)
+            if i is not None:
+                return self.values[i]
+        if self.items:
+            for f, v, _o, _l in self.items:
+                if f.name == name or f.name.rsplit(".", 1)[-1] == name:
+                    return v
+        raise KeyError(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    # -- building the variable part -------------------------------------------------------------
+    def add(self, field: Field, value: Any, off: int = -1, length: int = 0) -> None:
+        """Append a variable item; ``off`` is absolute in ``self.buf`` (-1: not in the bytes)."""
+        if self.items is None:
+            self.items = []
+        self.items.append((field, value, off, length))
+
+    def child(self, proto: str, header: Header | None, off: int, length: int | None = None,
+              label: str | None = None, buf: bytes | None = None) -> "Layer":
+        lay = Layer(proto, header, self.buf if buf is None else buf, off, length, label)
+        if self.children is None:
+            self.children = []
+        self.children.append(lay)
+        return lay
+
+    # -- walking (tree, JSON, filters, hex highlighting) ---------------------------------------
+    def walk(self, depth: int = 0) -> Iterator[tuple[int, Any, Any, int, int]]:
+        """Yield (depth, field-or-layer, value, offset, length) in tree order.
+
+        For a sub-layer the second element is the ``Layer`` and the value is None.
+        """
+        hdr = self.header
+        if hdr is not None:
+            base = self.off
+            vals = self.values
+            for f, v, (bo, bl, _bit) in zip(hdr.fields, vals, hdr.spans):
+                yield depth, f, v, base + bo, bl
+        if self.items:
+            for f, v, o, ln in self.items:
+                yield depth, f, v, o, ln
+        if self.children:
+            for c in self.children:
+                yield depth, c, None, c.off, c.length
+                yield from c.walk(depth + 1)
+
+    def __repr__(self) -> str:
+        return f"<Layer {self.proto} @{self.off}+{self.length}>"
+
+
+@dataclass(slots=True)
+class Expert:
+    """A finding attached to a packet by a dissector (analysis adds its own later)."""
+    severity: str   # "error" | "warning" | "note" | "chat"
+    group: str      # "malformed" | "checksum" | "protocol" | "sequence" | ...
+    text: str
+    rule: str = ""  # the rule and its source, e.g. "RFC 8166 §4.2"
+
+
+class Packet:
+    """A frame and everything the dissectors found in it."""
+
+    __slots__ = ("frame", "layers", "src", "dst", "proto", "info", "malformed", "expert", "conv", "extra", "ib")
+
+    def __init__(self, frame: Frame) -> None:
+        self.frame = frame
+        self.layers: list[Layer] = []
+        self.src = ""
+        self.dst = ""
+        self.proto = ""
+        self.info: list[str] = []
+        self.malformed: str | None = None
+        self.expert: list[Expert] | None = None
+        self.conv: Any = None     # the connection this packet belongs to (set by the CM/IB dissectors)
+        self.extra: dict[str, Any] | None = None   # per-packet facts for analysis (reassembled data, ...)
+        self.ib: Any = None       # InfiniBand transport facts (dissectors.infiniband.IBInfo)
+
+    # -- used by dissectors ----------------------------------------------------------------------
+    def add_layer(self, proto: str, header: Header | None, buf: bytes, off: int,
+                  length: int | None = None, label: str | None = None) -> Layer:
+        lay = Layer(proto, header, buf, off, length, label)
+        self.layers.append(lay)
+        return lay
+
+    def set_malformed(self, reason: str) -> None:
+        """Mark the packet malformed; the first reason wins, later ones are kept as expert items."""
+        if self.malformed is None:
+            self.malformed = reason
+        self.add_expert("error", "malformed", reason)
+
+    def truncated(self, what: str, have: int, need: int) -> None:
+        self.set_malformed(f"{what}: truncated ({max(have, 0)} of {need} bytes)")
+
+    def add_expert(self, severity: str, group: str, text: str, rule: str = "") -> None:
+        if self.expert is None:
+            self.expert = []
+        self.expert.append(Expert(severity, group, text, rule))
+
+    def set_info(self, text: str) -> None:
+        self.info = [text]
+
+    def add_info(self, text: str) -> None:
+        self.info.append(text)
+
+    def note(self, key: str, value: Any) -> None:
+        if self.extra is None:
+            self.extra = {}
+        self.extra[key] = value
+
+    # -- used by outputs and filters -------------------------------------------------------------
+    def layer(self, proto: str) -> Layer | None:
+        for lay in self.layers:
+            if lay.proto == proto:
+                return lay
+        return None
+
+    def has(self, proto: str) -> bool:
+        return any(lay.proto == proto for lay in self.layers)
+
+    @property
+    def info_text(self) -> str:
+        text = " ".join(self.info)
+        if self.malformed:
+            text = f"{text} [Malformed: {self.malformed}]" if text else f"[Malformed: {self.malformed}]"
+        return text
+
+    def __repr__(self) -> str:
+        return f"<Packet {self.frame.num} {self.proto} {' '.join(self.info)!r}>"

@@ -1,0 +1,85 @@
+"""Dispatch tables through which dissectors find each other.
+
+As in Wireshark, a dissector registers itself into a named table under a key
+(``udp.port`` 4791, ``ethertype`` 0x8915, ``linktype`` 247); the dissector below
+looks the key up and hands over the rest of the bytes.  Tables may also hold
+heuristic dissectors, tried in order when no key matches.  A new protocol is a
+new module in ``rdmaspy.dissectors`` that registers itself on import.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from .packet import Packet
+
+
+class Dissector(Protocol):
+    def __call__(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None: ...
+
+
+class Heuristic(Protocol):
+    def __call__(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool: ...
+
+
+class DissectorTable:
+    __slots__ = ("name", "label", "by_key", "heuristics")
+
+    def __init__(self, name: str, label: str = "") -> None:
+        self.name = name
+        self.label = label or name
+        self.by_key: dict[Any, Dissector] = {}
+        self.heuristics: list[tuple[str, Heuristic]] = []
+
+    def register(self, key: Any, dissector: Dissector) -> None:
+        if key in self.by_key and self.by_key[key] is not dissector:
+            raise ValueError(f"{self.name}: {key!r} is registered already")
+        self.by_key[key] = dissector
+
+    def add_heuristic(self, name: str, heuristic: Heuristic) -> None:
+        self.heuristics.append((name, heuristic))
+
+    def get(self, key: Any) -> Dissector | None:
+        return self.by_key.get(key)
+
+    def __repr__(self) -> str:
+        return f"<DissectorTable {self.name}: {len(self.by_key)} keys, {len(self.heuristics)} heuristics>"
+
+
+TABLES: dict[str, DissectorTable] = {}
+
+
+def table(name: str, label: str = "") -> DissectorTable:
+    """The table called ``name``, created on first use."""
+    t = TABLES.get(name)
+    if t is None:
+        t = TABLES[name] = DissectorTable(name, label)
+    return t
+
+
+def dissect_with(tab: DissectorTable, key: Any, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+    """Hand ``buf[off:end]`` to the dissector registered under ``key``, else to the heuristics.
+
+    Returns False (and records the bytes as ``data``) when nothing took them.
+    """
+    fn = tab.by_key.get(key)
+    if fn is not None:
+        fn(pkt, buf, off, end, ctx)
+        return True
+    for _name, heur in tab.heuristics:
+        if heur(pkt, buf, off, end, ctx):
+            return True
+    if end > off:
+        add_data(pkt, buf, off, end)
+    return False
+
+
+def try_heuristics(tab: DissectorTable, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+    for _name, heur in tab.heuristics:
+        if heur(pkt, buf, off, end, ctx):
+            return True
+    return False
+
+
+def add_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
+    from .dissectors.data import add_data_layer   # the data "protocol" is a dissector like any other
+    add_data_layer(pkt, buf, off, end)
