@@ -215,6 +215,10 @@ class IBInfo:
         return self.payload_end - self.payload_off
 
 
+# Called with (pkt, ib, ctx) for every BTH once its headers are parsed and before its payload is
+# dissected: the connection tracker attributes the packet to its connection here.
+bth_observers: list = []
+
 ib_qp = table("ib.qp", "InfiniBand destination QP")
 ib_payload = table("ib.payload", "InfiniBand payload")
 
@@ -377,6 +381,8 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, crc_en
     bth.add(PAYLOAD_LEN, pend - pos)
     if pad and pend >= pos:
         bth.add(PAD, bytes(buf[pend:icrc_off]), pend, pad)
+    for observe in bth_observers:
+        observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
         fn = ib_qp.by_key.get(ib.destqp) if plan.transport in ("UD", "RD") or ib.destqp < 2 else None
         if fn is not None:
