@@ -55,9 +55,9 @@ _RC_OPS = set(range(0, 21)) | {22, 23, 28, 29}
 _OPS_BY_TRANSPORT = {
     0: _RC_OPS,
     1: set(range(0, 12)),
-    2: set(range(0, 22)),
+    2: set(range(0, 22)) | {28, 29},   # Wireshark (RD_FLUSH 0x5C, RD_ATOMIC_WRITE 0x5D)
     3: {4, 5},
-    5: _RC_OPS,
+    5: set(range(0, 21)) | {22, 23},   # Linux ib_pack.h: XRC has no FLUSH / ATOMIC WRITE
 }
 
 AETH_NAK_CODES = {0: "PSN Sequence Error", 1: "Invalid Request", 2: "Remote Access Error",
@@ -149,7 +149,9 @@ _EXT_BY_OP: dict[int, tuple[Header, ...]] = {
     0: (), 1: (), 2: (), 3: (IMMDT,), 4: (), 5: (IMMDT,),
     6: (RETH,), 7: (), 8: (), 9: (IMMDT,), 10: (RETH,), 11: (RETH, IMMDT),
     12: (RETH,), 13: (AETH,), 14: (), 15: (AETH,), 16: (AETH,), 17: (AETH,), 18: (AETH, ATOMICACKETH),
-    19: (ATOMICETH,), 20: (ATOMICETH,), 21: (), 22: (IETH,), 23: (IETH,), 28: (RETH, FETH), 29: (RETH,),
+    19: (ATOMICETH,), 20: (ATOMICETH,), 21: (), 22: (IETH,), 23: (IETH,),
+    28: (FETH, RETH),   # FETH before RETH (IBTA 1.5 memory placement extensions; Linux rxe_opcode.c)
+    29: (RETH,),
 }
 _RESPONSES = {13, 14, 15, 16, 17, 18}
 # What the payload of an operation is, for upper layers and analysis.
@@ -249,17 +251,18 @@ def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) 
 
 
 def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) -> int:
-    """ICRC with a GRH (RoCEv1, or native IB with LNH=3): LRH (ones for RoCE, VL masked for IB), masked GRH."""
+    """ICRC with a GRH (RoCEv1, or native IB with LNH=3).
+
+    A global packet may cross routers, which rewrite the whole LRH, so the LRH counts as
+    8 bytes of ones whether it is on the wire (native IB) or not (RoCEv1); in the GRH,
+    TClass, FlowLabel and HopLmt are ones (IBTA vol. 1, 7.8.1).  ``lrh_off`` is kept for
+    callers and is not read.
+    """
     g = bytearray(buf[grh_off:grh_off + 40])
     g[0] |= 0x0F
     g[1] = g[2] = g[3] = 0xFF
     g[7] = 0xFF
-    if lrh_off < 0:
-        crc = zlib.crc32(g, _CRC_FF8)
-    else:
-        lrh = bytearray(buf[lrh_off:lrh_off + 8])
-        lrh[0] |= 0xF0
-        crc = zlib.crc32(g, zlib.crc32(lrh))
+    crc = zlib.crc32(g, _CRC_FF8)
     crc = zlib.crc32(buf[bth:bth + 4], crc)
     crc = zlib.crc32(b"\xff", crc)
     return zlib.crc32(buf[bth + 5:icrc_off], crc)
@@ -489,7 +492,8 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.set_malformed(f"lrh: packet length {pktlen} bytes does not fit the {end - off} captured")
         vcrc_off = end - 2
     if vcrc_off - off >= 8:
-        got = int.from_bytes(buf[vcrc_off:vcrc_off + 2], "big")
+        # The VCRC is computed bit-reflected and sent low byte first, like the ICRC.
+        got = int.from_bytes(buf[vcrc_off:vcrc_off + 2], "little")
         expected = vcrc(buf[off:vcrc_off])
         v = Layer("vcrc", None, buf, vcrc_off, 2, "Variant CRC")
         v.add(VCRC_VALUE, got, vcrc_off, 2)
