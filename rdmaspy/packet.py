@@ -10,7 +10,7 @@ the dissector that produces them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from .fields import Field, Header
 
@@ -40,30 +40,70 @@ Item = tuple  # (Field, value, offset, length)
 
 
 class Layer:
-    """One protocol layer or sub-tree of a packet."""
+    """One protocol layer or sub-tree of a packet.
 
-    __slots__ = ("proto", "header", "buf", "off", "length", "_vals", "items", "children", "label")
+    Only the essentials are set when a layer is made (it is made for every header of every
+    packet); the variable part, the children and a custom label live in slots that stay unset
+    until used, and ``fill`` (a function of the layer) can supply the items on first use, so a
+    summary line never pays for them.
+    """
 
-    def __init__(self, proto: str, header: Header | None, buf: bytes, off: int,
-                 length: int | None = None, label: str | None = None) -> None:
+    __slots__ = ("proto", "header", "buf", "off", "length", "_vals", "_items", "_children", "_label", "_fill")
+
+    def __init__(self, proto: str, header: Header | None, buf: bytes, off: int, length: int = 0) -> None:
         self.proto = proto
         self.header = header
         self.buf = buf
         self.off = off
-        self.length = header.size if length is None and header is not None else (length or 0)
-        self._vals: tuple | None = None
-        self.items: list[Item] | None = None
-        self.children: list[Layer] | None = None
-        self.label = label if label is not None else (header.label if header is not None else proto)
+        self.length = length or (header.size if header is not None else 0)
 
     # -- values -------------------------------------------------------------------------------
     @property
     def values(self) -> tuple:
-        v = self._vals
-        if v is None:
+        try:
+            return self._vals
+        except AttributeError:
             hdr = self.header
             v = self._vals = hdr.decode(self.buf, self.off) if hdr is not None else ()
-        return v
+            return v
+
+    @property
+    def label(self) -> str:
+        try:
+            return self._label
+        except AttributeError:
+            return self.header.label if self.header is not None else self.proto
+
+    @label.setter
+    def label(self, text: str) -> None:
+        self._label = text
+
+    @property
+    def items(self) -> list[Item] | None:
+        try:
+            return self._items
+        except AttributeError:
+            pass
+        try:
+            fill = self._fill
+        except AttributeError:
+            return None
+        self._items = []
+        del self._fill
+        fill(self)
+        return self._items
+
+    @property
+    def children(self) -> list["Layer"] | None:
+        try:
+            return self._children
+        except AttributeError:
+            return None
+
+    def lazy(self, fill: Callable[["Layer"], None]) -> "Layer":
+        """Let ``fill(layer)`` add the variable items when somebody first asks for them."""
+        self._fill = fill
+        return self
 
     def __getitem__(self, name: str) -> Any:
         hdr = self.header
@@ -71,8 +111,9 @@ class Layer:
             i = hdr.index.get(name)
             if i is not None:
                 return self.values[i]
-        if self.items:
-            for f, v, _o, _l in self.items:
+        items = self.items
+        if items:
+            for f, v, _o, _l in items:
                 if f.name == name or f.name.rsplit(".", 1)[-1] == name:
                     return v
         raise KeyError(name)
@@ -86,16 +127,20 @@ class Layer:
     # -- building the variable part -------------------------------------------------------------
     def add(self, field: Field, value: Any, off: int = -1, length: int = 0) -> None:
         """Append a variable item; ``off`` is absolute in ``self.buf`` (-1: not in the bytes)."""
-        if self.items is None:
-            self.items = []
-        self.items.append((field, value, off, length))
+        items = self.items
+        if items is None:
+            items = self._items = []
+        items.append((field, value, off, length))
 
-    def child(self, proto: str, header: Header | None, off: int, length: int | None = None,
+    def child(self, proto: str, header: Header | None, off: int, length: int = 0,
               label: str | None = None, buf: bytes | None = None) -> "Layer":
-        lay = Layer(proto, header, self.buf if buf is None else buf, off, length, label)
-        if self.children is None:
-            self.children = []
-        self.children.append(lay)
+        lay = Layer(proto, header, self.buf if buf is None else buf, off, length)
+        if label is not None:
+            lay._label = label
+        try:
+            self._children.append(lay)
+        except AttributeError:
+            self._children = [lay]
         return lay
 
     # -- walking (tree, JSON, filters, hex highlighting) ---------------------------------------
@@ -110,11 +155,13 @@ class Layer:
             vals = self.values
             for f, v, (bo, bl, _bit) in zip(hdr.fields, vals, hdr.spans):
                 yield depth, f, v, base + bo, bl
-        if self.items:
-            for f, v, o, ln in self.items:
+        items = self.items
+        if items:
+            for f, v, o, ln in items:
                 yield depth, f, v, o, ln
-        if self.children:
-            for c in self.children:
+        children = self.children
+        if children:
+            for c in children:
                 yield depth, c, None, c.off, c.length
                 yield from c.walk(depth + 1)
 
@@ -151,8 +198,10 @@ class Packet:
 
     # -- used by dissectors ----------------------------------------------------------------------
     def add_layer(self, proto: str, header: Header | None, buf: bytes, off: int,
-                  length: int | None = None, label: str | None = None) -> Layer:
-        lay = Layer(proto, header, buf, off, length, label)
+                  length: int = 0, label: str | None = None) -> Layer:
+        lay = Layer(proto, header, buf, off, length)
+        if label is not None:
+            lay._label = label
         self.layers.append(lay)
         return lay
 

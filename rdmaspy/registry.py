@@ -81,5 +81,15 @@ def try_heuristics(tab: DissectorTable, pkt: Packet, buf: bytes, off: int, end: 
 
 
 def add_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
-    from .dissectors.data import add_data_layer   # the data "protocol" is a dissector like any other
+    """Record undissected bytes as a ``data`` layer (the data "protocol" is a dissector like any other)."""
+    _data_layer(pkt, buf, off, end)
+
+
+def _bind_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
+    global _data_layer
+    from .dissectors.data import add_data_layer
+    _data_layer = add_data_layer
     add_data_layer(pkt, buf, off, end)
+
+
+_data_layer = _bind_data_layer

@@ -2,13 +2,28 @@
 from __future__ import annotations
 
 from ..fields import Field
-from ..packet import Packet
+from ..packet import Layer, Packet
 
 DATA = Field("data.data", 0, "Data", "bytes")
 DATA_LEN = Field("data.len", 0, "Length", "dec", unit="bytes")
 
 
+def _fill_data(lay: Layer) -> None:
+    # Copy the bytes only when somebody looks at them (a summary line never does).
+    off, n = lay.off, lay.length
+    lay.add(DATA, bytes(lay.buf[off:off + n]), off, n)
+    lay.add(DATA_LEN, n)
+
+
+class DataLayer(Layer):
+    __slots__ = ()
+
+    @property
+    def label(self) -> str:
+        return f"Data ({self.length} bytes)"
+
+
 def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
-    lay = pkt.add_layer("data", None, buf, off, end - off, f"Data ({end - off} bytes)")
-    lay.add(DATA, bytes(buf[off:end]), off, end - off)
-    lay.add(DATA_LEN, end - off)
+    lay = DataLayer("data", None, buf, off, end - off)
+    lay._fill = _fill_data
+    pkt.layers.append(lay)

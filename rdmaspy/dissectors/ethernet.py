@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..fields import F, Header
-from ..packet import Packet
+from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 
 ETHERTYPES = {
@@ -24,6 +24,7 @@ VLAN = Header("vlan", "802.1Q Virtual LAN", [
 ])
 
 ethertype = table("ethertype", "Ethernet type")
+_by_type = ethertype.by_key
 _ETH_SIZE = ETH.size
 _VLAN_TYPES = (0x8100, 0x88A8, 0x9100)
 
@@ -33,7 +34,7 @@ def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -
         pkt.proto = "ETH"
         pkt.truncated("eth", end - off, _ETH_SIZE)
         return
-    pkt.add_layer("eth", ETH, buf, off)
+    pkt.layers.append(Layer("eth", ETH, buf, off, _ETH_SIZE))
     start = off
     etype = (buf[off + 12] << 8) | buf[off + 13]
     off += _ETH_SIZE
@@ -45,7 +46,10 @@ def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -
         etype = (buf[off + 2] << 8) | buf[off + 3]
         off += 4
     pkt.proto = ETHERTYPES.get(etype, "ETH")
-    if not dissect_with(ethertype, etype, pkt, buf, off, end, ctx):
+    fn = _by_type.get(etype)
+    if fn is not None:
+        fn(pkt, buf, off, end, ctx)
+    elif not dissect_with(ethertype, etype, pkt, buf, off, end, ctx):
         # Nothing above: the addresses are the MACs.
         if not pkt.src:
             pkt.src = fmt_mac(buf[start + 6:start + 12])

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..fields import F, Field, Header
-from ..packet import Packet
+from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 
 IP_PROTOS = {0: "HOPOPT", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6", 43: "IPv6-Route",
@@ -55,10 +55,19 @@ _IPV6_EXT = {0: "Hop-by-Hop Options", 43: "Routing", 44: "Fragment", 60: "Destin
              135: "Mobility", 139: "HIP", 140: "Shim6"}
 
 ip_proto = table("ip.proto", "IP protocol")
+_by_proto = ip_proto.by_key
+_addr_text: dict[bytes, str] = {}
 
 
 def fmt_ipv4(b: bytes) -> str:
     return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
+
+
+def _ipv4_text(a: bytes) -> str:
+    if len(_addr_text) >= 65536:   # bounded: a scan of the whole address space must not grow memory
+        _addr_text.clear()
+    text = _addr_text[a] = fmt_ipv4(a)
+    return text
 
 
 def fmt_ipv6(b: bytes) -> str:
@@ -74,7 +83,8 @@ def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
         return
     vihl = buf[off]
     ihl = (vihl & 15) * 4
-    lay = pkt.add_layer("ip", IPV4, buf, off, ihl)
+    lay = Layer("ip", IPV4, buf, off, ihl or 20)
+    pkt.layers.append(lay)
     if vihl >> 4 != 4:
         pkt.set_malformed(f"ip: version {vihl >> 4} in an IPv4 header")
         return
@@ -85,8 +95,11 @@ def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
         pkt.truncated("ip", avail, ihl)
         return
     total = (buf[off + 2] << 8) | buf[off + 3]
-    pkt.src = f"{buf[off + 12]}.{buf[off + 13]}.{buf[off + 14]}.{buf[off + 15]}"
-    pkt.dst = f"{buf[off + 16]}.{buf[off + 17]}.{buf[off + 18]}.{buf[off + 19]}"
+    # Address text is cached: a capture has few addresses and many packets.
+    src = _addr_text.get(buf[off + 12:off + 16]) or _ipv4_text(buf[off + 12:off + 16])
+    dst = _addr_text.get(buf[off + 16:off + 20]) or _ipv4_text(buf[off + 16:off + 20])
+    pkt.src = src
+    pkt.dst = dst
     pkt.proto = "IPv4"
     if ihl > 20:
         _ipv4_options(pkt, lay, buf, off + 20, off + ihl)
@@ -106,7 +119,11 @@ def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
         from ..registry import add_data
         add_data(pkt, buf, off + ihl, end)
         return
-    dissect_with(ip_proto, proto, pkt, buf, off + ihl, end, ctx)
+    fn = _by_proto.get(proto)
+    if fn is not None:
+        fn(pkt, buf, off + ihl, end, ctx)
+    else:
+        dissect_with(ip_proto, proto, pkt, buf, off + ihl, end, ctx)
 
 
 def _ipv4_options(pkt: Packet, lay, buf: bytes, off: int, end: int) -> None:

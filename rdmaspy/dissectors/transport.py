@@ -6,7 +6,7 @@ stream itself, keyed on the connection.
 from __future__ import annotations
 
 from ..fields import F, Field, Header
-from ..packet import Packet
+from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 
 UDP = Header("udp", "User Datagram Protocol", [
@@ -40,6 +40,7 @@ TCP_OPTIONS = Field("tcp.options", 0, "Options", "bytes")
 TCP_LEN = Field("tcp.len", 0, "TCP Segment Len", unit="bytes")
 
 udp_port = table("udp.port", "UDP port")
+_udp_ports = udp_port.by_key
 tcp_port = table("tcp.port", "TCP port")
 _TCP_FLAGS = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
               (0x40, "ECE"), (0x80, "CWR"))
@@ -50,7 +51,7 @@ def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
         pkt.proto = "UDP"
         pkt.truncated("udp", end - off, 8)
         return
-    pkt.add_layer("udp", UDP, buf, off)
+    pkt.layers.append(Layer("udp", UDP, buf, off, 8))
     sport = (buf[off] << 8) | buf[off + 1]
     dport = (buf[off + 2] << 8) | buf[off + 3]
     ulen = (buf[off + 4] << 8) | buf[off + 5]
@@ -60,7 +61,7 @@ def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
         pkt.set_malformed(f"udp: length {ulen} is less than 8")
         return
     pkt.proto = "UDP"
-    fn = udp_port.by_key.get(dport) or udp_port.by_key.get(sport)
+    fn = _udp_ports.get(dport) or _udp_ports.get(sport)
     if fn is not None:
         fn(pkt, buf, off + 8, end, ctx)
         return

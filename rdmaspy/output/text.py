@@ -10,8 +10,12 @@ from .values import text_value
 
 def summary_line(pkt: Packet, t0: int) -> str:
     f = pkt.frame
-    rel = (f.ts - t0) / 1e9
-    return f"{f.num:>7} {rel:12.6f} {pkt.src:>15} → {pkt.dst:<15} {pkt.proto:<9} {len(f.data):>5} {pkt.info_text}"
+    info = pkt.info
+    text = info[0] if len(info) == 1 else " ".join(info)
+    if pkt.malformed:
+        text = pkt.info_text
+    return "%7d %12.6f %15s → %-15s %-9s %5d %s" % (
+        f.num, (f.ts - t0) / 1e9, pkt.src, pkt.dst, pkt.proto, len(f.data), text)
 
 
 def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
