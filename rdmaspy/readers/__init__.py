@@ -10,8 +10,8 @@ a capture at all raises ``CaptureError`` at once.
 from __future__ import annotations
 
 import gzip
-import io
 import os
+import zlib
 from typing import BinaryIO, Iterator
 
 from ..errors import CaptureError
@@ -28,7 +28,13 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Capture:
-    """Base of the readers: an iterator of frames plus what went wrong on the way."""
+    """Base of the readers: an iterator of frames plus what went wrong on the way.
+
+    ``interfaces`` holds one dict per interface (pcapng: in the order of their
+    description blocks over all sections; pcap: one): name, description,
+    linktype, snaplen, ns_per_tick, filter.  ``linktypes`` maps the interface
+    index (``Frame.iface``) to its link type.  A capture is iterated once.
+    """
 
     format = "capture"
 
@@ -36,14 +42,22 @@ class Capture:
         self.stream = stream
         self.path = path
         self.problems: list[str] = []
-        self.linktypes: dict[int, int] = {}     # interface index -> link type
-        self.interfaces: list[dict] = []        # per interface: name, linktype, snaplen, tsresol (ns per tick)
+        self.linktypes: dict[int, int] = {}
+        self.interfaces: list[dict] = []
 
     def __iter__(self) -> Iterator[Frame]:
-        raise TypeError("abstract")
+        raise TypeError(f"{type(self).__name__} is not a reader")
 
     def problem(self, message: str, offset: int) -> None:
         self.problems.append(f"{message} at byte offset {offset}")
+
+    def ended(self, message: str | None, offset: int) -> None:
+        """The data stopped at ``offset``: say why (a broken gzip stream explains a cut record)."""
+        damage = getattr(self.stream, "damage", None)
+        if damage:
+            self.problem(f"{damage}; the decompressed data ends", offset)
+        elif message:
+            self.problem(message, offset)
 
     def close(self) -> None:
         self.stream.close()
@@ -66,57 +80,72 @@ def _open_stream(path: str) -> tuple[BinaryIO, bytes]:
         raise CaptureError(f"{path}: permission denied") from None
     except OSError as exc:
         raise CaptureError(f"{path}: cannot open: {exc.strerror or exc}") from None
-    head = raw.read(4)
+    try:
+        head = raw.read(4)
+    except OSError as exc:
+        raw.close()
+        raise CaptureError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if head[:2] == GZIP_MAGIC:
         raw.seek(0)
-        stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[assignment]
-        try:
-            head = stream.read(4)
-        except (OSError, EOFError) as exc:
-            raw.close()
-            raise CaptureError(f"{path}: damaged gzip data: {exc}") from None
-        return _Rewound(stream, head), head
+        gz = GzipStream(raw)
+        head = gz.read(4)
+        if len(head) < 4 and gz.damage:
+            gz.close()
+            raise CaptureError(f"{path}: {gz.damage}")
+        raw.seek(0)            # start again: cheaper than keeping the peeked bytes in front of every read
+        return GzipStream(raw), head
     raw.seek(0)
-    return io.BufferedReader(raw, 1 << 20) if not isinstance(raw, io.BufferedReader) else raw, head
+    return raw, head
 
 
-class _Rewound(io.RawIOBase):
-    """A stream whose first bytes were already read (gzip cannot seek back cheaply)."""
+class GzipStream:
+    """Decompressed gzip data as a plain stream that never raises.
 
-    def __init__(self, inner: BinaryIO, head: bytes) -> None:
-        self.inner = inner
-        self.head = head
+    Damaged or cut compressed data ends the stream; everything decompressed
+    before the damage is still returned, and ``damage`` says what went wrong, so
+    a reader yields the frames before it and reports the problem.
+    """
 
-    def readable(self) -> bool:
-        return True
+    __slots__ = ("raw", "inner", "damage")
 
-    def read(self, n: int = -1) -> bytes:
-        head = self.head
-        if head:
-            if n < 0:
-                self.head = b""
-                return head + self.inner.read()
-            take = head[:n]
-            self.head = head[n:]
-            if len(take) < n:
-                take += self.inner.read(n - len(take))
-            return take
-        return self.inner.read(n)
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.inner: gzip.GzipFile | None = gzip.GzipFile(fileobj=raw, mode="rb")
+        self.damage: str | None = None
 
-    def readinto(self, b) -> int:  # type: ignore[override]
-        data = self.read(len(b))
-        b[:len(data)] = data
-        return len(data)
+    def read(self, n: int) -> bytes:
+        inner = self.inner
+        if inner is None:
+            return b""
+        parts: list[bytes] = []
+        need = n
+        while need > 0:
+            try:
+                # read1: one decompression step at a time, so a failure loses nothing already inflated
+                piece = inner.read1(min(need, 1 << 18))
+            except (OSError, EOFError, ValueError, zlib.error) as exc:
+                self.damage = f"damaged gzip data ({exc})"
+                self.inner = None
+                break
+            if not piece:
+                break
+            parts.append(piece)
+            need -= len(piece)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def close(self) -> None:
-        self.inner.close()
-        super().close()
+        if self.inner is not None:
+            self.inner.close()
+        self.raw.close()
 
 
 def open_capture(path: str) -> Capture:
+    """Open a pcap or pcapng file (optionally gzip-compressed); CaptureError if it is none."""
     stream, head = _open_stream(path)
     if len(head) < 4:
         stream.close()
+        if not head:
+            raise CaptureError(f"{path}: the file is empty")
         raise CaptureError(f"{path}: not a capture file (only {len(head)} bytes)")
     if head in PCAP_MAGICS:
         from .pcap import PcapReader

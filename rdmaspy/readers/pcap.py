@@ -9,6 +9,10 @@ from ..packet import Frame
 from . import PCAP_MAGICS, Capture
 
 CHUNK = 1 << 20
+# libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;
+# the cap keeps a damaged length from making us allocate gigabytes.
+MAX_RECORD = 262144
+MAX_SNAPLEN_RECORD = 1 << 24
 
 
 class PcapReader(Capture):
@@ -16,60 +20,75 @@ class PcapReader(Capture):
 
     def __init__(self, stream: BinaryIO, path: str) -> None:
         super().__init__(stream, path)
-        hdr = stream.read(24)
+        try:
+            hdr = stream.read(24)
+        except OSError as exc:
+            stream.close()
+            raise CaptureError(f"{path}: cannot read: {exc}") from None
         if len(hdr) < 24:
-            raise CaptureError(f"{path}: pcap file header truncated ({len(hdr)} of 24 bytes)", 0)
+            stream.close()
+            damage = getattr(stream, "damage", None)
+            raise CaptureError(f"{path}: pcap file header truncated ({len(hdr)} of 24 bytes)"
+                               + (f", {damage}" if damage else ""), 0)
         order, self.ns_per_tick = PCAP_MAGICS[hdr[:4]]
         _magic, self.major, self.minor, _tz, _sigfigs, self.snaplen, network = struct.unpack(order + "4sHHiIII", hdr)
         # The upper bits of the link-type word may carry FCS information (pcap-linktype(7)).
         self.linktype = network & 0x0FFFFFFF
         self.fcs_len = (network >> 28) * 2 if network & 0x04000000 else 0
         self.linktypes[0] = self.linktype
-        self.interfaces.append({"name": "", "linktype": self.linktype, "snaplen": self.snaplen,
-                                "ns_per_tick": self.ns_per_tick})
+        self.interfaces.append({"name": "", "description": "", "linktype": self.linktype,
+                                "snaplen": self.snaplen, "ns_per_tick": self.ns_per_tick, "filter": None,
+                                "fcs_len": self.fcs_len})
         self._rec = struct.Struct(order + "IIII")
+        self._limit = max(MAX_RECORD, min(self.snaplen, MAX_SNAPLEN_RECORD))
 
     def __iter__(self) -> Iterator[Frame]:
+        return self._frames()
+
+    def _frames(self) -> Iterator[Frame]:
         read = self.stream.read
         unpack = self._rec.unpack_from
         lt = self.linktype
-        scale = self.ns_per_tick
-        # ticks per second: microsecond files count 1e6 sub-second units, nanosecond files 1e9
-        sub = 1000 if scale == 1000 else 1
+        # sub-second units to nanoseconds: microsecond files count 1e6 per second, nanosecond files 1e9
+        sub = 1000 if self.ns_per_tick == 1000 else 1
+        limit = self._limit
         buf = b""
+        blen = 0
         pos = 0
-        file_off = 24          # file offset of buf[0]
+        base = 24          # file offset of buf[0]
         num = 0
-        limit = max(self.snaplen, 262144) * 4
-        while True:
-            if len(buf) - pos < 16:
-                more = read(CHUNK)
-                buf = buf[pos:] + more
-                file_off += pos
-                pos = 0
-                if not more:
-                    if buf:
-                        self.problem(f"truncated record header ({len(buf)} of 16 bytes)", file_off)
+        try:
+            while True:
+                if blen - pos < 16:
+                    more = read(CHUNK)
+                    if not more:
+                        left = blen - pos
+                        self.ended(f"truncated record header ({left} of 16 bytes)" if left else None, base + pos)
+                        return
+                    buf = buf[pos:] + more
+                    base += pos
+                    pos = 0
+                    blen = len(buf)
+                    continue
+                sec, frac, caplen, wirelen = unpack(buf, pos)
+                end = pos + 16 + caplen
+                if caplen > limit:
+                    self.problem(f"bad record: captured length {caplen} is larger than the maximum {limit}",
+                                 base + pos)
                     return
-                continue
-            sec, frac, caplen, wirelen = unpack(buf, pos)
-            if caplen > limit:
-                self.problem(f"bad record: captured length {caplen} is impossible", file_off + pos)
-                return
-            end = pos + 16 + caplen
-            if end > len(buf):
-                more = read(max(CHUNK, caplen + 16))
-                if not more:
-                    self.problem(f"truncated record: {len(buf) - pos - 16} of {caplen} bytes", file_off + pos)
-                    # decode what there is of the last packet
-                    num += 1
-                    yield Frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:], wirelen, 0, None,
-                                file_off + pos)
-                    return
-                buf = buf[pos:] + more
-                file_off += pos
-                pos = 0
-                continue
-            num += 1
-            yield Frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None, file_off + pos)
-            pos = end
+                if end > blen:
+                    more = read(max(CHUNK, end - blen))
+                    if not more:
+                        self.ended(f"truncated record: {blen - pos - 16} of {caplen} bytes", base + pos)
+                        return
+                    buf = buf[pos:] + more
+                    base += pos
+                    pos = 0
+                    blen = len(buf)
+                    continue
+                num += 1
+                yield Frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
+                            base + pos)
+                pos = end
+        except OSError as exc:
+            self.problem(f"read error ({exc})", base + pos)

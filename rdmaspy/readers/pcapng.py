@@ -1,0 +1,316 @@
+"""pcapng files: several sections, several interfaces with their own link types and clocks.
+
+Blocks read: Section Header (either byte order; a new section forgets the
+interfaces of the previous one), Interface Description (if_name,
+if_description, if_tsresol in both its power-of-10 and power-of-2 forms,
+if_tsoffset, if_filter, snaplen), Enhanced Packet (with opt_comment), Simple
+Packet and the obsolete Packet Block.  Every other block is skipped by its
+length.  Interfaces are numbered over the whole file, as Wireshark numbers
+them, so ``Frame.iface`` indexes ``Capture.interfaces``.
+"""
+from __future__ import annotations
+
+import itertools
+import struct
+from math import gcd
+from typing import BinaryIO, Iterator
+
+from ..errors import CaptureError
+from ..packet import Frame
+from . import Capture
+
+CHUNK = 1 << 20
+MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
+
+SHB_TYPE = 0x0A0D0D0A       # the same in both byte orders
+IDB_TYPE = 1
+OPB_TYPE = 2                # obsolete Packet Block
+SPB_TYPE = 3
+EPB_TYPE = 6
+BOM_LE = b"\x4d\x3c\x2b\x1a"
+BOM_BE = b"\x1a\x2b\x3c\x4d"
+
+OPT_ENDOFOPT = 0
+OPT_COMMENT = 1
+IF_NAME = 2
+IF_DESCRIPTION = 3
+IF_TSRESOL = 9
+IF_FILTER = 11
+IF_TSOFFSET = 14
+
+BLOCK_NAMES = {SHB_TYPE: "section header block", IDB_TYPE: "interface description block",
+               OPB_TYPE: "packet block", SPB_TYPE: "simple packet block", 4: "name resolution block",
+               5: "interface statistics block", EPB_TYPE: "enhanced packet block", 9: "systemd journal block",
+               10: "decryption secrets block", 0x00000BAD: "custom block", 0x40000BAD: "custom block"}
+
+
+class Damage(Exception):
+    """A block that cannot be read: ends the iteration with a problem at ``offset``."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        super().__init__(message)
+        self.offset = offset
+
+
+class _Order:
+    """The structs of one byte order, built once per order."""
+
+    __slots__ = ("hdr", "u32", "u16x2", "epb", "opb", "spb", "shb", "idb", "q")
+
+    def __init__(self, e: str) -> None:
+        self.hdr = struct.Struct(e + "II").unpack_from            # type, total length
+        self.u32 = struct.Struct(e + "I").unpack_from
+        self.u16x2 = struct.Struct(e + "HH").unpack_from          # option code, option length
+        self.epb = struct.Struct(e + "IIIIIII").unpack_from       # type, length, iface, ts hi, ts lo, caplen, len
+        self.opb = struct.Struct(e + "IIHHIIII").unpack_from      # type, length, iface, drops, ts hi, lo, caplen, len
+        self.spb = struct.Struct(e + "III").unpack_from           # type, length, original length
+        self.shb = struct.Struct(e + "IIIHHq").unpack_from        # type, length, BOM, major, minor, section length
+        self.idb = struct.Struct(e + "IIHHI").unpack_from         # type, length, linktype, reserved, snaplen
+        self.q = struct.Struct(e + "q").unpack_from
+
+
+_LE = _Order("<")
+_BE = _Order(">")
+
+
+def _options(buf: bytes, pos: int, end: int, order: _Order, base: int, what: str) -> Iterator[tuple[int, bytes]]:
+    """(code, value) of the options in ``buf[pos:end]`` up to opt_endofopt."""
+    u16x2 = order.u16x2
+    while pos + 4 <= end:
+        code, length = u16x2(buf, pos)
+        if code == OPT_ENDOFOPT:
+            return
+        vend = pos + 4 + length
+        if vend > end:
+            raise Damage(f"{what}: option {code} of {length} bytes runs past the end of the block", base + pos)
+        yield code, buf[pos + 4:vend]
+        pos = vend + (-length & 3)
+    if pos != end:
+        raise Damage(f"{what}: {end - pos} stray bytes after the options", base + pos)
+
+
+def _comment(buf: bytes, pos: int, end: int, order: _Order, base: int, what: str) -> str | None:
+    comments = [v.decode("utf-8", "replace") for code, v in _options(buf, pos, end, order, base, what)
+                if code == OPT_COMMENT]
+    return "; ".join(comments) if comments else None
+
+
+def _text(v: bytes) -> str:
+    return v.rstrip(b"\0").decode("utf-8", "replace")
+
+
+class PcapngReader(Capture):
+    format = "pcapng"
+
+    def __init__(self, stream: BinaryIO, path: str) -> None:
+        super().__init__(stream, path)
+        try:
+            first = stream.read(CHUNK)
+        except OSError as exc:
+            stream.close()
+            raise CaptureError(f"{path}: cannot read: {exc}") from None
+        if len(first) < 12:
+            stream.close()
+            raise CaptureError(f"{path}: pcapng section header truncated ({len(first)} of 12 bytes)", 0)
+        if first[8:12] not in (BOM_LE, BOM_BE):
+            stream.close()
+            raise CaptureError(f"{path}: not a pcapng file (byte-order magic {first[8:12].hex()})", 8)
+        self.sections: list[dict] = []
+        self._gen = self._frames(first)
+        # Read up to the first frame now, so the interfaces described before it are known at open.
+        self._first = next(self._gen, None)
+
+    def __iter__(self) -> Iterator[Frame]:
+        first, self._first = self._first, None
+        if first is None:
+            return self._gen
+        return itertools.chain((first,), self._gen)
+
+    # -- the block loop (hot path: one unpack per packet block header) -------------------------------
+    def _frames(self, buf: bytes) -> Iterator[Frame]:
+        read = self.stream.read
+        blen = len(buf)
+        pos = 0
+        base = 0                   # file offset of buf[0]
+        num = 0
+        order = _LE
+        hdr = order.hdr
+        u32 = order.u32
+        epb = order.epb
+        local: list[tuple] = []    # this section's interfaces: (global index, linktype, mul, den, offset ns, snaplen)
+        seen_shb = False
+        try:
+            while True:
+                avail = blen - pos
+                if avail < 12:
+                    more = read(CHUNK)
+                    if not more:
+                        self.ended(f"truncated block header ({avail} of 12 bytes)" if avail else None, base + pos)
+                        return
+                    buf = buf[pos:] + more
+                    base += pos
+                    pos = 0
+                    blen = len(buf)
+                    continue
+                btype, length = hdr(buf, pos)
+                if btype == SHB_TYPE:
+                    bom = buf[pos + 8:pos + 12]
+                    if bom == BOM_LE:
+                        order = _LE
+                    elif bom == BOM_BE:
+                        order = _BE
+                    else:
+                        self.problem(f"section header block: bad byte-order magic {bom.hex()}", base + pos)
+                        return
+                    hdr, u32, epb = order.hdr, order.u32, order.epb
+                    length = u32(buf, pos + 4)[0]
+                elif not seen_shb:
+                    self.problem(f"the file does not start with a section header block (block type {btype:#x})",
+                                 base + pos)
+                    return
+                if length < 12 or length & 3 or length > MAX_BLOCK:
+                    why = "shorter than 12" if length < 12 else "not a multiple of 4" if length & 3 else \
+                        f"larger than {MAX_BLOCK}"
+                    self.problem(f"{_name(btype)}: bad block length {length} ({why})", base + pos)
+                    return
+                if length > avail:
+                    more = read(max(CHUNK, length - avail))
+                    if not more:
+                        self.ended(f"truncated {_name(btype)}: {avail} of {length} bytes", base + pos)
+                        return
+                    buf = buf[pos:] + more
+                    base += pos
+                    pos = 0
+                    blen = len(buf)
+                    continue
+                bend = pos + length
+                if u32(buf, bend - 4)[0] != length:
+                    self.problem(f"{_name(btype)}: trailing block length {u32(buf, bend - 4)[0]} does not match "
+                                 f"the leading {length}", base + pos)
+                    return
+                if btype == EPB_TYPE:
+                    if length < 32:
+                        self.problem(f"enhanced packet block: length {length} is shorter than 32", base + pos)
+                        return
+                    _t, _l, iface, hi, lo, caplen, wirelen = epb(buf, pos)
+                    dend = pos + 28 + caplen
+                    if dend > bend - 4:
+                        self.problem(f"enhanced packet block: captured length {caplen} does not fit the block "
+                                     f"of {length} bytes", base + pos)
+                        return
+                    try:
+                        gi, lt, mul, den, toff, _snap = local[iface]
+                    except IndexError:
+                        self.problem(f"enhanced packet block for interface {iface}, which no interface "
+                                     f"description block of this section declared", base + pos)
+                        return
+                    opt = dend + (-caplen & 3)
+                    comment = _comment(buf, opt, bend - 4, order, base, "enhanced packet block") \
+                        if opt < bend - 4 else None
+                    num += 1
+                    yield Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi,
+                                comment, base + pos)
+                elif btype == SPB_TYPE:
+                    if length < 16:
+                        self.problem(f"simple packet block: length {length} is shorter than 16", base + pos)
+                        return
+                    if not local:
+                        self.problem("simple packet block before any interface description block", base + pos)
+                        return
+                    gi, lt, _mul, _den, _toff, snap = local[0]
+                    wirelen = order.spb(buf, pos)[2]
+                    # The captured length is implied: the original length, cut by the snapshot length and the block.
+                    caplen = min(wirelen, length - 16)
+                    if snap:
+                        caplen = min(caplen, snap)
+                    num += 1
+                    yield Frame(num, 0, lt, buf[pos + 12:pos + 12 + caplen], wirelen, gi, None, base + pos)
+                elif btype == IDB_TYPE:
+                    self._interface(buf, pos, bend, order, base, local)
+                elif btype == SHB_TYPE:
+                    self._section(buf, pos, bend, order, base)
+                    local = []
+                    seen_shb = True
+                elif btype == OPB_TYPE:
+                    if length < 32:
+                        self.problem(f"packet block: length {length} is shorter than 32", base + pos)
+                        return
+                    _t, _l, iface, _drops, hi, lo, caplen, wirelen = order.opb(buf, pos)
+                    dend = pos + 28 + caplen
+                    if dend > bend - 4:
+                        self.problem(f"packet block: captured length {caplen} does not fit the block of {length} "
+                                     f"bytes", base + pos)
+                        return
+                    try:
+                        gi, lt, mul, den, toff, _snap = local[iface]
+                    except IndexError:
+                        self.problem(f"packet block for interface {iface}, which no interface description "
+                                     f"block of this section declared", base + pos)
+                        return
+                    opt = dend + (-caplen & 3)
+                    comment = _comment(buf, opt, bend - 4, order, base, "packet block") \
+                        if opt < bend - 4 else None
+                    num += 1
+                    yield Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi,
+                                comment, base + pos)
+                pos = bend
+        except Damage as exc:
+            self.problem(str(exc), exc.offset)
+        except OSError as exc:
+            self.problem(f"read error ({exc})", base + pos)
+
+    # -- the description blocks ----------------------------------------------------------------------
+    def _section(self, buf: bytes, pos: int, bend: int, order: _Order, base: int) -> None:
+        if bend - pos < 28:
+            raise Damage(f"section header block: length {bend - pos} is shorter than 28", base + pos)
+        _t, _l, _bom, major, minor, _seclen = order.shb(buf, pos)
+        if major != 1:
+            raise Damage(f"section header block: unsupported pcapng version {major}.{minor}", base + pos)
+        info: dict = {"offset": base + pos, "byte_order": "little" if order is _LE else "big",
+                      "version": f"{major}.{minor}"}
+        names = {OPT_COMMENT: "comment", 2: "hardware", 3: "os", 4: "application"}
+        for code, v in _options(buf, pos + 24, bend - 4, order, base, "section header block"):
+            key = names.get(code)
+            if key is not None:
+                info[key] = _text(v) if key not in info else f"{info[key]}; {_text(v)}"
+        self.sections.append(info)
+
+    def _interface(self, buf: bytes, pos: int, bend: int, order: _Order, base: int, local: list) -> None:
+        if bend - pos < 20:
+            raise Damage(f"interface description block: length {bend - pos} is shorter than 20", base + pos)
+        _t, _l, linktype, _res, snaplen = order.idb(buf, pos)
+        name = description = ""
+        filt: str | None = None
+        tsresol = 6
+        tsoffset = 0
+        what = "interface description block"
+        for code, v in _options(buf, pos + 16, bend - 4, order, base, what):
+            if code == IF_NAME:
+                name = _text(v)
+            elif code == IF_DESCRIPTION:
+                description = _text(v)
+            elif code == IF_TSRESOL:
+                if len(v) != 1:
+                    raise Damage(f"{what}: if_tsresol of {len(v)} bytes (1 expected)", base + pos)
+                tsresol = v[0]
+            elif code == IF_TSOFFSET:
+                if len(v) != 8:
+                    raise Damage(f"{what}: if_tsoffset of {len(v)} bytes (8 expected)", base + pos)
+                tsoffset = order.q(v, 0)[0]
+            elif code == IF_FILTER and v:
+                # first byte: 0 = libpcap filter string, 1 = BPF program
+                filt = _text(v[1:]) if v[0] == 0 else f"BPF program ({(len(v) - 1) // 8} instructions)"
+        exp = tsresol & 0x7F
+        ticks = (1 << exp) if tsresol & 0x80 else 10 ** exp      # ticks per second
+        g = gcd(1_000_000_000, ticks)
+        mul, den = 1_000_000_000 // g, ticks // g                 # ns = ticks * mul // den, exactly
+        gi = len(self.interfaces)
+        self.interfaces.append({"name": name, "description": description, "linktype": linktype,
+                                "snaplen": snaplen, "ns_per_tick": mul if den == 1 else mul / den,
+                                "filter": filt, "tsoffset": tsoffset, "section": len(self.sections) - 1})
+        self.linktypes[gi] = linktype
+        local.append((gi, linktype, mul, den, tsoffset * 1_000_000_000, snaplen))
+
+
+def _name(btype: int) -> str:
+    return BLOCK_NAMES.get(btype, f"block of type {btype:#x}")
