@@ -67,12 +67,12 @@ def _packets(path: str, display_filter: str | None, count: int | None):
     from .engine import Engine
     from .readers import open_capture
 
-    cap = open_capture(path)
-    engine = Engine()
     matcher = None
     if display_filter:
         from .filter import compile_filter
-        matcher = compile_filter(display_filter)
+        matcher = compile_filter(display_filter)   # before opening: a bad filter leaves nothing open
+    cap = open_capture(path)
+    engine = Engine()
 
     def gen() -> Iterator:
         t0 = None
@@ -102,6 +102,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
                 emit_b(packet_json(pkt, t0))
         finally:
             flush_b()
+    elif sys.stdout.isatty():
+        _decode_console(packets, args.verbose, args.hex)
     else:
         from .output.text import hex_lines, summary_line, tree_lines
         emit, flush = _out_writer()
@@ -125,6 +127,39 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return _report_problems(cap)
 
 
+def _decode_console(packets: Iterator, verbose: bool, hexdump: bool) -> None:
+    """A terminal: the same text, coloured by rich (malformed and bad checksums red, warnings yellow)."""
+    from rich.console import Console
+    from rich.text import Text
+
+    from .output.text import hex_lines, packet_style, summary_line, tree_lines
+    console = Console(highlight=False, soft_wrap=True, emoji=False)
+    out = console.print
+    for pkt, t0 in packets:
+        style = packet_style(pkt)
+        if verbose:
+            for line in tree_lines(pkt, t0):
+                if line.startswith("Frame "):
+                    out(Text(line, style=f"bold {style}" if style else "bold"))
+                elif line.startswith("    [Error/"):
+                    out(Text(line, style="red"))
+                elif line.startswith("    [Warning/"):
+                    out(Text(line, style="yellow"))
+                elif not line.startswith(" "):
+                    out(Text(line, style="bold"))
+                else:
+                    out(Text(line))
+        else:
+            out(Text(summary_line(pkt, t0), style=style or ""))
+        if hexdump:
+            if not verbose:
+                out("")
+            for line in hex_lines(pkt.frame.data):
+                out(Text(line, style="dim" if style is None else style))
+        if verbose or hexdump:
+            out("")
+
+
 def _report_problems(cap) -> int:
     if cap.problems:
         for p in cap.problems:
@@ -134,7 +169,7 @@ def _report_problems(cap) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="rdmaspy",
         description="Protocol analyzer for RDMA: RoCEv2/RoCEv1/InfiniBand/iWARP and RPC-over-RDMA v1/v2.")
     p.add_argument("--version", action="version", version=f"rdmaspy {__version__}")
@@ -158,44 +193,79 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Modules that add subcommands: each has ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture")
+
+
+class UsageError(RdmaspyError):
+    """A command line argparse rejects."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one ``rdmaspy: error:`` line and exit 1 like every other error
+    (exit 2 means a damaged capture).  Subparsers are made of the same class."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def _positive_int(text: str) -> int:
     try:
-        v = int(text, 0)
+        v = int(text, 10)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        try:
+            v = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if v <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return v
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        print(f"rdmaspy: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except SystemExit as exc:        # --help, --version
+        return exc.code if isinstance(exc.code, int) else EXIT_OK
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
-    # Die quietly when the reader of our output goes away (``| head``).
-    if hasattr(signal, "SIGPIPE"):
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    # Die quietly when the reader of our output goes away (``| head``); restored on return so that
+    # calling main() inside another program (the tests) leaves its signal handling alone.
+    try:
+        old_pipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL) if hasattr(signal, "SIGPIPE") else None
+    except ValueError:                # not the main thread
+        old_pipe = None
     try:
         return args.func(args)
     except RdmaspyError as exc:
         print(f"rdmaspy: error: {exc}", file=sys.stderr)
+        caret = getattr(exc, "caret", None)
+        if caret is not None and sys.stderr.isatty():
+            print(caret(), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
+        # Point stdout at /dev/null so that the interpreter's last flush does not complain.
         try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
             pass
         return EXIT_OK
     except MemoryError:
         print("rdmaspy: error: out of memory", file=sys.stderr)
         return EXIT_ERROR
+    except OSError as exc:            # a full disk, an I/O error on the capture
+        print(f"rdmaspy: error: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    finally:
+        if old_pipe is not None:
+            signal.signal(signal.SIGPIPE, old_pipe)
 
 
 if __name__ == "__main__":

@@ -55,3 +55,18 @@ def hex_lines(data: bytes) -> Iterator[str]:
             hexpart += "  " + " ".join(f"{b:02x}" for b in chunk[8:])
         text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
         yield f"{i:04x}  {hexpart:<49} {text}"
+
+
+def packet_style(pkt: Packet) -> str | None:
+    """How a terminal colours a packet: red for malformed or failed checks, yellow for warnings."""
+    if pkt.malformed:
+        return "red"
+    expert = pkt.expert
+    if not expert:
+        return None
+    sev = {e.severity for e in expert}
+    if "error" in sev:
+        return "red"
+    if "warning" in sev:
+        return "yellow"
+    return None

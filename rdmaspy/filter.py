@@ -1,0 +1,800 @@
+"""Display filters: ``bth.opcode == 0x0a and reth.dma_length > 4096``.
+
+The language is Wireshark's (4.0), over the field names that JSON shows:
+
+- ``field`` alone tests presence (of a protocol such as ``reth``, or of a field such as ``icrc.valid``);
+- comparisons ``==``/``eq``/``any_eq``, ``!=``/``ne``/``all_ne``/``!==``, ``~=``/``any_ne``, ``===``/``all_eq``,
+  ``<``/``lt``, ``<=``/``le``, ``>``/``gt``, ``>=``/``ge``; ``contains``; ``matches``/``~`` (a regular
+  expression, case-insensitive as in Wireshark); ``in {1 2 3}`` (ranges ``4..7``) and
+  ``not in {...}`` (which is ``not (... in {...})``, so true when the field is absent);
+- ``and``/``&&``, ``or``/``||``, ``xor``/``^^``, ``not``/``!`` and parentheses.
+
+A field that occurs several times in a packet matches ``==`` (and the order relations, ``contains``,
+``matches``, ``in``) when ANY occurrence does; ``!=`` holds when EVERY occurrence differs (so ``a != b`` is
+``not a == b`` for a present field); ``~=`` is "some occurrence differs", ``===`` "every occurrence equals".
+A comparison with an absent field is false, whatever the operator.
+
+A filter compiles once into a closure.  Per packet it collects the values of only the names the
+expression mentions, in one walk over the layers, and evaluates a tree of small closures over them.
+"""
+from __future__ import annotations
+
+import ipaddress
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from .errors import RdmaspyError
+from .fields import Field, Header
+from .packet import Layer, Packet
+
+Matcher = Callable[[Packet, int], bool]
+
+
+class FilterError(RdmaspyError):
+    """A filter that does not compile; ``column`` is 1-based, ``caret()`` points at it."""
+
+    def __init__(self, reason: str, expr: str, pos: int) -> None:
+        self.reason = reason
+        self.expr = expr
+        self.column = pos + 1
+        super().__init__(f"bad filter: {reason} at column {pos + 1}: {expr}")
+
+    def caret(self) -> str:
+        return f"    {self.expr}\n    {' ' * (self.column - 1)}^"
+
+
+# --- what names exist ---------------------------------------------------------------------------
+@dataclass(slots=True)
+class Catalog:
+    """Every filterable name: declared fields and protocols (layers whose presence can be tested)."""
+    fields: dict[str, Field]
+    protocols: dict[str, str]          # name -> label
+    origin: dict[str, str]             # name -> module that declares it
+
+
+_CATALOG: Catalog | None = None
+_CATALOG_KEY: tuple[str, ...] = ()
+
+
+def known_fields() -> Catalog:
+    """Collect the fields of every loaded dissector, plus frame.*, expert.* and protocol names.
+
+    Found automatically: every ``Header`` and ``Field`` at module level (or one level down in a
+    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors``.
+    """
+    global _CATALOG, _CATALOG_KEY
+    from . import engine, fieldview
+    engine.load_dissectors()
+    mods = sorted(name for name in sys.modules if name.startswith("rdmaspy.dissectors."))
+    key = tuple(mods)
+    if _CATALOG is not None and key == _CATALOG_KEY:
+        return _CATALOG
+    fields: dict[str, Field] = {}
+    protocols: dict[str, str] = {"frame": "Frame", "expert": "Expert Info"}
+    origin: dict[str, str] = {}
+
+    def take(obj: Any, mod: str) -> None:
+        if isinstance(obj, Header):
+            if obj.name not in protocols:
+                protocols[obj.name] = obj.label
+                origin.setdefault(obj.name, mod)
+            for f in obj.fields:
+                if f.name not in fields:
+                    fields[f.name] = f
+                    origin[f.name] = mod
+        elif isinstance(obj, Field) and ("." in obj.name or mod == "rdmaspy.fieldview"):
+            if obj.name not in fields:
+                fields[obj.name] = obj
+                origin[obj.name] = mod
+
+    for name in ["rdmaspy.fieldview", *mods]:
+        mod = fieldview if name == "rdmaspy.fieldview" else sys.modules[name]
+        for obj in list(vars(mod).values()):
+            if isinstance(obj, (Header, Field)):
+                take(obj, name)
+            elif isinstance(obj, (list, tuple)):
+                for x in obj:
+                    if isinstance(x, (Header, Field)):
+                        take(x, name)
+            elif isinstance(obj, dict):
+                for x in obj.values():
+                    if isinstance(x, (Header, Field)):
+                        take(x, name)
+            elif isinstance(obj, type) and getattr(obj, "__module__", None) == name:
+                for x in vars(obj).values():
+                    if isinstance(x, (Header, Field)):
+                        take(x, name)
+    # A layer without a Header (icrc, data) is known by the prefix of its fields: every proper
+    # prefix of a field name is a protocol or sub-tree name whose presence may be tested.
+    for fname, f in list(fields.items()):
+        parts = fname.split(".")
+        for i in range(1, len(parts)):
+            p = ".".join(parts[:i])
+            if p not in protocols and p not in fields:
+                protocols[p] = p
+                origin.setdefault(p, origin[fname])
+    _CATALOG = Catalog(fields, protocols, origin)
+    _CATALOG_KEY = key
+    return _CATALOG
+
+
+# --- tokens ---------------------------------------------------------------------------------------
+_WORD = re.compile(r"[A-Za-z0-9_.:/\-+]+")
+_PUNCT = ("===", "!==", "==", "!=", "~=", "<=", ">=", "&&", "||", "^^", "<", ">", "!", "~", "(", ")", "{", "}", ",")
+
+
+@dataclass(slots=True)
+class Tok:
+    kind: str      # "word" | "str" | "op" | "end"
+    text: str
+    pos: int
+    value: Any = None   # decoded string for "str"
+
+
+def _tokenize(expr: str) -> list[Tok]:
+    toks: list[Tok] = []
+    i, n = 0, len(expr)
+    while i < n:
+        c = expr[i]
+        if c.isspace():
+            i += 1
+            continue
+        if c == '"':
+            j = i + 1
+            out = []
+            while j < n and expr[j] != '"':
+                if expr[j] == "\\" and j + 1 < n:
+                    nxt = expr[j + 1]
+                    if nxt == "x" and j + 3 < n and re.fullmatch(r"[0-9a-fA-F]{2}", expr[j + 2:j + 4]):
+                        out.append(chr(int(expr[j + 2:j + 4], 16)))
+                        j += 4
+                        continue
+                    out.append({"n": "\n", "t": "\t", "r": "\r", "0": "\0"}.get(nxt, nxt))
+                    j += 2
+                    continue
+                out.append(expr[j])
+                j += 1
+            if j >= n:
+                raise FilterError("unterminated string", expr, i)
+            toks.append(Tok("str", expr[i:j + 1], i, "".join(out)))
+            i = j + 1
+            continue
+        m = _WORD.match(expr, i)
+        if m:
+            toks.append(Tok("word", m.group(), i))
+            i = m.end()
+            continue
+        for p in _PUNCT:
+            if expr.startswith(p, i):
+                toks.append(Tok("op", p, i))
+                i += len(p)
+                break
+        else:
+            raise FilterError(f"unexpected character {c!r}", expr, i)
+    toks.append(Tok("end", "", n))
+    return toks
+
+
+# --- operators ------------------------------------------------------------------------------------
+_CMP = {
+    "==": "eq", "eq": "eq", "any_eq": "eq",
+    "!=": "ne", "ne": "ne", "all_ne": "ne", "!==": "ne",
+    "~=": "any_ne", "any_ne": "any_ne",
+    "===": "all_eq", "all_eq": "all_eq",
+    "<": "lt", "lt": "lt", "<=": "le", "le": "le", ">": "gt", "gt": "gt", ">=": "ge", "ge": "ge",
+    "contains": "contains", "matches": "matches", "~": "matches",
+}
+_AND = {"and", "&&"}
+_OR = {"or", "||"}
+_XOR = {"xor", "^^"}
+_NOT = {"not", "!"}
+_KEYWORDS = _AND | _OR | _XOR | {"not", "in"} | {k for k in _CMP if k.isalpha() or "_" in k}
+
+
+# A node evaluates over the per-packet dict name -> list of values.
+Node = Callable[[dict], bool]
+
+
+class _Parser:
+    def __init__(self, expr: str, catalog: Catalog) -> None:
+        self.expr = expr
+        self.toks = _tokenize(expr)
+        self.i = 0
+        self.cat = catalog
+        self.names: set[str] = set()
+
+    # -- helpers --
+    def peek(self) -> Tok:
+        return self.toks[self.i]
+
+    def next(self) -> Tok:
+        t = self.toks[self.i]
+        self.i += 1
+        return t
+
+    def err(self, reason: str, tok: Tok | None = None) -> FilterError:
+        tok = tok or self.peek()
+        return FilterError(reason, self.expr, tok.pos)
+
+    def is_kw(self, tok: Tok, words: set[str]) -> bool:
+        return (tok.kind == "op" and tok.text in words) or (tok.kind == "word" and tok.text.lower() in words)
+
+    # -- grammar: or > xor > and > not > comparison --
+    def parse(self) -> Node:
+        if self.peek().kind == "end":
+            raise self.err("empty filter")
+        node = self.parse_or()
+        t = self.peek()
+        if t.kind != "end":
+            if t.kind == "op" and t.text == ")":
+                raise self.err("unbalanced ')'", t)
+            raise self.err(f"expected 'and', 'or' or the end of the filter, found {t.text!r}", t)
+        return node
+
+    def parse_or(self) -> Node:
+        left = self.parse_xor()
+        while self.is_kw(self.peek(), _OR):
+            self.next()
+            right = self.parse_xor()
+            left = (lambda a, b: lambda v: a(v) or b(v))(left, right)
+        return left
+
+    def parse_xor(self) -> Node:
+        left = self.parse_and()
+        while self.is_kw(self.peek(), _XOR):
+            self.next()
+            right = self.parse_and()
+            left = (lambda a, b: lambda v: a(v) != b(v))(left, right)
+        return left
+
+    def parse_and(self) -> Node:
+        left = self.parse_not()
+        while self.is_kw(self.peek(), _AND):
+            self.next()
+            right = self.parse_not()
+            left = (lambda a, b: lambda v: a(v) and b(v))(left, right)
+        return left
+
+    def parse_not(self) -> Node:
+        if self.is_kw(self.peek(), _NOT):
+            self.next()
+            inner = self.parse_not()
+            return lambda v: not inner(v)
+        return self.parse_primary()
+
+    def parse_primary(self) -> Node:
+        t = self.peek()
+        if t.kind == "op" and t.text == "(":
+            self.next()
+            if self.peek().kind == "end":
+                raise self.err("expected an expression after '('")
+            node = self.parse_or()
+            close = self.peek()
+            if not (close.kind == "op" and close.text == ")"):
+                raise self.err(f"missing ')' for the '(' of column {t.pos + 1}", close)
+            self.next()
+            return node
+        if t.kind == "end":
+            raise self.err("expected a field name at the end of the filter" if self.i else "empty filter")
+        if t.kind != "word" or t.text.lower() in _KEYWORDS:
+            raise self.err(f"expected a field name, found {t.text!r}", t)
+        name, field = self.field_ref(t)
+        self.next()
+        op_tok = self.peek()
+        if op_tok.kind == "word" and op_tok.text.lower() == "not" and self.toks[self.i + 1].kind == "word" \
+                and self.toks[self.i + 1].text.lower() == "in":
+            self.next()
+            self.next()
+            node = self.parse_set(name, field, op_tok)
+            return lambda v: not node(v)   # Wireshark: 'a not in S' is 'not (a in S)'
+        if self.is_kw(op_tok, {"in"}):
+            self.next()
+            return self.parse_set(name, field, op_tok)
+        op = _CMP.get(op_tok.text.lower() if op_tok.kind == "word" else op_tok.text) \
+            if op_tok.kind in ("word", "op") else None
+        if op is None:
+            return self.presence(name)
+        self.next()
+        return self.comparison(name, field, op, op_tok)
+
+    def field_ref(self, t: Tok) -> tuple[str, Field | None]:
+        name = t.text
+        cat = self.cat
+        f = cat.fields.get(name)
+        if f is None and name not in cat.protocols:
+            raise self.err(f"unknown field {name!r}{_suggest(name, cat)}", t)
+        self.names.add(name)
+        return name, f
+
+    def presence(self, name: str) -> Node:
+        return lambda v: name in v
+
+    # -- comparisons --
+    def comparison(self, name: str, field: Field | None, op: str, op_tok: Tok) -> Node:
+        vt = self.peek()
+        if vt.kind in ("end", "op") or (vt.kind == "word" and vt.text.lower() in _KEYWORDS):
+            raise self.err(f"expected a value after {op_tok.text!r}", vt)
+        self.next()
+        if field is None:
+            raise self.err(f"{name!r} is a protocol: it can only be tested for presence", op_tok)
+        kind = _kind(field)
+        # The other side may be a field (``ip.src == ip.dst``) when it is not a literal of this type.
+        if vt.kind == "word" and op not in ("contains", "matches"):
+            lit = None if kind == "str" else _try_literal(field, kind, vt, op)
+            if lit is None and vt.text in self.cat.fields:
+                other = vt.text
+                self.names.add(other)
+                return _field_vs_field(name, other, op, kind, _kind(self.cat.fields[other]))
+        if op == "contains":
+            return self.contains(name, field, kind, vt)
+        if op == "matches":
+            if vt.kind != "str":
+                raise self.err("'matches' needs a quoted regular expression", vt)
+            if kind not in ("str", "bytes"):
+                raise self.err(f"'matches' needs a string or bytes field; {name} is {field.display}", op_tok)
+            try:
+                if kind == "str":
+                    rx = re.compile(vt.value, re.IGNORECASE)
+                    return _quant(name, lambda x: rx.search(_as_str(x)) is not None, "any")
+                rxb = re.compile(vt.value.encode("latin-1", "replace"), re.IGNORECASE | re.DOTALL)
+                return _quant(name, lambda x: rxb.search(_as_bytes(x)) is not None, "any")
+            except re.error as exc:
+                raise self.err(f"bad regular expression: {exc}", vt) from None
+        lit = self.literal(field, kind, vt, op)
+        return _compare(name, op, lit, kind)
+
+    def contains(self, name: str, field: Field, kind: str, vt: Tok) -> Node:
+        if kind == "str":
+            needle = vt.value if vt.kind == "str" else vt.text
+            return _quant(name, lambda x: needle in _as_str(x), "any")
+        if kind in ("bytes", "addr"):
+            if vt.kind == "str":
+                nb = vt.value.encode("utf-8")
+            else:
+                nb = _parse_bytes(vt.text)
+                if nb is None:
+                    raise self.err(f"{vt.text!r} is not a byte string (write bytes as hex with colons: 01:02:03)",
+                                   vt)
+            return _quant(name, lambda x: nb in _as_bytes(x), "any")
+        raise self.err(f"'contains' needs a string or bytes field; {name} is {field.display}", vt)
+
+    def parse_set(self, name: str, field: Field | None, op_tok: Tok) -> Node:
+        t = self.peek()
+        if not (t.kind == "op" and t.text == "{"):
+            raise self.err("expected '{' after 'in'", t)
+        self.next()
+        if field is None:
+            raise self.err(f"{name!r} is a protocol: it can only be tested for presence", op_tok)
+        kind = _kind(field)
+        preds: list[Callable[[Any], bool]] = []
+        while True:
+            t = self.peek()
+            if t.kind == "op" and t.text == "}":
+                self.next()
+                break
+            if t.kind == "op" and t.text == ",":
+                self.next()
+                continue
+            if t.kind == "end":
+                raise self.err("expected '}' to close the set", t)
+            if t.kind not in ("word", "str"):
+                raise self.err(f"expected a value in the set, found {t.text!r}", t)
+            self.next()
+            if t.kind == "word" and ".." in t.text and kind in ("int", "float"):
+                lo_text, _, hi_text = t.text.partition("..")
+                lo = self.literal(field, kind, Tok("word", lo_text, t.pos), "ge")
+                hi = self.literal(field, kind, Tok("word", hi_text, t.pos + len(lo_text) + 2), "le")
+                preds.append(lambda x, lo=lo, hi=hi: lo <= x <= hi)
+                continue
+            lit = self.literal(field, kind, t, "eq")
+            preds.append(_eq_pred(lit, kind))
+        if not preds:
+            raise self.err("empty set", t)
+        if kind == "int" and all(isinstance(p, _Equal) and isinstance(p.lit, int) for p in preds):
+            members = frozenset(p.lit for p in preds)     # type: ignore[attr-defined]
+            return _quant(name, lambda x: x in members, "any")
+        return _quant(name, lambda x: any(p(x) for p in preds), "any")
+
+    def literal(self, field: Field, kind: str, vt: Tok, op: str) -> Any:
+        lit = _try_literal(field, kind, vt, op)
+        if lit is None:
+            raise self.err(_literal_problem(field, kind, vt), vt)
+        return lit
+
+
+# --- literals -----------------------------------------------------------------------------------------
+def _kind(field: Field) -> str:
+    d = field.display
+    if d in ("dec", "hex"):
+        return "int"
+    if d in ("float", "time"):
+        return "float"
+    if d in ("ipv4", "ipv6", "gid", "mac"):
+        return "addr"
+    return {"bool": "bool", "bytes": "bytes", "str": "str"}[d]
+
+
+class _Names(frozenset):
+    """The values of an enumeration name (a name may stand for several values)."""
+
+
+class _Net:
+    """An address prefix (``192.0.2.0/24``): matches by mask."""
+    __slots__ = ("net", "mask", "size")
+
+    def __init__(self, packed: bytes, prefix: int) -> None:
+        self.size = len(packed)
+        bits = self.size * 8
+        self.mask = ((1 << bits) - 1) ^ ((1 << (bits - prefix)) - 1)
+        self.net = int.from_bytes(packed, "big") & self.mask
+
+    def __call__(self, x: Any) -> bool:
+        b = _as_bytes(x)
+        return len(b) == self.size and int.from_bytes(b, "big") & self.mask == self.net
+
+
+def _parse_int(text: str) -> int | None:
+    t = text.lower()
+    sign = 1
+    if t.startswith(("-", "+")):
+        sign = -1 if t[0] == "-" else 1
+        t = t[1:]
+    try:
+        if t.startswith(("0x", "0b", "0o")):
+            return sign * int(t, 0)
+        if len(t) > 1 and t.startswith("0") and t.isdigit():
+            return sign * int(t, 8)       # C (and Wireshark) convention: a leading 0 is octal
+        return sign * int(t, 10)
+    except ValueError:
+        return None
+
+
+_HEXBYTES = re.compile(r"[0-9a-fA-F]{1,2}(?:[:.\-][0-9a-fA-F]{1,2})*")
+
+
+def _parse_bytes(text: str) -> bytes | None:
+    if not _HEXBYTES.fullmatch(text):
+        return None
+    if len(text) <= 2:
+        return bytes([int(text, 16)])
+    return bytes(int(p, 16) for p in re.split(r"[:.\-]", text))
+
+
+def _parse_addr(field: Field, text: str) -> Any:
+    d = field.display
+    net = None
+    if "/" in text:
+        text, _, plen = text.partition("/")
+        if not plen.isdigit():
+            return None
+        net = int(plen)
+    packed: bytes | None = None
+    if d == "mac":
+        parts = re.split(r"[:\-.]", text)
+        if len(parts) == 6 and all(re.fullmatch(r"[0-9a-fA-F]{1,2}", p) for p in parts):
+            packed = bytes(int(p, 16) for p in parts)
+    else:
+        try:
+            a = ipaddress.ip_address(text)
+        except ValueError:
+            return None
+        if d == "ipv4":
+            packed = a.packed if a.version == 4 else None
+        elif d == "ipv6":
+            packed = a.packed if a.version == 6 else None
+        else:   # gid: IPv6 text, or an IPv4 address as its IPv4-mapped GID (as RoCE writes it)
+            packed = a.packed if a.version == 6 else b"\0" * 10 + b"\xff\xff" + a.packed
+    if packed is None:
+        return None
+    if net is not None:
+        if d == "gid" and "." in text and ":" not in text:
+            net += 96
+        if net > len(packed) * 8:
+            return None
+        return _Net(packed, net)
+    return packed
+
+
+def _try_literal(field: Field, kind: str, vt: Tok, op: str) -> Any:
+    """The literal as the field's values are compared, or None when it is not one."""
+    text = vt.value if vt.kind == "str" else vt.text
+    if kind == "int":
+        if vt.kind == "word":
+            v = _parse_int(text)
+            if v is not None:
+                return v
+        if field.names:
+            low = text.lower()
+            hits = _Names(k for k, n in field.names.items() if n.lower() == low)
+            if hits:
+                if op not in ("eq", "ne", "any_ne", "all_eq"):
+                    return None
+                return hits
+        return None
+    if kind == "bool":
+        low = text.lower()
+        if low in ("true", "1"):
+            return True
+        if low in ("false", "0"):
+            return False
+        return None
+    if kind == "float":
+        if vt.kind != "word":
+            return None
+        try:
+            return float(text)
+        except ValueError:
+            return None
+    if kind == "addr":
+        if vt.kind == "word":
+            return _parse_addr(field, text)
+        return None
+    if kind == "bytes":
+        if vt.kind == "str":
+            return text.encode("utf-8")
+        return _parse_bytes(text)
+    # str
+    return text
+
+
+def _literal_problem(field: Field, kind: str, vt: Tok) -> str:
+    text = vt.value if vt.kind == "str" else vt.text
+    what = {"int": "an integer", "bool": "true or false (1 or 0)", "float": "a number",
+            "bytes": "bytes as hex with colons (01:02:03) or a quoted string", "str": "a quoted string"}.get(kind)
+    if kind == "addr":
+        what = {"ipv4": "an IPv4 address or prefix", "ipv6": "an IPv6 address or prefix",
+                "gid": "a GID (IPv6 or IPv4 address)", "mac": "a MAC address (aa:bb:cc:dd:ee:ff)"}[field.display]
+    if kind == "int" and field.names:
+        sample = next(iter(field.names.values()))
+        return f"{text!r} is neither {what} nor a value name of {field.name} (such as \"{sample}\")"
+    return f"{text!r} is not a valid value for {field.name}: expected {what}"
+
+
+# --- value coercion ---------------------------------------------------------------------------------
+def _as_bytes(x: Any) -> bytes:
+    if isinstance(x, bytes):
+        return x
+    if isinstance(x, (bytearray, memoryview)):
+        return bytes(x)
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    if isinstance(x, int):
+        return x.to_bytes(max(1, (x.bit_length() + 7) // 8), "big")
+    return b""
+
+
+def _as_str(x: Any) -> str:
+    if isinstance(x, str):
+        return x
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return bytes(x).decode("utf-8", "replace")
+    return str(x)
+
+
+class _Equal:
+    """``x == lit`` as a callable, so that sets of plain integers can become one frozenset lookup."""
+    __slots__ = ("lit",)
+
+    def __init__(self, lit: Any) -> None:
+        self.lit = lit
+
+    def __call__(self, x: Any) -> bool:
+        return x == self.lit
+
+
+def _eq_pred(lit: Any, kind: str) -> Callable[[Any], bool]:
+    if isinstance(lit, _Net):
+        return lit
+    if isinstance(lit, _Names):
+        return lit.__contains__
+    if kind == "bool":
+        return lambda x: bool(x) is lit
+    if kind == "str":
+        return lambda x: _as_str(x) == lit
+    if kind in ("addr", "bytes"):
+        return lambda x: x == lit or (not isinstance(x, (bytes, bytearray, memoryview)) and _as_bytes(x) == lit)
+    return _Equal(lit)
+
+
+_ORDER = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+def _compare(name: str, op: str, lit: Any, kind: str) -> Node:
+    if op in ("eq", "ne", "any_ne", "all_eq"):
+        eq = _eq_pred(lit, kind)
+        if op == "eq":
+            return _quant(name, eq, "any")
+        if op == "all_eq":
+            return _quant(name, eq, "all")
+        neq = lambda x: not eq(x)   # noqa: E731
+        return _quant(name, neq, "all" if op == "ne" else "any")
+    rel = _ORDER[op]
+    if isinstance(lit, _Net):
+        lit = lit.net.to_bytes(lit.size, "big")
+    if kind == "bool":
+        lit_i = int(lit)
+        return _quant(name, lambda x: rel(int(bool(x)), lit_i), "any")
+    if kind == "str":
+        return _quant(name, lambda x: rel(_as_str(x), lit), "any")
+    if kind in ("addr", "bytes"):
+        return _quant(name, lambda x: rel(_as_bytes(x), lit), "any")
+    return _quant(name, lambda x: rel(x, lit), "any")
+
+
+def _quant(name: str, pred: Callable[[Any], bool], how: str) -> Node:
+    """Apply ``pred`` to the occurrences of ``name``: any or all of them; absent is false."""
+    if how == "any":
+        def node(v: dict) -> bool:
+            xs = v.get(name)
+            if xs is None:
+                return False
+            try:
+                for x in xs:
+                    if pred(x):
+                        return True
+            except (TypeError, ValueError):
+                return False
+            return False
+    else:
+        def node(v: dict) -> bool:
+            xs = v.get(name)
+            if xs is None:
+                return False
+            try:
+                for x in xs:
+                    if not pred(x):
+                        return False
+            except (TypeError, ValueError):
+                return False
+            return True
+    return node
+
+
+def _field_vs_field(a: str, b: str, op: str, ka: str, kb: str) -> Node:
+    def norm(x: Any, k: str) -> Any:
+        if k in ("addr", "bytes"):
+            return _as_bytes(x)
+        if k == "str":
+            return _as_str(x)
+        if k == "bool":
+            return int(bool(x))
+        return x
+
+    base = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "any_ne": lambda x, y: x != y,
+            "all_eq": lambda x, y: x == y, **_ORDER}.get(op)
+    if base is None:
+        raise ValueError(op)
+    every = op in ("ne", "all_eq")
+
+    def node(v: dict) -> bool:
+        xs, ys = v.get(a), v.get(b)
+        if xs is None or ys is None:
+            return False
+        try:
+            pairs = ((norm(x, ka), norm(y, kb)) for x in xs for y in ys)
+            return all(base(x, y) for x, y in pairs) if every else any(base(x, y) for x, y in pairs)
+        except TypeError:
+            return False
+    return node
+
+
+def _suggest(name: str, cat: Catalog) -> str:
+    import difflib
+    close = difflib.get_close_matches(name, list(cat.fields) + list(cat.protocols), n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+# --- collecting only what the expression needs --------------------------------------------------
+def _frame_getters() -> dict[str, Callable[[Packet, int], list | None]]:
+    from . import fieldview as fv
+    return {
+        fv.FRAME_NUMBER.name: lambda p, t0: [p.frame.num],
+        fv.FRAME_TIME.name: lambda p, t0: [p.frame.ts / 1e9],
+        fv.FRAME_RELATIVE.name: lambda p, t0: [(p.frame.ts - t0) / 1e9],
+        fv.FRAME_LEN.name: lambda p, t0: [p.frame.wirelen],
+        fv.FRAME_CAPLEN.name: lambda p, t0: [len(p.frame.data)],
+        fv.FRAME_INTERFACE.name: lambda p, t0: [p.frame.iface],
+        fv.FRAME_LINKTYPE.name: lambda p, t0: [p.frame.linktype],
+        fv.FRAME_PROTOCOLS.name: lambda p, t0: [":".join(lay.proto for lay in p.layers)],
+        fv.FRAME_COMMENT.name: lambda p, t0: [p.frame.comment] if p.frame.comment else None,
+        fv.MALFORMED.name: lambda p, t0: [p.malformed] if p.malformed else None,
+        fv.EXPERT_SEVERITY.name: lambda p, t0: [e.severity for e in p.expert] if p.expert else None,
+        fv.EXPERT_GROUP.name: lambda p, t0: [e.group for e in p.expert] if p.expert else None,
+        fv.EXPERT_MESSAGE.name: lambda p, t0: [e.text for e in p.expert] if p.expert else None,
+        fv.EXPERT_RULE.name: lambda p, t0: [e.rule for e in p.expert] if p.expert else None,
+        "frame": lambda p, t0: [True],
+        "expert": lambda p, t0: [True] if p.expert else None,
+    }
+
+
+def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Callable[[Packet, int], dict]:
+    """A function giving, for a packet, ``name -> values in packet order`` for just ``names``.
+
+    The same values as ``fieldview.packet_fields`` gives for those names, without building the rest.
+    """
+    from . import fieldview
+    cat = catalog or known_fields()
+    getters = _frame_getters()
+    wanted = set(names)
+    special = [(n, getters[n]) for n in sorted(wanted) if n in getters]
+    # Names declared in fieldview that this module has no getter for: ask packet_fields (slow, rare).
+    slow = sorted(n for n in wanted if n not in getters and cat.origin.get(n) == "rdmaspy.fieldview")
+    layer_names = frozenset(n for n in wanted if n not in getters and n not in slow)
+    plans: dict[int, tuple[tuple[str, int], ...]] = {}
+
+    def plan_of(hdr: Header) -> tuple[tuple[str, int], ...]:
+        p = plans.get(id(hdr))
+        if p is None:
+            p = plans[id(hdr)] = tuple((f.name, i) for i, f in enumerate(hdr.fields) if f.name in layer_names)
+            _keep.append(hdr)      # id() stays unique while the header is referenced
+        return p
+
+    _keep: list[Header] = []
+
+    def visit(lay: Layer, out: dict) -> None:
+        proto = lay.proto
+        if proto in layer_names:
+            xs = out.get(proto)
+            if xs is None:
+                out[proto] = [True]
+            else:
+                xs.append(True)
+        hdr = lay.header
+        if hdr is not None:
+            plan = plan_of(hdr)
+            if plan:
+                vals = lay.values
+                for n, i in plan:
+                    xs = out.get(n)
+                    if xs is None:
+                        out[n] = [vals[i]]
+                    else:
+                        xs.append(vals[i])
+        items = lay.items
+        if items:
+            for f, val, _o, _l in items:
+                n = f.name
+                if n in layer_names:
+                    xs = out.get(n)
+                    if xs is None:
+                        out[n] = [val]
+                    else:
+                        xs.append(val)
+        if lay.children:
+            for c in lay.children:
+                visit(c, out)
+
+    def extract(pkt: Packet, t0: int) -> dict:
+        out: dict[str, list] = {}
+        for n, get in special:
+            xs = get(pkt, t0)
+            if xs is not None:
+                out[n] = xs
+        if layer_names:
+            for lay in pkt.layers:
+                visit(lay, out)
+        if slow:
+            pf = fieldview.packet_fields(pkt, t0)
+            for n in slow:
+                if n in pf:
+                    out[n] = pf[n][1]
+        return out
+
+    return extract
+
+
+def compile_filter(expr: str) -> Matcher:
+    """Compile a display filter into ``match(packet, t0) -> bool``; raises FilterError."""
+    cat = known_fields()
+    parser = _Parser(expr, cat)
+    node = parser.parse()
+    extract = make_extractor(parser.names, cat)
+
+    def match(pkt: Packet, t0: int) -> bool:
+        return node(extract(pkt, t0))
+
+    match.names = frozenset(parser.names)   # type: ignore[attr-defined]
+    match.expr = expr                       # type: ignore[attr-defined]
+    return match
