@@ -33,17 +33,8 @@ def packet_fields(pkt: Packet, t0: int) -> dict[str, tuple[Field, list[Any]]]:
         else:
             slot[1].append(value)
 
-    f = pkt.frame
-    put(FRAME_NUMBER, f.num)
-    put(FRAME_TIME, f.ts / 1e9)
-    put(FRAME_RELATIVE, (f.ts - t0) / 1e9)
-    put(FRAME_LEN, f.wirelen)
-    put(FRAME_CAPLEN, len(f.data))
-    put(FRAME_INTERFACE, f.iface)
-    put(FRAME_LINKTYPE, f.linktype)
-    put(FRAME_PROTOCOLS, ":".join(lay.proto for lay in pkt.layers))
-    if f.comment:
-        put(FRAME_COMMENT, f.comment)
+    for field, value in frame_items(pkt, t0):
+        put(field, value)
     for lay in pkt.layers:
         _walk(lay, put)
     if pkt.malformed:
@@ -54,6 +45,17 @@ def packet_fields(pkt: Packet, t0: int) -> dict[str, tuple[Field, list[Any]]]:
             put(EXPERT_GROUP, e.group)
             put(EXPERT_MESSAGE, e.text)
             put(EXPERT_RULE, e.rule)
+    return out
+
+
+def frame_items(pkt: Packet, t0: int) -> list[tuple[Field, Any]]:
+    """The frame.* pseudo-fields of a packet."""
+    f = pkt.frame
+    out = [(FRAME_NUMBER, f.num), (FRAME_TIME, f.ts / 1e9), (FRAME_RELATIVE, (f.ts - t0) / 1e9),
+           (FRAME_LEN, f.wirelen), (FRAME_CAPLEN, len(f.data)), (FRAME_INTERFACE, f.iface),
+           (FRAME_LINKTYPE, f.linktype), (FRAME_PROTOCOLS, ":".join(lay.proto for lay in pkt.layers))]
+    if f.comment:
+        out.append((FRAME_COMMENT, f.comment))
     return out
 
 
