@@ -1,0 +1,435 @@
+"""The capture loop: drain the ring into pcapng files, feed the live display beside it.
+
+The loop owns the ring and the files and never waits for the display: packets for
+display go into a bounded queue that a separate thread decodes and prints; when the
+display falls behind, packets are left out of the display (and counted), never out of
+the file.  Stopping (signal, -c, -a) always ends with every received packet written
+and an Interface Statistics Block in the file.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..errors import RdmaspyError
+from ..writers.pcapng import EPB_HEAD, PcapngWriter
+from .ring import PKT_HDR, TP_STATUS_VLAN_TPID_VALID, TP_STATUS_VLAN_VALID, Ring, netdev_rx_dropped, sll_header
+
+_TAIL = tuple(struct.Struct(f"={pad}xI").pack for pad in range(4))    # padding, then the block's total length
+_VLAN = struct.Struct(">HH")
+DISPLAY_QUEUE = 20000
+
+
+@dataclass
+class Limits:
+    count: int | None = None          # -c: packets
+    duration: float | None = None     # -a duration:S
+    filesize: int | None = None       # -a filesize: bytes of one file
+    files: int | None = None          # -a files:N (with a ring buffer)
+
+
+@dataclass
+class RingBuffer:
+    filesize: int | None = None       # -b filesize: bytes per file
+    files: int | None = None          # -b files:N kept on disk
+    duration: float | None = None     # -b duration:S per file
+
+
+@dataclass
+class Summary:
+    captured: int = 0                 # taken from the ring
+    written: int = 0
+    received: int = 0                 # passed the filter (kernel count, drops included)
+    kernel_dropped: int = 0
+    display_dropped: int = 0
+    files: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def rdmaspy_dropped(self) -> int:
+        return self.captured - self.written if self.files else 0
+
+
+class FileSet:
+    """-w FILE, optionally as a ring buffer of files named like dumpcap's (``out_00001_20260101120000.pcapng``)."""
+
+    def __init__(self, path: str, ring: Ring, iface_desc: str | None, filter_text: str | None,
+                 rb: RingBuffer, limits: Limits) -> None:
+        self.path = path
+        self.ring = ring
+        self.desc = iface_desc
+        self.filter_text = filter_text
+        self.rb = rb
+        self.limits = limits
+        self.rotating = bool(rb.filesize or rb.files or rb.duration)
+        if path == "-" and self.rotating:
+            raise RdmaspyError("a ring buffer (-b) needs a file name, not '-'")
+        self.seq = 0
+        self.kept: collections.deque[str] = collections.deque()
+        self.all_files: list[str] = []
+        self.writer: PcapngWriter | None = None
+        self.opened_at = 0.0
+        self.written_total = 0
+        self.ifdrop0 = netdev_rx_dropped(ring.ifname)
+        base, ext = os.path.splitext(path)
+        self._base, self._ext = base, ext or ".pcapng"
+        if path != "-":
+            d = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(d):
+                raise RdmaspyError(f"{path}: cannot write: no such directory {d}")
+            if os.path.isdir(path):
+                raise RdmaspyError(f"{path}: cannot write: is a directory")
+        self.open_next()
+
+    @property
+    def size_limit(self) -> int | None:
+        """Bytes after which the current file ends (rotation, or the end of the capture)."""
+        a, b = self.limits.filesize, self.rb.filesize
+        return min(x for x in (a, b) if x) if (a or b) else None
+
+    def open_next(self) -> None:
+        self.seq += 1
+        if self.path == "-":
+            import sys
+            target: object = sys.stdout.buffer
+            name = "-"
+        elif self.rotating:
+            name = f"{self._base}_{self.seq:05d}_{time.strftime('%Y%m%d%H%M%S')}{self._ext}"
+            target = name
+        else:
+            name = self.path
+            target = name
+        w = PcapngWriter(target)  # type: ignore[arg-type]
+        w.add_interface(self.ring.linktype, self.ring.snaplen, name=self.ring.ifname, description=self.desc,
+                        filter=self.filter_text, tsresol=9, os_name=None)
+        self.writer = w
+        self.opened_at = time.monotonic()
+        if name != "-":
+            self.all_files.append(name)
+            self.kept.append(name)
+            if self.rb.files:
+                while len(self.kept) > self.rb.files:
+                    old = self.kept.popleft()
+                    try:
+                        os.unlink(old)
+                    except OSError:
+                        pass
+
+    def close_current(self) -> None:
+        w = self.writer
+        if w is None:
+            return
+        recv, drops = self.ring.stats()
+        ifdrop = None
+        if self.ifdrop0 is not None:
+            now = netdev_rx_dropped(self.ring.ifname)
+            ifdrop = None if now is None else max(0, now - self.ifdrop0)
+        end = time.time_ns()
+        w.write_stats(0, end, ifrecv=recv, ifdrop=ifdrop, filteraccept=recv, osdrop=drops,
+                      usrdeliv=self.written_total, starttime_ns=self.ring.start_ns, endtime_ns=end)
+        self.writer = None
+        w.close()
+
+
+class LiveCapture:
+    def __init__(self, ring: Ring, files: FileSet | None, limits: Limits,
+                 display: Callable[[int, int, bytes, int], None] | None = None,
+                 display_flush: Callable[[], None] | None = None, status: Callable[[str], None] | None = None) -> None:
+        self.ring = ring
+        self.files = files
+        self.limits = limits
+        self.display = display
+        self.display_flush = display_flush
+        self.summary = Summary()
+        self._stop = False
+        self._queue: collections.deque = collections.deque()
+        self._wake = threading.Event()
+        self._display_done = threading.Event()
+        self.status = status
+
+    # -- signals ---------------------------------------------------------------------------------------------
+    def request_stop(self, *_a: object) -> None:
+        self._stop = True
+
+    # -- display thread --------------------------------------------------------------------------------------
+    def _display_loop(self) -> None:
+        q, wake, show = self._queue, self._wake, self.display
+        assert show is not None
+        try:
+            while True:
+                if not q:
+                    if self._display_done.is_set():
+                        return
+                    if self.display_flush:
+                        self.display_flush()
+                    wake.wait(0.1)
+                    wake.clear()
+                    continue
+                num, ts, data, wirelen = q.popleft()
+                show(num, ts, data, wirelen)
+        finally:
+            if self.display_flush:
+                try:
+                    self.display_flush()
+                except (BrokenPipeError, OSError):
+                    pass
+
+    # -- main loop ---------------------------------------------------------------------------------------------
+    def run(self) -> Summary:
+        ring, lim, s = self.ring, self.limits, self.summary
+        rfd, wfd = socket.socketpair()
+        rfd.setblocking(False)
+        wfd.setblocking(False)
+        old_handlers = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        old_wakeup = signal.set_wakeup_fd(wfd.fileno())
+        thread = None
+        if self.display is not None:
+            thread = threading.Thread(target=self._display_loop, name="rdmaspy-display", daemon=True)
+            thread.start()
+        deadline = time.monotonic() + lim.duration if lim.duration else None
+        drained = False
+        try:
+            while not self._stop:
+                i = ring.ready()
+                if i is None:
+                    timeout = 0.5
+                    now = time.monotonic()
+                    if deadline is not None:
+                        if now >= deadline:
+                            break
+                        timeout = min(timeout, deadline - now)
+                    if self.files and self.files.rb.duration:
+                        left = self.files.opened_at + self.files.rb.duration - now
+                        if left <= 0:
+                            self._rotate()
+                            continue
+                        timeout = min(timeout, left)
+                    fds = ring.wait(timeout, (rfd.fileno(),))
+                    if rfd.fileno() in fds:
+                        try:
+                            rfd.recv(64)
+                        except BlockingIOError:
+                            pass
+                    continue
+                if not self._consume(i):
+                    drained = True     # a -c / -a limit ended the capture inside this block
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+            if not drained and s.error is None:
+                self._drain()
+        finally:
+            signal.set_wakeup_fd(old_wakeup)
+            for sig, h in old_handlers.items():
+                signal.signal(sig, h)
+            rfd.close()
+            wfd.close()
+            try:
+                s.received, s.kernel_dropped = ring.stats()
+                if self.files is not None:
+                    self.files.close_current()
+            except RdmaspyError as exc:
+                s.error = s.error or str(exc)
+            except OSError as exc:
+                s.error = s.error or f"write failed: {exc.strerror or exc}"
+            if thread is not None:
+                self._display_done.set()
+                self._wake.set()
+                thread.join()
+            if self.files is not None:
+                s.files = list(self.files.kept)
+        return s
+
+    def _drain(self) -> None:
+        """Close the ring to new packets, then read until every packet the kernel counted has been taken."""
+        ring, s = self.ring, self.summary
+        ring.close_gate()
+        give_up = time.monotonic() + 5.0
+        while True:
+            recv, drops = ring.stats()
+            if s.captured >= recv - drops:
+                # a packet in flight on another CPU when the gate closed shows in the next read
+                time.sleep(0.002)
+                recv2, drops2 = ring.stats()
+                if s.captured >= recv2 - drops2:
+                    return
+                continue
+            i = ring.ready()
+            if i is None:
+                if time.monotonic() > give_up:
+                    return
+                ring.wait(0.2)
+                continue
+            if not self._consume(i, ignore_limits=True):
+                return
+
+    def _rotate(self, ignore: bool = False) -> bool:
+        """Next file of the ring buffer; False when -a files:N ends the capture instead."""
+        f = self.files
+        assert f is not None
+        f.close_current()
+        if not ignore and f.limits.files and f.seq >= f.limits.files:
+            self._stop = True
+            return False
+        f.open_next()
+        return True
+
+    def _consume(self, i: int, ignore_limits: bool = False) -> bool:
+        """Take one ready block; False when a limit ends the capture inside it."""
+        ring, s = self.ring, self.summary
+        base, n, first = ring.block(i)
+        try:
+            if self.files is not None and self.display is None and not ring.cooked:
+                ok = self._block_to_file(base + first, n, ignore_limits)
+            else:
+                ok = self._block_general(base + first, n, ignore_limits)
+        except OSError as exc:
+            s.error = f"{self.files.writer.path if self.files and self.files.writer else 'output'}: " \
+                      f"write failed: {exc.strerror or exc}"
+            ok = False
+        ring.release(i)
+        if self.display is not None:
+            self._wake.set()
+        return ok
+
+    def _limits(self, ignore: bool) -> tuple[int, int]:
+        """(packets left before -c, bytes left in the current file) — huge when unlimited."""
+        big = 1 << 62
+        left = big if ignore or not self.limits.count else self.limits.count - self.summary.captured
+        f = self.files
+        room = big
+        if f is not None and f.writer is not None:
+            lim = f.rb.filesize if ignore else f.size_limit
+            if lim:
+                room = lim - f.writer.bytes_written
+        return left, room
+
+    def _file_full(self, ignore: bool) -> bool:
+        """The current file reached a size limit: rotate (True) or end the capture (False).
+
+        While draining after a stop request nothing ends the capture: every packet the kernel
+        counted goes into a file.
+        """
+        f = self.files
+        assert f is not None and f.writer is not None
+        stop_size = self.limits.filesize
+        if stop_size and f.writer.bytes_written >= stop_size and not ignore:
+            self._stop = True
+            return False
+        if f.rb.filesize:
+            return self._rotate(ignore)
+        if ignore:
+            return True
+        self._stop = True
+        return False
+
+    def _block_to_file(self, pos: int, n: int, ignore: bool) -> bool:
+        """The hot path: Ethernet packets straight from the ring into Enhanced Packet Blocks."""
+        view = self.ring.view
+        unpack = PKT_HDR.unpack_from
+        pack = EPB_HEAD.pack
+        tail = _TAIL
+        s = self.summary
+        left, room = self._limits(ignore)
+        buf = bytearray()
+        k = 0
+        while n:
+            nxt, sec, nsec, snap, wlen, status, mac, _net, _rx, tci, tpid = unpack(view, pos)
+            ts = sec * 1_000_000_000 + nsec
+            start = pos + mac
+            pos += nxt
+            n -= 1
+            k += 1
+            if status & TP_STATUS_VLAN_VALID:
+                data: bytes | memoryview = _with_vlan(view, start, snap, status, tci, tpid)
+                snap += 4
+                wlen += 4
+            else:
+                data = view[start:start + snap]
+            pad = -snap & 3
+            total = 32 + snap + pad
+            buf += pack(6, total, 0, ts >> 32, ts & 0xFFFFFFFF, snap, wlen)
+            buf += data
+            buf += tail[pad](total)
+            if k >= left or len(buf) >= room:
+                full = len(buf) >= room
+                self._flush(buf, k)
+                s.captured += k
+                k = 0
+                buf = bytearray()
+                if not ignore and self.limits.count and s.captured >= self.limits.count:
+                    self._stop = True
+                    return False
+                if full and not self._file_full(ignore):
+                    return False
+                left, room = self._limits(ignore)
+        if k:
+            self._flush(buf, k)
+            s.captured += k
+        return True
+
+    def _flush(self, buf: bytearray, k: int) -> None:
+        f = self.files
+        assert f is not None and f.writer is not None
+        f.writer.write_epb_bytes(buf, k)
+        f.written_total += k
+        self.summary.written += k
+
+    def _block_general(self, pos: int, n: int, ignore: bool) -> bool:
+        """Every other case: cooked (``any``) frames, the live display, or both with a file."""
+        view = self.ring.view
+        unpack = PKT_HDR.unpack_from
+        cooked = self.ring.cooked
+        s = self.summary
+        f = self.files
+        q = self._queue if self.display is not None else None
+        left, room = self._limits(ignore)
+        limit = f.writer.bytes_written + room if f is not None and f.writer is not None else 1 << 62
+        for _ in range(n):
+            nxt, sec, nsec, snap, wlen, status, mac, _net, _rx, tci, tpid = unpack(view, pos)
+            ts = sec * 1_000_000_000 + nsec
+            start = pos + mac
+            if cooked:
+                data: bytes | memoryview = sll_header(view, pos) + view[start:start + snap]
+                snap += 16
+                wlen += 16
+            elif status & TP_STATUS_VLAN_VALID:
+                data = _with_vlan(view, start, snap, status, tci, tpid)
+                snap += 4
+                wlen += 4
+            else:
+                data = view[start:start + snap]
+            pos += nxt
+            s.captured += 1
+            if f is not None and f.writer is not None:
+                f.writer.write_packet(0, ts, data, wlen)
+                f.written_total += 1
+                s.written += 1
+            if q is not None:
+                if len(q) < DISPLAY_QUEUE:
+                    q.append((s.captured, ts, bytes(data), wlen))
+                else:
+                    s.display_dropped += 1
+            left -= 1
+            if left <= 0:
+                self._stop = True
+                return False
+            if f is not None and f.writer is not None and f.writer.bytes_written >= limit:
+                if not self._file_full(ignore):
+                    return False
+                left, room = self._limits(ignore)
+                limit = f.writer.bytes_written + room if f.writer is not None else 1 << 62
+        return True
+
+
+def _with_vlan(view: memoryview, start: int, snap: int, status: int, tci: int, tpid: int) -> bytes:
+    """Put back the 802.1Q tag the NIC (or the kernel) took off into the packet's metadata."""
+    tag = _VLAN.pack(tpid if status & TP_STATUS_VLAN_TPID_VALID else 0x8100, tci)
+    return bytes(view[start:start + 12]) + tag + bytes(view[start + 12:start + snap])

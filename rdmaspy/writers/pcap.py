@@ -1,0 +1,69 @@
+"""Classic pcap writer (nanosecond or microsecond timestamps, one link type per file)."""
+from __future__ import annotations
+
+import os
+import struct
+from typing import BinaryIO
+
+from ..errors import RdmaspyError
+
+MAGIC_US = 0xA1B2C3D4
+MAGIC_NS = 0xA1B23C4D
+_REC = struct.Struct("=IIII")        # seconds, sub-second ticks, captured length, original length
+
+
+class PcapWriter:
+    """Write pcap records to a binary stream or a path (opened and owned here); timestamps in nanoseconds."""
+
+    def __init__(self, target: str | os.PathLike | BinaryIO, linktype: int, snaplen: int = 262144, *,
+                 nanosecond: bool = True, buffering: int = 1 << 20) -> None:
+        if isinstance(target, (str, os.PathLike)):
+            self.path = os.fspath(target)
+            try:
+                self.stream: BinaryIO = open(self.path, "wb", buffering=buffering)
+            except OSError as exc:
+                raise RdmaspyError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+            self._owns = True
+        else:
+            self.path = getattr(target, "name", "<stream>")
+            self.stream = target
+            self._owns = False
+        self.linktype = linktype
+        self.snaplen = snaplen
+        self.nanosecond = nanosecond
+        self._div = 1 if nanosecond else 1000
+        self._write = self.stream.write
+        self.packets = 0
+        hdr = struct.pack("=IHHiIII", MAGIC_NS if nanosecond else MAGIC_US, 2, 4, 0, 0, snaplen, linktype)
+        self._write(hdr)
+        self.bytes_written = len(hdr)
+
+    def write_packet(self, ts_ns: int, data: bytes | memoryview, wirelen: int | None = None) -> None:
+        n = len(data)
+        if n > self.snaplen:                 # a pcap record never exceeds the file's snap length
+            data = data[:self.snaplen]
+            wirelen = n if wirelen is None else wirelen
+            n = self.snaplen
+        sec, frac = divmod(ts_ns, 1_000_000_000)
+        self._write(_REC.pack(sec & 0xFFFFFFFF, frac // self._div, n, n if wirelen is None else wirelen))
+        self._write(data)
+        self.bytes_written += 16 + n
+        self.packets += 1
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._owns:
+            try:
+                self.stream.close()
+            except OSError as exc:
+                raise RdmaspyError(f"{self.path}: write failed: {exc.strerror or exc}") from None
+        else:
+            self.stream.flush()
+
+    def __enter__(self) -> "PcapWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

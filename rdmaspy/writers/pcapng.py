@@ -1,0 +1,208 @@
+"""pcapng writer: Section Header, Interface Description, Enhanced Packet and Interface Statistics blocks.
+
+Written in the host's byte order (the format allows either and readers swap).  The
+hot call is ``write_packet``: one precompiled struct for the Enhanced Packet Block
+header, the data appended as is, padding from a constant table.  Interfaces carry
+their name, description, capture filter, timestamp resolution and snap length;
+packets may carry comments (``annotate`` writes its findings that way).
+"""
+from __future__ import annotations
+
+import os
+import platform
+import struct
+from typing import BinaryIO, Iterable
+
+from .. import __version__
+from ..errors import RdmaspyError
+
+BT_SHB = 0x0A0D0D0A
+BT_IDB = 0x00000001
+BT_EPB = 0x00000006
+BT_ISB = 0x00000005
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+
+OPT_ENDOFOPT = 0
+OPT_COMMENT = 1
+SHB_HARDWARE = 2
+SHB_OS = 3
+SHB_USERAPPL = 4
+IF_NAME = 2
+IF_DESCRIPTION = 3
+IF_TSRESOL = 9
+IF_FILTER = 11
+IF_OS = 12
+EPB_FLAGS = 2
+ISB_STARTTIME = 2
+ISB_ENDTIME = 3
+ISB_IFRECV = 4
+ISB_IFDROP = 5
+ISB_FILTERACCEPT = 6
+ISB_OSDROP = 7
+ISB_USRDELIV = 8
+
+# EPB flags: inbound/outbound direction in the two low bits (pcapng spec, epb_flags).
+DIRECTION_INBOUND = 1
+DIRECTION_OUTBOUND = 2
+
+EPB_HEAD = struct.Struct("=IIIIIII")      # type, total length, interface, ts high, ts low, captured, original
+_EPB_HEAD = EPB_HEAD
+_U32 = struct.Struct("=I")
+_OPT_HEAD = struct.Struct("=HH")
+_PAD = (b"", b"\0\0\0", b"\0\0", b"\0")   # indexed by length % 4
+
+
+def _option(code: int, value: bytes) -> bytes:
+    return _OPT_HEAD.pack(code, len(value)) + value + _PAD[len(value) & 3]
+
+
+def _options(opts: Iterable[tuple[int, bytes]]) -> bytes:
+    body = b"".join(_option(c, v) for c, v in opts)
+    return body + _OPT_HEAD.pack(OPT_ENDOFOPT, 0) if body else b""
+
+
+def _block(btype: int, body: bytes) -> bytes:
+    total = 12 + len(body)
+    return _U32.pack(btype) + _U32.pack(total) + body + _U32.pack(total)
+
+
+def _ts_u64(ts_ns: int, ticks_per_s: int) -> int:
+    return ts_ns if ticks_per_s == 1_000_000_000 else ts_ns * ticks_per_s // 1_000_000_000
+
+
+class PcapngWriter:
+    """Write a pcapng section to a binary stream (or a path, opened and owned here).
+
+    ``tsresol`` is the power of ten of the timestamp unit for every interface
+    (9: nanoseconds, 6: microseconds); timestamps are given in nanoseconds.
+    """
+
+    def __init__(self, target: str | os.PathLike | BinaryIO, *, application: str | None = None,
+                 comment: str | None = None, buffering: int = 1 << 20) -> None:
+        if isinstance(target, (str, os.PathLike)):
+            self.path = os.fspath(target)
+            try:
+                self.stream: BinaryIO = open(self.path, "wb", buffering=buffering)
+            except OSError as exc:
+                raise RdmaspyError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
+            self._owns = True
+        else:
+            self.path = getattr(target, "name", "<stream>")
+            self.stream = target
+            self._owns = False
+        self._write = self.stream.write
+        self.bytes_written = 0
+        self.packets = 0
+        self._ticks: list[int] = []          # per interface: timestamp ticks per second
+        opts = []
+        if comment:
+            opts.append((OPT_COMMENT, comment.encode()))
+        opts.append((SHB_HARDWARE, platform.machine().encode()))
+        opts.append((SHB_OS, f"{platform.system()} {platform.release()}".encode()))
+        opts.append((SHB_USERAPPL, (application or f"rdmaspy {__version__}").encode()))
+        # section length -1: not known in advance (the file is a stream)
+        body = struct.pack("=IHHq", BYTE_ORDER_MAGIC, 1, 0, -1) + _options(opts)
+        self._raw(_block(BT_SHB, body))
+
+    def _raw(self, data: bytes) -> None:
+        self._write(data)
+        self.bytes_written += len(data)
+
+    def add_interface(self, linktype: int, snaplen: int = 262144, *, name: str | None = None,
+                      description: str | None = None, filter: str | None = None,
+                      tsresol: int = 9, os_name: str | None = None) -> int:
+        """Describe an interface; returns its index for ``write_packet``."""
+        if not 0 <= tsresol <= 19:
+            raise ValueError(f"tsresol {tsresol} out of range")
+        opts: list[tuple[int, bytes]] = []
+        if name:
+            opts.append((IF_NAME, name.encode()))
+        if description:
+            opts.append((IF_DESCRIPTION, description.encode()))
+        if tsresol != 6:                     # 6 (microseconds) is the default when absent
+            opts.append((IF_TSRESOL, bytes((tsresol,))))
+        if filter is not None:
+            opts.append((IF_FILTER, b"\0" + filter.encode()))   # 0: a libpcap filter string
+        if os_name:
+            opts.append((IF_OS, os_name.encode()))
+        body = struct.pack("=HHI", linktype, 0, snaplen) + _options(opts)
+        self._raw(_block(BT_IDB, body))
+        self._ticks.append(10 ** tsresol)
+        return len(self._ticks) - 1
+
+    def write_packet(self, iface: int, ts_ns: int, data: bytes | memoryview, wirelen: int | None = None,
+                     comment: str | Iterable[str] | None = None, flags: int | None = None) -> None:
+        n = len(data)
+        ticks = self._ticks[iface]
+        ts = ts_ns if ticks == 1_000_000_000 else ts_ns * ticks // 1_000_000_000
+        pad = _PAD[n & 3]
+        if comment is None and flags is None:
+            total = 32 + n + len(pad)
+            w = self._write
+            w(_EPB_HEAD.pack(BT_EPB, total, iface, ts >> 32, ts & 0xFFFFFFFF, n, n if wirelen is None else wirelen))
+            w(data)
+            w(pad + _U32.pack(total))
+            self.bytes_written += total
+            self.packets += 1
+            return
+        opts: list[tuple[int, bytes]] = []
+        if flags is not None:
+            opts.append((EPB_FLAGS, _U32.pack(flags)))
+        if comment is not None:
+            for c in ([comment] if isinstance(comment, str) else comment):
+                opts.append((OPT_COMMENT, c.encode()))
+        tail = _options(opts)
+        total = 32 + n + len(pad) + len(tail)
+        self._raw(_EPB_HEAD.pack(BT_EPB, total, iface, ts >> 32, ts & 0xFFFFFFFF, n,
+                                 n if wirelen is None else wirelen) + bytes(data) + pad + tail + _U32.pack(total))
+        self.packets += 1
+
+    def write_epb_bytes(self, chunk: bytes | bytearray | memoryview, packets: int) -> None:
+        """Append Enhanced Packet Blocks already laid out by the caller (the capture ring's batch path)."""
+        self._write(chunk)
+        self.bytes_written += len(chunk)
+        self.packets += packets
+
+    def write_stats(self, iface: int, ts_ns: int, *, ifrecv: int | None = None, ifdrop: int | None = None,
+                    filteraccept: int | None = None, osdrop: int | None = None, usrdeliv: int | None = None,
+                    starttime_ns: int | None = None, endtime_ns: int | None = None,
+                    comment: str | None = None) -> None:
+        """Interface Statistics Block; counters are totals from the start of the capture."""
+        ticks = self._ticks[iface]
+        q = struct.Struct("=II")
+
+        def tsopt(ns: int) -> bytes:
+            t = _ts_u64(ns, ticks)
+            return q.pack(t >> 32, t & 0xFFFFFFFF)
+
+        opts: list[tuple[int, bytes]] = []
+        if comment:
+            opts.append((OPT_COMMENT, comment.encode()))
+        if starttime_ns is not None:
+            opts.append((ISB_STARTTIME, tsopt(starttime_ns)))
+        if endtime_ns is not None:
+            opts.append((ISB_ENDTIME, tsopt(endtime_ns)))
+        for code, v in ((ISB_IFRECV, ifrecv), (ISB_IFDROP, ifdrop), (ISB_FILTERACCEPT, filteraccept),
+                        (ISB_OSDROP, osdrop), (ISB_USRDELIV, usrdeliv)):
+            if v is not None:
+                opts.append((code, struct.pack("=Q", v)))
+        t = _ts_u64(ts_ns, ticks)
+        self._raw(_block(BT_ISB, struct.pack("=III", iface, t >> 32, t & 0xFFFFFFFF) + _options(opts)))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._owns:
+            try:
+                self.stream.close()
+            except OSError as exc:
+                raise RdmaspyError(f"{self.path}: write failed: {exc.strerror or exc}") from None
+        else:
+            self.stream.flush()
+
+    def __enter__(self) -> "PcapngWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
