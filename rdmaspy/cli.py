@@ -193,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Modules that add subcommands: each has ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture")
+COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture",
+                                   "rdmaspy.commands.conversations")
 
 
 class UsageError(RdmaspyError):

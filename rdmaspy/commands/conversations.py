@@ -1,0 +1,99 @@
+"""``rdmaspy conversations FILE``: one row per RDMA connection, in the manner of ``tshark -z conv``.
+
+The table is built by rdmaspy.conversation while the capture is decoded; this
+module only presents it: a rich table on a terminal, plain columns when piped,
+or JSON (``-T json``).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ..conversation import Connection, ConnectionTable, connections
+
+COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "End",
+           "Pkts c>s", "Bytes c>s", "Pkts s>c", "Bytes s>c", "Inline c>s", "Inline s>c", "R")
+
+
+def build_table(path: str) -> tuple[ConnectionTable, Any, int | None]:
+    """Decode the whole capture; returns the connection table, the capture (for its problems) and t0."""
+    from ..engine import Engine
+    from ..readers import open_capture
+
+    cap = open_capture(path)
+    engine = Engine()
+    t0 = None
+    with cap:
+        for frame in cap:
+            if t0 is None:
+                t0 = frame.ts
+            engine.dissect(frame)
+    return connections(engine.session), cap, t0
+
+
+def _qpn(q: int | None) -> str:
+    return f"0x{q:06x}" if q is not None else "?"
+
+
+def _service(c: Connection) -> str:
+    from ..dissectors.rdma_cm import service_text
+    if c.transport == "iwarp":
+        return f"iWARP TCP({c.port})"
+    if c.service_id is None:
+        return "-"
+    return service_text(c.service_id)
+
+
+def _endpoint(addr: str, tcp_port: int | None) -> str:
+    return f"{addr}:{tcp_port}" if tcp_port is not None else addr
+
+
+def row(c: Connection, t0: int) -> list[str]:
+    state = c.state
+    if c.reject_reason is not None:
+        from ..dissectors.ib_cm import REJ_REASONS
+        state = f"{state} ({REJ_REASONS.get(c.reject_reason, c.reject_reason)})"
+    return [
+        str(c.conn_id), _endpoint(c.client_addr, c.client_port), _qpn(c.client_qpn),
+        _endpoint(c.server_addr, c.server_port), _qpn(c.server_qpn), _service(c), state,
+        f"{(c.t_start - t0) / 1e9:.6f}", f"{(c.t_end - t0) / 1e9:.6f}",
+        str(c.packets_c2s), str(c.bytes_c2s), str(c.packets_s2c), str(c.bytes_s2c),
+        str(c.inline_c2s), str(c.inline_s2c), "1" if c.remote_invalidate else "0",
+    ]
+
+
+def cmd_conversations(args: argparse.Namespace) -> int:
+    from ..cli import _report_problems
+
+    tab, cap, t0 = build_table(args.file)
+    t0 = t0 or 0
+    if args.T == "json":
+        import orjson
+        doc = {"file": args.file, "t0": t0, "connections": [c.record() for c in tab]}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.flush()
+        return _report_problems(cap)
+    rows = [row(c, t0) for c in tab]
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+        t = Table(title=f"RDMA connections: {args.file}", title_justify="left")
+        for i, name in enumerate(COLUMNS):
+            t.add_column(name, justify="right" if i in (0, 7, 8, 9, 10, 11, 12, 13, 14) else "left")
+        for r in rows:
+            t.add_row(*r)
+        Console().print(t)
+    else:
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(COLUMNS)]
+        print("  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)).rstrip())
+        for r in rows:
+            print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    return _report_problems(cap)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("conversations", help="list RDMA connections, one row each (like tshark -z conv)")
+    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    p.add_argument("-T", choices=("text", "json"), default="text", help="output format: text (default) or json")
+    p.set_defaults(func=cmd_conversations)

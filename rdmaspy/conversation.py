@@ -1,0 +1,386 @@
+"""Connections of a capture, learnt from their setup (IB CM, MPA) or from their traffic alone.
+
+The CM dissector reports REQ/REP/RTU/REJ/DREQ/DREP here; the iWARP dissector
+reports MPA exchanges.  Every RC/UC/XRC packet is then attributed to its
+connection by a BTH observer: one dict lookup on the destination address, one on
+the destination QPN.  A packet whose connection was set up before the capture
+began opens a connection known by its QPN pair only (``setup_known`` False).
+
+This module holds data only; presentation lives in rdmaspy.commands.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_INLINE = 1024          # RFC 8166 §3.3.2; RFC 8797 §5.1 when the private data is absent or malformed
+
+REQUESTED = "requested"
+ESTABLISHED = "established"
+REJECTED = "rejected"
+CLOSED = "closed"
+UNKNOWN_SETUP = "unknown-setup"
+
+# Opcodes of connected transports: RC (0), UC (1), XRC (5).
+_CONNECTED = tuple((op >> 5) in (0, 1, 5) for op in range(256))
+
+
+class Connection:
+    """One RDMA connection.  "client" is the side that sent the REQ (or MPA Request); for a
+    connection known by traffic only it is the side seen sending first."""
+
+    __slots__ = ("conn_id", "transport", "service_id", "port", "port_space", "service_type",
+                 "client_addr", "server_addr", "client_qpn", "server_qpn", "client_port", "server_port",
+                 "req_psn", "rep_psn", "path_mtu", "state", "setup_known",
+                 "t_requested", "t_established", "t_closed", "t_first", "t_last",
+                 "reject_reason", "closed_by", "client_comm", "server_comm", "pdata_client", "pdata_server",
+                 "inline_c2s", "inline_s2c", "remote_invalidate",
+                 "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c")
+
+    def __init__(self, conn_id: int, client_addr: str, server_addr: str, ts: int, setup_known: bool = True,
+                 transport: str = "ib") -> None:
+        self.conn_id = conn_id
+        self.transport = transport           # "ib" (IB / RoCE) or "iwarp"
+        self.service_id: int | None = None
+        self.port: int | None = None         # RDMA-CM port (TCP port for iWARP)
+        self.port_space: int | None = None
+        self.service_type: int | None = None  # CM transport service type: 0 RC, 1 UC, 2 RD
+        self.client_addr = client_addr
+        self.server_addr = server_addr
+        self.client_qpn: int | None = None
+        self.server_qpn: int | None = None
+        self.client_port: int | None = None  # iWARP: TCP ports
+        self.server_port: int | None = None
+        # Starting PSNs of the REQ and the REP.  Linux (rxe, real captures) starts server -> client traffic
+        # at the REQ's Starting PSN and client -> server traffic at the REP's: see start_psn_c2s/_s2c.
+        self.req_psn: int | None = None
+        self.rep_psn: int | None = None
+        self.path_mtu: int | None = None     # bytes
+        self.state = REQUESTED if setup_known else UNKNOWN_SETUP
+        self.setup_known = setup_known
+        self.t_requested: int | None = ts if setup_known else None
+        self.t_established: int | None = None
+        self.t_closed: int | None = None
+        self.t_first = ts
+        self.t_last = ts
+        self.reject_reason: int | None = None
+        self.closed_by: str | None = None    # "client" | "server"
+        self.client_comm: int | None = None
+        self.server_comm: int | None = None
+        self.pdata_client: Any = None        # RpcRdmaPdata the client sent, if any
+        self.pdata_server: Any = None
+        self.inline_c2s = DEFAULT_INLINE
+        self.inline_s2c = DEFAULT_INLINE
+        self.remote_invalidate = False
+        self.packets_c2s = 0
+        self.packets_s2c = 0
+        self.bytes_c2s = 0
+        self.bytes_s2c = 0
+
+    def direction(self, pkt: Any) -> str:
+        """"c2s" or "s2c" for a packet of this connection."""
+        ib = pkt.ib
+        if ib is not None and self.server_qpn is not None:
+            return "c2s" if ib.destqp == self.server_qpn and pkt.dst == self.server_addr else "s2c"
+        if pkt.dst != self.server_addr:
+            return "s2c"
+        if self.client_addr != self.server_addr or self.server_port is None:
+            return "c2s"
+        tcp = pkt.layer("tcp")
+        return "c2s" if tcp is not None and tcp.get("dstport") == self.server_port else "s2c"
+
+    @property
+    def start_psn_c2s(self) -> int | None:
+        """First PSN client -> server: the REP's Starting PSN (the responder's receive queue PSN)."""
+        return self.rep_psn
+
+    @property
+    def start_psn_s2c(self) -> int | None:
+        """First PSN server -> client: the REQ's Starting PSN (the requester's receive queue PSN)."""
+        return self.req_psn
+
+    @property
+    def t_start(self) -> int:
+        return self.t_requested if self.t_requested is not None else self.t_first
+
+    @property
+    def t_end(self) -> int:
+        return self.t_closed if self.t_closed is not None and self.t_closed > self.t_last else self.t_last
+
+    def negotiate(self) -> None:
+        """RFC 8797 §4.3: client-to-server = min(client send, server receive), and the reverse."""
+        cs, cr, crinv = _advertised(self.pdata_client)
+        ss, sr, srinv = _advertised(self.pdata_server)
+        self.inline_c2s = min(cs, sr)
+        self.inline_s2c = min(ss, cr)
+        self.remote_invalidate = crinv and srinv
+
+    def record(self) -> dict[str, Any]:
+        """The connection as plain values (JSON-ready, no formatting)."""
+        def pd(p: Any) -> dict[str, Any] | None:
+            if p is None:
+                return None
+            return {"version": p.version, "remote_invalidate": p.remote_invalidate, "send_size": p.send_size,
+                    "recv_size": p.recv_size, "offset": p.offset, "valid": p.valid, "problem": p.problem}
+        return {
+            "id": self.conn_id, "transport": self.transport, "state": self.state, "setup_known": self.setup_known,
+            "service_id": self.service_id, "port_space": self.port_space, "port": self.port,
+            "client": {"address": self.client_addr, "qpn": self.client_qpn, "tcp_port": self.client_port,
+                       "comm_id": self.client_comm},
+            "server": {"address": self.server_addr, "qpn": self.server_qpn, "tcp_port": self.server_port,
+                       "comm_id": self.server_comm},
+            "start_psn_c2s": self.start_psn_c2s, "start_psn_s2c": self.start_psn_s2c, "path_mtu": self.path_mtu,
+            "t_start": self.t_start, "t_end": self.t_end, "t_requested": self.t_requested,
+            "t_established": self.t_established, "t_closed": self.t_closed, "closed_by": self.closed_by,
+            "reject_reason": self.reject_reason,
+            "packets_c2s": self.packets_c2s, "packets_s2c": self.packets_s2c,
+            "bytes_c2s": self.bytes_c2s, "bytes_s2c": self.bytes_s2c,
+            "inline_c2s": self.inline_c2s, "inline_s2c": self.inline_s2c,
+            "remote_invalidate": self.remote_invalidate,
+            "pdata_client": pd(self.pdata_client), "pdata_server": pd(self.pdata_server),
+        }
+
+    def __repr__(self) -> str:
+        return (f"<Connection {self.conn_id} {self.client_addr}/{self.client_qpn} -> "
+                f"{self.server_addr}/{self.server_qpn} {self.state}>")
+
+
+def _advertised(p: Any) -> tuple[int, int, bool]:
+    if p is None or not p.valid:
+        return DEFAULT_INLINE, DEFAULT_INLINE, False
+    return p.send_size, p.recv_size, bool(p.remote_invalidate)
+
+
+class ConnectionTable:
+    """The connections of one capture, in order of appearance."""
+
+    __slots__ = ("conns", "by_dst", "_comm", "_half", "_tcp")
+
+    def __init__(self) -> None:
+        self.conns: list[Connection] = []
+        # destination address -> destination QPN -> (connection, packet goes client-to-server)
+        self.by_dst: dict[str, dict[int, tuple[Connection, bool]]] = {}
+        self._comm: dict[tuple[str, int], Connection] = {}
+        # (client address, server address) -> traffic-only connections still missing the client's QPN
+        self._half: dict[tuple[str, str], list[Connection]] = {}
+        self._tcp: dict[tuple[str, int, str, int], tuple[Connection, bool]] = {}
+
+    def __iter__(self):
+        return iter(self.conns)
+
+    def __len__(self) -> int:
+        return len(self.conns)
+
+    def _new(self, client: str, server: str, ts: int, setup_known: bool, transport: str = "ib") -> Connection:
+        conn = Connection(len(self.conns) + 1, client, server, ts, setup_known, transport)
+        self.conns.append(conn)
+        return conn
+
+    def _bind(self, addr: str, qpn: int, conn: Connection, c2s: bool) -> None:
+        d = self.by_dst.get(addr)
+        if d is None:
+            d = self.by_dst[addr] = {}
+        d[qpn] = (conn, c2s)
+
+    def by_comm(self, addr: str, comm_id: int) -> Connection | None:
+        """The connection in which ``addr`` uses the CM communication ID ``comm_id``."""
+        return self._comm.get((addr, comm_id))
+
+    # -- the IB CM ---------------------------------------------------------------------------------
+    def cm_req(self, pkt: Any, comm_id: int, service_id: int, port: int | None, port_space: int | None,
+               qpn: int, psn: int, mtu: int | None, service_type: int, pdata: Any) -> Connection:
+        ts = pkt.frame.ts
+        conn = self._comm.get((pkt.src, comm_id))
+        if conn is None or conn.client_qpn != qpn:      # not a retransmission
+            conn = self._new(pkt.src, pkt.dst, ts, True)
+            self._comm[(pkt.src, comm_id)] = conn
+        conn.client_comm = comm_id
+        conn.service_id = service_id
+        conn.port = port
+        conn.port_space = port_space
+        conn.client_qpn = qpn
+        conn.req_psn = psn
+        conn.path_mtu = mtu
+        conn.service_type = service_type
+        conn.pdata_client = pdata
+        conn.negotiate()
+        self._bind(conn.client_addr, qpn, conn, False)
+        pkt.conv = conn
+        return conn
+
+    def cm_rep(self, pkt: Any, local: int, remote: int, qpn: int, psn: int, pdata: Any) -> Connection:
+        ts = pkt.frame.ts
+        conn = self._comm.get((pkt.dst, remote))
+        if conn is None:       # the REQ is not in the capture
+            conn = self._new(pkt.dst, pkt.src, ts, True)
+            conn.client_comm = remote
+            self._comm[(pkt.dst, remote)] = conn
+        conn.server_comm = local
+        conn.server_qpn = qpn
+        conn.rep_psn = psn
+        conn.pdata_server = pdata
+        conn.negotiate()
+        conn.t_last = max(conn.t_last, ts)
+        self._comm[(pkt.src, local)] = conn
+        self._bind(conn.server_addr, qpn, conn, True)
+        pkt.conv = conn
+        return conn
+
+    def _find(self, pkt: Any, local: int, remote: int) -> Connection | None:
+        return self._comm.get((pkt.src, local)) or self._comm.get((pkt.dst, remote))
+
+    def cm_rtu(self, pkt: Any, local: int, remote: int) -> Connection | None:
+        conn = self._find(pkt, local, remote)
+        if conn is not None:
+            if conn.state == REQUESTED:
+                conn.state = ESTABLISHED
+                conn.t_established = pkt.frame.ts
+            conn.t_last = max(conn.t_last, pkt.frame.ts)
+            pkt.conv = conn
+        return conn
+
+    def cm_rej(self, pkt: Any, local: int, remote: int, reason: int) -> Connection | None:
+        # A REJ names the rejected side's ID as remote; its own local ID may be 0 (REQ rejected at once).
+        conn = self._comm.get((pkt.dst, remote)) or self._comm.get((pkt.src, local))
+        if conn is not None:
+            conn.state = REJECTED
+            conn.reject_reason = reason
+            conn.t_closed = pkt.frame.ts
+            conn.closed_by = "client" if pkt.src == conn.client_addr and conn.client_comm == local else "server"
+            pkt.conv = conn
+        return conn
+
+    def cm_dreq(self, pkt: Any, local: int, remote: int) -> Connection | None:
+        conn = self._find(pkt, local, remote)
+        if conn is not None:
+            if conn.state != CLOSED:
+                conn.state = CLOSED
+                conn.t_closed = pkt.frame.ts
+                conn.closed_by = "client" if local == conn.client_comm and pkt.src == conn.client_addr \
+                    else "server"
+            pkt.conv = conn
+        return conn
+
+    def cm_drep(self, pkt: Any, local: int, remote: int) -> Connection | None:
+        conn = self._find(pkt, local, remote)
+        if conn is not None:
+            if conn.state != CLOSED:      # the DREQ was not captured
+                conn.state = CLOSED
+                conn.t_closed = pkt.frame.ts
+            pkt.conv = conn
+        return conn
+
+    # -- iWARP -------------------------------------------------------------------------------------
+    def open_from_mpa(self, client: tuple[str, int], server: tuple[str, int], ts: int,
+                      pdata_client: Any = None, pdata_server: Any = None, port: int | None = None,
+                      replied: bool = False, rejected: bool = False) -> Connection:
+        """Open (or update) the connection of an MPA exchange on the TCP connection client -> server.
+
+        Call it at the MPA Request with the client's RFC 8797 data, and again at the MPA Reply with
+        ``replied=True`` and the server's (``rejected=True`` when the Reply has the Reject bit).
+        """
+        key = (client[0], client[1], server[0], server[1])
+        hit = self._tcp.get(key)
+        if hit is None:
+            conn = self._new(client[0], server[0], ts, True, "iwarp")
+            conn.client_port, conn.server_port = client[1], server[1]
+            conn.port = port if port is not None else server[1]
+            conn.port_space = 0x06
+            self._tcp[key] = (conn, True)
+            self._tcp[(server[0], server[1], client[0], client[1])] = (conn, False)
+        else:
+            conn = hit[0]
+        if pdata_client is not None:
+            conn.pdata_client = pdata_client
+        if pdata_server is not None:
+            conn.pdata_server = pdata_server
+        conn.negotiate()
+        if replied and conn.state == REQUESTED:
+            conn.state = REJECTED if rejected else ESTABLISHED
+            if rejected:
+                conn.t_closed = ts
+            else:
+                conn.t_established = ts
+        conn.t_last = max(conn.t_last, ts)
+        return conn
+
+    def tcp_lookup(self, src: str, sport: int, dst: str, dport: int) -> tuple[Connection, bool] | None:
+        """(connection, client-to-server) of a TCP segment, for iWARP connections."""
+        return self._tcp.get((src, sport, dst, dport))
+
+    def account(self, pkt: Any, conn: Connection, c2s: bool) -> None:
+        """Count a packet (iWARP: each TCP segment carrying the connection) and attribute it."""
+        pkt.conv = conn
+        n = pkt.frame.wirelen
+        if c2s:
+            conn.packets_c2s += 1
+            conn.bytes_c2s += n
+        else:
+            conn.packets_s2c += 1
+            conn.bytes_s2c += n
+        conn.t_last = pkt.frame.ts
+
+    def close(self, conn: Connection, ts: int, by: str | None = None) -> None:
+        if conn.state != CLOSED:
+            conn.state = CLOSED
+            conn.t_closed = ts
+            conn.closed_by = by
+
+    # -- traffic without setup ---------------------------------------------------------------------
+    def _from_traffic(self, pkt: Any, qpn: int) -> tuple[Connection, bool]:
+        src, dst = pkt.src, pkt.dst
+        waiting = self._half.get((dst, src))
+        if waiting:
+            conn = waiting.pop(0)
+            conn.client_qpn = qpn
+            hit = (conn, False)
+            self._bind(dst, qpn, conn, False)
+            return hit
+        conn = self._new(src, dst, pkt.frame.ts, False)
+        conn.server_qpn = qpn
+        self._bind(dst, qpn, conn, True)
+        self._half.setdefault((src, dst), []).append(conn)
+        return conn, True
+
+
+KEY = "conversation.connections"
+
+
+def connections(ctx: Any) -> ConnectionTable:
+    """The connection table of the capture that ``ctx`` (the engine's Session) belongs to."""
+    return ctx.get(KEY, ConnectionTable)
+
+
+def observe_bth(pkt: Any, ib: Any, ctx: Any) -> None:
+    """BTH observer: attribute an RC/UC/XRC packet to its connection."""
+    if not _CONNECTED[ib.opcode]:
+        return
+    tab = ctx.state.get(KEY)
+    if tab is None:
+        tab = connections(ctx)
+    d = tab.by_dst.get(pkt.dst)
+    hit = d.get(ib.destqp) if d is not None else None
+    if hit is None:
+        hit = tab._from_traffic(pkt, ib.destqp)
+    conn, c2s = hit
+    pkt.conv = conn
+    frame = pkt.frame
+    if c2s:
+        conn.packets_c2s += 1
+        conn.bytes_c2s += frame.wirelen
+    else:
+        conn.packets_s2c += 1
+        conn.bytes_s2c += frame.wirelen
+    conn.t_last = frame.ts
+    if conn.state == REQUESTED and conn.server_qpn is not None:
+        # The responder may send before the RTU arrives (IBTA 12.9.7.2: the first packet counts as RTU).
+        conn.state = ESTABLISHED
+        conn.t_established = frame.ts
+
+
+def _register() -> None:
+    from .dissectors import infiniband
+    if observe_bth not in infiniband.bth_observers:
+        infiniband.bth_observers.append(observe_bth)
+
+
+_register()

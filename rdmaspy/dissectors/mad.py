@@ -1,0 +1,321 @@
+"""Management datagrams (IBTA chapter 13): the common MAD header and the classes an analyzer meets.
+
+A MAD is the 256-byte payload of a UD SEND to QP0 (subnet management) or QP1
+(general services).  The common header names the management class; each class
+registers into ``mad.class``: subnet management LID-routed (0x01) and directed
+route (0x81), subnet administration (0x03), performance management (0x04) here,
+the Communication Manager (0x07) in ib_cm.  Other classes are shown as data under
+their class name.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..fields import F, Field, Header
+from ..packet import Packet
+from ..registry import table
+
+MAD_SIZE = 256
+MGMT_CLASSES = {
+    0x01: "Subnet Management (LID routed)", 0x81: "Subnet Management (Directed Route)",
+    0x03: "Subnet Administration", 0x04: "Performance Management", 0x05: "Baseboard Management",
+    0x06: "Device Management", 0x07: "Communication Management", 0x08: "SNMP Tunneling",
+    0x10: "Application (0x10)", 0x21: "Congestion Control",
+}
+for _c in range(0x09, 0x10):
+    MGMT_CLASSES[_c] = f"Vendor Specific (0x{_c:02x})"
+for _c in range(0x30, 0x50):
+    MGMT_CLASSES[_c] = f"Vendor Specific with OUI (0x{_c:02x})"
+# Short names for the decode line.
+CLASS_SHORT = {0x01: "SMP", 0x81: "SMP-DR", 0x03: "SA", 0x04: "PerfMgt", 0x05: "BM", 0x06: "DevMgt",
+               0x07: "CM", 0x08: "SNMP", 0x21: "CC"}
+
+METHODS = {0x01: "Get()", 0x02: "Set()", 0x03: "Send()", 0x05: "Trap()", 0x06: "Report()", 0x07: "TrapRepress()",
+           0x12: "GetTable()", 0x13: "GetTraceTable()", 0x14: "GetMulti()", 0x15: "Delete()",
+           0x81: "GetResp()", 0x86: "ReportResp()", 0x92: "GetTableResp()", 0x94: "GetMultiResp()",
+           0x95: "DeleteResp()"}
+
+# Attributes every class shares, then those of subnet management and administration.
+COMMON_ATTRIBUTES = {0x0001: "ClassPortInfo", 0x0002: "Notice", 0x0003: "InformInfo"}
+SMP_ATTRIBUTES = {**COMMON_ATTRIBUTES,
+                  0x0010: "NodeDescription", 0x0011: "NodeInfo", 0x0012: "SwitchInfo", 0x0014: "GUIDInfo",
+                  0x0015: "PortInfo", 0x0016: "P_KeyTable", 0x0017: "SLtoVLMappingTable",
+                  0x0018: "VLArbitrationTable", 0x0019: "LinearForwardingTable",
+                  0x001A: "RandomForwardingTable", 0x001B: "MulticastForwardingTable",
+                  0x001C: "LinkSpeedWidthPairsTable", 0x0020: "SMInfo", 0x0030: "VendorDiag", 0x0031: "LedInfo"}
+SA_ATTRIBUTES = {**COMMON_ATTRIBUTES,
+                 0x0011: "NodeRecord", 0x0012: "PortInfoRecord", 0x0013: "SLtoVLMappingTableRecord",
+                 0x0014: "SwitchInfoRecord", 0x0015: "LinearForwardingTableRecord",
+                 0x0016: "RandomForwardingTableRecord", 0x0017: "MulticastForwardingTableRecord",
+                 0x0018: "SMInfoRecord", 0x0019: "LinkSpeedWidthPairsTableRecord", 0x00F3: "InformInfoRecord",
+                 0x0020: "LinkRecord", 0x0030: "GuidInfoRecord", 0x0031: "ServiceRecord",
+                 0x0033: "P_KeyTableRecord", 0x0035: "PathRecord", 0x0036: "VLArbitrationTableRecord",
+                 0x0038: "MCMemberRecord", 0x0039: "TraceRecord", 0x003A: "MultiPathRecord",
+                 0x003B: "ServiceAssociationRecord"}
+PERF_ATTRIBUTES = {0x0001: "ClassPortInfo", 0x0010: "PortSamplesControl", 0x0011: "PortSamplesResult",
+                   0x0012: "PortCounters", 0x001D: "PortCountersExtended", 0x001E: "PortXmitDataSL",
+                   0x001F: "PortRcvDataSL"}
+SA_METHODS = {0x01: "SubnAdmGet()", 0x81: "SubnAdmGetResp()", 0x02: "SubnAdmSet()", 0x06: "SubnAdmReport()",
+              0x86: "SubnAdmReportResp()", 0x12: "SubnAdmGetTable()", 0x92: "SubnAdmGetTableResp()",
+              0x13: "SubnAdmGetTraceTable()", 0x14: "SubnAdmGetMulti()", 0x94: "SubnAdmGetMultiResp()",
+              0x15: "SubnAdmDelete()", 0x95: "SubnAdmDeleteResp()"}
+SMP_METHODS = {0x01: "SubnGet()", 0x02: "SubnSet()", 0x81: "SubnGetResp()", 0x05: "SubnTrap()",
+               0x07: "SubnTrapRepress()"}
+
+MAD = Header("mad", "MAD Common Header", [
+    F("baseversion", 8, "Base Version", "hex"),
+    F("mgmtclass", 8, "Management Class", "hex", MGMT_CLASSES),
+    F("classversion", 8, "Class Version", "hex"),
+    F("method", 8, "Method", "hex", METHODS),
+    F("status", 16, "Status", "hex"),
+    F("classspecific", 16, "Class Specific", "hex"),
+    F("transactionid", 64, "Transaction ID", "hex"),
+    F("attributeid", 16, "Attribute ID", "hex"),
+    F("reserved", 16, "Reserved", "hex"),
+    F("attributemodifier", 32, "Attribute Modifier", "hex"),
+])
+MAD_DATA = Field("mad.data", 0, "MAD Data Payload", "bytes")
+MAD_CLASS_DATA = Field("mad.class_data", 0, "Class data (not decoded)", "bytes")
+MAD_ATTRIBUTE = Field("mad.attribute", 0, "Attribute", "str")
+
+SMP_LID = Header("smplid", "Subnet Management Packet (LID Routed)", [
+    F("mkey", 64, "M_Key", "hex"),
+    F("reserved", 256, "Reserved", "bytes"),
+    F("smpdata", 512, "SMP Data", "bytes"),
+    F("reserved2", 1024, "Reserved", "bytes"),
+])
+RMPP_TYPES = {0: "Not an RMPP packet", 1: "DATA", 2: "ACK", 3: "STOP", 4: "ABORT"}
+RMPP = Header("rmpp", "RMPP (Reliable Multi-Packet Transaction Protocol)", [
+    F("rmppversion", 8, "RMPP Version", "hex"),
+    F("rmpptype", 8, "RMPP Type", "hex", RMPP_TYPES),
+    F("rresptime", 5, "R Resp Time", "hex"),
+    F("rmppflags", 3, "RMPP Flags", "hex"),
+    F("rmppstatus", 8, "RMPP Status", "hex"),
+    F("data1", 32, "RMPP Data 1", "hex"),
+    F("data2", 32, "RMPP Data 2", "hex"),
+])
+SA = Header("sa", "Subnet Administration", [
+    F("smkey", 64, "SM_Key (Verification Key)", "hex"),
+    F("attributeoffset", 16, "Attribute Offset", "hex"),
+    F("reserved", 16, "Reserved", "hex"),
+    F("componentmask", 64, "Component Mask", "hex"),
+])
+SA_DATA = Field("sa.subnetadmindata", 0, "Subnet Admin Data", "bytes")
+
+# ClassPortInfo (IBTA 13.4.8.1): the same 72 bytes in every class that has it.
+CLASSPORTINFO = Header("classportinfo", "ClassPortInfo", [
+    F("baseversion", 8, "BaseVersion", "hex"),
+    F("classversion", 8, "ClassVersion", "hex"),
+    F("capabilitymask", 16, "CapabilityMask", "hex"),
+    F("capabilitymask2", 27, "CapabilityMask2", "hex"),
+    F("resptimevalue", 5, "RespTimeValue", "hex"),
+    F("redirectgid", 128, "RedirectGID", "gid"),
+    F("redirecttc", 8, "RedirectTC", "hex"),
+    F("redirectsl", 4, "RedirectSL", "hex"),
+    F("redirectfl", 20, "RedirectFL", "hex"),
+    F("redirectlid", 16, "RedirectLID", "hex"),
+    F("redirectpkey", 16, "RedirectP_Key", "hex"),
+    F("reserved", 8, "Reserved", "hex"),
+    F("redirectqp", 24, "RedirectQP", "hex"),
+    F("redirectqkey", 32, "RedirectQ_Key", "hex"),
+    F("trapgid", 128, "TrapGID", "gid"),
+    F("traptc", 8, "TrapTC", "hex"),
+    F("trapsl", 4, "TrapSL", "hex"),
+    F("trapfl", 20, "TrapFL", "hex"),
+    F("traplid", 16, "TrapLID", "hex"),
+    F("trappkey", 16, "TrapP_Key", "hex"),
+    F("traphl", 8, "TrapHL", "hex"),
+    F("trapqp", 24, "TrapQP", "hex"),
+    F("trapqkey", 32, "TrapQ_Key", "hex"),
+])
+
+PERF_RESERVED = 40      # performance MADs: 40 reserved bytes between the common header and the attribute
+PORTCOUNTERS = Header("portcounters", "PortCounters", [
+    F("reserved", 8, "Reserved", "hex"),
+    F("portselect", 8, "PortSelect", "hex"),
+    F("counterselect", 16, "CounterSelect", "hex"),
+    F("symbolerrorcounter", 16, "SymbolErrorCounter"),
+    F("linkerrorrecoverycounter", 8, "LinkErrorRecoveryCounter"),
+    F("linkdownedcounter", 8, "LinkDownedCounter"),
+    F("portrcverrors", 16, "PortRcvErrors"),
+    F("portrcvremotephysicalerrors", 16, "PortRcvRemotePhysicalErrors"),
+    F("portrcvswitchrelayerrors", 16, "PortRcvSwitchRelayErrors"),
+    F("portxmitdiscards", 16, "PortXmitDiscards"),
+    F("portxmitconstrainterrors", 8, "PortXmitConstraintErrors"),
+    F("portrcvconstrainterrors", 8, "PortRcvConstraintErrors"),
+    F("counterselect2", 8, "CounterSelect2", "hex"),
+    F("locallinkintegrityerrors", 4, "LocalLinkIntegrityErrors"),
+    F("excessivebufferoverrunerrors", 4, "ExcessiveBufferOverrunErrors"),
+    F("qp1dropped", 16, "QP1Dropped"),
+    F("vl15dropped", 16, "VL15Dropped"),
+    F("portxmitdata", 32, "PortXmitData", unit="words"),
+    F("portrcvdata", 32, "PortRcvData", unit="words"),
+    F("portxmitpkts", 32, "PortXmitPkts"),
+    F("portrcvpkts", 32, "PortRcvPkts"),
+    F("portxmitwait", 32, "PortXmitWait"),
+])
+PORTCOUNTERS_EXT = Header("portcounters_ext", "PortCountersExtended", [
+    F("reserved", 8, "Reserved", "hex"),
+    F("portselect", 8, "PortSelect", "hex"),
+    F("counterselect", 16, "CounterSelect", "hex"),
+    F("reserved2", 32, "Reserved", "hex"),
+    F("portxmitdata", 64, "PortXmitData", unit="words"),
+    F("portrcvdata", 64, "PortRcvData", unit="words"),
+    F("portxmitpkts", 64, "PortXmitPkts"),
+    F("portrcvpkts", 64, "PortRcvPkts"),
+    F("portunicastxmitpkts", 64, "PortUnicastXmitPkts"),
+    F("portunicastrcvpkts", 64, "PortUnicastRcvPkts"),
+    F("portmulticastxmitpkts", 64, "PortMulticastXmitPkts"),
+    F("portmulticastrcvpkts", 64, "PortMulticastRcvPkts"),
+])
+PERF_DATA = Field("perf.data", 0, "Performance Management data (not decoded)", "bytes")
+
+mad_class = table("mad.class", "MAD management class")
+
+
+class MadInfo:
+    """The common header's values, for the class dissectors (no text)."""
+
+    __slots__ = ("mgmtclass", "classversion", "method", "status", "tid", "attribute", "modifier", "off")
+
+    def __init__(self, values: tuple, off: int) -> None:
+        (_base, self.mgmtclass, self.classversion, self.method, self.status, _cs, self.tid, self.attribute,
+         _r, self.modifier) = values
+        self.off = off
+
+
+def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    """QP0 / QP1: one MAD.  Hands the bytes after the common header to ``mad.class``."""
+    if end - off < MAD.size:
+        pkt.truncated("mad", end - off, MAD.size)
+        return
+    lay = pkt.add_layer("mad", MAD, buf, off)
+    info = MadInfo(lay.values, off)
+    pkt.note("mad", info)
+    cls = info.mgmtclass
+    name = CLASS_SHORT.get(cls) or MGMT_CLASSES.get(cls) or f"class 0x{cls:02x}"
+    pkt.proto = "MAD" if cls != 0x07 else "IB CM"
+    if end - off < MAD_SIZE:
+        # Some senders trim trailing zeros; Linux never does.  Class dissectors check what they read.
+        pkt.add_expert("warning", "malformed", f"MAD is {end - off} bytes, expected {MAD_SIZE}", "IBTA 13.4.2")
+    fn = mad_class.by_key.get(cls)
+    if fn is not None:
+        fn(pkt, buf, off + MAD.size, end, ctx)
+        return
+    pkt.set_info(f"{name} {METHODS.get(info.method, f'method 0x{info.method:02x}')} "
+                 f"attr=0x{info.attribute:04x} TID=0x{info.tid:x}")
+    if end > off + MAD.size:
+        lay.add(MAD_CLASS_DATA, bytes(buf[off + MAD.size:end]), off + MAD.size, end - off - MAD.size)
+
+
+def _mad_of(pkt: Packet) -> MadInfo:
+    return pkt.extra["mad"]
+
+
+def dissect_classportinfo(pkt: Packet, buf: bytes, off: int, end: int) -> bool:
+    if end - off < CLASSPORTINFO.size:
+        pkt.truncated("classportinfo", end - off, CLASSPORTINFO.size)
+        return False
+    pkt.add_layer("classportinfo", CLASSPORTINFO, buf, off)
+    return True
+
+
+def dissect_smp_lid(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    info = _mad_of(pkt)
+    attr = SMP_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
+    pkt.set_info(f"SMP {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}')[:-1]}({attr})")
+    if end - off < SMP_LID.size:
+        pkt.truncated("smplid", end - off, SMP_LID.size)
+        return
+    lay = pkt.add_layer("smplid", SMP_LID, buf, off)
+    lay.add(MAD_ATTRIBUTE, attr)
+
+
+# The directed-route SMP uses the common header's Status and Class Specific words for its own fields:
+# D bit and status, hop pointer, hop count.  Its body follows the common header.
+SMP_DR_HEAD = Header("smpdirected", "Subnet Management Packet (Directed Route)", [
+    F("d", 1, "D (Direction Bit)", "bool"),
+    F("smpstatus", 15, "Status", "hex"),
+    F("hoppointer", 8, "Hop Pointer", "hex"),
+    F("hopcount", 8, "Hop Count", "hex"),
+])
+SMP_DR_BODY = Header("smpdirected", "Directed Route Data", [
+    F("mkey", 64, "M_Key", "hex"),
+    F("drslid", 16, "DrSLID", "hex"),
+    F("drdlid", 16, "DrDLID", "hex"),
+    F("reserved", 224, "Reserved", "bytes"),
+    F("smpdata", 512, "SMP Data", "bytes"),
+    F("initialpath", 512, "Initial Path", "bytes"),
+    F("returnpath", 512, "Return Path", "bytes"),
+])
+
+
+def dissect_smp_dr(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    info = _mad_of(pkt)
+    attr = SMP_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
+    start = info.off + 4
+    pkt.set_info(f"SMP-DR {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}')[:-1]}({attr})")
+    if end - off < SMP_DR_BODY.size:
+        pkt.truncated("smpdirected", end - off, SMP_DR_BODY.size)
+        return
+    lay = pkt.add_layer("smpdirected", SMP_DR_HEAD, buf, start)
+    lay.add(MAD_ATTRIBUTE, attr)
+    lay.child("smpdirected.route", SMP_DR_BODY, off, label=f"Directed Route Data ({buf[start + 3]} hops)")
+
+
+def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    info = _mad_of(pkt)
+    attr = SA_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
+    pkt.set_info(f"SA {SA_METHODS.get(info.method, f'method 0x{info.method:02x}')[:-1]}({attr})")
+    need = RMPP.size + SA.size
+    if end - off < need:
+        pkt.truncated("sa", end - off, need)
+        return
+    pkt.add_layer("rmpp", RMPP, buf, off)
+    lay = pkt.add_layer("sa", SA, buf, off + RMPP.size)
+    lay.add(MAD_ATTRIBUTE, attr)
+    pos = off + need
+    if info.attribute == 0x0001:
+        dissect_classportinfo(pkt, buf, pos, end)
+    elif end > pos:
+        lay.add(SA_DATA, bytes(buf[pos:end]), pos, end - pos)
+
+
+def dissect_perf(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    info = _mad_of(pkt)
+    attr = PERF_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
+    method = METHODS.get(info.method, f"method 0x{info.method:02x}")
+    pkt.set_info(f"PerfMgt {method[:-2]}({attr})")
+    pos = off + PERF_RESERVED
+    if end < pos:
+        pkt.truncated("perf", end - off, PERF_RESERVED)
+        return
+    hdr = {0x0012: PORTCOUNTERS, 0x001D: PORTCOUNTERS_EXT}.get(info.attribute)
+    if info.attribute == 0x0001:
+        dissect_classportinfo(pkt, buf, pos, end)
+        return
+    if hdr is None:
+        if end > pos:
+            lay = pkt.add_layer("perf", None, buf, pos, end - pos, f"Performance Management {attr}")
+            lay.add(MAD_ATTRIBUTE, attr)
+            lay.add(PERF_DATA, bytes(buf[pos:end]), pos, end - pos)
+        return
+    if end - pos < hdr.size:
+        pkt.truncated(hdr.name, end - pos, hdr.size)
+        return
+    lay = pkt.add_layer(hdr.name, hdr, buf, pos)
+    if info.method == 0x81:
+        v = lay.values
+        if hdr is PORTCOUNTERS:
+            pkt.add_info(f"port={v[1]} xmit={v[20]}pkts rcv={v[21]}pkts")
+        else:
+            pkt.add_info(f"port={v[1]} xmit={v[6]}pkts rcv={v[7]}pkts")
+
+
+ib_qp = table("ib.qp", "InfiniBand destination QP")
+ib_qp.register(0, dissect_mad)
+ib_qp.register(1, dissect_mad)
+mad_class.register(0x01, dissect_smp_lid)
+mad_class.register(0x81, dissect_smp_dr)
+mad_class.register(0x03, dissect_sa)
+mad_class.register(0x04, dissect_perf)
