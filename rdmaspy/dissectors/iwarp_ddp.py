@@ -1,0 +1,409 @@
+"""iWARP DDP (RFC 5041) and RDMAP (RFC 5040, RFC 7306) headers, inside one MPA ULPDU.
+
+MPA (``iwarp_mpa``) finds each FPDU in the TCP stream and calls
+``dissect_ddp_rdmap`` with the ULPDU.  DDP's control byte says tagged or
+untagged; the next byte is RDMAP's control field.  Untagged Send messages that
+span several DDP segments are put back together here (by queue number and
+message sequence number) and the whole message goes to ``rdmacm.port``, keyed
+by the server's TCP port, where RPC-over-RDMA registers 20049.  The facts of
+every segment go to ``pkt.note("iwarp", [IWarpInfo, ...])`` for analysis.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..fields import F, Field, Header
+from ..packet import Layer, Packet
+from ..registry import add_data, dissect_with, table
+
+RDMAP_OPCODES = {
+    0: "Write", 1: "Read Request", 2: "Read Response", 3: "Send", 4: "Send with Invalidate",
+    5: "Send with SE", 6: "Send with SE and Invalidate", 7: "Terminate", 8: "Immediate Data",
+    9: "Immediate Data with SE", 10: "Atomic Request", 11: "Atomic Response",
+}
+# Which buffer model each opcode must use (RFC 5040 table 3, RFC 7306 section 8): True = tagged.
+_TAGGED_OPS = {0: True, 1: False, 2: True, 3: False, 4: False, 5: False, 6: False, 7: False, 8: False,
+               9: False, 10: False, 11: False}
+# The queue each untagged opcode goes to (RFC 5040 section 5.1, RFC 7306 section 8.1).
+_QUEUE_OF = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2, 8: 0, 9: 0, 10: 3, 11: 1}
+SEND_OPS = frozenset({3, 4, 5, 6})
+INVALIDATE_OPS = frozenset({4, 6})
+
+TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP (MPA)"}
+TERM_ETYPES = {
+    0: {0: "Local Catastrophic Error", 1: "Remote Protection Error", 2: "Remote Operation Error"},
+    1: {0: "Local Catastrophic Error", 1: "Tagged Buffer Error", 2: "Untagged Buffer Error",
+        3: "Reserved for the LLP"},
+    2: {0: "MPA Error"},
+}
+_RDMAP_ERR_PROTECTION = {0: "Invalid STag", 1: "Base or bounds violation", 2: "Access rights violation",
+                         3: "STag not associated with RDMAP Stream", 4: "TO wrap",
+                         9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
+_RDMAP_ERR_OPERATION = {5: "Invalid RDMAP version", 6: "Unexpected OpCode",
+                        7: "Catastrophic error, localized to RDMAP Stream", 8: "Catastrophic error, global",
+                        9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
+TERM_CODES = {
+    (0, 0): {0: "Local Catastrophic Error"},
+    (0, 1): _RDMAP_ERR_PROTECTION,
+    (0, 2): _RDMAP_ERR_OPERATION,
+    (1, 0): {0: "Local Catastrophic Error"},
+    (1, 1): {0: "Invalid STag", 1: "Base or bounds violation", 2: "STag not associated with DDP Stream",
+             3: "TO wrap", 4: "Invalid DDP version"},
+    (1, 2): {1: "Invalid QN", 2: "Invalid MSN - no buffer available", 3: "Invalid MSN - MSN range is not valid",
+             4: "Invalid MO", 5: "DDP Message too long for available buffer", 6: "Invalid DDP version"},
+    (2, 0): {1: "TCP connection closed, terminated or lost", 2: "MPA CRC Error",
+             3: "MPA Marker and ULPDU Length field mismatch",
+             4: "Invalid MPA Request Frame or MPA Response Frame", 5: "Local Catastrophic Error",
+             6: "Insufficient IRD Resources", 7: "No Matching RTR Option"},
+}
+ATOMIC_OPCODES = {0: "FetchAdd", 1: "Swap", 2: "CmpSwap"}
+
+# --- header declarations --------------------------------------------------------------------------
+DDP_TAGGED = Header("ddp", "DDP Tagged Buffer Header", [
+    F("tagged_flag", 1, "Tagged flag", "bool"),
+    F("last_flag", 1, "Last flag", "bool"),
+    F("rsvd", 4, "Reserved", "hex"),
+    F("dv", 2, "DDP protocol version"),
+    F("rsvdulp", 8, "Reserved for use by the ULP", "bytes"),
+    F("stag", 32, "(Data Sink) Steering Tag", "hex"),
+    F("tagged_offset", 64, "(Data Sink) Tagged offset", "hex"),
+])
+DDP_UNTAGGED = Header("ddp", "DDP Untagged Buffer Header", [
+    F("tagged_flag", 1, "Tagged flag", "bool"),
+    F("last_flag", 1, "Last flag", "bool"),
+    F("rsvd", 4, "Reserved", "hex"),
+    F("dv", 2, "DDP protocol version"),
+    F("rsvdulp", 40, "Reserved for use by the ULP", "bytes"),
+    F("qn", 32, "Queue number"),
+    F("msn", 32, "Message sequence number"),
+    F("mo", 32, "Message offset"),
+])
+RDMAP_CTRL = Header("rdmap", "RDMAP Header", [
+    F("version", 2, "Version"),
+    F("rsv", 2, "Reserved", "hex"),
+    F("opcode", 4, "OpCode", "hex", RDMAP_OPCODES),
+])
+READ_REQUEST = Header("rdmap.rr", "RDMA Read Request", [
+    F("sinkstag", 32, "Data Sink STag", "hex"),
+    F("sinkto", 64, "Data Sink Tagged Offset", "hex"),
+    F("rdmardsz", 32, "RDMA Read Message Size", unit="bytes"),
+    F("srcstag", 32, "Data Source STag", "hex"),
+    F("srcto", 64, "Data Source Tagged Offset", "hex"),
+])
+TERMINATE = Header("rdmap.term", "Terminate", [
+    F("layer", 4, "Layer", names=TERM_LAYERS),
+    F("etype", 4, "Error Type"),
+    F("errcode", 8, "Error Code", "hex"),
+    F("hdrct_m", 1, "M bit (DDP Segment Length valid)", "bool"),
+    F("hdrct_d", 1, "D bit (Terminated DDP Header included)", "bool"),
+    F("hdrct_r", 1, "R bit (Terminated RDMA Header included)", "bool"),
+    F("rsvd", 13, "Reserved", "hex"),
+])
+ATOMIC_REQUEST = Header("rdmap.atomic", "Atomic Request", [
+    F("reserved", 28, "Reserved", "hex"),
+    F("opcode", 4, "Atomic OpCode", names=ATOMIC_OPCODES),
+    F("request_identifier", 32, "Request Identifier"),
+    F("remote_stag", 32, "Remote STag", "hex"),
+    F("remote_tagged_offset", 64, "Remote Tagged Offset", "hex"),
+    F("add_swap_data", 64, "Add or Swap Data", "hex"),
+    F("add_swap_mask", 64, "Add or Swap Mask", "hex"),
+    F("compare_data", 64, "Compare Data", "hex"),
+    F("compare_mask", 64, "Compare Mask", "hex"),
+])
+ATOMIC_RESPONSE = Header("rdmap.atomic_resp", "Atomic Response", [
+    F("original_request_identifier", 32, "Original Request Identifier"),
+    F("original_remote_data_value", 64, "Original Remote Data Value", "hex"),
+])
+IMMEDIATE = Header("rdmap.immediate", "Immediate Data", [F("data", 64, "Immediate Data", "hex")])
+
+INVAL_STAG = Field("rdmap.inval_stag", 32, "Invalidate STag", "hex")
+RDMAP_RESERVED = Field("rdmap.reserved", 32, "Reserved", "hex")
+TERM_ETYPE_NAME = Field("rdmap.term.etype_name", 0, "Error Type", "str")
+TERM_ERRCODE_NAME = Field("rdmap.term.errcode_name", 0, "Error Code", "str")
+TERM_DDP_SEG_LEN = Field("rdmap.term.ddp_seg_len", 16, "DDP Segment Length", unit="bytes")
+TERM_DDP_H = Field("rdmap.term.ddp_h", 0, "Terminated DDP Header", "bytes")
+TERM_RDMA_H = Field("rdmap.term.rdma_h", 0, "Terminated RDMA Header", "bytes")
+PAYLOAD_LEN = Field("ddp.payload_len", 0, "Payload length", unit="bytes")
+MSG_LEN = Field("rdmap.send.reassembled_length", 0, "Reassembled Send message length", unit="bytes")
+MSG_FRAMES = Field("rdmap.send.fragment_count", 0, "DDP segments in the message")
+
+_TAGGED_HDR = 14
+_UNTAGGED_HDR = 18
+# Untagged messages being put together: bounded so that bogus MSNs cannot hoard memory.
+MAX_PARTIAL_MESSAGES = 64
+MAX_MESSAGE_BYTES = 1 << 20
+rdmacm_port = table("rdmacm.port", "RDMA-CM port (upper layers over RDMA connections)")
+
+
+class IWarpInfo:
+    """The DDP/RDMAP facts of one DDP segment (no text), as ``IBInfo`` is for InfiniBand."""
+
+    __slots__ = ("opcode", "name", "tagged", "last", "stag", "to", "qn", "msn", "mo", "inv_stag",
+                 "read_request", "terminate", "atomic", "immediate", "buf", "payload_off", "payload_end",
+                 "frames", "crc_ok", "conn", "from_initiator", "message_len")
+
+    def __init__(self) -> None:
+        self.stag: int | None = None
+        self.to: int | None = None
+        self.qn: int | None = None
+        self.msn: int | None = None
+        self.mo: int | None = None
+        self.inv_stag: int | None = None
+        self.read_request: tuple | None = None   # (sink stag, sink TO, size, source stag, source TO)
+        self.terminate: tuple | None = None      # (layer, error type, error code)
+        self.atomic: tuple | None = None         # the Atomic Request / Response header values
+        self.immediate: int | None = None
+        self.frames: list[int] = []
+        self.crc_ok: bool | None = None
+        self.conn: Any = None
+        self.from_initiator: bool | None = None
+        self.message_len: int | None = None      # untagged: whole message length once complete
+
+    @property
+    def payload_len(self) -> int:
+        return self.payload_end - self.payload_off
+
+    @property
+    def kind(self) -> str:
+        op = self.opcode
+        if op in SEND_OPS:
+            return "send"
+        return {0: "write", 1: "read_request", 2: "read_response", 7: "terminate", 8: "immediate",
+                9: "immediate", 10: "atomic", 11: "atomic_response"}.get(op, "unknown")
+
+
+class UntaggedAssembly:
+    """Segments of untagged messages still missing their last segment, per direction."""
+
+    __slots__ = ("partial",)
+
+    def __init__(self) -> None:
+        self.partial: dict[tuple[int, int], list[tuple[int, bytes]]] = {}
+
+    def add(self, qn: int, msn: int, mo: int, data: bytes, last: bool) -> bytes | None:
+        """Returns the whole message when ``last`` completes a contiguous one, else None."""
+        key = (qn, msn)
+        parts = self.partial.get(key)
+        if parts is None:
+            if len(self.partial) >= MAX_PARTIAL_MESSAGES:
+                self.partial.pop(next(iter(self.partial)))
+            parts = self.partial[key] = []
+        if mo + len(data) > MAX_MESSAGE_BYTES:
+            del self.partial[key]
+            return None
+        parts.append((mo, data))
+        if not last:
+            return None
+        del self.partial[key]
+        parts.sort()
+        pos = 0
+        out = []
+        for o, d in parts:
+            if o > pos:
+                return None
+            if o + len(d) > pos:
+                out.append(d[pos - o:])
+                pos = o + len(d)
+        return b"".join(out)
+
+
+def _name(op: int) -> str:
+    return RDMAP_OPCODES.get(op, f"Reserved opcode {op}")
+
+
+def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: Any = None,
+                      out: list | None = None) -> IWarpInfo | None:
+    """One DDP segment (an MPA ULPDU) in ``buf[off:end]``.
+
+    ``stream`` is the MPA direction it came in (server port, untagged reassembly, frames);
+    without it (a lone ULPDU) upper layers are looked up under key None.  The segment's
+    ``IWarpInfo`` is appended to ``out`` before the payload goes to upper layers.
+    """
+    n = end - off
+    if n < 2:
+        pkt.truncated("ddp", n, 2)
+        return None
+    ctrl = buf[off]
+    tagged = ctrl >> 7
+    hlen = _TAGGED_HDR if tagged else _UNTAGGED_HDR
+    if n < hlen:
+        pkt.truncated("ddp", n, hlen)
+        return None
+    last = (ctrl >> 6) & 1
+    ddp = pkt.add_layer("ddp", DDP_TAGGED if tagged else DDP_UNTAGGED, buf, off, hlen)
+    rdmap = pkt.add_layer("rdmap", RDMAP_CTRL, buf, off + 1, 1)
+    r = buf[off + 1]
+    op = r & 15
+    info = IWarpInfo()
+    info.opcode = op
+    info.name = _name(op)
+    info.tagged = bool(tagged)
+    info.last = bool(last)
+    info.buf = buf
+    if stream is not None:
+        info.conn = stream.conn
+        info.from_initiator = stream.is_initiator
+    if ctrl & 3 != 1:
+        pkt.set_malformed(f"ddp: version {ctrl & 3}, expected 1 (RFC 5041)")
+    if r >> 6 != 1:
+        pkt.set_malformed(f"rdmap: version {r >> 6}, expected 1 (RFC 5040)")
+    if op not in RDMAP_OPCODES:
+        pkt.set_malformed(f"rdmap: reserved opcode {op}")
+    elif _TAGGED_OPS[op] != bool(tagged):
+        pkt.add_expert("error", "protocol", f"{info.name} must use the {'tagged' if _TAGGED_OPS[op] else 'untagged'}"
+                       " buffer model", "RFC 5040 §4.3 / RFC 7306 §8")
+    pos = off + hlen
+    if tagged:
+        info.stag = int.from_bytes(buf[off + 2:off + 6], "big")
+        info.to = int.from_bytes(buf[off + 6:off + 14], "big")
+        text = f"iWARP RDMAP {info.name} STag=0x{info.stag:08x} TO=0x{info.to:x}"
+    else:
+        w = int.from_bytes(buf[off + 2:off + 6], "big")
+        info.qn = int.from_bytes(buf[off + 6:off + 10], "big")
+        info.msn = int.from_bytes(buf[off + 10:off + 14], "big")
+        info.mo = int.from_bytes(buf[off + 14:off + 18], "big")
+        if op in INVALIDATE_OPS:
+            info.inv_stag = w
+            rdmap.add(INVAL_STAG, w, off + 2, 4)
+        else:
+            rdmap.add(RDMAP_RESERVED, w, off + 2, 4)
+        text = f"iWARP RDMAP {info.name}{' Last' if last else ''} QN={info.qn} MSN={info.msn}"
+        if info.mo:
+            text += f" MO={info.mo}"
+        if info.inv_stag is not None:
+            text += f" Inv STag=0x{w:08x}"
+        want_qn = _QUEUE_OF.get(op)
+        if want_qn is not None and info.qn != want_qn:
+            pkt.add_expert("warning", "protocol", f"{info.name} on queue {info.qn}, expected {want_qn}",
+                           "RFC 5040 §5.1")
+    if op == 1 and not tagged:
+        pos, text = _read_request(pkt, rdmap, info, buf, pos, end, text)
+    elif op == 7 and not tagged:
+        pos, text = _terminate(pkt, rdmap, info, buf, pos, end, text)
+    elif op == 10 and not tagged:
+        if end - pos >= ATOMIC_REQUEST.size:
+            rdmap.child("rdmap.atomic", ATOMIC_REQUEST, pos)
+            info.atomic = ATOMIC_REQUEST.decode(buf, pos)
+            text += f" {ATOMIC_OPCODES.get(info.atomic[1], f'op {info.atomic[1]}')} STag=0x{info.atomic[3]:08x}" \
+                    f" TO=0x{info.atomic[4]:x}"
+            pos += ATOMIC_REQUEST.size
+        else:
+            pkt.truncated("rdmap atomic request", end - pos, ATOMIC_REQUEST.size)
+    elif op == 11 and not tagged:
+        if end - pos >= ATOMIC_RESPONSE.size:
+            rdmap.child("rdmap.atomic_resp", ATOMIC_RESPONSE, pos)
+            info.atomic = ATOMIC_RESPONSE.decode(buf, pos)
+            text += f" ReqID={info.atomic[0]} Orig=0x{info.atomic[1]:x}"
+            pos += ATOMIC_RESPONSE.size
+        else:
+            pkt.truncated("rdmap atomic response", end - pos, ATOMIC_RESPONSE.size)
+    elif op in (8, 9) and not tagged:
+        if end - pos >= 8:
+            rdmap.child("rdmap.immediate", IMMEDIATE, pos)
+            info.immediate = int.from_bytes(buf[pos:pos + 8], "big")
+            text += f" Imm=0x{info.immediate:016x}"
+            pos += 8
+        else:
+            pkt.truncated("rdmap immediate data", end - pos, 8)
+    info.payload_off = pos
+    info.payload_end = end
+    plen = end - pos
+    ddp.add(PAYLOAD_LEN, plen)
+    text += f" Len={plen}"
+    if stream is not None:
+        info.frames = stream.frames_now
+        info.crc_ok = stream.crc_now
+    pkt.add_info(text)
+    if out is not None:
+        out.append(info)
+    if pkt.malformed is not None:
+        return info
+    if op in SEND_OPS and not tagged:
+        _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
+    elif plen > 0:
+        add_data(pkt, buf, pos, end)
+    return info
+
+
+def _read_request(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int, end: int,
+                  text: str) -> tuple[int, str]:
+    size = READ_REQUEST.size
+    if end - pos < size:
+        pkt.truncated("rdmap read request", end - pos, size)
+        return end, text
+    rdmap.child("rdmap.rr", READ_REQUEST, pos)
+    rr = info.read_request = READ_REQUEST.decode(buf, pos)
+    text += f" Sink STag=0x{rr[0]:08x} TO=0x{rr[1]:x} Src STag=0x{rr[3]:08x} TO=0x{rr[4]:x} Size={rr[2]}"
+    return pos + size, text
+
+
+def _terminate(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int, end: int,
+               text: str) -> tuple[int, str]:
+    if end - pos < 4:
+        pkt.truncated("rdmap terminate", end - pos, 4)
+        return end, text
+    term = rdmap.child("rdmap.term", TERMINATE, pos)
+    layer = buf[pos] >> 4
+    etype = buf[pos] & 15
+    code = buf[pos + 1]
+    hdrct = buf[pos + 2] >> 5
+    info.terminate = (layer, etype, code)
+    ename = TERM_ETYPES.get(layer, {}).get(etype, f"Reserved error type {etype}")
+    cname = TERM_CODES.get((layer, etype), {}).get(code)
+    if cname is None:
+        cname = f"Error code 0x{code:02x}"
+    term.add(TERM_ETYPE_NAME, ename, pos, 1)
+    term.add(TERM_ERRCODE_NAME, cname, pos + 1, 1)
+    text += f" {TERM_LAYERS.get(layer, f'Layer {layer}')}: {ename}: {cname}"
+    pkt.add_expert("error", "protocol", f"Terminate from {TERM_LAYERS.get(layer, f'layer {layer}')}: {ename}: "
+                   f"{cname}", "RFC 5040 §4.8")
+    p = pos + 4
+    if hdrct & 0b010:     # D: DDP Segment Length, then the terminated DDP header
+        if end - p < 2:
+            pkt.truncated("rdmap terminate ddp segment length", end - p, 2)
+            return end, text
+        term.add(TERM_DDP_SEG_LEN, (buf[p] << 8) | buf[p + 1], p, 2)
+        p += 2
+        if end - p >= 1:
+            hl = _TAGGED_HDR if buf[p] & 0x80 else _UNTAGGED_HDR
+            if end - p < hl:
+                pkt.truncated("rdmap terminated ddp header", end - p, hl)
+                return end, text
+            term.add(TERM_DDP_H, bytes(buf[p:p + hl]), p, hl)
+            p += hl
+    if hdrct & 0b001:     # R: the terminated RDMA header (a Read Request's 28 bytes)
+        hl = min(READ_REQUEST.size, end - p)
+        if hl > 0:
+            term.add(TERM_RDMA_H, bytes(buf[p:p + hl]), p, hl)
+            p += hl
+    term.length = p - pos
+    return p, text
+
+
+def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, stream: Any,
+                  ddp: Layer) -> None:
+    """A Send's payload: whole messages to ``rdmacm.port``; segments of longer ones are kept."""
+    port = stream.server_port if stream is not None else None
+    if info.qn != 0:
+        if end > pos:
+            add_data(pkt, buf, pos, end)
+        return
+    if info.last and info.mo == 0 and (stream is None or (info.qn, info.msn) not in stream.untagged.partial):
+        info.message_len = end - pos
+        dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
+        return
+    if stream is None:
+        add_data(pkt, buf, pos, end)
+        return
+    whole = stream.untagged.add(info.qn, info.msn, info.mo, bytes(buf[pos:end]), info.last)
+    if whole is None:
+        if end > pos:
+            add_data(pkt, buf, pos, end)
+        if info.last:
+            pkt.add_expert("warning", "reassembly", f"Send message MSN={info.msn} has missing segments",
+                           "RFC 5041 §5.3")
+        return
+    info.message_len = len(whole)
+    ddp.add(MSG_LEN, len(whole))
+    pkt.add_info(f"[reassembled {len(whole)} bytes]")
+    dissect_with(rdmacm_port, port, pkt, whole, 0, len(whole), ctx)

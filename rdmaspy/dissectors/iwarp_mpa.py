@@ -1,0 +1,587 @@
+"""iWARP MPA (RFC 5044, RFC 6581): the framing of DDP segments in a TCP stream.
+
+iWARP has no port of its own.  A heuristic on ``tcp.port`` recognises the MPA
+Request ("MPA ID Req Frame") and remembers the connection in the session
+(``ctx.get("iwarp.streams", dict)``, keyed by (source, destination) endpoint),
+so that every later segment of it comes here.  Each direction is reassembled
+by ``tcp_stream.HalfStream``; MPA then walks the stream: first the Request or
+Reply frame (flags, revision, private data with the RFC 6581 IRD/ORD word and
+the consumer's data for ``cm.private_data``), then FPDUs.  An FPDU is
+ULPDU_Length, the ULPDU (DDP/RDMAP, see ``iwarp_ddp``), pad to 4 bytes and a
+CRC32c, checked when the Request or Reply set the C bit.  When a peer asked
+for markers (M bit), a 4-byte marker stands every 512 bytes of the other
+direction's stream, counted from its first FPDU; markers are removed before
+the ULPDU is parsed and are covered by the CRC.
+
+Connections whose MPA exchange is not in the capture are found by a strict
+heuristic instead: a segment must be exactly a chain of FPDUs whose DDP and
+RDMAP versions are 1, reserved bits 0, opcodes known and buffer models right.
+Such a connection has no CRC or marker settings to go by: CRCs are shown, not
+checked, and markers are assumed absent.
+
+The CRC32c is stored least significant byte first, as iSCSI stores it (Linux
+siw does the same); ``mpa.crc`` shows the four bytes read big-endian, as
+Wireshark shows them, and ``iwarp.crc.expected`` in the same reading.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..fields import F, Field, Header
+from ..packet import Packet
+from ..registry import add_data, dissect_with, table
+from . import iwarp_ddp
+try:
+    from .. import conversation as _conversation
+except ImportError:      # the connection table is optional: dissection does not need it
+    _conversation = None
+from .tcp_stream import AFTER_GAP, HELD, OVERLAP, RETRANSMISSION, HalfStream, StreamView
+
+KEY_REQ = b"MPA ID Req Frame"
+KEY_REP = b"MPA ID Rep Frame"
+MARKER_INTERVAL = 512
+MAX_PD_LENGTH = 512          # RFC 5044 §7.1: private data is at most 512 bytes
+
+REQREP = Header("mpa", "MPA Request/Reply Frame", [
+    F("key", 128, "Key", "bytes"),
+    F("marker_flag", 1, "Marker flag (M)", "bool"),
+    F("crc_flag", 1, "CRC flag (C)", "bool"),
+    F("rej_flag", 1, "Connection rejected flag (R)", "bool"),
+    F("res", 5, "Reserved", "hex"),
+    F("rev", 8, "Revision"),
+    F("pdlength", 16, "Private data length", unit="bytes"),
+])
+IRD_ORD = Header("mpa", "Enhanced MPA IRD/ORD (RFC 6581)", [
+    F("p2p", 1, "Peer-to-Peer connection model (A)", "bool"),
+    F("rtr_send", 1, "Zero-length Send RTR (B)", "bool"),
+    F("ird", 14, "IRD (inbound RDMA Read queue depth)"),
+    F("rtr_write", 1, "Zero-length RDMA Write RTR (C)", "bool"),
+    F("rtr_read", 1, "Zero-length RDMA Read RTR (D)", "bool"),
+    F("ord", 14, "ORD (outbound RDMA Read queue depth)"),
+])
+FPDU = Header("mpa", "MPA FPDU", [F("ulpdulength", 16, "ULPDU length", unit="bytes")])
+MARKER = Header("mpa", "MPA Marker", [
+    F("marker_res", 16, "Reserved", "hex"),
+    F("marker_fpduptr", 16, "FPDU back pointer", unit="bytes"),
+])
+PRIVATE_DATA = Field("mpa.privatedata", 0, "Private data", "bytes")
+PAD = Field("mpa.pad", 0, "Padding", "bytes")
+CRC = Field("mpa.crc", 32, "CRC", "hex")
+CRC_VALID = Field("iwarp.crc.valid", 0, "CRC32c valid", "bool")
+CRC_EXPECTED = Field("iwarp.crc.expected", 32, "CRC32c expected", "hex")
+CRC_CHECKED = Field("iwarp.crc.checked", 0, "CRC negotiated (checked)", "bool")
+FRAMES = Field("mpa.frames", 0, "Reassembled from frames", "str")
+FPDU_LEN = Field("mpa.fpdu_len", 0, "FPDU length on the wire (with markers)", unit="bytes")
+MARKER_COUNT = Field("mpa.markers", 0, "Markers removed")
+FRAGMENT = Field("mpa.fragment", 0, "FPDU bytes waiting for later segments", unit="bytes")
+STREAM_POS = Field("mpa.stream_pos", 0, "Position in the TCP stream", unit="bytes")
+GAP = Field("tcp_stream.gap", 0, "Bytes missing from the capture before this segment", unit="bytes")
+OVERLAP_LEN = Field("tcp_stream.retransmitted", 0, "Bytes already seen (dropped)", unit="bytes")
+
+cm_private_data = table("cm.private_data", "CM private data (by server port)")
+tcp_port = table("tcp.port", "TCP port")
+
+
+# --- CRC32c (Castagnoli), reflected, as iSCSI and MPA use it -----------------------------------------
+def _crc32c_table() -> tuple[int, ...]:
+    out = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        out.append(c)
+    return tuple(out)
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: Any, crc: int = 0) -> int:
+    """CRC32c of ``data`` (iSCSI test vector: 32 zero bytes give 0x8a9136aa)."""
+    t = _CRC32C
+    c = crc ^ 0xFFFFFFFF
+    for b in data:
+        c = t[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
+
+
+def crc_field_value(crc: int) -> int:
+    """The CRC as its four wire bytes read big-endian (how ``mpa.crc`` shows it)."""
+    return int.from_bytes(crc.to_bytes(4, "little"), "big")
+
+
+# --- connection state ----------------------------------------------------------------------------
+class MpaConn:
+    """One iWARP connection: what the MPA exchange negotiated."""
+
+    __slots__ = ("initiator", "responder", "server_port", "rev", "req_flags", "rep_flags", "crc",
+                 "rejected", "req", "rep", "req_frame", "rep_frame", "dirs", "midstream", "connection",
+                 "full_operation")
+
+    def __init__(self, initiator: tuple[str, int], responder: tuple[str, int]) -> None:
+        self.initiator = initiator
+        self.responder = responder
+        self.server_port = responder[1]
+        self.rev: int | None = None
+        self.req_flags = 0        # M C R Res byte of the Request
+        self.rep_flags = 0
+        self.crc = False          # CRC32c in use (either side set C)
+        self.rejected = False
+        self.req: MpaParams | None = None
+        self.rep: MpaParams | None = None
+        self.req_frame = 0
+        self.rep_frame = 0
+        self.dirs: dict[tuple[str, int], MpaDir] = {}
+        self.midstream = False    # found by the FPDU heuristic, no MPA exchange seen
+        self.connection: Any = None     # the entry of the connection table, when there is one
+        self.full_operation = False
+
+
+class MpaParams:
+    """What one Request or Reply said."""
+
+    __slots__ = ("flags", "rev", "ird", "ord", "p2p", "rtr", "pdata", "frame")
+
+    def __init__(self, flags: int, rev: int, frame: int) -> None:
+        self.flags = flags
+        self.rev = rev
+        self.frame = frame
+        self.ird: int | None = None
+        self.ord: int | None = None
+        self.p2p = False
+        self.rtr = 0              # B C D bits (Send, Write, Read RTR), as a 3-bit number
+        self.pdata = b""          # the consumer's private data (after IRD/ORD)
+
+    @property
+    def markers(self) -> bool:
+        return bool(self.flags & 0x80)
+
+    @property
+    def crc(self) -> bool:
+        return bool(self.flags & 0x40)
+
+    @property
+    def rejected(self) -> bool:
+        return bool(self.flags & 0x20)
+
+
+STARTUP, FULL, LOST, CLOSED = "startup", "full", "lost", "closed"
+
+
+class MpaDir:
+    """One direction of an iWARP connection."""
+
+    __slots__ = ("conn", "src", "is_initiator", "stream", "phase", "markers", "mstart", "untagged",
+                 "frames_now", "crc_now", "fpdus")
+
+    def __init__(self, conn: MpaConn, src: tuple[str, int], is_initiator: bool | None) -> None:
+        self.conn = conn
+        self.src = src
+        self.is_initiator = is_initiator
+        self.stream = HalfStream()
+        self.phase = STARTUP
+        self.markers = False
+        self.mstart = 0            # stream position of the first FPDU (marker origin)
+        self.untagged = iwarp_ddp.UntaggedAssembly()
+        self.frames_now: list[int] = []
+        self.crc_now: bool | None = None
+        self.fpdus = 0
+
+    @property
+    def server_port(self) -> int:
+        return self.conn.server_port
+
+
+def _streams(ctx: Any) -> dict:
+    return ctx.get("iwarp.streams", dict)
+
+
+def mpa_connections(ctx: Any) -> list[MpaConn]:
+    """Every iWARP connection seen so far in this capture."""
+    seen: dict[int, MpaConn] = {}
+    for d in _streams(ctx).values():
+        seen.setdefault(id(d.conn), d.conn)
+    return list(seen.values())
+
+
+def _new_conn(ctx: Any, initiator: tuple[str, int], responder: tuple[str, int],
+              src_is_initiator: bool | None) -> MpaConn:
+    conn = MpaConn(initiator, responder)
+    streams = _streams(ctx)
+    a = MpaDir(conn, initiator, True if src_is_initiator is not None else None)
+    b = MpaDir(conn, responder, False if src_is_initiator is not None else None)
+    conn.dirs[initiator] = a
+    conn.dirs[responder] = b
+    streams[(initiator, responder)] = a
+    streams[(responder, initiator)] = b
+    return conn
+
+
+# --- the TCP hook ----------------------------------------------------------------------------------
+def _tcp_facts(pkt: Packet, buf: Any) -> tuple[int, int, int] | None:
+    """(source port, destination port, sequence number) of the TCP header under this payload."""
+    layers = pkt.layers
+    tcp = layers[-1] if layers and layers[-1].proto == "tcp" else next(
+        (lay for lay in reversed(layers) if lay.proto == "tcp"), None)
+    if tcp is None or tcp.buf is not buf:
+        return None
+    o = tcp.off
+    return ((buf[o] << 8) | buf[o + 1], (buf[o + 2] << 8) | buf[o + 3],
+            int.from_bytes(buf[o + 4:o + 8], "big"))
+
+
+def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
+    """``tcp.port`` heuristic: segments of known iWARP connections, MPA Requests/Replies, lone FPDUs."""
+    facts = _tcp_facts(pkt, buf)
+    if facts is None:
+        return False
+    sport, dport, seq = facts
+    src = (pkt.src, sport)
+    dst = (pkt.dst, dport)
+    streams = _streams(ctx)
+    d = streams.get((src, dst))
+    if d is None:
+        n = end - off
+        if n >= 16 and buf[off:off + 16] == KEY_REQ:
+            conn = _new_conn(ctx, src, dst, True)
+            d = conn.dirs[src]
+        elif n >= 16 and buf[off:off + 16] == KEY_REP:
+            conn = _new_conn(ctx, dst, src, True)   # the Request went by before the capture started
+            d = conn.dirs[src]
+        elif fpdu_chain(buf, off, end, exact=True) > 0:
+            conn = _new_conn(ctx, src, dst, None)
+            conn.midstream = True
+            ports = iwarp_ddp.rdmacm_port.by_key
+            conn.server_port = sport if sport in ports else dport if dport in ports else min(sport, dport)
+            for side in conn.dirs.values():
+                side.phase = FULL
+                side.stream.next_seq = None
+            d = conn.dirs[src]
+        else:
+            return False
+    dissect_mpa_segment(pkt, buf, off, end, ctx, d, seq)
+    return True
+
+
+# --- stream walking -------------------------------------------------------------------------------
+def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: MpaDir, seq: int) -> None:
+    view = d.stream.feed(seq, buf, off, end, pkt.frame.num)
+    if view is None:
+        return
+    pkt.proto = "MPA"
+    status = view.status
+    if status == RETRANSMISSION:
+        pkt.add_info("[iWARP: retransmitted bytes, dissected in their first frame]")
+        pkt.add_expert("note", "sequence", f"TCP retransmission of {view.dropped} bytes already seen")
+        return
+    if status == HELD:
+        pkt.add_info("[iWARP: out-of-order segment held until the missing bytes arrive]")
+        pkt.add_expert("warning", "sequence", "Segment ahead of a hole in the TCP stream")
+        return
+    if status == OVERLAP:
+        pkt.add_expert("note", "sequence", f"{view.dropped} bytes of this segment were seen already (dropped)")
+    if status == AFTER_GAP or view.gap:
+        pkt.add_expert("warning", "sequence", f"{view.gap} bytes of the TCP stream are missing from the capture",
+                       "RFC 5044 §8: FPDU boundaries are lost with them")
+        if d.phase == FULL:
+            d.phase = LOST
+    iw: list[iwarp_ddp.IWarpInfo] = []
+    p = view.off
+    vend = view.end
+    tcp_info = list(pkt.info)
+    while p < vend:
+        phase = d.phase
+        if phase == FULL:
+            q = _fpdu(pkt, view, p, ctx, d, iw)
+            if q < 0:
+                break
+            p = q
+        elif phase == STARTUP:
+            q = _reqrep(pkt, view, p, ctx, d)
+            if q < 0:
+                break
+            p = q
+        elif phase == LOST:
+            if fpdu_chain(view.buf, p, vend, exact=False) > 0 and not d.markers:
+                d.phase = FULL
+                pkt.add_expert("note", "sequence", "FPDU boundary found again after missing bytes")
+                continue
+            pkt.add_info(f"[iWARP: {vend - p} bytes after missing data, FPDU boundary unknown]")
+            add_data(pkt, view.buf, p, vend)
+            p = vend
+        else:
+            add_data(pkt, view.buf, p, vend)
+            p = vend
+    d.stream.keep(view, p)
+    if p < vend and d.phase == FULL:
+        _note_fragment(pkt, view, p, d)
+    if iw and pkt.proto == "MPA":
+        pkt.proto = "iWARP"
+    k = len(tcp_info)
+    if len(pkt.info) > k and pkt.info[:k] == tcp_info:
+        del pkt.info[:k]      # the iWARP summary replaces TCP's own line
+    _account(ctx, d, pkt)
+
+
+def _note_fragment(pkt: Packet, view: StreamView, p: int, d: MpaDir) -> None:
+    have = view.end - p
+    lay = pkt.add_layer("mpa", None, view.buf, p, have, "MPA FPDU fragment")
+    lay.add(FRAGMENT, have, p, have)
+    lay.add(STREAM_POS, view.stream_pos(p))
+    total = ""
+    if have >= 2 and not d.markers:
+        ul = (view.buf[p] << 8) | view.buf[p + 1]
+        total = f" of {_fpdu_size(ul)}"
+    pkt.add_info(f"[MPA FPDU continues: {have}{total} bytes]")
+
+
+def _fpdu_size(ulpdu_len: int) -> int:
+    return ((2 + ulpdu_len + 3) & ~3) + 4
+
+
+def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
+    """An MPA Request or Reply frame at ``p``; returns where it ends, or -1 when incomplete."""
+    buf = view.buf
+    vend = view.end
+    if vend - p < 20:
+        pkt.add_info(f"[MPA frame continues: {vend - p} bytes]")
+        return -1
+    key = bytes(buf[p:p + 16])
+    is_req = key == KEY_REQ
+    if not is_req and key != KEY_REP:
+        pkt.set_malformed("mpa: expected an MPA Request or Reply frame (RFC 5044 §7.1)")
+        d.phase = CLOSED
+        return -1
+    pdlen = (buf[p + 18] << 8) | buf[p + 19]
+    need = 20 + pdlen
+    if pdlen > MAX_PD_LENGTH:
+        pkt.add_expert("error", "malformed", f"Private data length {pdlen} exceeds 512 bytes", "RFC 5044 §7.1")
+    if vend - p < need:
+        pkt.add_info(f"[MPA {'Request' if is_req else 'Reply'} continues: {vend - p} of {need} bytes]")
+        return -1
+    conn = d.conn
+    flags = buf[p + 16]
+    rev = buf[p + 17]
+    lay = pkt.add_layer("mpa", REQREP, buf, p, need, "MPA Request Frame" if is_req else "MPA Reply Frame")
+    frames = view.frames(p, p + need)
+    if len(frames) > 1:
+        lay.add(FRAMES, ", ".join(map(str, frames)))
+    params = MpaParams(flags, rev, pkt.frame.num)
+    pkt.proto = "MPA"
+    what = "Request" if is_req else "Reply"
+    text = f"MPA {what} Rev {rev}"
+    if flags & 0x80:
+        text += " M"
+    if flags & 0x40:
+        text += " C"
+    if flags & 0x20:
+        text += " [Rejected]"
+    if flags & 0x1F:
+        pkt.add_expert("warning", "protocol", "MPA Res bits are not zero", "RFC 5044 §7.1")
+    if rev not in (1, 2):
+        pkt.add_expert("warning", "protocol", f"MPA revision {rev} is neither 1 (RFC 5044) nor 2 (RFC 6581)")
+    if is_req and flags & 0x20:
+        pkt.add_expert("warning", "protocol", "R bit set in an MPA Request", "RFC 5044 §7.1")
+    pd = p + 20
+    pdend = p + need
+    if pdlen:
+        lay.add(PRIVATE_DATA, bytes(buf[pd:pdend]), pd, pdlen)
+    if rev == 2 and pdlen >= 4:
+        lay.child("mpa.v2", IRD_ORD, pd, 4, "Enhanced MPA IRD/ORD (RFC 6581)")
+        w = int.from_bytes(buf[pd:pd + 4], "big")
+        params.p2p = bool(w >> 31)
+        params.ird = (w >> 16) & 0x3FFF
+        params.ord = w & 0x3FFF
+        params.rtr = ((w >> 30) & 1) << 2 | ((w >> 15) & 1) << 1 | ((w >> 14) & 1)
+        text += f" IRD={params.ird} ORD={params.ord}"
+        if params.p2p:
+            text += " P2P"
+        pd += 4
+    elif rev == 2 and pdlen:
+        pkt.add_expert("warning", "malformed", "Enhanced MPA private data shorter than the IRD/ORD word",
+                       "RFC 6581 §5")
+    text += f" PD={pdlen}"
+    params.pdata = bytes(buf[pd:pdend])
+    if is_req:
+        conn.req = params
+        conn.req_flags = flags
+        conn.req_frame = pkt.frame.num
+        conn.rev = rev
+        conn.crc = conn.crc or bool(flags & 0x40)
+        # M in the Request: the responder must put markers in what it sends (RFC 5044 §7.1).
+        conn.dirs[conn.responder].markers = bool(flags & 0x80)
+    else:
+        conn.rep = params
+        conn.rep_flags = flags
+        conn.rep_frame = pkt.frame.num
+        conn.crc = conn.crc or bool(flags & 0x40)
+        conn.dirs[conn.initiator].markers = bool(flags & 0x80)
+        conn.rejected = bool(flags & 0x20)
+        if conn.rev is not None and rev != conn.rev:
+            pkt.add_expert("warning", "protocol", f"Reply revision {rev} differs from the Request's {conn.rev}")
+        conn.full_operation = not conn.rejected
+        if conn.rejected:
+            pkt.add_expert("note", "protocol", "The responder rejected the connection (R bit)", "RFC 5044 §7.1")
+    pkt.set_info(text)
+    n_info = len(pkt.info)
+    d.phase = CLOSED if (not is_req and conn.rejected) else FULL
+    d.mstart = view.stream_pos(pdend)
+    if pd < pdend:
+        dissect_with(cm_private_data, conn.server_port, pkt, buf, pd, pdend, ctx)
+        if len(pkt.info) > n_info:
+            pkt.info.insert(n_info, "|")
+    open_connection(ctx, conn, pkt, replied=not is_req)
+    return pdend
+
+
+def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None:
+    """Enter the MPA exchange into the connection table (``rdmaspy.conversation``).
+
+    Called at the Request with the client's RFC 8797 data and at the Reply with the server's;
+    the table takes the inline thresholds from the pair.
+    """
+    if _conversation is None or conn.midstream:
+        return
+    pdata = pkt.extra.get("rpcrdma_pdata") if pkt.extra else None
+    tab = _conversation.connections(ctx)
+    kw: dict[str, Any] = {"pdata_server": pdata, "replied": True, "rejected": conn.rejected} if replied \
+        else {"pdata_client": pdata}
+    conn.connection = tab.open_from_mpa(conn.initiator, conn.responder, pkt.frame.ts, port=conn.server_port, **kw)
+
+
+def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
+    c = d.conn.connection
+    if c is not None and _conversation is not None:
+        _conversation.connections(ctx).account(pkt, c, bool(d.is_initiator))
+
+
+# --- FPDUs ----------------------------------------------------------------------------------------
+def _gather(buf: Any, p: int, end: int, spos: int, mstart: int, need: int) -> tuple[bytes, int, list[int]] | None:
+    """``need`` bytes of FPDU content from ``buf[p:]`` with the markers left out.
+
+    ``spos`` is the stream position of ``p``; markers stand where (position - mstart) is a
+    multiple of 512 and come before any content byte at that position.  Returns (content, raw
+    length, marker offsets in buf), or None when ``end`` comes first.
+    """
+    out = bytearray()
+    marks: list[int] = []
+    rel = (spos - mstart) % MARKER_INTERVAL
+    next_m = p + (MARKER_INTERVAL - rel) % MARKER_INTERVAL
+    q = p
+    while len(out) < need:
+        if q == next_m:
+            if q + 4 > end:
+                return None
+            marks.append(q)
+            q += 4
+            next_m += MARKER_INTERVAL
+            continue
+        take = min(need - len(out), next_m - q, end - q)
+        if take <= 0:
+            return None
+        out += buf[q:q + take]
+        q += take
+    return bytes(out), q - p, marks
+
+
+def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) -> int:
+    """One FPDU at ``p``; returns where it ends, or -1 when it is not complete yet."""
+    buf = view.buf
+    vend = view.end
+    conn = d.conn
+    spos = view.stream_pos(p)
+    marks: list[int] = []
+    if d.markers:
+        head = _gather(buf, p, vend, spos, d.mstart, 2)
+        if head is None:
+            return -1
+        ulen = (head[0][0] << 8) | head[0][1]
+        size = _fpdu_size(ulen)
+        got = _gather(buf, p, vend, spos, d.mstart, size)
+        if got is None:
+            return -1
+        content, raw, marks = got
+        cbuf: Any = content
+        c0 = 0
+    else:
+        if vend - p < 2:
+            return -1
+        ulen = (buf[p] << 8) | buf[p + 1]
+        size = raw = _fpdu_size(ulen)
+        if vend - p < size:
+            return -1
+        cbuf = buf
+        c0 = p
+    frames = view.frames(p, p + raw)
+    d.frames_now = frames
+    d.fpdus += 1
+    lay = pkt.add_layer("mpa", FPDU, cbuf, c0, size, "MPA FPDU")
+    if len(frames) > 1 or (frames and frames[0] != pkt.frame.num):
+        lay.add(FRAMES, ", ".join(map(str, frames)))
+    if marks:
+        lay.add(FPDU_LEN, raw)
+        lay.add(MARKER_COUNT, len(marks))
+        for m in marks:
+            mk = lay.child("mpa.marker", MARKER, m, 4, "MPA Marker", buf=buf)
+            ptr = (buf[m + 2] << 8) | buf[m + 3]
+            want = view.stream_pos(m) - spos
+            if ptr != want:
+                mk.add(FPDU_LEN, want)
+                pkt.add_expert("warning", "protocol", f"Marker FPDU pointer {ptr}, expected {want}",
+                               "RFC 5044 §5")
+    ul_end = c0 + 2 + ulen
+    pad_end = c0 + size - 4
+    if pad_end > ul_end:
+        lay.add(PAD, bytes(cbuf[ul_end:pad_end]), ul_end, pad_end - ul_end)
+    wire = int.from_bytes(cbuf[pad_end:pad_end + 4], "big")
+    lay.add(CRC, wire, pad_end, 4)
+    d.crc_now = None
+    if conn.crc:
+        expected = crc_field_value(crc32c(memoryview(buf)[p:p + raw - 4]))
+        ok = expected == wire
+        d.crc_now = ok
+        lay.add(CRC_CHECKED, True)
+        lay.add(CRC_VALID, ok, pad_end, 4)
+        lay.add(CRC_EXPECTED, expected, pad_end, 4)
+        if not ok:
+            pkt.add_expert("error", "checksum", f"Bad MPA CRC 0x{wire:08x}, expected 0x{expected:08x}",
+                           "RFC 5044 §4.4")
+    if ulen == 0:
+        pkt.add_info("iWARP MPA empty FPDU")
+    else:
+        if not iw:
+            pkt.note("iwarp", iw)     # noted first: upper layers may look for it
+        iwarp_ddp.dissect_ddp_rdmap(pkt, cbuf, c0 + 2, ul_end, ctx, stream=d, out=iw)
+    if d.crc_now is False:
+        pkt.add_info(f"[Bad MPA CRC 0x{wire:08x}, expected 0x{expected:08x}]")
+    pkt.proto = "iWARP"
+    return p + raw
+
+
+def fpdu_chain(buf: Any, p: int, end: int, exact: bool) -> int:
+    """How many plausible FPDUs follow each other from ``p`` (no markers); 0 if the first is not one.
+
+    ``exact``: the chain must end exactly at ``end``.  Otherwise a last FPDU cut short by the
+    segment boundary is accepted when its header is plausible.
+    """
+    count = 0
+    while p < end:
+        if end - p < 4:
+            return 0 if exact or count == 0 else count
+        ulen = (buf[p] << 8) | buf[p + 1]
+        ctrl = buf[p + 2]
+        r = buf[p + 3]
+        tagged = ctrl >> 7
+        op = r & 15
+        if ctrl & 0x3F != 1 or r & 0xF0 != 0x40 or op not in iwarp_ddp.RDMAP_OPCODES \
+                or bool(tagged) != iwarp_ddp._TAGGED_OPS[op] or ulen < (14 if tagged else 18):
+            return 0 if exact or count == 0 else count
+        size = _fpdu_size(ulen)
+        if end - p < size:
+            return 0 if exact else count + 1
+        count += 1
+        p += size
+    return count
+
+
+tcp_port.add_heuristic("iwarp_mpa", heuristic_mpa)
