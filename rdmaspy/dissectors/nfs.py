@@ -1,0 +1,545 @@
+"""NFS and its side programs over ONC RPC: names of every procedure and NFSv4 operation.
+
+NFSv2/v3 procedures (RFC 1094, RFC 1813), NFSv4.x COMPOUND with each operation
+named (RFC 7530, 8881, 7862, 8276), the NFSv4.1 backchannel CB_COMPOUND, MOUNT,
+NLM and NFSACL.  Arguments are walked only as far as needed to find the next
+operation and the four DDP-eligible items of the RPC-over-RDMA binding
+(RFC 8267 §4): READ result data, WRITE argument data, READLINK result,
+SYMLINK / CREATE(NF4LNK) argument.  Where such an item lies is recorded on the
+RPC facts (``RpcInfo.ddp``) so that analysis can tie chunk data to it.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..fields import Field
+from ..packet import Layer, Packet
+from .onc_rpc import DdpItem, RpcInfo, current_rpc, register_program, rpc_program
+from .xdr import Cursor, XdrError
+
+NFS_PROG = 100003
+MOUNT_PROG = 100005
+NLM_PROG = 100021
+NFSACL_PROG = 100227
+NFS_CB_PROG = 0x40000000      # the program number Linux clients give their NFSv4 callback service
+
+NFS2_PROCS = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "ROOT", 4: "LOOKUP", 5: "READLINK", 6: "READ",
+              7: "WRITECACHE", 8: "WRITE", 9: "CREATE", 10: "REMOVE", 11: "RENAME", 12: "LINK", 13: "SYMLINK",
+              14: "MKDIR", 15: "RMDIR", 16: "READDIR", 17: "STATFS"}
+NFS3_PROCS = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "LOOKUP", 4: "ACCESS", 5: "READLINK", 6: "READ",
+              7: "WRITE", 8: "CREATE", 9: "MKDIR", 10: "SYMLINK", 11: "MKNOD", 12: "REMOVE", 13: "RMDIR",
+              14: "RENAME", 15: "LINK", 16: "READDIR", 17: "READDIRPLUS", 18: "FSSTAT", 19: "FSINFO",
+              20: "PATHCONF", 21: "COMMIT"}
+NFS4_PROCS = {0: "NULL", 1: "COMPOUND"}
+NFS4_OPS = {
+    3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 7: "DELEGPURGE", 8: "DELEGRETURN", 9: "GETATTR",
+    10: "GETFH", 11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY",
+    18: "OPEN", 19: "OPENATTR", 20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH",
+    24: "PUTROOTFH", 25: "READ", 26: "READDIR", 27: "READLINK", 28: "REMOVE", 29: "RENAME", 30: "RENEW",
+    31: "RESTOREFH", 32: "SAVEFH", 33: "SECINFO", 34: "SETATTR", 35: "SETCLIENTID", 36: "SETCLIENTID_CONFIRM",
+    37: "VERIFY", 38: "WRITE", 39: "RELEASE_LOCKOWNER", 40: "BACKCHANNEL_CTL", 41: "BIND_CONN_TO_SESSION",
+    42: "EXCHANGE_ID", 43: "CREATE_SESSION", 44: "DESTROY_SESSION", 45: "FREE_STATEID",
+    46: "GET_DIR_DELEGATION", 47: "GETDEVICEINFO", 48: "GETDEVICELIST", 49: "LAYOUTCOMMIT", 50: "LAYOUTGET",
+    51: "LAYOUTRETURN", 52: "SECINFO_NO_NAME", 53: "SEQUENCE", 54: "SET_SSV", 55: "TEST_STATEID",
+    56: "WANT_DELEGATION", 57: "DESTROY_CLIENTID", 58: "RECLAIM_COMPLETE", 59: "ALLOCATE", 60: "COPY",
+    61: "COPY_NOTIFY", 62: "DEALLOCATE", 63: "IO_ADVISE", 64: "LAYOUTERROR", 65: "LAYOUTSTATS",
+    66: "OFFLOAD_CANCEL", 67: "OFFLOAD_STATUS", 68: "READ_PLUS", 69: "SEEK", 70: "WRITE_SAME", 71: "CLONE",
+    72: "GETXATTR", 73: "SETXATTR", 74: "LISTXATTRS", 75: "REMOVEXATTR", 10044: "ILLEGAL"}
+NFS_CB_PROCS = {0: "CB_NULL", 1: "CB_COMPOUND"}
+NFS_CB_OPS = {3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
+              8: "CB_RECALL_ANY", 9: "CB_RECALLABLE_OBJ_AVAIL", 10: "CB_RECALL_SLOT", 11: "CB_SEQUENCE",
+              12: "CB_WANTS_CANCELLED", 13: "CB_NOTIFY_LOCK", 14: "CB_NOTIFY_DEVICEID", 15: "CB_OFFLOAD",
+              10044: "CB_ILLEGAL"}
+MOUNT_PROCS = {0: "NULL", 1: "MNT", 2: "DUMP", 3: "UMNT", 4: "UMNTALL", 5: "EXPORT"}
+NLM_PROCS = {0: "NULL", 1: "TEST", 2: "LOCK", 3: "CANCEL", 4: "UNLOCK", 5: "GRANTED", 6: "TEST_MSG",
+             7: "LOCK_MSG", 8: "CANCEL_MSG", 9: "UNLOCK_MSG", 10: "GRANTED_MSG", 11: "TEST_RES", 12: "LOCK_RES",
+             13: "CANCEL_RES", 14: "UNLOCK_RES", 15: "GRANTED_RES", 20: "SHARE", 21: "UNSHARE", 22: "NM_LOCK",
+             23: "FREE_ALL"}
+NFSACL2_PROCS = {0: "NULL", 1: "GETACL", 2: "SETACL", 3: "GETATTR", 4: "ACCESS", 5: "GETXATTRDIR"}
+NFSACL3_PROCS = {0: "NULL", 1: "GETACL", 2: "SETACL", 3: "GETXATTRDIR"}
+
+register_program(NFS_PROG, "NFS", {2: NFS2_PROCS, 3: NFS3_PROCS, 4: NFS4_PROCS})
+register_program(MOUNT_PROG, "MOUNT", {1: MOUNT_PROCS, 2: MOUNT_PROCS, 3: MOUNT_PROCS})
+register_program(NLM_PROG, "NLM", {v: NLM_PROCS for v in (1, 2, 3, 4)})
+register_program(NFSACL_PROG, "NFSACL", {2: NFSACL2_PROCS, 3: NFSACL3_PROCS})
+register_program(NFS_CB_PROG, "NFS CB", {1: NFS_CB_PROCS})
+
+PROC = Field("nfs.proc", 32, "Procedure")
+STATUS = Field("nfs.status", 32, "Status")
+TAG = Field("nfs.tag", 0, "Tag", "str")
+MINORVERSION = Field("nfs.minorversion", 32, "Minor version")
+OPS_COUNT = Field("nfs.ops_count", 32, "Operations")
+OPCODE = Field("nfs.opcode", 32, "Operation", names=NFS4_OPS)
+CB_OPCODE = Field("nfs.cb.opcode", 32, "Callback operation", names=NFS_CB_OPS)
+OP_STATUS = Field("nfs.op_status", 32, "Operation status")
+CB_IDENT = Field("nfs.callback_ident", 32, "Callback identifier", "hex")
+DDP_KIND = Field("nfs.ddp.kind", 0, "DDP-eligible item", "str")
+DDP_POS = Field("nfs.ddp.position", 0, "Position in the RPC message", unit="bytes")
+DDP_LEN = Field("nfs.ddp.length", 0, "Length", unit="bytes")
+DDP_INLINE = Field("nfs.ddp.inline", 0, "Carried inline", "bool")
+UNPARSED = Field("nfs.unparsed_ops", 0, "Operations not walked", "str")
+
+
+class _Walk:
+    """Where the walk over one message stands: the RPC start and how reduced items are placed."""
+
+    __slots__ = ("base", "shift", "read_positions", "writes_left", "info", "lay", "reply")
+
+    def __init__(self, pkt: Packet, info: RpcInfo, lay: Layer, base: int) -> None:
+        self.base = base
+        self.shift = 0
+        self.info = info
+        self.lay = lay
+        self.reply = info.msgtype == 1
+        chunks = pkt.extra.get("rpcrdma.chunks") if pkt.extra else None
+        # (positions of Read chunks in a call, number of Write chunks for a reply) from the transport
+        self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
+
+    def ddp(self, cur: Cursor, kind: str) -> None:
+        """At a DDP-eligible opaque/string: read its length, find whether it was reduced, step over it."""
+        n = cur.u32(kind)
+        pos = cur.pos - self.base + self.shift
+        if self.reply:
+            reduced = self.writes_left > 0
+            if reduced:
+                self.writes_left -= 1
+        else:
+            reduced = pos in self.read_positions
+        padded = (n + 3) & ~3
+        if reduced:
+            self.shift += padded
+        elif cur.left < n:
+            # Missing bytes with no chunk for them: the message ends here.
+            reduced = True
+            cur.pos = cur.end
+        else:
+            cur.pos += min(padded, cur.left)
+        item = DdpItem(kind, pos, n, not reduced)
+        if self.info.ddp is None:
+            self.info.ddp = []
+        self.info.ddp.append(item)
+        sub = self.lay.child("nfs.ddp", None, cur.pos, 0, f"DDP-eligible item: {kind}")
+        sub.add(DDP_KIND, kind)
+        sub.add(DDP_POS, pos)
+        sub.add(DDP_LEN, n)
+        sub.add(DDP_INLINE, not reduced)
+
+
+# --- NFSv2/v3 ---------------------------------------------------------------------------------------
+def _post_op_attr(cur: Cursor) -> None:
+    if cur.u32("attributes_follow"):
+        cur.skip(84, "fattr3")
+
+
+def _sattr3(cur: Cursor) -> None:
+    for what in ("mode", "uid", "gid"):
+        if cur.u32(f"set_{what}"):
+            cur.skip(4, what)
+    if cur.u32("set_size"):
+        cur.skip(8, "size")
+    for what in ("atime", "mtime"):
+        if cur.u32(f"set_{what}") == 2:
+            cur.skip(8, what)
+
+
+def _nfs3(cur: Cursor, w: _Walk, proc: int) -> None:
+    if not w.reply:
+        if proc == 7:        # WRITE3args: file, offset, count, stable, data
+            cur.skip_opaque("fh")
+            cur.skip(16, "offset/count/stable")
+            w.ddp(cur, "write_data")
+        elif proc == 10:     # SYMLINK3args: where (dir, name), symlinkattr, symlink_data
+            cur.skip_opaque("dir fh")
+            cur.skip_opaque("name")
+            _sattr3(cur)
+            w.ddp(cur, "symlink")
+        return
+    status = cur.u32("status")
+    w.lay.add(STATUS, status, cur.pos - 4, 4)
+    w.info.nfs_status = status
+    if proc == 6:            # READ3res: file_attributes, count, eof, data
+        _post_op_attr(cur)
+        if status == 0:
+            cur.skip(8, "count/eof")
+            w.ddp(cur, "read_data")
+    elif proc == 5:          # READLINK3res: symlink_attributes, data
+        _post_op_attr(cur)
+        if status == 0:
+            w.ddp(cur, "readlink")
+
+
+def _nfs2(cur: Cursor, w: _Walk, proc: int) -> None:
+    if not w.reply:
+        if proc == 8:        # writeargs: file(32), beginoffset, offset, totalcount, data
+            cur.skip(44, "writeargs")
+            w.ddp(cur, "write_data")
+        elif proc == 13:     # symlinkargs: from (dir 32, name), to path, attributes
+            cur.skip(32, "dir fh")
+            cur.skip_opaque("name")
+            w.ddp(cur, "symlink")
+        return
+    status = cur.u32("status")
+    w.lay.add(STATUS, status, cur.pos - 4, 4)
+    w.info.nfs_status = status
+    if status == 0 and proc == 6:
+        cur.skip(68, "fattr")
+        w.ddp(cur, "read_data")
+    elif status == 0 and proc == 5:
+        w.ddp(cur, "readlink")
+
+
+# --- NFSv4 argument and result walkers ---------------------------------------------------------------
+Walker = Callable[[Cursor, _Walk], None]
+
+
+def _fixed(n: int) -> Walker:
+    def walk(cur: Cursor, _w: _Walk) -> None:
+        cur.skip(n)
+    return walk
+
+
+def _void(_cur: Cursor, _w: _Walk) -> None:
+    return None
+
+
+def _opaque(cur: Cursor, _w: _Walk) -> None:
+    cur.skip_opaque()
+
+
+def _bitmap(cur: Cursor, _w: _Walk) -> None:
+    cur.skip_u32s("bitmap4")
+
+
+def _fattr4(cur: Cursor, _w: _Walk | None = None) -> None:
+    cur.skip_u32s("attrmask")
+    cur.skip_opaque("attr_vals")
+
+
+def _seq(*parts: Walker) -> Walker:
+    def walk(cur: Cursor, w: _Walk) -> None:
+        for p in parts:
+            p(cur, w)
+    return walk
+
+
+def _array(item: Walker, min_size: int = 4) -> Walker:
+    def walk(cur: Cursor, w: _Walk) -> None:
+        for _ in range(cur.count(min_size, "array")):
+            item(cur, w)
+    return walk
+
+
+def _lock_owner(cur: Cursor, _w: _Walk) -> None:
+    cur.skip(8, "clientid")
+    cur.skip_opaque("owner")
+
+
+def _create_args(cur: Cursor, w: _Walk) -> None:
+    ftype = cur.u32("type")
+    if ftype == 5:           # NF4LNK: linkdata is DDP-eligible
+        w.ddp(cur, "symlink")
+    elif ftype in (3, 4):    # NF4BLK / NF4CHR: specdata
+        cur.skip(8, "specdata")
+    cur.skip_opaque("objname")
+    _fattr4(cur)
+
+
+def _locker(cur: Cursor, w: _Walk) -> None:
+    if cur.u32("new_lock_owner"):
+        cur.skip(24, "open_seqid/stateid/lock_seqid")
+        _lock_owner(cur, w)
+    else:
+        cur.skip(20, "lock_stateid/seqid")
+
+
+def _open_args(cur: Cursor, w: _Walk) -> None:
+    cur.skip(12, "seqid/share_access/share_deny")
+    _lock_owner(cur, w)
+    if cur.u32("opentype") == 1:          # OPEN4_CREATE
+        how = cur.u32("createmode")
+        if how in (0, 1):
+            _fattr4(cur)
+        elif how == 2:
+            cur.skip(8, "verifier")
+        elif how == 3:
+            cur.skip(8, "verifier")
+            _fattr4(cur)
+    claim = cur.u32("claim")
+    if claim in (0, 3):
+        cur.skip_opaque("file")
+    elif claim == 1:
+        cur.skip(4, "delegate_type")
+    elif claim == 2:
+        cur.skip(16, "stateid")
+        cur.skip_opaque("file")
+    elif claim == 5:
+        cur.skip(16, "stateid")
+
+
+def _sec_parms(cur: Cursor, w: _Walk) -> None:
+    flavor = cur.u32("cb_secflavor")
+    if flavor == 1:
+        cur.skip(4, "stamp")
+        cur.skip_opaque("machinename")
+        cur.skip(8, "uid/gid")
+        cur.skip_u32s("gids")
+    elif flavor == 6:
+        cur.skip(4, "service")
+        cur.skip_opaque("handle_from_server")
+        cur.skip_opaque("handle_from_client")
+
+
+def _channel_attrs(cur: Cursor, _w: _Walk) -> None:
+    cur.skip(24, "channel attrs")
+    cur.skip_u32s("rdma_ird")
+
+
+def _state_protect(cur: Cursor, w: _Walk) -> None:
+    how = cur.u32("state protect")
+    if how == 1:
+        _bitmap(cur, w)
+        _bitmap(cur, w)
+    elif how != 0:
+        raise XdrError("SP4_SSV state protection is not walked", 0, 1)
+
+
+def _impl_id(cur: Cursor, _w: _Walk) -> None:
+    for _ in range(cur.count(24, "impl_id")):
+        cur.skip_opaque("domain")
+        cur.skip_opaque("name")
+        cur.skip(12, "date")
+
+
+def _layoutreturn(cur: Cursor, _w: _Walk) -> None:
+    cur.skip(12, "reclaim/type/iomode")
+    if cur.u32("returntype") == 1:
+        cur.skip(32, "offset/length/stateid")
+        cur.skip_opaque("body")
+
+
+_V4_ARGS: dict[int, Walker] = {
+    3: _fixed(4), 4: _fixed(20), 5: _fixed(12), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 9: _bitmap,
+    10: _void, 11: _opaque, 12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40),
+    15: _opaque, 16: _void, 17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28),
+    22: _opaque, 23: _void, 24: _void, 25: _fixed(28), 26: _seq(_fixed(24), _bitmap), 27: _void, 28: _opaque,
+    29: _seq(_opaque, _opaque), 30: _fixed(8), 31: _void, 32: _void, 33: _opaque, 34: _seq(_fixed(16), _fattr4),
+    35: _seq(_fixed(8), _opaque, _fixed(4), _opaque, _opaque, _fixed(4)), 36: _fixed(16), 37: _fattr4,
+    38: _seq(_fixed(28), lambda c, w: w.ddp(c, "write_data")), 39: _lock_owner,
+    40: _seq(_fixed(4), _array(_sec_parms)), 41: _fixed(24),
+    42: _seq(_fixed(8), _opaque, _fixed(4), _state_protect, _impl_id),
+    43: _seq(_fixed(16), _channel_attrs, _channel_attrs, _fixed(4), _array(_sec_parms)),
+    44: _fixed(16), 45: _fixed(16), 47: _seq(_fixed(24), _bitmap), 50: _fixed(60), 51: _layoutreturn,
+    52: _fixed(4), 53: _fixed(32), 55: _array(_fixed(16), 16), 57: _fixed(8), 58: _fixed(4), 59: _fixed(32),
+    62: _fixed(32), 63: _seq(_fixed(32), _bitmap), 66: _fixed(16), 67: _fixed(16), 68: _fixed(28),
+    69: _fixed(28), 71: _fixed(56), 72: _opaque, 73: _seq(_fixed(4), _opaque, _opaque), 74: _fixed(12),
+    75: _opaque,
+}
+
+
+def _nfsace(cur: Cursor, _w: _Walk) -> None:
+    cur.skip(12, "ace type/flag/mask")
+    cur.skip_opaque("who")
+
+
+def _open_res(cur: Cursor, w: _Walk) -> None:
+    cur.skip(40, "stateid/cinfo/rflags")
+    _bitmap(cur, w)
+    dtype = cur.u32("delegation_type")
+    if dtype == 1:
+        cur.skip(20, "stateid/recall")
+        _nfsace(cur, w)
+    elif dtype == 2:
+        cur.skip(20, "stateid/recall")
+        cur.u32("limitby")
+        cur.skip(8, "space limit")      # a filesize, or num_blocks and bytes_per_block
+        _nfsace(cur, w)
+    elif dtype == 3:
+        if cur.u32("ond_why") in (1, 2):
+            cur.skip(4, "ond bool")
+
+
+def _readdir_res(cur: Cursor, _w: _Walk) -> None:
+    cur.skip(8, "cookieverf")
+    while cur.u32("value_follows"):
+        cur.skip(8, "cookie")
+        cur.skip_opaque("name")
+        _fattr4(cur)
+    cur.skip(4, "eof")
+
+
+def _secinfo_res(cur: Cursor, _w: _Walk) -> None:
+    for _ in range(cur.count(4, "secinfo")):
+        if cur.u32("flavor") == 6:
+            cur.skip_opaque("oid")
+            cur.skip(8, "qop/service")
+
+
+def _exchange_id_res(cur: Cursor, w: _Walk) -> None:
+    cur.skip(16, "clientid/sequenceid/flags")
+    _state_protect(cur, w)
+    cur.skip(8, "minor_id")
+    cur.skip_opaque("major_id")
+    cur.skip_opaque("server_scope")
+    _impl_id(cur, w)
+
+
+def _listxattrs_res(cur: Cursor, _w: _Walk) -> None:
+    cur.skip(8, "cookie")
+    for _ in range(cur.count(4, "names")):
+        cur.skip_opaque("name")
+    cur.skip(4, "eof")
+
+
+# Results when the operation's status is NFS4_OK.
+_V4_RES: dict[int, Walker] = {
+    3: _fixed(8), 4: _fixed(16), 5: _fixed(8), 6: _seq(_fixed(20), _bitmap), 7: _void, 8: _void, 9: _fattr4,
+    10: _opaque, 11: _fixed(20), 12: _fixed(16), 13: _void, 14: _fixed(16), 15: _void, 16: _void, 17: _void,
+    18: _open_res, 19: _void, 20: _fixed(16), 21: _fixed(16), 22: _void, 23: _void, 24: _void,
+    25: _seq(_fixed(4), lambda c, w: w.ddp(c, "read_data")), 26: _readdir_res,
+    27: lambda c, w: w.ddp(c, "readlink"), 28: _fixed(20), 29: _fixed(40), 30: _void, 31: _void, 32: _void,
+    33: _secinfo_res, 34: _bitmap, 35: _fixed(16), 36: _void, 37: _void, 38: _fixed(16), 39: _void, 40: _void,
+    41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs), 44: _void,
+    45: _void, 51: _void, 52: _secinfo_res, 53: _fixed(36), 55: _array(_fixed(4)), 57: _void, 58: _void,
+    59: _void, 62: _void, 66: _void, 69: _fixed(12), 71: _void, 72: _opaque, 73: _fixed(20),
+    74: _listxattrs_res, 75: _fixed(20),
+}
+
+
+def _lock_denied(cur: Cursor, w: _Walk) -> None:
+    cur.skip(20, "offset/length/locktype")
+    _lock_owner(cur, w)
+
+
+_CB_ARGS: dict[int, Walker] = {
+    3: _seq(_opaque, _bitmap), 4: _seq(_fixed(20), _opaque), 8: _seq(_fixed(4), _bitmap), 10: _fixed(4),
+    11: _seq(_fixed(32), _array(_seq(_fixed(16), _array(_fixed(8), 8)), 20)),
+}
+_CB_RES: dict[int, Walker] = {3: _fattr4, 4: _void, 5: _void, 8: _void, 10: _void, 11: _fixed(32)}
+
+
+def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
+              args: dict[int, Walker], res: dict[int, Walker], callback: bool) -> None:
+    lay = w.lay
+    info = w.info
+    if w.reply:
+        p = cur.pos
+        status = cur.u32("status")
+        lay.add(STATUS, status, p, 4)
+        info.nfs_status = status
+    p = cur.pos
+    tag = cur.string("tag")
+    lay.add(TAG, tag, p, cur.pos - p)
+    if not w.reply:
+        p = cur.pos
+        minor = cur.u32("minorversion")
+        lay.add(MINORVERSION, minor, p, 4)
+        if not callback:
+            info.label = f"NFSv4.{minor}" if minor else "NFSv4"
+        if callback:
+            p = cur.pos
+            lay.add(CB_IDENT, cur.u32("callback_ident"), p, 4)
+    p = cur.pos
+    nops = cur.count(4, "operations")
+    lay.add(OPS_COUNT, nops, p, 4)
+    ops: list[str] = []
+    info.ops = ops
+    table = res if w.reply else args
+    for i in range(nops):
+        p = cur.pos
+        op = cur.u32("opcode")
+        name = op_names.get(op, f"op{op}")
+        ops.append(name)
+        sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}")
+        sub.add(op_field, op, p, 4)
+        walker = table.get(op)
+        if w.reply:
+            q = cur.pos
+            st = cur.u32("op status")
+            sub.add(OP_STATUS, st, q, 4)
+            if st != 0:
+                # Failed operations return nothing, except these (RFC 8881 §18).
+                if op == 34:
+                    _bitmap(cur, w)
+                elif op in (12, 13) and st == 10010:   # NFS4ERR_DENIED
+                    _lock_denied(cur, w)
+                elif op == 35 and st == 10017:         # NFS4ERR_CLID_INUSE
+                    cur.skip_opaque("netid")
+                    cur.skip_opaque("addr")
+                sub.length = cur.pos - p
+                continue
+        if walker is None:
+            rest = nops - i - 1
+            if rest:
+                lay.add(UNPARSED, f"{rest} more after {name}")
+                ops.append("…")
+            return
+        walker(cur, w)
+        sub.length = cur.pos - p
+
+
+def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    info = current_rpc(pkt)
+    if info is None:
+        return
+    vers = info.vers
+    pkt.proto = "NFS"
+    if info.label is None:
+        info.label = f"NFSv{vers}"
+    lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
+    if info.proc is not None:
+        lay.add(PROC, info.proc)
+    cur = Cursor(buf, off, end)
+    w = _Walk(pkt, info, lay, _rpc_start(pkt, off))
+    try:
+        if vers == 3:
+            _nfs3(cur, w, info.proc)
+        elif vers == 2:
+            _nfs2(cur, w, info.proc)
+        elif vers == 4 and info.proc == 1:
+            _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False)
+    except XdrError as e:
+        pkt.add_expert("warning", "malformed", f"nfs: {e}")
+
+
+def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    info = current_rpc(pkt)
+    if info is None:
+        return
+    pkt.proto = "NFS CB"
+    info.label = "NFSv4.1 CB"
+    lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System callback")
+    if info.proc is not None:
+        lay.add(PROC, info.proc)
+    if info.proc != 1:
+        return
+    w = _Walk(pkt, info, lay, _rpc_start(pkt, off))
+    try:
+        _compound(Cursor(buf, off, end), w, NFS_CB_OPS, CB_OPCODE, _CB_ARGS, _CB_RES, True)
+    except XdrError as e:
+        pkt.add_expert("warning", "malformed", f"nfs callback: {e}")
+
+
+def _rpc_start(pkt: Packet, off: int) -> int:
+    for lay in reversed(pkt.layers):
+        if lay.proto == "rpc":
+            return lay.off
+    return off
+
+
+def _named(proto: str, label: str) -> Callable[[Packet, bytes, int, int, Any], None]:
+    def dissect(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+        info = current_rpc(pkt)
+        pkt.proto = proto
+        if info is not None:
+            info.label = f"{label}v{info.vers}"
+            lay = pkt.add_layer(proto.lower(), None, buf, off, end - off, label)
+            if info.proc is not None:
+                lay.add(PROC, info.proc)
+    return dissect
+
+
+rpc_program.register(NFS_PROG, dissect_nfs)
+rpc_program.register(NFS_CB_PROG, dissect_nfs_cb)
+rpc_program.register(MOUNT_PROG, _named("MOUNT", "MOUNT"))
+rpc_program.register(NLM_PROG, _named("NLM", "NLM"))
+rpc_program.register(NFSACL_PROG, _named("NFSACL", "NFSACL"))

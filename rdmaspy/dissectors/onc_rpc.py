@@ -1,0 +1,342 @@
+"""ONC RPC messages (RFC 5531): call and reply headers, credentials, reply status.
+
+Not bound to a port: a framing layer (RPC-over-RDMA here) hands over one whole
+RPC message with ``dissect_rpc``.  Calls are remembered per flow and XID so
+that a reply, which carries neither program nor procedure, is named after its
+call.  The body goes to ``table("rpc.program")`` keyed by program number;
+program dissectors find the header facts with ``current_rpc(pkt)``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..fields import Field
+from ..packet import Layer, Packet
+from ..registry import table
+from .xdr import Cursor, XdrError
+
+MSG_TYPES = {0: "Call", 1: "Reply"}
+REPLY_STATS = {0: "accepted", 1: "denied"}
+ACCEPT_STATS = {0: "RPC executed successfully", 1: "remote can't support program", 2: "remote can't support version",
+                3: "program can't support procedure", 4: "procedure can't decode params", 5: "remote system error"}
+ACCEPT_SHORT = {0: "SUCCESS", 1: "PROG_UNAVAIL", 2: "PROG_MISMATCH", 3: "PROC_UNAVAIL", 4: "GARBAGE_ARGS",
+                5: "SYSTEM_ERR"}
+REJECT_STATS = {0: "RPC_MISMATCH", 1: "AUTH_ERROR"}
+AUTH_STATS = {0: "AUTH_OK", 1: "bad credential (seal broken)", 2: "client must begin new session",
+              3: "bad verifier (seal broken)", 4: "verifier expired or replayed", 5: "rejected for security reasons",
+              6: "bogus response verifier", 7: "reason unknown", 13: "RPCSEC_GSS credential problem",
+              14: "RPCSEC_GSS context problem"}
+AUTH_FLAVORS = {0: "AUTH_NULL", 1: "AUTH_UNIX", 2: "AUTH_SHORT", 3: "AUTH_DES", 6: "RPCSEC_GSS", 7: "AUTH_TLS",
+                390003: "RPCSEC_GSS_KRB5", 390004: "RPCSEC_GSS_KRB5I", 390005: "RPCSEC_GSS_KRB5P"}
+GSS_PROCS = {0: "RPCSEC_GSS_DATA", 1: "RPCSEC_GSS_INIT", 2: "RPCSEC_GSS_CONTINUE_INIT", 3: "RPCSEC_GSS_DESTROY"}
+GSS_SERVICES = {1: "rpc_gss_svc_none", 2: "rpc_gss_svc_integrity", 3: "rpc_gss_svc_privacy"}
+
+# Program numbers and procedure names: filled in by the program dissectors (nfs.py) at import.
+PROGRAM_NAMES: dict[int, str] = {100000: "Portmap", 100024: "STAT"}
+PROC_NAMES: dict[tuple[int, int], dict[int, str]] = {}
+
+XID = Field("rpc.xid", 32, "XID", "hex")
+MSGTYP = Field("rpc.msgtyp", 32, "Message Type", names=MSG_TYPES)
+VERSION = Field("rpc.version", 32, "RPC Version")
+PROGRAM = Field("rpc.program", 32, "Program", names=PROGRAM_NAMES)
+PROGVERS = Field("rpc.programversion", 32, "Program Version")
+PROCEDURE = Field("rpc.procedure", 32, "Procedure")
+PROC_NAME = Field("rpc.procedure_name", 0, "Procedure name", "str")
+AUTH_FLAVOR = Field("rpc.auth.flavor", 32, "Flavor", names=AUTH_FLAVORS)
+AUTH_LENGTH = Field("rpc.auth.length", 32, "Length", unit="bytes")
+AUTH_STAMP = Field("rpc.auth.stamp", 32, "Stamp", "hex")
+AUTH_MACHINE = Field("rpc.auth.machinename", 0, "Machine Name", "str")
+AUTH_UID = Field("rpc.auth.uid", 32, "UID")
+AUTH_GID = Field("rpc.auth.gid", 32, "GID")
+AUTH_NGIDS = Field("rpc.auth.aux_gids", 32, "Auxiliary GIDs")
+AUTH_BODY = Field("rpc.auth.body", 0, "Body", "bytes")
+GSS_VERSION = Field("rpc.authgss.version", 32, "GSS Version")
+GSS_PROC = Field("rpc.authgss.procedure", 32, "GSS Procedure", names=GSS_PROCS)
+GSS_SEQ = Field("rpc.authgss.seqnum", 32, "GSS Sequence Number")
+GSS_SERVICE = Field("rpc.authgss.service", 32, "GSS Service", names=GSS_SERVICES)
+GSS_CONTEXT = Field("rpc.authgss.context", 0, "GSS Context", "bytes")
+REPLYSTAT = Field("rpc.replystat", 32, "Reply State", names=REPLY_STATS)
+ACCEPTSTAT = Field("rpc.state_accept", 32, "Accept State", names=ACCEPT_STATS)
+REJECTSTAT = Field("rpc.state_reject", 32, "Reject State", names=REJECT_STATS)
+AUTHSTAT = Field("rpc.state_auth", 32, "Auth State", names=AUTH_STATS)
+VERS_MIN = Field("rpc.version.min", 32, "RPC Version (Minimum)")
+VERS_MAX = Field("rpc.version.max", 32, "RPC Version (Maximum)")
+PVERS_MIN = Field("rpc.programversion.min", 32, "Program Version (Minimum)")
+PVERS_MAX = Field("rpc.programversion.max", 32, "Program Version (Maximum)")
+REQFRAME = Field("rpc.reqframe", 0, "Reply to the call in frame")
+TIME = Field("rpc.time", 0, "Time from call", "float", unit="seconds")
+BODY_LEN = Field("rpc.body_length", 0, "Body length", unit="bytes")
+
+rpc_program = table("rpc.program", "ONC RPC program number")
+
+
+class DdpItem:
+    """A DDP-eligible data item of an NFS message (RFC 8267), located in the RPC message.
+
+    ``position`` is the offset, from the start of the RPC message (its XID), where the item's
+    bytes stand in the unreduced stream (after the item's length word); ``length`` is the
+    length the message declares; ``inline`` tells whether the bytes are in this message or
+    were removed from it (reduced: they travel in a chunk).
+    """
+
+    __slots__ = ("kind", "position", "length", "inline")
+
+    def __init__(self, kind: str, position: int, length: int, inline: bool) -> None:
+        self.kind = kind          # "read_data" | "write_data" | "readlink" | "symlink"
+        self.position = position
+        self.length = length
+        self.inline = inline
+
+    def __repr__(self) -> str:
+        return f"<DdpItem {self.kind} pos={self.position} len={self.length} inline={self.inline}>"
+
+
+class RpcInfo:
+    """The facts of one RPC message, for upper dissectors and analysis (no text formatting)."""
+
+    __slots__ = ("xid", "msgtype", "rpcvers", "prog", "vers", "proc", "prog_name", "proc_name",
+                 "cred_flavor", "uid", "gid", "machinename", "gss_proc", "gss_service", "gss_seq",
+                 "reply_stat", "accept_stat", "reject_stat", "call_frame", "frame", "length",
+                 "ops", "nfs_status", "ddp", "label")
+
+    def __init__(self, xid: int, msgtype: int) -> None:
+        self.xid = xid
+        self.msgtype = msgtype     # 0 call, 1 reply
+        self.rpcvers: int | None = None
+        self.prog: int | None = None
+        self.vers: int | None = None
+        self.proc: int | None = None
+        self.prog_name: str | None = None
+        self.proc_name: str | None = None
+        self.cred_flavor: int | None = None
+        self.uid: int | None = None
+        self.gid: int | None = None
+        self.machinename: str | None = None
+        self.gss_proc: int | None = None
+        self.gss_service: int | None = None
+        self.gss_seq: int | None = None
+        self.reply_stat: int | None = None
+        self.accept_stat: int | None = None
+        self.reject_stat: int | None = None
+        self.call_frame: int | None = None   # for a reply: the frame of its call, when seen
+        self.frame = 0
+        self.length = 0
+        self.ops: list[str] | None = None    # NFSv4 COMPOUND / CB_COMPOUND operation names
+        self.nfs_status: int | None = None
+        self.ddp: list[DdpItem] | None = None
+        self.label: str | None = None        # "NFSv3", "NFSv4.1", "MOUNTv3", ...
+
+    @property
+    def is_call(self) -> bool:
+        return self.msgtype == 0
+
+    def __repr__(self) -> str:
+        return f"<RpcInfo xid=0x{self.xid:08x} {MSG_TYPES.get(self.msgtype, self.msgtype)} " \
+               f"{self.prog}/{self.vers}/{self.proc}>"
+
+
+class _Calls:
+    """Outstanding calls per (flow, xid), bounded so that unanswered calls cannot grow without limit."""
+
+    __slots__ = ("by_key",)
+    LIMIT = 65536
+
+    def __init__(self) -> None:
+        self.by_key: dict[tuple, tuple] = {}
+
+    def add(self, key: tuple, value: tuple) -> None:
+        d = self.by_key
+        d.pop(key, None)
+        d[key] = value
+        if len(d) > self.LIMIT:
+            del d[next(iter(d))]
+
+
+def current_rpc(pkt: Packet) -> RpcInfo | None:
+    extra = pkt.extra
+    return extra.get("rpc") if extra else None
+
+
+def register_program(prog: int, name: str, procs: dict[int, dict[int, str]]) -> None:
+    PROGRAM_NAMES[prog] = name
+    for vers, names in procs.items():
+        PROC_NAMES[(prog, vers)] = names
+
+
+def proc_name(prog: int | None, vers: int | None, proc: int | None) -> str | None:
+    names = PROC_NAMES.get((prog, vers))  # type: ignore[arg-type]
+    if names is None:
+        return None
+    return names.get(proc)  # type: ignore[arg-type]
+
+
+def _auth(cur: Cursor, lay: Layer, label: str, info: RpcInfo | None) -> int:
+    sub = lay.child("rpc.auth", None, cur.pos, 8, label)
+    start = cur.pos
+    flavor = cur.u32("auth flavor")
+    sub.add(AUTH_FLAVOR, flavor, start, 4)
+    body, n = cur.opaque_span("auth body")
+    sub.add(AUTH_LENGTH, n, start + 4, 4)
+    sub.length = cur.pos - start
+    if n > 400:
+        raise XdrError("auth body (RFC 5531: at most 400 bytes)", n, 400)
+    if info is None:          # a verifier: its body is opaque here
+        if n:
+            sub.add(AUTH_BODY, bytes(cur.buf[body:body + n]), body, n)
+        return flavor
+    info.cred_flavor = flavor
+    b = Cursor(cur.buf, body, body + n)
+    if flavor == 1:       # AUTH_SYS: stamp, machine name, uid, gid, gids<16>
+        p = b.pos
+        sub.add(AUTH_STAMP, b.u32("stamp"), p, 4)
+        p = b.pos
+        info.machinename = b.string("machine name")
+        sub.add(AUTH_MACHINE, info.machinename, p, b.pos - p)
+        p = b.pos
+        info.uid = b.u32("uid")
+        sub.add(AUTH_UID, info.uid, p, 4)
+        p = b.pos
+        info.gid = b.u32("gid")
+        sub.add(AUTH_GID, info.gid, p, 4)
+        p = b.pos
+        ngids = b.count(4, "aux gids")
+        sub.add(AUTH_NGIDS, ngids, p, 4)
+        for _ in range(ngids):
+            p = b.pos
+            sub.add(AUTH_GID, b.u32("gid"), p, 4)
+    elif flavor == 6:     # RPCSEC_GSS (RFC 2203): version, procedure, sequence, service, context handle
+        p = b.pos
+        sub.add(GSS_VERSION, b.u32("gss version"), p, 4)
+        p = b.pos
+        info.gss_proc = b.u32("gss procedure")
+        sub.add(GSS_PROC, info.gss_proc, p, 4)
+        p = b.pos
+        info.gss_seq = b.u32("gss sequence")
+        sub.add(GSS_SEQ, info.gss_seq, p, 4)
+        p = b.pos
+        info.gss_service = b.u32("gss service")
+        sub.add(GSS_SERVICE, info.gss_service, p, 4)
+        p = b.pos
+        ctxh = b.opaque("gss context")
+        sub.add(GSS_CONTEXT, ctxh, p, b.pos - p)
+    elif n:
+        sub.add(AUTH_BODY, bytes(cur.buf[body:body + n]), body, n)
+    return flavor
+
+
+def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None,
+                parent: Layer | None = None) -> RpcInfo | None:
+    """One whole (or reduced) RPC message in ``buf[off:end]``.  Returns its facts, or None if unreadable."""
+    if end - off < 8:
+        pkt.truncated("rpc", end - off, 8)
+        return None
+    lay = pkt.add_layer("rpc", None, buf, off, end - off, "Remote Procedure Call")
+    cur = Cursor(buf, off, end)
+    xid = cur.u32()
+    mtype = cur.u32()
+    lay.add(XID, xid, off, 4)
+    lay.add(MSGTYP, mtype, off + 4, 4)
+    info = RpcInfo(xid, mtype)
+    info.frame = pkt.frame.num
+    info.length = end - off
+    calls: _Calls = ctx.get("rpc.calls", _Calls)
+    key = (flow, xid)
+    try:
+        if mtype == 0:
+            p = cur.pos
+            info.rpcvers, info.prog, info.vers, info.proc = (cur.u32("rpcvers"), cur.u32("prog"), cur.u32("vers"),
+                                                             cur.u32("proc"))
+            lay.add(VERSION, info.rpcvers, p, 4)
+            lay.add(PROGRAM, info.prog, p + 4, 4)
+            lay.add(PROGVERS, info.vers, p + 8, 4)
+            lay.add(PROCEDURE, info.proc, p + 12, 4)
+            info.prog_name = PROGRAM_NAMES.get(info.prog)
+            info.proc_name = proc_name(info.prog, info.vers, info.proc)
+            if info.proc_name:
+                lay.add(PROC_NAME, info.proc_name, p + 12, 4)
+            if info.rpcvers != 2:
+                pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531 §8")
+            _auth(cur, lay, "Credentials", info)
+            _auth(cur, lay, "Verifier", None)
+            calls.add(key, (info.prog, info.vers, info.proc, pkt.frame.num, pkt.frame.ts, None))
+        elif mtype == 1:
+            call = calls.by_key.get(key)
+            if call is not None:
+                info.prog, info.vers, info.proc, info.call_frame, ts, info.label = call
+                info.prog_name = PROGRAM_NAMES.get(info.prog)
+                info.proc_name = proc_name(info.prog, info.vers, info.proc)
+                lay.add(PROGRAM, info.prog)
+                lay.add(PROGVERS, info.vers)
+                lay.add(PROCEDURE, info.proc)
+                if info.proc_name:
+                    lay.add(PROC_NAME, info.proc_name)
+                lay.add(REQFRAME, info.call_frame)
+                lay.add(TIME, (pkt.frame.ts - ts) / 1e9)
+            p = cur.pos
+            info.reply_stat = stat = cur.u32("reply_stat")
+            lay.add(REPLYSTAT, stat, p, 4)
+            if stat == 0:
+                _auth(cur, lay, "Verifier", None)
+                p = cur.pos
+                info.accept_stat = acc = cur.u32("accept_stat")
+                lay.add(ACCEPTSTAT, acc, p, 4)
+                if acc == 2:
+                    p = cur.pos
+                    lay.add(PVERS_MIN, cur.u32("low"), p, 4)
+                    lay.add(PVERS_MAX, cur.u32("high"), p + 4, 4)
+            elif stat == 1:
+                p = cur.pos
+                info.reject_stat = rej = cur.u32("reject_stat")
+                lay.add(REJECTSTAT, rej, p, 4)
+                if rej == 0:
+                    p = cur.pos
+                    lay.add(VERS_MIN, cur.u32("low"), p, 4)
+                    lay.add(VERS_MAX, cur.u32("high"), p + 4, 4)
+                elif rej == 1:
+                    p = cur.pos
+                    lay.add(AUTHSTAT, cur.u32("auth_stat"), p, 4)
+                else:
+                    pkt.set_malformed(f"rpc: reject status {rej} is not defined")
+            else:
+                pkt.set_malformed(f"rpc: reply status {stat} is not defined")
+        else:
+            pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
+            return info
+    except XdrError as e:
+        pkt.set_malformed(f"rpc: {e}")
+        _set_info(pkt, info)
+        return info
+    lay.length = cur.pos - off
+    lay.add(BODY_LEN, end - cur.pos, cur.pos, end - cur.pos)
+    pkt.note("rpc", info)
+    body_ok = (mtype == 0) or (info.reply_stat == 0 and info.accept_stat == 0)
+    fn = rpc_program.by_key.get(info.prog) if info.prog is not None else None
+    wrapped = info.gss_service in (2, 3) and info.gss_proc == 0
+    if fn is not None and body_ok and not wrapped:
+        fn(pkt, buf, cur.pos, end, ctx)
+        if mtype == 0 and info.label is not None and key in calls.by_key:
+            # the reply is named as its call was (NFSv4.2 COMPOUND ...)
+            calls.by_key[key] = calls.by_key[key][:5] + (info.label,)
+    _set_info(pkt, info)
+    return info
+
+
+def _set_info(pkt: Packet, info: RpcInfo) -> None:
+    what = MSG_TYPES.get(info.msgtype, f"type {info.msgtype}")
+    if info.label is not None:
+        name = f"{info.label} {info.proc_name or f'proc-{info.proc}'}"
+        if info.ops:
+            name += " " + " ".join(info.ops)
+    elif info.prog is not None:
+        pname = info.prog_name or f"program {info.prog}"
+        name = f"{pname} V{info.vers} {info.proc_name or f'proc-{info.proc}'}"
+    else:
+        name = "RPC"
+    text = f"{name} {what}"
+    if info.msgtype == 1 and info.accept_stat not in (None, 0):
+        text += f" {ACCEPT_SHORT.get(info.accept_stat, info.accept_stat)}"
+    if info.reject_stat is not None:
+        text += f" denied {REJECT_STATS.get(info.reject_stat, info.reject_stat)}"
+    if not pkt.proto or pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", "RPCoRDMA", "RPC-over-RDMA"):
+        pkt.proto = "RPC"
+    pkt.add_info("| " + text)

@@ -1,0 +1,405 @@
+"""Reassembly under RPC-over-RDMA: multi-packet SENDs, and messages reduced into chunks.
+
+1. RC SEND First/Middle/Last are joined per direction and queue pair, in PSN
+   order, before anything parses the transport header: inline thresholds go up
+   to 256 KiB, so one RPC-over-RDMA message may span many packets.  The whole
+   message is offered to the ``ib.payload`` heuristics (the connection's port
+   first), and the frames it came in are noted as ``rdma.send_frames``.
+2. The data of Read chunks crosses by RDMA READ (request from the responder,
+   responses from the requester, matched by PSN) and that of Write and Reply
+   chunks by RDMA WRITE (matched by R_Key and virtual address to the segments'
+   handle and offset).  Only the handles some RPC-over-RDMA message advertised
+   are followed, so other RDMA traffic costs one dictionary lookup.  When all
+   of a message's Read chunks have arrived, the whole RPC call is rebuilt and
+   dissected in the packet that completed it (as Wireshark does for v1); a
+   reply sent through a Reply chunk is rebuilt from the WRITEs when its
+   RDMA_NOMSG arrives.  Versions 1 and 2 both.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..fields import Field
+from ..packet import Packet
+from ..registry import add_data, table, try_heuristics
+from . import infiniband, onc_rpc
+
+FRAGMENT = Field("rdma.fragment", 0, "SEND fragment of a message", "bool")
+FRAG_INDEX = Field("rdma.fragment.index", 0, "Fragment number")
+REASM_FRAMES = Field("rdma.reassembled.frames", 0, "Reassembled from frames", "str")
+REASM_LEN = Field("rdma.reassembled.length", 0, "Reassembled length", unit="bytes")
+REBUILT_XID = Field("rpcrdma.rebuilt.xid", 32, "XID", "hex")
+REBUILT_FRAMES = Field("rpcrdma.rebuilt.frames", 0, "Rebuilt from frames", "str")
+REBUILT_LEN = Field("rpcrdma.rebuilt.length", 0, "Rebuilt RPC message length", unit="bytes")
+REBUILT_KIND = Field("rpcrdma.rebuilt.kind", 0, "Rebuilt from", "str")
+
+_SEND_LIMIT = 1 << 20          # a SEND message larger than this is not kept (thresholds stop at 256 KiB)
+_WANT_LIMIT = 8192             # advertised handles followed at once
+_BYTES_LIMIT = 64 << 20        # chunk data kept at once
+
+ib_payload = table("ib.payload")
+
+
+class _Partial:
+    __slots__ = ("parts", "frames", "next_psn", "size")
+
+    def __init__(self, psn: int, data: bytes, frame: int) -> None:
+        self.parts = [data]
+        self.frames = [frame]
+        self.next_psn = (psn + 1) & 0xFFFFFF
+        self.size = len(data)
+
+
+class _ReadJob:
+    """The Read chunks of one message, waiting for their data."""
+
+    __slots__ = ("msg", "reduced", "flow", "pieces", "frames", "need")
+
+    def __init__(self, msg: Any, reduced: bytes, flow: Any) -> None:
+        self.msg = msg
+        self.reduced = reduced
+        self.flow = flow
+        self.pieces: dict[int, list[tuple[int, bytes]]] = {i: [] for i in range(len(msg.reads))}
+        self.frames: list[int] = []
+        self.need = {i for i, s in enumerate(msg.reads) if s.length}
+
+
+class _Transfer:
+    """An RDMA READ response or RDMA WRITE in progress (or a READ request waiting for its response)."""
+
+    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn")
+
+    def __init__(self, handle: int, va: int, length: int, psn: int) -> None:
+        self.handle = handle
+        self.va = va
+        self.length = length
+        self.parts: list[bytes] = []
+        self.frames: list[int] = []
+        self.next_psn = psn
+
+
+class _State:
+    __slots__ = ("sends", "read_jobs", "read_reqs", "read_active", "write_wants", "write_active", "written",
+                 "kept")
+
+    def __init__(self) -> None:
+        self.sends: dict[tuple, _Partial] = {}
+        self.read_jobs: dict[int, _ReadJob] = {}          # handle -> job
+        self.read_reqs: dict[tuple, _Transfer] = {}        # (requester of READ, target, PSN) -> request
+        self.read_active: dict[tuple, _Transfer] = {}      # (src, dst, QP) -> response in progress
+        self.write_wants: dict[int, int] = {}              # handle -> XID of the call that advertised it
+        self.write_active: dict[tuple, _Transfer] = {}
+        self.written: dict[int, list[tuple[int, bytes, list[int]]]] = {}   # handle -> (va, data, frames)
+        self.kept = 0
+
+
+def _state(ctx: Any) -> _State:
+    return ctx.get("rdma_reassembly", _State)
+
+
+def _bound(d: dict, limit: int = _WANT_LIMIT) -> None:
+    while len(d) > limit:
+        del d[next(iter(d))]
+
+
+def _offer(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    if not try_heuristics(ib_payload, pkt, buf, off, end, ctx):
+        add_data(pkt, buf, off, end)
+
+
+# --- SEND First/Middle/Last ---------------------------------------------------------------------------
+def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    ib = pkt.ib
+    pos = ib.plan.pos if ib is not None else "only"
+    if pos == "only":
+        _offer(pkt, buf, off, end, ctx)
+        return
+    st = _state(ctx)
+    key = (pkt.src, pkt.dst, ib.destqp)
+    psn = ib.psn
+    num = pkt.frame.num
+    if pos == "first":
+        st.sends[key] = _Partial(psn, bytes(buf[off:end]), num)
+        _bound(st.sends)
+        _fragment(pkt, buf, off, end, 1, "SEND First")
+        return
+    part = st.sends.get(key)
+    if part is None or psn != part.next_psn:
+        if part is not None and (part.next_psn - psn) & 0xFFFFFF < 0x800000:
+            pkt.add_info("[retransmitted SEND fragment]")
+        else:
+            pkt.add_expert("warning", "reassembly", "SEND Middle/Last whose First is not in the capture",
+                           "IBTA 9.4.1: SEND First/Middle/Last")
+        add_data(pkt, buf, off, end)
+        return
+    part.parts.append(bytes(buf[off:end]))
+    part.frames.append(num)
+    part.size += end - off
+    part.next_psn = (psn + 1) & 0xFFFFFF
+    if part.size > _SEND_LIMIT:
+        del st.sends[key]
+        pkt.add_expert("warning", "reassembly", f"SEND message over {_SEND_LIMIT} bytes: not reassembled")
+        add_data(pkt, buf, off, end)
+        return
+    if pos == "middle":
+        _fragment(pkt, buf, off, end, len(part.frames), "SEND Middle")
+        return
+    del st.sends[key]
+    whole = b"".join(part.parts)
+    lay = pkt.add_layer("rdma.reassembled", None, whole, 0, len(whole),
+                        f"[{len(part.frames)} reassembled SEND fragments ({len(whole)} bytes)]")
+    lay.add(REASM_FRAMES, ",".join(map(str, part.frames)))
+    lay.add(REASM_LEN, len(whole))
+    pkt.note("rdma.send_frames", part.frames)
+    _offer(pkt, whole, 0, len(whole), ctx)
+
+
+def _fragment(pkt: Packet, buf: bytes, off: int, end: int, index: int, what: str) -> None:
+    lay = pkt.add_layer("rdma.fragment", None, buf, off, end - off, f"{what} fragment {index}")
+    lay.add(FRAGMENT, True)
+    lay.add(FRAG_INDEX, index)
+    pkt.add_info(f"[{what} fragment {index}]")
+    add_data(pkt, buf, off, end)
+
+
+# --- RDMA READ and WRITE moving chunk data --------------------------------------------------------------
+def observe_read_request(pkt: Packet, ib: Any, ctx: Any) -> None:
+    """BTH observer: remember READ requests that target an advertised Read chunk (their payload is empty)."""
+    if ib.plan.kind != "read_request" or ib.reth is None:
+        return
+    st = _state(ctx)
+    va, rkey, dlen = ib.reth
+    if rkey in st.read_jobs:
+        st.read_reqs[(pkt.src, pkt.dst, ib.psn)] = _Transfer(rkey, va, dlen, ib.psn)
+        _bound(st.read_reqs)
+
+
+def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    add_data(pkt, buf, off, end)
+    ib = pkt.ib
+    if ib is None:
+        return
+    st = ctx.state.get("rdma_reassembly")
+    if st is None or not st.read_reqs and not st.read_active:
+        return
+    pos = ib.plan.pos
+    akey = (pkt.src, pkt.dst, ib.destqp)
+    if pos in ("first", "only"):
+        t = st.read_reqs.pop((pkt.dst, pkt.src, ib.psn), None)
+        if t is None:
+            return
+        t.next_psn = ib.psn
+    else:
+        t = st.read_active.get(akey)
+        if t is None:
+            return
+    if ib.psn != t.next_psn:
+        st.read_active.pop(akey, None)
+        pkt.add_expert("warning", "reassembly", f"READ response PSN {ib.psn}, expected {t.next_psn}: "
+                       "the chunk is not rebuilt")
+        return
+    t.parts.append(bytes(buf[off:end]))
+    t.frames.append(pkt.frame.num)
+    t.next_psn = (ib.psn + 1) & 0xFFFFFF
+    if pos == "first":
+        st.read_active[akey] = t
+        return
+    if pos == "middle":
+        return
+    st.read_active.pop(akey, None)
+    _read_done(pkt, ctx, st, t)
+
+
+def _read_done(pkt: Packet, ctx: Any, st: _State, t: _Transfer) -> None:
+    job = st.read_jobs.get(t.handle)
+    if job is None:
+        return
+    data = b"".join(t.parts)
+    job.frames.extend(t.frames)
+    segs = job.msg.reads
+    for i, s in enumerate(segs):
+        if s.handle == t.handle and s.offset <= t.va < s.offset + max(s.length, 1):
+            job.pieces[i].append((t.va - s.offset, data))
+            got = sum(len(d) for _, d in job.pieces[i])
+            if got >= s.length:
+                job.need.discard(i)
+            break
+    if job.need:
+        return
+    for s in segs:
+        st.read_jobs.pop(s.handle, None)
+    _rebuild_call(pkt, ctx, job)
+
+
+def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes:
+    out = bytearray()
+    for delta, data in sorted(pieces, key=lambda p: p[0]):
+        if delta > len(out):
+            out.extend(b"\0" * (delta - len(out)))
+        out[delta:delta + len(data)] = data
+        if len(out) >= length:
+            break
+    return bytes(out[:length])
+
+
+def _rebuild_call(pkt: Packet, ctx: Any, job: _ReadJob) -> None:
+    """Insert each Read chunk at its position in the reduced stream (padding restored, RFC 8166 §3.5.3)."""
+    msg = job.msg
+    seg_data = [_segment_bytes(job.pieces[i], s.length) for i, s in enumerate(msg.reads)]
+    index = {id(s): i for i, s in enumerate(msg.reads)}
+    reduced = job.reduced
+    out = bytearray()
+    taken = 0
+    for pos, segs in sorted(msg.read_chunks, key=lambda c: c[0]):
+        data = b"".join(seg_data[index[id(s)]] for s in segs)
+        if pos == 0:
+            out = bytearray(data)
+            taken = len(reduced)
+            break
+        need = pos - len(out)
+        if need > 0:
+            out += reduced[taken:taken + need]
+            taken += need
+        out += data
+        out += b"\0" * (-len(data) % 4)
+    out += reduced[taken:]
+    whole = bytes(out)
+    kind = "RDMA READ (Position Zero Read chunk)" if any(p == 0 for p, _ in msg.read_chunks) \
+        else "RDMA READ (Read chunks)"
+    _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + job.frames, kind, job.flow)
+
+
+def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any) -> None:
+    lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
+                        f"[Rebuilt RPC message of XID 0x{msg.xid:08x}: {len(whole)} bytes from {len(frames)} frames]")
+    lay.add(REBUILT_XID, msg.xid)
+    lay.add(REBUILT_FRAMES, ",".join(map(str, frames)))
+    lay.add(REBUILT_LEN, len(whole))
+    lay.add(REBUILT_KIND, kind)
+    msg.rebuilt_frames = frames
+    msg.rebuilt_frame = pkt.frame.num
+    pkt.note("rpcrdma.rebuilt", msg)
+    if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
+        pkt.proto = "RPCoRDMA"
+    pkt.add_info(f"[rebuilt XID 0x{msg.xid:08x}]")
+    msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow)
+
+
+def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    add_data(pkt, buf, off, end)
+    ib = pkt.ib
+    if ib is None:
+        return
+    st = ctx.state.get("rdma_reassembly")
+    if st is None or not st.write_wants:
+        return
+    pos = ib.plan.pos
+    akey = (pkt.src, pkt.dst, ib.destqp)
+    if pos in ("first", "only"):
+        if ib.reth is None:
+            return
+        va, rkey, dlen = ib.reth
+        if rkey not in st.write_wants:
+            return
+        t = _Transfer(rkey, va, dlen, ib.psn)
+    else:
+        t = st.write_active.get(akey)
+        if t is None:
+            return
+        if ib.psn != t.next_psn:
+            del st.write_active[akey]
+            return
+    t.parts.append(bytes(buf[off:end]))
+    t.frames.append(pkt.frame.num)
+    t.next_psn = (ib.psn + 1) & 0xFFFFFF
+    if pos == "first":
+        st.write_active[akey] = t
+        _bound(st.write_active)
+        return
+    if pos == "middle":
+        return
+    st.write_active.pop(akey, None)
+    data = b"".join(t.parts)
+    if st.kept + len(data) > _BYTES_LIMIT:
+        st.written.clear()
+        st.kept = 0
+    st.kept += len(data)
+    st.written.setdefault(t.handle, []).append((t.va, data, t.frames))
+
+
+def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
+    """The bytes RDMA WRITEs put in these segments (lengths as the reply reports them), or None."""
+    out = []
+    frames: list[int] = []
+    for s in segs:
+        pieces = st.written.get(s.handle)
+        if not pieces:
+            if s.length:
+                return None
+            continue
+        inside = [(va - s.offset, d) for va, d, fr in pieces if s.offset <= va < s.offset + max(s.length, 1)]
+        for va, _d, fr in pieces:
+            if s.offset <= va < s.offset + max(s.length, 1):
+                frames.extend(fr)
+        data = _segment_bytes(inside, s.length)
+        if len(data) < s.length:
+            return None
+        out.append(data)
+    return b"".join(out), frames
+
+
+def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: Any) -> None:
+    """Called by the RPC-over-RDMA dissectors for each message: follow its chunks."""
+    if msg.proc not in (0, 1, 2) or msg.malformed is not None:
+        return
+    if not (msg.reads or msg.writes or msg.reply):
+        return
+    from .rpcrdma import rpc_flow
+    st = _state(ctx)
+    if msg.reads:
+        reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
+        job = _ReadJob(msg, reduced, rpc_flow(pkt))
+        if job.need:
+            for s in msg.reads:
+                st.read_jobs[s.handle] = job
+            _bound(st.read_jobs)
+    chunks = list(msg.writes)
+    if msg.reply is not None:
+        chunks.append(msg.reply)
+    if not msg.is_reply:
+        for c in chunks:
+            for s in c:
+                st.write_wants[s.handle] = msg.xid
+        _bound(st.write_wants)
+        return
+    if msg.reply is not None and msg.proc == 1:
+        got = _written(st, msg.reply)
+        if got is not None and got[0]:
+            whole, frames = got
+            _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)) + [pkt.frame.num],
+                          "RDMA WRITE (Reply chunk)", rpc_flow(pkt))
+    elif msg.writes:
+        frames = []
+        for c in msg.writes:
+            got = _written(st, c)
+            if got is not None:
+                frames.extend(got[1])
+        if frames:
+            msg.rebuilt_frames = sorted(set(frames))
+    for c in chunks:
+        for s in c:
+            st.write_wants.pop(s.handle, None)
+            data = st.written.pop(s.handle, None)
+            if data:
+                st.kept -= sum(len(d) for _, d, _f in data)
+
+
+def _register(key: str, fn: Any) -> None:
+    if ib_payload.by_key.get(key) is None:
+        ib_payload.register(key, fn)
+
+
+_register("send", dissect_send)
+_register("read_response", dissect_read_response)
+_register("write", dissect_write)
+infiniband.bth_observers.append(observe_read_request)

@@ -1,0 +1,535 @@
+"""RPC-over-RDMA Version 1 (RFC 8166; RDMA_MSGP and RDMA_DONE from RFC 5666) and the entry for all versions.
+
+Reached two ways: by the connection's RDMA-CM port (``rdmacm.port`` 20049, the
+NFS/RDMA service; also iWARP) or, for captures without the CM exchange, by a
+strict heuristic on ``ib.payload`` (version 1 or 2, procedure in range, chunk
+lists consistent with the length, RDMA_MSG's XID equal to the RPC message's).
+The version word tells v1 from v2 (rpcrdma2.py).  The transport header is
+parsed once into an ``RpcRdmaMessage`` (the facts, with no text), which becomes
+the layers, the info line and the per-packet note ``rpcrdma`` for analysis; the
+RPC message that follows goes to onc_rpc.  Read chunks whose data crosses by
+RDMA READ and Reply chunks written by RDMA WRITE are rebuilt into the whole RPC
+message by rdma_reassembly when those packets are in the capture.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from ..fields import Field
+from ..packet import Layer, Packet
+from ..registry import add_data, table
+from . import onc_rpc
+from .xdr import Cursor, XdrError, p32, p64
+
+NFS_RDMA_PORT = 20049
+
+PROCS = {0: "RDMA_MSG", 1: "RDMA_NOMSG", 2: "RDMA_MSGP", 3: "RDMA_DONE", 4: "RDMA_ERROR"}
+ERRCODES = {1: "ERR_VERS", 2: "ERR_CHUNK"}
+
+XID = Field("rpcrdma.xid", 32, "XID", "hex")
+VERSION = Field("rpcrdma.version", 32, "Version")
+CREDITS = Field("rpcrdma.credits", 32, "Credits (flow control)")
+PROC = Field("rpcrdma.proc", 32, "Message Type", names=PROCS)
+ALIGN = Field("rpcrdma.align", 32, "RDMA align", unit="bytes")
+THRESH = Field("rpcrdma.thresh", 32, "RDMA threshold", unit="bytes")
+READS_COUNT = Field("rpcrdma.reads_count", 0, "Read segments")
+READ_CHUNKS = Field("rpcrdma.read_chunks", 0, "Read chunks")
+WRITES_COUNT = Field("rpcrdma.writes_count", 0, "Write chunks")
+REPLY_COUNT = Field("rpcrdma.reply_count", 0, "Reply chunk present", "bool")
+READ_POS = Field("rpcrdma.read.segment.position", 32, "Position in XDR", unit="bytes")
+READ_HANDLE = Field("rpcrdma.read.segment.handle", 32, "RDMA handle", "hex")
+READ_LENGTH = Field("rpcrdma.read.segment.length", 32, "RDMA length", unit="bytes")
+READ_OFFSET = Field("rpcrdma.read.segment.offset", 64, "RDMA offset", "hex")
+RCHUNK_POS = Field("rpcrdma.read.chunk.position", 0, "Chunk position", unit="bytes")
+RCHUNK_SEGS = Field("rpcrdma.read.chunk.segments", 0, "Segments")
+RCHUNK_LEN = Field("rpcrdma.read.chunk.length", 0, "Chunk length", unit="bytes")
+WCHUNK_SEGS = Field("rpcrdma.write.chunk.segment_count", 32, "Segment count")
+WCHUNK_LEN = Field("rpcrdma.write.chunk.length", 0, "Chunk length", unit="bytes")
+WRITE_HANDLE = Field("rpcrdma.write.segment.handle", 32, "RDMA handle", "hex")
+WRITE_LENGTH = Field("rpcrdma.write.segment.length", 32, "RDMA length", unit="bytes")
+WRITE_OFFSET = Field("rpcrdma.write.segment.offset", 64, "RDMA offset", "hex")
+REPLY_SEGS = Field("rpcrdma.reply.segment_count", 32, "Segment count")
+REPLY_LEN = Field("rpcrdma.reply.length", 0, "Chunk length", unit="bytes")
+REPLY_HANDLE = Field("rpcrdma.reply.segment.handle", 32, "RDMA handle", "hex")
+REPLY_LENGTH = Field("rpcrdma.reply.segment.length", 32, "RDMA length", unit="bytes")
+REPLY_OFFSET = Field("rpcrdma.reply.segment.offset", 64, "RDMA offset", "hex")
+ERRCODE = Field("rpcrdma.errcode", 32, "Error code", names=ERRCODES)
+VERS_LOW = Field("rpcrdma.vers_low", 32, "Version low")
+VERS_HIGH = Field("rpcrdma.vers_high", 32, "Version high")
+SHAPE = Field("rpcrdma.shape", 0, "Message shape", "str")
+PAYLOAD_LEN = Field("rpcrdma.payload_len", 0, "RPC payload length", unit="bytes")
+HEADER_LEN = Field("rpcrdma.header_len", 0, "Transport header length", unit="bytes")
+SEND_FRAMES = Field("rpcrdma.send_frames", 0, "Reassembled from SEND frames", "str")
+
+_HDR = struct.Struct(">IIII")
+
+
+class Segment:
+    """One RDMA segment; ``position`` is set for read segments only.  ``at`` is its offset in the buffer."""
+
+    __slots__ = ("position", "handle", "length", "offset", "at")
+
+    def __init__(self, position: int | None, handle: int, length: int, offset: int, at: int) -> None:
+        self.position = position
+        self.handle = handle
+        self.length = length
+        self.offset = offset
+        self.at = at
+
+    def __repr__(self) -> str:
+        pos = f"pos={self.position} " if self.position is not None else ""
+        return f"<Segment {pos}handle=0x{self.handle:x} len={self.length} off=0x{self.offset:x}>"
+
+
+class RpcRdmaMessage:
+    """The facts of one RPC-over-RDMA message (v1 or v2), noted on the packet as ``rpcrdma``.
+
+    ``proc`` is the v1 procedure or the v2 header type; ``credits`` is the raw credit word, and
+    for v2 ``max_credits`` (high 16 bits) and ``granted`` (low 16 bits).  ``reads`` are the read
+    segments in wire order, ``read_chunks`` the same grouped by position as (position, [segments]);
+    ``writes`` is the Write list (a list of chunks, each a list of segments), ``reply`` the Reply
+    chunk's segments or None.  ``rpc`` is the onc_rpc.RpcInfo of the RPC message carried inline
+    (reduced when chunks were taken out of it); its ``ddp`` lists the DDP-eligible items.
+    ``frames`` are the frames of the SENDs this message came in; ``rebuilt_frames`` and
+    ``rebuilt_rpc`` are set once the whole RPC message has been rebuilt from RDMA READ responses
+    or RDMA WRITEs (``rebuilt_frame`` is the frame that completed it).
+    """
+
+    __slots__ = ("version", "xid", "proc", "credits", "max_credits", "granted", "flags", "inv_handle", "align",
+                 "thresh", "reads", "read_chunks", "writes", "reply", "errcode", "vers_low", "vers_high",
+                 "error_args", "props", "header_len", "payload_len", "rpc", "shape", "frame", "frames",
+                 "rebuilt_frames", "rebuilt_rpc", "rebuilt_frame", "continuation", "malformed", "is_reply")
+
+    def __init__(self, version: int, xid: int, credits: int, proc: int) -> None:
+        self.version = version
+        self.xid = xid
+        self.credits = credits
+        self.proc = proc
+        self.max_credits: int | None = None
+        self.granted: int | None = None
+        self.flags: int | None = None
+        self.inv_handle: int | None = None
+        self.align: int | None = None
+        self.thresh: int | None = None
+        self.reads: list[Segment] = []
+        self.read_chunks: list[tuple[int, list[Segment]]] = []
+        self.writes: list[list[Segment]] = []
+        self.reply: list[Segment] | None = None
+        self.errcode: int | None = None
+        self.vers_low: int | None = None
+        self.vers_high: int | None = None
+        self.error_args: dict[str, int] | None = None   # v2: the error union's arm
+        self.props: list[tuple[int, Any]] | None = None  # v2 CONNPROP: (property id, decoded value or raw bytes)
+        self.header_len = 0
+        self.payload_len = 0
+        self.rpc: onc_rpc.RpcInfo | None = None
+        self.shape = ""
+        self.frame = 0
+        self.frames: list[int] = []
+        self.rebuilt_frames: list[int] | None = None
+        self.rebuilt_rpc: onc_rpc.RpcInfo | None = None
+        self.rebuilt_frame: int | None = None
+        self.continuation: list[int] | None = None      # v2: frames of a Message Continuation sequence
+        self.malformed: str | None = None
+        self.is_reply: bool | None = None
+
+    @property
+    def has_chunks(self) -> bool:
+        return bool(self.reads or self.writes or self.reply)
+
+    def __repr__(self) -> str:
+        return f"<RpcRdmaMessage v{self.version} xid=0x{self.xid:08x} proc={self.proc}>"
+
+
+# --- parsing (shared by v1 and v2: the chunk lists have one encoding) ------------------------------
+def _bool(cur: Cursor, what: str) -> int:
+    v = cur.u32(what)
+    if v > 1:
+        raise XdrError(f"{what}: discriminator {v} is not 0 or 1", 0, 0)
+    return v
+
+
+def parse_lists(cur: Cursor, msg: RpcRdmaMessage) -> None:
+    """Read list, Write list, Reply chunk (RFC 8166 §4.3; draft-01 §6.2.3 for v2)."""
+    reads = msg.reads
+    while _bool(cur, "read list"):
+        at = cur.pos
+        pos, handle, length, offset = cur.read_segment()
+        reads.append(Segment(pos, handle, length, offset, at))
+    if reads:
+        groups: dict[int, list[Segment]] = {}
+        for s in reads:
+            groups.setdefault(s.position, []).append(s)  # type: ignore[arg-type]
+        msg.read_chunks = list(groups.items())
+    while _bool(cur, "write list"):
+        n = cur.count(16, "write chunk segment count")
+        chunk = []
+        for _ in range(n):
+            at = cur.pos
+            handle, length, offset = cur.segment()
+            chunk.append(Segment(None, handle, length, offset, at))
+        msg.writes.append(chunk)
+    if _bool(cur, "reply chunk"):
+        n = cur.count(16, "reply chunk segment count")
+        reply = []
+        for _ in range(n):
+            at = cur.pos
+            handle, length, offset = cur.segment()
+            reply.append(Segment(None, handle, length, offset, at))
+        msg.reply = reply
+
+
+def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str | None]:
+    """The v1 transport header; returns (message, None) or (partial message or None, reason)."""
+    if end - off < 16:
+        return None, f"transport header: truncated ({end - off} of 16 bytes)"
+    xid, vers, credits, proc = _HDR.unpack_from(buf, off)
+    msg = RpcRdmaMessage(vers, xid, credits, proc)
+    cur = Cursor(buf, off + 16, end)
+    try:
+        if proc in (0, 1, 2):
+            if proc == 2:
+                msg.align = cur.u32("rdma_align")
+                msg.thresh = cur.u32("rdma_thresh")
+            parse_lists(cur, msg)
+        elif proc == 4:
+            msg.errcode = cur.u32("rdma_err")
+            if msg.errcode == 1:
+                msg.vers_low = cur.u32("rdma_vers_low")
+                msg.vers_high = cur.u32("rdma_vers_high")
+            elif msg.errcode != 2:
+                msg.header_len = cur.pos - off
+                return msg, f"RDMA_ERROR: error code {msg.errcode} is not defined"
+        elif proc != 3:
+            msg.header_len = 16
+            return msg, f"procedure {proc} is not defined"
+    except XdrError as e:
+        msg.header_len = cur.pos - off
+        return msg, str(e)
+    msg.header_len = cur.pos - off
+    msg.payload_len = end - cur.pos
+    return msg, None
+
+
+# --- encoding (tests and the traffic generator build messages with these) -------------------------
+def encode_lists(reads: list = (), writes: list = (), reply: list | None = None) -> bytes:
+    """``reads``: (position, handle, length, offset) tuples; ``writes``: lists of (handle, length, offset);
+    ``reply``: a list of (handle, length, offset) or None."""
+    out = []
+    for pos, handle, length, offset in reads:
+        out.append(p32(1, pos, handle, length) + p64(offset))
+    out.append(p32(0))
+    for chunk in writes:
+        out.append(p32(1, len(chunk)))
+        for handle, length, offset in chunk:
+            out.append(p32(handle, length) + p64(offset))
+    out.append(p32(0))
+    if reply is None:
+        out.append(p32(0))
+    else:
+        out.append(p32(1, len(reply)))
+        for handle, length, offset in reply:
+            out.append(p32(handle, length) + p64(offset))
+    return b"".join(out)
+
+
+def encode_v1(xid: int, proc: int = 0, credits: int = 128, *, reads: list = (), writes: list = (),
+              reply: list | None = None, payload: bytes = b"", align: int = 0, thresh: int = 0,
+              errcode: int | None = None, vers_low: int = 1, vers_high: int = 1, version: int = 1) -> bytes:
+    """An RPC-over-RDMA v1 message: transport header, then ``payload`` (the RPC message or its reduction)."""
+    head = p32(xid, version, credits, proc)
+    if proc in (0, 1):
+        return head + encode_lists(reads, writes, reply) + payload
+    if proc == 2:
+        return head + p32(align, thresh) + encode_lists(reads, writes, reply) + payload
+    if proc == 4:
+        code = 1 if errcode is None else errcode
+        return head + (p32(code, vers_low, vers_high) if code == 1 else p32(code)) + payload
+    return head + payload
+
+
+# --- layers and text ----------------------------------------------------------------------------------
+def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
+    """The chunk lists as sub-trees of ``lay``."""
+    lay.add(READS_COUNT, len(msg.reads))
+    lay.add(WRITES_COUNT, len(msg.writes))
+    lay.add(REPLY_COUNT, msg.reply is not None)
+    if msg.reads:
+        lay.add(READ_CHUNKS, len(msg.read_chunks))
+        first = msg.reads[0].at - 4
+        rl = lay.child("rpcrdma.read_list", None, first, msg.reads[-1].at + 20 - first,
+                       f"Read list ({len(msg.reads)} segments, {len(msg.read_chunks)} chunks)")
+        for pos, segs in msg.read_chunks:
+            total = sum(s.length for s in segs)
+            ch = rl.child("rpcrdma.read_chunk", None, segs[0].at, 20 * len(segs),
+                          f"Read chunk at position {pos} ({len(segs)} segments, {total} bytes)")
+            ch.add(RCHUNK_POS, pos)
+            ch.add(RCHUNK_SEGS, len(segs))
+            ch.add(RCHUNK_LEN, total)
+            for s in segs:
+                sg = ch.child("rpcrdma.read_segment", None, s.at, 20, "Read segment")
+                a = s.at
+                sg.add(READ_POS, s.position, a, 4)
+                sg.add(READ_HANDLE, s.handle, a + 4, 4)
+                sg.add(READ_LENGTH, s.length, a + 8, 4)
+                sg.add(READ_OFFSET, s.offset, a + 12, 8)
+    for i, chunk in enumerate(msg.writes):
+        at = chunk[0].at - 4 if chunk else start
+        total = sum(s.length for s in chunk)
+        wc = lay.child("rpcrdma.write_chunk", None, at, 4 + 16 * len(chunk),
+                       f"Write chunk {i} ({len(chunk)} segments, {total} bytes)")
+        wc.add(WCHUNK_SEGS, len(chunk), at, 4)
+        wc.add(WCHUNK_LEN, total)
+        for s in chunk:
+            sg = wc.child("rpcrdma.write_segment", None, s.at, 16, "RDMA segment")
+            sg.add(WRITE_HANDLE, s.handle, s.at, 4)
+            sg.add(WRITE_LENGTH, s.length, s.at + 4, 4)
+            sg.add(WRITE_OFFSET, s.offset, s.at + 8, 8)
+    if msg.reply is not None:
+        segs = msg.reply
+        at = segs[0].at - 4 if segs else start
+        total = sum(s.length for s in segs)
+        rc = lay.child("rpcrdma.reply_chunk", None, at, 4 + 16 * len(segs),
+                       f"Reply chunk ({len(segs)} segments, {total} bytes)")
+        rc.add(REPLY_SEGS, len(segs), at, 4)
+        rc.add(REPLY_LEN, total)
+        for s in segs:
+            sg = rc.child("rpcrdma.reply_segment", None, s.at, 16, "RDMA segment")
+            sg.add(REPLY_HANDLE, s.handle, s.at, 4)
+            sg.add(REPLY_LENGTH, s.length, s.at + 4, 4)
+            sg.add(REPLY_OFFSET, s.offset, s.at + 8, 8)
+
+
+def lists_text(msg: RpcRdmaMessage) -> str:
+    parts = []
+    if msg.reads:
+        chunks = " ".join(f"chunk(pos {pos}, {len(segs)} seg{'s' if len(segs) != 1 else ''} "
+                          f"{sum(s.length for s in segs)}B)" for pos, segs in msg.read_chunks)
+        parts.append(f"reads={len(msg.read_chunks)} {chunks}")
+    if msg.writes:
+        chunks = " ".join(f"chunk({len(c)} seg{'s' if len(c) != 1 else ''} {sum(s.length for s in c)}B)"
+                          for c in msg.writes)
+        parts.append(f"writes={len(msg.writes)} {chunks}")
+    if msg.reply is not None:
+        parts.append(f"reply=chunk({len(msg.reply)} seg{'s' if len(msg.reply) != 1 else ''} "
+                     f"{sum(s.length for s in msg.reply)}B)")
+    return " ".join(parts)
+
+
+def shape_of(msg: RpcRdmaMessage, is_reply: bool | None) -> str:
+    """The message shapes as seeds/002 and seeds/001 name them."""
+    proc = msg.proc
+    if msg.version == 1 and proc == 3:
+        return "pull completion (RDMA_DONE)"
+    if proc not in (0, 1, 2):
+        return ""
+    pos0 = any(pos == 0 for pos, _ in msg.read_chunks)
+    if proc == 1:
+        if pos0:
+            return "responder-provided Read chunk reply" if is_reply else "Special call (Position Zero Read chunk)"
+        if msg.reply is not None:
+            return "Special reply (Reply chunk)"
+        if not msg.has_chunks:
+            return "credit refresh"
+        return "external message"
+    if not msg.has_chunks:
+        return "pure inline"
+    if msg.reads:
+        return "reduced call (Read list)"
+    if is_reply:
+        return "reply with Write list" if msg.writes else "reply"
+    if msg.writes and msg.reply is not None:
+        return "call with Write list and Reply chunk"
+    if msg.writes:
+        return "call with Write list"
+    return "call with Reply chunk"
+
+
+# --- the connection's state -------------------------------------------------------------------------
+def flow_key(pkt: Packet) -> tuple:
+    """One direction of one connection."""
+    conv = pkt.conv
+    if conv is not None:
+        return (conv.conn_id, conv.direction(pkt))
+    ib = pkt.ib
+    return (pkt.src, pkt.dst, ib.destqp if ib is not None else None)
+
+
+def rpc_flow(pkt: Packet) -> tuple:
+    """Both directions of one connection: where a call and its reply meet."""
+    conv = pkt.conv
+    if conv is not None:
+        return ("conn", conv.conn_id)
+    a, b = pkt.src, pkt.dst
+    return (a, b) if a <= b else (b, a)
+
+
+def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
+    """Whether a message without an RPC payload is a reply: the flag in v2, else a pending call's XID."""
+    if msg.flags is not None:
+        return bool(msg.flags & 1)
+    calls = ctx.get("rpc.calls", onc_rpc._Calls)
+    if (rpc_flow(pkt), msg.xid) in calls.by_key:
+        return True
+    conv = pkt.conv
+    if conv is not None:
+        try:
+            return conv.direction(pkt) == "s2c"
+        except Exception:   # a connection object without directions: decide by the XID alone
+            return None
+    return None
+
+
+def send_frames(pkt: Packet) -> list[int]:
+    extra = pkt.extra
+    frames = extra.get("rdma.send_frames") if extra else None
+    return list(frames) if frames else [pkt.frame.num]
+
+
+def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaMessage) -> None:
+    """Hand the RPC message after the transport header to onc_rpc, telling NFS which items were reduced."""
+    positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
+    pkt.note("rpcrdma.chunks", (positions, len(msg.writes)))
+    msg.rpc = onc_rpc.dissect_rpc(pkt, buf, off, end, ctx, rpc_flow(pkt))
+    pkt.extra.pop("rpcrdma.chunks", None)   # type: ignore[union-attr]
+    if msg.rpc is not None:
+        msg.is_reply = msg.rpc.msgtype == 1
+        if msg.rpc.xid != msg.xid:
+            pkt.add_expert("warning", "protocol",
+                           f"RPC XID 0x{msg.rpc.xid:08x} differs from the transport header's 0x{msg.xid:08x}",
+                           "RFC 8166 §4.2.1")
+
+
+# --- dissection -------------------------------------------------------------------------------------
+def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+    """Any version: the dissector of the NFS/RDMA port."""
+    if end - off >= 8 and buf[off + 4] == 0 and buf[off + 5] == 0 and buf[off + 6] == 0 and buf[off + 7] == 2:
+        from . import rpcrdma2
+        rpcrdma2.dissect_v2(pkt, buf, off, end, ctx)
+        return
+    msg, err = parse_v1(buf, off, end)
+    show_v1(pkt, buf, off, end, ctx, msg, err)
+
+
+def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaMessage | None,
+            err: str | None) -> None:
+    pkt.proto = "RPCoRDMA"
+    if msg is None:
+        pkt.set_info("RPC-over-RDMA")
+        pkt.truncated("rpcrdma", end - off, 16)
+        return
+    lay = pkt.add_layer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA")
+    lay.add(XID, msg.xid, off, 4)
+    lay.add(VERSION, msg.version, off + 4, 4)
+    lay.add(CREDITS, msg.credits, off + 8, 4)
+    lay.add(PROC, msg.proc, off + 12, 4)
+    msg.frame = pkt.frame.num
+    msg.frames = send_frames(pkt)
+    if len(msg.frames) > 1:
+        lay.add(SEND_FRAMES, ",".join(map(str, msg.frames)))
+    pkt.note("rpcrdma", msg)
+    if msg.version != 1:
+        pkt.set_info(f"RPC-over-RDMA version {msg.version} xid=0x{msg.xid:08x}")
+        pkt.add_expert("warning", "protocol", f"RPC-over-RDMA version {msg.version} is not known "
+                       "(a v1 responder answers RDMA_ERROR ERR_VERS)", "RFC 8166 §5")
+        if end > off + 16:
+            add_data(pkt, buf, off + 16, end)
+        return
+    name = PROCS.get(msg.proc, f"proc {msg.proc}")
+    text = f"RPC-over-RDMA v1 {name} xid=0x{msg.xid:08x} credits={msg.credits}"
+    p = off + 16
+    if msg.proc == 2 and msg.align is not None:
+        lay.add(ALIGN, msg.align, p, 4)
+        if msg.thresh is not None:
+            lay.add(THRESH, msg.thresh, p + 4, 4)
+        p += 8
+    if msg.proc in (0, 1, 2):
+        add_lists(lay, msg, p)
+        lt = lists_text(msg)
+        if lt:
+            text += " " + lt
+    elif msg.proc == 4 and msg.errcode is not None:
+        lay.add(ERRCODE, msg.errcode, p, 4)
+        text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
+        if msg.vers_low is not None:
+            lay.add(VERS_LOW, msg.vers_low, p + 4, 4)
+            lay.add(VERS_HIGH, msg.vers_high, p + 8, 4)
+            text += f" versions {msg.vers_low}..{msg.vers_high}"
+    pkt.set_info(text)
+    if err is not None:
+        msg.malformed = err
+        pkt.set_malformed(f"rpcrdma: {err}")
+        return
+    pstart = off + msg.header_len
+    lay.add(HEADER_LEN, msg.header_len)
+    if msg.proc == 1 and not msg.has_chunks:
+        pkt.add_expert("warning", "protocol", "RDMA_NOMSG with no chunk: nothing conveys the RPC message",
+                       "RFC 8166 §4.2.4")
+    if msg.proc in (1, 3, 4) and end > pstart:
+        pkt.add_expert("warning", "protocol", f"{end - pstart} bytes after a {name} header", "RFC 8166 §4.2.4")
+        add_data(pkt, buf, pstart, end)
+    if msg.proc == 0 or msg.proc == 2:
+        lay.add(PAYLOAD_LEN, end - pstart)
+        if msg.proc == 2 and msg.align:
+            # RDMA_MSGP: the RPC message starts at the next multiple of rdma_align (RFC 5666 §4.1).
+            rel = pstart - off
+            pad = (-rel) % msg.align if msg.align <= 4096 else 0
+            pstart = min(end, pstart + pad)
+        if end > pstart:
+            carry_rpc(pkt, buf, pstart, end, ctx, msg)
+    if msg.is_reply is None:
+        msg.is_reply = _is_reply(pkt, msg, ctx)
+    msg.shape = shape_of(msg, msg.is_reply)
+    if msg.shape:
+        lay.add(SHAPE, msg.shape)
+    from . import rdma_reassembly
+    rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
+
+
+# --- recognising RPC-over-RDMA without the CM exchange -------------------------------------------------
+def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+    """Strict: version, procedure, lists that fit the length exactly, XID equal to the RPC message's."""
+    n = end - off
+    if n < 16 or buf[off + 4] or buf[off + 5] or buf[off + 6] or buf[off + 12] or buf[off + 13] or buf[off + 14]:
+        return False
+    vers = buf[off + 7]
+    if vers == 2:
+        from . import rpcrdma2
+        return rpcrdma2.heuristic(pkt, buf, off, end, ctx)
+    if vers != 1:
+        return False
+    proc = buf[off + 15]
+    if proc > 4:
+        return False
+    if proc == 3:
+        if n != 16:
+            return False
+        show_v1(pkt, buf, off, end, ctx, *parse_v1(buf, off, end))
+        return True
+    msg, err = parse_v1(buf, off, end)
+    if err is not None or msg is None:
+        return False
+    rest = n - msg.header_len
+    if proc == 4:
+        if rest:
+            return False
+        if msg.errcode == 1 and msg.vers_low > msg.vers_high:   # type: ignore[operator]
+            return False
+    elif proc == 1:
+        if rest or not msg.has_chunks:
+            return False
+    elif proc == 0:
+        # An RPC message must follow: its XID is the transport's, its type call or reply.
+        p = off + msg.header_len
+        if rest < 8 or buf[p:p + 4] != buf[off:off + 4] or buf[p + 4:p + 7] != b"\0\0\0" or buf[p + 7] > 1:
+            return False
+    elif proc == 2:
+        if msg.align not in (0, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
+            return False
+    show_v1(pkt, buf, off, end, ctx, msg, None)
+    return True
+
+
+table("rdmacm.port", "RC payload of RDMA-CM connections, by port").register(NFS_RDMA_PORT, dissect_rpcrdma)
+table("ib.payload").add_heuristic("rpcrdma", heuristic)

@@ -1,0 +1,151 @@
+"""A small bounded XDR reader (RFC 4506) shared by the RPC-over-RDMA, ONC RPC and NFS dissectors.
+
+Every read checks the bytes left first, and every count read from the wire is
+checked against the bytes it claims before anything is built from it, so a
+count of 2^32-1 in a 60-byte message is a short-read error, not an allocation.
+A failed read raises ``XdrError``, which each dissector catches at its entry:
+it never leaves the dissector.
+"""
+from __future__ import annotations
+
+import struct
+
+_U32 = struct.Struct(">I")
+_U64 = struct.Struct(">Q")
+_U32x2 = struct.Struct(">II")
+_U32x4 = struct.Struct(">IIII")
+_SEG = struct.Struct(">IIQ")        # handle, length, offset: an RDMA segment
+_RSEG = struct.Struct(">IIIQ")      # position, handle, length, offset: a read segment
+
+
+class XdrError(Exception):
+    """The XDR stream ended, or a count does not fit the bytes left."""
+
+    __slots__ = ("what", "have", "need")
+
+    def __init__(self, what: str, have: int, need: int) -> None:
+        super().__init__(what)
+        self.what = what
+        self.have = have
+        self.need = need
+
+    def __str__(self) -> str:
+        return f"{self.what}: truncated ({max(self.have, 0)} of {self.need} bytes)"
+
+
+class Cursor:
+    """Reads big-endian XDR items from ``buf[pos:end]``."""
+
+    __slots__ = ("buf", "pos", "end")
+
+    def __init__(self, buf: bytes, pos: int, end: int) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = end
+
+    @property
+    def left(self) -> int:
+        return self.end - self.pos
+
+    def need(self, n: int, what: str) -> int:
+        """Check that ``n`` bytes are left; return the position where they start."""
+        p = self.pos
+        if n < 0 or self.end - p < n:
+            raise XdrError(what, self.end - p, n)
+        return p
+
+    def u32(self, what: str = "uint32") -> int:
+        p = self.pos
+        if self.end - p < 4:
+            raise XdrError(what, self.end - p, 4)
+        self.pos = p + 4
+        return _U32.unpack_from(self.buf, p)[0]
+
+    def u64(self, what: str = "uint64") -> int:
+        p = self.pos
+        if self.end - p < 8:
+            raise XdrError(what, self.end - p, 8)
+        self.pos = p + 8
+        return _U64.unpack_from(self.buf, p)[0]
+
+    def segment(self, what: str = "segment") -> tuple[int, int, int]:
+        """An RDMA segment: (handle, length, offset)."""
+        p = self.pos
+        if self.end - p < 16:
+            raise XdrError(what, self.end - p, 16)
+        self.pos = p + 16
+        return _SEG.unpack_from(self.buf, p)
+
+    def read_segment(self, what: str = "read segment") -> tuple[int, int, int, int]:
+        """A read segment: (position, handle, length, offset)."""
+        p = self.pos
+        if self.end - p < 20:
+            raise XdrError(what, self.end - p, 20)
+        self.pos = p + 20
+        return _RSEG.unpack_from(self.buf, p)
+
+    def count(self, item_size: int, what: str) -> int:
+        """A counted-array length, checked against the bytes its items need (``item_size`` each, at least 1)."""
+        n = self.u32(what)
+        if n * max(item_size, 1) > self.end - self.pos:
+            raise XdrError(what, self.end - self.pos, n * max(item_size, 1))
+        return n
+
+    def opaque_span(self, what: str = "opaque") -> tuple[int, int]:
+        """Variable-length opaque: returns (start, length) in ``buf`` and skips the padded bytes."""
+        n = self.u32(what)
+        padded = (n + 3) & ~3
+        p = self.pos
+        if padded > self.end - p:
+            raise XdrError(what, self.end - p, padded)
+        self.pos = p + padded
+        return p, n
+
+    def opaque(self, what: str = "opaque") -> bytes:
+        p, n = self.opaque_span(what)
+        return bytes(self.buf[p:p + n])
+
+    def fixed(self, n: int, what: str = "fixed opaque") -> bytes:
+        padded = (n + 3) & ~3
+        p = self.need(padded, what)
+        self.pos = p + padded
+        return bytes(self.buf[p:p + n])
+
+    def string(self, what: str = "string") -> str:
+        p, n = self.opaque_span(what)
+        return bytes(self.buf[p:p + n]).decode("utf-8", "replace")
+
+    def skip(self, n: int, what: str = "data") -> None:
+        self.pos = self.need(n, what) + n
+
+    def skip_opaque(self, what: str = "opaque") -> None:
+        self.opaque_span(what)
+
+    def skip_u32s(self, what: str = "uint32 array") -> int:
+        """A counted array of uint32 (e.g. a bitmap4): skip it, return the count."""
+        n = self.count(4, what)
+        self.pos += 4 * n
+        return n
+
+    def u32_array(self, what: str = "uint32 array") -> list[int]:
+        n = self.count(4, what)
+        p = self.pos
+        self.pos = p + 4 * n
+        return list(struct.unpack_from(f">{n}I", self.buf, p)) if n else []
+
+
+# --- encoding helpers (used by the encoders beside the decoders and by tests) -----------------------
+def p32(*values: int) -> bytes:
+    return b"".join(_U32.pack(v & 0xFFFFFFFF) for v in values)
+
+
+def p64(value: int) -> bytes:
+    return _U64.pack(value & 0xFFFFFFFFFFFFFFFF)
+
+
+def popaque(data: bytes) -> bytes:
+    return _U32.pack(len(data)) + bytes(data) + b"\0" * (-len(data) % 4)
+
+
+def pstring(text: str) -> bytes:
+    return popaque(text.encode())
