@@ -24,8 +24,8 @@ RDMAP_OPCODES = {
 # Which buffer model each opcode must use (RFC 5040 table 3, RFC 7306 section 8): True = tagged.
 _TAGGED_OPS = {0: True, 1: False, 2: True, 3: False, 4: False, 5: False, 6: False, 7: False, 8: False,
                9: False, 10: False, 11: False}
-# The queue each untagged opcode goes to (RFC 5040 section 5.1, RFC 7306 section 8.1).
-_QUEUE_OF = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2, 8: 0, 9: 0, 10: 3, 11: 1}
+# The queue each untagged RFC 5040 opcode goes to (RFC 5040 section 5.1).
+_QUEUE_OF = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2}
 SEND_OPS = frozenset({3, 4, 5, 6})
 INVALIDATE_OPS = frozenset({4, 6})
 

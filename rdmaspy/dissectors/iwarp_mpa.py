@@ -65,6 +65,9 @@ MARKER = Header("mpa", "MPA Marker", [
     F("marker_fpduptr", 16, "FPDU back pointer", unit="bytes"),
 ])
 PRIVATE_DATA = Field("mpa.privatedata", 0, "Private data", "bytes")
+# Bit 0x10 of Res: Linux (siw, cxgb4) sets it with revision 2 to say the private data begins with
+# the RFC 6581 IRD/ORD word, and reads that word only when both are there.
+ENHANCED = Field("mpa.enhanced", 0, "Enhanced connection setup (Res bit 0x10, RFC 6581 IRD/ORD present)", "bool")
 PAD = Field("mpa.pad", 0, "Padding", "bytes")
 CRC = Field("mpa.crc", 32, "CRC", "hex")
 CRC_VALID = Field("iwarp.crc.valid", 0, "CRC32c valid", "bool")
@@ -376,7 +379,9 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
         text += " C"
     if flags & 0x20:
         text += " [Rejected]"
-    if flags & 0x1F:
+    enhanced = rev == 2 and bool(flags & 0x10)
+    lay.add(ENHANCED, enhanced, p + 16, 1)
+    if flags & (0x0F if enhanced else 0x1F):
         pkt.add_expert("warning", "protocol", "MPA Res bits are not zero", "RFC 5044 §7.1")
     if rev not in (1, 2):
         pkt.add_expert("warning", "protocol", f"MPA revision {rev} is neither 1 (RFC 5044) nor 2 (RFC 6581)")
@@ -386,7 +391,7 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
     pdend = p + need
     if pdlen:
         lay.add(PRIVATE_DATA, bytes(buf[pd:pdend]), pd, pdlen)
-    if rev == 2 and pdlen >= 4:
+    if enhanced and pdlen >= 4:
         lay.child("mpa.v2", IRD_ORD, pd, 4, "Enhanced MPA IRD/ORD (RFC 6581)")
         w = int.from_bytes(buf[pd:pd + 4], "big")
         params.p2p = bool(w >> 31)
@@ -397,7 +402,7 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
         if params.p2p:
             text += " P2P"
         pd += 4
-    elif rev == 2 and pdlen:
+    elif enhanced:
         pkt.add_expert("warning", "malformed", "Enhanced MPA private data shorter than the IRD/ORD word",
                        "RFC 6581 §5")
     text += f" PD={pdlen}"
@@ -551,6 +556,8 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
     else:
         if not iw:
             pkt.note("iwarp", iw)     # noted first: upper layers may look for it
+        else:
+            pkt.add_info("|")
         iwarp_ddp.dissect_ddp_rdmap(pkt, cbuf, c0 + 2, ul_end, ctx, stream=d, out=iw)
     if d.crc_now is False:
         pkt.add_info(f"[Bad MPA CRC 0x{wire:08x}, expected 0x{expected:08x}]")
