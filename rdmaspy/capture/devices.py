@@ -7,8 +7,10 @@ is a parameter so that tests can build a fake tree.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import socket
+import struct
 from dataclasses import dataclass, field
 
 from ..errors import RdmaspyError
@@ -16,6 +18,8 @@ from ..errors import RdmaspyError
 ANY = "any"
 IFF_UP = 0x1
 IFF_LOOPBACK = 0x8
+IFF_RUNNING = 0x40
+SIOCGIFFLAGS = 0x8913
 
 
 @dataclass
@@ -128,11 +132,13 @@ def resolve(name: str, sysfs: str = "/sys", exists=netdev_exists) -> Resolved:
                        f"'rdmaspy capture -D')")
 
 
-def _flags(name: str, sysfs: str) -> int:
-    v = _read(os.path.join(sysfs, "class", "net", name, "flags"))
+def _flags(name: str) -> int:
+    """SIOCGIFFLAGS: the kernel's view in this network namespace (sysfs may show another one)."""
     try:
-        return int(v, 16) if v else 0
-    except ValueError:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            req = fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, struct.pack("16sH14x", name.encode()[:15], 0))
+        return struct.unpack_from("16xH", req)[0]
+    except OSError:
         return 0
 
 
@@ -147,12 +153,12 @@ def listing(sysfs: str = "/sys") -> list[str]:
     i = 0
     for _idx, name in netdev_names():
         i += 1
-        fl = _flags(name, sysfs)
+        fl = _flags(name)
         tags = []
         if fl & IFF_LOOPBACK:
             tags.append("Loopback")
         tags.append("Up" if fl & IFF_UP else "Down")
-        if fl & IFF_UP and _read(os.path.join(sysfs, "class", "net", name, "carrier")) == "1":
+        if fl & IFF_RUNNING:
             tags.append("Running")
         if name in users:
             tags.append("RDMA " + ",".join(users[name]))
