@@ -422,6 +422,13 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     layers = pkt.layers
     ip = layers[-2] if len(layers) >= 2 else None
     pkt.proto = "RoCEv2"
+    if layers and layers[-1].proto == "udp":
+        need = ((buf[off - 4] << 8) | buf[off - 3]) - 8
+        if need > end - off:
+            # The capture stops before the ICRC: there is nothing to verify; say what is missing.
+            pkt.truncated("rocev2", end - off, need)
+            dissect_bth(pkt, buf, off, end, ctx)
+            return
     if ip is None or ip.proto not in ("ip", "ipv6"):
         # IPv6 with extension headers: find the IP layer further down.
         ip = next((lay for lay in reversed(layers) if lay.proto in ("ip", "ipv6")), None)
@@ -455,6 +462,12 @@ def dissect_grh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, lrh_off: 
         # RoCEv1: PayLen counts BTH..ICRC; trust it over Ethernet padding when it fits.
         if 16 <= paylen <= end - off - 40:
             end = off + 40 + paylen
+        elif paylen > end - off - 40:
+            # The capture stops before the ICRC: there is nothing to verify; say what is missing.
+            pkt.proto = "RoCE"
+            pkt.truncated("roce", end - off - 40, paylen)
+            dissect_bth(pkt, buf, off + 40, end, ctx)
+            return
         pkt.proto = "RoCE"
     ib = dissect_bth(pkt, buf, off + 40, end, ctx,
                      icrc_fn=lambda icrc_off: icrc_grh(buf, lrh_off, off, off + 40, icrc_off))
