@@ -223,7 +223,7 @@ def dissect_classportinfo(pkt: Packet, buf: bytes, off: int, end: int) -> bool:
 def dissect_smp_lid(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     info = _mad_of(pkt)
     attr = SMP_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
-    pkt.set_info(f"SMP {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}')[:-1]}({attr})")
+    pkt.set_info(f"SMP {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}()')[:-2]}({attr})")
     if end - off < SMP_LID.size:
         pkt.truncated("smplid", end - off, SMP_LID.size)
         return
@@ -254,7 +254,7 @@ def dissect_smp_dr(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     info = _mad_of(pkt)
     attr = SMP_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
     start = info.off + 4
-    pkt.set_info(f"SMP-DR {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}')[:-1]}({attr})")
+    pkt.set_info(f"SMP-DR {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}()')[:-2]}({attr})")
     if end - off < SMP_DR_BODY.size:
         pkt.truncated("smpdirected", end - off, SMP_DR_BODY.size)
         return
@@ -266,7 +266,7 @@ def dissect_smp_dr(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
 def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     info = _mad_of(pkt)
     attr = SA_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
-    pkt.set_info(f"SA {SA_METHODS.get(info.method, f'method 0x{info.method:02x}')[:-1]}({attr})")
+    pkt.set_info(f"SA {SA_METHODS.get(info.method, f'method 0x{info.method:02x}()')[:-2]}({attr})")
     need = RMPP.size + SA.size
     if end - off < need:
         pkt.truncated("sa", end - off, need)
@@ -307,7 +307,7 @@ def dissect_perf(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     if info.method == 0x81:
         v = lay.values
         if hdr is PORTCOUNTERS:
-            pkt.add_info(f"port={v[1]} xmit={v[20]}pkts rcv={v[21]}pkts")
+            pkt.add_info(f"port={v[1]} xmit={v[19]}pkts rcv={v[20]}pkts")
         else:
             pkt.add_info(f"port={v[1]} xmit={v[6]}pkts rcv={v[7]}pkts")
 
