@@ -376,7 +376,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: An
         got = _written(st, msg.reply)
         if got is not None and got[0]:
             whole, frames = got
-            _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)) + [pkt.frame.num],
+            _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
                           "RDMA WRITE (Reply chunk)", rpc_flow(pkt))
     elif msg.writes:
         frames = []

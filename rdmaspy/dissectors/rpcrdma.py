@@ -454,8 +454,9 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
         if msg.vers_low is not None:
             lay.add(VERS_LOW, msg.vers_low, p + 4, 4)
-            lay.add(VERS_HIGH, msg.vers_high, p + 8, 4)
-            text += f" versions {msg.vers_low}..{msg.vers_high}"
+            if msg.vers_high is not None:
+                lay.add(VERS_HIGH, msg.vers_high, p + 8, 4)
+                text += f" versions {msg.vers_low}..{msg.vers_high}"
     pkt.set_info(text)
     if err is not None:
         msg.malformed = err
@@ -508,7 +509,13 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         show_v1(pkt, buf, off, end, ctx, *parse_v1(buf, off, end))
         return True
     msg, err = parse_v1(buf, off, end)
-    if err is not None or msg is None:
+    if msg is None:
+        return False
+    if err is not None:
+        # A cut RDMA_ERROR is still recognisable by its error code; anything else cut is not taken.
+        if proc == 4 and msg.errcode in (1, 2) and n < 28:
+            show_v1(pkt, buf, off, end, ctx, msg, err)
+            return True
         return False
     rest = n - msg.header_len
     if proc == 4:
