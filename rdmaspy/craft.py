@@ -60,9 +60,8 @@ def _as_bytes(v: Any, n: int) -> bytes:
 def compile_packer(header: Header) -> Callable[..., bytes]:
     """A function ``pack(**fields)`` that builds ``header`` exactly as ``header.encode`` does.
 
-    Arguments are the short field names (``opcode``, ``psn``); missing ones are 0.  Dotted
-    short names (``dsfield.dscp``) become underscores (``dsfield_dscp`` ... only the last
-    part is used: ``dscp``).
+    Arguments are the last part of each field name (``opcode``, ``psn``; ``dscp`` for
+    ``ip.dsfield.dscp``); missing ones are 0 (zero bytes for byte fields).
     """
     params: list[str] = []
     exprs: list[str] = []
@@ -119,7 +118,7 @@ _pack_ip4 = packer(_ip.IPV4)
 _pack_ip6 = packer(_ip.IPV6)
 _pack_udp = packer(_tr.UDP)
 
-# Per opcode: for each extended header, its packer and its short field names.
+# Per extended header: the short names of its fields, to place flat keyword arguments.
 _EXT_FIELDS: dict[str, frozenset[str]] = {}
 
 
@@ -138,7 +137,10 @@ def ip_bytes(addr: Any, version: int) -> bytes:
         return bytes(addr)
     if isinstance(addr, int):
         return addr.to_bytes(4 if version == 4 else 16, "big")
-    return ipaddress.ip_address(addr).packed if version == 4 else ipaddress.IPv6Address(addr).packed
+    a = ipaddress.ip_address(addr)
+    if version == 4 or a.version == 6:
+        return a.packed
+    return b"\0" * 10 + b"\xff\xff" + a.packed      # IPv4 text for an IPv6 packet: IPv4-mapped
 
 
 @lru_cache(maxsize=4096)
@@ -267,16 +269,21 @@ def _l2(smac: Any, dmac: Any, etype: int, vlan: int | None) -> bytes:
 
 
 def rocev2(opcode: int, destqp: int = 0, psn: int = 0, payload: bytes = b"", *, ip: str | int = "4",
-           src: Any = "192.0.2.1", dst: Any = "192.0.2.2", smac: Any = "02:00:00:00:00:01",
+           src: Any = None, dst: Any = None, smac: Any = "02:00:00:00:00:01",
            dmac: Any = "02:00:00:00:00:02", sport: int = 49152, dport: int = ROCEV2_PORT, dscp: int = 0,
            ecn: int = 0, ttl: int = 64, ip_id: int = 0, df: int = 1, flow: int = 0, udp_checksum: int = 0,
            vlan: int | None = None, icrc: Any = "auto", **bth_ext: Any) -> bytes:
     """An Ethernet frame carrying RoCEv2 (IPv4 or IPv6, UDP port 4791) with its ICRC.
 
-    ``vlan`` is the 16-bit TCI of an 802.1Q tag (none by default); ``ttl`` is the hop limit for IPv6.
+    ``src``/``dst`` default to 192.0.2.1/.2 (IPv4) or 2001:db8::1/::2 (IPv6).  ``vlan`` is the 16-bit
+    TCI of an 802.1Q tag (none by default); ``ttl`` is the hop limit for IPv6.
     Remaining keywords are BTH fields (``se``, ``ackreq``, ``p_key``, ``becn`` ...) and extended-header fields.
     """
     version = 4 if str(ip) == "4" else 6
+    if src is None:
+        src = "192.0.2.1" if version == 4 else "2001:db8::1"
+    if dst is None:
+        dst = "192.0.2.2" if version == 4 else "2001:db8::2"
     t = transport(opcode, destqp, psn, payload, **bth_ext)
     prefix, crc = _rocev2_prefix(version, src, dst, smac, dmac, sport, dport, len(t) + 4, dscp, ecn, ttl,
                                  ip_id, df, flow, udp_checksum, vlan)
