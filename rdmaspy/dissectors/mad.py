@@ -213,6 +213,9 @@ def _mad_of(pkt: Packet) -> MadInfo:
 
 
 def dissect_classportinfo(pkt: Packet, buf: bytes, off: int, end: int) -> bool:
+    """ClassPortInfo in a response or a Set (a Get's attribute data is empty by definition)."""
+    if pkt.extra["mad"].method == 0x01:
+        return False
     if end - off < CLASSPORTINFO.size:
         pkt.truncated("classportinfo", end - off, CLASSPORTINFO.size)
         return False
