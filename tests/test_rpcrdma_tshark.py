@@ -13,7 +13,8 @@ so and checks what rdmaspy does instead:
 - tshark keys RPC conversations on the queue pairs: when the two directions use different
   QPs (the synthetic captures) it cannot match a reply to its call and shows program 0;
   rdmaspy matches by connection and XID: those generated fields are not compared there;
-- RPC-over-RDMA version 2 (synthetic frames) is not decoded by tshark 4.0 at all.
+- RPC-over-RDMA version 2 (synthetic frames) is not decoded by tshark 4.0 at all;
+- without the CM exchange (the rpcrdma_v1_shapes fixture) tshark rebuilds no chunked message.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from rdmaspy.packet import Layer
 from rdmaspy.readers import open_capture
 
 CAPTURES = ["rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap",
-            "synth_rocev2_cm_rpcrdma.pcap", "synth_rocev2_rpcrdma_write.pcap"]
+            "synth_rocev2_cm_rpcrdma.pcap", "synth_rocev2_rpcrdma_write.pcap", "rpcrdma_v1_shapes.pcap"]
 
 # rdmaspy field -> tshark field
 RDMA_MAP = {
@@ -55,6 +56,9 @@ RPC_MAP = {
     "rpc.authgss.procedure": "rpc.authgss.procedure", "rpc.authgss.seqnum": "rpc.authgss.seqnum",
     "rpc.authgss.service": "rpc.authgss.service",
 }
+# Without the CM exchange tshark 4.0 does not tie the RDMA READs and WRITEs to the connection and rebuilds
+# nothing; rdmaspy rebuilds there too (the calls and replies it rebuilds are checked in test_rpcrdma_v1.py).
+NO_CM = {"rpcrdma_v1_shapes.pcap"}
 GENERATED = ("rpc.program", "rpc.programversion", "rpc.procedure")
 TSHARK_FIELDS = sorted(set(RDMA_MAP.values()) | set(RPC_MAP.values()))
 
@@ -113,9 +117,13 @@ def test_every_rpcrdma_and_rpc_field_matches_tshark(decoded):
             # tshark's NFS dissectors repeat the program version as a generated item in calls
             tv["rpc.programversion"] = pv[:len(pv) // 2]
         if "rpc.xid" not in tv and "rpc.xid" in mv:
-            msg = (pkt.extra or {}).get("rpcrdma")
-            assert msg is not None and msg.reads, f"{name} #{num}: RPC where tshark has none"
-            reduced_calls += 1
+            extra = pkt.extra or {}
+            msg = extra.get("rpcrdma")
+            if name in NO_CM and "rpcrdma.rebuilt" in extra:
+                pass
+            else:
+                assert msg is not None and msg.reads, f"{name} #{num}: RPC where tshark has none"
+                reduced_calls += 1
             for k in RPC_MAP.values():
                 mv.pop(k, None)
         if tv.get("rpc.program") == [0] and "rpc.repframe" not in tv:

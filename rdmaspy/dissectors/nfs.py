@@ -543,3 +543,27 @@ rpc_program.register(NFS_CB_PROG, dissect_nfs_cb)
 rpc_program.register(MOUNT_PROG, _named("MOUNT", "MOUNT"))
 rpc_program.register(NLM_PROG, _named("NLM", "NLM"))
 rpc_program.register(NFSACL_PROG, _named("NFSACL", "NFSACL"))
+
+
+# --- encoding (tests and the traffic generator): bodies that carry DDP-eligible items ----------------
+def encode_v3_write_args(fh: bytes, offset: int, data: bytes, stable: int = 2, reduced: bool = False) -> bytes:
+    """WRITE3args; with ``reduced`` the data stays out (it travels in a Read chunk), its length stays in."""
+    from .xdr import p32, p64, popaque
+    tail = p32(len(data)) if reduced else popaque(data)
+    return popaque(fh) + p64(offset) + p32(len(data), stable) + tail
+
+
+def encode_v3_read_res(data: bytes, eof: bool = True, reduced: bool = False) -> bytes:
+    """READ3res (NFS3_OK, no attributes); with ``reduced`` the data went into a Write chunk."""
+    from .xdr import p32, popaque
+    tail = p32(len(data)) if reduced else popaque(data)
+    return p32(0, 0, len(data), int(eof)) + tail
+
+
+def encode_compound(ops: list[tuple[int, bytes]], minor: int = 2, tag: str = "",
+                    status: int | None = None) -> bytes:
+    """COMPOUND4args (``status`` None) or COMPOUND4res; each op is (opcode, encoded arguments or results,
+    results starting with their status)."""
+    from .xdr import p32, pstring
+    head = pstring(tag) + p32(minor) if status is None else p32(status) + pstring(tag)
+    return head + p32(len(ops)) + b"".join(p32(op) + body for op, body in ops)

@@ -340,3 +340,27 @@ def _set_info(pkt: Packet, info: RpcInfo) -> None:
     if not pkt.proto or pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", "RPCoRDMA", "RPC-over-RDMA"):
         pkt.proto = "RPC"
     pkt.add_info("| " + text)
+
+
+# --- encoding (tests and the traffic generator) -------------------------------------------------------
+def encode_auth_sys(stamp: int = 0, machine: str = "client", uid: int = 0, gid: int = 0,
+                    gids: tuple[int, ...] = ()) -> tuple[int, bytes]:
+    from .xdr import p32, pstring
+    return 1, p32(stamp) + pstring(machine) + p32(uid, gid, len(gids), *gids)
+
+
+def encode_call(xid: int, prog: int, vers: int, proc: int, body: bytes = b"",
+                cred: tuple[int, bytes] = (0, b""), verf: tuple[int, bytes] = (0, b"")) -> bytes:
+    """An RPC call message (RFC 5531 §9): header, credential, verifier, then ``body``."""
+    from .xdr import p32, popaque
+    return p32(xid, 0, 2, prog, vers, proc) + p32(cred[0]) + popaque(cred[1]) + p32(verf[0]) + \
+        popaque(verf[1]) + body
+
+
+def encode_reply(xid: int, body: bytes = b"", accept_stat: int = 0, verf: tuple[int, bytes] = (0, b""),
+                 denied: int | None = None) -> bytes:
+    """An accepted reply with ``accept_stat`` then ``body``, or (``denied`` 0/1) a rejected one."""
+    from .xdr import p32, popaque
+    if denied is not None:
+        return p32(xid, 1, 1, denied) + (p32(2, 2) if denied == 0 else p32(1)) + body
+    return p32(xid, 1, 0) + p32(verf[0]) + popaque(verf[1]) + p32(accept_stat) + body
