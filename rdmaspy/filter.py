@@ -106,6 +106,13 @@ def known_fields() -> Catalog:
                 for x in vars(obj).values():
                     if isinstance(x, (Header, Field)):
                         take(x, name)
+    # Layers made without a Header (icrc, data, mpa.v2) are named where they are made: read the
+    # names from the dissectors' source (calls to add_layer / child / Layer with a literal name).
+    for name in mods:
+        for proto, label in _layer_names(sys.modules[name]):
+            if proto not in protocols and proto not in fields:
+                protocols[proto] = label or proto
+                origin[proto] = name
     # A layer without a Header (icrc, data) is known by the prefix of its fields: every proper
     # prefix of a field name is a protocol or sub-tree name whose presence may be tested.
     for fname, f in list(fields.items()):
@@ -118,6 +125,41 @@ def known_fields() -> Catalog:
     _CATALOG = Catalog(fields, protocols, origin)
     _CATALOG_KEY = key
     return _CATALOG
+
+
+def _layer_names(mod: Any) -> list[tuple[str, str]]:
+    """(name, label) of the layers a module makes with a literal name: ``pkt.add_layer("x", ...)``,
+    ``lay.child("x", ...)``, ``Layer("x", ...)`` or a subclass of Layer."""
+    import ast
+    path = getattr(mod, "__file__", None)
+    if not path or not path.endswith(".py"):
+        return []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    makers = {"Layer"} | {n for n, v in vars(mod).items() if isinstance(v, type) and issubclass(v, Layer)}
+    label_at = {"add_layer": 5, "child": 4}
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        fn = node.func
+        what = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
+        if what not in label_at and what not in makers:
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            continue
+        label = ""
+        idx = label_at.get(what, 5)
+        arg = node.args[idx] if len(node.args) > idx else next(
+            (k.value for k in node.keywords if k.arg == "label"), None)
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+            label = arg.value
+        out.append((first.value, label))
+    return out
 
 
 # --- tokens ---------------------------------------------------------------------------------------

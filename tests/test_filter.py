@@ -224,7 +224,8 @@ def _packets(name: str):
 
 
 @pytest.mark.parametrize("name", ["rxe-ib_read_bw.pcap", "rxe-pyverbs-rc-verbs.pcap", "rxe-ucmatose.pcap",
-                                  "rocev2_cnp_cx4lx.pcap", "siw-rping.pcap"])
+                                  "rocev2_cnp_cx4lx.pcap", "siw-rping.pcap", "synth_rocev2_cm_rpcrdma.pcap",
+                                  "synth_rocev2_rpcrdma_write.pcap", "rxe-rdma_server-client.pcap"])
 def test_extractor_gives_the_same_values_as_packet_fields(name):
     """The filter's shortcut (only the names used) must see exactly what JSON sees."""
     pkts, t0 = _packets(name)

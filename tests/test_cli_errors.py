@@ -1,0 +1,177 @@
+"""User mistakes and damaged input: one ``rdmaspy: error:`` line and exit 1, a warning and exit 2 for a
+damaged capture, silence on a closed pipe and on Ctrl-C; never a traceback."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from conftest import capture
+from rdmaspy import readers
+from rdmaspy.cli import main
+
+READ_BW = capture("rxe-ib_read_bw.pcap")
+BIG = capture("rxe-nfsv3-concurrent.pcap")
+
+
+def via_subprocess(args: list[str], **kw) -> tuple[int, str, str]:
+    p = subprocess.run(["rdmaspy", *args], capture_output=True, text=True, **kw)
+    return p.returncode, p.stdout, p.stderr
+
+
+def via_main(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(args)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def check_error(result: tuple[int, str, str], *needles: str) -> None:
+    rc, out, err = result
+    assert rc == 1, err
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("rdmaspy: error: "), err
+    assert "Traceback" not in err
+    for n in needles:
+        assert n in err, (n, err)
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(b"")
+    text = tmp_path / "notes.txt"
+    text.write_text("this is not a capture at all\n")
+    short = tmp_path / "short.pcap"
+    short.write_bytes(b"\xd4\xc3")
+    return {"empty": empty, "text": text, "short": short, "dir": tmp_path, "missing": tmp_path / "nope.pcap"}
+
+
+CASES = [
+    (["decode", "{missing}"], ["no such file"]),
+    (["decode", "{dir}"], ["is a directory"]),
+    (["decode", "{text}"], ["not a pcap or pcapng file"]),
+    (["decode", "{empty}"], ["empty"]),
+    (["decode", "{short}"], ["not a capture file"]),
+    (["decode", str(READ_BW), "-Y", "bth.opcode == "], ["bad filter: expected a value after '==' at column 15"]),
+    (["decode", str(READ_BW), "-Y", "bth.opcod == 1"], ["unknown field 'bth.opcod'", "did you mean 'bth.opcode'"]),
+    (["decode", "{missing}", "-Y", "(("], ["bad filter"]),        # the filter is checked before the file
+    (["decode", str(READ_BW), "-c", "0"], ["argument -c: '0' must be at least 1"]),
+    (["decode", str(READ_BW), "-c", "-3"], ["argument -c"]),
+    (["decode", str(READ_BW), "-c", "many"], ["'many' is not a whole number"]),
+    (["decode", str(READ_BW), "-T", "xml"], ["argument -T: invalid choice: 'xml'"]),
+    (["decode"], ["the following arguments are required: file"]),
+    (["decode", str(READ_BW), "--bogus"], ["unrecognized arguments: --bogus"]),
+    (["frobnicate"], ["invalid choice: 'frobnicate'"]),
+    (["fields", "-T", "yaml"], ["invalid choice: 'yaml'"]),
+]
+
+
+@pytest.mark.parametrize("args, needles", CASES, ids=[" ".join(c[0]) for c in CASES])
+def test_errors_are_one_line_and_exit_1_in_process(args, needles, bad_files, capsys):
+    check_error(via_main([a.format(**bad_files) for a in args], capsys), *needles)
+
+
+@pytest.mark.parametrize("args, needles", CASES[:9], ids=[" ".join(c[0]) for c in CASES[:9]])
+def test_errors_are_one_line_and_exit_1_as_a_command(args, needles, bad_files):
+    check_error(via_subprocess([a.format(**bad_files) for a in args]), *needles)
+
+
+def test_unreadable_file_in_process(tmp_path, capsys, monkeypatch):
+    def denied(path, mode="r", *a, **kw):
+        raise PermissionError(13, "Permission denied", path)
+    monkeypatch.setattr(readers, "open", denied, raising=False)
+    check_error(via_main(["decode", str(READ_BW)], capsys), "permission denied")
+
+
+def test_unreadable_file_as_a_command(tmp_path):
+    path = tmp_path / "secret.pcap"
+    shutil.copy(READ_BW, path)
+    path.chmod(0)
+    tmp_path.chmod(0o755)
+    cmd = ["rdmaspy", "decode", str(path)]
+    if os.geteuid() == 0:      # root reads anything: drop to nobody for this run
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.fail("setpriv (util-linux) is needed to test permissions as root")
+        cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "rdmaspy",
+               "decode", str(path)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    check_error((p.returncode, p.stdout, p.stderr), "permission denied")
+
+
+def test_no_command_prints_help_and_exits_1(capsys):
+    rc, out, err = via_main([], capsys)
+    assert rc == 1 and "usage: rdmaspy" in err and "decode" in err
+
+
+def test_help_and_version_exit_0(capsys):
+    assert main(["--version"]) == 0 and "rdmaspy " in capsys.readouterr().out
+    assert main(["decode", "--help"]) == 0 and "-Y EXPR" in capsys.readouterr().out
+
+
+def damaged(tmp_path):
+    data = READ_BW.read_bytes()
+    path = tmp_path / "damaged.pcap"
+    path.write_bytes(data[:-30])        # the last record loses its end
+    return path
+
+
+def test_damaged_capture_decodes_what_is_there_warns_and_exits_2(tmp_path, capsys):
+    path = damaged(tmp_path)
+    for rc, out, err in (via_main(["decode", str(path)], capsys), via_subprocess(["decode", str(path)])):
+        assert rc == 2
+        nums = [int(x.split()[0]) for x in out.splitlines()]
+        assert nums[:39] == list(range(1, 40)) and len(nums) <= 40   # the whole frames (and maybe the cut one)
+        assert err.count("\n") == 1 and err.startswith("rdmaspy: warning: ") and "truncated" in err
+        assert "Traceback" not in err
+
+
+def test_damaged_capture_with_json_still_exits_2(tmp_path, capsys):
+    rc, out, err = via_main(["decode", str(damaged(tmp_path)), "-T", "json"], capsys)
+    assert rc == 2 and len(out.splitlines()) in (39, 40) and "warning" in err
+
+
+def test_closed_pipe_is_quiet():
+    p = subprocess.Popen(["rdmaspy", "decode", str(BIG), "-V"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    rc = p.wait(timeout=60)
+    assert first.startswith(b"Frame 1:")
+    assert err == "", err
+    assert rc in (0, -signal.SIGPIPE)
+
+
+def test_closed_pipe_in_a_shell_pipeline():
+    p = subprocess.run(f"rdmaspy decode '{BIG}' | head -1", shell=True, capture_output=True, text=True, timeout=60)
+    assert p.stdout.startswith("      1 ") and p.stdout.count("\n") == 1
+    assert p.stderr == ""
+
+
+def test_ctrl_c_exits_130_without_traceback():
+    p = subprocess.Popen(["rdmaspy", "decode", str(BIG), "-V"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.readline().startswith(b"Frame 1:")   # it is running, blocked on the full pipe
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert b"Traceback" not in err and err == b""
+
+
+def test_ctrl_c_in_process_returns_130(monkeypatch, capsys):
+    import rdmaspy.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "cmd_decode", interrupted)
+    parser_main = cli.main
+    assert parser_main(["decode", str(READ_BW)]) == 130
+
+
+def test_main_restores_sigpipe_handling(capsys):
+    before = signal.getsignal(signal.SIGPIPE)
+    main(["decode", str(READ_BW), "-c", "1"])
+    assert signal.getsignal(signal.SIGPIPE) == before
