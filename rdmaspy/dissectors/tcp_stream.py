@@ -195,7 +195,12 @@ class HalfStream:
 
     # -- output -------------------------------------------------------------------------------------
     def keep(self, view: StreamView, upto: int) -> None:
-        """The consumer used ``view.buf[view.off:upto]``; keep the rest for the next segment."""
+        """The consumer used ``view.buf[view.off:upto]``; keep the rest for the next segment.
+
+        Views of retransmitted or held segments carry no bytes: what was pending stays pending.
+        """
+        if view.status in (RETRANSMISSION, HELD):
+            return
         if upto >= view.end:
             self.pending = b""
             self.pending_spans = []
