@@ -346,13 +346,19 @@ KEY = "conversation.connections"
 
 
 def connections(ctx: Any) -> ConnectionTable:
-    """The connection table of the capture that ``ctx`` (the engine's Session) belongs to."""
+    """The connection table of the capture that ``ctx`` (the engine's Session) belongs to.
+
+    A dissector called without a session (a unit test handing bytes to one dissector) gets a
+    table of its own that nothing keeps.
+    """
+    if ctx is None:
+        return ConnectionTable()
     return ctx.get(KEY, ConnectionTable)
 
 
 def observe_bth(pkt: Any, ib: Any, ctx: Any) -> None:
     """BTH observer: attribute an RC/UC/XRC packet to its connection."""
-    if not _CONNECTED[ib.opcode]:
+    if not _CONNECTED[ib.opcode] or ctx is None:
         return
     tab = ctx.state.get(KEY)
     if tab is None:

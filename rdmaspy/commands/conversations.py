@@ -32,7 +32,9 @@ def build_table(path: str) -> tuple[ConnectionTable, Any, int | None]:
     return connections(engine.session), cap, t0
 
 
-def _qpn(q: int | None) -> str:
+def _qpn(c: Connection, q: int | None) -> str:
+    if c.transport == "iwarp":
+        return "-"
     return f"0x{q:06x}" if q is not None else "?"
 
 
@@ -55,8 +57,8 @@ def row(c: Connection, t0: int) -> list[str]:
         from ..dissectors.ib_cm import REJ_REASONS
         state = f"{state} ({REJ_REASONS.get(c.reject_reason, c.reject_reason)})"
     return [
-        str(c.conn_id), _endpoint(c.client_addr, c.client_port), _qpn(c.client_qpn),
-        _endpoint(c.server_addr, c.server_port), _qpn(c.server_qpn), _service(c), state,
+        str(c.conn_id), _endpoint(c.client_addr, c.client_port), _qpn(c, c.client_qpn),
+        _endpoint(c.server_addr, c.server_port), _qpn(c, c.server_qpn), _service(c), state,
         f"{(c.t_start - t0) / 1e9:.6f}", f"{(c.t_end - t0) / 1e9:.6f}",
         str(c.packets_c2s), str(c.bytes_c2s), str(c.packets_s2c), str(c.bytes_s2c),
         str(c.inline_c2s), str(c.inline_s2c), "1" if c.remote_invalidate else "0",
