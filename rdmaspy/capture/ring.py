@@ -13,8 +13,10 @@ retire the block until it has seen every packet the kernel counted.
 """
 from __future__ import annotations
 
+import ctypes
 import errno
 import mmap
+import os
 import select
 import socket
 import struct
@@ -104,12 +106,11 @@ class Ring:
                 s.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
             except OSError:
                 pass          # promiscuous mode is a nicety: the interface's own traffic is still seen
-        try:
-            s.bind((self.ifname if self.ifindex else "", ETH_P_ALL))
-        except OSError as exc:
-            if exc.errno == errno.ENETDOWN:
-                raise RdmaspyError(f"interface {self.ifname} is down") from None
-            raise RdmaspyError(f"cannot capture on {self.ifname}: {exc.strerror or exc}") from None
+        err = _bind(s.fileno(), self.ifindex)
+        if err == errno.ENETDOWN:
+            raise RdmaspyError(f"interface {self.ifname} is down")
+        if err:
+            raise RdmaspyError(f"cannot capture on {self.ifname}: {os.strerror(err)}")
         self.next_block = 0
         self.start_ns = time.time_ns()
 
@@ -171,6 +172,21 @@ class Ring:
                 pass
             self._map = None
         self.sock.close()
+
+
+_LIBC = None
+
+
+def _bind(fd: int, ifindex: int) -> int:
+    """bind() to an ifindex through libc: Python's AF_PACKET addresses need a name, and 'any' is index 0."""
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = ctypes.CDLL(None, use_errno=True)
+    sll = ctypes.create_string_buffer(SOCKADDR_LL.pack(socket.AF_PACKET, socket.htons(ETH_P_ALL), ifindex,
+                                                       0, 0, 0, b""))
+    if _LIBC.bind(fd, sll, ctypes.c_uint32(SOCKADDR_LL.size)) != 0:
+        return ctypes.get_errno()
+    return 0
 
 
 def _no_permission(ifname: str) -> RdmaspyError:

@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-B", dest="buffer", type=_positive_int, default=32768, metavar="KIB",
                    help="kernel ring size in KiB (default 32768)")
     p.add_argument("-p", dest="no_promisc", action="store_true", help="do not put the interface in promiscuous mode")
-    p.add_argument("-q", dest="quiet", action="store_true", help="print no packet lines and no start notice")
+    p.add_argument("-q", dest="quiet", action="store_true", help="print no packet lines (notices and the summary stay)")
     p.add_argument("-P", dest="print_too", action="store_true", help="print packet lines even when writing a file")
     p.add_argument("-Y", dest="display_filter", metavar="EXPR", help="display filter for the printed lines")
     p.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
@@ -113,7 +113,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             raise RdmaspyError("choose an interface with -i (list them with 'rdmaspy capture -D')")
         name = withnet[0].name
     res = devices.resolve(name, args.sysfs)
-    if res.note and not args.quiet:
+    if res.note:
         _note(res.note)
 
     limits = Limits(count=args.count)
@@ -156,11 +156,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
         display = flush = None
         if (not args.write or args.print_too) and not args.quiet:
             display, flush = _display(matcher, ring.linktype)
-        if not args.quiet:
-            lt = "EN10MB (Ethernet)" if ring.linktype == bpf.LINKTYPE_ETHERNET else "LINUX_SLL (Linux cooked v1)"
-            where = f", writing to {args.write}" if args.write and args.write != "-" else ""
-            _note(f"listening on {res.netdev}, link-type {lt}, snapshot length {snap} bytes, "
-                  f"filter: {expr or '(none)'}{where}")
+        lt = "EN10MB (Ethernet)" if ring.linktype == bpf.LINKTYPE_ETHERNET else "LINUX_SLL (Linux cooked v1)"
+        where = f", writing to {args.write}" if args.write and args.write != "-" else ""
+        _note(f"listening on {res.netdev}, link-type {lt}, snapshot length {snap} bytes, "
+              f"filter: {expr or '(none)'}{where}")
         live = LiveCapture(ring, files, limits, display, flush)
         s = live.run()
     finally:

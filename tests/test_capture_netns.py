@@ -1,0 +1,295 @@
+"""Live capture across a veth pair between two network namespaces (root only).
+
+The test network is built per module with tests/netns/veth-pair.sh; real SoftRoCE frames are
+replayed from one namespace (tests/netns/replay.py, raw AF_PACKET sends) and ``rdmaspy capture``
+listens in the other.  The file must hold the sent frames byte for byte and in order.
+"""
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, capture, require_tshark, tshark_fields
+from rdmaspy.readers import open_capture
+from rdmaspy.writers import PcapWriter
+
+pytestmark = [pytest.mark.netns,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces and raw sockets")]
+
+NETNS = ROOT / "tests" / "netns"
+ROCE = ["rxe-nfsv3-rdma.pcap", "rxe-ib_write_bw-loss.pcap", "rxe-ib_send_bw-rnr.pcap", "rxe-ucmatose.pcap",
+        "rxe-pyverbs-rc-verbs.pcap", "rocev2_cnp_cx4lx.pcap", "synth_rocev2_cm_rpcrdma.pcap"]
+
+
+class Net:
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.ns_a, self.ns_b = f"rs-{tag}-a", f"rs-{tag}-b"
+        self.dev_a, self.dev_b = f"va-{tag}", f"vb-{tag}"
+
+
+@pytest.fixture(scope="module")
+def net():
+    tag = "t" + secrets.token_hex(4)
+    subprocess.run([str(NETNS / "veth-pair.sh"), "up", tag], check=True)
+    try:
+        yield Net(tag)
+    finally:
+        subprocess.run([str(NETNS / "veth-pair.sh"), "down", tag])
+
+
+def frames_of(*names: str | Path) -> list[bytes]:
+    out = []
+    for n in names:
+        with open_capture(str(n if isinstance(n, Path) else capture(n))) as cap:
+            out.extend(bytes(f.data) for f in cap)
+    return out
+
+
+class Capturer:
+    """``rdmaspy capture`` running in the receiving namespace."""
+
+    def __init__(self, net: Net, tmp: Path, *args: str, iface: str | None = None) -> None:
+        self.err = tmp / "capture.err"
+        self.out = tmp / "capture.out"
+        with open(self.err, "w") as e, open(self.out, "w") as o:
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", net.ns_b, sys.executable, "-m", "rdmaspy", "capture",
+                 "-i", iface or net.dev_b, *args], stdout=o, stderr=e, cwd=str(ROOT))
+        end = time.monotonic() + 20
+        while "listening on" not in self.err.read_text():
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.proc.kill()
+                raise AssertionError(f"capture did not start: {self.err.read_text()}")
+            time.sleep(0.05)
+
+    def wait(self, timeout: float = 30) -> int:
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"capture did not stop: {self.err.read_text()}") from None
+
+    def summary(self) -> dict[str, int]:
+        text = self.err.read_text()
+        return {k: int(v) for v, k in re.findall(
+            r"^(\d+) packets (captured|received by filter|dropped by kernel|dropped by rdmaspy|written)", text, re.M)}
+
+
+def replay(net: Net, files: list[str | Path], rate: int = 20000, loops: int = 1,
+           background: bool = False) -> subprocess.Popen | int:
+    cmd = ["ip", "netns", "exec", net.ns_a, sys.executable, str(NETNS / "replay.py"), "-i", net.dev_a,
+           "-r", str(rate), "-l", str(loops), *[str(f if isinstance(f, Path) else capture(f)) for f in files]]
+    if background:
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    return int(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+
+
+def noise_pcap(tmp: Path) -> Path:
+    """Frames the default filter must leave in the kernel: ARP, DNS over UDP, TCP to port 4791, IPv6."""
+    p = tmp / "noise.pcap"
+    eth = bytes.fromhex("020000000002020000000001")
+    arp = eth + bytes.fromhex("0806 0001 0800 0604 0001 020000000001 c0000201 000000000000 c0000202") + bytes(18)
+    udp53 = eth + bytes.fromhex("08004500001c000040004011b7cdc0000201c0000202d431003500080000") + bytes(18)
+    tcp = eth + bytes.fromhex("0800450000280000400040060000c0000201c0000202"
+                              "12b712b7000000000000000050020000 00000000") + bytes(6)   # TCP port 4791
+    v6 = eth + bytes.fromhex("86dd6000000000083a40") + bytes(32) + bytes.fromhex("8000000000000000")
+    with PcapWriter(p, 1) as w:
+        for fr in (arp, udp53, tcp, v6, arp):
+            w.write_packet(0, fr)
+    return p
+
+
+def test_file_equals_sent_frames_and_the_kernel_drops_the_rest(net, tmp_path):
+    noise = noise_pcap(tmp_path)
+    sent = frames_of(*ROCE)
+    out = tmp_path / "roce.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(sent)))
+    n = replay(net, [noise] + ROCE[:3] + [noise] + ROCE[3:] + [noise], rate=25000)
+    assert n == len(sent) + 15
+    assert cap.wait() == 0, cap.err.read_text()
+    got = frames_of(out)
+    assert len(got) == len(sent) == 3264
+    assert got == sent                     # byte for byte, in order
+    s = cap.summary()
+    # the noise never reached the ring: the kernel filter counted only the RDMA frames
+    assert s == {"captured": len(sent), "received by filter": len(sent), "dropped by kernel": 0,
+                 "dropped by rdmaspy": 0, "written": len(sent)}
+    assert len(tshark_fields(out, ["frame.number"])) == len(sent)
+    info = subprocess.run(["capinfos", str(out)], capture_output=True, text=True, check=True).stdout
+    assert f"Name = {net.dev_b}" in info
+    assert "Filter string = udp port 4791 or ether proto 0x8915" in info
+    assert "Number of stat entries = 1" in info
+    assert "Encapsulation = Ethernet (1 - ether)" in info
+
+
+def test_iwarp_ports_join_the_default_filter_and_f_overrides_it(net, tmp_path):
+    noise = noise_pcap(tmp_path)
+    rping, roce = frames_of("siw-rping.pcap"), frames_of("rxe-ucmatose.pcap")
+    out = tmp_path / "a.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(roce)), "-q")
+    replay(net, ["siw-rping.pcap", "rxe-ucmatose.pcap"])
+    assert cap.wait() == 0
+    assert frames_of(out) == roce
+
+    out = tmp_path / "b.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(rping) + len(roce)), "--iwarp", "7174")
+    replay(net, ["siw-rping.pcap", noise, "rxe-ucmatose.pcap"])
+    assert cap.wait() == 0
+    assert frames_of(out) == rping + roce
+
+    out = tmp_path / "c.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", "2", "-f", "arp")
+    replay(net, ["rxe-ucmatose.pcap", noise])
+    assert cap.wait() == 0
+    assert [fr[12:14] for fr in frames_of(out)] == [b"\x08\x06"] * 2
+
+
+def _columns(lines: list[str]) -> list[list[str]]:
+    """Summary lines without the time column (live times are the replay's, not the file's)."""
+    return [ln.split(None, 2)[:1] + ln.split(None, 2)[2:] for ln in lines]
+
+
+def test_live_decode_prints_what_decode_prints(net, tmp_path):
+    sent = frames_of("rxe-rc-pingpong.pcap", "rxe-ucmatose.pcap")
+    cap = Capturer(net, tmp_path, "-c", str(len(sent)))
+    replay(net, ["rxe-rc-pingpong.pcap", "rxe-ucmatose.pcap"], rate=3000)
+    assert cap.wait() == 0
+    live = cap.out.read_text().splitlines()
+    joined = tmp_path / "joined.pcap"
+    with PcapWriter(joined, 1) as w:
+        for i, fr in enumerate(sent):
+            w.write_packet(i * 1000, fr)
+    ref = subprocess.run([sys.executable, "-m", "rdmaspy", "decode", str(joined)], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert len(live) == len(sent) == 63
+    assert _columns(live) == _columns(ref)
+    assert "0 packets dropped by rdmaspy" in cap.err.read_text()
+
+
+def test_display_filter_selects_printed_lines(net, tmp_path):
+    cap = Capturer(net, tmp_path, "-c", "50", "-Y", "bth.opcode == 0x11")
+    replay(net, ["rxe-rc-pingpong.pcap"], rate=3000)
+    assert cap.wait() == 0
+    lines = cap.out.read_text().splitlines()
+    assert len(lines) == 10 and all("RC Acknowledge" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_stop_by_signal_mid_stream_keeps_every_received_packet(net, tmp_path, sig):
+    require_tshark()
+    sent = frames_of("rxe-nfsv3-concurrent.pcap")
+    out = tmp_path / "sig.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out))
+    sender = replay(net, ["rxe-nfsv3-concurrent.pcap"], rate=4000, loops=2, background=True)
+    time.sleep(1.0)
+    cap.proc.send_signal(sig)
+    assert cap.wait() == 0, cap.err.read_text()
+    sender.wait(60)
+    s = cap.summary()
+    assert 0 < s["captured"] < 2 * len(sent), s        # stopped mid-stream
+    assert s["captured"] == s["written"] == s["received by filter"], s
+    assert s["dropped by kernel"] == 0 and s["dropped by rdmaspy"] == 0
+    rows = tshark_fields(out, ["frame.number"])        # tshark opens it: the file is complete
+    assert len(rows) == s["captured"]
+    assert frames_of(out) == (sent * 2)[:s["captured"]]
+    assert "Number of stat entries = 1" in subprocess.run(["capinfos", str(out)], capture_output=True, text=True,
+                                                          check=True).stdout
+
+
+def test_ring_buffer_keeps_the_last_files_each_valid(net, tmp_path):
+    sent = frames_of("rxe-nfsv3-rdma.pcap")
+    d = tmp_path / "ring"
+    d.mkdir()
+    cap = Capturer(net, tmp_path, "-w", str(d / "rb.pcapng"), "-b", "filesize:100", "-b", "files:3",
+                   "-c", str(len(sent)))
+    replay(net, ["rxe-nfsv3-rdma.pcap"])
+    assert cap.wait() == 0, cap.err.read_text()
+    files = sorted(d.iterdir())
+    assert len(files) == 3
+    seqs = [int(re.fullmatch(r"rb_(\d{5})_\d{14}\.pcapng", f.name).group(1)) for f in files]
+    total_files = seqs[-1]
+    assert seqs == [total_files - 2, total_files - 1, total_files]
+    # the files together held every packet: one file per 100 kB of Enhanced Packet Blocks
+    epb = sum(32 + len(fr) + (-len(fr) & 3) for fr in sent)
+    assert abs(total_files - epb / 100_000) < 1.5 and total_files >= 6
+    kept: list[bytes] = []
+    for f in files:
+        assert len(tshark_fields(f, ["frame.number"])) == len(frames_of(f))
+        kept.extend(frames_of(f))
+    for f in files[:-1]:
+        size = f.stat().st_size
+        assert 100_000 <= size < 100_000 + 1200, size  # switched right after the packet that crossed the size
+    assert kept == sent[-len(kept):]
+
+
+def test_autostop_after_n_files(net, tmp_path):
+    d = tmp_path / "files"
+    d.mkdir()
+    cap = Capturer(net, tmp_path, "-w", str(d / "a.pcapng"), "-b", "filesize:50", "-a", "files:4")
+    replay(net, ["rxe-nfsv3-rdma.pcap"], rate=25000)
+    assert cap.wait() == 0
+    files = sorted(d.iterdir())
+    assert len(files) == 4
+    got = [fr for f in files for fr in frames_of(f)]
+    assert got == frames_of("rxe-nfsv3-rdma.pcap")[:len(got)]
+    assert all(f.stat().st_size >= 50_000 for f in files)
+
+
+def test_autostop_duration_with_no_traffic_leaves_a_valid_empty_file(net, tmp_path):
+    out = tmp_path / "empty.pcapng"
+    t0 = time.monotonic()
+    cap = Capturer(net, tmp_path, "-w", str(out), "-a", "duration:1")
+    assert cap.wait() == 0
+    assert time.monotonic() - t0 < 15
+    assert tshark_fields(out, ["frame.number"]) == []
+    assert cap.summary()["captured"] == 0
+
+
+def test_vlan_tag_moved_to_metadata_is_put_back(net, tmp_path):
+    plain = frames_of("rxe-ucmatose.pcap")
+    tagged = [fr[:12] + bytes.fromhex("81002064") + fr[12:] for fr in plain]   # PCP 1, VID 100
+    src = tmp_path / "vlan.pcap"
+    with PcapWriter(src, 1) as w:
+        for fr in tagged:
+            w.write_packet(0, fr)
+    out = tmp_path / "vlan.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(tagged)))
+    replay(net, [src])
+    assert cap.wait() == 0
+    assert frames_of(out) == tagged
+    assert tshark_fields(out, ["vlan.id"])[0]["vlan.id"] == ["100"]
+
+
+def test_any_captures_cooked_frames_with_the_kernel_filter(net, tmp_path):
+    noise = noise_pcap(tmp_path)
+    sent = frames_of("rxe-ib_write_bw.pcap")
+    out = tmp_path / "any.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(sent)), iface="any")
+    replay(net, [noise, "rxe-ib_write_bw.pcap"])
+    assert cap.wait() == 0, cap.err.read_text()
+    got = frames_of(out)
+    assert [g[16:] for g in got] == [s[14:] for s in sent]
+    assert {g[14:16] for g in got} == {b"\x08\x00"}               # protocol: IPv4
+    assert {g[0:2] for g in got} == {b"\x00\x03"}                 # packet type: to another host
+    assert [g[6:12] for g in got] == [s[6:12] for s in sent]      # link-layer source address
+    rows = tshark_fields(out, ["sll.pkttype", "infiniband.bth.opcode"])
+    assert len(rows) == len(sent) and all(r["infiniband.bth.opcode"] for r in rows)
+
+
+def test_rdmaspy_dropped_nothing_under_a_fast_burst(net, tmp_path):
+    """Thousands of frames as fast as Python sends them: whatever the kernel queued is in the file."""
+    sent = frames_of("rxe-nfsv3-concurrent.pcap")
+    out = tmp_path / "burst.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(sent)))
+    replay(net, ["rxe-nfsv3-concurrent.pcap"], rate=0)
+    assert cap.wait() == 0
+    assert frames_of(out) == sent
