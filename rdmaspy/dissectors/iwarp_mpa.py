@@ -305,13 +305,18 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
                 break
             p = q
         elif phase == LOST:
-            if fpdu_chain(view.buf, p, vend, exact=False) > 0 and not d.markers:
+            # Records usually begin where segments begin: try each segment start from here on.
+            start = next((b for b in [p] + [s for s, _e, _n in view.spans if s > p]
+                          if fpdu_chain(view.buf, b, vend, exact=False) > 0), -1) if not d.markers else -1
+            if start < 0:
+                start = vend
+            if start > p:
+                pkt.add_info(f"[iWARP: {start - p} bytes after missing data, FPDU boundary unknown]")
+                add_data(pkt, view.buf, p, start)
+                p = start
+            if p < vend:
                 d.phase = FULL
                 pkt.add_expert("note", "sequence", "FPDU boundary found again after missing bytes")
-                continue
-            pkt.add_info(f"[iWARP: {vend - p} bytes after missing data, FPDU boundary unknown]")
-            add_data(pkt, view.buf, p, vend)
-            p = vend
         else:
             add_data(pkt, view.buf, p, vend)
             p = vend
