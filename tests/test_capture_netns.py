@@ -293,3 +293,19 @@ def test_rdmaspy_dropped_nothing_under_a_fast_burst(net, tmp_path):
     replay(net, ["rxe-nfsv3-concurrent.pcap"], rate=0)
     assert cap.wait() == 0
     assert frames_of(out) == sent
+
+
+def test_a_slow_display_skips_lines_but_the_file_loses_nothing(net, tmp_path):
+    sent = frames_of("rxe-nfsv3-concurrent.pcap")
+    out = tmp_path / "slow.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-P", "--display-queue", "16", "-c", str(len(sent)))
+    replay(net, ["rxe-nfsv3-concurrent.pcap"], rate=0)
+    assert cap.wait() == 0
+    assert frames_of(out) == sent
+    err = cap.err.read_text()
+    skipped = int(re.search(r"^(\d+) packets not displayed", err, re.M).group(1))
+    lines = cap.out.read_text().splitlines()
+    assert skipped > 0 and len(lines) + skipped == len(sent)
+    nums = [int(ln.split()[0]) for ln in lines]
+    assert nums == sorted(nums) and nums[-1] <= len(sent)     # lines keep the file's frame numbers
+    assert cap.summary()["dropped by rdmaspy"] == 0

@@ -141,7 +141,7 @@ class FileSet:
 class LiveCapture:
     def __init__(self, ring: Ring, files: FileSet | None, limits: Limits,
                  display: Callable[[int, int, bytes, int], None] | None = None,
-                 display_flush: Callable[[], None] | None = None, status: Callable[[str], None] | None = None) -> None:
+                 display_flush: Callable[[], None] | None = None, display_queue: int = DISPLAY_QUEUE) -> None:
         self.ring = ring
         self.files = files
         self.limits = limits
@@ -152,7 +152,7 @@ class LiveCapture:
         self._queue: collections.deque = collections.deque()
         self._wake = threading.Event()
         self._display_done = threading.Event()
-        self.status = status
+        self.display_queue = display_queue
 
     # -- signals ---------------------------------------------------------------------------------------------
     def request_stop(self, *_a: object) -> None:
@@ -390,6 +390,7 @@ class LiveCapture:
         s = self.summary
         f = self.files
         q = self._queue if self.display is not None else None
+        qmax = self.display_queue
         left, room = self._limits(ignore)
         limit = f.writer.bytes_written + room if f is not None and f.writer is not None else 1 << 62
         for _ in range(n):
@@ -413,7 +414,7 @@ class LiveCapture:
                 f.written_total += 1
                 s.written += 1
             if q is not None:
-                if len(q) < DISPLAY_QUEUE:
+                if len(q) < qmax:
                     q.append((s.captured, ts, bytes(data), wlen))
                 else:
                     s.display_dropped += 1

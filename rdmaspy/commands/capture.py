@@ -89,6 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-P", dest="print_too", action="store_true", help="print packet lines even when writing a file")
     p.add_argument("-Y", dest="display_filter", metavar="EXPR", help="display filter for the printed lines")
     p.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
+    p.add_argument("--display-queue", type=_positive_int, default=20000, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_capture)
 
 
@@ -160,7 +161,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         where = f", writing to {args.write}" if args.write and args.write != "-" else ""
         _note(f"listening on {res.netdev}, link-type {lt}, snapshot length {snap} bytes, "
               f"filter: {expr or '(none)'}{where}")
-        live = LiveCapture(ring, files, limits, display, flush)
+        live = LiveCapture(ring, files, limits, display, flush, args.display_queue)
         s = live.run()
     finally:
         ring.close()
