@@ -52,6 +52,7 @@ class Catalog:
     fields: dict[str, Field]
     protocols: dict[str, str]          # name -> label
     origin: dict[str, str]             # name -> module that declares it
+    standalone: set[str]               # names of Field objects declared outside a Header (layer items)
 
 
 _CATALOG: Catalog | None = None
@@ -74,6 +75,7 @@ def known_fields() -> Catalog:
     fields: dict[str, Field] = {}
     protocols: dict[str, str] = {"frame": "Frame", "expert": "Expert Info"}
     origin: dict[str, str] = {}
+    standalone: set[str] = set()
 
     def take(obj: Any, mod: str) -> None:
         if isinstance(obj, Header):
@@ -85,6 +87,7 @@ def known_fields() -> Catalog:
                     fields[f.name] = f
                     origin[f.name] = mod
         elif isinstance(obj, Field) and ("." in obj.name or mod == "rdmaspy.fieldview"):
+            standalone.add(obj.name)
             if obj.name not in fields:
                 fields[obj.name] = obj
                 origin[obj.name] = mod
@@ -122,7 +125,7 @@ def known_fields() -> Catalog:
             if p not in protocols and p not in fields:
                 protocols[p] = p
                 origin.setdefault(p, origin[fname])
-    _CATALOG = Catalog(fields, protocols, origin)
+    _CATALOG = Catalog(fields, protocols, origin, standalone)
     _CATALOG_KEY = key
     return _CATALOG
 
@@ -751,6 +754,11 @@ def _frame_getters() -> dict[str, Callable[[Packet, int], list | None]]:
     }
 
 
+# Layer keeps its variable part in slots that stay unset until used (see packet.Layer); read them
+# directly when they are there, through the public properties otherwise.
+_LAZY_SLOTS = {"_items", "_children", "_fill"} <= set(getattr(Layer, "__slots__", ()))
+
+
 def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Callable[[Packet, int], dict]:
     """A function giving, for a packet, ``name -> values in packet order`` for just ``names``.
 
@@ -764,6 +772,9 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
     # Names declared in fieldview that this module has no getter for: ask packet_fields (slow, rare).
     slow = sorted(n for n in wanted if n not in getters and cat.origin.get(n) == "rdmaspy.fieldview")
     layer_names = frozenset(n for n in wanted if n not in getters and n not in slow)
+    # A layer's variable part (possibly filled on first use) matters only for names that are not
+    # fields of a Header: ``bth.opcode == 4`` never makes a layer fill in its items.
+    need_items = any(n in cat.standalone or (n not in cat.fields and n not in cat.protocols) for n in layer_names)
     plans: dict[int, tuple[tuple[str, int], ...]] = {}
 
     def plan_of(hdr: Header) -> tuple[tuple[str, int], ...]:
@@ -794,7 +805,15 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
                         out[n] = [vals[i]]
                     else:
                         xs.append(vals[i])
-        items = lay.items
+        if not need_items:
+            items = None
+        elif _LAZY_SLOTS:
+            # the properties pay two caught AttributeErrors per plain layer; getattr's default is cheaper
+            items = getattr(lay, "_items", None)
+            if items is None and hasattr(lay, "_fill"):
+                items = lay.items
+        else:
+            items = lay.items
         if items:
             for f, val, _o, _l in items:
                 n = f.name
@@ -804,8 +823,9 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
                         out[n] = [val]
                     else:
                         xs.append(val)
-        if lay.children:
-            for c in lay.children:
+        children = getattr(lay, "_children", None) if _LAZY_SLOTS else lay.children
+        if children:
+            for c in children:
                 visit(c, out)
 
     def extract(pkt: Packet, t0: int) -> dict:
