@@ -173,6 +173,47 @@ def frames() -> list[tuple[int, bytes]]:
     return out
 
 
+ERF_FIXTURE = ROOT / "tests" / "fixtures" / "cm_native_ib.erf.pcap"
+
+
+def native_frames() -> list[tuple[int, bytes]]:
+    """Native InfiniBand in ERF records (as ibdump writes): CM over QP1 between LIDs 4 and 1, the RC traffic
+    of the connection, and SMPs on QP0 (directed route and LID routed)."""
+    out: list[tuple[int, bytes]] = []
+    t = 1_700_000_100_000_000_000
+
+    def put(pkt: bytes) -> None:
+        nonlocal t
+        t += 1_000_000
+        out.append((t, craft.erf_record(pkt, t)))
+
+    def mad_ud(m: bytes, slid: int, dlid: int, qp: int = 1) -> bytes:
+        return craft.native_ib(0x64, qp, 0, m, slid=slid, dlid=dlid, sl=0 if qp else 0, vl=15 if qp == 0 else 0,
+                               q_key=0 if qp == 0 else craft.CM_QKEY, src_qp=qp)
+
+    sgid, dgid = "fe80::2:c903:0:4", "fe80::2:c903:0:1"
+    tid = 0x0000000100000042
+    put(mad_ud(cm_mad(0x10, req(0x7007, 0x1000000000000404, 0x870408, 0, b"\0" * 92, src=sgid, dst=dgid), tid), 4, 1))
+    put(mad_ud(cm_mad(0x13, rep(0x8008, 0x7007, 0xFC0407, 0xD40B55, pdata(1, 1, 32768, 32768)), tid), 1, 4))
+    put(mad_ud(cm_mad(0x14, ib_cm.RTU.encode(localcommid=0x7007, remotecommid=0x8008), tid), 4, 1))
+    put(craft.native_ib(0x04, 0xFC0407, 0xD40B55, b"ping" * 20, slid=4, dlid=1, ackreq=1))
+    put(craft.native_ib(0x11, 0x870408, 0xD40B55, slid=1, dlid=4, syndrome=0x1F, msn=1))
+    put(mad_ud(cm_mad(0x15, ib_cm.DREQ.encode(localcommid=0x7007, remotecommid=0x8008, remoteqpneecn=0xFC0407),
+                      tid + 1), 4, 1))
+    put(mad_ud(cm_mad(0x16, ib_cm.DREP.encode(localcommid=0x8008, remotecommid=0x7007), tid + 1), 1, 4))
+    dr = mad_header(0x81, 0x01, 0x0020, 0x900, classversion=1, classspecific=0x0001)
+    put(mad_ud(dr + mad.SMP_DR_BODY.encode(drslid=0xFFFF, drdlid=0xFFFF), 0xFFFF, 0xFFFF, qp=0))
+    lid = mad_header(0x01, 0x81, 0x0015, 0x901, classversion=1)
+    put(mad_ud(lid + mad.SMP_LID.encode(mkey=0, smpdata=bytes(range(100, 164))), 1, 4, qp=0))
+    return out
+
+
+def build_native_fixture(path: Path = ERF_FIXTURE) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    craft.write_pcap(str(path), native_frames(), linktype=craft.LINKTYPE_ERF)
+    return path
+
+
 def build_cm_fixture(path: Path = FIXTURE) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     craft.write_pcap(str(path), frames())
@@ -181,3 +222,4 @@ def build_cm_fixture(path: Path = FIXTURE) -> Path:
 
 if __name__ == "__main__":
     print(build_cm_fixture())
+    print(build_native_fixture())

@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from conftest import capture, require_tshark, tshark_fields, tshark_int
-from cm_build import FIXTURE, build_cm_fixture
+from cm_build import ERF_FIXTURE, FIXTURE, build_cm_fixture, build_native_fixture
 from rdmaspy.engine import Engine
 from rdmaspy.fieldview import packet_fields, presence_field
 from rdmaspy.readers import open_capture
@@ -171,3 +171,10 @@ def test_fixture_with_every_message_matches_tshark(tmp_path):
     built = build_cm_fixture(tmp_path / "cm.pcap")
     assert built.read_bytes() == FIXTURE.read_bytes(), "tests/fixtures/cm_all_messages.pcap is stale: rebuild it"
     assert compare(FIXTURE) > 300
+
+
+def test_native_infiniband_fixture_matches_tshark(tmp_path):
+    """LRH-routed CM and SMPs in ERF records, as ibdump writes them (GIDs shown as IPv6 by Wireshark)."""
+    built = build_native_fixture(tmp_path / "ib.pcap")
+    assert built.read_bytes() == ERF_FIXTURE.read_bytes(), "tests/fixtures/cm_native_ib.erf.pcap is stale"
+    assert compare(ERF_FIXTURE) > 100

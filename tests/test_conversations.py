@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from cm_build import FIXTURE
+from cm_build import ERF_FIXTURE, FIXTURE
 from conftest import capture
 from rdmaspy.conversation import Connection, ConnectionTable, connections
 from rdmaspy.engine import Engine
@@ -63,6 +63,14 @@ def test_fixture_connections_states_and_thresholds():
     assert c3.state == "established" and c3.client_addr == "2001:db8::10" and c3.port == 4420
     assert c3.pdata_client.problem == "overrun" and (c3.inline_c2s, c3.inline_s2c) == (1024, 1024)
     assert [p.frame.num for p in pkts if p.conv is c1] == list(range(1, 13))
+
+
+def test_native_infiniband_connection_by_lids():
+    pkts, [c] = run(ERF_FIXTURE)
+    assert (c.client_addr, c.server_addr, c.client_qpn, c.server_qpn) == ("LID 4", "LID 1", 0x870408, 0xFC0407)
+    assert c.state == "closed" and (c.packets_c2s, c.packets_s2c) == (1, 1)
+    assert (c.inline_c2s, c.inline_s2c) == (1024, 1024)       # only the server sent RFC 8797 data
+    assert c.pdata_server.send_size == 32768 and c.remote_invalidate is False
 
 
 def test_traffic_without_setup_is_known_by_qpn_pair():
