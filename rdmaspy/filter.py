@@ -55,23 +55,24 @@ class Catalog:
     standalone: set[str]               # names of Field objects declared outside a Header (layer items)
 
 
-_CATALOG: Catalog | None = None
-_CATALOG_KEY: tuple[str, ...] = ()
+_CATALOGS: dict[tuple, Catalog] = {}
 
 
-def known_fields() -> Catalog:
+def known_fields(layer_names: bool = True) -> Catalog:
     """Collect the fields of every loaded dissector, plus frame.*, expert.* and protocol names.
 
     Found automatically: every ``Header`` and ``Field`` at module level (or one level down in a
-    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors``.
+    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors``, and
+    (unless ``layer_names`` is False, which saves reading the sources) the names of layers made
+    without a Header.
     """
-    global _CATALOG, _CATALOG_KEY
     from . import engine, fieldview
     engine.load_dissectors()
     mods = sorted(name for name in sys.modules if name.startswith("rdmaspy.dissectors."))
-    key = tuple(mods)
-    if _CATALOG is not None and key == _CATALOG_KEY:
-        return _CATALOG
+    key = (layer_names, *mods)
+    cached = _CATALOGS.get(key)
+    if cached is not None:
+        return cached
     fields: dict[str, Field] = {}
     protocols: dict[str, str] = {"frame": "Frame", "expert": "Expert Info"}
     origin: dict[str, str] = {}
@@ -111,7 +112,7 @@ def known_fields() -> Catalog:
                         take(x, name)
     # Layers made without a Header (icrc, data, mpa.v2) are named where they are made: read the
     # names from the dissectors' source (calls to add_layer / child / Layer with a literal name).
-    for name in mods:
+    for name in mods if layer_names else ():
         for proto, label in _layer_names(sys.modules[name]):
             if proto not in protocols and proto not in fields:
                 protocols[proto] = label or proto
@@ -125,9 +126,8 @@ def known_fields() -> Catalog:
             if p not in protocols and p not in fields:
                 protocols[p] = p
                 origin.setdefault(p, origin[fname])
-    _CATALOG = Catalog(fields, protocols, origin, standalone)
-    _CATALOG_KEY = key
-    return _CATALOG
+    cat = _CATALOGS[key] = Catalog(fields, protocols, origin, standalone)
+    return cat
 
 
 def _layer_names(mod: Any) -> list[tuple[str, str]]:
@@ -243,11 +243,12 @@ Node = Callable[[dict], bool]
 
 
 class _Parser:
-    def __init__(self, expr: str, catalog: Catalog) -> None:
+    def __init__(self, expr: str, catalog: Catalog, complete: bool = True) -> None:
         self.expr = expr
         self.toks = _tokenize(expr)
         self.i = 0
         self.cat = catalog
+        self.complete = complete
         self.names: set[str] = set()
 
     # -- helpers --
@@ -348,6 +349,11 @@ class _Parser:
         name = t.text
         cat = self.cat
         f = cat.fields.get(name)
+        if f is None and name not in cat.protocols and not self.complete:
+            # not a declared field: it may be a layer named where it is made; read the sources
+            self.cat = cat = known_fields(True)
+            self.complete = True
+            f = cat.fields.get(name)
         if f is None and name not in cat.protocols:
             raise self.err(f"unknown field {name!r}{_suggest(name, cat)}", t)
         self.names.add(name)
@@ -849,10 +855,9 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
 
 def compile_filter(expr: str) -> Matcher:
     """Compile a display filter into ``match(packet, t0) -> bool``; raises FilterError."""
-    cat = known_fields()
-    parser = _Parser(expr, cat)
+    parser = _Parser(expr, known_fields(False), complete=False)
     node = parser.parse()
-    extract = make_extractor(parser.names, cat)
+    extract = make_extractor(parser.names, parser.cat)
 
     def match(pkt: Packet, t0: int) -> bool:
         return node(extract(pkt, t0))
