@@ -139,10 +139,27 @@ class PcapngReader(Capture):
         epb = order.epb
         local: list[tuple] = []    # this section's interfaces: (global index, linktype, mul, den, offset ns, snaplen)
         seen_shb = False
+        frame = Frame
         try:
             while True:
                 avail = blen - pos
-                if avail < 12:
+                if avail >= 32:
+                    # Fast path: a well-formed Enhanced Packet Block wholly in the buffer.  Anything
+                    # unusual falls through to the general code below, which checks and reports.
+                    btype, length, iface, hi, lo, caplen, wirelen = epb(buf, pos)
+                    if btype == 6 and 32 <= length <= avail and not length & 3 and iface < len(local):
+                        bend = pos + length
+                        dend = pos + 28 + caplen
+                        if dend <= bend - 4 and u32(buf, bend - 4)[0] == length:
+                            gi, lt, mul, den, toff, _snap = local[iface]
+                            opt = dend + (-caplen & 3)
+                            num += 1
+                            yield frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend],
+                                        wirelen, gi, _comment(buf, opt, bend - 4, order, base, "enhanced packet block")
+                                        if opt < bend - 4 else None, base + pos)
+                            pos = bend
+                            continue
+                elif avail < 12:
                     more = read(CHUNK)
                     if not more:
                         self.ended(f"truncated block header ({avail} of 12 bytes)" if avail else None, base + pos)
