@@ -60,8 +60,8 @@ cap_stop() {
   while [ $i -lt 40 ]; do
     kill -USR1 $CAP_PID 2>/dev/null || break
     sleep 0.25
-    c=$(grep -o '^[0-9]* packets captured' "$f.log" | tail -1 | cut -d' ' -f1)
-    r=$(grep -o '^[0-9]* packets received by filter' "$f.log" | tail -1 | cut -d' ' -f1)
+    c=$(grep -o '[0-9]* packets captured' "$f.log" | tail -1 | cut -d' ' -f1)
+    r=$(grep -o '[0-9]* packets received by filter' "$f.log" | tail -1 | cut -d' ' -f1)
     [ -n "$c" ] && [ "$c" = "$r" ] && break
     i=$((i + 1))
   done

@@ -1,0 +1,42 @@
+# The generator's whole loop: rdmaspy serve on one RDMA device, rdmaspy load on the
+# other, RPC-over-RDMA v1 and v2 (and v2 falling back to v1) with every chunk kind,
+# over rxe and over siw, then each fault option; one pcap per run.
+. /lab/share/guest/lib.sh
+OUT=/lab/share/out
+KINDS=${1:-rxe siw}
+COUNT=${LAB_COUNT:-24}
+MIX=null,echo,read,write,bigreply,pullreply
+fail=0
+
+run() {
+  # run NAME "SERVE OPTIONS" "LOAD OPTIONS"
+  local name=$1 sopts=$2 lopts=$3 t=$(cut -d' ' -f1 /proc/uptime)
+  cap_start $OUT/$name.pcap
+  rdmaspy serve --addr $B $sopts --json $OUT/$name.serve.json > $OUT/$name.serve.log 2>&1 &
+  local srv=$!
+  if ! rdmaspy load --src $A --dst $B --quiet $lopts --json $OUT/$name.load.json > $OUT/$name.load.log 2>&1; then
+    echo "lab: $name: load failed"; tail -5 $OUT/$name.load.log; fail=1
+  fi
+  # The server ends when the client disconnects; do not let a stuck one hang the run.
+  ( sleep 20; kill $srv 2>/dev/null ) & local guard=$!
+  wait $srv || { echo "lab: $name: serve failed"; tail -5 $OUT/$name.serve.log; fail=1; }
+  kill $guard 2>/dev/null
+  cap_stop $OUT/$name.pcap > $OUT/$name.cap.log
+  echo "lab: $name done in $(echo "$(cut -d' ' -f1 /proc/uptime) - $t" | bc) s: $(head -1 $OUT/$name.load.log)"
+}
+
+for kind in $KINDS; do
+  lab_rdma_links $kind > $OUT/links-$kind.log 2>&1
+  run $kind-v1 "--version 2" "--version 1 --mix $MIX --count $COUNT --concurrency 4"
+  run $kind-v2 "--version 2" "--version 2 --mix $MIX --count $COUNT --concurrency 4"
+  run $kind-v2-fallback "--version 1" "--version 2 --mix $MIX --count $COUNT --concurrency 4"
+done
+
+kind=rxe
+case " $KINDS " in *" rxe "*) ;; *) kind=${KINDS%% *} ;; esac
+lab_rdma_links $kind > $OUT/links-faults.log 2>&1
+run fault-exceed-credits "--credits 4" "--credits 4 --concurrency 5 --fault exceed-credits --mix null --count 24"
+run fault-xid-mismatch "" "--fault xid-mismatch --mix null,echo --count 4"
+run fault-skip-done "" "--fault skip-done --mix pullreply --count 4"
+run fault-overrun-reply "--fault overrun-reply" "--mix bigreply --count 4"
+exit $fail

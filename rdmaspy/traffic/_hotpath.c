@@ -1,0 +1,328 @@
+/*
+ * rdmaspy.traffic._hotpath: the generator's hot path against libibverbs.
+ *
+ * pyverbs runs the control path (RDMA-CM, PD, MR, QP); this module posts Sends,
+ * Receives, RDMA Reads and Writes on the QP of a connected rdma_cm_id and polls its
+ * completion queues, without a Python object per work request.  It also reads the
+ * private data of the CM event an rdma_cm_id holds (REQ on the passive side, REP on
+ * the active side), which pyverbs 44 does not expose.
+ *
+ * pyverbs 44 does not hand out the rdma_cm_id pointer either; Endpoint finds it in
+ * the CMID object and accepts it only when the QP behind it carries the expected QP
+ * number, so a layout change in pyverbs fails cleanly rather than corrupting memory.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+typedef struct {
+    PyObject_HEAD
+    struct rdma_cm_id *id;
+    struct ibv_qp *qp;
+    struct ibv_cq *scq, *rcq;
+    PyObject *owner;          /* the pyverbs CMID: keeps the QP alive */
+} Endpoint;
+
+static PyObject *HotpathError;
+
+static int plausible(const void *p)
+{
+    uintptr_t v = (uintptr_t)p;
+    return v >= 0x10000 && (v & 7) == 0 && v < ((uintptr_t)1 << 47);
+}
+
+static struct rdma_cm_id *find_cm_id(PyObject *cmid, uint32_t qpn)
+{
+    Py_ssize_t size = Py_TYPE(cmid)->tp_basicsize;
+    char *base = (char *)cmid;
+    for (Py_ssize_t off = sizeof(PyObject); off + (Py_ssize_t)sizeof(void *) <= size; off += sizeof(void *)) {
+        struct rdma_cm_id *id = *(struct rdma_cm_id **)(base + off);
+        if (!plausible(id) || !plausible(id->qp) || !plausible(id->verbs))
+            continue;
+        if (id->qp->qp_num == qpn && id->qp->context == id->verbs)
+            return id;
+    }
+    return NULL;
+}
+
+static int Endpoint_init(Endpoint *self, PyObject *args, PyObject *Py_UNUSED(kw))
+{
+    PyObject *cmid;
+    unsigned int qpn;
+    if (!PyArg_ParseTuple(args, "OI", &cmid, &qpn))
+        return -1;
+    struct rdma_cm_id *id = find_cm_id(cmid, qpn);
+    if (!id) {
+        PyErr_Format(HotpathError, "no rdma_cm_id with QP %u in this CMID", qpn);
+        return -1;
+    }
+    self->id = id;
+    self->qp = id->qp;
+    self->scq = id->send_cq ? id->send_cq : id->qp->send_cq;
+    self->rcq = id->recv_cq ? id->recv_cq : id->qp->recv_cq;
+    Py_INCREF(cmid);
+    Py_XSETREF(self->owner, cmid);
+    return 0;
+}
+
+static void Endpoint_dealloc(Endpoint *self)
+{
+    Py_XDECREF(self->owner);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *rdma_errno(const char *what, int err)
+{
+    PyErr_Format(HotpathError, "%s: %s", what, strerror(err));
+    return NULL;
+}
+
+/* post_recv(wr_id, addr, length, lkey) */
+static PyObject *Endpoint_post_recv(Endpoint *self, PyObject *args)
+{
+    unsigned long long wr_id, addr;
+    unsigned int length, lkey;
+    if (!PyArg_ParseTuple(args, "KKII", &wr_id, &addr, &length, &lkey))
+        return NULL;
+    struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+    struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+    int rc = ibv_post_recv(self->qp, &wr, &bad);
+    if (rc)
+        return rdma_errno("ibv_post_recv", rc);
+    Py_RETURN_NONE;
+}
+
+enum { OP_SEND = 0, OP_SEND_INV = 1, OP_WRITE = 2, OP_READ = 3 };
+
+/* post(wr_id, op, addr, length, lkey, remote_addr=0, rkey=0, invalidate=0, signaled=1) */
+static PyObject *Endpoint_post(Endpoint *self, PyObject *args)
+{
+    unsigned long long wr_id, addr, raddr = 0;
+    unsigned int op, length, lkey, rkey = 0, inv = 0;
+    int signaled = 1;
+    if (!PyArg_ParseTuple(args, "KIKII|KIIp", &wr_id, &op, &addr, &length, &lkey, &raddr, &rkey, &inv,
+                          &signaled))
+        return NULL;
+    struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+    struct ibv_send_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = length ? 1 : 0 }, *bad;
+    wr.send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+    switch (op) {
+    case OP_SEND: wr.opcode = IBV_WR_SEND; break;
+    case OP_SEND_INV: wr.opcode = IBV_WR_SEND_WITH_INV; wr.invalidate_rkey = inv; break;
+    case OP_WRITE: wr.opcode = IBV_WR_RDMA_WRITE; break;
+    case OP_READ: wr.opcode = IBV_WR_RDMA_READ; break;
+    default:
+        PyErr_Format(PyExc_ValueError, "operation %u", op);
+        return NULL;
+    }
+    if (op >= OP_WRITE) {
+        wr.wr.rdma.remote_addr = raddr;
+        wr.wr.rdma.rkey = rkey;
+    }
+    int rc = ibv_post_send(self->qp, &wr, &bad);
+    if (rc)
+        return rdma_errno("ibv_post_send", rc);
+    Py_RETURN_NONE;
+}
+
+static PyObject *poll_cq(struct ibv_cq *cq, int max, int spin_ms)
+{
+    struct ibv_wc wc[32];
+    if (max > 32)
+        max = 32;
+    if (max < 1)
+        max = 1;
+    int n = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    Py_BEGIN_ALLOW_THREADS
+    for (;;) {
+        n = ibv_poll_cq(cq, max, wc);
+        if (n != 0 || spin_ms <= 0)
+            break;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= spin_ms)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+    if (n < 0)
+        return rdma_errno("ibv_poll_cq", -n);
+    PyObject *out = PyList_New(n);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *tup = Py_BuildValue("(KiiI)", (unsigned long long)wc[i].wr_id, (int)wc[i].status,
+                                      (int)wc[i].opcode, wc[i].byte_len);
+        if (!tup) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, tup);
+    }
+    return out;
+}
+
+/* poll_send(max=16, spin_ms=0) / poll_recv(...): [(wr_id, status, opcode, byte_len)] */
+static PyObject *Endpoint_poll_send(Endpoint *self, PyObject *args)
+{
+    int max = 16, spin = 0;
+    if (!PyArg_ParseTuple(args, "|ii", &max, &spin))
+        return NULL;
+    return poll_cq(self->scq, max, spin);
+}
+
+static PyObject *Endpoint_poll_recv(Endpoint *self, PyObject *args)
+{
+    int max = 16, spin = 0;
+    if (!PyArg_ParseTuple(args, "|ii", &max, &spin))
+        return NULL;
+    return poll_cq(self->rcq, max, spin);
+}
+
+/* event_private_data(): the private data of the CM event the cm_id holds, or b"". */
+static PyObject *Endpoint_event_private_data(Endpoint *self, PyObject *Py_UNUSED(ignored))
+{
+    struct rdma_cm_event *ev = self->id->event;
+    if (!ev || !ev->param.conn.private_data)
+        return PyBytes_FromStringAndSize("", 0);
+    return PyBytes_FromStringAndSize(ev->param.conn.private_data, ev->param.conn.private_data_len);
+}
+
+/* cm_event_pending(): a CM event (e.g. DISCONNECTED) waits on the cm_id's channel. */
+static PyObject *Endpoint_cm_event_pending(Endpoint *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->id->channel)
+        Py_RETURN_FALSE;
+    struct pollfd p = { .fd = self->id->channel->fd, .events = POLLIN };
+    return PyBool_FromLong(poll(&p, 1, 0) > 0);
+}
+
+static int wait_one(struct ibv_cq *cq, struct ibv_wc *wc, double timeout)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        int n = ibv_poll_cq(cq, 1, wc);
+        if (n)
+            return n;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > timeout)
+            return 0;
+    }
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * pingpong(iters, initiator, send_addr, length, lkey, recv_addr, recv_len, recv_lkey, timeout=30)
+ * The benchmark's message loop with no Python between messages: Send, wait for the
+ * peer's Send, repost the Receive. Returns (seconds, completed).
+ */
+static PyObject *Endpoint_pingpong(Endpoint *self, PyObject *args)
+{
+    unsigned long long iters, saddr, raddr;
+    unsigned int length, lkey, rlen, rlkey;
+    int initiator;
+    double timeout = 30.0;
+    if (!PyArg_ParseTuple(args, "KpKIIKII|d", &iters, &initiator, &saddr, &length, &lkey, &raddr, &rlen,
+                          &rlkey, &timeout))
+        return NULL;
+    unsigned long long done = 0;
+    int err = 0;
+    const char *what = NULL;
+    double t0 = now();
+    Py_BEGIN_ALLOW_THREADS
+    struct ibv_wc wc;
+    struct ibv_sge sge = { .addr = saddr, .length = length, .lkey = lkey };
+    struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+                               .send_flags = IBV_SEND_SIGNALED }, *sbad;
+    for (unsigned long long i = 0; i < iters; i++) {
+        /* the responder answers each message it receives; the initiator starts */
+        for (int turn = 0; turn < 2; turn++) {
+            if (turn == (initiator ? 1 : 0)) {
+                if (!wait_one(self->rcq, &wc, timeout)) { what = "receive timed out"; break; }
+                if (wc.status != IBV_WC_SUCCESS) { what = ibv_wc_status_str(wc.status); break; }
+                unsigned long long slot = wc.wr_id;
+                struct ibv_sge rs = { .addr = raddr + slot * rlen, .length = rlen, .lkey = rlkey };
+                struct ibv_recv_wr rwr = { .wr_id = slot, .sg_list = &rs, .num_sge = 1 }, *rbad;
+                if ((err = ibv_post_recv(self->qp, &rwr, &rbad))) { what = "ibv_post_recv"; break; }
+            } else {
+                if ((err = ibv_post_send(self->qp, &swr, &sbad))) { what = "ibv_post_send"; break; }
+                if (!wait_one(self->scq, &wc, timeout)) { what = "send timed out"; break; }
+                if (wc.status != IBV_WC_SUCCESS) { what = ibv_wc_status_str(wc.status); break; }
+            }
+        }
+        if (what)
+            break;
+        done++;
+    }
+    Py_END_ALLOW_THREADS
+    if (what) {
+        if (err)
+            return rdma_errno(what, err);
+        PyErr_Format(HotpathError, "pingpong stopped after %llu messages: %s", done, what);
+        return NULL;
+    }
+    return Py_BuildValue("(dK)", now() - t0, done);
+}
+
+static PyMethodDef Endpoint_methods[] = {
+    {"post_recv", (PyCFunction)Endpoint_post_recv, METH_VARARGS, "post_recv(wr_id, addr, length, lkey)"},
+    {"post", (PyCFunction)Endpoint_post, METH_VARARGS,
+     "post(wr_id, op, addr, length, lkey, remote_addr=0, rkey=0, invalidate=0, signaled=True)"},
+    {"poll_send", (PyCFunction)Endpoint_poll_send, METH_VARARGS, "poll_send(max=16, spin_ms=0)"},
+    {"poll_recv", (PyCFunction)Endpoint_poll_recv, METH_VARARGS, "poll_recv(max=16, spin_ms=0)"},
+    {"event_private_data", (PyCFunction)Endpoint_event_private_data, METH_NOARGS,
+     "private data of the CM event held by the rdma_cm_id"},
+    {"cm_event_pending", (PyCFunction)Endpoint_cm_event_pending, METH_NOARGS,
+     "whether a CM event (such as the peer's disconnect) is waiting"},
+    {"pingpong", (PyCFunction)Endpoint_pingpong, METH_VARARGS, "the benchmark's Send/Receive loop"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject EndpointType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rdmaspy.traffic._hotpath.Endpoint",
+    .tp_basicsize = sizeof(Endpoint),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Endpoint(cmid, qp_num): the QP and CQs of a pyverbs CMID",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Endpoint_init,
+    .tp_dealloc = (destructor)Endpoint_dealloc,
+    .tp_methods = Endpoint_methods,
+};
+
+static struct PyModuleDef hotpath_module = {
+    PyModuleDef_HEAD_INIT, "_hotpath", "The traffic generator's native hot path (libibverbs).", -1, NULL,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__hotpath(void)
+{
+    if (PyType_Ready(&EndpointType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&hotpath_module);
+    if (!m)
+        return NULL;
+    HotpathError = PyErr_NewException("rdmaspy.traffic._hotpath.HotpathError", PyExc_OSError, NULL);
+    Py_INCREF(HotpathError);
+    PyModule_AddObject(m, "HotpathError", HotpathError);
+    Py_INCREF(&EndpointType);
+    PyModule_AddObject(m, "Endpoint", (PyObject *)&EndpointType);
+    PyModule_AddIntConstant(m, "OP_SEND", OP_SEND);
+    PyModule_AddIntConstant(m, "OP_SEND_INV", OP_SEND_INV);
+    PyModule_AddIntConstant(m, "OP_WRITE", OP_WRITE);
+    PyModule_AddIntConstant(m, "OP_READ", OP_READ);
+    return m;
+}
