@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 NETNS = ROOT / "tests" / "netns" / "veth-pair.sh"
-DEFAULT_FRAMES = ROOT / "captures" / "rxe-nfsv3-rdma.pcap"
+BENCH_FRAMES = ROOT / "benchmarks" / "out" / "nfs_rocev2_100000.pcap"     # decode_bench.py's capture
 FILTER = "udp port 4791 or ether proto 0x8915"
 
 # Paced raw sender: frames from a classic pcap, replayed round-robin at RATE per second for SECONDS.
@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
 
 PY_SENDER = r"""
 import socket, sys, time
-sys.path.insert(0, sys.argv[5])
+sys.path.insert(0, "@ROOT@")
 from rdmaspy.readers import open_capture
 frames = [bytes(f.data) for f in open_capture(sys.argv[2])]
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0); s.bind((sys.argv[1], 0))
@@ -183,7 +183,9 @@ def main() -> int:
     ap.add_argument("--rates", default="25000,50000,100000,150000,200000,300000,400000",
                     help="comma-separated packet rates to try, rising")
     ap.add_argument("--seconds", type=float, default=3.0, help="seconds of traffic per step")
-    ap.add_argument("--frames", default=str(DEFAULT_FRAMES), help="classic pcap whose frames are replayed")
+    ap.add_argument("--frames", default=str(BENCH_FRAMES),
+                    help="classic pcap whose frames are replayed (default: the 100k-frame NFS-over-RDMA benchmark "
+                         "capture, built when missing)")
     ap.add_argument("--buffer", type=int, default=32768, help="ring size in KiB for both capturers")
     ap.add_argument("--python-sender", action="store_true", help="use a pure-Python sender (to see its ceiling)")
     ap.add_argument("--tools", default="rdmaspy,tcpdump")
@@ -193,6 +195,12 @@ def main() -> int:
         return 2
     if shutil.which("tcpdump") is None:
         _apt("tcpdump")
+    if a.frames == str(BENCH_FRAMES) and not BENCH_FRAMES.exists():
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import traffic
+        BENCH_FRAMES.parent.mkdir(exist_ok=True)
+        print(f"building {BENCH_FRAMES} ...", flush=True)
+        traffic.build(str(BENCH_FRAMES), 100000)
     tag = f"b{os.getpid() % 100000}"
     ns_a, ns_b, dev_a, dev_b = f"rs-{tag}-a", f"rs-{tag}-b", f"va-{tag}", f"vb-{tag}"
     workdir = tempfile.mkdtemp(prefix="rdmaspy-bench-")
@@ -200,12 +208,10 @@ def main() -> int:
     try:
         if a.python_sender:
             script = os.path.join(workdir, "send.py")
-            Path(script).write_text(PY_SENDER)
+            Path(script).write_text(PY_SENDER.replace("@ROOT@", str(ROOT)))
             sender = [sys.executable, script]
-            frames_arg = a.frames
         else:
             sender = build_sender(workdir)
-            frames_arg = a.frames
         tools = a.tools.split(",")
         best: dict[str, tuple[int, float]] = {}      # tool -> (highest drop-free rate, CPU % there)
         failed: dict[str, int] = {}                   # tool -> lowest rate with drops

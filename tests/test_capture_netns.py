@@ -309,3 +309,22 @@ def test_a_slow_display_skips_lines_but_the_file_loses_nothing(net, tmp_path):
     nums = [int(ln.split()[0]) for ln in lines]
     assert nums == sorted(nums) and nums[-1] <= len(sent)     # lines keep the file's frame numbers
     assert cap.summary()["dropped by rdmaspy"] == 0
+
+
+def test_benchmark_workload_at_full_python_speed_arrives_whole(net, tmp_path):
+    """20,000 frames of the benchmark's NFS-over-RDMA workload (benchmarks/traffic.py), sent flat out."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import traffic
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    src = tmp_path / "bench.pcap"
+    traffic.build(str(src), 20000)
+    sent = frames_of(src)
+    out = tmp_path / "bench.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(sent)))
+    replay(net, [src], rate=0)
+    assert cap.wait() == 0, cap.err.read_text()
+    s = cap.summary()
+    assert s["dropped by kernel"] == 0 and s["written"] == len(sent) == 20000
+    assert frames_of(out) == sent
