@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import FIXTURES
 from rdmaspy.dissectors import iwarp_ddp, iwarp_mpa, tcp_stream
-from rdmaspy.engine import Engine
+from rdmaspy.engine import Engine, load_dissectors
 from rdmaspy.packet import Frame
 from rdmaspy.readers import open_capture
 
@@ -25,15 +25,19 @@ FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthChe
 def only_iwarp():
     """Upper layers (RPC-over-RDMA, RFC 8797 private data) are other modules with their own fuzz tests:
     keep them out so that a failure here is iWARP's."""
+    load_dissectors()         # every module registered before the tables are emptied, and in place
     saved = []
     for tab in (iwarp_ddp.rdmacm_port, iwarp_mpa.cm_private_data):
-        saved.append((tab, tab.by_key, tab.heuristics))
-        tab.by_key, tab.heuristics = {}, []
+        saved.append((tab, dict(tab.by_key), list(tab.heuristics)))
+        tab.by_key.clear()
+        tab.heuristics.clear()
     try:
         yield
     finally:
         for tab, keys, heur in saved:
-            tab.by_key, tab.heuristics = keys, heur
+            tab.by_key.clear()
+            tab.by_key.update(keys)
+            tab.heuristics[:] = heur
 
 
 def run(frames: list[bytes]) -> tuple[list, Engine]:

@@ -90,7 +90,9 @@ def test_any_segmentation_reordering_and_duplication_yields_the_stream(data, cut
     j = 0
     while j < len(segs):
         op = ops[j % len(ops)] if ops else "n"
-        if op == "s" and j + 1 < len(segs):       # the next segment overtakes this one
+        # the next segment overtakes this one (not the first: without the SYN, the first segment seen
+        # starts the stream)
+        if op == "s" and 0 < j and j + 1 < len(segs):
             order += [segs[j + 1], segs[j]]
             j += 2
             continue
