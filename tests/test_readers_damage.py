@@ -247,3 +247,13 @@ def test_decode_not_a_capture_exit_1(what, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out == ""
     assert len(err.splitlines()) == 1 and err.startswith("rdmaspy: error: ")
+
+
+def test_pcap_linktype_word_with_fcs_bits(tmp_path):
+    """The FCS bits of the link-type word are not part of the link type."""
+    p = tmp_path / "fcs.pcap"
+    p.write_bytes(rb.pcap_file([(T, ETH[0])], 1 | 0x04000000 | (2 << 28)))
+    with open_capture(str(p)) as cap:
+        (f,) = list(cap)
+    assert f.linktype == 1 and cap.linktypes == {0: 1}
+    assert cap.interfaces[0]["fcs_len"] == 4

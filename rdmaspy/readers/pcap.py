@@ -32,8 +32,9 @@ class PcapReader(Capture):
                                + (f", {damage}" if damage else ""), 0)
         order, self.ns_per_tick = PCAP_MAGICS[hdr[:4]]
         _magic, self.major, self.minor, _tz, _sigfigs, self.snaplen, network = struct.unpack(order + "4sHHiIII", hdr)
-        # The upper bits of the link-type word may carry FCS information (pcap-linktype(7)).
-        self.linktype = network & 0x0FFFFFFF
+        # The upper bits of the link-type word may say that frames end in an FCS, and how long it is in
+        # 16-bit units (pcap-linktype(7): FCS length in bits 28-31, "present" in bit 26).
+        self.linktype = network & 0x03FFFFFF
         self.fcs_len = (network >> 28) * 2 if network & 0x04000000 else 0
         self.linktypes[0] = self.linktype
         self.interfaces.append({"name": "", "description": "", "linktype": self.linktype,
