@@ -169,6 +169,15 @@ def frames() -> list[tuple[int, bytes]]:
                                       portunicastrcvpkts=6, portmulticastxmitpkts=7, portmulticastrcvpkts=8)
     s2c(mad_header(0x04, 0x81, 0x001D, 0x705, classversion=1) + bytes(40) + pce.ljust(192, b"\0"))
     s2c(mad_header(0x04, 0x81, 0x0001, 0x707, classversion=1) + bytes(40) + cpi.ljust(192, b"\0"))
+    ni = mad.NODEINFO.encode(baseversion=1, classversion=1, nodetype=1, numports=2, systemimageguid=0x0002C90300001234,
+                             nodeguid=0x0002C90300001234, portguid=0x0002C90300001235, partitioncap=128,
+                             deviceid=0x1017, revision=0, localportnum=1, vendorid=0x0002C9)
+    s2c(mad_header(0x01, 0x81, 0x0011, 0x708, classversion=1) + mad.SMP_LID.encode(smpdata=ni), destqp=0, src_qp=0,
+        q_key=0)
+    nd = mad.NODEDESCRIPTION.encode(nodestring=b"host-a mlx5_0")
+    dr = mad_header(0x81, 0x81, 0x0010, 0x709, classversion=1, status=0x8000, classspecific=0x0101)
+    s2c(dr + mad.SMP_DR_BODY.encode(smpdata=nd), destqp=0, src_qp=0, q_key=0)
+    s2c(mad_header(0x03, 0x81, 0x0035, 0x70A, status=0x000C) + bytes(232))
     s2c(mad_header(0x0A, 0x01, 0x0042, 0x706, classversion=1) + bytes(range(232)))
     return out
 

@@ -20,7 +20,7 @@ from rdmaspy.fieldview import packet_fields, presence_field
 from rdmaspy.readers import open_capture
 
 PREFIXES = ("mad.", "cm.", "smplid.", "smpdirected.", "sa.", "rmpp.", "classportinfo.", "portcounters.",
-            "portcounters_ext.")
+            "portcounters_ext.", "nodeinfo.", "sminfo.", "nodedescription.")
 # rdmaspy name -> Wireshark name where they are not simply "infiniband." + ours.
 RENAMED = {
     "cm.req.localcommid": "infiniband.cm.req",
@@ -81,6 +81,8 @@ def same(ours, field, theirs: str, ws: str) -> bool:
     if isinstance(ours, int):
         return tshark_int(theirs) == ours
     b = bytes(ours)
+    if field.display == "str":
+        return theirs == b.split(b"\0", 1)[0].decode()
     if ws.endswith("_ipv4") or field.display == "ipv4":
         return ipaddress.ip_address(theirs) == ipaddress.ip_address(b[-4:])
     if field.display in ("gid", "ipv6") and ":" in theirs:

@@ -36,7 +36,7 @@ def test_smp_lid_routed(pkts):
 
 def test_smp_directed_route(pkts):
     p = pkts[23]
-    assert p.info_text == "SMP-DR SubnGetResp(SMInfo)"
+    assert p.info_text == "SMP-DR SubnGetResp(SMInfo) SM GUID=0x4041424344454647 priority=5 state=4"
     head = p.layer("smpdirected")
     assert (head["d"], head["smpstatus"], head["hoppointer"], head["hopcount"]) == (1, 0, 1, 2)
     body = head.children[0]
@@ -68,9 +68,27 @@ def test_port_counters(pkts):
 
 def test_perf_classportinfo_and_unknown_class(pkts):
     assert pkts[27].layer("classportinfo")["trapqkey"] == 0x80010000
-    p = pkts[28]
+    p = pkts[31]
     assert p.info_text.startswith("Vendor Specific (0x0a) Get() attr=0x0042")
     assert p.layer("mad")["mad.class_data"] == bytes(range(232))
+
+
+def test_smp_attributes(pkts):
+    assert pkts[22].layer("nodeinfo") is None                 # a Get carries no attribute value
+    ni = pkts[28].layer("nodeinfo")
+    assert (ni["nodetype"], ni["numports"], ni["nodeguid"], ni["deviceid"], ni["vendorid"]) == (
+        1, 2, 0x0002C90300001234, 0x1017, 0x0002C9)
+    assert pkts[28].info_text == "SMP SubnGetResp(NodeInfo) Channel Adapter GUID=0x0002c90300001234 ports=2"
+    assert pkts[29].info_text == "SMP-DR SubnGetResp(NodeDescription) 'host-a mlx5_0'"
+    sm = pkts[23].layer("sminfo")
+    assert (sm["guid"], sm["priority"], sm["smstate"]) == (0x4041424344454647, 5, 4)
+
+
+def test_mad_status_is_reported(pkts):
+    p = pkts[30]
+    assert p.info_text.endswith("[status 0x000c: method/attribute combination not supported]")
+    assert any(e.rule == "IBTA 13.4.7" and e.severity == "warning" for e in p.expert)
+    assert not any(e.rule == "IBTA 13.4.7" for e in pkts[23].expert or ())   # DR: the D bit is not a status
 
 
 def test_short_mad_header():

@@ -84,6 +84,35 @@ SMP_LID = Header("smplid", "Subnet Management Packet (LID Routed)", [
     F("smpdata", 512, "SMP Data", "bytes"),
     F("reserved2", 1024, "Reserved", "bytes"),
 ])
+NODE_TYPES = {1: "Channel Adapter", 2: "Switch", 3: "Router"}
+NODEINFO = Header("nodeinfo", "NodeInfo", [
+    F("baseversion", 8, "BaseVersion", "hex"),
+    F("classversion", 8, "ClassVersion", "hex"),
+    F("nodetype", 8, "NodeType", "hex", NODE_TYPES),
+    F("numports", 8, "NumPorts", "hex"),
+    F("systemimageguid", 64, "SystemImageGUID", "hex"),
+    F("nodeguid", 64, "NodeGUID", "hex"),
+    F("portguid", 64, "PortGUID", "hex"),
+    F("partitioncap", 16, "PartitionCap", "hex"),
+    F("deviceid", 16, "DeviceID", "hex"),
+    F("revision", 32, "Revision", "hex"),
+    F("localportnum", 8, "LocalPortNum", "hex"),
+    F("vendorid", 24, "VendorID", "hex"),
+])
+SM_STATES = {0: "Not Active", 1: "Discovering", 2: "Standby", 3: "Master"}
+SMINFO = Header("sminfo", "SMInfo", [
+    F("guid", 64, "GUID", "hex"),
+    F("sm_key", 64, "SM_Key", "hex"),
+    F("actcount", 32, "ActCount", "hex"),
+    F("priority", 4, "Priority", "hex"),
+    F("smstate", 4, "SMState", "hex", SM_STATES),
+])
+NODEDESCRIPTION = Header("nodedescription", "NodeDescription", [
+    F("nodestring", 512, "NodeString", "str"),
+])
+# SMP attributes decoded field by field (the rest stay as SMP data).
+SMP_ATTRIBUTE_HEADERS = {0x0010: NODEDESCRIPTION, 0x0011: NODEINFO, 0x0020: SMINFO}
+
 RMPP_TYPES = {0: "Not an RMPP packet", 1: "DATA", 2: "ACK", 3: "STOP", 4: "ABORT"}
 RMPP = Header("rmpp", "RMPP (Reliable Multi-Packet Transaction Protocol)", [
     F("rmppversion", 8, "RMPP Version", "hex"),
@@ -201,11 +230,36 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     fn = mad_class.by_key.get(cls)
     if fn is not None:
         fn(pkt, buf, off + MAD.size, end, ctx)
+        _status(pkt, info)
         return
     pkt.set_info(f"{name} {METHODS.get(info.method, f'method 0x{info.method:02x}')} "
                  f"attr=0x{info.attribute:04x} TID=0x{info.tid:x}")
     if end > off + MAD.size:
         lay.add(MAD_CLASS_DATA, bytes(buf[off + MAD.size:end]), off + MAD.size, end - off - MAD.size)
+
+
+STATUS_CODES = {0: "", 1: "bad version", 2: "method not supported", 3: "method/attribute combination not supported",
+                7: "invalid attribute or modifier value"}
+
+
+def _status(pkt: Packet, info: MadInfo) -> None:
+    """MAD status (IBTA 13.4.7): bit 0 busy, bit 1 redirect, bits 2-4 the invalid-field code."""
+    st = info.status & 0x7FFF if info.mgmtclass == 0x81 else info.status
+    if not st:
+        return
+    parts = []
+    if st & 1:
+        parts.append("busy")
+    if st & 2:
+        parts.append("redirect required")
+    code = (st >> 2) & 7
+    if code:
+        parts.append(STATUS_CODES.get(code, f"reserved code {code}"))
+    if st >> 8:
+        parts.append(f"class-specific 0x{st >> 8:02x}")
+    text = ", ".join(parts)
+    pkt.add_info(f"[status 0x{st:04x}: {text}]")
+    pkt.add_expert("warning" if code else "note", "protocol", f"MAD status 0x{st:04x}: {text}", "IBTA 13.4.7")
 
 
 def _mad_of(pkt: Packet) -> MadInfo:
@@ -232,6 +286,23 @@ def dissect_smp_lid(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
         return
     lay = pkt.add_layer("smplid", SMP_LID, buf, off)
     lay.add(MAD_ATTRIBUTE, attr)
+    _smp_attribute(pkt, info, buf, off + 40)
+
+
+def _smp_attribute(pkt: Packet, info: MadInfo, buf: bytes, data_off: int) -> None:
+    """The 64 bytes of SMP data, decoded for the attributes we know, in a response or a Set."""
+    hdr = SMP_ATTRIBUTE_HEADERS.get(info.attribute)
+    if hdr is None or info.method == 0x01:
+        return
+    lay = pkt.add_layer(hdr.name, hdr, buf, data_off)
+    if hdr is NODEINFO:
+        v = lay.values
+        pkt.add_info(f"{NODE_TYPES.get(v[2], 'node type ' + str(v[2]))} GUID=0x{v[5]:016x} ports={v[3]}")
+    elif hdr is NODEDESCRIPTION:
+        pkt.add_info(repr(bytes(lay.values[0]).split(b"\0", 1)[0].decode("utf-8", "replace")))
+    else:
+        v = lay.values
+        pkt.add_info(f"SM GUID=0x{v[0]:016x} priority={v[3]} state={SM_STATES.get(v[4], v[4])}")
 
 
 # The directed-route SMP uses the common header's Status and Class Specific words for its own fields:
@@ -264,6 +335,7 @@ def dissect_smp_dr(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     lay = pkt.add_layer("smpdirected", SMP_DR_HEAD, buf, start)
     lay.add(MAD_ATTRIBUTE, attr)
     lay.child("smpdirected.route", SMP_DR_BODY, off, label=f"Directed Route Data ({buf[start + 3]} hops)")
+    _smp_attribute(pkt, info, buf, off + 40)
 
 
 def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
