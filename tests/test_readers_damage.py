@@ -138,6 +138,10 @@ def damaged_ng(kind: str) -> tuple[bytes, int, int, str]:
         return head + bytes(shb2) + data[at:], 2, at, "section header block: unsupported pcapng version 2.0"
     if kind == "spb_no_iface":
         return rb.shb() + rb.spb(ETH[0]), 0, len(rb.shb()), "simple packet block before any interface description block"
+    if kind == "spb_short":
+        return head + rb.spb(ETH[2], wirelen=len(ETH[2]) + 8) + data[at + n:], 2, at, \
+            f"simple packet block: {len(ETH[2]) + 8} bytes of packet data do not fit the block of " \
+            f"{len(rb.spb(ETH[2]))} bytes"
     if kind == "new_section_forgets":
         return head + rb.shb() + data[at:], 2, at + len(rb.shb()), \
             "enhanced packet block for interface 0, which no interface description block of this section declared"
@@ -145,7 +149,7 @@ def damaged_ng(kind: str) -> tuple[bytes, int, int, str]:
 
 
 DAMAGE = ["truncated", "not4", "short", "huge", "trailer", "iface", "caplen", "epb28", "option", "bom", "version",
-          "spb_no_iface", "new_section_forgets"]
+          "spb_no_iface", "spb_short", "new_section_forgets"]
 
 
 @pytest.mark.parametrize("kind", DAMAGE)

@@ -236,10 +236,12 @@ class PcapngReader(Capture):
                         return
                     gi, lt, _mul, _den, _toff, snap = local[0]
                     wirelen = order.spb(buf, pos)[2]
-                    # The captured length is implied: the original length, cut by the snapshot length and the block.
-                    caplen = min(wirelen, length - 16)
-                    if snap:
-                        caplen = min(caplen, snap)
+                    # The captured length is implied: the original length, cut to the interface's snapshot length.
+                    caplen = min(wirelen, snap) if snap else wirelen
+                    if caplen > length - 16:
+                        self.problem(f"simple packet block: {caplen} bytes of packet data do not fit the block of "
+                                     f"{length} bytes", base + pos)
+                        return
                     num += 1
                     yield Frame(num, 0, lt, buf[pos + 12:pos + 12 + caplen], wirelen, gi, None, base + pos)
                 elif btype == IDB_TYPE:
