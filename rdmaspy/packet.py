@@ -127,10 +127,14 @@ class Layer:
     # -- building the variable part -------------------------------------------------------------
     def add(self, field: Field, value: Any, off: int = -1, length: int = 0) -> None:
         """Append a variable item; ``off`` is absolute in ``self.buf`` (-1: not in the bytes)."""
-        items = self.items
-        if items is None:
-            items = self._items = []
-        items.append((field, value, off, length))
+        try:
+            self._items.append((field, value, off, length))
+        except AttributeError:
+            items = self.items          # runs a pending fill first, so items keep their order
+            if items is None:
+                self._items = [(field, value, off, length)]
+            else:
+                items.append((field, value, off, length))
 
     def child(self, proto: str, header: Header | None, off: int, length: int = 0,
               label: str | None = None, buf: bytes | None = None) -> "Layer":
