@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, require_tshark
 from rdmaspy.cli import main
 from rdmaspy.errors import CaptureError
 from rdmaspy.readers import open_capture
@@ -160,6 +160,18 @@ def test_pcapng_damage(kind, tmp_path):
     frames, problems = read_all(p)
     assert [f.data for f in frames] == ETH[:before]
     assert problems == [f"{text} at byte offset {offset}"]
+
+
+@pytest.mark.parametrize("kind", DAMAGE)
+def test_pcapng_damage_frames_before_it_as_tshark(kind, tmp_path):
+    """tshark reads the same frames before the damage and calls the file damaged."""
+    data, before, _offset, _text = damaged_ng(kind)
+    p = tmp_path / f"{kind}.pcapng"
+    p.write_bytes(data)
+    r = subprocess.run([require_tshark(), "-n", "-r", str(p), "-T", "fields", "-e", "frame.number"],
+                       capture_output=True, text=True)
+    assert r.stdout.split() == [str(i + 1) for i in range(before)]
+    assert r.returncode != 0 and any(w in r.stderr for w in ("damaged", "cut short", "doesn't support"))
 
 
 @pytest.mark.parametrize("kind", ["truncated", "trailer", "iface"])
