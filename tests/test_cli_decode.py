@@ -114,11 +114,12 @@ def test_display_filter_through_the_command(capsys):
     assert rc == 0 and out == ""
 
 
-def _pty_output(args: list[str]) -> str:
+def _pty_output(args: list[str], **extra_env: str) -> str:
     """Run the command with a terminal as its stdout and collect what it prints."""
     master, slave = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "200"}
     env.pop("NO_COLOR", None)
+    env.update(extra_env)
     p = subprocess.Popen(["rdmaspy", *args], stdout=slave, stderr=subprocess.PIPE, env=env)
     os.close(slave)
     chunks = []
@@ -153,6 +154,11 @@ def test_terminal_output_is_coloured_bad_icrc_red(tmp_path):
     verbose = _pty_output(["decode", str(path), "-V"])
     assert "\x1b[1m" in verbose                      # layer titles in bold
     assert any(red in x and "[Error/checksum]" in x for x in verbose.split("\n"))
+
+
+def test_terminal_output_respects_no_color():
+    text = _pty_output(["decode", str(READ_BW), "-V", "-c", "2"], NO_COLOR="1")
+    assert "\x1b[" not in text and "Base Transport Header" in text
 
 
 def test_piped_output_has_no_escape_codes():
