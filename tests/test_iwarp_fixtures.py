@@ -130,13 +130,19 @@ def test_fpdu_split_over_three_segments(cases) -> None:
 def test_retransmissions_are_dropped(cases) -> None:
     pkts, _ = cases
     assert infos(pkts[6]) == [] and "retransmitted" in pkts[6].info_text
+    st = pkts[6].layer("tcp_stream")
+    assert (st["status"], st["retransmitted"]) == ("retransmission", 920)
     assert [(i.name, i.msn) for i in infos(pkts[7])] == [("Send", 3)]    # 8 old bytes, then a new FPDU
+    st = pkts[7].layer("tcp_stream")
+    assert (st["status"], st["retransmitted"]) == ("overlap", 8)
+    assert pkts[5].layer("tcp_stream") is None          # in-order segments carry no reassembly layer
     assert any("8 bytes" in e.text for e in pkts[7].expert)
 
 
 def test_out_of_order_segment_is_held_until_the_hole_fills(cases) -> None:
     pkts, _ = cases
     assert infos(pkts[8]) == [] and "held" in pkts[8].info_text
+    assert pkts[8].layer("tcp_stream")["status"] == "held"
     (w,) = infos(pkts[9])
     assert w.frames == [10, 9] and w.payload_len == 600 and w.stag == 0x99
 
@@ -145,7 +151,8 @@ def test_send_in_three_ddp_segments_is_reassembled(cases) -> None:
     pkts, _ = cases
     segs = [infos(pkts[i])[0] for i in (10, 11, 12)]
     assert [(s.mo, s.last) for s in segs] == [(0, False), (100, False), (200, True)]
-    assert segs[2].message_len == 300
+    assert segs[2].message_len == 300 and segs[2].message == b"A" * 100 + b"B" * 100 + b"C" * 100
+    assert pkts[12].layer("ddp")["rdmap.send.fragment_count"] == 3
     assert "[reassembled 300 bytes]" in pkts[12].info_text
 
 

@@ -174,5 +174,7 @@ def test_lost_segment_then_resync_on_the_next_fpdu(monkeypatch) -> None:
     msns = [i.msn for p in tail for i in (p.extra or {}).get("iwarp", [])]
     assert msns == [1, 2, 3]
     assert any(e.text.endswith("missing from the capture") for p in tail for e in (p.expert or []))
+    gaps = [p.layer("tcp_stream")["gap"] for p in tail if p.layer("tcp_stream") and p.layer("tcp_stream").get("gap")]
+    assert gaps == [400]
     d = eng.session.state["iwarp.streams"][((BUILD.CLIENT, 41000), (BUILD.SERVER, 7000))]
     assert d.stream.gaps == [(24 + 400, 400)]       # after the 24-byte MPA Request and the first 400 bytes

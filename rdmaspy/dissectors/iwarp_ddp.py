@@ -140,7 +140,7 @@ class IWarpInfo:
 
     __slots__ = ("opcode", "name", "tagged", "last", "stag", "to", "qn", "msn", "mo", "inv_stag",
                  "read_request", "terminate", "atomic", "immediate", "buf", "payload_off", "payload_end",
-                 "frames", "crc_ok", "conn", "from_initiator", "message_len")
+                 "frames", "crc_ok", "conn", "from_initiator", "message_len", "message")
 
     def __init__(self) -> None:
         self.stag: int | None = None
@@ -158,6 +158,7 @@ class IWarpInfo:
         self.conn: Any = None
         self.from_initiator: bool | None = None
         self.message_len: int | None = None      # untagged: whole message length once complete
+        self.message: bytes | None = None        # a Send put together from several DDP segments
 
     @property
     def payload_len(self) -> int:
@@ -175,10 +176,11 @@ class IWarpInfo:
 class UntaggedAssembly:
     """Segments of untagged messages still missing their last segment, per direction."""
 
-    __slots__ = ("partial",)
+    __slots__ = ("partial", "last_parts")
 
     def __init__(self) -> None:
         self.partial: dict[tuple[int, int], list[tuple[int, bytes]]] = {}
+        self.last_parts = 0          # DDP segments of the message last completed
 
     def add(self, qn: int, msn: int, mo: int, data: bytes, last: bool) -> bytes | None:
         """Returns the whole message when ``last`` completes a contiguous one, else None."""
@@ -196,6 +198,7 @@ class UntaggedAssembly:
             return None
         del self.partial[key]
         parts.sort()
+        self.last_parts = len(parts)
         pos = 0
         out = []
         for o, d in parts:
@@ -404,6 +407,8 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
                            "RFC 5041 §5.3")
         return
     info.message_len = len(whole)
+    info.message = whole
     ddp.add(MSG_LEN, len(whole))
+    ddp.add(MSG_FRAMES, stream.untagged.last_parts)
     pkt.add_info(f"[reassembled {len(whole)} bytes]")
     dissect_with(rdmacm_port, port, pkt, whole, 0, len(whole), ctx)

@@ -35,7 +35,7 @@ try:
     from .. import conversation as _conversation
 except ImportError:      # the connection table is optional: dissection does not need it
     _conversation = None
-from .tcp_stream import AFTER_GAP, HELD, OVERLAP, RETRANSMISSION, HalfStream, StreamView
+from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView
 
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
@@ -80,6 +80,7 @@ FRAGMENT = Field("mpa.fragment", 0, "FPDU bytes waiting for later segments", uni
 STREAM_POS = Field("mpa.stream_pos", 0, "Position in the TCP stream", unit="bytes")
 GAP = Field("tcp_stream.gap", 0, "Bytes missing from the capture before this segment", unit="bytes")
 OVERLAP_LEN = Field("tcp_stream.retransmitted", 0, "Bytes already seen (dropped)", unit="bytes")
+STREAM_STATUS = Field("tcp_stream.status", 0, "Segment in the stream", "str")
 
 cm_private_data = table("cm.private_data", "CM private data (by server port)")
 tcp_port = table("tcp.port", "TCP port")
@@ -273,6 +274,14 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
         return
     pkt.proto = "MPA"
     status = view.status
+    if status != NEW:
+        # Only unusual segments get a reassembly layer: the in-order case stays free.
+        st_lay = pkt.add_layer("tcp_stream", None, buf, off, end - off, "TCP stream reassembly")
+        st_lay.add(STREAM_STATUS, status)
+        if view.dropped:
+            st_lay.add(OVERLAP_LEN, view.dropped, off, min(view.dropped, end - off))
+        if view.gap:
+            st_lay.add(GAP, view.gap)
     if status == RETRANSMISSION:
         pkt.add_info("[iWARP: retransmitted bytes, dissected in their first frame]")
         pkt.add_expert("note", "sequence", f"TCP retransmission of {view.dropped} bytes already seen")

@@ -47,7 +47,7 @@ class StreamView:
     """
 
     __slots__ = ("buf", "off", "end", "stream_off", "spans", "status", "gap", "gap_at", "in_frame",
-                 "dropped")
+                 "dropped", "abandoned")
 
     def __init__(self, buf: Any, off: int, end: int, stream_off: int, spans: list[tuple[int, int, int]],
                  status: str, in_frame: bool) -> None:
@@ -61,6 +61,7 @@ class StreamView:
         self.gap = 0
         self.gap_at = -1           # buf offset where the bytes after the gap begin
         self.dropped = 0           # bytes of this segment dropped as already seen
+        self.abandoned = 0         # unconsumed bytes before a gap, given up with it
 
     def frames(self, lo: int, hi: int) -> list[int]:
         """Frame numbers that contributed bytes to ``buf[lo:hi]``, in order, without repeats."""
@@ -189,7 +190,8 @@ class HalfStream:
         total = self._drain(parts, spans, 0)
         joined = b"".join(parts)
         view = StreamView(joined, 0, len(joined), base_off, spans, AFTER_GAP, False)
-        view.gap = missing + lost_pending
+        view.gap = missing
+        view.abandoned = lost_pending
         view.gap_at = 0
         return view
 
