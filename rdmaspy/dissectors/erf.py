@@ -34,7 +34,7 @@ ETH_TYPES = (2, 11, 16, 20)        # Ethernet and its colour/hash variants: 2 by
 
 # The header's fields after the little-endian timestamp (all big-endian).
 ERF_TS = Field("erf.ts", 64, "Timestamp", "hex")
-ERF_TIME = Field("erf.time", 0, "Timestamp (epoch)", "time")
+ERF_TIME = Field("erf.time", 0, "Timestamp since the epoch", "dec", unit="ns")
 ERF = Header("erf", "Extensible Record Format", [
     F("types.ext_header", 1, "Extension header present", "bool"),
     F("types.type", 7, "Type", names=RECORD_TYPES),
@@ -135,7 +135,7 @@ def dissect_erf_ipv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> N
 
 def dissect_ib_link(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """An InfiniBand link packet (IBTA 7.9.4): flow control, 6 bytes."""
-    pkt.proto = "InfiniBand Link"
+    pkt.proto = "IB Link"
     if end - off < IB_LINK.size:
         pkt.truncated("infiniband_link", end - off, IB_LINK.size)
         return

@@ -30,7 +30,7 @@ SLL = Header("sll", "Linux cooked capture v1", [
     F("pkttype", 16, "Packet type", names=PACKET_TYPES),
     F("hatype", 16, "Link-layer address type", names=ARPHRD),
     F("halen", 16, "Link-layer address length"),
-    F("src", 64, "Source", "bytes"),
+    F("src", 64, "Link-layer address", "bytes"),
     F("etype", 16, "Protocol", "hex", ETHERTYPES),
 ])
 SLL2 = Header("sll", "Linux cooked capture v2", [
@@ -40,7 +40,7 @@ SLL2 = Header("sll", "Linux cooked capture v2", [
     F("hatype", 16, "Link-layer address type", names=ARPHRD),
     F("pkttype", 8, "Packet type", names=PACKET_TYPES),
     F("halen", 8, "Link-layer address length"),
-    F("src", 64, "Source", "bytes"),
+    F("src", 64, "Link-layer address", "bytes"),
 ])
 SRC_ETH = Field("sll.src.eth", 48, "Source", "mac")
 LTYPE = Field("sll.ltype", 16, "Linux protocol type", "hex", LINUX_PROTOCOLS)
