@@ -175,3 +175,26 @@ def test_main_restores_sigpipe_handling(capsys):
     before = signal.getsignal(signal.SIGPIPE)
     main(["decode", str(READ_BW), "-c", "1"])
     assert signal.getsignal(signal.SIGPIPE) == before
+
+
+def test_bad_filter_on_a_terminal_gets_a_caret_under_the_column():
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(["rdmaspy", "decode", str(READ_BW), "-Y", "reth and bth.opcode =="],
+                         stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    rc = p.wait(timeout=30)
+    text = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        text += chunk
+    os.close(master)
+    lines = text.decode().replace("\r", "").splitlines()
+    assert rc == 1 and p.stdout.read() == b""
+    assert lines[0] == "rdmaspy: error: bad filter: expected a value after '==' at column 23: reth and bth.opcode =="
+    assert lines[1:] == ["    reth and bth.opcode ==", "    " + " " * 22 + "^"]
