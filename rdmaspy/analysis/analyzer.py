@@ -1,0 +1,94 @@
+"""The analysis pipeline: dissected packets in, records and findings out.
+
+``Analyzer.feed(pkt)`` is called for every packet in capture order, after dissection and before
+presentation.  Each analysis module (transport PSNs, RPC transactions, credits, chunks, ...) sees
+the packet, may attach analysis items to it (so that display filters and outputs reach them) and
+may report findings.  Records of finished things (a transaction, a connection at the end) are
+passed to the sinks as soon as they are final, so memory is bounded by what is still open, not by
+the length of the capture.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from ..packet import Packet
+from .rules import Finding, Rule
+
+
+class AnalysisModule(Protocol):
+    def packet(self, pkt: Packet) -> None: ...
+    def finish(self) -> None: ...
+
+
+# Module factories, in the order they see each packet; analysis modules register here on import.
+MODULES: list[tuple[str, Callable[["Analyzer"], AnalysisModule]]] = []
+
+
+def register(name: str, factory: Callable[["Analyzer"], AnalysisModule]) -> None:
+    if any(n == name for n, _ in MODULES):
+        raise ValueError(f"analysis module {name} registered twice")
+    MODULES.append((name, factory))
+
+
+class Analyzer:
+    def __init__(self, on_finding: Callable[[Finding], None] | None = None,
+                 on_record: Callable[[str, dict[str, Any]], None] | None = None,
+                 keep_findings: bool = True) -> None:
+        load_modules()
+        self.on_finding = on_finding
+        self.on_record = on_record          # (kind, record): kind "transaction", "connection", ...
+        self.keep_findings = keep_findings
+        self.findings: list[Finding] = []
+        self.modules: dict[str, AnalysisModule] = {}
+        for name, factory in MODULES:
+            self.modules[name] = factory(self)
+        self._feeders = [m.packet for m in self.modules.values()]
+        self.packets = 0
+
+    def feed(self, pkt: Packet) -> None:
+        self.packets += 1
+        for f in self._feeders:
+            f(pkt)
+
+    def finish(self) -> None:
+        for m in self.modules.values():
+            m.finish()
+
+    # -- used by analysis modules ---------------------------------------------------------------
+    def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
+               xid: int | None = None, pkt: Packet | None = None, **args: Any) -> Finding:
+        """Record a finding; with ``pkt`` it also joins that packet's expert list."""
+        if isinstance(frames, int):
+            frames = (frames,)
+        f = Finding(rule, frames, conn, xid, args, ts)
+        if self.keep_findings:
+            self.findings.append(f)
+        if pkt is not None:
+            if pkt.expert is None:
+                pkt.expert = []
+            pkt.expert.append(f)   # type: ignore[arg-type]
+        if self.on_finding is not None:
+            self.on_finding(f)
+        return f
+
+    def emit(self, kind: str, record: dict[str, Any]) -> None:
+        if self.on_record is not None:
+            self.on_record(kind, record)
+
+
+_LOADED = False
+
+
+def load_modules() -> None:
+    """Import every module of rdmaspy.analysis: importing is registering."""
+    global _LOADED
+    if _LOADED:
+        return
+    import importlib
+    import pkgutil
+
+    from .. import analysis
+    for mod in sorted(pkgutil.iter_modules(analysis.__path__), key=lambda m: m.name):
+        if mod.name not in ("analyzer", "rules"):
+            importlib.import_module(f"{analysis.__name__}.{mod.name}")
+    _LOADED = True
