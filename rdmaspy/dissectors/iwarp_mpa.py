@@ -534,7 +534,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
     frames = view.frames(p, p + raw)
     d.frames_now = frames
     d.fpdus += 1
-    lay = pkt.add_layer("mpa", FPDU, cbuf, c0, size, "MPA FPDU")
+    lay = pkt.add_layer("mpa", FPDU, cbuf, c0, size, "MPA FPDU").lazy(_fill_fpdu)
     if len(frames) > 1 or (frames and frames[0] != pkt.frame.num):
         lay.add(FRAMES, ", ".join(map(str, frames)))
     if marks:
@@ -550,12 +550,9 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
                                "RFC 5044 §5")
     ul_end = c0 + 2 + ulen
     pad_end = c0 + size - 4
-    if pad_end > ul_end:
-        lay.add(PAD, bytes(cbuf[ul_end:pad_end]), ul_end, pad_end - ul_end)
-    wire = int.from_bytes(cbuf[pad_end:pad_end + 4], "big")
-    lay.add(CRC, wire, pad_end, 4)
     d.crc_now = None
     if conn.crc:
+        wire = int.from_bytes(cbuf[pad_end:pad_end + 4], "big")
         expected = crc_field_value(crc32c(memoryview(buf)[p:p + raw - 4]))
         ok = expected == wire
         d.crc_now = ok
@@ -577,6 +574,16 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
         pkt.add_info(f"[Bad MPA CRC 0x{wire:08x}, expected 0x{expected:08x}]")
     pkt.proto = "iWARP"
     return p + raw
+
+
+def _fill_fpdu(lay: Any) -> None:
+    """Pad and CRC of an FPDU layer, added when somebody looks (a summary line does not)."""
+    b, o = lay.buf, lay.off
+    ul_end = o + 2 + ((b[o] << 8) | b[o + 1])
+    pad_end = o + lay.length - 4
+    if pad_end > ul_end:
+        lay.add(PAD, bytes(b[ul_end:pad_end]), ul_end, pad_end - ul_end)
+    lay.add(CRC, int.from_bytes(b[pad_end:pad_end + 4], "big"), pad_end, 4)
 
 
 def fpdu_chain(buf: Any, p: int, end: int, exact: bool) -> int:
