@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from ..fields import Field
 from ..packet import Layer, Packet
-from .onc_rpc import DdpItem, RpcInfo, current_rpc, register_program, rpc_program
+from .onc_rpc import NULL, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .xdr import Cursor, XdrError
 
 NFS_PROG = 100003
@@ -85,13 +85,12 @@ class _Walk:
 
     __slots__ = ("base", "shift", "read_positions", "writes_left", "info", "lay", "reply")
 
-    def __init__(self, pkt: Packet, info: RpcInfo, lay: Layer, base: int) -> None:
+    def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
         self.base = base
         self.shift = 0
         self.info = info
         self.lay = lay
         self.reply = info.msgtype == 1
-        chunks = pkt.extra.get("rpcrdma.chunks") if pkt.extra else None
         # (positions of Read chunks in a call, number of Write chunks for a reply) from the transport
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
 
@@ -118,6 +117,8 @@ class _Walk:
         if self.info.ddp is None:
             self.info.ddp = []
         self.info.ddp.append(item)
+        if self.lay is NULL:
+            return
         sub = self.lay.child("nfs.ddp", None, cur.pos, 0, f"DDP-eligible item: {kind}")
         sub.add(DDP_KIND, kind)
         sub.add(DDP_POS, pos)
@@ -449,7 +450,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
         op = cur.u32("opcode")
         name = op_names.get(op, f"op{op}")
         ops.append(name)
-        sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}")
+        sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}") if lay is not NULL else NULL
         sub.add(op_field, op, p, 4)
         walker = table.get(op)
         if w.reply:
@@ -477,28 +478,61 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
         sub.length = cur.pos - p
 
 
+def _chunks(pkt: Packet) -> tuple | None:
+    extra = pkt.extra
+    return extra.get("rpcrdma.chunks") if extra else None
+
+
+def _scratch(info: RpcInfo) -> RpcInfo:
+    s = RpcInfo(info.xid, info.msgtype)
+    s.prog, s.vers, s.proc = info.prog, info.vers, info.proc
+    return s
+
+
+def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
+              pkt: Packet | None) -> None:
+    if info.proc is not None:
+        lay.add(PROC, info.proc)
+    cur = Cursor(buf, off, end)
+    w = _Walk(info, lay, base, chunks)
+    try:
+        if info.vers == 3:
+            _nfs3(cur, w, info.proc)
+        elif info.vers == 2:
+            _nfs2(cur, w, info.proc)
+        elif info.vers == 4 and info.proc == 1:
+            _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False)
+    except XdrError as e:
+        if pkt is not None:
+            pkt.add_expert("warning", "malformed", f"nfs: {e}")
+
+
 def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     info = current_rpc(pkt)
     if info is None:
         return
-    vers = info.vers
     pkt.proto = "NFS"
     if info.label is None:
-        info.label = f"NFSv{vers}"
+        info.label = f"NFSv{info.vers}"
+    base = _rpc_start(pkt, off)
+    chunks = _chunks(pkt)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
+    lay.lazy(lambda lay: _walk_nfs(buf, off, end, _scratch(info), lay, base, chunks, None))
+    _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt)
+
+
+def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
+             pkt: Packet | None) -> None:
     if info.proc is not None:
         lay.add(PROC, info.proc)
-    cur = Cursor(buf, off, end)
-    w = _Walk(pkt, info, lay, _rpc_start(pkt, off))
+    if info.proc != 1:
+        return
     try:
-        if vers == 3:
-            _nfs3(cur, w, info.proc)
-        elif vers == 2:
-            _nfs2(cur, w, info.proc)
-        elif vers == 4 and info.proc == 1:
-            _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False)
+        _compound(Cursor(buf, off, end), _Walk(info, lay, base, chunks), NFS_CB_OPS, CB_OPCODE, _CB_ARGS,
+                  _CB_RES, True)
     except XdrError as e:
-        pkt.add_expert("warning", "malformed", f"nfs: {e}")
+        if pkt is not None:
+            pkt.add_expert("warning", "malformed", f"nfs callback: {e}")
 
 
 def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
@@ -507,16 +541,11 @@ def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
         return
     pkt.proto = "NFS CB"
     info.label = "NFSv4.1 CB"
+    base = _rpc_start(pkt, off)
+    chunks = _chunks(pkt)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System callback")
-    if info.proc is not None:
-        lay.add(PROC, info.proc)
-    if info.proc != 1:
-        return
-    w = _Walk(pkt, info, lay, _rpc_start(pkt, off))
-    try:
-        _compound(Cursor(buf, off, end), w, NFS_CB_OPS, CB_OPCODE, _CB_ARGS, _CB_RES, True)
-    except XdrError as e:
-        pkt.add_expert("warning", "malformed", f"nfs callback: {e}")
+    lay.lazy(lambda lay: _walk_cb(buf, off, end, _scratch(info), lay, base, chunks, None))
+    _walk_cb(buf, off, end, info, NULL, base, chunks, pkt)
 
 
 def _rpc_start(pkt: Packet, off: int) -> int:

@@ -8,6 +8,7 @@ program dissectors find the header facts with ``current_rpc(pkt)``.
 """
 from __future__ import annotations
 
+import struct
 from typing import Any
 
 from ..fields import Field
@@ -68,6 +69,7 @@ TIME = Field("rpc.time", 0, "Time from call", "float", unit="seconds")
 BODY_LEN = Field("rpc.body_length", 0, "Body length", unit="bytes")
 
 rpc_program = table("rpc.program", "ONC RPC program number")
+_XID_TYPE = struct.Struct(">II")
 
 
 class DdpItem:
@@ -97,7 +99,7 @@ class RpcInfo:
     __slots__ = ("xid", "msgtype", "rpcvers", "prog", "vers", "proc", "prog_name", "proc_name",
                  "cred_flavor", "uid", "gid", "machinename", "gss_proc", "gss_service", "gss_seq",
                  "reply_stat", "accept_stat", "reject_stat", "call_frame", "frame", "length",
-                 "ops", "nfs_status", "ddp", "label")
+                 "ops", "nfs_status", "ddp", "label", "delay")
 
     def __init__(self, xid: int, msgtype: int) -> None:
         self.xid = xid
@@ -119,6 +121,7 @@ class RpcInfo:
         self.accept_stat: int | None = None
         self.reject_stat: int | None = None
         self.call_frame: int | None = None   # for a reply: the frame of its call, when seen
+        self.delay: float | None = None      # for a reply: seconds since its call
         self.frame = 0
         self.length = 0
         self.ops: list[str] | None = None    # NFSv4 COMPOUND / CB_COMPOUND operation names
@@ -181,7 +184,7 @@ def _auth(cur: Cursor, lay: Layer, label: str, info: RpcInfo | None) -> int:
     if n > 400:
         raise XdrError("auth body (RFC 5531: at most 400 bytes)", n, 400)
     if info is None:          # a verifier: its body is opaque here
-        if n:
+        if n and lay is not NULL:
             sub.add(AUTH_BODY, bytes(cur.buf[body:body + n]), body, n)
         return flavor
     info.cred_flavor = flavor
@@ -224,96 +227,133 @@ def _auth(cur: Cursor, lay: Layer, label: str, info: RpcInfo | None) -> int:
     return flavor
 
 
-def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None,
-                parent: Layer | None = None) -> RpcInfo | None:
+class NullLayer:
+    """Stands in for a layer while a walk only gathers facts; the tree is built on demand by a second walk."""
+
+    __slots__ = ("length",)
+
+    def __init__(self) -> None:
+        self.length = 0
+
+    def add(self, field: Field, value: Any, off: int = -1, length: int = 0) -> None:
+        return None
+
+    def child(self, *args: Any, **kw: Any) -> "NullLayer":
+        return self
+
+
+NULL = NullLayer()
+
+
+def _walk_header(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any) -> int:
+    """The call or reply header; returns where the body starts.  ``info`` is filled, ``lay`` gets the items."""
+    cur = Cursor(buf, off + 8, end)
+    lay.add(XID, info.xid, off, 4)
+    lay.add(MSGTYP, info.msgtype, off + 4, 4)
+    if info.msgtype == 0:
+        p = cur.pos
+        info.rpcvers, info.prog, info.vers, info.proc = (cur.u32("rpcvers"), cur.u32("prog"), cur.u32("vers"),
+                                                         cur.u32("proc"))
+        lay.add(VERSION, info.rpcvers, p, 4)
+        lay.add(PROGRAM, info.prog, p + 4, 4)
+        lay.add(PROGVERS, info.vers, p + 8, 4)
+        lay.add(PROCEDURE, info.proc, p + 12, 4)
+        info.prog_name = PROGRAM_NAMES.get(info.prog)
+        info.proc_name = proc_name(info.prog, info.vers, info.proc)
+        if info.proc_name:
+            lay.add(PROC_NAME, info.proc_name, p + 12, 4)
+        _auth(cur, lay, "Credentials", info)
+        _auth(cur, lay, "Verifier", None)
+        return cur.pos
+    if info.call_frame is not None:
+        lay.add(PROGRAM, info.prog)
+        lay.add(PROGVERS, info.vers)
+        lay.add(PROCEDURE, info.proc)
+        if info.proc_name:
+            lay.add(PROC_NAME, info.proc_name)
+        lay.add(REQFRAME, info.call_frame)
+        lay.add(TIME, info.delay)
+    p = cur.pos
+    info.reply_stat = stat = cur.u32("reply_stat")
+    lay.add(REPLYSTAT, stat, p, 4)
+    if stat == 0:
+        _auth(cur, lay, "Verifier", None)
+        p = cur.pos
+        info.accept_stat = acc = cur.u32("accept_stat")
+        lay.add(ACCEPTSTAT, acc, p, 4)
+        if acc == 2:
+            p = cur.pos
+            lay.add(PVERS_MIN, cur.u32("low"), p, 4)
+            lay.add(PVERS_MAX, cur.u32("high"), p + 4, 4)
+    elif stat == 1:
+        p = cur.pos
+        info.reject_stat = rej = cur.u32("reject_stat")
+        lay.add(REJECTSTAT, rej, p, 4)
+        if rej == 0:
+            p = cur.pos
+            lay.add(VERS_MIN, cur.u32("low"), p, 4)
+            lay.add(VERS_MAX, cur.u32("high"), p + 4, 4)
+        elif rej == 1:
+            p = cur.pos
+            lay.add(AUTHSTAT, cur.u32("auth_stat"), p, 4)
+    return cur.pos
+
+
+def _fill(lay: Layer, buf: bytes, off: int, end: int, info: RpcInfo) -> None:
+    scratch = RpcInfo(info.xid, info.msgtype)
+    for name in ("prog", "vers", "proc", "proc_name", "call_frame", "delay"):
+        setattr(scratch, name, getattr(info, name))
+    try:
+        body = _walk_header(buf, off, end, scratch, lay)
+    except XdrError:
+        return
+    lay.add(BODY_LEN, end - body, body, end - body)
+
+
+def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None) -> RpcInfo | None:
     """One whole (or reduced) RPC message in ``buf[off:end]``.  Returns its facts, or None if unreadable."""
     if end - off < 8:
         pkt.truncated("rpc", end - off, 8)
         return None
-    lay = pkt.add_layer("rpc", None, buf, off, end - off, "Remote Procedure Call")
-    cur = Cursor(buf, off, end)
-    xid = cur.u32()
-    mtype = cur.u32()
-    lay.add(XID, xid, off, 4)
-    lay.add(MSGTYP, mtype, off + 4, 4)
+    xid, mtype = _XID_TYPE.unpack_from(buf, off)
     info = RpcInfo(xid, mtype)
     info.frame = pkt.frame.num
     info.length = end - off
+    lay = pkt.add_layer("rpc", None, buf, off, end - off, "Remote Procedure Call")
+    lay.lazy(lambda lay: _fill(lay, buf, off, end, info))
+    if mtype > 1:
+        pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
+        return info
     calls: _Calls = ctx.get("rpc.calls", _Calls)
     key = (flow, xid)
-    try:
-        if mtype == 0:
-            p = cur.pos
-            info.rpcvers, info.prog, info.vers, info.proc = (cur.u32("rpcvers"), cur.u32("prog"), cur.u32("vers"),
-                                                             cur.u32("proc"))
-            lay.add(VERSION, info.rpcvers, p, 4)
-            lay.add(PROGRAM, info.prog, p + 4, 4)
-            lay.add(PROGVERS, info.vers, p + 8, 4)
-            lay.add(PROCEDURE, info.proc, p + 12, 4)
+    if mtype == 1:
+        call = calls.by_key.get(key)
+        if call is not None:
+            info.prog, info.vers, info.proc, info.call_frame, ts, info.label = call
             info.prog_name = PROGRAM_NAMES.get(info.prog)
             info.proc_name = proc_name(info.prog, info.vers, info.proc)
-            if info.proc_name:
-                lay.add(PROC_NAME, info.proc_name, p + 12, 4)
-            if info.rpcvers != 2:
-                pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531 §8")
-            _auth(cur, lay, "Credentials", info)
-            _auth(cur, lay, "Verifier", None)
-            calls.add(key, (info.prog, info.vers, info.proc, pkt.frame.num, pkt.frame.ts, None))
-        elif mtype == 1:
-            call = calls.by_key.get(key)
-            if call is not None:
-                info.prog, info.vers, info.proc, info.call_frame, ts, info.label = call
-                info.prog_name = PROGRAM_NAMES.get(info.prog)
-                info.proc_name = proc_name(info.prog, info.vers, info.proc)
-                lay.add(PROGRAM, info.prog)
-                lay.add(PROGVERS, info.vers)
-                lay.add(PROCEDURE, info.proc)
-                if info.proc_name:
-                    lay.add(PROC_NAME, info.proc_name)
-                lay.add(REQFRAME, info.call_frame)
-                lay.add(TIME, (pkt.frame.ts - ts) / 1e9)
-            p = cur.pos
-            info.reply_stat = stat = cur.u32("reply_stat")
-            lay.add(REPLYSTAT, stat, p, 4)
-            if stat == 0:
-                _auth(cur, lay, "Verifier", None)
-                p = cur.pos
-                info.accept_stat = acc = cur.u32("accept_stat")
-                lay.add(ACCEPTSTAT, acc, p, 4)
-                if acc == 2:
-                    p = cur.pos
-                    lay.add(PVERS_MIN, cur.u32("low"), p, 4)
-                    lay.add(PVERS_MAX, cur.u32("high"), p + 4, 4)
-            elif stat == 1:
-                p = cur.pos
-                info.reject_stat = rej = cur.u32("reject_stat")
-                lay.add(REJECTSTAT, rej, p, 4)
-                if rej == 0:
-                    p = cur.pos
-                    lay.add(VERS_MIN, cur.u32("low"), p, 4)
-                    lay.add(VERS_MAX, cur.u32("high"), p + 4, 4)
-                elif rej == 1:
-                    p = cur.pos
-                    lay.add(AUTHSTAT, cur.u32("auth_stat"), p, 4)
-                else:
-                    pkt.set_malformed(f"rpc: reject status {rej} is not defined")
-            else:
-                pkt.set_malformed(f"rpc: reply status {stat} is not defined")
-        else:
-            pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
-            return info
+            info.delay = (pkt.frame.ts - ts) / 1e9
+    try:
+        body = _walk_header(buf, off, end, info, NULL)
     except XdrError as e:
         pkt.set_malformed(f"rpc: {e}")
         _set_info(pkt, info)
         return info
-    lay.length = cur.pos - off
-    lay.add(BODY_LEN, end - cur.pos, cur.pos, end - cur.pos)
+    lay.length = body - off
+    if mtype == 0:
+        if info.rpcvers != 2:
+            pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531 §8")
+        calls.add(key, (info.prog, info.vers, info.proc, pkt.frame.num, pkt.frame.ts, None))
+    elif info.reply_stat not in (0, 1):
+        pkt.set_malformed(f"rpc: reply status {info.reply_stat} is not defined")
+    elif info.reject_stat not in (None, 0, 1):
+        pkt.set_malformed(f"rpc: reject status {info.reject_stat} is not defined")
     pkt.note("rpc", info)
-    body_ok = (mtype == 0) or (info.reply_stat == 0 and info.accept_stat == 0)
+    body_ok = mtype == 0 or (info.reply_stat == 0 and info.accept_stat == 0)
     fn = rpc_program.by_key.get(info.prog) if info.prog is not None else None
     wrapped = info.gss_service in (2, 3) and info.gss_proc == 0
     if fn is not None and body_ok and not wrapped:
-        fn(pkt, buf, cur.pos, end, ctx)
+        fn(pkt, buf, body, end, ctx)
         if mtype == 0 and info.label is not None and key in calls.by_key:
             # the reply is named as its call was (NFSv4.2 COMPOUND ...)
             calls.by_key[key] = calls.by_key[key][:5] + (info.label,)

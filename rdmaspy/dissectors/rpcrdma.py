@@ -419,15 +419,11 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         pkt.set_info("RPC-over-RDMA")
         pkt.truncated("rpcrdma", end - off, 16)
         return
+    # The tree is made only when somebody asks for it (a summary line needs the text alone).
     lay = pkt.add_layer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA")
-    lay.add(XID, msg.xid, off, 4)
-    lay.add(VERSION, msg.version, off + 4, 4)
-    lay.add(CREDITS, msg.credits, off + 8, 4)
-    lay.add(PROC, msg.proc, off + 12, 4)
+    lay.lazy(lambda lay: _fill_v1(lay, msg, off, end))
     msg.frame = pkt.frame.num
     msg.frames = send_frames(pkt)
-    if len(msg.frames) > 1:
-        lay.add(SEND_FRAMES, ",".join(map(str, msg.frames)))
     pkt.note("rpcrdma", msg)
     if msg.version != 1:
         pkt.set_info(f"RPC-over-RDMA version {msg.version} xid=0x{msg.xid:08x}")
@@ -438,32 +434,19 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         return
     name = PROCS.get(msg.proc, f"proc {msg.proc}")
     text = f"RPC-over-RDMA v1 {name} xid=0x{msg.xid:08x} credits={msg.credits}"
-    p = off + 16
-    if msg.proc == 2 and msg.align is not None:
-        lay.add(ALIGN, msg.align, p, 4)
-        if msg.thresh is not None:
-            lay.add(THRESH, msg.thresh, p + 4, 4)
-        p += 8
     if msg.proc in (0, 1, 2):
-        add_lists(lay, msg, p)
-        lt = lists_text(msg)
-        if lt:
-            text += " " + lt
+        if msg.reads or msg.writes or msg.reply is not None:
+            text += " " + lists_text(msg)
     elif msg.proc == 4 and msg.errcode is not None:
-        lay.add(ERRCODE, msg.errcode, p, 4)
         text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
-        if msg.vers_low is not None:
-            lay.add(VERS_LOW, msg.vers_low, p + 4, 4)
-            if msg.vers_high is not None:
-                lay.add(VERS_HIGH, msg.vers_high, p + 8, 4)
-                text += f" versions {msg.vers_low}..{msg.vers_high}"
+        if msg.vers_high is not None:
+            text += f" versions {msg.vers_low}..{msg.vers_high}"
     pkt.set_info(text)
     if err is not None:
         msg.malformed = err
         pkt.set_malformed(f"rpcrdma: {err}")
         return
     pstart = off + msg.header_len
-    lay.add(HEADER_LEN, msg.header_len)
     if msg.proc == 1 and not msg.has_chunks:
         pkt.add_expert("warning", "protocol", "RDMA_NOMSG with no chunk: nothing conveys the RPC message",
                        "RFC 8166 §4.2.4")
@@ -471,7 +454,6 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         pkt.add_expert("warning", "protocol", f"{end - pstart} bytes after a {name} header", "RFC 8166 §4.2.4")
         add_data(pkt, buf, pstart, end)
     if msg.proc == 0 or msg.proc == 2:
-        lay.add(PAYLOAD_LEN, end - pstart)
         if msg.proc == 2 and msg.align:
             # RDMA_MSGP: the RPC message starts at the next multiple of rdma_align (RFC 5666 §4.1).
             rel = pstart - off
@@ -482,10 +464,41 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     if msg.is_reply is None:
         msg.is_reply = _is_reply(pkt, msg, ctx)
     msg.shape = shape_of(msg, msg.is_reply)
+    if msg.reads or msg.writes or msg.reply:
+        from . import rdma_reassembly
+        rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
+
+
+def _fill_v1(lay: Layer, msg: RpcRdmaMessage, off: int, end: int) -> None:
+    lay.add(XID, msg.xid, off, 4)
+    lay.add(VERSION, msg.version, off + 4, 4)
+    lay.add(CREDITS, msg.credits, off + 8, 4)
+    lay.add(PROC, msg.proc, off + 12, 4)
+    if len(msg.frames) > 1:
+        lay.add(SEND_FRAMES, ",".join(map(str, msg.frames)))
+    if msg.version != 1:
+        return
+    p = off + 16
+    if msg.proc == 2 and msg.align is not None:
+        lay.add(ALIGN, msg.align, p, 4)
+        if msg.thresh is not None:
+            lay.add(THRESH, msg.thresh, p + 4, 4)
+        p += 8
+    if msg.proc in (0, 1, 2):
+        add_lists(lay, msg, p)
+    elif msg.proc == 4 and msg.errcode is not None:
+        lay.add(ERRCODE, msg.errcode, p, 4)
+        if msg.vers_low is not None:
+            lay.add(VERS_LOW, msg.vers_low, p + 4, 4)
+            if msg.vers_high is not None:
+                lay.add(VERS_HIGH, msg.vers_high, p + 8, 4)
+    if msg.malformed is not None:
+        return
+    lay.add(HEADER_LEN, msg.header_len)
+    if msg.proc in (0, 2):
+        lay.add(PAYLOAD_LEN, end - off - msg.header_len)
     if msg.shape:
         lay.add(SHAPE, msg.shape)
-    from . import rdma_reassembly
-    rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
 
 
 # --- recognising RPC-over-RDMA without the CM exchange -------------------------------------------------
