@@ -62,9 +62,10 @@ def known_fields(layer_names: bool = True) -> Catalog:
     """Collect the fields of every loaded dissector, plus frame.*, expert.* and protocol names.
 
     Found automatically: every ``Header`` and ``Field`` at module level (or one level down in a
-    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors``, and
+    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors``, the
+    names in a module-level ``PROTOCOLS = {name: label}`` (for layers whose name is computed), and
     (unless ``layer_names`` is False, which saves reading the sources) the names of layers made
-    without a Header.
+    without a Header by a call with a literal name.
     """
     from . import engine, fieldview
     engine.load_dissectors()
@@ -95,6 +96,13 @@ def known_fields(layer_names: bool = True) -> Catalog:
 
     for name in ["rdmaspy.fieldview", *mods]:
         mod = fieldview if name == "rdmaspy.fieldview" else sys.modules[name]
+        # Layers whose name is computed (``add_layer(proto.lower(), ...)``) are declared by name.
+        declared = getattr(mod, "PROTOCOLS", None)
+        if isinstance(declared, dict):
+            for proto, label in declared.items():
+                if isinstance(proto, str) and proto not in protocols:
+                    protocols[proto] = str(label)
+                    origin[proto] = name
         for obj in list(vars(mod).values()):
             if isinstance(obj, (Header, Field)):
                 take(obj, name)

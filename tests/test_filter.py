@@ -38,6 +38,7 @@ def probe_module():
     for k, v in dict(N=N, K=K, S=S, B=B, A4=A4, A6=A6, G=G, MAC=MAC, FLAG=FLAG, FL=FL).items():
         setattr(mod, k, v)
     mod.MORE = [M]       # fields kept in a module-level list count too
+    mod.PROTOCOLS = {"probe.extra": "A layer whose name the module computes"}
     known_fields()       # load the real dissectors first
     sys.modules[name] = mod
     yield mod
@@ -60,6 +61,8 @@ def m(expr: str, pkt: Packet) -> bool:
 def test_new_module_fields_are_known_and_unknown_names_are_errors():
     assert "probe.n" in known_fields().fields and "probe.m" in known_fields().fields
     assert "probe" in known_fields().protocols
+    assert known_fields().protocols["probe.extra"] == "A layer whose name the module computes"
+    assert m("probe.extra", probe(proto="probe.extra")) and not m("probe.extra", probe())
     with pytest.raises(FilterError, match=r"unknown field 'probe.nn' \(did you mean 'probe.n'\?\) at column 1"):
         compile_filter("probe.nn == 1")
 
