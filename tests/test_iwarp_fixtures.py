@@ -204,3 +204,18 @@ def test_plain_tcp_is_not_taken_for_iwarp() -> None:
         pkt = eng.dissect(Frame(k + 1, 0, 1, frame, len(frame)))
         assert not pkt.has("mpa") and not pkt.has("ddp")
     assert eng.session.state.get("iwarp.streams") in (None, {})
+
+
+def test_reply_without_its_request_still_frames_both_directions() -> None:
+    from rdmaspy.packet import Frame
+    c = BUILD.Direction(BUILD.CLIENT, 40100, BUILD.SERVER, 7174, 10)
+    s = BUILD.Direction(BUILD.SERVER, 7174, BUILD.CLIENT, 40100, 20)
+    c.advance(BUILD.reqrep(True, 0, 1, b""))              # the Request is not in the capture
+    frames = s.segments(BUILD.reqrep(False, 0, 1, b""))
+    frames += c.segments(c.fpdu(BUILD.untagged(3, 0, 1, 0, b"hi")))
+    frames += s.segments(s.fpdu(BUILD.untagged(3, 0, 1, 0, b"ho")))
+    eng = Engine(strict=True)
+    pkts = [eng.dissect(Frame(i + 1, 0, 1, f, len(f))) for i, f in enumerate(frames)]
+    assert pkts[0].info_text.startswith("MPA Reply Rev 1")
+    assert [[i.name for i in infos(p)] for p in pkts[1:]] == [["Send"], ["Send"]]
+    assert all(p.malformed is None for p in pkts)

@@ -251,6 +251,7 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
             d = conn.dirs[src]
         elif n >= 16 and buf[off:off + 16] == KEY_REP:
             conn = _new_conn(ctx, dst, src, True)   # the Request went by before the capture started
+            conn.dirs[dst].phase = FULL               # so the initiator's next bytes are FPDUs
             d = conn.dirs[src]
         elif fpdu_chain(buf, off, end, exact=True) > 0:
             conn = _new_conn(ctx, src, dst, None)
