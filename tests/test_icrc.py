@@ -232,3 +232,21 @@ def test_native_global_packets_count_the_lrh_as_ones() -> None:
     with open_capture(str(FIXTURES / "ib_native_247.pcap")) as cap:
         mcast = [engine.dissect(fr) for fr in cap]
     assert sum(1 for p in mcast if p.ib.destqp == 0xFFFFFF and p.layer("grh") is not None) == 2
+
+
+def _vcrc_bitwise(data: bytes) -> int:
+    """The VCRC by its definition: CRC-16, polynomial 0x100B, bit-reflected, initial and final value 0xFFFF."""
+    poly = int(f"{0x100B:016b}"[::-1], 2)
+    crc = 0xFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ poly if crc & 1 else crc >> 1
+    return crc ^ 0xFFFF
+
+
+def test_vcrc_matches_its_definition() -> None:
+    rng = random.Random(0x100B)
+    for n in list(range(0, 24)) + [255, 256, 289, 4101]:
+        data = bytes(rng.randrange(256) for _ in range(n))
+        assert ib.vcrc(data) == _vcrc_bitwise(data), n
