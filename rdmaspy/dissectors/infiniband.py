@@ -10,6 +10,7 @@ themselves to connections.
 from __future__ import annotations
 
 import zlib
+from struct import unpack_from as _unpack_words
 from typing import Any
 
 from ..fields import F, Field, Header
@@ -293,11 +294,29 @@ def _vcrc_table() -> list[int]:
 _VCRC_TABLE = _vcrc_table()
 
 
-def vcrc(data: bytes) -> int:
-    crc = 0xFFFF
+_VCRC_WORDS: list[int] = []      # two bytes per step (65536 entries), built on first use
+
+
+def _vcrc_words() -> list[int]:
     t = _VCRC_TABLE
-    for b in data:
-        crc = (crc >> 8) ^ t[(crc ^ b) & 0xFF]
+    out = []
+    for x in range(65536):
+        c = (x >> 8) ^ t[x & 0xFF]
+        out.append((c >> 8) ^ t[c & 0xFF])
+    _VCRC_WORDS[:] = out
+    return _VCRC_WORDS
+
+
+def vcrc(data: bytes) -> int:
+    """The IBTA VCRC of ``data``; it is sent low byte first."""
+    # A reflected 16-bit CRC consumes a little-endian 16-bit word in one table step.
+    words = _VCRC_WORDS or _vcrc_words()
+    crc = 0xFFFF
+    n = len(data) >> 1
+    for w in _unpack_words(f"<{n}H", data):
+        crc = words[crc ^ w]
+    if len(data) & 1:
+        crc = (crc >> 8) ^ _VCRC_TABLE[(crc ^ data[-1]) & 0xFF]
     return crc ^ 0xFFFF
 
 
