@@ -20,6 +20,7 @@ from typing import Callable
 
 from ..errors import RdmaspyError
 from ..writers.pcapng import EPB_HEAD, PcapngWriter
+from .spool import SpoolFile
 from .ring import PKT_HDR, TP_STATUS_VLAN_TPID_VALID, TP_STATUS_VLAN_VALID, Ring, netdev_rx_dropped, sll_header
 
 _TAIL = tuple(struct.Struct(f"={pad}xI").pack for pad in range(4))    # padding, then the block's total length
@@ -75,6 +76,7 @@ class FileSet:
         self.kept: collections.deque[str] = collections.deque()
         self.all_files: list[str] = []
         self.writer: PcapngWriter | None = None
+        self.spool: SpoolFile | None = None
         self.opened_at = 0.0
         self.written_total = 0
         self.ifdrop0 = netdev_rx_dropped(ring.ifname)
@@ -100,12 +102,14 @@ class FileSet:
             import sys
             target: object = sys.stdout.buffer
             name = "-"
-        elif self.rotating:
-            name = f"{self._base}_{self.seq:05d}_{time.strftime('%Y%m%d%H%M%S')}{self._ext}"
-            target = name
         else:
             name = self.path
-            target = name
+            if self.rotating:
+                name = f"{self._base}_{self.seq:05d}_{time.strftime('%Y%m%d%H%M%S')}{self._ext}"
+            try:
+                target = self.spool = SpoolFile(name)
+            except OSError as exc:
+                raise RdmaspyError(f"{name}: cannot write: {exc.strerror or exc}") from None
         w = PcapngWriter(target)  # type: ignore[arg-type]
         w.add_interface(self.ring.linktype, self.ring.snaplen, name=self.ring.ifname, description=self.desc,
                         filter=self.filter_text, tsresol=9, os_name=None)
@@ -136,6 +140,12 @@ class FileSet:
                       usrdeliv=self.written_total, starttime_ns=self.ring.start_ns, endtime_ns=end)
         self.writer = None
         w.close()
+        spool, self.spool = self.spool, None
+        if spool is not None:
+            try:
+                spool.close()
+            except OSError as exc:
+                raise RdmaspyError(f"{spool.name}: write failed: {exc.strerror or exc}") from None
 
 
 class LiveCapture:
