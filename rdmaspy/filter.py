@@ -246,6 +246,7 @@ _NOT = {"not", "!"}
 _KEYWORDS = _AND | _OR | _XOR | {"not", "in"} | {k for k in _CMP if k.isalpha() or "_" in k}
 
 
+_MAX_DEPTH = 100
 # A node evaluates over the per-packet dict name -> list of values.
 Node = Callable[[dict], bool]
 
@@ -257,6 +258,7 @@ class _Parser:
         self.i = 0
         self.cat = catalog
         self.complete = complete
+        self.depth = 0
         self.names: set[str] = set()
 
     # -- helpers --
@@ -287,44 +289,76 @@ class _Parser:
             raise self.err(f"expected 'and', 'or' or the end of the filter, found {t.text!r}", t)
         return node
 
+    # Chains become one node over a list, so a thousand terms cost no stack depth per packet.
     def parse_or(self) -> Node:
-        left = self.parse_xor()
+        nodes = [self.parse_xor()]
         while self.is_kw(self.peek(), _OR):
             self.next()
-            right = self.parse_xor()
-            left = (lambda a, b: lambda v: a(v) or b(v))(left, right)
-        return left
+            nodes.append(self.parse_xor())
+        if len(nodes) == 1:
+            return nodes[0]
+        if len(nodes) == 2:
+            a, b = nodes
+            return lambda v: a(v) or b(v)
+
+        def any_of(v: dict) -> bool:
+            for n in nodes:
+                if n(v):
+                    return True
+            return False
+        return any_of
 
     def parse_xor(self) -> Node:
-        left = self.parse_and()
+        nodes = [self.parse_and()]
         while self.is_kw(self.peek(), _XOR):
             self.next()
-            right = self.parse_and()
-            left = (lambda a, b: lambda v: a(v) != b(v))(left, right)
-        return left
+            nodes.append(self.parse_and())
+        if len(nodes) == 1:
+            return nodes[0]
+        return lambda v: sum(1 for n in nodes if n(v)) % 2 == 1
 
     def parse_and(self) -> Node:
-        left = self.parse_not()
+        nodes = [self.parse_not()]
         while self.is_kw(self.peek(), _AND):
             self.next()
-            right = self.parse_not()
-            left = (lambda a, b: lambda v: a(v) and b(v))(left, right)
-        return left
+            nodes.append(self.parse_not())
+        if len(nodes) == 1:
+            return nodes[0]
+        if len(nodes) == 2:
+            a, b = nodes
+            return lambda v: a(v) and b(v)
+
+        def all_of(v: dict) -> bool:
+            for n in nodes:
+                if not n(v):
+                    return False
+            return True
+        return all_of
 
     def parse_not(self) -> Node:
         if self.is_kw(self.peek(), _NOT):
-            self.next()
+            tok = self.next()
+            self.deeper(tok)
             inner = self.parse_not()
+            self.depth -= 1
             return lambda v: not inner(v)
         return self.parse_primary()
+
+    def deeper(self, tok: Tok) -> None:
+        # nesting costs stack on every packet: refuse the absurd rather than overflow
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise self.err(f"nested more than {_MAX_DEPTH} deep", tok)
 
     def parse_primary(self) -> Node:
         t = self.peek()
         if t.kind == "op" and t.text == "(":
             self.next()
+            self.deeper(t)
             if self.peek().kind == "end":
                 raise self.err("expected an expression after '('")
             node = self.parse_or()
+            self.depth -= 1
             close = self.peek()
             if not (close.kind == "op" and close.text == ")"):
                 raise self.err(f"missing ')' for the '(' of column {t.pos + 1}", close)
@@ -789,16 +823,13 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
     # A layer's variable part (possibly filled on first use) matters only for names that are not
     # fields of a Header: ``bth.opcode == 4`` never makes a layer fill in its items.
     need_items = any(n in cat.standalone or (n not in cat.fields and n not in cat.protocols) for n in layer_names)
-    plans: dict[int, tuple[tuple[str, int], ...]] = {}
+    plans: dict[Header, tuple[tuple[str, int], ...]] = {}   # per header: (name, index) of the wanted fields
 
     def plan_of(hdr: Header) -> tuple[tuple[str, int], ...]:
-        p = plans.get(id(hdr))
+        p = plans.get(hdr)
         if p is None:
-            p = plans[id(hdr)] = tuple((f.name, i) for i, f in enumerate(hdr.fields) if f.name in layer_names)
-            _keep.append(hdr)      # id() stays unique while the header is referenced
+            p = plans[hdr] = tuple((f.name, i) for i, f in enumerate(hdr.fields) if f.name in layer_names)
         return p
-
-    _keep: list[Header] = []
 
     def visit(lay: Layer, out: dict) -> None:
         proto = lay.proto

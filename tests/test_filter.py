@@ -164,6 +164,13 @@ def test_field_against_field():
     assert not m("probe.n == probe.m", probe((N, 5)))
 
 
+def test_long_flat_chains_and_deep_but_sane_nesting_compile():
+    assert m(" or ".join(["reth"] * 5000 + ["probe"]), probe())
+    assert not m(" and ".join(["probe"] * 5000 + ["reth"]), probe())
+    assert m(" xor ".join(["probe"] * 3), probe()) and not m(" xor ".join(["probe"] * 4000), probe())
+    assert m("(" * 100 + "probe" + ")" * 100, probe())
+
+
 def test_logic_precedence_and_symbols():
     p = probe((N, 1))
     assert m("probe.n == 2 or probe.n == 1 and probe", p)        # and binds tighter than or
@@ -193,6 +200,8 @@ def test_logic_precedence_and_symbols():
     ('expert.message == "open', 19, "unterminated string"),
     ("bth.opcode >", 13, "expected a value after '>'"),
     ("== 1", 1, "expected a field name, found '=='"),
+    ("(" * 101 + "reth" + ")" * 101, 101, "nested more than 100 deep"),
+    ("not " * 101 + "reth", 401, "nested more than 100 deep"),
 ])
 def test_errors_name_the_problem_and_its_column(expr, column, reason):
     with pytest.raises(FilterError) as ei:
