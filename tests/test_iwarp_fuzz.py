@@ -178,3 +178,19 @@ def test_lost_segment_then_resync_on_the_next_fpdu(monkeypatch) -> None:
     assert gaps == [400]
     d = eng.session.state["iwarp.streams"][((BUILD.CLIENT, 41000), (BUILD.SERVER, 7000))]
     assert d.stream.gaps == [(24 + 400, 400)]       # after the 24-byte MPA Request and the first 400 bytes
+
+
+def test_lost_segment_with_markers_resyncs_by_the_marker_pointer(monkeypatch) -> None:
+    """With markers the FPDU pointer of the first marker after the hole locates the FPDU holding it."""
+    monkeypatch.setattr(tcp_stream, "HOLD_MAX_SEGMENTS", 2)
+    frames, c, _s = handshake(True)
+    big = c.fpdu(BUILD.tagged(0, 0x10, 0, b"z" * 1000))
+    segs = c.segments(big, [400, 400, len(big) - 800])
+    frames += [segs[0], segs[2]]                   # the middle one is lost
+    for msn in range(1, 5):
+        frames += c.segments(c.fpdu(BUILD.untagged(3, 0, msn, 0, bytes([msn]) * 600)))
+    with only_iwarp():
+        pkts, _ = run(frames)
+    got = [(i.msn, i.crc_ok) for p in pkts[2:] for i in (p.extra or {}).get("iwarp", [])]
+    # MSN 1 starts before the first marker after the hole; the marker inside it points at its start
+    assert got == [(1, True), (2, True), (3, True), (4, True)]

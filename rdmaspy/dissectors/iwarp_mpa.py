@@ -260,7 +260,6 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
             conn.server_port = sport if sport in ports else dport if dport in ports else min(sport, dport)
             for side in conn.dirs.values():
                 side.phase = FULL
-                side.stream.next_seq = None
             d = conn.dirs[src]
         else:
             return False
@@ -271,9 +270,8 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
 # --- stream walking -------------------------------------------------------------------------------
 def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: MpaDir, seq: int) -> None:
     view = d.stream.feed(seq, buf, off, end, pkt.frame.num)
-    if view is None:
-        return
     pkt.proto = "MPA"
+    _account(ctx, d, pkt)
     status = view.status
     if status != NEW:
         # Only unusual segments get a reassembly layer: the in-order case stays free.
@@ -294,8 +292,7 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
     if status == OVERLAP:
         pkt.add_expert("note", "sequence", f"{view.dropped} bytes of this segment were seen already (dropped)")
     if status == AFTER_GAP or view.gap:
-        pkt.add_expert("warning", "sequence", f"{view.gap} bytes of the TCP stream are missing from the capture",
-                       "RFC 5044 §8: FPDU boundaries are lost with them")
+        pkt.add_expert("warning", "sequence", f"{view.gap} bytes of the TCP stream are missing from the capture")
         if d.phase == FULL:
             d.phase = LOST
     iw: list[iwarp_ddp.IWarpInfo] = []
@@ -315,9 +312,7 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
                 break
             p = q
         elif phase == LOST:
-            # Records usually begin where segments begin: try each segment start from here on.
-            start = next((b for b in [p] + [s for s, _e, _n in view.spans if s > p]
-                          if fpdu_chain(view.buf, b, vend, exact=False) > 0), -1) if not d.markers else -1
+            start = _resync(view, p, d)
             if start < 0:
                 start = vend
             if start > p:
@@ -338,7 +333,29 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
     k = len(tcp_info)
     if len(pkt.info) > k and pkt.info[:k] == tcp_info:
         del pkt.info[:k]      # the iWARP summary replaces TCP's own line
-    _account(ctx, d, pkt)
+
+
+def _resync(view: StreamView, p: int, d: MpaDir) -> int:
+    """Where the next FPDU begins after missing bytes, or -1.
+
+    With markers, a marker's FPDU pointer says where the FPDU holding it begins.  Without,
+    records usually begin where segments begin: each segment start is tried with the strict
+    FPDU heuristic.
+    """
+    buf, vend = view.buf, view.end
+    if d.markers:
+        rel = (view.stream_pos(p) - d.mstart) % MARKER_INTERVAL
+        m = p + (MARKER_INTERVAL - rel) % MARKER_INTERVAL
+        while m + 4 <= vend:
+            start = m - ((buf[m + 2] << 8) | buf[m + 3])
+            if start >= p and (start - m) % 4 == 0:
+                return start
+            m += MARKER_INTERVAL
+        return -1
+    for b in [p] + [s for s, _e, _n in view.spans if s > p]:
+        if fpdu_chain(buf, b, vend, exact=False) > 0:
+            return b
+    return -1
 
 
 def _note_fragment(pkt: Packet, view: StreamView, p: int, d: MpaDir) -> None:

@@ -93,8 +93,8 @@ class HalfStream:
         self.retransmissions = 0
 
     # -- input ------------------------------------------------------------------------------------
-    def feed(self, seq: int, buf: Any, off: int, end: int, frame: int) -> StreamView | None:
-        """Add one segment's payload ``buf[off:end]``; returns what is now readable, or None."""
+    def feed(self, seq: int, buf: Any, off: int, end: int, frame: int) -> StreamView:
+        """Add one segment's payload ``buf[off:end]``; returns what is now readable."""
         n = end - off
         self.segments += 1
         if self.next_seq is None:
