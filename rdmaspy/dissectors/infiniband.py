@@ -198,20 +198,38 @@ PLANS = tuple(OpcodePlan(i) for i in range(256))
 
 
 class IBInfo:
-    """The transport facts of a packet, for upper layers and analysis (no text)."""
+    """The transport facts of a packet, for upper layers and analysis (no text).
 
-    __slots__ = ("opcode", "plan", "destqp", "psn", "ackreq", "se", "padcnt", "pkey", "fecn", "becn",
-                 "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "net",
-                 "src", "dst", "ecn")
+    Made for every packet: the BTH words are kept raw and the rarer bits derived on demand.
+    """
 
-    def __init__(self) -> None:
-        self.reth: tuple | None = None      # (va, r_key, dma_length)
-        self.aeth: tuple | None = None      # (syndrome, msn)
-        self.deth_srcqp: int | None = None
-        self.imm: int | None = None
-        self.ieth: int | None = None
-        self.icrc_ok: bool | None = None
+    __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "_b1", "_b4", "_b8",
+                 "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn")
+
+    def __init__(self, opcode: int, plan: "OpcodePlan", b1: int, pkey: int, w1: int, w2: int) -> None:
+        self.opcode = opcode
+        self.plan = plan
+        self._b1 = b1
+        self.pkey = pkey
+        self._b4 = w1 >> 24
+        self.destqp = w1 & 0xFFFFFF
+        self._b8 = w2 >> 24
+        self.psn = w2 & 0xFFFFFF
+        self.reth = None        # (va, r_key, dma_length)
+        self.aeth = None        # (syndrome, msn)
+        self.deth_srcqp = None
+        self.imm = None
+        self.ieth = None
+        self.icrc_ok = None     # None: no ICRC to check (truncated, or carried without one)
         self.ecn = 0
+
+    se = property(lambda self: self._b1 >> 7)
+    migreq = property(lambda self: (self._b1 >> 6) & 1)
+    padcnt = property(lambda self: (self._b1 >> 4) & 3)
+    tver = property(lambda self: self._b1 & 15)
+    fecn = property(lambda self: self._b4 >> 7)
+    becn = property(lambda self: (self._b4 >> 6) & 1)
+    ackreq = property(lambda self: self._b8 >> 7)
 
     @property
     def payload_len(self) -> int:
@@ -226,29 +244,29 @@ ib_qp = table("ib.qp", "InfiniBand destination QP")
 ib_payload = table("ib.payload", "InfiniBand payload")
 
 _BTH_SIZE = 12
+_BTH_WORDS = __import__("struct").Struct(">BBHII").unpack_from
 _FF8 = b"\xff" * 8
 _CRC_FF8 = zlib.crc32(_FF8)
 
 
 def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) -> int:
     """ICRC of a RoCEv2 packet: 8 bytes of ones for the LRH, then IP/UDP/BTH with variant fields set to ones."""
+    # One copy of the headers up to BTH byte 4 (inclusive), masked in place, then the rest straight from buf.
+    h = bytearray(buf[ip_off:bth + 5])
     if version == 4:
-        ihl = (buf[ip_off] & 15) * 4
-        h = bytearray(buf[ip_off:ip_off + ihl + 8])
+        ihl = (h[0] & 15) * 4
         h[1] = 0xFF              # TOS (DSCP + ECN)
         h[8] = 0xFF              # TTL
         h[10] = h[11] = 0xFF     # header checksum
         h[ihl + 6] = h[ihl + 7] = 0xFF   # UDP checksum
     else:
-        h = bytearray(buf[ip_off:ip_off + 48])
         h[0] |= 0x0F             # traffic class (low nibble of byte 0, high nibble of byte 1) and flow label
         h[1] = h[2] = h[3] = 0xFF
         h[7] = 0xFF              # hop limit
-        h[46] = h[47] = 0xFF     # UDP checksum
-    crc = zlib.crc32(h, _CRC_FF8)
-    crc = zlib.crc32(buf[bth:bth + 4], crc)
-    crc = zlib.crc32(b"\xff", crc)
-    return zlib.crc32(buf[bth + 5:icrc_off], crc)
+        u = bth - 8 - ip_off
+        h[u + 6] = h[u + 7] = 0xFF   # UDP checksum
+    h[-1] = 0xFF                 # BTH byte 4: FECN, BECN, reserved
+    return zlib.crc32(memoryview(buf)[bth + 5:icrc_off], zlib.crc32(h, _CRC_FF8))
 
 
 def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) -> int:
@@ -321,43 +339,36 @@ def vcrc(data: bytes) -> int:
 
 
 # --- dissection ----------------------------------------------------------------------------------------
-def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, crc_end: int | None = None,
-                icrc_fn=None) -> IBInfo | None:
-    """BTH, extended headers, ICRC, payload.  ``end`` is where the ICRC ends (VCRC excluded)."""
+def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, icrc_fn=None,
+                icrc_args: tuple = ()) -> IBInfo | None:
+    """BTH, extended headers, ICRC, payload.  ``end`` is where the ICRC ends (VCRC excluded).
+
+    ``icrc_fn(*icrc_args, icrc_off)`` computes the expected ICRC for the carrier at hand.
+    """
     if end - off < _BTH_SIZE + 4:
         pkt.proto = "InfiniBand"
         pkt.truncated("bth", end - off, _BTH_SIZE + 4)
         return None
-    bth = pkt.add_layer("bth", BTH, buf, off)
-    opcode = buf[off]
+    bth = BthLayer("bth", BTH, buf, off, _BTH_SIZE)
+    pkt.layers.append(bth)
+    opcode, b1, pkey, w1, w2 = _BTH_WORDS(buf, off)
     plan = PLANS[opcode]
-    b1 = buf[off + 1]
-    ib = IBInfo()
-    pkt.ib = ib
-    ib.opcode = opcode
-    ib.plan = plan
-    ib.se = b1 >> 7
-    ib.padcnt = (b1 >> 4) & 3
-    ib.pkey = (buf[off + 2] << 8) | buf[off + 3]
-    b4 = buf[off + 4]
-    ib.fecn = b4 >> 7
-    ib.becn = (b4 >> 6) & 1
-    ib.destqp = (buf[off + 5] << 16) | (buf[off + 6] << 8) | buf[off + 7]
-    ib.ackreq = buf[off + 8] >> 7
-    ib.psn = (buf[off + 9] << 16) | (buf[off + 10] << 8) | buf[off + 11]
-    pkt.proto = "InfiniBand" if pkt.proto in ("", "IBA") else pkt.proto
+    pkt.ib = bth.ib = ib = IBInfo(opcode, plan, b1, pkey, w1, w2)
+    if pkt.proto in ("", "IBA"):
+        pkt.proto = "InfiniBand"
     icrc_off = end - 4
-    info = f"{plan.name} QP=0x{ib.destqp:06x} PSN={ib.psn}"
+    info = f"{plan.name} QP=0x{w1 & 0xFFFFFF:06x} PSN={w2 & 0xFFFFFF}"
+    b4 = w1 >> 24
 
     # ICRC first: it covers everything, including headers we may fail to parse.
     if icrc_fn is not None:
-        expected = icrc_fn(icrc_off) & 0xFFFFFFFF
+        expected = icrc_fn(*icrc_args, icrc_off) & 0xFFFFFFFF
         got = int.from_bytes(buf[icrc_off:end], "little")
         ib.icrc_ok = ok = expected == got
-        icrc_layer = Layer("icrc", None, buf, icrc_off, 4, "Invariant CRC")
-        icrc_layer.add(ICRC_VALUE, got, icrc_off, 4)
-        icrc_layer.add(ICRC_VALID, ok, icrc_off, 4)
-        icrc_layer.add(ICRC_EXPECTED, expected, icrc_off, 4)
+        icrc_layer = Layer("icrc", None, buf, icrc_off, 4)
+        icrc_layer._vals = (got, ok, expected)
+        icrc_layer._label = "Invariant CRC"
+        icrc_layer._fill = _fill_icrc
         if not ok:
             pkt.add_expert("error", "checksum", f"Bad ICRC 0x{got:08x}, expected 0x{expected:08x}",
                            "IBTA 7.8.1: ICRC")
@@ -367,20 +378,23 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, crc_en
     pos = off + _BTH_SIZE
     if not plan.valid:
         pkt.set_malformed(f"bth: opcode 0x{opcode:02x} is reserved for {plan.transport}")
+    layers = pkt.layers
     for hdr in plan.exts:
         size = hdr.size
         if icrc_off - pos < size:
             pkt.truncated(hdr.name, icrc_off - pos, size)
             pos = icrc_off
             break
-        pkt.add_layer(hdr.name, hdr, buf, pos)
+        lay = Layer(hdr.name, hdr, buf, pos, size)
+        layers.append(lay)
         if hdr is RETH:
-            va, rkey, dlen = ib.reth = RETH.decode(buf, pos)
+            va, rkey, dlen = ib.reth = _RETH_DECODE(buf, pos)
             info += f" VA=0x{va:x} R_Key=0x{rkey:08x} Len={dlen}"
         elif hdr is AETH:
             syn = buf[pos]
             ib.aeth = (syn, (buf[pos + 1] << 16) | (buf[pos + 2] << 8) | buf[pos + 3])
-            info += " " + _aeth_text(pkt, syn, pkt.layers[-1], pos)
+            lay._fill = _fill_aeth
+            info += " " + _aeth_text(syn)
         elif hdr is DETH:
             ib.deth_srcqp = (buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]
         elif hdr is IMMDT:
@@ -390,19 +404,17 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, crc_en
             ib.ieth = int.from_bytes(buf[pos:pos + 4], "big")
             info += f" Inv R_Key=0x{ib.ieth:08x}"
         pos += size
-    pad = ib.padcnt
+    pad = (b1 >> 4) & 3
     pend = icrc_off - pad
     if pend < pos:
         pkt.set_malformed(f"bth: pad count {pad} exceeds the {icrc_off - pos} payload bytes")
         pend = pos
     ib.payload_off = pos
     ib.payload_end = pend
-    if ib.becn or ib.fecn:
-        info += " [BECN]" if ib.becn else " [FECN]"
-    pkt.set_info(info)
-    bth.add(PAYLOAD_LEN, pend - pos)
-    if pad and pend >= pos:
-        bth.add(PAD, bytes(buf[pend:icrc_off]), pend, pad)
+    if b4 & 0xC0:
+        info += " [BECN]" if b4 & 0x40 else " [FECN]"
+    pkt.info = [info]
+    bth._fill = _fill_bth
     for observe in bth_observers:
         observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
@@ -412,25 +424,62 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, crc_en
         else:
             dissect_with(ib_payload, plan.kind, pkt, buf, pos, pend, ctx)
     if icrc_layer is not None:
-        pkt.layers.append(icrc_layer)
-        if not ib.icrc_ok:
+        layers.append(icrc_layer)
+        if not ok:
             pkt.add_info(f"[Bad ICRC 0x{got:08x}, expected 0x{expected:08x}]")
     return ib
 
 
-def _aeth_text(pkt: Packet, syn: int, lay: Layer, pos: int) -> str:
+_RETH_DECODE = RETH.decode
+
+
+def _fill_icrc(lay: Layer) -> None:
+    # The values were computed during dissection; the items are spelled out only when asked for.
+    got, ok, expected = lay._vals
+    off = lay.off
+    lay.add(ICRC_VALUE, got, off, 4)
+    lay.add(ICRC_VALID, ok, off, 4)
+    lay.add(ICRC_EXPECTED, expected, off, 4)
+
+
+class BthLayer(Layer):
+    """The BTH layer keeps its packet's IBInfo, from which its computed items are filled on demand."""
+
+    __slots__ = ("ib",)
+
+
+def _fill_bth(lay: Layer) -> None:
+    ib = lay.ib   # type: ignore[attr-defined]
+    lay.add(PAYLOAD_LEN, ib.payload_end - ib.payload_off)
+    pad = ib.padcnt
+    if pad:
+        lay.add(PAD, bytes(lay.buf[ib.payload_end:ib.payload_end + pad]), ib.payload_end, pad)
+
+
+def _fill_aeth(lay: Layer) -> None:
+    buf = lay.buf
+    pos = lay.off
+    syn = buf[pos]
     kind = (syn >> 5) & 3
     low = syn & 31
     lay.add(AETH_TYPE, kind, pos, 1)
     if kind == 0:
         lay.add(AETH_CREDIT, low, pos, 1)
-        return "ACK" if low != 31 else "ACK (credits invalid)"
-    if kind == 1:
+    elif kind == 1:
         lay.add(AETH_RNR_TIMER, low, pos, 1)
         lay.add(AETH_RNR_MS, RNR_TIMER_MS[low], pos, 1)
+    elif kind == 3:
+        lay.add(AETH_NAK, low, pos, 1)
+
+
+def _aeth_text(syn: int) -> str:
+    kind = (syn >> 5) & 3
+    low = syn & 31
+    if kind == 0:
+        return "ACK" if low != 31 else "ACK (credits invalid)"
+    if kind == 1:
         return f"RNR NAK timer={RNR_TIMER_MS[low]}ms"
     if kind == 3:
-        lay.add(AETH_NAK, low, pos, 1)
         return f"NAK {AETH_NAK_CODES.get(low, f'reserved code {low}')}"
     return f"reserved syndrome 0x{syn:02x}"
 
@@ -456,8 +505,7 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
         return
     ip_off = ip.off
     version = 4 if ip.proto == "ip" else 6
-    ib = dissect_bth(pkt, buf, off, end, ctx,
-                     icrc_fn=lambda icrc_off: icrc_rocev2(buf, ip_off, version, off, icrc_off))
+    ib = dissect_bth(pkt, buf, off, end, ctx, icrc_rocev2, (buf, ip_off, version, off))
     if ib is not None:
         ib.ecn = buf[ip_off + 1] & 3 if version == 4 else (buf[ip_off + 1] >> 4) & 3
 
@@ -488,8 +536,7 @@ def dissect_grh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, lrh_off: 
             dissect_bth(pkt, buf, off + 40, end, ctx)
             return
         pkt.proto = "RoCE"
-    ib = dissect_bth(pkt, buf, off + 40, end, ctx,
-                     icrc_fn=lambda icrc_off: icrc_grh(buf, lrh_off, off, off + 40, icrc_off))
+    ib = dissect_bth(pkt, buf, off + 40, end, ctx, icrc_grh, (buf, lrh_off, off, off + 40))
     if ib is not None and lrh_off < 0:
         pkt.proto = "RoCE"
 
@@ -527,7 +574,8 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         # The VCRC is computed bit-reflected and sent low byte first, like the ICRC.
         got = int.from_bytes(buf[vcrc_off:vcrc_off + 2], "little")
         expected = vcrc(buf[off:vcrc_off])
-        v = Layer("vcrc", None, buf, vcrc_off, 2, "Variant CRC")
+        v = Layer("vcrc", None, buf, vcrc_off, 2)
+        v.label = "Variant CRC"
         v.add(VCRC_VALUE, got, vcrc_off, 2)
         v.add(VCRC_VALID, got == expected, vcrc_off, 2)
         v.add(VCRC_EXPECTED, expected, vcrc_off, 2)
@@ -537,8 +585,7 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     if lnh == 3:
         dissect_grh(pkt, buf, off + 8, crc_end, ctx, lrh_off=off)
     elif lnh == 2:
-        dissect_bth(pkt, buf, off + 8, crc_end, ctx,
-                    icrc_fn=lambda icrc_off: icrc_local(buf, off, off + 8, icrc_off))
+        dissect_bth(pkt, buf, off + 8, crc_end, ctx, icrc_local, (buf, off, off + 8))
     else:
         pkt.set_info(f"LRH {LNH_NAMES[lnh]} packet")
         dissect_with(table("lrh.lnh", "LRH next header"), lnh, pkt, buf, off + 8, crc_end, ctx)
