@@ -246,6 +246,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     if stream is not None:
         info.conn = stream.conn
         info.from_initiator = stream.is_initiator
+    n_expert = len(pkt.expert) if pkt.expert else 0
     if ctrl & 3 != 1:
         pkt.set_malformed(f"ddp: version {ctrl & 3}, expected 1 (RFC 5041)")
     if r >> 6 != 1:
@@ -319,8 +320,8 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     pkt.add_info(text)
     if out is not None:
         out.append(info)
-    if pkt.malformed is not None:
-        return info
+    if pkt.expert and any(e.group == "malformed" for e in pkt.expert[n_expert:]):
+        return info       # this segment is bad: its payload is not handed on
     if op in SEND_OPS and not tagged:
         _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
     elif plen > 0:
