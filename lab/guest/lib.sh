@@ -38,8 +38,8 @@ lab_rdma_links() {
 
 lab_install_rdmaspy() {
   set -ex
-  rm -rf /tmp/src && cp -r "$S/src" /tmp/src
-  python3 -m pip install --no-index --no-deps --no-build-isolation --break-system-packages --no-compile -q /tmp/src
+  # The wheel was built from the working tree in a chroot of this very rootfs (lab/run).
+  python3 -m pip install --no-index --no-deps --break-system-packages -q "$S"/wheel/*.whl
   python3 -c "import rdmaspy.traffic.verbs as v; print(\"native hot path:\", v.native_available())"
   set +x
 }
@@ -67,4 +67,10 @@ cap_stop() {
   done
   kill -INT $CAP_PID 2>/dev/null; wait $CAP_PID 2>/dev/null
   tail -3 "$f.log"
+}
+
+wait_listening() {
+  # wait_listening LOG: until `rdmaspy serve` says it listens (at most 120 s).
+  local i=0
+  while [ $i -lt 600 ] && ! grep -q "listening on" "$1" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
 }

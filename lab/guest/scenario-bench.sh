@@ -9,8 +9,12 @@ lab_rdma_links rxe > $OUT/links.log 2>&1
 pair() {
   # pair NAME "SERVER CMD" "CLIENT CMD"
   sh -c "$2" > $OUT/$1.server.log 2>&1 & local srv=$!
-  sleep 2
-  sh -c "$3" > $OUT/$1.client.log 2>&1 || echo "lab: $1 client failed"
+  case "$2" in rdmaspy*) wait_listening $OUT/$1.server.log ;; *) sleep 3 ;; esac
+  local i=0
+  # perftest's client gives up when its server is not listening yet: try again.
+  until sh -c "$3" > $OUT/$1.client.log 2>&1; do
+    i=$((i + 1)); [ $i -ge 5 ] && { echo "lab: $1 client failed"; break; }; sleep 3
+  done
   ( sleep 30; kill $srv 2>/dev/null ) & local guard=$!
   wait $srv; kill $guard 2>/dev/null
   echo "lab: $1: $(tail -3 $OUT/$1.client.log | tr '\n' ' ')"

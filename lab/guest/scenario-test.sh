@@ -10,19 +10,23 @@ fail=0
 
 run() {
   # run NAME "SERVE OPTIONS" "LOAD OPTIONS"
-  local name=$1 sopts=$2 lopts=$3 t=$(cut -d' ' -f1 /proc/uptime)
+  local name=$1 sopts=$2 lopts=$3 t=$(cut -d' ' -f1 /proc/uptime) tl tw
   cap_start $OUT/$name.pcap
   rdmaspy serve --addr $B $sopts --json $OUT/$name.serve.json > $OUT/$name.serve.log 2>&1 &
   local srv=$!
+  wait_listening $OUT/$name.serve.log
   if ! rdmaspy load --src $A --dst $B --quiet $lopts --json $OUT/$name.load.json > $OUT/$name.load.log 2>&1; then
     echo "lab: $name: load failed"; tail -5 $OUT/$name.load.log; fail=1
   fi
+  tl=$(cut -d' ' -f1 /proc/uptime)
   # The server ends when the client disconnects; do not let a stuck one hang the run.
   ( sleep 20; kill $srv 2>/dev/null ) & local guard=$!
   wait $srv || { echo "lab: $name: serve failed"; tail -5 $OUT/$name.serve.log; fail=1; }
   kill $guard 2>/dev/null
+  tw=$(cut -d' ' -f1 /proc/uptime)
   cap_stop $OUT/$name.pcap > $OUT/$name.cap.log
-  echo "lab: $name done in $(echo "$(cut -d' ' -f1 /proc/uptime) - $t" | bc) s: $(head -1 $OUT/$name.load.log)"
+  echo "lab: $name: load done at +$(echo "$tl - $t" | bc) s, serve at +$(echo "$tw - $t" | bc) s," \
+       "capture at +$(echo "$(cut -d' ' -f1 /proc/uptime) - $t" | bc) s: $(sed -n 2p $OUT/$name.load.log)"
 }
 
 for kind in $KINDS; do

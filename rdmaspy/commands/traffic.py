@@ -133,7 +133,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     versions = (1,) if args.version == "1" else (1, 2)
     summary = []
     for _ in range(args.connections):
-        conn = verbs.accept(args.addr, args.port, layout, pdata, post=args.bench != "pyverbs")
+        conn = verbs.accept(args.addr, args.port, layout, pdata, post=args.bench != "pyverbs",
+                            on_listen=lambda: print(f"rdmaspy serve: listening on {args.addr}:{args.port}",
+                                                    file=sys.stderr, flush=True))
         print(f"rdmaspy serve: connection on {args.addr}:{args.port}; client private data "
               f"{_pdata_text(conn.raw_peer_pdata)}", file=sys.stderr)
         if args.bench:

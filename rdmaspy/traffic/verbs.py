@@ -304,7 +304,8 @@ def _post_early(link: VerbsLink) -> None:
         link.posted = False
 
 
-def accept(addr: str, port: int, layout: Layout, pdata: PrivateData | None, post: bool = True) -> Connection:
+def accept(addr: str, port: int, layout: Layout, pdata: PrivateData | None, post: bool = True,
+           on_listen=None) -> Connection:
     """Listen on addr:port and accept one RDMA-CM connection, answering with pdata in the REP.
 
     ``post=False`` leaves the receive queue to the caller (the pure-pyverbs benchmark)."""
@@ -313,6 +314,8 @@ def accept(addr: str, port: int, layout: Layout, pdata: PrivateData | None, post
                           flags=pv.ce.RAI_PASSIVE)
     listener = pv.cmid.CMID(creator=ai, qp_init_attr=_init_attr(layout))
     listener.listen()
+    if on_listen is not None:
+        on_listen()
     conn = listener.get_request()
     pd = conn.pd if conn.pd is not None else listener.pd
     link = VerbsLink(conn, pd, layout)
@@ -379,4 +382,6 @@ def pyverbs_pingpong(cmid, iters: int, size: int, initiator: bool) -> tuple[floa
 def native_pingpong(link: VerbsLink, iters: int, size: int, initiator: bool) -> tuple[float, int]:
     ms = link.layout.msg_size
     link.view[link.send_base - link.base:link.send_base - link.base + size] = b"n" * size
-    return link.ep.pingpong(iters, initiator, link.send_base, size, link.lkey, link.recv_base, ms, link.lkey)
+    # On one CPU both ends share it: yield between polls rather than spin out the peer.
+    return link.ep.pingpong(iters, initiator, link.send_base, size, link.lkey, link.recv_base, ms, link.lkey,
+                            30.0, (os.cpu_count() or 1) < 2)

@@ -1,0 +1,36 @@
+# Kernel NFS over RDMA (proto=rdma, port 20049): mount, write, read, list, unmount for
+# NFS v3, 4.0, 4.1 and 4.2 over rxe or siw (argument; default rxe), one pcap per version.
+. /lab/share/guest/lib.sh
+OUT=/lab/share/out
+kind=${1:-rxe}
+lab_rdma_links $kind > $OUT/links.log 2>&1
+modprobe rpcrdma 2>/dev/null || { modprobe svcrdma; modprobe xprtrdma; }
+mkdir -p /proc/fs/nfsd /var/lib/nfs/rpc_pipefs /run/rpcbind /mnt/nfs
+mount -t nfsd nfsd /proc/fs/nfsd
+mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs 2>/dev/null
+rpcbind -w
+exportfs -ra
+rpc.mountd
+# No nfsdcld here: short grace and lease times, or the first open waits 90 s.
+echo 10 > /proc/fs/nfsd/nfsv4gracetime
+echo 10 > /proc/fs/nfsd/nfsv4leasetime
+rpc.nfsd 4
+echo rdma 20049 > /proc/fs/nfsd/portlist
+cat /proc/fs/nfsd/portlist
+sleep 11          # let the grace period pass
+fail=0
+for v in 3 4.0 4.1 4.2; do
+  cap_start $OUT/nfs-$kind-v$v.pcap
+  if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:/export /mnt/nfs; then
+    dd if=/dev/urandom of=/mnt/nfs/file-$v bs=64k count=4 2>/dev/null
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    md5sum /mnt/nfs/file-$v > /dev/null
+    ls -la /mnt/nfs > /dev/null
+    umount /mnt/nfs
+  else
+    echo "lab: NFS v$v mount over $kind failed"; fail=1
+  fi
+  cap_stop $OUT/nfs-$kind-v$v.pcap > $OUT/nfs-$kind-v$v.cap.log
+  echo "lab: nfs v$v over $kind: $(tail -1 $OUT/nfs-$kind-v$v.cap.log)"
+done
+exit $fail
