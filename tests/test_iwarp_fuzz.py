@@ -156,6 +156,9 @@ def test_untagged_reassembly_is_bounded() -> None:
     assert asm.add(0, 5000, 0xFFFFFFF0, b"y" * 100, False) is None and (0, 5000) not in asm.partial
     assert asm.add(0, 7, 0, b"ab", False) is None
     assert asm.add(0, 7, 3, b"cd", True) is None           # a hole at offset 2: not a message
+    for _ in range(100):                                   # the same segment over and over
+        asm.add(1, 1, 0, b"z" * 60000, False)
+    assert sum(len(d) for _mo, d in asm.partial[(1, 1)]) <= iwarp_ddp.MAX_MESSAGE_BYTES
 
 
 def test_lost_segment_then_resync_on_the_next_fpdu(monkeypatch) -> None:

@@ -27,6 +27,9 @@ _TAGGED_OPS = {0: True, 1: False, 2: True, 3: False, 4: False, 5: False, 6: Fals
 # The queue each untagged RFC 5040 opcode goes to (RFC 5040 section 5.1).
 _QUEUE_OF = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2}
 SEND_OPS = frozenset({3, 4, 5, 6})
+# What an operation's payload is, for analysis (as infiniband.OP_KIND is for IB).
+OP_KIND = {0: "write", 1: "read_request", 2: "read_response", 3: "send", 4: "send", 5: "send", 6: "send",
+           7: "terminate", 8: "immediate", 9: "immediate", 10: "atomic", 11: "atomic_response"}
 INVALIDATE_OPS = frozenset({4, 6})
 
 TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP (MPA)"}
@@ -166,20 +169,17 @@ class IWarpInfo:
 
     @property
     def kind(self) -> str:
-        op = self.opcode
-        if op in SEND_OPS:
-            return "send"
-        return {0: "write", 1: "read_request", 2: "read_response", 7: "terminate", 8: "immediate",
-                9: "immediate", 10: "atomic", 11: "atomic_response"}.get(op, "unknown")
+        return OP_KIND.get(self.opcode, "unknown")
 
 
 class UntaggedAssembly:
     """Segments of untagged messages still missing their last segment, per direction."""
 
-    __slots__ = ("partial", "last_parts")
+    __slots__ = ("partial", "sizes", "last_parts")
 
     def __init__(self) -> None:
         self.partial: dict[tuple[int, int], list[tuple[int, bytes]]] = {}
+        self.sizes: dict[tuple[int, int], int] = {}     # bytes held per message
         self.last_parts = 0          # DDP segments of the message last completed
 
     def add(self, qn: int, msn: int, mo: int, data: bytes, last: bool) -> bytes | None:
@@ -188,15 +188,22 @@ class UntaggedAssembly:
         parts = self.partial.get(key)
         if parts is None:
             if len(self.partial) >= MAX_PARTIAL_MESSAGES:
-                self.partial.pop(next(iter(self.partial)))
+                old = next(iter(self.partial))
+                del self.partial[old]
+                del self.sizes[old]
             parts = self.partial[key] = []
-        if mo + len(data) > MAX_MESSAGE_BYTES:
+            self.sizes[key] = 0
+        held = self.sizes[key] + len(data)
+        if mo + len(data) > MAX_MESSAGE_BYTES or held > MAX_MESSAGE_BYTES:
             del self.partial[key]
+            del self.sizes[key]
             return None
         parts.append((mo, data))
+        self.sizes[key] = held
         if not last:
             return None
         del self.partial[key]
+        del self.sizes[key]
         parts.sort()
         self.last_parts = len(parts)
         pos = 0
@@ -255,7 +262,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         pkt.set_malformed(f"rdmap: reserved opcode {op}")
     elif _TAGGED_OPS[op] != bool(tagged):
         pkt.add_expert("error", "protocol", f"{info.name} must use the {'tagged' if _TAGGED_OPS[op] else 'untagged'}"
-                       " buffer model", "RFC 5040 §4.3 / RFC 7306 §8")
+                       " buffer model", "RFC 5040 / RFC 7306")
     pos = off + hlen
     if tagged:
         info.stag = int.from_bytes(buf[off + 2:off + 6], "big")
@@ -279,7 +286,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         want_qn = _QUEUE_OF.get(op)
         if want_qn is not None and info.qn != want_qn:
             pkt.add_expert("warning", "protocol", f"{info.name} on queue {info.qn}, expected {want_qn}",
-                           "RFC 5040 §5.1")
+                           "RFC 5040")
     if op == 1 and not tagged:
         pos, text = _read_request(pkt, rdmap, info, buf, pos, end, text)
     elif op == 7 and not tagged:
@@ -360,7 +367,7 @@ def _terminate(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int,
     term.add(TERM_ERRCODE_NAME, cname, pos + 1, 1)
     text += f" {TERM_LAYERS.get(layer, f'Layer {layer}')}: {ename}: {cname}"
     pkt.add_expert("error", "protocol", f"Terminate from {TERM_LAYERS.get(layer, f'layer {layer}')}: {ename}: "
-                   f"{cname}", "RFC 5040 §4.8")
+                   f"{cname}", "RFC 5040")
     p = pos + 4
     if hdrct & 0b010:     # D: DDP Segment Length, then the terminated DDP header
         if end - p < 2:
@@ -405,7 +412,7 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
             add_data(pkt, buf, pos, end)
         if info.last:
             pkt.add_expert("warning", "reassembly", f"Send message MSN={info.msn} has missing segments",
-                           "RFC 5041 §5.3")
+                           "RFC 5041")
         return
     info.message_len = len(whole)
     info.message = whole

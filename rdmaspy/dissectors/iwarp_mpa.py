@@ -40,7 +40,7 @@ from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStrea
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
 MARKER_INTERVAL = 512
-MAX_PD_LENGTH = 512          # RFC 5044 §7.1: private data is at most 512 bytes
+MAX_PD_LENGTH = 512          # RFC 5044: private data is at most 512 bytes
 
 REQREP = Header("mpa", "MPA Request/Reply Frame", [
     F("key", 128, "Key", "bytes"),
@@ -384,13 +384,13 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
     key = bytes(buf[p:p + 16])
     is_req = key == KEY_REQ
     if not is_req and key != KEY_REP:
-        pkt.set_malformed("mpa: expected an MPA Request or Reply frame (RFC 5044 §7.1)")
+        pkt.set_malformed("mpa: expected an MPA Request or Reply frame (RFC 5044)")
         d.phase = CLOSED
         return -1
     pdlen = (buf[p + 18] << 8) | buf[p + 19]
     need = 20 + pdlen
     if pdlen > MAX_PD_LENGTH:
-        pkt.add_expert("error", "malformed", f"Private data length {pdlen} exceeds 512 bytes", "RFC 5044 §7.1")
+        pkt.add_expert("error", "malformed", f"Private data length {pdlen} exceeds 512 bytes", "RFC 5044")
     if vend - p < need:
         pkt.add_info(f"[MPA {'Request' if is_req else 'Reply'} continues: {vend - p} of {need} bytes]")
         return -1
@@ -414,11 +414,11 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
     enhanced = rev == 2 and bool(flags & 0x10)
     lay.add(ENHANCED, enhanced, p + 16, 1)
     if flags & (0x0F if enhanced else 0x1F):
-        pkt.add_expert("warning", "protocol", "MPA Res bits are not zero", "RFC 5044 §7.1")
+        pkt.add_expert("warning", "protocol", "MPA Res bits are not zero", "RFC 5044")
     if rev not in (1, 2):
         pkt.add_expert("warning", "protocol", f"MPA revision {rev} is neither 1 (RFC 5044) nor 2 (RFC 6581)")
     if is_req and flags & 0x20:
-        pkt.add_expert("warning", "protocol", "R bit set in an MPA Request", "RFC 5044 §7.1")
+        pkt.add_expert("warning", "protocol", "R bit set in an MPA Request", "RFC 5044")
     pd = p + 20
     pdend = p + need
     if pdlen:
@@ -436,7 +436,7 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
         pd += 4
     elif enhanced:
         pkt.add_expert("warning", "malformed", "Enhanced MPA private data shorter than the IRD/ORD word",
-                       "RFC 6581 §5")
+                       "RFC 6581")
     text += f" PD={pdlen}"
     params.pdata = bytes(buf[pd:pdend])
     if is_req:
@@ -445,7 +445,7 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
         conn.req_frame = pkt.frame.num
         conn.rev = rev
         conn.crc = conn.crc or bool(flags & 0x40)
-        # M in the Request: the responder must put markers in what it sends (RFC 5044 §7.1).
+        # M in the Request: the responder must put markers in what it sends (RFC 5044).
         conn.dirs[conn.responder].markers = bool(flags & 0x80)
     else:
         conn.rep = params
@@ -458,7 +458,7 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
             pkt.add_expert("warning", "protocol", f"Reply revision {rev} differs from the Request's {conn.rev}")
         conn.full_operation = not conn.rejected
         if conn.rejected:
-            pkt.add_expert("note", "protocol", "The responder rejected the connection (R bit)", "RFC 5044 §7.1")
+            pkt.add_expert("note", "protocol", "The responder rejected the connection (R bit)", "RFC 5044")
     pkt.set_info(text)
     n_info = len(pkt.info)
     d.phase = CLOSED if (not is_req and conn.rejected) else FULL
@@ -565,7 +565,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
             if ptr != want:
                 mk.add(FPDU_LEN, want)
                 pkt.add_expert("warning", "protocol", f"Marker FPDU pointer {ptr}, expected {want}",
-                               "RFC 5044 §5")
+                               "RFC 5044")
     ul_end = c0 + 2 + ulen
     pad_end = c0 + size - 4
     d.crc_now = None
@@ -579,7 +579,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
         lay.add(CRC_EXPECTED, expected, pad_end, 4)
         if not ok:
             pkt.add_expert("error", "checksum", f"Bad MPA CRC 0x{wire:08x}, expected 0x{expected:08x}",
-                           "RFC 5044 §4.4")
+                           "RFC 5044")
     if ulen == 0:
         pkt.add_info("iWARP MPA empty FPDU")
     else:
