@@ -328,3 +328,71 @@ def test_benchmark_workload_at_full_python_speed_arrives_whole(net, tmp_path):
     s = cap.summary()
     assert s["dropped by kernel"] == 0 and s["written"] == len(sent) == 20000
     assert frames_of(out) == sent
+
+
+def test_rdma_device_name_opens_its_netdev(net, tmp_path):
+    sysfs = tmp_path / "sys"
+    ndevs = sysfs / "class/infiniband/rxe0/ports/1/gid_attrs/ndevs"
+    ndevs.mkdir(parents=True)
+    for i in (0, 1):
+        (ndevs / str(i)).write_text(net.dev_b + "\n")
+    (sysfs / "class/infiniband/rxe0/ports/1/link_layer").write_text("Ethernet\n")
+    sent = frames_of("rxe-ib_read_bw.pcap")
+    out = tmp_path / "rxe0.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-c", str(len(sent)), "--sysfs", str(sysfs), iface="rxe0")
+    replay(net, ["rxe-ib_read_bw.pcap"])
+    assert cap.wait() == 0
+    assert f"RDMA device rxe0 port 1 runs on netdev {net.dev_b}: capturing on {net.dev_b}" in cap.err.read_text()
+    assert frames_of(out) == sent
+    info = subprocess.run(["capinfos", str(out)], capture_output=True, text=True, check=True).stdout
+    assert "Description = RDMA device rxe0" in info and f"Name = {net.dev_b}" in info
+
+
+def test_snaplen_cuts_packets_and_keeps_their_length(net, tmp_path):
+    sent = frames_of("rxe-ib_write_bw.pcap")
+    out = tmp_path / "snap.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-s", "96", "-c", str(len(sent)))
+    replay(net, ["rxe-ib_write_bw.pcap"])
+    assert cap.wait() == 0
+    with open_capture(str(out)) as c:
+        got = [(bytes(f.data), f.wirelen) for f in c]
+    assert got == [(fr[:96], len(fr)) for fr in sent]
+    assert "Capture length = 96" in subprocess.run(["capinfos", str(out)], capture_output=True, text=True,
+                                                   check=True).stdout
+
+
+def test_autostop_filesize_and_standard_output(net, tmp_path):
+    out = tmp_path / "fs.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-a", "filesize:20")
+    replay(net, ["rxe-nfsv3-rdma.pcap"], rate=25000)
+    assert cap.wait() == 0
+    size = out.stat().st_size
+    assert 20_000 <= size < 20_000 + 1300
+    got = frames_of(out)
+    assert got == frames_of("rxe-nfsv3-rdma.pcap")[:len(got)]
+
+    cap = Capturer(net, tmp_path, "-w", "-", "-c", "13")
+    replay(net, ["rxe-ucmatose.pcap"])
+    assert cap.wait() == 0
+    assert frames_of(cap.out) == frames_of("rxe-ucmatose.pcap")
+
+
+def test_full_disk_is_a_clear_error(net, tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], check=True)
+    try:
+        cap = Capturer(net, tmp_path, "-w", str(mnt / "x.pcapng"), "-c", "2238")
+        replay(net, ["rxe-nfsv3-rdma.pcap"], rate=25000)
+        assert cap.wait() == 1
+        err = cap.err.read_text()
+        assert "Traceback" not in err
+        assert err.strip().splitlines()[-1] == f"rdmaspy: error: {mnt / 'x.pcapng'}: write failed: " \
+                                               f"No space left on device"
+        s = cap.summary()
+        on_disk = len(frames_of(mnt / "x.pcapng"))
+        assert 0 < on_disk < 200
+        assert s["written"] == on_disk                       # the summary says what the file holds
+        assert s["dropped by rdmaspy"] == s["captured"] - on_disk > 0
+    finally:
+        subprocess.run(["umount", str(mnt)])

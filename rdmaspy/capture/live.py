@@ -77,6 +77,8 @@ class FileSet:
         self.all_files: list[str] = []
         self.writer: PcapngWriter | None = None
         self.spool: SpoolFile | None = None
+        self.file_packets = 0          # handed to the current file
+        self.lost = 0                  # handed over but never on disk (write errors)
         self.opened_at = 0.0
         self.written_total = 0
         self.ifdrop0 = netdev_rx_dropped(ring.ifname)
@@ -136,16 +138,41 @@ class FileSet:
             now = netdev_rx_dropped(self.ring.ifname)
             ifdrop = None if now is None else max(0, now - self.ifdrop0)
         end = time.time_ns()
-        w.write_stats(0, end, ifrecv=recv, ifdrop=ifdrop, filteraccept=recv, osdrop=drops,
-                      usrdeliv=self.written_total, starttime_ns=self.ring.start_ns, endtime_ns=end)
         self.writer = None
-        w.close()
         spool, self.spool = self.spool, None
-        if spool is not None:
-            try:
+        try:
+            w.write_stats(0, end, ifrecv=recv, ifdrop=ifdrop, filteraccept=recv, osdrop=drops,
+                          usrdeliv=self.written_total, starttime_ns=self.ring.start_ns, endtime_ns=end)
+            w.close()
+            if spool is not None:
                 spool.close()
-            except OSError as exc:
-                raise RdmaspyError(f"{spool.name}: write failed: {exc.strerror or exc}") from None
+        except OSError as exc:
+            if spool is not None:
+                spool.abandon()
+                # the packets handed over but not on disk are rdmaspy's drops: count what the file holds
+                self.lost += self.file_packets - count_epbs(spool.name)
+            raise RdmaspyError(f"{w.path}: write failed: {exc.strerror or exc}") from None
+        finally:
+            self.file_packets = 0
+
+
+def count_epbs(path: str) -> int:
+    """Enhanced Packet Blocks complete in a pcapng file written in this host's byte order."""
+    n = 0
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return 0
+    pos = 0
+    head = struct.Struct("=II")
+    while pos + 12 <= len(data):
+        btype, total = head.unpack_from(data, pos)
+        if total < 12 or pos + total > len(data):
+            break
+        n += btype == 6
+        pos += total
+    return n
 
 
 class LiveCapture:
@@ -255,6 +282,7 @@ class LiveCapture:
                 thread.join()
             if self.files is not None:
                 s.files = list(self.files.kept)
+                s.written -= self.files.lost
         return s
 
     def _drain(self) -> None:
@@ -390,6 +418,7 @@ class LiveCapture:
         assert f is not None and f.writer is not None
         f.writer.write_epb_bytes(buf, k)
         f.written_total += k
+        f.file_packets += k
         self.summary.written += k
 
     def _block_general(self, pos: int, n: int, ignore: bool) -> bool:
@@ -422,6 +451,7 @@ class LiveCapture:
             if f is not None and f.writer is not None:
                 f.writer.write_packet(0, ts, data, wlen)
                 f.written_total += 1
+                f.file_packets += 1
                 s.written += 1
             if q is not None:
                 if len(q) < qmax:

@@ -78,6 +78,20 @@ class SpoolFile:
                 self._queued -= len(chunk)
                 cv.notify_all()
 
+    def abandon(self) -> None:
+        """After an error: stop the thread and close the file without writing more."""
+        with self._cv:
+            self._done = True
+            self._q.clear()
+            self._queued = 0
+            self._cv.notify_all()
+        self._pending = bytearray()
+        self._thread.join()
+        try:
+            self._f.close()
+        except OSError:
+            pass
+
     def close(self) -> None:
         """Write everything still queued, then close; raises the first write error."""
         try:
