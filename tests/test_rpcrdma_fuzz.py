@@ -12,7 +12,7 @@ from rdmaspy.dissectors.xdr import p32
 from rdmaspy.engine import Engine, Session
 from rdmaspy.packet import Frame, Packet
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 u32 = st.integers(0, 0xFFFFFFFF)
 u64 = st.integers(0, (1 << 64) - 1)
 seg = st.tuples(u32, u32, u64)
