@@ -198,3 +198,20 @@ def test_bad_filter_on_a_terminal_gets_a_caret_under_the_column():
     assert rc == 1 and p.stdout.read() == b""
     assert lines[0] == "rdmaspy: error: bad filter: expected a value after '==' at column 23: reth and bth.opcode =="
     assert lines[1:] == ["    reth and bth.opcode ==", "    " + " " * 22 + "^"]
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_PCAP_HEAD = bytes.fromhex("d4c3b2a1020004000000000000000000ffff000001000000")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=st.binary(max_size=300), with_header=st.booleans())
+def test_any_file_contents_end_in_0_1_or_2_without_a_traceback(tmp_path, capsys, body, with_header):
+    path = tmp_path / "fuzz.pcap"
+    path.write_bytes((_PCAP_HEAD if with_header else b"") + body)
+    for args in (["decode", str(path)], ["decode", str(path), "-V", "-x"], ["decode", str(path), "-T", "json"]):
+        rc = main(args)
+        out, err = capsys.readouterr()
+        assert rc in (0, 1, 2), err
+        assert "Traceback" not in err and err.count("\n") <= 1
