@@ -396,3 +396,19 @@ def test_full_disk_is_a_clear_error(net, tmp_path):
         assert s["dropped by rdmaspy"] == s["captured"] - on_disk > 0
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+def test_ring_buffer_by_duration_switches_under_steady_traffic(net, tmp_path):
+    d = tmp_path / "dur"
+    d.mkdir()
+    cap = Capturer(net, tmp_path, "-w", str(d / "t.pcapng"), "-b", "duration:1", "-a", "files:3")
+    sender = replay(net, ["rxe-nfsv3-concurrent.pcap"], rate=2000, loops=3, background=True)
+    assert cap.wait() == 0, cap.err.read_text()
+    sender.kill()
+    sender.wait()
+    files = sorted(d.iterdir())
+    assert len(files) == 3
+    counts = [len(tshark_fields(f, ["frame.number"])) for f in files]
+    assert all(1000 <= c <= 3000 for c in counts), counts      # about a second of 2,000 frames/s each
+    got = [fr for f in files for fr in frames_of(f)]
+    assert got == (frames_of("rxe-nfsv3-concurrent.pcap") * 3)[:len(got)]

@@ -186,6 +186,7 @@ class LiveCapture:
         self.display_flush = display_flush
         self.summary = Summary()
         self._stop = False
+        self._limit_hit = False
         self._queue: collections.deque = collections.deque()
         self._wake = threading.Event()
         self._display_done = threading.Event()
@@ -231,36 +232,36 @@ class LiveCapture:
             thread = threading.Thread(target=self._display_loop, name="rdmaspy-display", daemon=True)
             thread.start()
         deadline = time.monotonic() + lim.duration if lim.duration else None
-        drained = False
+        per_file = self.files.rb.duration if self.files is not None else None
         try:
             while not self._stop:
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    break
+                if per_file and self.files is not None and now >= self.files.opened_at + per_file:
+                    try:
+                        self._rotate()
+                    except RdmaspyError as exc:
+                        s.error = str(exc)
+                        break
+                    continue
                 i = ring.ready()
                 if i is None:
                     timeout = 0.5
-                    now = time.monotonic()
                     if deadline is not None:
-                        if now >= deadline:
-                            break
                         timeout = min(timeout, deadline - now)
-                    if self.files and self.files.rb.duration:
-                        left = self.files.opened_at + self.files.rb.duration - now
-                        if left <= 0:
-                            self._rotate()
-                            continue
-                        timeout = min(timeout, left)
-                    fds = ring.wait(timeout, (rfd.fileno(),))
-                    if rfd.fileno() in fds:
+                    if per_file and self.files is not None:
+                        timeout = min(timeout, self.files.opened_at + per_file - now)
+                    if rfd.fileno() in ring.wait(max(timeout, 0.001), (rfd.fileno(),)):
                         try:
                             rfd.recv(64)
                         except BlockingIOError:
                             pass
                     continue
-                if not self._consume(i):
-                    drained = True     # a -c / -a limit ended the capture inside this block
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    break
-            if not drained and s.error is None:
+                self._consume(i)
+            # A stop request or the duration: every packet the kernel took in goes into the file.
+            # A -c/-a limit or a write error ended the capture where it stands.
+            if not self._limit_hit and s.error is None:
                 self._drain()
         finally:
             signal.set_wakeup_fd(old_wakeup)
@@ -314,7 +315,7 @@ class LiveCapture:
         assert f is not None
         f.close_current()
         if not ignore and f.limits.files and f.seq >= f.limits.files:
-            self._stop = True
+            self._stop = self._limit_hit = True
             return False
         f.open_next()
         return True
@@ -331,6 +332,11 @@ class LiveCapture:
         except OSError as exc:
             s.error = f"{self.files.writer.path if self.files and self.files.writer else 'output'}: " \
                       f"write failed: {exc.strerror or exc}"
+            self._stop = True
+            ok = False
+        except RdmaspyError as exc:          # closing a full file of the ring buffer failed
+            s.error = str(exc)
+            self._stop = True
             ok = False
         ring.release(i)
         if self.display is not None:
@@ -359,13 +365,13 @@ class LiveCapture:
         assert f is not None and f.writer is not None
         stop_size = self.limits.filesize
         if stop_size and f.writer.bytes_written >= stop_size and not ignore:
-            self._stop = True
+            self._stop = self._limit_hit = True
             return False
         if f.rb.filesize:
             return self._rotate(ignore)
         if ignore:
             return True
-        self._stop = True
+        self._stop = self._limit_hit = True
         return False
 
     def _block_to_file(self, pos: int, n: int, ignore: bool) -> bool:
@@ -403,7 +409,7 @@ class LiveCapture:
                 k = 0
                 buf = bytearray()
                 if not ignore and self.limits.count and s.captured >= self.limits.count:
-                    self._stop = True
+                    self._stop = self._limit_hit = True
                     return False
                 if full and not self._file_full(ignore):
                     return False
@@ -460,7 +466,7 @@ class LiveCapture:
                     s.display_dropped += 1
             left -= 1
             if left <= 0:
-                self._stop = True
+                self._stop = self._limit_hit = True
                 return False
             if f is not None and f.writer is not None and f.writer.bytes_written >= limit:
                 if not self._file_full(ignore):
