@@ -58,6 +58,7 @@ class PcapReader(Capture):
         pos = 0
         base = 24          # file offset of buf[0]
         num = 0
+        frame = Frame
         try:
             while True:
                 if blen - pos < 16:
@@ -88,7 +89,7 @@ class PcapReader(Capture):
                     blen = len(buf)
                     continue
                 num += 1
-                yield Frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
+                yield frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
                             base + pos)
                 pos = end
         except OSError as exc:

@@ -139,6 +139,7 @@ class PcapngReader(Capture):
         epb = order.epb
         local: list[tuple] = []    # this section's interfaces: (global index, linktype, mul, den, offset ns, snaplen)
         seen_shb = False
+        nlocal = 0                 # len(local), kept by the code that changes it
         frame = Frame
         try:
             while True:
@@ -147,7 +148,7 @@ class PcapngReader(Capture):
                     # Fast path: a well-formed Enhanced Packet Block wholly in the buffer.  Anything
                     # unusual falls through to the general code below, which checks and reports.
                     btype, length, iface, hi, lo, caplen, wirelen = epb(buf, pos)
-                    if btype == 6 and 32 <= length <= avail and not length & 3 and iface < len(local):
+                    if btype == 6 and 32 <= length <= avail and not length & 3 and iface < nlocal:
                         bend = pos + length
                         dend = pos + 28 + caplen
                         if dend <= bend - 4 and u32(buf, bend - 4)[0] == length:
@@ -246,9 +247,11 @@ class PcapngReader(Capture):
                     yield Frame(num, 0, lt, buf[pos + 12:pos + 12 + caplen], wirelen, gi, None, base + pos)
                 elif btype == IDB_TYPE:
                     self._interface(buf, pos, bend, order, base, local)
+                    nlocal = len(local)
                 elif btype == SHB_TYPE:
                     self._section(buf, pos, bend, order, base)
                     local = []
+                    nlocal = 0
                     seen_shb = True
                 elif btype == OPB_TYPE:
                     if length < 32:
