@@ -5,7 +5,8 @@ and pcapng, plain or gzip-compressed, and returns a ``Capture``: an iterator of
 ``Frame`` that reads the file as a stream (memory does not grow with the file).
 Damage found part-way (a truncated last record, a bad block) ends the iteration
 and is recorded in ``Capture.problems`` with its byte offset; a file that is not
-a capture at all raises ``CaptureError`` at once.
+a capture at all raises ``CaptureError`` at once.  Offsets in a gzip-compressed
+capture count bytes of the decompressed data.
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ class Capture:
         """The data stopped at ``offset``: say why (a broken gzip stream explains a cut record)."""
         damage = getattr(self.stream, "damage", None)
         if damage:
-            self.problem(f"{damage}; the decompressed data ends", offset)
+            self.problem(f"{damage}; reading stopped", offset)
         elif message:
             self.problem(message, offset)
 
