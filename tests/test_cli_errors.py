@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import capture
 from rdmaspy import readers
@@ -199,8 +200,6 @@ def test_bad_filter_on_a_terminal_gets_a_caret_under_the_column():
     assert lines[0] == "rdmaspy: error: bad filter: expected a value after '==' at column 23: reth and bth.opcode =="
     assert lines[1:] == ["    reth and bth.opcode ==", "    " + " " * 22 + "^"]
 
-
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
 
 _PCAP_HEAD = bytes.fromhex("d4c3b2a1020004000000000000000000ffff000001000000")
 
