@@ -21,14 +21,14 @@ def _same(a: Message, b: Message) -> None:
            (b.xid, b.vers, b.credit, b.proc, b.flags, b.inv_handle, b.chunks, b.payload, b.error, b.props)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(u32, u32, st.sampled_from([P.RDMA_MSG, P.RDMA_NOMSG]), chunks, st.binary(max_size=64))
 def test_v1_message_round_trip(xid, credit, proc, ch, payload):
     m = Message(xid, 1, credit, proc, chunks=ch, payload=payload)
     _same(P.parse(P.build(m)), m)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(u32, st.integers(0, 0xFFFF), st.integers(1, 0xFFFF), st.sampled_from([P.RDMA2_MSG, P.RDMA2_NOMSG]),
        st.integers(0, 7), u32, chunks, st.binary(max_size=64))
 def test_v2_message_round_trip(xid, mx, grant, htype, flags, inv, ch, payload):

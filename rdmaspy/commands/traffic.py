@@ -14,7 +14,7 @@ from typing import Iterator
 
 from ..errors import RdmaspyError
 
-DEFAULT_PORT = 20050
+DEFAULT_PORT = 20049      # NFS/RDMA's port: analyzers tie RPC-over-RDMA to it through the CM
 
 
 class TrafficUsage(RdmaspyError):
