@@ -178,6 +178,12 @@ def test_fixture_shapes_and_rebuilt_messages():
     rmsg = pkts[11].extra["rpcrdma"]
     assert [(d.kind, d.inline, d.length) for d in rmsg.rpc.ddp] == [("read_data", False, 1500)]
     assert rmsg.rebuilt_frames == [10, 11]
+    # ... and the whole reply rebuilt in its own frame with the data put back (padded) at that item
+    assert rmsg.rebuilt_frame == 12 and rmsg.rebuilt_rpc.length == rmsg.rpc.length + 1500 + (-1500 % 4)
+    assert [(d.kind, d.inline, d.length) for d in rmsg.rebuilt_rpc.ddp] == [("read_data", True, 1500)]
+    data = bytes((i * 3) & 0xFF for i in range(1500))
+    pos = rmsg.rpc.ddp[0].position
+    assert pkts[11].layer("rpcrdma.rebuilt").buf[pos:pos + 1500] == data
     # SEND First/Middle/Last reassembled before the transport header was read
     big = pkts[31].extra["rpcrdma"]
     assert big.frames == [30, 31, 32] and big.rpc.proc == 7 and big.rpc.ddp[0].inline

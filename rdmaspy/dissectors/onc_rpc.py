@@ -310,8 +310,11 @@ def _fill(lay: Layer, buf: bytes, off: int, end: int, info: RpcInfo) -> None:
     lay.add(BODY_LEN, end - body, body, end - body)
 
 
-def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None) -> RpcInfo | None:
-    """One whole (or reduced) RPC message in ``buf[off:end]``.  Returns its facts, or None if unreadable."""
+def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None,
+                quiet: bool = False) -> RpcInfo | None:
+    """One whole (or reduced) RPC message in ``buf[off:end]``.  Returns its facts, or None if unreadable.
+
+    ``quiet``: the info column already names this message (a second view of it in the same packet)."""
     if end - off < 8:
         pkt.truncated("rpc", end - off, 8)
         return None
@@ -357,7 +360,8 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         if mtype == 0 and info.label is not None and key in calls.by_key:
             # the reply is named as its call was (NFSv4.2 COMPOUND ...)
             calls.by_key[key] = calls.by_key[key][:5] + (info.label,)
-    _set_info(pkt, info)
+    if not quiet:
+        _set_info(pkt, info)
     return info
 
 

@@ -13,7 +13,10 @@
    of a message's Read chunks have arrived, the whole RPC call is rebuilt and
    dissected in the packet that completed it (as Wireshark does for v1); a
    reply sent through a Reply chunk is rebuilt from the WRITEs when its
-   RDMA_NOMSG arrives.  Versions 1 and 2 both.
+   RDMA_NOMSG arrives; a reply whose results went into Write chunks is rebuilt
+   in its own packet, each chunk's data put back where the NFS walk found the
+   reduced item.  Versions 1 and 2 both; InfiniBand transports only (iWARP
+   messages are decoded, their chunks are not followed).
 """
 from __future__ import annotations
 
@@ -269,7 +272,35 @@ def _rebuild_call(pkt: Packet, ctx: Any, job: _ReadJob) -> None:
     _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + job.frames, kind, job.flow)
 
 
-def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any) -> None:
+def _rebuild_reply(pkt: Packet, ctx: Any, msg: Any, got: list, frames: list[int]) -> None:
+    """A reply whose DDP-eligible results went into Write chunks: put each chunk's data back where the
+    reply's NFS walk found the reduced item (the n-th reduced item is the n-th Write chunk), padded."""
+    rpc = msg.rpc
+    span = msg.rpc_span
+    if rpc is None or span is None or not rpc.ddp:
+        return
+    items = [d for d in rpc.ddp if not d.inline]
+    if not items or len(items) > len(got) or any(g is None for g in got[:len(items)]):
+        return
+    rbuf, roff, rend = span
+    out = bytearray()
+    taken = roff
+    shift = 0
+    for item, (data, _fr) in zip(items, got):
+        at = roff + item.position - shift        # where the item stood in the reduced stream
+        if at < taken or at > rend:
+            return
+        out += rbuf[taken:at]
+        taken = at
+        out += data
+        out += b"\0" * (-len(data) % 4)
+        shift += (item.length + 3) & ~3
+    out += rbuf[taken:rend]
+    _show_rebuilt(pkt, ctx, msg, bytes(out), frames, "RDMA WRITE (Write chunks)", msg.rpc_flow, quiet=True)
+
+
+def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
+                  quiet: bool = False) -> None:
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
                         f"[Rebuilt RPC message of XID 0x{msg.xid:08x}: {len(whole)} bytes from {len(frames)} frames]")
     lay.add(REBUILT_XID, msg.xid)
@@ -281,8 +312,9 @@ def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[in
     pkt.note("rpcrdma.rebuilt", msg)
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
-    pkt.add_info(f"[rebuilt XID 0x{msg.xid:08x}]")
-    msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow)
+    if not quiet:
+        pkt.add_info(f"[rebuilt XID 0x{msg.xid:08x}]")
+    msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
 def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
@@ -379,13 +411,11 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: An
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
                           "RDMA WRITE (Reply chunk)", rpc_flow(pkt))
     elif msg.writes:
-        frames = []
-        for c in msg.writes:
-            got = _written(st, c)
-            if got is not None:
-                frames.extend(got[1])
+        got_all = [_written(st, c) for c in msg.writes]
+        frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
-            msg.rebuilt_frames = sorted(set(frames))
+            msg.rebuilt_frames = frames
+            _rebuild_reply(pkt, ctx, msg, got_all, frames)
     for c in chunks:
         for s in c:
             st.write_wants.pop(s.handle, None)

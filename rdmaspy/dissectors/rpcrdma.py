@@ -99,7 +99,8 @@ class RpcRdmaMessage:
     __slots__ = ("version", "xid", "proc", "credits", "max_credits", "granted", "flags", "inv_handle", "align",
                  "thresh", "reads", "read_chunks", "writes", "reply", "errcode", "vers_low", "vers_high",
                  "error_args", "props", "header_len", "payload_len", "rpc", "shape", "frame", "frames",
-                 "rebuilt_frames", "rebuilt_rpc", "rebuilt_frame", "continuation", "malformed", "is_reply")
+                 "rebuilt_frames", "rebuilt_rpc", "rebuilt_frame", "continuation", "malformed", "is_reply",
+                 "rpc_span", "rpc_flow")
 
     def __init__(self, version: int, xid: int, credits: int, proc: int) -> None:
         self.version = version
@@ -133,6 +134,8 @@ class RpcRdmaMessage:
         self.continuation: list[int] | None = None      # v2: frames of a Message Continuation sequence
         self.malformed: str | None = None
         self.is_reply: bool | None = None
+        self.rpc_span: tuple | None = None                # (buffer, start, end) of the RPC message carried
+        self.rpc_flow: Any = None
 
     @property
     def has_chunks(self) -> bool:
@@ -391,7 +394,9 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
     """Hand the RPC message after the transport header to onc_rpc, telling NFS which items were reduced."""
     positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
     pkt.note("rpcrdma.chunks", (positions, len(msg.writes)))
-    msg.rpc = onc_rpc.dissect_rpc(pkt, buf, off, end, ctx, rpc_flow(pkt))
+    msg.rpc_span = (buf, off, end)
+    msg.rpc_flow = flow = rpc_flow(pkt)
+    msg.rpc = onc_rpc.dissect_rpc(pkt, buf, off, end, ctx, flow)
     pkt.extra.pop("rpcrdma.chunks", None)   # type: ignore[union-attr]
     if msg.rpc is not None:
         msg.is_reply = msg.rpc.msgtype == 1
