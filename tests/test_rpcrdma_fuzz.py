@@ -7,7 +7,7 @@ import tracemalloc
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rdmaspy import craft
-from rdmaspy.dissectors import onc_rpc, rpcrdma, rpcrdma2
+from rdmaspy.dissectors import nfs, onc_rpc, rpcrdma, rpcrdma2
 from rdmaspy.dissectors.xdr import p32
 from rdmaspy.engine import Engine, Session
 from rdmaspy.packet import Frame, Packet
@@ -26,6 +26,14 @@ SEEDS = [
     rpcrdma2.encode(0x42, 0, flags=2, writes=[[(1, 2, 3)]], payload=CALL),
     rpcrdma2.encode(0x42, 4, errcode=9, error_args={"chunk_index": 1, "length_needed": 9}),
     rpcrdma2.encode(0, 5, props=[(1, 4096), (6, b"abc"), (9, b"zz")]),
+    rpcrdma.encode_v1(0x43, 0, 8, payload=onc_rpc.encode_call(0x43, 100003, 4, 1, nfs.encode_compound(
+        [(53, bytes(32)), (22, p32(4) + b"abcd"), (38, bytes(28) + p32(3) + b"xyz\0"), (6, p32(5, 1) + b"/\0\0\0"
+                                                                                        + p32(1) + b"n\0\0\0"
+                                                                                        + p32(0, 0)),
+         (18, bytes(12) + p32(0, 0, 0, 1, 0) + bytes(4) + p32(0) + p32(0)), (9, p32(1, 0))]),
+        onc_rpc.encode_auth_sys(1, "m", 2, 3, (4,)))),
+    rpcrdma.encode_v1(0x44, 0, 8, writes=[[(1, 8, 0)]], payload=onc_rpc.encode_reply(
+        0x44, p32(0) + bytes(4) + p32(1) + p32(25, 0, 0, 8))),
 ]
 
 
@@ -34,6 +42,9 @@ def _run(body: bytes) -> Packet:
     rpcrdma.dissect_rpcrdma(p, body, 0, len(body), Session())
     q = Packet(Frame(1, 0, 1, b"", 0))
     rpcrdma.heuristic(q, body, 0, len(body), Session())
+    for pkt in (p, q):            # the trees are built on demand: build them all
+        for lay in pkt.layers:
+            list(lay.walk())
     return p
 
 
