@@ -178,6 +178,11 @@ def frames() -> list[tuple[int, bytes]]:
     dr = mad_header(0x81, 0x81, 0x0010, 0x709, classversion=1, status=0x8000, classspecific=0x0101)
     s2c(dr + mad.SMP_DR_BODY.encode(smpdata=nd), destqp=0, src_qp=0, q_key=0)
     s2c(mad_header(0x03, 0x81, 0x0035, 0x70A, status=0x000C) + bytes(232))
+    mc = mad.MCMEMBERRECORD.encode(mgid=gid("ff12:401b:ffff::1"), portgid=gid("fe80::2:c903:0:4"), q_key=0x0B1B,
+                                   mlid=0xC001, mtuselector=2, mtu=4, tclass=0, p_key=0xFFFF, rateselector=2, rate=3,
+                                   packetlifetimeselector=2, packetlifetime=18, sl=0, flowlabel=0xABCDE, hoplimit=0,
+                                   scope=2, joinstate=1, proxyjoin=0)
+    c2s(mad_header(0x03, 0x02, 0x0038, 0x70B) + bytes(12) + mad.SA.encode(componentmask=0x10083) + mc)
     s2c(mad_header(0x0A, 0x01, 0x0042, 0x706, classversion=1) + bytes(range(232)))
     return out
 

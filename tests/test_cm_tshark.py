@@ -20,7 +20,7 @@ from rdmaspy.fieldview import packet_fields, presence_field
 from rdmaspy.readers import open_capture
 
 PREFIXES = ("mad.", "cm.", "smplid.", "smpdirected.", "sa.", "rmpp.", "classportinfo.", "portcounters.",
-            "portcounters_ext.", "nodeinfo.", "sminfo.", "nodedescription.")
+            "portcounters_ext.", "nodeinfo.", "sminfo.", "nodedescription.", "pathrecord.", "mcmemberrecord.")
 # rdmaspy name -> Wireshark name where they are not simply "infiniband." + ours.
 RENAMED = {
     "cm.req.localcommid": "infiniband.cm.req",
@@ -45,6 +45,8 @@ NOT_IN_WIRESHARK = {
     # Wireshark shows the decoded attribute instead of the raw SMP data and the trailing reserved bytes.
     "smplid.reserved", "smplid.smpdata", "smplid.reserved2", "smpdirected.reserved", "smpdirected.smpdata",
     "sa.reserved", "sa.subnetadmindata",
+    "pathrecord.serviceid", "pathrecord.reserved", "pathrecord.qosclass", "pathrecord.reserved2",
+    "mcmemberrecord.reserved",
     # Wireshark 4.0 reads the D bit with a 16-bit mask from an 8-byte field at the M_Key: always 0.
     "smpdirected.d",
     # Wireshark 4.0 omits these PortCounters fields.
@@ -97,6 +99,9 @@ def wireshark_quirk(name: str, fields: dict) -> list | None:
     as 3 bytes under a 32-bit mask (so it shows the flow label's top 12 bits) and reserved / packet rate
     from the word's FIRST byte (so both come from the flow label).  The spec reading is ours; the test checks that Wireshark's is what follows from it.
     """
+    if name == "pathrecord.sl":
+        # Wireshark reads QoSClass and SL as one 16-bit field under the mask 0x000f: the same 4 bits.
+        return fields[name][1]
     if name == "smpdirected.smpstatus":
         # Wireshark shows the D bit inside the status word (IBTA: D is its own bit, status 15 bits).
         return [(d << 15) | st for d, st in zip(fields["smpdirected.d"][1], fields[name][1])]

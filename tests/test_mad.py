@@ -47,12 +47,16 @@ def test_smp_directed_route(pkts):
 
 def test_subnet_administration(pkts):
     p = pkts[24]
-    assert p.info_text == "SA SubnAdmGetResp(PathRecord)"
+    assert p.info_text == "SA SubnAdmGetResp(PathRecord) DLID=0x2829 SLID=0x2a2b MTU=54"
     rmpp, sa = p.layer("rmpp"), p.layer("sa")
     assert (rmpp["rmppversion"], rmpp["rmpptype"], rmpp["rresptime"], rmpp["rmppflags"], rmpp["data2"]) == (
         1, 1, 0x1F, 7, 200)
     assert sa["attributeoffset"] == 8 and sa["componentmask"] == 0xC00
-    assert sa["sa.subnetadmindata"] == bytes(range(200))
+    pr = p.layer("pathrecord")
+    assert (pr["dlid"], pr["slid"], pr["flowlabel"], pr["numbpath"], pr["sl"]) == (0x2829, 0x2A2B, 0xC2D2E, 0x31, 5)
+    assert sa["sa.subnetadmindata"] == bytes(range(64, 200))        # what follows the first record
+    mc = pkts[31].layer("mcmemberrecord")
+    assert (mc["mlid"], mc["q_key"], mc["flowlabel"], mc["scope"], mc["joinstate"]) == (0xC001, 0x0B1B, 0xABCDE, 2, 1)
 
 
 def test_port_counters(pkts):
@@ -68,7 +72,7 @@ def test_port_counters(pkts):
 
 def test_perf_classportinfo_and_unknown_class(pkts):
     assert pkts[27].layer("classportinfo")["trapqkey"] == 0x80010000
-    p = pkts[31]
+    p = pkts[32]
     assert p.info_text.startswith("Vendor Specific (0x0a) Get() attr=0x0042")
     assert p.layer("mad")["mad.class_data"] == bytes(range(232))
 

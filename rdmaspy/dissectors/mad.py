@@ -130,6 +130,56 @@ SA = Header("sa", "Subnet Administration", [
     F("componentmask", 64, "Component Mask", "hex"),
 ])
 SA_DATA = Field("sa.subnetadmindata", 0, "Subnet Admin Data", "bytes")
+SELECTORS = {0: "greater than", 1: "less than", 2: "exactly", 3: "largest available"}
+MTU_NAMES = {1: "256", 2: "512", 3: "1024", 4: "2048", 5: "4096"}
+PATHRECORD = Header("pathrecord", "PathRecord", [
+    F("serviceid", 64, "ServiceID (Reserved)", "hex"),
+    F("dgid", 128, "DGID", "gid"),
+    F("sgid", 128, "SGID", "gid"),
+    F("dlid", 16, "DLID", "hex"),
+    F("slid", 16, "SLID", "hex"),
+    F("rawtraffic", 1, "RawTraffic", "hex"),
+    F("reserved", 3, "Reserved", "hex"),
+    F("flowlabel", 20, "FlowLabel", "hex"),
+    F("hoplimit", 8, "HopLimit", "hex"),
+    F("tclass", 8, "TClass", "hex"),
+    F("reversible", 1, "Reversible", "hex"),
+    F("numbpath", 7, "NumbPath", "hex"),
+    F("p_key", 16, "P_Key", "hex"),
+    F("qosclass", 12, "QoSClass", "hex"),
+    F("sl", 4, "SL", "hex"),
+    F("mtuselector", 2, "MTUSelector", "hex", SELECTORS),
+    F("mtu", 6, "MTU", "hex", MTU_NAMES),
+    F("rateselector", 2, "RateSelector", "hex", SELECTORS),
+    F("rate", 6, "Rate", "hex"),
+    F("packetlifetimeselector", 2, "PacketLifeTimeSelector", "hex", SELECTORS),
+    F("packetlifetime", 6, "PacketLifeTime", "hex"),
+    F("preference", 8, "Preference", "hex"),
+    F("reserved2", 48, "Reserved", "hex"),
+])
+MCMEMBERRECORD = Header("mcmemberrecord", "MCMemberRecord", [
+    F("mgid", 128, "MGID", "gid"),
+    F("portgid", 128, "PortGID", "gid"),
+    F("q_key", 32, "Q_Key", "hex"),
+    F("mlid", 16, "MLID", "hex"),
+    F("mtuselector", 2, "MTUSelector", "hex", SELECTORS),
+    F("mtu", 6, "MTU", "hex", MTU_NAMES),
+    F("tclass", 8, "TClass", "hex"),
+    F("p_key", 16, "P_Key", "hex"),
+    F("rateselector", 2, "RateSelector", "hex", SELECTORS),
+    F("rate", 6, "Rate", "hex"),
+    F("packetlifetimeselector", 2, "PacketLifeTimeSelector", "hex", SELECTORS),
+    F("packetlifetime", 6, "PacketLifeTime", "hex"),
+    F("sl", 4, "SL", "hex"),
+    F("flowlabel", 20, "FlowLabel", "hex"),
+    F("hoplimit", 8, "HopLimit", "hex"),
+    F("scope", 4, "Scope", "hex"),
+    F("joinstate", 4, "JoinState", "hex"),
+    F("proxyjoin", 1, "ProxyJoin", "hex"),
+    F("reserved", 23, "Reserved", "hex"),
+])
+# SA records decoded field by field (the first record of the MAD; the rest stay as data).
+SA_RECORD_HEADERS = {0x0035: PATHRECORD, 0x0038: MCMEMBERRECORD}
 
 # ClassPortInfo (IBTA 13.4.8.1): the same 72 bytes in every class that has it.
 CLASSPORTINFO = Header("classportinfo", "ClassPortInfo", [
@@ -350,8 +400,18 @@ def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     lay = pkt.add_layer("sa", SA, buf, off + RMPP.size)
     lay.add(MAD_ATTRIBUTE, attr)
     pos = off + need
+    rec = SA_RECORD_HEADERS.get(info.attribute)
     if info.attribute == 0x0001:
         dissect_classportinfo(pkt, buf, pos, end)
+    elif rec is not None and end - pos >= rec.size and (
+            buf[off + 1] == 0 or (buf[off + 1] == 1 and int.from_bytes(buf[off + 4:off + 8], "big") == 1)):
+        # Only an unsegmented MAD or the first RMPP DATA segment starts with a record.
+        r = pkt.add_layer(rec.name, rec, buf, pos)
+        if rec is PATHRECORD:
+            v = r.values
+            pkt.add_info(f"DLID=0x{v[3]:04x} SLID=0x{v[4]:04x} MTU={MTU_NAMES.get(v[16], v[16])}")
+        if end > pos + rec.size:
+            lay.add(SA_DATA, bytes(buf[pos + rec.size:end]), pos + rec.size, end - pos - rec.size)
     elif end > pos:
         lay.add(SA_DATA, bytes(buf[pos:end]), pos, end - pos)
 
