@@ -175,7 +175,8 @@ def _layer_names(mod: Any) -> list[tuple[str, str]]:
 
 # --- tokens ---------------------------------------------------------------------------------------
 _WORD = re.compile(r"[A-Za-z0-9_.:/\-+]+")
-_PUNCT = ("===", "!==", "==", "!=", "~=", "<=", ">=", "&&", "||", "^^", "<", ">", "!", "~", "(", ")", "{", "}", ",")
+_PUNCT = ("===", "!==", "==", "!=", "~=", "<=", ">=", "&&", "||", "^^", "<", ">", "!", "~", "(", ")", "{", "}", ",",
+          "[", "]")
 
 
 @dataclass(slots=True)
@@ -260,6 +261,7 @@ class _Parser:
         self.complete = complete
         self.depth = 0
         self.names: set[str] = set()
+        self.derived: dict[str, tuple[str, Callable[[Any], Any]]] = {}   # key -> (field name, function)
 
     # -- helpers --
     def peek(self) -> Tok:
@@ -368,8 +370,15 @@ class _Parser:
             raise self.err("expected a field name at the end of the filter" if self.i else "empty filter")
         if t.kind != "word" or t.text.lower() in _KEYWORDS:
             raise self.err(f"expected a field name, found {t.text!r}", t)
-        name, field = self.field_ref(t)
-        self.next()
+        nxt = self.toks[self.i + 1]
+        if t.text.lower() == "len" and nxt.kind == "op" and nxt.text == "(":
+            name, field = self.length_of(t)
+        else:
+            name, field = self.field_ref(t)
+            self.next()
+            nxt = self.peek()
+            if nxt.kind == "op" and nxt.text == "[":
+                name, field = self.slice_of(name, field, nxt)
         op_tok = self.peek()
         if op_tok.kind == "word" and op_tok.text.lower() == "not" and self.toks[self.i + 1].kind == "word" \
                 and self.toks[self.i + 1].text.lower() == "in":
@@ -400,6 +409,49 @@ class _Parser:
             raise self.err(f"unknown field {name!r}{_suggest(name, cat)}", t)
         self.names.add(name)
         return name, f
+
+    # -- derived values: len(field) and field[slice], computed per packet from the field's values --
+    def derive(self, key: str, base: str, fn: Callable[[Any], Any], field: Field) -> tuple[str, Field]:
+        self.derived[key] = (base, fn)
+        return key, field
+
+    def length_of(self, t: Tok) -> tuple[str, Field]:
+        self.next()
+        self.next()                     # 'len' '('
+        ft = self.peek()
+        if ft.kind != "word" or ft.text.lower() in _KEYWORDS:
+            raise self.err("expected a field name in len(...)", ft)
+        name, field = self.field_ref(ft)
+        self.next()
+        close = self.peek()
+        if close.kind == "op" and close.text == "[":
+            name, field = self.slice_of(name, field, close)     # derived first, so computed first
+            close = self.peek()
+        if not (close.kind == "op" and close.text == ")"):
+            raise self.err("expected ')' after the field of len(...)", close)
+        self.next()
+        if field is None or _kind(field) not in ("bytes", "addr", "str"):
+            raise self.err(f"len() needs a bytes, address or string field; {name} is not one", ft)
+        return self.derive(f"len({name})", name, _length, Field(f"len({name})", 0, f"Length of {name}"))
+
+    def slice_of(self, name: str, field: Field | None, open_tok: Tok) -> tuple[str, Field]:
+        self.next()
+        spec = self.peek()
+        if spec.kind != "word":
+            raise self.err("expected a range such as 0:2 (offset:length), 1-3 (first-last) or 4", spec)
+        self.next()
+        close = self.peek()
+        if not (close.kind == "op" and close.text == "]"):
+            raise self.err("expected ']' after the range", close)
+        self.next()
+        if field is None or _kind(field) not in ("bytes", "addr", "str"):
+            raise self.err(f"slices need a bytes, address or string field; {name} is not one", open_tok)
+        cut = _slice(spec.text)
+        if cut is None:
+            raise self.err(f"{spec.text!r} is not a range: write offset:length, first-last, offset, offset: or "
+                           f":length", spec)
+        key = f"{name}[{spec.text}]"
+        return self.derive(key, name, cut, Field(key, 0, f"{name} bytes {spec.text}", "bytes"))
 
     def presence(self, name: str) -> Node:
         return lambda v: name in v
@@ -666,6 +718,40 @@ def _as_str(x: Any) -> str:
     return str(x)
 
 
+def _length(x: Any) -> int:
+    return len(x) if isinstance(x, str) else len(_as_bytes(x))
+
+
+def _slice(spec: str) -> Callable[[Any], bytes | None] | None:
+    """Wireshark's ranges: ``i:n`` n bytes from offset i, ``i-j`` offsets i to j, ``i`` one byte, ``i:`` to the
+    end, ``:n`` the first n.  Negative offsets count from the end.  None where the bytes are not there."""
+    m = re.fullmatch(r"(-?\d+)?(?:(:)(\d+)?|-(\d+))?", spec)
+    if not m or spec == "" or spec == ":":
+        return None
+    start_t, colon, length_t, last_t = m.groups()
+    start = int(start_t) if start_t else 0
+    if last_t is not None:
+        if start_t is None or start < 0 or int(last_t) < start:
+            return None
+        length: int | None = int(last_t) - start + 1
+    elif colon:
+        length = int(length_t) if length_t else None
+    else:
+        length = 1
+
+    def cut(x: Any) -> bytes | None:
+        b = _as_bytes(x)
+        i = start + len(b) if start < 0 else start
+        if i < 0 or i > len(b):
+            return None
+        if length is None:
+            return b[i:]
+        if i + length > len(b):
+            return None
+        return b[i:i + length]
+    return cut
+
+
 class _Equal:
     """``x == lit`` as a callable, so that sets of plain integers can become one frozenset lookup."""
     __slots__ = ("lit",)
@@ -897,9 +983,21 @@ def compile_filter(expr: str) -> Matcher:
     parser = _Parser(expr, known_fields(False), complete=False)
     node = parser.parse()
     extract = make_extractor(parser.names, parser.cat)
+    derived = [(key, base, fn) for key, (base, fn) in parser.derived.items()]
 
-    def match(pkt: Packet, t0: int) -> bool:
-        return node(extract(pkt, t0))
+    if not derived:
+        def match(pkt: Packet, t0: int) -> bool:
+            return node(extract(pkt, t0))
+    else:
+        def match(pkt: Packet, t0: int) -> bool:
+            v = extract(pkt, t0)
+            for key, base, fn in derived:
+                xs = v.get(base)
+                if xs is not None:
+                    ys = [y for y in map(fn, xs) if y is not None]
+                    if ys:
+                        v[key] = ys
+            return node(v)
 
     match.names = frozenset(parser.names)   # type: ignore[attr-defined]
     match.expr = expr                       # type: ignore[attr-defined]

@@ -157,6 +157,25 @@ def test_floats_and_frame_fields_with_relative_time():
     assert m('frame.protocols == "probe"', p)
 
 
+def test_slices_follow_wireshark_ranges():
+    p = probe((B, bytes(range(10))), (S, "hello"))
+    for expr in ("probe.b[0:2] == 00:01", "probe.b[2:3] == 02:03:04", "probe.b[1-3] == 01:02:03", "probe.b[4] == 04",
+                 "probe.b[8:] == 08:09", "probe.b[-2:] == 08:09", "probe.b[-1] == 09", "probe.b[:3] == 00:01:02",
+                 "probe.b[9]", 'probe.s[1:3] == "ell"', "probe.b[0:4] contains 02:03", "probe.b[0:2] < 00:02"):
+        assert m(expr, p), expr
+    for expr in ("probe.b[10]", "probe.b[8:5] == 08:09", "probe.b[0:2] == 00:02", "probe.b[5:1] == 04"):
+        assert not m(expr, p), expr
+    assert m("probe.a4[0:2] == c0:00", probe((A4, bytes([192, 0, 2, 1]))))
+
+
+def test_len_of_bytes_and_strings():
+    p = probe((B, bytes(range(10))), (S, "hello"), (B, b"ab"))
+    assert m("len(probe.b) == 10", p) and m("len(probe.b) == 2", p) and not m("len(probe.b) != 2", p)
+    assert m("len(probe.s) == 5 and len(probe.s) > 4", p) and m("len(probe.b) in {3..10}", p)
+    assert not m("len(probe.b) > 0", probe())
+    assert m("LEN(probe.b[2:]) == 8", p)
+
+
 def test_field_against_field():
     assert m("probe.n == probe.m", probe((N, 5), (M, 5)))
     assert not m("probe.n == probe.m", probe((N, 5), (M, 6)))
@@ -201,6 +220,13 @@ def test_logic_precedence_and_symbols():
     ("bth.opcode >", 13, "expected a value after '>'"),
     ("== 1", 1, "expected a field name, found '=='"),
     ("(" * 101 + "reth" + ")" * 101, 101, "nested more than 100 deep"),
+    ("bth.opcode[0] == 1", 11, "slices need a bytes, address or string field"),
+    ("data.data[0:2 == 01", 15, "expected ']' after the range"),
+    ("data.data[x] == 01", 11, "'x' is not a range"),
+    ("data.data[] == 01", 11, "expected a range"),
+    ("len(bth.opcode) > 1", 5, "len() needs a bytes, address or string field"),
+    ("len(data.data > 1", 15, "expected ')' after the field of len(...)"),
+    ("len() > 1", 5, "expected a field name in len(...)"),
     ("not " * 101 + "reth", 401, "nested more than 100 deep"),
 ])
 def test_errors_name_the_problem_and_its_column(expr, column, reason):
@@ -217,14 +243,15 @@ def test_errors_name_the_problem_and_its_column(expr, column, reason):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(list(" ()!=<>~&|{}\",.:-/0123456789abx\\") +
                                 ["bth.opcode", "reth", " and ", " or ", " in ", "not ", "ip.src", "0x", "..",
-                                 "contains", "matches", "\"RC SEND Only\"", "192.0.2.1", "true", "data.data"]),
+                                 "contains", "matches", "\"RC SEND Only\"", "192.0.2.1", "true", "data.data",
+                                 "[", "]", "len(", "[0:2]", "[-1]"]),
                 max_size=12).map("".join))
 def test_any_text_either_compiles_or_raises_filter_error(text):
     try:
         fn = compile_filter(text)
     except FilterError:
         return
-    assert fn(probe((N, 1)), T0) in (True, False)
+    assert fn(probe((N, 1), (B, b"\x01\x02")), T0) in (True, False)
 
 
 def _packets(name: str):

@@ -21,6 +21,8 @@ CASES = [
     ("rxe-ib_read_bw.pcap", "frame.time_relative > 0.0015 and aeth", "frame.time_relative > 0.0015 and infiniband.aeth"),
     ("rxe-ib_read_bw.pcap", "eth.src == 52:54:00:00:00:02 || frame.number in {2 3}",
      "eth.src == 52:54:00:00:00:02 || frame.number in {2, 3}"),
+    ("rxe-ib_read_bw.pcap", "eth.src[5] == 02 and ip.dst[2:2] == 02:01 and len(eth.dst) == 6",
+     "eth.src[5] == 02 and ip.dst[2:2] == 02:01 and len(eth.dst) == 6"),
     ("rxe-ib_write_bw-loss.pcap", "aeth.syndrome == 0x60", "infiniband.aeth.syndrome == 0x60"),
     ("rxe-ib_write_bw-loss.pcap", "bth.opcode in {6 7 8} and bth.ackreq == 1",
      "infiniband.bth.opcode in {6, 7, 8} and infiniband.bth.a == 1"),
