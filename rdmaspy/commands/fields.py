@@ -27,7 +27,7 @@ def rows(cat: Catalog, prefix: str | None = None) -> list[dict[str, Any]]:
     for name, f in cat.fields.items():
         groups.setdefault(name.split(".", 1)[0], []).append(f)
     out: list[dict[str, Any]] = []
-    for proto in sorted(set(groups) | {p for p in cat.protocols if "." not in p}):
+    for proto in sorted(set(groups) | {p.split(".", 1)[0] for p in cat.protocols}):
         entries: list[dict[str, Any]] = []
         if proto in cat.protocols:
             entries.append({"kind": "protocol", "name": proto, "label": cat.protocols[proto],
