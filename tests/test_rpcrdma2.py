@@ -227,3 +227,13 @@ def test_v2_fixture_every_htype_and_code():
     assert {m.errcode for m in msgs if m.proc == 4} == set(rpcrdma2.ERRCODES)
     assert all(m.version == 2 and m.malformed is None for m in msgs)
     assert any(m.shape == "continued message" and m.rpc.proc == 6 for m in msgs)
+
+
+def test_connprop_after_the_final_one_and_a_large_first_message():
+    first = rpcrdma2.encode(0x77, 0, payload=CALL + bytes(1100))
+    props = [rpcrdma2.encode(0, 5, flags=4, props=[(1, 4096)]), rpcrdma2.encode(0, 5, props=[(2, 4096)]),
+             rpcrdma2.encode(0, 5, props=[(3, 4096)])]
+    pkts = decode([first] + props)
+    assert any("first message of the connection" in e.text for e in pkts[0].expert)
+    assert pkts[1].expert is None and pkts[2].expert is None       # TPMORE, then the final one
+    assert any("after this peer's final one" in e.text for e in pkts[3].expert)

@@ -472,6 +472,7 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     if msg.reads or msg.writes or msg.reply:
         from . import rdma_reassembly
         rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
+    msg.rpc_span = None       # the buffer is not kept alive by the facts
 
 
 def _fill_v1(lay: Layer, msg: RpcRdmaMessage, off: int, end: int) -> None:

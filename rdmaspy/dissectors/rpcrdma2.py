@@ -252,6 +252,7 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     if flags & F_MORE and htype not in (0, 5):
         pkt.add_expert("error", "protocol", f"RDMA2_F_MORE on {name}: the receiver answers RDMA2_ERR_INVAL_CONT",
                        "draft-01 §6.2.2.2")
+    _connection_checks(pkt, ctx, msg, end - off)
     p = off + 20
     if htype in (0, 1):
         lay.add(INV_HANDLE, msg.inv_handle, p, 4)
@@ -312,6 +313,37 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         lay.add(v1.SHAPE, msg.shape)
     from . import rdma_reassembly
     rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
+    msg.rpc_span = None       # the buffer is not kept alive by the facts
+
+
+class _FlowState:
+    """What one direction of a connection has sent so far, for the checks that span messages."""
+
+    __slots__ = ("messages", "props_done")
+
+    def __init__(self) -> None:
+        self.messages = 0
+        self.props_done = False
+
+
+def _connection_checks(pkt: Packet, ctx: Any, msg: RpcRdmaMessage, size: int) -> None:
+    flows: dict = ctx.get("rpcrdma2.flows", dict)
+    key = v1.flow_key(pkt)
+    st = flows.get(key)
+    if st is None:
+        st = flows[key] = _FlowState()
+        if len(flows) > 65536:
+            del flows[next(iter(flows))]
+    st.messages += 1
+    if st.messages == 1 and size > 1024:
+        pkt.add_expert("warning", "protocol", f"first message of the connection is {size} bytes: until the "
+                       "peer answers it must fit version 1's 1024-byte inline threshold", "draft-01 §4.2.3")
+    if msg.proc == 5:
+        if st.props_done:
+            pkt.add_expert("error", "protocol", "RDMA2_CONNPROP after this peer's final one (RDMA2_F_TPMORE was "
+                           "clear): the receiver answers RDMA2_ERR_INVAL_HTYPE", "draft-01 §6.2.2.3")
+        if not (msg.flags or 0) & F_TPMORE:
+            st.props_done = True
 
 
 def _check_inv_handle(pkt: Packet, msg: RpcRdmaMessage) -> None:
