@@ -132,10 +132,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      pull_slots * (args.max_size + 4096 + REGION_SLACK))
     versions = (1,) if args.version == "1" else (1, 2)
     summary = []
+    announce = lambda: print(f"rdmaspy serve: listening on {args.addr}:{args.port}",  # noqa: E731
+                             file=sys.stderr, flush=True)
     for _ in range(args.connections):
-        conn = verbs.accept(args.addr, args.port, layout, pdata, post=args.bench != "pyverbs",
-                            on_listen=lambda: print(f"rdmaspy serve: listening on {args.addr}:{args.port}",
-                                                    file=sys.stderr, flush=True))
+        if args.bench == "pyverbs":
+            pair, listener = verbs.pyverbs_bench_accept(args.addr, args.port, args.bench_size, announce)
+            summary.append(_bench_result(args, *pair.run(args.iterations, False), initiator=False))
+            time.sleep(0.5)
+            pair.cmid.close()
+            listener.close()
+            continue
+        conn = verbs.accept(args.addr, args.port, layout, pdata, on_listen=announce)
         print(f"rdmaspy serve: connection on {args.addr}:{args.port}; client private data "
               f"{_pdata_text(conn.raw_peer_pdata)}", file=sys.stderr)
         if args.bench:
@@ -254,7 +261,14 @@ def cmd_load(args: argparse.Namespace) -> int:
         slots = max(slots, args.credits + 1)
     msg = max(args.send_size, args.recv_size, P.V1_INLINE_DEFAULT)
     layout = _layout(msg, args.credits + 8, slots + 8, max_size + 8192, slots * (slot_size + REGION_SLACK))
-    conn = verbs.connect(args.src, args.dst, args.port, layout, pdata, post=args.bench != "pyverbs")
+    if args.bench == "pyverbs":
+        pair = verbs.pyverbs_bench_connect(args.src, args.dst, args.port, args.bench_size)
+        out = _bench_result(args, *pair.run(args.iterations, True), initiator=True)
+        time.sleep(0.5)
+        pair.cmid.close()
+        _write_json(args.json, out)
+        return 0
+    conn = verbs.connect(args.src, args.dst, args.port, layout, pdata)
     print(f"rdmaspy load: connected {args.src} -> {args.dst}:{args.port}; server private data "
           f"{_pdata_text(conn.raw_peer_pdata)}", file=sys.stderr)
     if args.bench:
@@ -357,11 +371,12 @@ def _print_summary(s: dict) -> None:
 
 def _bench(args, conn, initiator: bool) -> dict:
     from ..traffic import verbs
-    n, size = args.iterations, args.bench_size
-    if args.bench == "native":
-        secs, done = verbs.native_pingpong(conn.link, n, size, initiator)
-    else:
-        secs, done = verbs.pyverbs_pingpong(conn.cmid, n, size, initiator)
+    return _bench_result(args, *verbs.native_pingpong(conn.link, args.iterations, args.bench_size, initiator),
+                         initiator=initiator)
+
+
+def _bench_result(args, secs: float, done: int, initiator: bool) -> dict:
+    size = args.bench_size
     out = {"mode": args.bench, "iterations": done, "size": size, "seconds": secs,
            "round_trips_per_s": done / secs if secs else 0.0,
            "half_round_trip_us": secs / done / 2 * 1e6 if done else 0.0}

@@ -165,10 +165,12 @@ class Server:
             ok = len(data) == n and data == P.pattern(n, xid)
             results = P.xdr_u32(n if ok else 0)
         else:
-            self._send_reply(m, P.rpc_reply(xid, b"", P.PROC_UNAVAIL), ())
+            self._send_reply(m, P.rpc_reply(rpc.xid, b"", P.PROC_UNAVAIL), ())
             return
-        self._send_reply(m, P.rpc_reply(xid if "xid-mismatch" not in self.faults else xid ^ 0x5A5A, results),
-                         writes)
+        # The reply carries the call's RPC XID (which the requester's fault may have made
+        # differ from the transport XID); the responder's own fault changes it.
+        rxid = rpc.xid ^ 0x5A5A if "xid-mismatch" in self.faults else rpc.xid
+        self._send_reply(m, P.rpc_reply(rxid, results), writes)
 
     def _send_reply(self, m: Message, reply: bytes, writes) -> None:
         vers = m.vers

@@ -304,11 +304,8 @@ def _post_early(link: VerbsLink) -> None:
         link.posted = False
 
 
-def accept(addr: str, port: int, layout: Layout, pdata: PrivateData | None, post: bool = True,
-           on_listen=None) -> Connection:
-    """Listen on addr:port and accept one RDMA-CM connection, answering with pdata in the REP.
-
-    ``post=False`` leaves the receive queue to the caller (the pure-pyverbs benchmark)."""
+def accept(addr: str, port: int, layout: Layout, pdata: PrivateData | None, on_listen=None) -> Connection:
+    """Listen on addr:port and accept one RDMA-CM connection, answering with pdata in the REP."""
     pv = _pyverbs()
     ai = pv.cmid.AddrInfo(src=addr, src_service=str(port), port_space=pv.ce.RDMA_PS_TCP,
                           flags=pv.ce.RAI_PASSIVE)
@@ -321,16 +318,15 @@ def accept(addr: str, port: int, layout: Layout, pdata: PrivateData | None, post
     link = VerbsLink(conn, pd, layout)
     raw = link.ep.event_private_data()
     peer = PrivateData.find(raw)
-    if post:
-        _post_early(link)
+    _post_early(link)
     conn.accept(_conn_param(pdata.encode() if pdata else b"", 0))
-    if post and not link.posted:
+    if not link.posted:
         link.post_receives()
     return Connection(conn, link, pdata, peer, raw, listener)
 
 
 def connect(src: str, dst: str, port: int, layout: Layout, pdata: PrivateData | None,
-            post: bool = True, retries: int = 8) -> Connection:
+            retries: int = 8) -> Connection:
     """Connect from src to dst:port with pdata in the REQ; the REP's private data is kept."""
     pv = _pyverbs()
     last: Exception | None = None
@@ -338,8 +334,7 @@ def connect(src: str, dst: str, port: int, layout: Layout, pdata: PrivateData | 
         ai = pv.cmid.AddrInfo(src=src, dst=dst, dst_service=str(port), port_space=pv.ce.RDMA_PS_TCP)
         cmid = pv.cmid.CMID(creator=ai, qp_init_attr=_init_attr(layout))
         link = VerbsLink(cmid, cmid.pd, layout)
-        if post:
-            _post_early(link)
+        _post_early(link)
         try:
             # RDMA_PS_TCP: 56 bytes of consumer private data in the REQ.
             cmid.connect(_conn_param(pdata.encode() if pdata else b"", 56 if pdata else 0))
@@ -349,7 +344,7 @@ def connect(src: str, dst: str, port: int, layout: Layout, pdata: PrivateData | 
             cmid.close()
             time.sleep(0.5 * (attempt + 1))
             continue
-        if post and not link.posted:
+        if not link.posted:
             link.post_receives()
         raw = link.ep.event_private_data()
         return Connection(cmid, link, pdata, PrivateData.find(raw), raw)
@@ -358,25 +353,96 @@ def connect(src: str, dst: str, port: int, layout: Layout, pdata: PrivateData | 
 
 # ---------------------------------------------------------------- benchmark loops
 
-def pyverbs_pingpong(cmid, iters: int, size: int, initiator: bool) -> tuple[float, int]:
-    """The same Send/Receive ping-pong as the native loop, through pyverbs' CMID calls only."""
-    smr = cmid.reg_msgs(size)
-    rmr = cmid.reg_msgs(size)
-    smr.write(b"p" * size, size)
-    cmid.post_recv(rmr, size)
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        if initiator:
-            cmid.post_send(smr, length=size)
-            cmid.get_send_comp()
-            cmid.get_recv_comp()
-            cmid.post_recv(rmr, size)
-        else:
-            cmid.get_recv_comp()
-            cmid.post_recv(rmr, size)
-            cmid.post_send(smr, length=size)
-            cmid.get_send_comp()
-    return time.perf_counter() - t0, iters
+class PyverbsPair:
+    """The pure-pyverbs comparison: its own CQ and RC QP (pyverbs objects), connected through
+    RDMA-CM's external-QP flow, driven by a Python loop of post_send/post_recv/CQ.poll."""
+
+    def __init__(self, cmid, ctx, pd, size: int, depth: int = 16) -> None:
+        pv = _pyverbs()
+        cq_mod = importlib.import_module("pyverbs.cq")
+        wr = importlib.import_module("pyverbs.wr")
+        self.pv, self.wr, self.cmid, self.size = pv, wr, cmid, size
+        self.cq = cq_mod.CQ(ctx, 2 * depth + 2)
+        cap = pv.qp.QPCap(max_send_wr=depth, max_recv_wr=depth, max_send_sge=1, max_recv_sge=1)
+        self.qp = pv.qp.QP(pd, pv.qp.QPInitAttr(qp_type=pv.e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
+                                                sq_sig_all=1))
+        access = pv.e.IBV_ACCESS_LOCAL_WRITE
+        self.smr = pv.mr.MR(pd, size, access)
+        self.rmr = pv.mr.MR(pd, size, access)
+        self.smr.write(b"p" * size, size)
+        self.recv_wr = wr.RecvWR(1, 1, [wr.SGE(self.rmr.buf, size, self.rmr.lkey)])
+        self.send_wr = wr.SendWR(2, pv.e.IBV_WR_SEND, 1, sg=[wr.SGE(self.smr.buf, size, self.smr.lkey)])
+
+    def to(self, state) -> None:
+        attr, mask = self.cmid.init_qp_attr(state)
+        self.qp.modify(attr, mask)
+
+    def param(self):
+        return self.pv.cmid.ConnParam(resources=1, depth=1, retry=7, rnr_retry=7, qp_num=self.qp.qp_num)
+
+    def _wait(self) -> None:
+        poll = self.cq.poll
+        while True:
+            n, wcs = poll()
+            if n:
+                if wcs[0].status:
+                    raise ConnectionError(f"completion error {WC_STATUS.get(wcs[0].status, wcs[0].status)}")
+                return
+
+    def run(self, iters: int, initiator: bool) -> tuple[float, int]:
+        qp, rwr, swr, wait = self.qp, self.recv_wr, self.send_wr, self._wait
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            if initiator:
+                qp.post_send(swr)
+                wait()                  # the Send
+                wait()                  # the peer's Send
+                qp.post_recv(rwr)
+            else:
+                wait()
+                qp.post_recv(rwr)
+                qp.post_send(swr)
+                wait()
+        return time.perf_counter() - t0, iters
+
+
+def pyverbs_bench_accept(addr: str, port: int, size: int, on_listen=None):
+    pv = _pyverbs()
+    ai = pv.cmid.AddrInfo(src=addr, src_service=str(port), port_space=pv.ce.RDMA_PS_TCP,
+                          flags=pv.ce.RAI_PASSIVE)
+    listener = pv.cmid.CMID(creator=ai)
+    listener.listen()
+    if on_listen is not None:
+        on_listen()
+    conn = listener.get_request()
+    pair = PyverbsPair(conn, listener.context, listener.pd, size)
+    for st in (pv.e.IBV_QPS_INIT, pv.e.IBV_QPS_RTR):
+        pair.to(st)
+    pair.qp.post_recv(pair.recv_wr)
+    pair.to(pv.e.IBV_QPS_RTS)
+    conn.accept(pair.param())
+    return pair, listener
+
+
+def pyverbs_bench_connect(src: str, dst: str, port: int, size: int, retries: int = 8):
+    pv = _pyverbs()
+    for attempt in range(retries):
+        ai = pv.cmid.AddrInfo(src=src, dst=dst, dst_service=str(port), port_space=pv.ce.RDMA_PS_TCP)
+        cmid = pv.cmid.CMID(creator=ai)
+        pair = PyverbsPair(cmid, cmid.context, cmid.pd, size)
+        pair.to(pv.e.IBV_QPS_INIT)
+        pair.qp.post_recv(pair.recv_wr)
+        try:
+            cmid.connect(pair.param())
+        except Exception:           # CM REJ: the server is not listening yet
+            cmid.close()
+            time.sleep(0.5 * (attempt + 1))
+            continue
+        pair.to(pv.e.IBV_QPS_RTR)
+        pair.to(pv.e.IBV_QPS_RTS)
+        cmid.establish()
+        return pair
+    raise ConnectionError(f"could not connect to {dst}:{port}")
 
 
 def native_pingpong(link: VerbsLink, iters: int, size: int, initiator: bool) -> tuple[float, int]:
