@@ -332,7 +332,8 @@ def shape_of(msg: RpcRdmaMessage, is_reply: bool | None) -> str:
         if pos0:
             return "responder-provided Read chunk reply" if is_reply else "Special call (Position Zero Read chunk)"
         if msg.reply is not None:
-            return "Special reply (Reply chunk)"
+            # a reply's Reply chunk carries the reply; a call's, with no Read chunk, carries nothing
+            return "Special reply (Reply chunk)" if is_reply is not False else "call without payload"
         if not msg.has_chunks:
             return "credit refresh"
         return "external message"
