@@ -2,7 +2,8 @@
 on the real soft-iWARP captures and on the built marker/CRC fixture must be what rdmaspy decodes.
 
 tshark reassembles FPDUs that span TCP segments (``tcp.desegment_tcp_streams``, on by default), so on
-these captures it finds every FPDU rdmaspy finds: the counts are compared too.  Where tshark's names
+the siw captures it finds every FPDU rdmaspy finds: the FPDUs per frame are compared too.  On the built
+stream-cases capture tshark loses one direction after a partly retransmitted segment (TSHARK_MISSES).  Where tshark's names
 differ: Request and Reply keys are ``mpa.key``; Read Request fields are under ``rdmap.rr``; tshark shows
 no ``iwarp_ddp.rsvdulp`` for tagged segments (rdmaspy shows that byte), which is why the comparison runs
 from tshark's side.
@@ -35,8 +36,24 @@ FIELD_MAP = {
     "iwarp_rdma.inval_stag": "rdmap.inval_stag", "iwarp_rdma.sinkstag": "rdmap.rr.sinkstag",
     "iwarp_rdma.sinkto": "rdmap.rr.sinkto", "iwarp_rdma.rdmardsz": "rdmap.rr.rdmardsz",
     "iwarp_rdma.srcstag": "rdmap.rr.srcstag", "iwarp_rdma.srcto": "rdmap.rr.srcto",
+    "iwarp_rdma.term_layer": "rdmap.term.layer", "iwarp_rdma.term_etype_ddp": "rdmap.term.etype",
+    "iwarp_rdma.term_errcode_ddp_untagged": "rdmap.term.errcode", "iwarp_rdma.term_hdrct_m": "rdmap.term.hdrct_m",
+    "iwarp_rdma.hdrct_d": "rdmap.term.hdrct_d", "iwarp_rdma.hdrct_r": "rdmap.term.hdrct_r",
+    "iwarp_rdma.term_ddp_seg_len": "rdmap.term.ddp_seg_len", "iwarp_rdma.term_ddp_h": "rdmap.term.ddp_h",
+    "iwarp_rdma.term_rdma_h": "rdmap.term.rdma_h",
+    "iwarp_rdma.atomic.original_request_identifier": "rdmap.atomic_resp.original_request_identifier",
+    "iwarp_rdma.atomic.original_remote_data_value": "rdmap.atomic_resp.original_remote_data_value",
 }
-CAPTURES = ["siw-nfsv3-rdma.pcap", "siw-rping.pcap", "siw-ib_write_bw-rdmacm.pcap", "iwarp_markers_crc.pcap"]
+# tshark shows these as bytes where rdmaspy has a number
+HEX_BYTES = {"iwarp_rdma.term_ddp_seg_len"}
+# tshark has no iwarp_ddp.rsvdulp for tagged segments (rdmaspy's is the one RDMAP control byte)
+OURS_ONLY_IF = {"iwarp_ddp.rsvdulp": lambda v: len(v) == 5}
+CAPTURES = ["siw-nfsv3-rdma.pcap", "siw-rping.pcap", "siw-ib_write_bw-rdmacm.pcap", "iwarp_markers_crc.pcap",
+            "iwarp_stream_cases.pcap"]
+# Frames of iwarp_stream_cases.pcap where tshark 4.0 finds no FPDU and rdmaspy does: frame 8 resends the
+# last 8 bytes of the previous segment before a new FPDU; tshark flags "New fragment overlaps old data"
+# and its reassembly of that direction never recovers.  test_iwarp_fixtures checks these frames' values.
+TSHARK_MISSES = {"iwarp_stream_cases.pcap": {8, 10, 11, 12, 13, 16, 17, 19}}
 
 
 def _mine(path) -> list[dict]:
@@ -45,7 +62,9 @@ def _mine(path) -> list[dict]:
         return [packet_fields(eng.dissect(f), 0) for f in cap]
 
 
-def _same(theirs: str, ours) -> bool:
+def _same(theirs: str, ours, tname: str = "") -> bool:
+    if tname in HEX_BYTES:
+        return int(theirs, 16) == ours
     if isinstance(ours, (bytes, bytearray)):
         return theirs.replace(":", "").lower() == ours.hex()
     if isinstance(ours, bool):
@@ -67,7 +86,10 @@ def test_every_iwarp_field_tshark_decodes_matches(name: str) -> None:
             if not tv:
                 continue
             ov = fields.get(oname, (None, []))[1]
-            if len(tv) != len(ov) or not all(_same(t, o) for t, o in zip(tv, ov)):
+            keep = OURS_ONLY_IF.get(tname)
+            if keep is not None:
+                ov = [v for v in ov if keep(v)]
+            if len(tv) != len(ov) or not all(_same(t, o, tname) for t, o in zip(tv, ov)):
                 problems.append((num, tname, tv, ov))
             compared += len(tv)
     assert not problems, problems[:10]
@@ -75,11 +97,14 @@ def test_every_iwarp_field_tshark_decodes_matches(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", CAPTURES)
-def test_fpdu_count_matches_tshark(name: str) -> None:
+def test_fpdus_found_are_those_tshark_finds(name: str) -> None:
     path = capture(name)
-    theirs = sum(len(r["iwarp_mpa.ulpdulength"]) for r in tshark_fields(path, ["iwarp_mpa.ulpdulength"]))
-    mine = sum(len(f.get("mpa.ulpdulength", (None, []))[1]) for f in _mine(path))
-    assert mine == theirs > 0
+    theirs = [len(r["iwarp_mpa.ulpdulength"]) for r in tshark_fields(path, ["iwarp_mpa.ulpdulength"])]
+    mine = [len(f.get("mpa.ulpdulength", (None, []))[1]) for f in _mine(path)]
+    differ = {num for num, (t, m) in enumerate(zip(theirs, mine), 1) if t != m}
+    assert differ == TSHARK_MISSES.get(name, set())
+    assert all(theirs[n - 1] == 0 and mine[n - 1] > 0 for n in differ)
+    assert sum(theirs) > 0
 
 
 def test_crc_verdicts_match_tshark_on_the_marker_fixture() -> None:
