@@ -1,0 +1,182 @@
+"""Chunk accounting: every advertised RDMA segment against the bytes RDMA READ and WRITE moved.
+
+RPC-over-RDMA messages advertise segments (handle, offset, length) of the sender's memory: a
+call's Read list, Write list and Reply chunk, and (seeds/001) a reply's Position Zero Read chunk.
+The peer then reads or writes them with RDMA READ / RDMA WRITE, which name the memory by R_Key
+(the handle) and virtual address (the offset).  A ``ChunkBook`` per connection maps (side,
+handle) to the open segments; each READ or WRITE range is cut against them: bytes inside count as
+used (a union of ranges, so a retransmitted packet is not counted twice), bytes outside are an
+overrun (writes past a segment: seeds/001's connection-killing case) or a touch of memory nobody
+advertised.  A segment ends as full, partial, unused or overrun when its transaction closes.
+
+This module holds the accounting and declares its rules; the transactions module drives it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .rules import declare
+
+WRITE_OVERRUN = declare(
+    "chunk.write_overrun", "error", "chunk",
+    "RDMA WRITE of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) runs {outside} bytes past the advertised "
+    "Write chunk segment",
+    "RFC 8166 §3.4.6 (a responder writes no more than the segment length)")
+REPLY_OVERRUN = declare(
+    "chunk.reply_overrun", "error", "chunk",
+    "RDMA WRITE of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) runs {outside} bytes past the Reply chunk: "
+    "a memory protection error that loses the connection",
+    "seeds/001 (Reply chunk overrun); RFC 8166 §3.5.3")
+READ_OVERRUN = declare(
+    "chunk.read_overrun", "error", "chunk",
+    "RDMA READ of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) reaches {outside} bytes past the advertised "
+    "Read chunk segment",
+    "RFC 8166 §3.4.5 (a Read chunk is read within its segments)")
+UNADVERTISED = declare(
+    "chunk.unadvertised", "error", "chunk",
+    "RDMA {op} of {length} bytes at 0x{offset:x} with R_Key 0x{handle:x}, which no open RPC-over-RDMA message "
+    "advertised",
+    "RFC 8166 §3.4.3 (RDMA segments are advertised before use); seeds/001 (memory protection error)")
+WRITE_LENGTH = declare(
+    "chunk.write_length_mismatch", "error", "chunk",
+    "the reply's Write list gives {reported} bytes for segment {segment} of Write chunk {chunk} (R_Key 0x{handle:x}), "
+    "RDMA WRITE put {written} bytes there",
+    "RFC 8166 §3.4.6 (the reply's Write list carries the lengths actually written)")
+REPLY_LENGTH = declare(
+    "chunk.reply_length_mismatch", "error", "chunk",
+    "the reply's Reply chunk gives {reported} bytes for segment {segment} (R_Key 0x{handle:x}), RDMA WRITE put "
+    "{written} bytes there",
+    "RFC 8166 §3.5.3 (the reply's Reply chunk carries the lengths actually written)")
+
+# Which rule an overrun breaks, by the list the segment came from.
+OVERRUN_RULES = {"write": WRITE_OVERRUN, "reply": REPLY_OVERRUN, "read": READ_OVERRUN,
+                 "responder_read": READ_OVERRUN}
+
+
+class Seg:
+    """One advertised segment and what happened to it."""
+
+    __slots__ = ("txn", "list", "chunk", "index", "position", "handle", "offset", "length", "side",
+                 "spans", "overrun", "reported", "ops")
+
+    def __init__(self, txn: Any, lst: str, chunk: int, index: int, position: int | None, handle: int,
+                 offset: int, length: int, side: str) -> None:
+        self.txn = txn
+        self.list = lst            # "read" | "write" | "reply" | "responder_read"
+        self.chunk = chunk         # chunk number in its list
+        self.index = index         # segment number in its chunk
+        self.position = position   # Read chunks: XDR position
+        self.handle = handle
+        self.offset = offset
+        self.length = length
+        self.side = side           # whose memory: "client" | "server"
+        self.spans: list[list[int]] = []   # merged [start, end) ranges moved, relative to offset
+        self.overrun = 0           # bytes moved past the end by operations that started inside
+        self.reported: int | None = None   # the length the reply gives back (Write list, Reply chunk)
+        self.ops = 0               # RDMA operations that touched it
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+    @property
+    def used(self) -> int:
+        return sum(e - s for s, e in self.spans)
+
+    def add(self, start: int, end: int) -> None:
+        """Count [start, end) (relative to the segment) as moved; ranges are merged."""
+        spans = self.spans
+        if spans and spans[-1][1] == start:      # the common case: the next packet of one operation
+            spans[-1][1] = end
+            return
+        spans.append([start, end])
+        if len(spans) > 1:
+            spans.sort()
+            merged = [spans[0]]
+            for s, e in spans[1:]:
+                last = merged[-1]
+                if s <= last[1]:
+                    if e > last[1]:
+                        last[1] = e
+                else:
+                    merged.append([s, e])
+            self.spans = merged
+
+    @property
+    def status(self) -> str:
+        used = self.used
+        if self.overrun:
+            return "overrun"
+        if used == 0:
+            return "unused" if self.length else "empty"
+        return "full" if used >= self.length else "partial"
+
+    def record(self) -> dict[str, Any]:
+        r = {"list": self.list, "chunk": self.chunk, "segment": self.index, "handle": self.handle,
+             "offset": self.offset, "length": self.length, "used": self.used, "status": self.status,
+             "overrun": self.overrun, "operations": self.ops, "memory_of": self.side}
+        if self.position is not None:
+            r["position"] = self.position
+        if self.reported is not None:
+            r["reported"] = self.reported
+        return r
+
+
+class ChunkBook:
+    """The open advertised segments of one connection, by (whose memory, handle)."""
+
+    __slots__ = ("by_handle",)
+
+    def __init__(self) -> None:
+        self.by_handle: dict[tuple[str, int], list[Seg]] = {}
+
+    def advertise(self, seg: Seg) -> None:
+        key = (seg.side, seg.handle)
+        lst = self.by_handle.get(key)
+        if lst is None:
+            self.by_handle[key] = [seg]
+        else:
+            lst.append(seg)
+
+    def withdraw(self, seg: Seg) -> None:
+        key = (seg.side, seg.handle)
+        lst = self.by_handle.get(key)
+        if lst is None:
+            return
+        try:
+            lst.remove(seg)
+        except ValueError:
+            return
+        if not lst:
+            del self.by_handle[key]
+
+    def known(self, side: str, handle: int) -> bool:
+        return (side, handle) in self.by_handle
+
+    def cut(self, side: str, handle: int, va: int, n: int) -> tuple[list[tuple[Seg, int, int]], int]:
+        """Segments that [va, va + n) falls in, as (segment, start, end) relative to each, and the
+        number of bytes that fall in none of them."""
+        segs = self.by_handle.get((side, handle))
+        if not segs or n <= 0:
+            return [], max(n, 0)
+        end = va + n
+        hits = []
+        inside = 0
+        for s in segs:
+            lo = va if va > s.offset else s.offset
+            hi = end if end < s.end else s.end
+            if lo < hi:
+                hits.append((s, lo - s.offset, hi - s.offset))
+                inside += hi - lo
+        return hits, n - inside
+
+    def owner(self, side: str, handle: int, va: int) -> Seg | None:
+        """The segment holding address ``va``; else the handle's most recent segment (an operation
+        that starts outside every segment still belongs to the transaction that offered the handle)."""
+        segs = self.by_handle.get((side, handle))
+        if not segs:
+            return None
+        for s in segs:
+            if s.offset <= va < s.end or (s.length == 0 and va == s.offset):
+                return s
+        return segs[-1]

@@ -1,0 +1,127 @@
+"""Credits: requested, granted and outstanding calls, per direction of calls on a connection.
+
+RPC-over-RDMA v1 (RFC 8166 §3.3.1): a requester asks for credits in each call's rdma_credit and
+the responder grants them in each reply's; the requester keeps no more calls outstanding than it
+was granted.  Version 2 (draft-01 §4.2.1): every message carries the sender's grant to its peer in
+the low 16 bits (never zero) and its own maximum in the high 16; an RDMA2_NOMSG without chunks
+and XID 0 refreshes the grant alone (§4.2.1.2), and a client sends a single message until the
+server's first grant (§4.2.3).
+
+A ``CreditLedger`` follows one direction of calls (forward: client to server; backchannel: the
+reverse).  Its time series, points (t ns, outstanding, granted), goes out in pieces through the
+analyzer's record sink as kind ``"credits"`` so that memory does not grow with the capture; the
+TUI and plots read the same records.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .rules import declare
+
+EXCEEDED = declare(
+    "credits.exceeded", "error", "credits",
+    "{outstanding} calls outstanding {direction}, more than the {granted} credits granted",
+    "RFC 8166 §3.3.1 (a requester keeps no more calls outstanding than granted); draft-01 §4.2.1.1")
+ZERO_GRANT = declare(
+    "credits.zero_grant", "error", "credits",
+    "a grant of zero credits: the peer can send nothing more (deadlock)",
+    "RFC 8166 §3.3.1; draft-01 §4.2.1.1 (the granted credit value MUST NOT be zero)")
+INITIAL_SINGLE = declare(
+    "credits.initial_single", "error", "credits",
+    "the client sent {outstanding} messages before the server granted any credits",
+    "draft-01 §4.2.3 (a client sends a single message until the server grants credits)")
+REFRESH = declare(
+    "credits.refresh", "note", "credits",
+    "credit refresh: {granted} credits granted without a message (maximum outstanding {max_outstanding})",
+    "draft-01 §4.2.1.2 / §6.3.2 (asynchronous credit grant)")
+
+SERIES_CHUNK = 1024      # points kept before they go to the record sink
+
+
+class CreditLedger:
+    """Credits of one direction of calls on one connection."""
+
+    __slots__ = ("conn_id", "direction", "requested", "granted", "max_outstanding", "outstanding", "peak",
+                 "calls", "grants", "zero_grants", "exceeded", "refreshes", "points", "emit", "first_grant",
+                 "initial_limit", "min_granted", "max_granted")
+
+    def __init__(self, conn_id: int, direction: str, emit: Any, initial_limit: int | None = None) -> None:
+        self.conn_id = conn_id
+        self.direction = direction           # "forward" | "backchannel"
+        self.requested: int | None = None    # last credit value in a call (v1)
+        self.granted: int | None = None      # the limit in force
+        self.max_outstanding: int | None = None   # v2: the grantor's maximum
+        self.outstanding = 0
+        self.peak = 0
+        self.calls = 0
+        self.grants = 0
+        self.zero_grants = 0
+        self.exceeded = 0
+        self.refreshes = 0
+        self.points: list[list[int | None]] = []
+        self.emit = emit                     # (kind, record) sink
+        self.first_grant: int | None = None  # frame of the first grant
+        self.initial_limit = initial_limit   # limit before the first grant (v2: 1), None: unknown
+        self.min_granted: int | None = None
+        self.max_granted: int | None = None
+
+    @property
+    def limit(self) -> int | None:
+        return self.granted if self.granted is not None else self.initial_limit
+
+    def _point(self, ts: int) -> None:
+        pts = self.points
+        pts.append([ts, self.outstanding, self.granted])
+        if len(pts) >= SERIES_CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.points:
+            self.emit("credits", {"conn": self.conn_id, "direction": self.direction, "points": self.points})
+            self.points = []
+
+    def call(self, ts: int, requested: int | None) -> bool:
+        """A call went out; True when it exceeds the limit in force."""
+        self.calls += 1
+        if requested is not None:
+            self.requested = requested
+        self.outstanding += 1
+        if self.outstanding > self.peak:
+            self.peak = self.outstanding
+        self._point(ts)
+        lim = self.limit
+        if lim is not None and self.outstanding > lim:
+            self.exceeded += 1
+            return True
+        return False
+
+    def answered(self, ts: int) -> None:
+        """A call of this direction got its reply (or was abandoned)."""
+        if self.outstanding:
+            self.outstanding -= 1
+        self._point(ts)
+
+    def grant(self, ts: int, frame: int, granted: int, max_outstanding: int | None = None) -> bool:
+        """The peer granted credits; True when the grant is zero."""
+        self.grants += 1
+        self.granted = granted
+        if max_outstanding is not None:
+            self.max_outstanding = max_outstanding
+        if self.first_grant is None:
+            self.first_grant = frame
+        if self.min_granted is None or granted < self.min_granted:
+            self.min_granted = granted
+        if self.max_granted is None or granted > self.max_granted:
+            self.max_granted = granted
+        self._point(ts)
+        if granted == 0:
+            self.zero_grants += 1
+            return True
+        return False
+
+    def record(self) -> dict[str, Any]:
+        return {"direction": self.direction, "requested": self.requested, "granted": self.granted,
+                "granted_min": self.min_granted, "granted_max": self.max_granted,
+                "max_outstanding": self.max_outstanding, "calls": self.calls, "grants": self.grants,
+                "peak_outstanding": self.peak, "outstanding_at_end": self.outstanding,
+                "zero_grants": self.zero_grants, "exceeded": self.exceeded, "refreshes": self.refreshes}
