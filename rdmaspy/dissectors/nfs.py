@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..fields import Field
-from ..packet import Layer, Packet
+from ..packet import Packet
 from .onc_rpc import NULL, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .xdr import Cursor, XdrError
 
