@@ -29,7 +29,8 @@ class Connection:
     connection known by traffic only it is the side seen sending first."""
 
     __slots__ = ("conn_id", "transport", "service_id", "port", "port_space", "service_type",
-                 "client_addr", "server_addr", "client_qpn", "server_qpn", "client_port", "server_port",
+                 "client_addr", "server_addr", "client_gid", "server_gid", "client_qpn", "server_qpn",
+                 "client_port", "server_port",
                  "req_psn", "rep_psn", "path_mtu", "state", "setup_known",
                  "t_requested", "t_established", "t_closed", "t_first", "t_last",
                  "reject_reason", "closed_by", "client_comm", "server_comm", "pdata_client", "pdata_server",
@@ -46,9 +47,11 @@ class Connection:
         self.service_type: int | None = None  # CM transport service type: 0 RC, 1 UC, 2 RD
         self.client_addr = client_addr
         self.server_addr = server_addr
+        self.client_gid: str | None = None   # IB CM: the REQ's primary path GIDs (the address of a LID-routed path)
+        self.server_gid: str | None = None
         self.client_qpn: int | None = None
         self.server_qpn: int | None = None
-        self.client_port: int | None = None  # iWARP: TCP ports
+        self.client_port: int | None = None  # iWARP: TCP ports; RDMA-CM over IB: IP CM source port, service port
         self.server_port: int | None = None
         # Starting PSNs of the REQ and the REP.  Linux (rxe, real captures) starts server -> client traffic
         # at the REQ's Starting PSN and client -> server traffic at the REP's: see start_psn_c2s/_s2c.
@@ -124,10 +127,10 @@ class Connection:
         return {
             "id": self.conn_id, "transport": self.transport, "state": self.state, "setup_known": self.setup_known,
             "service_id": self.service_id, "port_space": self.port_space, "port": self.port,
-            "client": {"address": self.client_addr, "qpn": self.client_qpn, "tcp_port": self.client_port,
-                       "comm_id": self.client_comm},
-            "server": {"address": self.server_addr, "qpn": self.server_qpn, "tcp_port": self.server_port,
-                       "comm_id": self.server_comm},
+            "client": {"address": self.client_addr, "gid": self.client_gid, "qpn": self.client_qpn,
+                       "tcp_port": self.client_port, "comm_id": self.client_comm},
+            "server": {"address": self.server_addr, "gid": self.server_gid, "qpn": self.server_qpn,
+                       "tcp_port": self.server_port, "comm_id": self.server_comm},
             "start_psn_c2s": self.start_psn_c2s, "start_psn_s2c": self.start_psn_s2c, "path_mtu": self.path_mtu,
             "t_start": self.t_start, "t_end": self.t_end, "t_requested": self.t_requested,
             "t_established": self.t_established, "t_closed": self.t_closed, "closed_by": self.closed_by,

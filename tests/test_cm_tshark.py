@@ -97,7 +97,8 @@ def wireshark_quirk(name: str, fields: dict) -> list | None:
 
     A REQ path's Flow Label (20) / Reserved (6) / Packet Rate (6) word: Wireshark reads the flow label
     as 3 bytes under a 32-bit mask (so it shows the flow label's top 12 bits) and reserved / packet rate
-    from the word's FIRST byte (so both come from the flow label).  The spec reading is ours; the test checks that Wireshark's is what follows from it.
+    from the word's FIRST byte (so both come from the flow label).  The spec reading is ours; the test
+    checks that Wireshark's is what follows from it.
     """
     if name == "pathrecord.sl":
         # Wireshark reads QoSClass and SL as one 16-bit field under the mask 0x000f: the same 4 bits.

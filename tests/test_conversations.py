@@ -41,6 +41,8 @@ def test_real_softroce_connections(name, qpns, req_psn, rep_psn, port, rc):
                      and p.ib.plan.kind == "send")
     assert (first_c2s.ib.psn, first_s2c.ib.psn) == (c.start_psn_c2s, c.start_psn_s2c)
     assert c.t_requested == pkts[0].frame.ts and c.t_established == pkts[2].frame.ts
+    assert (c.client_gid, c.server_gid, c.server_port) == ("192.0.2.2", "192.0.2.1", port)
+    assert c.client_port == pkts[0].layer("cm.req").children[1]["sport"]
     assert c.t_closed in (pkts[-2].frame.ts, pkts[-1].frame.ts)
     assert all(p.conv is c for p in pkts if p.ib is not None and p.ib.plan.transport == "RC")
     assert all(p.conv is c for p in pkts if p.has("mad"))
@@ -133,7 +135,7 @@ def test_cli_text_table():
     head, row = r.stdout.splitlines()
     assert head.split()[:3] == ["#", "Client", "QPN"]
     cols = row.split()
-    assert cols[:6] == ["1", "192.0.2.2", "0x000011", "192.0.2.1", "0x000011", "NFS/RDMA(20049)"]
+    assert cols[:6] == ["1", "192.0.2.2:43924", "0x000011", "192.0.2.1:20049", "0x000011", "NFS/RDMA(20049)"]
     assert cols[6] == "closed" and cols[-3:] == ["4096", "4096", "0"]
 
 
@@ -145,6 +147,15 @@ def test_cli_json():
     assert states == ["closed", "rejected", "established"]
     c = doc["connections"][0]
     assert c["pdata_server"]["offset"] == 3 and c["inline_c2s"] == 262144 and c["remote_invalidate"] is True
+
+
+def test_cli_rich_table_on_a_terminal(monkeypatch, capsys):
+    from rdmaspy.cli import main
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["conversations", str(capture("rxe-ucmatose.pcap"))]) == 0
+    out = capsys.readouterr().out
+    assert "RDMA connections" in out and "RDMA-CM TCP(7471)" in out and "│" in out
 
 
 def test_cli_bad_file(tmp_path):

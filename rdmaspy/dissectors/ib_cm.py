@@ -16,6 +16,7 @@ from ..packet import Packet
 from ..registry import table
 from . import mad as _mad
 from . import rdma_cm
+from .infiniband import fmt_gid
 
 ATTRIBUTES = {
     0x0001: "ClassPortInfo", 0x0010: "ConnectRequest", 0x0011: "MsgRcptAck", 0x0012: "ConnectReject",
@@ -287,14 +288,21 @@ def dissect_req(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     port = rc[2] if rc is not None else None
     text = f"QPN=0x{qpn:x} PSN={psn} SID={rdma_cm.service_text(sid)}"
     pkt.add_info(text)
+    if pend < poff + 92:
+        pkt.add_expert("warning", "malformed", f"cm.req: private data is {pend - poff} of 92 bytes", "IBTA 12.6")
+    sport = None
     if rc is not None:
-        rdma_cm.dissect_req_private(pkt, lay, buf, off + 8, poff, pend, ctx, rc)
+        sport = rdma_cm.dissect_req_private(pkt, lay, buf, off + 8, poff, pend, ctx, rc)
     else:
         lay.add(REQ_PRIVATE, bytes(buf[poff:pend]), poff, pend - poff)
         rdma_cm.hand_private(pkt, buf, poff, pend, ctx, None)
-    conversation.connections(ctx).cm_req(
+    conn = conversation.connections(ctx).cm_req(
         pkt, comm, sid, port, rc[1] if rc is not None else None, qpn, psn, MTU_BYTES.get(mtu),
         v[i["transpsvctype"]], _pdata_of(pkt))
+    conn.client_gid = fmt_gid(v[i["prim_localgid"]])
+    conn.server_gid = fmt_gid(v[i["prim_remotegid"]])
+    if sport is not None:
+        conn.client_port, conn.server_port = sport, port
 
 
 def dissect_rep(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
@@ -310,6 +318,8 @@ def dissect_rep(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     pkt.add_info(f"QPN=0x{qpn:x} PSN={psn}")
     poff = off + REP.size
     pend = min(end, poff + 196)
+    if pend < poff + 196:
+        pkt.add_expert("warning", "malformed", f"cm.rep: private data is {pend - poff} of 196 bytes", "IBTA 12.6")
     lay.add(REP_PRIVATE, bytes(buf[poff:pend]), poff, pend - poff)
     rdma_cm.hand_private(pkt, buf, poff, pend, ctx, conn.port if conn is not None else None)
     tab.cm_rep(pkt, local, remote, qpn, psn, _pdata_of(pkt))

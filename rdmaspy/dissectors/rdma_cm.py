@@ -82,13 +82,16 @@ def add_service_id(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, rc: tuple[
 
 
 def dissect_req_private(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, off: int, end: int, ctx: Any,
-                        rc: tuple[int, int, int]) -> None:
-    """A REQ to an RDMA IP CM service ID: the IP CM header, then the consumer's private data."""
+                        rc: tuple[int, int, int]) -> int | None:
+    """A REQ to an RDMA IP CM service ID: the IP CM header, then the consumer's private data.
+
+    Returns the client's source port from the IP CM header (None when the header is short).
+    """
     add_service_id(pkt, lay, buf, sid_off, rc)
     if end - off < IP_CM_SIZE:
         pkt.truncated("cm.req.ip_cm", end - off, IP_CM_SIZE)
-        return
-    ip = lay.child("cm.req.ip_cm", IP_CM, off, IP_CM_SIZE + (end - off - IP_CM_SIZE))
+        return None
+    ip = lay.child("cm.req.ip_cm", IP_CM, off, end - off)
     ipv = buf[off + 1] >> 4
     if ipv == 4:
         ip.add(IP_CM_SIP4, bytes(buf[off + 16:off + 20]), off + 16, 4)
@@ -105,6 +108,7 @@ def dissect_req_private(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, off: 
     poff = off + IP_CM_SIZE
     ip.add(IP_CM_PRIVATE, bytes(buf[poff:end]), poff, end - poff)
     hand_private(pkt, buf, poff, end, ctx, rc[2])
+    return (buf[off + 2] << 8) | buf[off + 3]
 
 
 def hand_private(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, port: int | None) -> bool:
