@@ -6,6 +6,8 @@ S=/lab/share
 OUT=$S/out
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8
 set -u
+# siw (and every provider that pins user memory) is bound by RLIMIT_MEMLOCK (8 MiB).
+ulimit -l unlimited
 t0=$(cut -d' ' -f1 /proc/uptime)
 echo "lab: guest up at ${t0}s, kernel $(uname -r)"
 mkdir -p "$OUT"
