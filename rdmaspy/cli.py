@@ -223,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Modules that add subcommands: each has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture",
-                                   "rdmaspy.commands.conversations", "rdmaspy.commands.traffic")
+                                   "rdmaspy.commands.conversations", "rdmaspy.commands.traffic",
+                                   "rdmaspy.commands.flows")
 
 
 class UsageError(RdmaspyError):
