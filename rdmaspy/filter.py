@@ -30,6 +30,8 @@ from .fields import Field, Header
 from .packet import Layer, Packet
 
 Matcher = Callable[[Packet, int], bool]
+# ``frame`` compared or sliced stands for the frame's bytes (``frame contains "NFS"``, ``frame[12:2] == 08:00``).
+FRAME_BYTES = Field("frame\0bytes", 0, "Frame bytes", "bytes")
 
 
 class FilterError(RdmaspyError):
@@ -377,6 +379,10 @@ class _Parser:
             name, field = self.field_ref(t)
             self.next()
             nxt = self.peek()
+            if name == "frame" and (nxt.kind in ("op", "word")) and (nxt.text == "[" or nxt.text in _CMP
+                                                                    or nxt.text.lower() in _CMP):
+                name, field = FRAME_BYTES.name, FRAME_BYTES      # ``frame contains "x"``: the whole frame
+                self.names.add(name)
             if nxt.kind == "op" and nxt.text == "[":
                 name, field = self.slice_of(name, field, nxt)
         op_tok = self.peek()
@@ -423,6 +429,9 @@ class _Parser:
             raise self.err("expected a field name in len(...)", ft)
         name, field = self.field_ref(ft)
         self.next()
+        if name == "frame":
+            name, field = FRAME_BYTES.name, FRAME_BYTES
+            self.names.add(name)
         close = self.peek()
         if close.kind == "op" and close.text == "[":
             name, field = self.slice_of(name, field, close)     # derived first, so computed first
@@ -463,7 +472,8 @@ class _Parser:
             raise self.err(f"expected a value after {op_tok.text!r}", vt)
         self.next()
         if field is None:
-            raise self.err(f"{name!r} is a protocol: it can only be tested for presence", op_tok)
+            raise self.err(f"{name!r} is a protocol: it can only be tested for presence (only 'frame' compares as bytes)",
+                           op_tok)
         kind = _kind(field)
         # The other side may be a field (``ip.src == ip.dst``) when it is not a literal of this type.
         if vt.kind == "word" and op not in ("contains", "matches"):
@@ -511,7 +521,8 @@ class _Parser:
             raise self.err("expected '{' after 'in'", t)
         self.next()
         if field is None:
-            raise self.err(f"{name!r} is a protocol: it can only be tested for presence", op_tok)
+            raise self.err(f"{name!r} is a protocol: it can only be tested for presence (only 'frame' compares as bytes)",
+                           op_tok)
         kind = _kind(field)
         preds: list[Callable[[Any], bool]] = []
         while True:
@@ -884,6 +895,7 @@ def _frame_getters() -> dict[str, Callable[[Packet, int], list | None]]:
         fv.EXPERT_MESSAGE.name: lambda p, t0: [e.text for e in p.expert] if p.expert else None,
         fv.EXPERT_RULE.name: lambda p, t0: [e.rule for e in p.expert] if p.expert else None,
         "frame": lambda p, t0: [True],
+        FRAME_BYTES.name: lambda p, t0: [p.frame.data],
         "expert": lambda p, t0: [True] if p.expert else None,
     }
 

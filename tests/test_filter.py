@@ -168,6 +168,12 @@ def test_slices_follow_wireshark_ranges():
     assert m("probe.a4[0:2] == c0:00", probe((A4, bytes([192, 0, 2, 1]))))
 
 
+def test_frame_compared_or_sliced_is_the_frame_bytes():
+    pkt = Packet(Frame(1, T0, 1, b"RT\x00\x01hello", 9))
+    assert m('frame contains "hell" and frame[0:2] == 52:54 and frame matches "^rt" and len(frame) == 9', pkt)
+    assert m("frame", pkt) and not m("frame contains 99", pkt)
+
+
 def test_len_of_bytes_and_strings():
     p = probe((B, bytes(range(10))), (S, "hello"), (B, b"ab"))
     assert m("len(probe.b) == 10", p) and m("len(probe.b) == 2", p) and not m("len(probe.b) != 2", p)
@@ -211,7 +217,7 @@ def test_logic_precedence_and_symbols():
     ("ip.src == 192.0.2", 11, "not a valid value for ip.src: expected an IPv4 address"),
     ("data.data contains 0102", 20, "not a byte string"),
     ("bth.opcode contains 01", 21, "'contains' needs a string or bytes field"),
-    ("reth == 1", 6, "'reth' is a protocol"),
+    ("reth == 1", 6, "'reth' is a protocol: it can only be tested for presence (only 'frame' compares as bytes)"),
     ('expert.message matches "("', 24, "bad regular expression"),
     ("bth.opcode in {1", 17, "expected '}' to close the set"),
     ("bth.opcode in 1", 15, "expected '{' after 'in'"),

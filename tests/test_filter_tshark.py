@@ -23,6 +23,8 @@ CASES = [
      "eth.src == 52:54:00:00:00:02 || frame.number in {2, 3}"),
     ("rxe-ib_read_bw.pcap", "eth.src[5] == 02 and ip.dst[2:2] == 02:01 and len(eth.dst) == 6",
      "eth.src[5] == 02 and ip.dst[2:2] == 02:01 and len(eth.dst) == 6"),
+    ("rxe-ib_read_bw.pcap", 'frame[12:2] == 08:00 and frame contains 00:00:09:8b and frame matches "^RT"',
+     'frame[12:2] == 08:00 and frame contains 00:00:09:8b and frame matches "^RT"'),
     ("rxe-ib_write_bw-loss.pcap", "aeth.syndrome == 0x60", "infiniband.aeth.syndrome == 0x60"),
     ("rxe-ib_write_bw-loss.pcap", "bth.opcode in {6 7 8} and bth.ackreq == 1",
      "infiniband.bth.opcode in {6, 7, 8} and infiniband.bth.a == 1"),
