@@ -81,6 +81,8 @@ def test_random_mpa_frames_never_raise(key: bytes, flags: int, rev: int, pdlen: 
     (d,) = [v for k, v in eng.session.state["iwarp.streams"].items() if k[0][1] == 40000]
     # an incomplete frame waits with only the bytes that came, whatever PD_Length says
     assert len(d.stream.pending) <= len(frame)
+    if pdlen > 512:
+        assert pkts[0].malformed and len(d.stream.pending) == 0
 
 
 @FUZZ

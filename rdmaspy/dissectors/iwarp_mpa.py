@@ -386,11 +386,15 @@ def _reqrep(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir) -> int:
     if not is_req and key != KEY_REP:
         pkt.set_malformed("mpa: expected an MPA Request or Reply frame (RFC 5044)")
         d.phase = CLOSED
-        return -1
+        return p
     pdlen = (buf[p + 18] << 8) | buf[p + 19]
     need = 20 + pdlen
     if pdlen > MAX_PD_LENGTH:
-        pkt.add_expert("error", "malformed", f"Private data length {pdlen} exceeds 512 bytes", "RFC 5044")
+        # Not an MPA frame any peer would accept; waiting for that many bytes would hoard the stream.
+        pkt.add_layer("mpa", REQREP, buf, p, 20, "MPA Request Frame" if is_req else "MPA Reply Frame")
+        pkt.set_malformed(f"mpa: private data length {pdlen} exceeds 512 bytes (RFC 5044)")
+        d.phase = CLOSED
+        return p + 20
     if vend - p < need:
         pkt.add_info(f"[MPA {'Request' if is_req else 'Reply'} continues: {vend - p} of {need} bytes]")
         return -1
