@@ -152,3 +152,20 @@ def test_write_items_of_the_real_v3_capture_match_their_read_chunks():
                 checked += 1
     assert checked == 3 + 7
     assert rpcrdma.NFS_RDMA_PORT == 20049
+
+
+def test_callback_program_learnt_from_create_session():
+    """A client may name its callback program anything: CREATE_SESSION tells (RFC 8881 §18.36)."""
+    s = Session()
+    attrs = p32(0, 1 << 20, 1 << 20, 4096, 8, 16) + p32(0)          # channel_attrs4, no rdma_ird
+    cs = (43, p64(7) + p32(1, 3) + attrs + attrs + p32(0x40000123) + p32(1, 0))
+    _, info = call(100003, 4, 1, nfs.encode_compound([cs], minor=1), 30, session=s)
+    assert info.ops == ["CREATE_SESSION"]
+    args = nfs.encode_compound([(11, bytes(16) + p32(1, 0, 0, 0) + p32(0))], minor=1)
+    args = args[:8] + p32(1) + args[8:]
+    p, cb = call(0x40000123, 1, 1, args, 31, session=s)
+    assert cb.ops == ["CB_SEQUENCE"] and p.proto == "NFS CB"
+    q, other = call(0x40000124, 1, 1, args, 32, session=s)          # not learnt: a plain RPC
+    assert other.ops is None and q.layer("nfs") is None
+    r, again = call(0x40000123, 1, 1, args, 33, session=Session())  # learnt per capture only
+    assert again.ops is None

@@ -83,7 +83,7 @@ UNPARSED = Field("nfs.unparsed_ops", 0, "Operations not walked", "str")
 class _Walk:
     """Where the walk over one message stands: the RPC start and how reduced items are placed."""
 
-    __slots__ = ("base", "shift", "read_positions", "writes_left", "info", "lay", "reply")
+    __slots__ = ("base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
         self.base = base
@@ -93,6 +93,7 @@ class _Walk:
         self.reply = info.msgtype == 1
         # (positions of Read chunks in a call, number of Write chunks for a reply) from the transport
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
+        self.programs: dict | None = None     # the capture's learnt RPC programs (callback services)
 
     def ddp(self, cur: Cursor, kind: str) -> None:
         """At a DDP-eligible opaque/string: read its length, find whether it was reduced, step over it."""
@@ -318,17 +319,25 @@ def _layoutreturn(cur: Cursor, _w: _Walk) -> None:
         cur.skip_opaque("body")
 
 
+def _cb_program(cur: Cursor, w: _Walk) -> None:
+    """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
+    BACKCHANNEL_CTL): calls to it in the reverse direction are CB_COMPOUNDs."""
+    prog = cur.u32("cb_program")
+    if w.programs is not None and prog not in w.programs and len(w.programs) < 64:
+        w.programs[prog] = dissect_nfs_cb
+
+
 _V4_ARGS: dict[int, Walker] = {
     3: _fixed(4), 4: _fixed(20), 5: _fixed(12), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 9: _bitmap,
     10: _void, 11: _opaque, 12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40),
     15: _opaque, 16: _void, 17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28),
     22: _opaque, 23: _void, 24: _void, 25: _fixed(28), 26: _seq(_fixed(24), _bitmap), 27: _void, 28: _opaque,
     29: _seq(_opaque, _opaque), 30: _fixed(8), 31: _void, 32: _void, 33: _opaque, 34: _seq(_fixed(16), _fattr4),
-    35: _seq(_fixed(8), _opaque, _fixed(4), _opaque, _opaque, _fixed(4)), 36: _fixed(16), 37: _fattr4,
+    35: _seq(_fixed(8), _opaque, _cb_program, _opaque, _opaque, _fixed(4)), 36: _fixed(16), 37: _fattr4,
     38: _seq(_fixed(28), lambda c, w: w.ddp(c, "write_data")), 39: _lock_owner,
-    40: _seq(_fixed(4), _array(_sec_parms)), 41: _fixed(24),
+    40: _seq(_cb_program, _array(_sec_parms)), 41: _fixed(24),
     42: _seq(_fixed(8), _opaque, _fixed(4), _state_protect, _impl_id),
-    43: _seq(_fixed(16), _channel_attrs, _channel_attrs, _fixed(4), _array(_sec_parms)),
+    43: _seq(_fixed(16), _channel_attrs, _channel_attrs, _cb_program, _array(_sec_parms)),
     44: _fixed(16), 45: _fixed(16), 47: _seq(_fixed(24), _bitmap), 50: _fixed(60), 51: _layoutreturn,
     52: _fixed(4), 53: _fixed(32), 55: _array(_fixed(16), 16), 57: _fixed(8), 58: _fixed(4), 59: _fixed(32),
     62: _fixed(32), 63: _seq(_fixed(32), _bitmap), 66: _fixed(16), 67: _fixed(16), 68: _fixed(28),
@@ -490,11 +499,12 @@ def _scratch(info: RpcInfo) -> RpcInfo:
 
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
-              pkt: Packet | None) -> None:
+              pkt: Packet | None, programs: dict | None = None) -> None:
     if info.proc is not None:
         lay.add(PROC, info.proc)
     cur = Cursor(buf, off, end)
     w = _Walk(info, lay, base, chunks)
+    w.programs = programs
     try:
         if info.vers == 3:
             _nfs3(cur, w, info.proc)
@@ -518,7 +528,7 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     chunks = _chunks(pkt)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
     lay.lazy(lambda lay: _walk_nfs(buf, off, end, _scratch(info), lay, base, chunks, None))
-    _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt)
+    _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt, ctx.get("rpc.programs", dict))
 
 
 def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,

@@ -4,7 +4,9 @@ Not bound to a port: a framing layer (RPC-over-RDMA here) hands over one whole
 RPC message with ``dissect_rpc``.  Calls are remembered per flow and XID so
 that a reply, which carries neither program nor procedure, is named after its
 call.  The body goes to ``table("rpc.program")`` keyed by program number;
-program dissectors find the header facts with ``current_rpc(pkt)``.
+program dissectors find the header facts with ``current_rpc(pkt)``.  Programs whose number is
+learnt from the capture (an NFSv4 client's callback program) are in the per-capture dict
+``ctx.get("rpc.programs", dict)``, consulted after the table.
 """
 from __future__ import annotations
 
@@ -354,6 +356,10 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     pkt.note("rpc", info)
     body_ok = mtype == 0 or (info.reply_stat == 0 and info.accept_stat == 0)
     fn = rpc_program.by_key.get(info.prog) if info.prog is not None else None
+    if fn is None and info.prog is not None:
+        # programs learnt from the capture itself (an NFSv4 client's callback program)
+        learnt = ctx.state.get("rpc.programs") if hasattr(ctx, "state") else None
+        fn = learnt.get(info.prog) if learnt else None
     wrapped = info.gss_service in (2, 3) and info.gss_proc == 0
     if fn is not None and body_ok and not wrapped:
         fn(pkt, buf, body, end, ctx)
