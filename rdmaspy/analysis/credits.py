@@ -71,6 +71,10 @@ class CreditLedger:
 
     def _point(self, ts: int) -> None:
         pts = self.points
+        if pts and pts[-1][0] == ts:        # one point per instant: the state after everything at ts
+            pts[-1][1] = self.outstanding
+            pts[-1][2] = self.granted
+            return
         pts.append([ts, self.outstanding, self.granted])
         if len(pts) >= SERIES_CHUNK:
             self.flush()
