@@ -20,7 +20,8 @@ from rdmaspy.fieldview import packet_fields, presence_field
 from rdmaspy.readers import open_capture
 
 PREFIXES = ("mad.", "cm.", "smplid.", "smpdirected.", "sa.", "rmpp.", "classportinfo.", "portcounters.",
-            "portcounters_ext.", "nodeinfo.", "sminfo.", "nodedescription.", "pathrecord.", "mcmemberrecord.")
+            "portcounters_ext.", "nodeinfo.", "sminfo.", "nodedescription.", "pathrecord.", "mcmemberrecord.",
+            "portinfo.")
 # rdmaspy name -> Wireshark name where they are not simply "infiniband." + ours.
 RENAMED = {
     "cm.req.localcommid": "infiniband.cm.req",
@@ -47,6 +48,10 @@ NOT_IN_WIRESHARK = {
     "sa.reserved", "sa.subnetadmindata",
     "pathrecord.serviceid", "pathrecord.reserved", "pathrecord.qosclass", "pathrecord.reserved2",
     "mcmemberrecord.reserved",
+    "portinfo.reserved", "portinfo.reserved2", "portinfo.reserved3", "portinfo.reserved4", "portinfo.reserved5",
+    # IBTA 1.2.1+ fields after LinkRoundTripLatency, unknown to Wireshark 4.0.
+    "portinfo.capabilitymask2", "portinfo.linkspeedextactive", "portinfo.linkspeedextsupported",
+    "portinfo.linkspeedextenabled",
     # Wireshark 4.0 reads the D bit with a 16-bit mask from an 8-byte field at the M_Key: always 0.
     "smpdirected.d",
     # Wireshark 4.0 omits these PortCounters fields.

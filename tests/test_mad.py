@@ -119,3 +119,15 @@ def test_no_exception_on_random_mad_payloads(cls, method, attr, body, qp):
 @given(st.binary(max_size=300))
 def test_no_exception_on_random_bytes_to_qp1(data):
     Engine(strict=True).dissect(Frame(1, 0, 1, craft.rocev2_mad(data), 0))
+
+
+def test_portinfo_on_native_infiniband():
+    from cm_build import ERF_FIXTURE
+    eng = Engine(strict=True)
+    with open_capture(str(ERF_FIXTURE)) as cap:
+        p = [eng.dissect(f) for f in cap][8]
+    pi = p.layer("portinfo")
+    data = bytes(range(100, 164))
+    assert pi["m_key"] == int.from_bytes(data[:8], "big") and pi["lid"] == int.from_bytes(data[16:18], "big")
+    assert pi["portstate"] == data[33] & 15 and pi["linkroundtriplatency"] == int.from_bytes(data[57:60], "big")
+    assert p.info_text.startswith("SMP SubnGetResp(PortInfo) port=")

@@ -84,6 +84,7 @@ SMP_LID = Header("smplid", "Subnet Management Packet (LID Routed)", [
     F("smpdata", 512, "SMP Data", "bytes"),
     F("reserved2", 1024, "Reserved", "bytes"),
 ])
+MTU_NAMES = {1: "256", 2: "512", 3: "1024", 4: "2048", 5: "4096"}
 NODE_TYPES = {1: "Channel Adapter", 2: "Switch", 3: "Router"}
 NODEINFO = Header("nodeinfo", "NodeInfo", [
     F("baseversion", 8, "BaseVersion", "hex"),
@@ -110,8 +111,68 @@ SMINFO = Header("sminfo", "SMInfo", [
 NODEDESCRIPTION = Header("nodedescription", "NodeDescription", [
     F("nodestring", 512, "NodeString", "str"),
 ])
+PORT_STATES = {0: "No State Change", 1: "Down", 2: "Initialize", 3: "Armed", 4: "Active"}
+PHYS_STATES = {0: "No State Change", 1: "Sleep", 2: "Polling", 3: "Disabled", 4: "PortConfigurationTraining",
+               5: "LinkUp", 6: "LinkErrorRecovery", 7: "Phy Test"}
+PORTINFO = Header("portinfo", "PortInfo", [
+    F("m_key", 64, "M_Key", "hex"),
+    F("guid", 64, "GidPrefix", "hex"),
+    F("lid", 16, "LID", "hex"),
+    F("mastersmlid", 16, "MasterSMLID", "hex"),
+    F("capabilitymask", 32, "CapabilityMask", "hex"),
+    F("diagcode", 16, "DiagCode", "hex"),
+    F("m_keyleaseperiod", 16, "M_KeyLeasePeriod", "hex"),
+    F("localportnum", 8, "LocalPortNum", "hex"),
+    F("linkwidthenabled", 8, "LinkWidthEnabled", "hex"),
+    F("linkwidthsupported", 8, "LinkWidthSupported", "hex"),
+    F("linkwidthactive", 8, "LinkWidthActive", "hex"),
+    F("linkspeedsupported", 4, "LinkSpeedSupported", "hex"),
+    F("portstate", 4, "PortState", "hex", PORT_STATES),
+    F("portphysicalstate", 4, "PortPhysicalState", "hex", PHYS_STATES),
+    F("linkdowndefaultstate", 4, "LinkDownDefaultState", "hex"),
+    F("m_keyprotectbits", 2, "M_KeyProtectBits", "hex"),
+    F("reserved", 3, "Reserved", "hex"),
+    F("lmc", 3, "LMC", "hex"),
+    F("linkspeedactive", 4, "LinkSpeedActive", "hex"),
+    F("linkspeedenabled", 4, "LinkSpeedEnabled", "hex"),
+    F("neighbormtu", 4, "NeighborMTU", "hex", MTU_NAMES),
+    F("mastersmsl", 4, "MasterSMSL", "hex"),
+    F("vlcap", 4, "VLCap", "hex"),
+    F("inittype", 4, "InitType", "hex"),
+    F("vlhighlimit", 8, "VLHighLimit", "hex"),
+    F("vlarbitrationhighcap", 8, "VLArbitrationHighCap", "hex"),
+    F("vlarbitrationlowcap", 8, "VLArbitrationLowCap", "hex"),
+    F("inittypereply", 4, "InitTypeReply", "hex"),
+    F("mtucap", 4, "MTUCap", "hex", MTU_NAMES),
+    F("vlstallcount", 3, "VLStallCount", "hex"),
+    F("hoqlife", 5, "HOQLife", "hex"),
+    F("operationalvls", 4, "OperationalVLs", "hex"),
+    F("partitionenforcementinbound", 1, "PartitionEnforcementInbound", "hex"),
+    F("partitionenforcementoutbound", 1, "PartitionEnforcementOutbound", "hex"),
+    F("filterrawinbound", 1, "FilterRawInbound", "hex"),
+    F("filterrawoutbound", 1, "FilterRawOutbound", "hex"),
+    F("m_keyviolations", 16, "M_KeyViolations", "hex"),
+    F("p_keyviolations", 16, "P_KeyViolations", "hex"),
+    F("q_keyviolations", 16, "Q_KeyViolations", "hex"),
+    F("guidcap", 8, "GUIDCap", "hex"),
+    F("clientreregister", 1, "ClientReregister", "hex"),
+    F("reserved2", 2, "Reserved", "hex"),
+    F("subnettimeout", 5, "SubnetTimeOut", "hex"),
+    F("reserved3", 3, "Reserved", "hex"),
+    F("resptimevalue", 5, "RespTimeValue", "hex"),
+    F("localphyerrors", 4, "LocalPhyErrors", "hex"),
+    F("overrunerrors", 4, "OverrunErrors", "hex"),
+    F("maxcredithint", 16, "MaxCreditHint", "hex"),
+    F("reserved4", 8, "Reserved", "hex"),
+    F("linkroundtriplatency", 24, "LinkRoundTripLatency", "hex"),
+    F("capabilitymask2", 16, "CapabilityMask2", "hex"),
+    F("linkspeedextactive", 4, "LinkSpeedExtActive", "hex"),
+    F("linkspeedextsupported", 4, "LinkSpeedExtSupported", "hex"),
+    F("reserved5", 3, "Reserved", "hex"),
+    F("linkspeedextenabled", 5, "LinkSpeedExtEnabled", "hex"),
+])
 # SMP attributes decoded field by field (the rest stay as SMP data).
-SMP_ATTRIBUTE_HEADERS = {0x0010: NODEDESCRIPTION, 0x0011: NODEINFO, 0x0020: SMINFO}
+SMP_ATTRIBUTE_HEADERS = {0x0010: NODEDESCRIPTION, 0x0011: NODEINFO, 0x0015: PORTINFO, 0x0020: SMINFO}
 
 RMPP_TYPES = {0: "Not an RMPP packet", 1: "DATA", 2: "ACK", 3: "STOP", 4: "ABORT"}
 RMPP = Header("rmpp", "RMPP (Reliable Multi-Packet Transaction Protocol)", [
@@ -131,7 +192,6 @@ SA = Header("sa", "Subnet Administration", [
 ])
 SA_DATA = Field("sa.subnetadmindata", 0, "Subnet Admin Data", "bytes")
 SELECTORS = {0: "greater than", 1: "less than", 2: "exactly", 3: "largest available"}
-MTU_NAMES = {1: "256", 2: "512", 3: "1024", 4: "2048", 5: "4096"}
 PATHRECORD = Header("pathrecord", "PathRecord", [
     F("serviceid", 64, "ServiceID (Reserved)", "hex"),
     F("dgid", 128, "DGID", "gid"),
@@ -350,6 +410,10 @@ def _smp_attribute(pkt: Packet, info: MadInfo, buf: bytes, data_off: int) -> Non
         pkt.add_info(f"{NODE_TYPES.get(v[2], 'node type ' + str(v[2]))} GUID=0x{v[5]:016x} ports={v[3]}")
     elif hdr is NODEDESCRIPTION:
         pkt.add_info(repr(bytes(lay.values[0]).split(b"\0", 1)[0].decode("utf-8", "replace")))
+    elif hdr is PORTINFO:
+        v = lay.values
+        pkt.add_info(f"port={v[7]} LID=0x{v[2]:04x} {PORT_STATES.get(v[12], v[12])}/"
+                     f"{PHYS_STATES.get(v[13], v[13])}")
     else:
         v = lay.values
         pkt.add_info(f"SM GUID=0x{v[0]:016x} priority={v[3]} state={SM_STATES.get(v[4], v[4])}")
