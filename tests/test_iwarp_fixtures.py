@@ -219,3 +219,20 @@ def test_reply_without_its_request_still_frames_both_directions() -> None:
     assert pkts[0].info_text.startswith("MPA Reply Rev 1")
     assert [[i.name for i in infos(p)] for p in pkts[1:]] == [["Send"], ["Send"]]
     assert all(p.malformed is None for p in pkts)
+
+
+def test_same_ports_again_is_a_new_connection() -> None:
+    from rdmaspy.packet import Frame
+    frames = []
+    for isn in (1000, 500000):
+        c = BUILD.Direction(BUILD.CLIENT, 40200, BUILD.SERVER, 7174, isn)
+        s = BUILD.Direction(BUILD.SERVER, 7174, BUILD.CLIENT, 40200, isn * 3)
+        frames += c.segments(BUILD.reqrep(True, 0, 1, b""))
+        frames += s.segments(BUILD.reqrep(False, 0, 1, b""))
+        frames += c.segments(c.fpdu(BUILD.untagged(3, 0, 1, 0, b"hi")))
+    eng = Engine(strict=True)
+    pkts = [eng.dissect(Frame(i + 1, 0, 1, f, len(f))) for i, f in enumerate(frames)]
+    assert [p.info_text.split(" Rev")[0] if p.layer("mpa").header is iwarp_mpa.REQREP else infos(p)[0].name
+            for p in pkts] == ["MPA Request", "MPA Reply", "Send"] * 2
+    assert len(iwarp_mpa.mpa_connections(eng.session)) == 2
+    assert all(p.malformed is None for p in pkts)

@@ -201,11 +201,8 @@ def _streams(ctx: Any) -> dict:
 
 
 def mpa_connections(ctx: Any) -> list[MpaConn]:
-    """Every iWARP connection seen so far in this capture."""
-    seen: dict[int, MpaConn] = {}
-    for d in _streams(ctx).values():
-        seen.setdefault(id(d.conn), d.conn)
-    return list(seen.values())
+    """Every iWARP connection seen so far in this capture, in order of appearance."""
+    return ctx.get("iwarp.connections", list)
 
 
 def _new_conn(ctx: Any, initiator: tuple[str, int], responder: tuple[str, int],
@@ -216,6 +213,7 @@ def _new_conn(ctx: Any, initiator: tuple[str, int], responder: tuple[str, int],
     b = MpaDir(conn, responder, False if src_is_initiator is not None else None)
     conn.dirs[initiator] = a
     conn.dirs[responder] = b
+    mpa_connections(ctx).append(conn)
     streams[(initiator, responder)] = a
     streams[(responder, initiator)] = b
     return conn
@@ -244,8 +242,10 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     dst = (pkt.dst, dport)
     streams = _streams(ctx)
     d = streams.get((src, dst))
+    n = end - off
+    if d is not None and d.phase != STARTUP and n >= 16 and buf[off:off + 16] == KEY_REQ:
+        d = None      # the same addresses and ports again: a new connection (no FPDU starts so)
     if d is None:
-        n = end - off
         if n >= 16 and buf[off:off + 16] == KEY_REQ:
             conn = _new_conn(ctx, src, dst, True)
             d = conn.dirs[src]
