@@ -4,7 +4,7 @@ NFSv2/v3 procedures (RFC 1094, RFC 1813), NFSv4.x COMPOUND with each operation
 named (RFC 7530, 8881, 7862, 8276), the NFSv4.1 backchannel CB_COMPOUND, MOUNT,
 NLM and NFSACL.  Arguments are walked only as far as needed to find the next
 operation and the four DDP-eligible items of the RPC-over-RDMA binding
-(RFC 8267 §4): READ result data, WRITE argument data, READLINK result,
+(RFC 8267): READ result data, WRITE argument data, READLINK result,
 SYMLINK / CREATE(NF4LNK) argument.  Where such an item lies is recorded on the
 RPC facts (``RpcInfo.ddp``) so that analysis can tie chunk data to it.
 """

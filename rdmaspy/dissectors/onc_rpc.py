@@ -347,7 +347,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     lay.length = body - off
     if mtype == 0:
         if info.rpcvers != 2:
-            pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531 §8")
+            pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
         calls.add(key, (info.prog, info.vers, info.proc, pkt.frame.num, pkt.frame.ts, None))
     elif info.reply_stat not in (0, 1):
         pkt.set_malformed(f"rpc: reply status {info.reply_stat} is not defined")

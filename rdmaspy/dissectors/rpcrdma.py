@@ -154,7 +154,7 @@ def _bool(cur: Cursor, what: str) -> int:
 
 
 def parse_lists(cur: Cursor, msg: RpcRdmaMessage) -> None:
-    """Read list, Write list, Reply chunk (RFC 8166 §4.3; draft-01 §6.2.3 for v2)."""
+    """Read list, Write list, Reply chunk (RFC 8166; draft-01 section 6.2.3 for v2)."""
     reads = msg.reads
     while _bool(cur, "read list"):
         at = cur.pos
@@ -378,10 +378,7 @@ def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
         return True
     conv = pkt.conv
     if conv is not None:
-        try:
-            return conv.direction(pkt) == "s2c"
-        except Exception:   # a connection object without directions: decide by the XID alone
-            return None
+        return conv.direction(pkt) == "s2c"
     return None
 
 
@@ -404,7 +401,7 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
         if msg.rpc.xid != msg.xid:
             pkt.add_expert("warning", "protocol",
                            f"RPC XID 0x{msg.rpc.xid:08x} differs from the transport header's 0x{msg.xid:08x}",
-                           "RFC 8166 §4.2.1")
+                           "RFC 8166: rdma_xid")
 
 
 # --- dissection -------------------------------------------------------------------------------------
@@ -434,7 +431,7 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     if msg.version != 1:
         pkt.set_info(f"RPC-over-RDMA version {msg.version} xid=0x{msg.xid:08x}")
         pkt.add_expert("warning", "protocol", f"RPC-over-RDMA version {msg.version} is not known "
-                       "(a v1 responder answers RDMA_ERROR ERR_VERS)", "RFC 8166 §5")
+                       "(a v1 responder answers RDMA_ERROR ERR_VERS)", "RFC 8166: ERR_VERS")
         if end > off + 16:
             add_data(pkt, buf, off + 16, end)
         return
@@ -455,13 +452,13 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     pstart = off + msg.header_len
     if msg.proc == 1 and not msg.has_chunks:
         pkt.add_expert("warning", "protocol", "RDMA_NOMSG with no chunk: nothing conveys the RPC message",
-                       "RFC 8166 §4.2.4")
+                       "RFC 8166: RDMA_NOMSG")
     if msg.proc in (1, 3, 4) and end > pstart:
-        pkt.add_expert("warning", "protocol", f"{end - pstart} bytes after a {name} header", "RFC 8166 §4.2.4")
+        pkt.add_expert("warning", "protocol", f"{end - pstart} bytes after a {name} header", "RFC 8166: RDMA_NOMSG")
         add_data(pkt, buf, pstart, end)
     if msg.proc == 0 or msg.proc == 2:
         if msg.proc == 2 and msg.align:
-            # RDMA_MSGP: the RPC message starts at the next multiple of rdma_align (RFC 5666 §4.1).
+            # RDMA_MSGP: the RPC message starts at the next multiple of rdma_align (RFC 5666).
             rel = pstart - off
             pad = (-rel) % msg.align if msg.align <= 4096 else 0
             pstart = min(end, pstart + pad)
