@@ -129,5 +129,5 @@ def test_portinfo_on_native_infiniband():
     pi = p.layer("portinfo")
     data = bytes(range(100, 164))
     assert pi["m_key"] == int.from_bytes(data[:8], "big") and pi["lid"] == int.from_bytes(data[16:18], "big")
-    assert pi["portstate"] == data[33] & 15 and pi["linkroundtriplatency"] == int.from_bytes(data[57:60], "big")
+    assert pi["portstate"] == data[32] & 15 and pi["linkroundtriplatency"] == int.from_bytes(data[57:60], "big")
     assert p.info_text.startswith("SMP SubnGetResp(PortInfo) port=")
