@@ -1,0 +1,579 @@
+"""InfiniBand transport analysis: PSNs per queue pair, in the manner of Wireshark's tcp.analysis.
+
+On a reliable (or unreliable) connection each requester numbers its request packets with a 24-bit
+PSN that grows by one per packet (an RDMA READ request takes as many PSNs as its responses have
+packets), and the responder answers in the same PSN space: ACKs and NAKs name a request PSN, READ
+responses carry the PSNs their request reserved.  So a connection has two PSN spaces, one per
+requester; both the requests and the responses to them are followed in their requester's space.
+
+For each request packet the analysis says whether it is in order, follows a gap (PSNs not
+captured: lost before the capture point, or the capture missed them), fills a gap (out of order),
+is sent again (retransmission: after a NAK, an RNR NAK or a timeout) or is a duplicate (the same
+packet again at once, with nothing to make the requester go back).  For the responses it counts
+the PSNs each ACK covers (coalescing), reports NAKs by code and RNR NAKs (with the delay until the
+requester retries), and matches READ responses to their request (number of packets at the path
+MTU and length).  CNPs and ECN Congestion Experienced marks are counted per flow; a bad ICRC is a
+finding.  Per-packet results become ``ib.analysis.*`` fields on an ``ib.analysis`` layer.
+
+Memory per connection is bounded: a ring of the last PSNs sent, a few gap ranges, and the READ
+requests still waiting for their responses.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..dissectors.infiniband import AETH_NAK_CODES, RNR_TIMER_MS
+from ..fields import Field
+from ..packet import Layer, Packet
+from .analyzer import Analyzer, register
+from .rules import declare
+
+PROTOCOLS = {"ib.analysis": "InfiniBand transport analysis"}
+
+# --- per-packet fields --------------------------------------------------------------------------------
+RETRANSMISSION = Field("ib.analysis.retransmission", 0, "Retransmission (PSN already sent)", "bool")
+DUPLICATE = Field("ib.analysis.duplicate", 0, "Duplicate packet", "bool")
+LOST_SEGMENT = Field("ib.analysis.lost_segment", 0, "Previous PSN(s) not captured", "bool")
+LOST_PSNS = Field("ib.analysis.lost_psns", 0, "PSNs not captured before this one")
+OUT_OF_ORDER = Field("ib.analysis.out_of_order", 0, "Out of order (fills a gap)", "bool")
+ORIGINAL_FRAME = Field("ib.analysis.original_frame", 0, "First sent in frame")
+NAK_FRAME = Field("ib.analysis.nak_frame", 0, "Sent again after the NAK in frame")
+RNR_NAK_FRAME = Field("ib.analysis.rnr_nak_frame", 0, "Retry after the RNR NAK in frame")
+RNR_DELAY = Field("ib.analysis.rnr_delay", 0, "Delay caused by the RNR NAK", "float", unit="seconds")
+ACK_PSNS = Field("ib.analysis.ack_psns", 0, "PSNs acknowledged")
+ACK_COALESCED = Field("ib.analysis.ack_coalesced", 0, "ACK covers several PSNs", "bool")
+ACKS_FRAME = Field("ib.analysis.acks_frame", 0, "Acknowledges the request in frame")
+ACK_RTT = Field("ib.analysis.ack_rtt", 0, "Time since the acknowledged request", "float", unit="seconds")
+DUPLICATE_ACK = Field("ib.analysis.duplicate_ack", 0, "Duplicate ACK (acknowledges nothing new)", "bool")
+ACKED_UNSEEN = Field("ib.analysis.acked_unseen", 0, "Acknowledges PSNs not captured", "bool")
+NAK_CODE = Field("ib.analysis.nak", 0, "NAK", "dec", AETH_NAK_CODES)
+RNR_NAK = Field("ib.analysis.rnr_nak", 0, "RNR NAK", "bool")
+READ_REQUEST_FRAME = Field("ib.analysis.read_request_frame", 0, "Response to the READ request in frame")
+READ_PACKETS = Field("ib.analysis.read_packets", 0, "READ response packets")
+READ_EXPECTED = Field("ib.analysis.read_packets_expected", 0, "READ response packets expected")
+READ_BYTES = Field("ib.analysis.read_bytes", 0, "READ response bytes", unit="bytes")
+READ_TIME = Field("ib.analysis.read_time", 0, "Time since the READ request", "float", unit="seconds")
+PATH_MTU = Field("ib.analysis.path_mtu", 0, "Path MTU used", unit="bytes")
+CNP_COUNT = Field("ib.analysis.cnp_count", 0, "CNPs on this flow so far")
+ECN_CE = Field("ib.analysis.ecn_ce", 0, "Congestion Experienced", "bool")
+CE_COUNT = Field("ib.analysis.ce_count", 0, "Congestion marks on this flow so far")
+BAD_ICRC = Field("ib.analysis.bad_icrc", 0, "Invalid ICRC", "bool")
+
+# --- rules ---------------------------------------------------------------------------------------------
+LOST = declare(
+    "ib.lost_segment", "warning", "sequence",
+    "PSN {psn}: {count} earlier PSN(s) not captured (expected {expected})",
+    "IBTA vol. 1 9.7 (a requester's PSN grows by one per request packet)")
+OUT_OF_ORDER_RULE = declare(
+    "ib.out_of_order", "warning", "sequence",
+    "PSN {psn} arrives after later PSNs (expected {expected})",
+    "IBTA vol. 1 9.7 (request packets arrive in PSN order)")
+RETRANSMIT = declare(
+    "ib.retransmission", "note", "sequence",
+    "PSN {psn} sent again (first in frame {original})",
+    "IBTA vol. 1 9.7 (go-back-N retry after a NAK, an RNR NAK or a timeout)")
+DUPLICATE_RULE = declare(
+    "ib.duplicate", "warning", "sequence",
+    "duplicate of the PSN {psn} packet in frame {original}",
+    "IBTA vol. 1 9.7 (a duplicate request is answered again, never executed twice)")
+ACKED_UNSEEN_RULE = declare(
+    "ib.acked_unseen", "warning", "sequence",
+    "ACK of PSN {psn}, beyond the last PSN captured ({last})",
+    "IBTA vol. 1 9.7 (an ACK acknowledges request packets up to its PSN)")
+NAK_RULES = {
+    0: declare("ib.nak.psn_sequence", "warning", "sequence",
+               "NAK PSN sequence error: the responder expects PSN {psn}",
+               "IBTA vol. 1 9.7 (AETH syndrome NAK code 0: PSN sequence error)"),
+    1: declare("ib.nak.invalid_request", "error", "protocol",
+               "NAK invalid request at PSN {psn}",
+               "IBTA vol. 1 9.7 (AETH syndrome NAK code 1: invalid request)"),
+    2: declare("ib.nak.remote_access", "error", "protocol",
+               "NAK remote access error at PSN {psn}",
+               "IBTA vol. 1 9.7 (AETH syndrome NAK code 2: remote access error)"),
+    3: declare("ib.nak.remote_operational", "error", "protocol",
+               "NAK remote operational error at PSN {psn}",
+               "IBTA vol. 1 9.7 (AETH syndrome NAK code 3: remote operational error)"),
+    4: declare("ib.nak.invalid_rd_request", "error", "protocol",
+               "NAK invalid RD request at PSN {psn}",
+               "IBTA vol. 1 9.7 (AETH syndrome NAK code 4: invalid RD request)"),
+}
+NAK_RESERVED = declare(
+    "ib.nak.reserved", "error", "protocol",
+    "NAK with reserved code {code} at PSN {psn}",
+    "IBTA vol. 1 9.7 (AETH NAK codes 5-31 are reserved)")
+RNR_RULE = declare(
+    "ib.rnr_nak", "warning", "sequence",
+    "RNR NAK at PSN {psn}: receiver not ready, retry after {timer_ms} ms",
+    "IBTA vol. 1 9.7 (RNR NAK; timer encoding in table 45)")
+READ_COUNT = declare(
+    "ib.read_response_count", "error", "protocol",
+    "READ of {length} bytes answered in {packets} packet(s), {expected} expected at path MTU {mtu}",
+    "IBTA vol. 1 9.7 (a READ response has one packet per path MTU of the requested length)")
+READ_LENGTH = declare(
+    "ib.read_response_length", "error", "protocol",
+    "READ response returned {got} bytes for a {length}-byte request (frame {request})",
+    "IBTA vol. 1 9.7 (a READ response returns the DMA length of its request)")
+CNP_RULE = declare(
+    "ib.cnp", "note", "congestion",
+    "CNP to QP 0x{qp:06x}: congestion notified ({count} on this flow)",
+    "IBTA vol. 1 Annex A17 (RoCEv2 congestion management: CNP)")
+ECN_RULE = declare(
+    "ib.ecn_ce", "note", "congestion",
+    "congestion marked on the way ({mark}; {count} on this flow)",
+    "IBTA vol. 1 Annex A17 / RFC 3168 (ECN Congestion Experienced); IBTA 9.2 (FECN)")
+ICRC_RULE = declare(
+    "ib.bad_icrc", "error", "checksum",
+    "invalid ICRC 0x{got:08x} (expected 0x{expected:08x}): the receiver drops the packet",
+    "IBTA vol. 1 7.8.1 (ICRC)")
+
+_MASK = 0xFFFFFF
+_HALF = 0x800000
+_RING = 4096            # request PSNs remembered per requester (for original frames and RTTs)
+_MAX_HOLES = 64         # gap ranges remembered per requester
+_MAX_READS = 256        # READ requests waiting for responses per requester
+# Below the smallest local ACK timeout (4.096 us * 2^1) a requester cannot resend on its own: the
+# same PSN again within it, with no NAK between, is a copy made on the way (or by the capture).
+DUPLICATE_WINDOW_NS = 8192
+_REQUEST_KINDS = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
+_RESPONSE_KINDS = frozenset({"ack", "atomic_ack", "read_response"})
+_CONNECTED = frozenset({"RC", "UC", "XRC"})
+
+
+def _ceil(a: int, b: int) -> int:
+    return max(1, -(-a // b))
+
+
+class _Read:
+    __slots__ = ("psn", "length", "frame", "ts", "nmax", "next", "packets", "bytes")
+
+    def __init__(self, psn: int, length: int, frame: int, ts: int, nmax: int) -> None:
+        self.psn = psn
+        self.length = length
+        self.frame = frame
+        self.ts = ts
+        self.nmax = nmax          # the most packets the response can have (smallest MTU, or the known MTU)
+        self.next = psn
+        self.packets = 0
+        self.bytes = 0
+
+
+class ReqStream:
+    """One requester's PSN space on one connection: its requests and the responses to them."""
+
+    __slots__ = ("conn_id", "direction", "first", "nxt", "slack", "last_psn", "last_op", "last_ts", "last_frame",
+                 "ring_psn", "ring_frame", "ring_ts", "holes", "acked", "nak", "rnr", "reads", "last_read",
+                 "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
+                 "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
+                 "psn_acked")
+
+    def __init__(self, conn_id: int, direction: str) -> None:
+        self.conn_id = conn_id
+        self.direction = direction
+        self.first: int | None = None     # first request PSN seen
+        self.nxt: int | None = None       # next PSN expected from the requester
+        self.slack = 0                    # a READ of unknown packet count: nxt may be up to this much later
+        self.last_psn = -1
+        self.last_op = -1
+        self.last_ts = 0
+        self.last_frame = 0
+        self.ring_psn = [-1] * _RING
+        self.ring_frame = [0] * _RING
+        self.ring_ts = [0] * _RING
+        self.holes: list[list[int]] = []  # [start, count] of PSNs skipped and not seen since
+        self.acked: int | None = None     # last PSN acknowledged
+        self.nak: tuple[int, int, int] | None = None   # (psn, frame, ts) of the last NAK not yet answered
+        self.rnr: tuple[int, int, int] | None = None
+        self.reads: list[_Read] = []
+        self.last_read: _Read | None = None
+        self.packets = 0
+        self.retransmissions = 0
+        self.duplicates = 0
+        self.lost = 0
+        self.out_of_order = 0
+        self.naks: dict[int, int] = {}
+        self.rnr_naks = 0
+        self.rnr_delay_ns = 0
+        self.acks = 0
+        self.coalesced = 0
+        self.duplicate_acks = 0
+        self.read_requests = 0
+        self.read_responses = 0
+        self.psn_acked = 0
+
+    def record(self) -> dict[str, Any]:
+        return {"conn": self.conn_id, "direction": self.direction, "first_psn": self.first,
+                "next_psn": self.nxt, "packets": self.packets, "retransmissions": self.retransmissions,
+                "duplicates": self.duplicates, "lost": self.lost, "out_of_order": self.out_of_order,
+                "naks": {AETH_NAK_CODES.get(c, str(c)): n for c, n in sorted(self.naks.items())},
+                "rnr_naks": self.rnr_naks, "rnr_delay": self.rnr_delay_ns / 1e9, "acks": self.acks,
+                "coalesced_acks": self.coalesced, "psns_acked": self.psn_acked,
+                "duplicate_acks": self.duplicate_acks, "read_requests": self.read_requests,
+                "read_responses": self.read_responses}
+
+
+class _Conn:
+    __slots__ = ("conv", "streams", "mtu")
+
+    def __init__(self, conv: Any) -> None:
+        self.conv = conv
+        self.streams = {"c2s": ReqStream(conv.conn_id, "c2s"), "s2c": ReqStream(conv.conn_id, "s2c")}
+        self.mtu: int | None = conv.path_mtu or None
+
+
+def _layer(pkt: Packet) -> Layer:
+    """The packet's ``ib.analysis`` layer, made on first use."""
+    for lay in reversed(pkt.layers):
+        if lay.proto == "ib.analysis":
+            return lay
+    lay = Layer("ib.analysis", None, pkt.frame.data, 0, 0)
+    lay.label = "InfiniBand transport analysis"
+    pkt.layers.append(lay)
+    return lay
+
+
+class Transport:
+    """The analysis module: sees every packet, keeps per-connection PSN state."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.an = analyzer
+        self.conns: dict[int, _Conn] = {}
+        self.flows: dict[tuple, list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
+
+    # -- per packet ----------------------------------------------------------------------------------
+    def packet(self, pkt: Packet) -> None:
+        ib = pkt.ib
+        if ib is None:
+            return
+        plan = ib.plan
+        if ib.icrc_ok is False:
+            self._bad_icrc(pkt)
+        kind = plan.kind
+        if kind == "cnp":
+            self._cnp(pkt, ib)
+            return
+        if ib.ecn == 3 or ib._b4 & 0x80:
+            self._marked(pkt, ib)
+        conv = pkt.conv
+        if conv is None or plan.transport not in _CONNECTED:
+            return
+        cs = self.conns.get(conv.conn_id)
+        if cs is None:
+            cs = self.conns[conv.conn_id] = _Conn(conv)
+        d = conv.direction(pkt)
+        if kind in _REQUEST_KINDS:
+            st = cs.streams[d]
+            if st.first is None:
+                # The first PSN seen starts the space: implementations disagree on which CM Starting
+                # PSN (the REQ's or the REP's) numbers which direction, so neither is assumed.
+                st.first = st.nxt = ib.psn
+                st.acked = (st.first - 1) & _MASK
+            self._request(cs, st, pkt, ib, kind)
+        elif kind in _RESPONSE_KINDS:
+            st = cs.streams["s2c" if d == "c2s" else "c2s"]
+            self._response(cs, st, pkt, ib, kind)
+
+    # -- requests ------------------------------------------------------------------------------------
+    def _request(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: Any, kind: str) -> None:
+        psn = ib.psn
+        frame = pkt.frame
+        ts = frame.ts
+        plan = ib.plan
+        st.packets += 1
+        if plan.pos in ("first", "middle") and cs.mtu is None:
+            n = ib.payload_end - ib.payload_off
+            if n >= 256 and not n & (n - 1):     # a full-size packet: the path MTU (256..4096)
+                cs.mtu = n
+        count = 1
+        slack = 0
+        if kind == "read_request" and ib.reth is not None:
+            length = ib.reth[2]
+            if cs.mtu:
+                count = _ceil(length, cs.mtu)
+            else:
+                count = _ceil(length, 4096)
+                slack = _ceil(length, 256) - count
+        d = (psn - st.nxt) & _MASK
+        lay = None
+        if d == 0 or d <= st.slack:
+            st.nxt = (psn + count) & _MASK
+            st.slack = slack
+        elif d < _HALF:
+            # PSNs skipped: lost before the capture point (or missed by the capture)
+            expected = st.nxt
+            lost = d - st.slack if st.slack else d
+            st.lost += lost
+            if len(st.holes) < _MAX_HOLES:
+                st.holes.append([expected, d])
+            lay = _layer(pkt)
+            lay.add(LOST_SEGMENT, True)
+            lay.add(LOST_PSNS, lost)
+            self.an.report(LOST, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn, count=lost, expected=expected)
+            st.nxt = (psn + count) & _MASK
+            st.slack = slack
+        else:
+            lay = _layer(pkt)
+            hole = self._fill_hole(st, psn)
+            slot = psn & (_RING - 1)
+            original = st.ring_frame[slot] if st.ring_psn[slot] == psn else None
+            nak = st.nak if st.nak is not None and ((psn - st.nak[0]) & _MASK) < _HALF else None
+            rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
+            if hole and nak is None and rnr is None:
+                st.out_of_order += 1
+                lay.add(OUT_OF_ORDER, True)
+                self.an.report(OUT_OF_ORDER_RULE, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                               expected=st.nxt)
+            elif (not hole and psn == st.last_psn and plan.opcode == st.last_op and nak is None and rnr is None
+                  and ts - st.last_ts < DUPLICATE_WINDOW_NS):
+                st.duplicates += 1
+                lay.add(DUPLICATE, True)
+                lay.add(ORIGINAL_FRAME, st.last_frame)
+                self.an.report(DUPLICATE_RULE, (frame.num, st.last_frame), ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                               original=st.last_frame)
+            else:
+                st.retransmissions += 1
+                lay.add(RETRANSMISSION, True)
+                if original is not None:
+                    lay.add(ORIGINAL_FRAME, original)
+                frames = (frame.num,) if original is None else (frame.num, original)
+                if nak is not None:
+                    lay.add(NAK_FRAME, nak[1])
+                    frames += (nak[1],)
+                self.an.report(RETRANSMIT, frames, ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                               original=original if original is not None else "?")
+            if rnr is not None:
+                delay = ts - rnr[2]
+                st.rnr_delay_ns += delay
+                lay.add(RNR_NAK_FRAME, rnr[1])
+                lay.add(RNR_DELAY, delay / 1e9)
+                st.rnr = None
+            if nak is not None and nak[0] == psn:
+                st.nak = None
+        if kind == "read_request" and ib.reth is not None:
+            st.read_requests += 1
+            r = _Read(psn, ib.reth[2], frame.num, ts, count + slack)
+            reads = st.reads
+            if len(reads) >= _MAX_READS:
+                del reads[0]
+            reads.append(r)
+            st.last_read = r
+        slot = psn & (_RING - 1)
+        st.ring_psn[slot] = psn
+        st.ring_frame[slot] = frame.num
+        st.ring_ts[slot] = ts
+        st.last_psn = psn
+        st.last_op = plan.opcode
+        st.last_ts = ts
+        st.last_frame = frame.num
+
+    @staticmethod
+    def _fill_hole(st: ReqStream, psn: int) -> bool:
+        for h in st.holes:
+            off = (psn - h[0]) & _MASK
+            if off < h[1]:
+                # split the range around psn
+                start, n = h
+                st.holes.remove(h)
+                if off:
+                    st.holes.append([start, off])
+                if n - off - 1 > 0:
+                    st.holes.append([(psn + 1) & _MASK, n - off - 1])
+                return True
+        return False
+
+    # -- responses -----------------------------------------------------------------------------------
+    def _response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: Any, kind: str) -> None:
+        psn = ib.psn
+        frame = pkt.frame
+        aeth = ib.aeth
+        if kind == "read_response":
+            self._read_response(cs, st, pkt, ib)
+            if aeth is None:
+                return
+        elif aeth is None:
+            return
+        syn = aeth[0]
+        t = (syn >> 5) & 3
+        if t == 0:
+            if kind != "read_response":
+                self._ack(st, pkt, psn)
+            else:
+                self._advance_acked(st, psn)
+        elif t == 3:
+            code = syn & 31
+            st.naks[code] = st.naks.get(code, 0) + 1
+            st.nak = (psn, frame.num, frame.ts)
+            lay = _layer(pkt)
+            lay.add(NAK_CODE, code)
+            rule = NAK_RULES.get(code, NAK_RESERVED)
+            self.an.report(rule, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, code=code)
+            self._advance_acked(st, (psn - 1) & _MASK)
+        elif t == 1:
+            st.rnr_naks += 1
+            st.rnr = (psn, frame.num, frame.ts)
+            lay = _layer(pkt)
+            lay.add(RNR_NAK, True)
+            self.an.report(RNR_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                           timer_ms=RNR_TIMER_MS[syn & 31])
+            self._advance_acked(st, (psn - 1) & _MASK)
+
+    @staticmethod
+    def _advance_acked(st: ReqStream, psn: int) -> None:
+        if st.acked is None or 0 < ((psn - st.acked) & _MASK) < _HALF:
+            st.acked = psn
+
+    def _ack(self, st: ReqStream, pkt: Packet, psn: int) -> None:
+        frame = pkt.frame
+        st.acks += 1
+        lay = _layer(pkt)
+        if st.acked is None:
+            self._advance_acked(st, psn)
+            return
+        n = (psn - st.acked) & _MASK
+        if n == 0:
+            st.duplicate_acks += 1
+            lay.add(DUPLICATE_ACK, True)
+            return
+        if n >= _HALF:
+            return                         # an old ACK overtaken by a later one
+        lay.add(ACK_PSNS, n)
+        st.psn_acked += n
+        if n > 1:
+            st.coalesced += 1
+            lay.add(ACK_COALESCED, True)
+        slot = psn & (_RING - 1)
+        if st.ring_psn[slot] == psn:
+            lay.add(ACKS_FRAME, st.ring_frame[slot])
+            lay.add(ACK_RTT, (frame.ts - st.ring_ts[slot]) / 1e9)
+        st.acked = psn
+        if st.nxt is not None and ((psn - st.nxt) & _MASK) < _HALF and not self._in_read(st, psn):
+            lay.add(ACKED_UNSEEN, True)
+            last = (st.nxt - 1) & _MASK
+            self.an.report(ACKED_UNSEEN_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, last=last)
+
+    @staticmethod
+    def _in_read(st: ReqStream, psn: int) -> bool:
+        r = st.last_read
+        return r is not None and ((psn - r.psn) & _MASK) < r.nmax
+
+    def _read_response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: Any) -> None:
+        psn = ib.psn
+        frame = pkt.frame
+        plan = ib.plan
+        size = ib.payload_end - ib.payload_off
+        st.read_responses += 1
+        if plan.pos in ("first", "middle") and cs.mtu is None and size >= 256 and not size & (size - 1):
+            cs.mtu = size
+        r = None
+        for cand in reversed(st.reads):
+            if ((psn - cand.psn) & _MASK) < cand.nmax:
+                r = cand
+                break
+        if r is None:
+            return                        # its request is not in the capture
+        lay = _layer(pkt)
+        lay.add(READ_REQUEST_FRAME, r.frame)
+        if plan.pos in ("first", "only") and psn == r.psn:
+            r.next = psn
+            r.packets = 0
+            r.bytes = 0
+        d = (psn - r.next) & _MASK
+        if d and d < _HALF:
+            st.lost += d
+            lay.add(LOST_SEGMENT, True)
+            lay.add(LOST_PSNS, d)
+            self.an.report(LOST, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, count=d, expected=r.next)
+        elif d:
+            st.duplicates += 1
+            lay.add(DUPLICATE, True)
+            self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, original="?")
+            return
+        r.next = (psn + 1) & _MASK
+        r.packets += 1
+        r.bytes += size
+        if plan.pos not in ("last", "only"):
+            return
+        packets = ((psn - r.psn) & _MASK) + 1
+        mtu = cs.mtu
+        lay.add(READ_PACKETS, packets)
+        lay.add(READ_BYTES, r.bytes)
+        lay.add(READ_TIME, (frame.ts - r.ts) / 1e9)
+        if mtu:
+            expected = _ceil(r.length, mtu)
+            lay.add(READ_EXPECTED, expected)
+            lay.add(PATH_MTU, mtu)
+            if packets != expected:
+                self.an.report(READ_COUNT, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt,
+                               length=r.length, packets=packets, expected=expected, mtu=mtu)
+        if r.packets == packets and r.bytes != r.length:
+            self.an.report(READ_LENGTH, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt, got=r.bytes,
+                           length=r.length, request=r.frame)
+        if r is st.last_read and st.slack and st.nxt is not None:
+            # the READ's packet count is known now: the next request PSN is exact
+            end = (r.psn + packets) & _MASK
+            if ((st.nxt - r.psn) & _MASK) <= packets:
+                st.nxt = end
+                st.slack = 0
+        self._advance_acked(st, psn)
+        # responses come back in request order: this READ and the ones before it are done
+        i = st.reads.index(r)
+        del st.reads[:i + 1]
+        if st.last_read is r:
+            st.last_read = None
+
+    # -- congestion and checksums --------------------------------------------------------------------
+    def _cnp(self, pkt: Packet, ib: Any) -> None:
+        key = (pkt.src, pkt.dst, ib.destqp)
+        c = self.flows.get(key)
+        if c is None:
+            c = self.flows[key] = [0, 0]
+        c[0] += 1
+        lay = _layer(pkt)
+        lay.add(CNP_COUNT, c[0])
+        self.an.report(CNP_RULE, pkt.frame.num, pkt.frame.ts, conn=None, pkt=pkt, qp=ib.destqp, count=c[0],
+                       src=pkt.src, dst=pkt.dst)
+
+    def _marked(self, pkt: Packet, ib: Any) -> None:
+        key = (pkt.src, pkt.dst, ib.destqp)
+        c = self.flows.get(key)
+        if c is None:
+            c = self.flows[key] = [0, 0]
+        c[1] += 1
+        lay = _layer(pkt)
+        lay.add(ECN_CE, True)
+        lay.add(CE_COUNT, c[1])
+        mark = "ECN CE" if ib.ecn == 3 else "FECN"
+        conv = pkt.conv
+        self.an.report(ECN_RULE, pkt.frame.num, pkt.frame.ts, conn=conv.conn_id if conv is not None else None,
+                       pkt=pkt, mark=mark, count=c[1], qp=ib.destqp)
+
+    def _bad_icrc(self, pkt: Packet) -> None:
+        lay = None
+        for x in pkt.layers:
+            if x.proto == "icrc":
+                lay = x
+                break
+        if lay is None:
+            return
+        got, _ok, expected = lay._vals
+        # The finding takes the place of the dissector's own expert item for the same check.
+        if pkt.expert:
+            pkt.expert = [e for e in pkt.expert if not (getattr(e, "group", "") == "checksum"
+                                                         and getattr(e, "rule", "").startswith("IBTA 7.8.1"))]
+        _layer(pkt).add(BAD_ICRC, True)
+        conv = pkt.conv
+        self.an.report(ICRC_RULE, pkt.frame.num, pkt.frame.ts, conn=conv.conn_id if conv is not None else None,
+                       pkt=pkt, got=got, expected=expected)
+
+    # -- the end -------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        for cs in self.conns.values():
+            for st in cs.streams.values():
+                if st.packets or st.acks or st.read_responses:
+                    rec = st.record()
+                    rec["path_mtu"] = cs.mtu
+                    self.an.emit("transport", rec)
+        for (src, dst, qp), (cnps, marks) in self.flows.items():
+            self.an.emit("congestion", {"src": src, "dst": dst, "qp": qp, "cnps": cnps, "ce_marks": marks})
+
+
+register("ib.transport", Transport)
