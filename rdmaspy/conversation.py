@@ -156,7 +156,7 @@ def _advertised(p: Any) -> tuple[int, int, bool]:
 class ConnectionTable:
     """The connections of one capture, in order of appearance."""
 
-    __slots__ = ("conns", "by_dst", "_comm", "_half", "_tcp")
+    __slots__ = ("conns", "by_dst", "_comm", "_half", "_no_rep", "_tcp")
 
     def __init__(self) -> None:
         self.conns: list[Connection] = []
@@ -165,6 +165,8 @@ class ConnectionTable:
         self._comm: dict[tuple[str, int], Connection] = {}
         # (client address, server address) -> traffic-only connections still missing the client's QPN
         self._half: dict[tuple[str, str], list[Connection]] = {}
+        # (client address, server address) -> connections whose REQ was seen but not their REP
+        self._no_rep: dict[tuple[str, str], list[Connection]] = {}
         self._tcp: dict[tuple[str, int, str, int], tuple[Connection, bool]] = {}
 
     def __iter__(self):
@@ -207,6 +209,10 @@ class ConnectionTable:
         conn.pdata_client = pdata
         conn.negotiate()
         self._bind(conn.client_addr, qpn, conn, False)
+        if conn.server_qpn is None:
+            waiting = self._no_rep.setdefault((conn.client_addr, conn.server_addr), [])
+            if conn not in waiting:
+                waiting.append(conn)
         pkt.conv = conn
         return conn
 
@@ -218,6 +224,9 @@ class ConnectionTable:
             conn.client_comm = remote
             self._comm[(pkt.dst, remote)] = conn
         conn.server_comm = local
+        waiting = self._no_rep.get((conn.client_addr, conn.server_addr))
+        if waiting and conn in waiting:
+            waiting.remove(conn)
         conn.server_qpn = qpn
         conn.rep_psn = psn
         conn.pdata_server = pdata
@@ -331,6 +340,13 @@ class ConnectionTable:
     # -- traffic without setup ---------------------------------------------------------------------
     def _from_traffic(self, pkt: Any, qpn: int) -> tuple[Connection, bool]:
         src, dst = pkt.src, pkt.dst
+        lost_rep = self._no_rep.get((src, dst))
+        if lost_rep:
+            # The REP was not captured: the client's traffic names the server's QPN.
+            conn = lost_rep.pop(0)
+            conn.server_qpn = qpn
+            self._bind(dst, qpn, conn, True)
+            return conn, True
         waiting = self._half.get((dst, src))
         if waiting:
             conn = waiting.pop(0)

@@ -163,3 +163,15 @@ def test_cli_bad_file(tmp_path):
     p.write_bytes(b"nope")
     r = _cli("conversations", str(p))
     assert r.returncode == 1 and r.stderr.startswith("rdmaspy: error:") and "Traceback" not in r.stderr
+
+
+def test_missing_rep_learns_the_server_qpn_from_traffic():
+    """A capture that lost the REP: the client's packets carry the server's QPN."""
+    eng = Engine(strict=True)
+    with open_capture(str(capture("rxe-rdma_server-client.pcap"))) as cap:
+        frames = [f for f in cap if f.num != 2]
+    pkts = [eng.dissect(f) for f in frames]
+    [c] = list(connections(eng.session))
+    assert c.setup_known and (c.client_qpn, c.server_qpn) == (0x21, 0x21) and c.rep_psn is None
+    assert all(p.conv is c for p in pkts)
+    assert (c.packets_c2s, c.packets_s2c) == (2, 2)
