@@ -317,6 +317,8 @@ def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
     if was is not None and (was[0] != xid or was[1] != htype):
         rep(V2_CONT_BROKEN, frame, ts, conn=cid, xid=xid, pkt=pkt, was_xid=was[0], was_htype=was[1], htype=htype,
             rxid=xid)
+        st.discard[d] = was[0]
+        st.broken.add(was[0])
     if more and htype in (0, 5):
         st.continuing[d] = (xid, htype)
     else:
@@ -352,6 +354,11 @@ def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
     st.sent_htypes[(d, xid)] = htype
     if len(st.sent_htypes) > 4096:
         del st.sent_htypes[next(iter(st.sent_htypes))]
+
+
+def note_versions(st: Any, msg: Any, d: str) -> None:
+    """A message dropped unchecked still tells which version its direction speaks."""
+    st.version[d] = msg.version
 
 
 def _other(d: str) -> str:
@@ -396,7 +403,7 @@ def check_reply(an: Any, st: Any, pkt: Any, msg: Any, txn: Any) -> None:
         offered = call.reply
         if offered is None:
             rep(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt, what="the call did not provide")
-        else:
+        elif not any(s.overrun for s in txn.segs if s.list == "reply"):   # an overrun is reported as such
             total = sum(s.length for s in msg.reply)
             room = sum(s.length for s in offered)
             if total > room:

@@ -186,7 +186,7 @@ class ConnState:
     __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active",
                  "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
-                 "unanswered", "emit", "messages")
+                 "unanswered", "emit", "messages", "discard", "broken")
 
     def __init__(self, conn: Any, emit: Any) -> None:
         self.conn = conn
@@ -205,6 +205,8 @@ class ConnState:
         self.sent_htypes: dict[tuple[str, int], int] = {}
         self.connprop_done: dict[str, bool] = {}
         self.continuing: dict[str, tuple[int, int]] = {}
+        self.discard: dict[str, int] = {}       # direction -> XID of a broken continuation still to drop
+        self.broken: set[int] = set()           # XIDs of broken continuations (their INVAL_CONT is expected)
         self.v2_first_seen = False
         self.v2_recv: dict[str, int] = {}
         self.rpcrdma = False
@@ -323,8 +325,16 @@ class Transactions:
                 kind = "refresh"
             elif flags & rr.F_MORE and proc == 0:
                 kind = "part"
+            elif msg.rpc is not None and msg.rpc.msgtype in (0, 1):
+                kind = "reply" if msg.rpc.msgtype == 1 else "call"      # the RPC message says; the flag may lie
             else:
                 kind = "reply" if flags & rr.F_RESPONSE else "call"
+            dropped = st.discard.get(d)
+            if dropped == msg.xid and kind != "part":
+                # draft-01 §7.1.3: the rest of a broken continuation is discarded by its receiver.
+                del st.discard[d]
+                rr.note_versions(st, msg, d)
+                return
         elif v == 1 and proc == 3:
             kind = "done"
         elif proc == 4 and v == 1:
@@ -412,6 +422,11 @@ class Transactions:
             if led.grant(ts, frame, msg.credits):
                 self.report(cr.ZERO_GRANT, frame, ts, conn=st.conn_id, xid=xid, pkt=pkt)
         txn = st.open.get((cd, xid))
+        if txn is None and msg.version == 2 and msg.proc == 4 and msg.errcode == 5 and xid in st.broken:
+            # RDMA2_ERR_INVAL_CONT answering a continuation its receiver dropped: no call to match.
+            st.broken.discard(xid)
+            rr.check_message(self, st, pkt, msg, d, True)
+            return
         if txn is None or txn.reply_msg is not None:
             self.cur = None
             self.report(REPLY_WITHOUT_CALL, frame, ts, conn=st.conn_id, xid=xid, pkt=pkt, rxid=xid)
@@ -458,7 +473,7 @@ class Transactions:
                 if seg is None or seg.handle != s.handle:
                     continue
                 seg.reported = s.length
-                used = seg.used
+                used = seg.used + seg.overrun
                 if used != s.length:
                     self.report(ck.WRITE_LENGTH, frame, ts, conn=st.conn_id, xid=msg.xid, pkt=pkt, chunk=ci,
                                 segment=si, handle=s.handle, reported=s.length, written=used)
@@ -468,7 +483,7 @@ class Transactions:
                 if seg is None or seg.handle != s.handle:
                     continue
                 seg.reported = s.length
-                used = seg.used
+                used = seg.used + seg.overrun
                 if used != s.length:
                     self.report(ck.REPLY_LENGTH, frame, ts, conn=st.conn_id, xid=msg.xid, pkt=pkt, segment=si,
                                 handle=s.handle, reported=s.length, written=used)
