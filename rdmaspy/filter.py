@@ -64,14 +64,17 @@ def known_fields(layer_names: bool = True) -> Catalog:
     """Collect the fields of every loaded dissector, plus frame.*, expert.* and protocol names.
 
     Found automatically: every ``Header`` and ``Field`` at module level (or one level down in a
-    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors``, the
+    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors`` and
+    ``rdmaspy.analysis``, the
     names in a module-level ``PROTOCOLS = {name: label}`` (for layers whose name is computed), and
     (unless ``layer_names`` is False, which saves reading the sources) the names of layers made
     without a Header by a call with a literal name.
     """
     from . import engine, fieldview
     engine.load_dissectors()
-    mods = sorted(name for name in sys.modules if name.startswith("rdmaspy.dissectors."))
+    from .analysis.analyzer import load_modules
+    load_modules()          # analysis modules declare fields too (ib.analysis.*, rpcrdma.analysis.*)
+    mods = sorted(name for name in sys.modules if name.startswith(("rdmaspy.dissectors.", "rdmaspy.analysis.")))
     key = (layer_names, *mods)
     cached = _CATALOGS.get(key)
     if cached is not None:
