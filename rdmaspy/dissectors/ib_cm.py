@@ -338,8 +338,10 @@ def _two_ids(hdr: Header, private: Field, psize: int, kind: str):
             pkt.add_info(f"QPN=0x{v[2]:x}")
         elif kind == "rej":
             reason = v[hdr.index["reason"]]
-            pkt.add_info(f"reason={REJ_REASONS.get(reason, 'reserved')} ({reason}) "
-                         f"rejecting {MESSAGE_REJECTED[v[hdr.index['msgrej']]]}")
+            text = (f"reason={REJ_REASONS.get(reason, 'reserved')} ({reason}) "
+                    f"rejecting {MESSAGE_REJECTED[v[hdr.index['msgrej']]]}")
+            pkt.add_info(text)
+            pkt.add_expert("note", "protocol", f"Connection rejected: {text}", "IBTA 12.6.7")
             conn = tab.by_comm(pkt.dst, remote) or tab.by_comm(pkt.src, local)
         elif kind == "mra":
             pkt.add_info(f"{MESSAGE_MRAED[v[2]]} timeout={_timeout_us(v[4]):.0f}us")
