@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from rdmaspy.analysis.analyzer import Analyzer
 from rdmaspy.engine import Engine
 from rdmaspy.readers import open_capture
 from rdmaspy.traffic import protocol as P
@@ -43,6 +44,20 @@ def _pkts(path: Path) -> list:
     eng = Engine(strict=True)
     with open_capture(str(path)) as cap:
         return [eng.dissect(f) for f in cap]
+
+
+def _analyse(path: Path) -> tuple[list[dict], list]:
+    """The analysis of a capture: transaction records and findings."""
+    records: list[dict] = []
+    an = Analyzer(on_record=lambda kind, rec: records.append(rec) if kind == "transaction" else None)
+    for p in _pkts(path):
+        an.feed(p)
+    an.finish()
+    return records, an.findings
+
+
+def _rules(findings) -> set[str]:
+    return {f.rule_def.id for f in findings}
 
 
 def _rpcrdma(pkts) -> list[tuple[str, object, object]]:
@@ -103,6 +118,12 @@ def test_traffic_completes_and_decodes_cleanly(results, name):
         assert transfers.get("read-chunk-reply")
         dones = [lay for src, lay, _ in msgs if CLIENT in str(src) and lay.get("rpcrdma.proc") == P.RDMA_DONE]
         assert len(dones) == transfers["read-chunk-reply"]
+    # The analysis finds every transaction complete and nothing wrong.
+    records, findings = _analyse(pcap)
+    assert records and {r["state"] for r in records} == {"complete"}
+    assert len(records) >= summary["calls"]
+    bad = [(f.rule_def.id, f.frames[:3]) for f in findings if f.severity in ("error", "warning")]
+    assert not bad, bad[:5]
     versions = {_get(lay, "version") for _s, lay, _p in msgs}
     if name.endswith("-v2"):
         assert summary["version"] == 2 and versions == {2}
@@ -147,6 +168,7 @@ def test_fault_exceed_credits(results):
         peak = max(peak, outstanding)
     grants = {lay.get("rpcrdma.credits") for src, lay, _ in msgs if SERVER in str(src)}
     assert grants == {4} and peak > 4
+    assert "credits.exceeded" in _rules(_analyse(results / "fault-exceed-credits.pcap")[1])
 
 
 def test_fault_xid_mismatch(results):
@@ -154,6 +176,7 @@ def test_fault_xid_mismatch(results):
     pairs = [(_get(lay, "xid"), p.layer("rpc")) for _s, lay, p in _rpcrdma(pkts)]
     mism = [(x, r.get("rpc.xid")) for x, r in pairs if r is not None and r.get("rpc.xid") != x]
     assert mism
+    assert "rpcrdma.xid_mismatch" in _rules(_analyse(results / "fault-xid-mismatch.pcap")[1])
 
 
 def test_fault_skip_done(results):
@@ -164,6 +187,7 @@ def test_fault_skip_done(results):
               and _vals(lay, "rpcrdma.read.segment.position") == [0]]
     dones = [lay for src, lay, _ in msgs if CLIENT in str(src) and lay.get("rpcrdma.proc") == P.RDMA_DONE]
     assert pulled and not dones
+    assert "rpcrdma.done_missing" in _rules(_analyse(results / "fault-skip-done.pcap")[1])
 
 
 def test_fault_overrun_reply(results):
@@ -182,3 +206,4 @@ def test_fault_overrun_reply(results):
             if key in offered and reth.get("reth.dma_length") > offered[key]:
                 over.append(key)
     assert over
+    assert "chunk.reply_overrun" in _rules(_analyse(results / "fault-overrun-reply.pcap")[1])
