@@ -1,0 +1,132 @@
+"""Chunk accounting: every advertised segment against the bytes RDMA READ and WRITE moved there."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+
+import analysis_build as ab  # noqa: E402
+from analysis_run import analyse, analyse_frames  # noqa: E402
+
+from rdmaspy.analysis.chunks import ChunkBook, Seg  # noqa: E402
+
+NFS_CAPTURES = ("rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap", "siw-nfsv3-rdma.pcap")
+
+
+@pytest.mark.parametrize("name", NFS_CAPTURES)
+def test_every_segment_of_a_real_capture_is_accounted_for(name):
+    res = analyse(name)
+    segs = [s for t in res.transactions for s in t["chunks"]]
+    assert segs
+    for s in segs:
+        assert s["status"] in ("full", "partial", "unused", "empty")
+        assert s["overrun"] == 0 and 0 <= s["used"] <= s["length"]
+        if "reported" in s:          # Write list / Reply chunk of the reply: the lengths written
+            assert s["reported"] == s["used"]
+    assert not [f for f in res.own if f.rule_def.id.startswith("chunk.")]
+    assert all(c["unadvertised_operations"] == 0 for c in res.records["rpcrdma.connection"])
+
+
+@pytest.mark.parametrize("name", NFS_CAPTURES)
+def test_bytes_of_the_operations_equal_the_bytes_used(name):
+    res = analyse(name)
+    for t in res.transactions:
+        moved = sum(s["bytes"] for s in t["steps"] if s["op"] in ("read", "write"))
+        assert moved == sum(s["used"] for s in t["chunks"]) == t["bytes"]["rdma_read"] + t["bytes"]["rdma_write"]
+
+
+def test_read_chunks_of_writes_are_read_in_full():
+    """rxe NFSv3 WRITEs: the server reads every byte of each Read chunk before it replies."""
+    res = analyse("rxe-nfsv3-rdma.pcap")
+    reads = [s for t in res.transactions for s in t["chunks"] if s["list"] == "read"]
+    assert reads and all(s["status"] == "full" for s in reads)
+    assert all(s["memory_of"] == "client" for s in reads)
+
+
+def test_write_chunks_of_reads_hold_what_the_reply_reports():
+    res = analyse("rxe-nfsv3-rdma.pcap")
+    writes = [(t, s) for t in res.transactions for s in t["chunks"] if s["list"] == "write"]
+    assert writes
+    for t, s in writes:
+        assert t["rpc"]["name"] == "READ"
+        assert s["reported"] == s["used"] > 0
+
+
+def test_partly_used_reply_chunk_says_how_much():
+    """GETACL of frame 36: a Reply chunk of 256 + 28672 + 4 bytes, the server writes 136 into the first."""
+    res = analyse("rxe-nfsv3-rdma.pcap")
+    t = next(t for t in res.transactions if t["xid"] == 0x86FFF5FC)
+    st = [(s["length"], s["used"], s["status"]) for s in t["chunks"]]
+    assert st == [(256, 136, "partial"), (28672, 0, "unused"), (4, 0, "unused")]
+
+
+def test_clean_conversation_accounts_every_segment():
+    res = analyse_frames(ab.scenario_v1())
+    assert res.rules() == []
+    got = {(t["xid"], s["list"]): (s["used"], s["status"]) for t in res.transactions for s in t["chunks"]}
+    assert got[(0x1002, "write")] == (3000, "partial")
+    assert got[(0x1003, "read")] == (2500, "full")
+    assert got[(0x1004, "reply")][1] == "partial"
+    assert got[(0x1005, "read")][1] == "full"
+
+
+def test_reply_chunk_overrun_is_the_connection_killing_case():
+    res = analyse_frames(ab.scenario_v1(reply_overrun=True))
+    assert res.rules() == ["chunk.reply_overrun"]
+    f = res.own[0]
+    assert f.args["handle"] == 0xA300 and f.args["outside"] == f.args["length"] - 1024 > 0
+    seg = next(s for t in res.transactions if t["xid"] == 0x1004 for s in t["chunks"])
+    assert seg["status"] == "overrun" and seg["used"] == 1024 and seg["overrun"] == f.args["outside"]
+
+
+def test_write_into_an_unadvertised_rkey():
+    res = analyse_frames(ab.scenario_v1(unadvertised=True))
+    assert res.rules() == ["chunk.unadvertised"]
+    f = res.own[0]
+    assert f.args["handle"] == 0xDEAD and f.args["op"] == "WRITE" and f.xid is None
+    assert res.records["rpcrdma.connection"][0]["unadvertised_operations"] == 1
+
+
+def test_write_list_length_that_differs_from_the_bytes_written():
+    res = analyse_frames(ab.scenario_v1(write_length=True))
+    assert res.rules() == ["chunk.write_length_mismatch"]
+    assert res.own[0].args["reported"] == 2900 and res.own[0].args["written"] == 3000
+
+
+def test_read_request_past_the_read_chunk():
+    res = analyse_frames(ab.scenario_v1(read_overrun=True))
+    assert res.rules() == ["chunk.read_overrun"]
+    assert res.own[0].args["outside"] == 100
+
+
+def test_a_reply_chunk_nobody_offered():
+    # The server writes a reply into memory the call did not offer and says so in a Reply chunk: both show.
+    res = analyse_frames(ab.scenario_v1(reply_chunk_unoffered=True))
+    assert res.rules() == ["chunk.unadvertised", "rpcrdma.reply_chunk_unoffered"]
+
+
+def test_ranges_are_merged_so_a_retransmission_counts_once():
+    seg = Seg(None, "write", 0, 0, None, 7, 1000, 100, "client")
+    seg.add(0, 40)
+    seg.add(40, 60)
+    seg.add(0, 40)           # the same bytes again
+    seg.add(90, 100)
+    assert seg.used == 70 and seg.spans == [[0, 60], [90, 100]] and seg.status == "partial"
+
+
+def test_cut_splits_a_range_over_the_segments_of_one_handle():
+    book = ChunkBook()
+    a = Seg(None, "reply", 0, 0, None, 9, 1000, 100, "client")
+    b = Seg(None, "reply", 0, 1, None, 9, 1100, 50, "client")
+    book.advertise(a)
+    book.advertise(b)
+    hits, outside = book.cut("client", 9, 1050, 120)
+    assert [(h[0] is a, h[1], h[2]) for h in hits] == [(True, 50, 100), (False, 0, 50)]
+    assert outside == 20
+    assert book.cut("server", 9, 1050, 10) == ([], 10)
+    book.withdraw(a)
+    book.withdraw(b)
+    assert not book.known("client", 9)
