@@ -75,9 +75,10 @@ class CreditLedger:
             pts[-1][1] = self.outstanding
             pts[-1][2] = self.granted
             return
-        pts.append([ts, self.outstanding, self.granted])
-        if len(pts) >= SERIES_CHUNK:
+        if len(pts) >= SERIES_CHUNK:      # the full piece goes out only now: its last instant is over
             self.flush()
+            pts = self.points
+        pts.append([ts, self.outstanding, self.granted])
 
     def flush(self) -> None:
         if self.points:
