@@ -295,7 +295,7 @@ def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
         rep(V2_RESERVED, frame, ts, conn=cid, xid=xid, pkt=pkt, flags=flags & ~7)
     if htype not in V2_HTYPES:
         rep(V2_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
-    elif htype in st.bad_htypes.get(d, ()):
+    if htype in st.bad_htypes.get(d, ()):
         rep(V2_HTYPE_AGAIN, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
     if flags & F_TPMORE and htype != 5:
         rep(V2_TPMORE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=_HTYPE_NAMES.get(htype, htype))
@@ -396,7 +396,7 @@ def check_reply(an: Any, st: Any, pkt: Any, msg: Any, txn: Any) -> None:
                 if g.handle != o.handle:
                     rep(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
                         what=f"chunk {ci} segment {si} has handle 0x{g.handle:x}, the call offered 0x{o.handle:x}")
-                elif g.length > o.length:
+                elif g.length > o.length and not _overrun(txn, ci, si):   # an overrun is reported as such
                     rep(WRITE_LIST_LONGER, frame, ts, conn=cid, xid=xid, pkt=pkt, chunk=ci, segment=si,
                         reported=g.length, offered=o.length)
     if msg.reply is not None and msg.reply:
@@ -409,6 +409,11 @@ def check_reply(an: Any, st: Any, pkt: Any, msg: Any, txn: Any) -> None:
             if total > room:
                 rep(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt,
                     what=f"of {total} bytes, the call provided {room}")
+
+
+def _overrun(txn: Any, chunk: int, index: int) -> bool:
+    seg = txn.seg_at("write", chunk, index)
+    return seg is not None and seg.overrun > 0
 
 
 def check_invalidate(an: Any, st: Any, pkt: Any, msg: Any, txn: Any, handle: int) -> None:
