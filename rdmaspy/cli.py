@@ -62,8 +62,9 @@ def _bytes_writer() -> tuple[Callable[[bytes], None], Callable[[], None]]:
     return emit, flush
 
 
-def _packets(path: str, display_filter: str | None, count: int | None):
-    """Open, dissect, filter: yields (packet, t0) and leaves the capture for its problems."""
+def _packets(path: str, display_filter: str | None, count: int | None, analyze: bool = False):
+    """Open, dissect, analyse (when asked, or when the filter names an analysis or expert field),
+    filter: yields (packet, t0) and leaves the capture for its problems."""
     from .engine import Engine
     from .readers import open_capture
 
@@ -71,8 +72,14 @@ def _packets(path: str, display_filter: str | None, count: int | None):
     if display_filter:
         from .filter import compile_filter
         matcher = compile_filter(display_filter)   # before opening: a bad filter leaves nothing open
+        analyze = analyze or _filter_needs_analysis(matcher.names)
     cap = open_capture(path)
     engine = Engine()
+    feed = finish = None
+    if analyze:
+        from .analysis.analyzer import Analyzer
+        analyzer = Analyzer(keep_findings=False)
+        feed, finish = analyzer.feed, analyzer.finish
 
     def gen() -> Iterator:
         t0 = None
@@ -82,18 +89,33 @@ def _packets(path: str, display_filter: str | None, count: int | None):
                 if t0 is None:
                     t0 = frame.ts
                 pkt = engine.dissect(frame)
+                if feed is not None:
+                    feed(pkt)
                 if matcher is not None and not matcher(pkt, t0):
                     continue
                 yield pkt, t0
                 shown += 1
                 if count is not None and shown >= count:
                     return
+            if finish is not None:
+                finish()
 
     return cap, gen()
 
 
+def _filter_needs_analysis(names) -> bool:
+    """Whether a filter names an expert field or a field that an analysis module declares."""
+    from .filter import known_fields
+    origin = known_fields(False).origin
+    return any(n == "expert" or n.startswith("expert.") or origin.get(n, "").startswith("rdmaspy.analysis")
+               for n in names)
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
-    cap, packets = _packets(args.file, args.display_filter, args.count)
+    # The analysis runs for the tree and JSON (they show its fields); for summary lines only with -A,
+    # since it costs about half again the time of a plain summary.
+    analyze = args.analyze or args.verbose or args.T == "json"
+    cap, packets = _packets(args.file, args.display_filter, args.count, analyze)
     if args.T == "json":
         from .output.jsonout import packet_json
         emit_b, flush_b = _bytes_writer()
@@ -103,18 +125,18 @@ def cmd_decode(args: argparse.Namespace) -> int:
         finally:
             flush_b()
     elif sys.stdout.isatty():
-        _decode_console(packets, args.verbose, args.hex)
+        _decode_console(packets, args.verbose, args.hex, args.analyze)
     else:
         from .output.text import hex_lines, summary_line, tree_lines
         emit, flush = _out_writer()
-        verbose, hexdump = args.verbose, args.hex
+        verbose, hexdump, flag = args.verbose, args.hex, args.analyze
         try:
             for pkt, t0 in packets:
                 if verbose:
                     for line in tree_lines(pkt, t0):
                         emit(line)
                 else:
-                    emit(summary_line(pkt, t0))
+                    emit(summary_line(pkt, t0) if not flag else _with_findings(summary_line(pkt, t0), pkt))
                 if hexdump:
                     if not verbose:
                         emit("")
@@ -127,7 +149,14 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return _report_problems(cap)
 
 
-def _decode_console(packets: Iterator, verbose: bool, hexdump: bool) -> None:
+def _with_findings(line: str, pkt) -> str:
+    """A summary line with the messages of the analysis findings on its packet (``-A``)."""
+    from .analysis.rules import Finding
+    notes = [e.text for e in pkt.expert or () if isinstance(e, Finding)]
+    return f"{line} [{'; '.join(notes)}]" if notes else line
+
+
+def _decode_console(packets: Iterator, verbose: bool, hexdump: bool, flag: bool = False) -> None:
     """A terminal: the same text, coloured (malformed and bad checksums red, warnings yellow, titles bold).
 
     rich decides whether and how to colour (terminal type, NO_COLOR); each style is rendered once
@@ -176,7 +205,8 @@ def _decode_console(packets: Iterator, verbose: bool, hexdump: bool) -> None:
                     else:
                         emit(line)
             else:
-                emit(paint(summary_line(pkt, t0)))
+                line = summary_line(pkt, t0)
+                emit(paint(_with_findings(line, pkt) if flag else line))
             if hexdump:
                 if not verbose:
                     emit("")
@@ -213,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output format: text (default) or json (JSON Lines, one object per packet)")
     d.add_argument("-Y", dest="display_filter", metavar="EXPR",
                    help="display filter, e.g. 'bth.opcode == 0x0a and reth.dma_length > 4096'")
+    d.add_argument("-A", "--analyze", action="store_true",
+                   help="run the analysis (PSNs, transactions, expert findings) for summary lines too; always on"
+                        " with -V, -T json and filters on analysis or expert fields")
     d.set_defaults(func=cmd_decode)
 
     import importlib

@@ -34,7 +34,8 @@ def ib_rules(an: Analyzer) -> Counter:
 
 
 def field(pkt, name):
-    lay = pkt.layer("ib.analysis")
+    bth = pkt.layer("bth")
+    lay = next((c for c in bth.children or () if c.proto == "ib.analysis"), None) if bth is not None else None
     if lay is None or not lay.items:
         return None
     for f, v, _o, _l in lay.items:

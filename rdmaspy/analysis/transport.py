@@ -221,14 +221,27 @@ class _Conn:
 
 
 def _layer(pkt: Packet) -> Layer:
-    """The packet's ``ib.analysis`` layer, made on first use."""
-    for lay in reversed(pkt.layers):
-        if lay.proto == "ib.analysis":
-            return lay
-    lay = Layer("ib.analysis", None, pkt.frame.data, 0, 0)
-    lay.label = "InfiniBand transport analysis"
-    pkt.layers.append(lay)
-    return lay
+    """The packet's ``ib.analysis`` sub-tree, made on first use under the BTH (as Wireshark puts
+    tcp.analysis under TCP), so that it is not counted among the packet's protocols."""
+    bth = None
+    for lay in pkt.layers:
+        if lay.proto == "bth":
+            bth = lay
+            break
+    if bth is None:
+        for lay in pkt.layers:
+            if lay.proto == "ib.analysis":
+                return lay
+        lay = Layer("ib.analysis", None, pkt.frame.data, 0, 0)
+        lay.label = "InfiniBand transport analysis"
+        pkt.layers.append(lay)
+        return lay
+    kids = bth.children
+    if kids:
+        for lay in kids:
+            if lay.proto == "ib.analysis":
+                return lay
+    return bth.child("ib.analysis", None, 0, 0, label="InfiniBand transport analysis")
 
 
 class Transport:
