@@ -130,3 +130,20 @@ def test_cut_splits_a_range_over_the_segments_of_one_handle():
     book.withdraw(a)
     book.withdraw(b)
     assert not book.known("client", 9)
+
+
+def test_reply_chunk_length_that_differs_from_the_bytes_written():
+    from analysis_build import CLIENT, SERVER, Wire
+
+    from rdmaspy.dissectors import onc_rpc, rpcrdma
+    from rdmaspy.dissectors.xdr import p32, popaque
+    w = Wire()
+    w.cm()
+    call = onc_rpc.encode_call(0x1, ab.NFS, ab.V3, 1, popaque(ab.FH), (0, b""))
+    w.send(CLIENT, rpcrdma.encode_v1(0x1, 0, 32, reply=[(0xE1, 1024, 0x9000)], payload=call))
+    reply = onc_rpc.encode_reply(0x1, p32(0) + bytes(160))
+    w.write(SERVER, 0xE1, 0x9000, reply)
+    w.send(SERVER, rpcrdma.encode_v1(0x1, 1, 8, reply=[(0xE1, len(reply) + 100, 0x9000)]))
+    res = analyse_frames(w.out())
+    assert res.rules() == ["chunk.reply_length_mismatch"]
+    assert res.own[0].args["written"] == len(reply) and res.own[0].args["reported"] == len(reply) + 100

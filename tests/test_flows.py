@@ -1,0 +1,99 @@
+"""``rdmaspy flows``: the JSON document and JSON Lines validate against the shipped schema."""
+from __future__ import annotations
+
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
+
+import analysis_build as ab  # noqa: E402
+
+from rdmaspy import cli  # noqa: E402
+from rdmaspy.analysis import flows as flows_mod  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+NFS_CAPTURES = ("rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap", "siw-nfsv3-rdma.pcap")
+
+
+def _schema() -> dict:
+    return json.loads(resources.files("rdmaspy").joinpath("schemas/flows-1.json").read_text())
+
+
+def _validator(ref: str | None = None) -> jsonschema.Draft202012Validator:
+    schema = _schema()
+    if ref is not None:
+        schema = {**schema, "oneOf": [{"$ref": f"#/$defs/{ref}"}]}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_schema_is_a_valid_json_schema_shipped_in_the_package():
+    schema = _schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["$id"] == flows_mod.SCHEMA_ID and "version 1" in schema["title"]
+
+
+@pytest.mark.parametrize("name", NFS_CAPTURES)
+def test_flows_document_of_a_real_capture_validates(name, tmp_path):
+    out = tmp_path / "flows.json"
+    assert cli.main(["flows", str(ROOT / "captures" / name), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    _validator("document").validate(doc)
+    _validator().validate(doc)          # the schema as shipped: exactly one of its forms
+    (conn,) = [c for c in doc["connections"] if c["rpcrdma"] is not None]
+    assert conn["rpcrdma"]["transactions"] == len(conn["transactions"]) == doc["summary"]["transactions"]
+    assert conn["setup"]["setup_known"] and conn["setup"]["inline_c2s"] == 4096
+    assert conn["setup"]["pdata_server"]["remote_invalidate"] is False
+    assert {f["rule"] for f in conn["findings"]} == {"rpcrdma.invalidate_not_negotiated"}
+    assert sum(doc["summary"]["findings"].values()) == len(conn["findings"]) + len(doc["findings"])
+    series = conn["credits"]["forward"]["series"]
+    assert series and [p[0] for p in series] == sorted(p[0] for p in series)
+
+
+def test_flows_json_lines_validate_line_by_line(tmp_path, capsysbinary):
+    frames = ab.scenario_v1(responder_read=True, reply_overrun=True)
+    pcap = ab.write(tmp_path / "overrun.pcap", frames)
+    assert cli.main(["flows", str(pcap), "-T", "jsonl"]) == 0
+    lines = capsysbinary.readouterr().out.splitlines()
+    objs = [json.loads(x) for x in lines]
+    assert [o["kind"] for o in objs] == ["connection", "capture"]
+    _validator("connection").validate(objs[0])
+    _validator("capture").validate(objs[1])
+    for o in objs:
+        _validator().validate(o)
+    rules = sorted(f["rule"] for f in objs[0]["findings"] if not f["rule"].startswith("ib."))
+    assert rules == ["chunk.reply_overrun", "rpcrdma.responder_read_chunk"]
+    t = next(t for t in objs[0]["transactions"] if t["xid"] == 0x1004)
+    assert [f["rule"] for f in t["findings"]] == ["chunk.reply_overrun"]
+    assert t["chunks"][0]["status"] == "overrun"
+    assert objs[1]["frames"] == len(frames)
+
+
+def test_flows_needs_an_output_for_the_document(capsys):
+    assert cli.main(["flows", str(ROOT / "captures" / "rxe-nfsv3-rdma.pcap")]) == 1
+    assert "-o FILE" in capsys.readouterr().err
+
+
+def test_a_capture_without_rdma_gives_connections_without_rpcrdma(tmp_path):
+    out = tmp_path / "f.json"
+    assert cli.main(["flows", str(ROOT / "captures" / "rxe-ib_write_bw.pcap"), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    _validator("document").validate(doc)
+    assert doc["connections"] and all(c["rpcrdma"] is None and c["transactions"] == [] for c in doc["connections"])
+
+
+def test_records_are_spooled_to_disk_not_kept(tmp_path, monkeypatch):
+    """Memory is bounded by the buffer of each spool, not by the number of transactions."""
+    monkeypatch.setattr(flows_mod, "_BUFFER", 4)
+    b = flows_mod.FlowBuilder(str(tmp_path))
+    for i in range(50):
+        b.on_record("transaction", {"conn": 1, "xid": i})
+    sp = b._spools[(1, "transactions")]
+    assert len(sp.buf) <= 4 and sp.count == 50
+    assert [json.loads(x)["xid"] for x in sp.items()] == list(range(50))
+    b.close()
+    assert not any(tmp_path.iterdir())
