@@ -62,7 +62,8 @@ RPC_MAP = {
 NO_CM = {"rpcrdma_v1_shapes.pcap"}
 GENERATED = ("rpc.program", "rpc.programversion", "rpc.procedure")
 FRAGMENTS = "rpcordma.fragment"        # the frames tshark rebuilt a message from
-TSHARK_FIELDS = sorted(set(RDMA_MAP.values()) | set(RPC_MAP.values()) | {FRAGMENTS})
+REASM_LEN, REASM_DATA = "rpcordma.reassembled.length", "rpcordma.reassembled.data"
+TSHARK_FIELDS = sorted(set(RDMA_MAP.values()) | set(RPC_MAP.values()) | {FRAGMENTS, REASM_LEN, REASM_DATA})
 
 
 def _ours(lay: Layer, out: dict[str, list]) -> None:
@@ -106,7 +107,8 @@ def test_every_rpcrdma_and_rpc_field_matches_tshark(decoded):
     assert len(theirs) == len(ours)
     compared = reduced_calls = 0
     for num, (t, (pkt, mine)) in enumerate(zip(theirs, ours), 1):
-        tv = {k: [_norm(k, v) for v in vals] for k, vals in t.items() if vals and k != FRAGMENTS}
+        tv = {k: [_norm(k, v) for v in vals] for k, vals in t.items()
+              if vals and k not in (FRAGMENTS, REASM_LEN, REASM_DATA)}
         mv = {k: [_norm(k, v) for v in vals] for k, vals in mine.items()}
         xids = tv.get("rpc.xid", [])
         if len(xids) == 2 and xids[0] == xids[1] and len(mv.get("rpc.xid", [])) == 1:
@@ -164,3 +166,20 @@ def test_rebuilt_calls_are_where_tshark_rebuilds_them(decoded):
         rebuilt_frames += 1
     if name.startswith("rxe-"):
         assert rebuilt_frames > 0
+
+
+def test_reassembled_bytes_equal_tsharks(decoded):
+    """The bytes of every SEND message and RPC message tshark reassembles, rdmaspy has too, identical."""
+    name, theirs, ours = decoded
+    checked = 0
+    for num, (row, (pkt, _m)) in enumerate(zip(theirs, ours), 1):
+        if not row[REASM_DATA]:
+            continue
+        lay = pkt.layer("rpcrdma.rebuilt") or pkt.layer("rdma.reassembled")
+        assert lay is not None, f"{name} frame {num}: tshark reassembled, rdmaspy did not"
+        data = bytes.fromhex(row[REASM_DATA][0].replace(":", ""))
+        assert len(data) == int(row[REASM_LEN][0])
+        assert bytes(lay.buf[lay.off:lay.off + lay.length]) == data, f"{name} frame {num}"
+        checked += 1
+    if name.startswith("rxe-nfsv3-rdma"):
+        assert checked >= 9
