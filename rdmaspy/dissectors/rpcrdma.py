@@ -91,9 +91,14 @@ class RpcRdmaMessage:
     ``writes`` is the Write list (a list of chunks, each a list of segments), ``reply`` the Reply
     chunk's segments or None.  ``rpc`` is the onc_rpc.RpcInfo of the RPC message carried inline
     (reduced when chunks were taken out of it); its ``ddp`` lists the DDP-eligible items.
-    ``frames`` are the frames of the SENDs this message came in; ``rebuilt_frames`` and
-    ``rebuilt_rpc`` are set once the whole RPC message has been rebuilt from RDMA READ responses
-    or RDMA WRITEs (``rebuilt_frame`` is the frame that completed it).
+    ``frames`` are the frames of the SENDs this message came in (several for SEND First..Last).
+    ``rebuilt_frames`` are the frames whose bytes make the whole RPC message (this SEND and the
+    RDMA READ responses of its Read chunks, or the RDMA WRITEs of its Reply or Write chunks);
+    ``rebuilt_rpc`` is the RpcInfo of the rebuilt message and ``rebuilt_frame`` the frame where
+    it was rebuilt and dissected (noted there as ``rpcrdma.rebuilt``).  ``shape`` names the
+    message as seeds/002 and 001 do; ``is_reply`` is known from the RPC message, the v2
+    RESPONSE flag, a pending call's XID or the connection's direction; ``continuation`` (v2)
+    lists the frames of a Message Continuation.  ``malformed`` is the parse error, if any.
     """
 
     __slots__ = ("version", "xid", "proc", "credits", "max_credits", "granted", "flags", "inv_handle", "align",
