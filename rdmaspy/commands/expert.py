@@ -1,0 +1,192 @@
+"""``rdmaspy expert FILE``: every finding of the capture, grouped like Wireshark's Expert Information.
+
+By severity (errors first), then by rule: the count, the rule with its source, a few of the
+messages with their frames, and the list of frames.  The dissectors' own expert items (malformed
+packets, bad checksums) stand beside the analysis findings, grouped by their text.  ``-T json``
+gives the same groups as one JSON document.  The analysis itself runs in rdmaspy.analysis; this
+module decodes, collects and presents.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Callable
+
+import orjson
+
+from ..analysis.rules import SEVERITIES, Finding
+
+SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
+
+
+def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
+            on_record: Callable[[str, dict], None] | None = None, keep_findings: bool = True):
+    """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
+
+    ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
+    records (transactions, connection and transport summaries) as they become final.
+    """
+    from ..analysis.analyzer import Analyzer
+    from ..engine import Engine
+    from ..readers import open_capture
+
+    cap = open_capture(path)
+    engine = Engine()
+    an = Analyzer(on_record=on_record, keep_findings=keep_findings)
+    feed = an.feed
+    dissect = engine.dissect
+    frames = 0
+    t0 = None
+    with cap:
+        for frame in cap:
+            if t0 is None:
+                t0 = frame.ts
+            frames += 1
+            pkt = dissect(frame)
+            feed(pkt)
+            if on_packet is not None:
+                on_packet(pkt)
+    an.finish()
+    an.engine = engine            # type: ignore[attr-defined]   (the connection table, for the commands)
+    return cap, an, frames, t0
+
+
+class Group:
+    """The findings of one rule (or the dissector items of one text) at one severity."""
+
+    __slots__ = ("severity", "group", "rule", "source", "items")
+
+    def __init__(self, severity: str, group: str, rule: str | None, source: str) -> None:
+        self.severity = severity
+        self.group = group
+        self.rule = rule              # the rule id; None for a dissector's expert item
+        self.source = source
+        self.items: list[tuple[tuple[int, ...], str, int | None, int | None]] = []   # frames, text, conn, xid
+
+    @property
+    def frames(self) -> list[int]:
+        return sorted({f[0] for f, _t, _c, _x in self.items if f})
+
+    def record(self, limit: int | None = None) -> dict[str, Any]:
+        items = self.items if limit is None else self.items[:limit]
+        return {"severity": self.severity, "group": self.group, "rule": self.rule, "source": self.source,
+                "count": len(self.items), "frames": self.frames,
+                "findings": [{"frames": list(f), "message": t, "conn": c, "xid": x} for f, t, c, x in items]}
+
+
+def collect(path: str) -> tuple[Any, int, list[Group]]:
+    """(capture, frames, groups in presentation order) of a capture."""
+    groups: dict[tuple, Group] = {}
+
+    def dissector_items(pkt: Any) -> None:
+        ex = pkt.expert
+        if not ex:
+            return
+        num = pkt.frame.num
+        conv = pkt.conv
+        for e in ex:
+            if isinstance(e, Finding):
+                continue
+            key = (e.severity, "dissector", e.group, e.rule or e.text)
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = Group(e.severity, e.group, None, e.rule)
+            g.items.append(((num,), e.text, getattr(conv, "conn_id", None), None))
+
+    cap, an, frames, _t0 = analyse(path, on_packet=dissector_items)
+    for f in an.findings:
+        r = f.rule_def
+        key = (r.severity, "rule", r.group, r.id)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = Group(r.severity, r.group, r.id, r.source)
+        g.items.append((f.frames, f.text, f.conn, f.xid))
+    for g in groups.values():
+        g.items.sort(key=lambda it: it[0][:1] or (0,))
+    order = {s: i for i, s in enumerate(SEVERITIES)}
+    out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -len(g.items), g.rule or g.items[0][1]))
+    return cap, frames, out
+
+
+def frame_ranges(frames: list[int], most: int | None = None) -> str:
+    """``1-3, 7, 9-10``; with ``most``, at most that many ranges and a count of the frames left out."""
+    parts: list[str] = []
+    i = 0
+    while i < len(frames):
+        if most is not None and len(parts) == most:
+            return ", ".join(parts) + f", ... ({len(frames) - i} more)"
+        j = i
+        while j + 1 < len(frames) and frames[j + 1] == frames[j] + 1:
+            j += 1
+        parts.append(str(frames[i]) if i == j else f"{frames[i]}-{frames[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[str]:
+    lines = [f"Expert Information: {path} ({frames} frames)"]
+    if not groups:
+        lines.append("  no findings")
+        return lines
+    for sev in SEVERITIES:
+        gs = [g for g in groups if g.severity == sev]
+        if not gs:
+            continue
+        lines.append("")
+        lines.append(f"{SEVERITY_TITLES[sev]} ({sum(len(g.items) for g in gs)})")
+        for g in gs:
+            name = g.rule if g.rule is not None else g.items[0][1]
+            source = f" — {g.source}" if g.source else ""
+            lines.append(f"  {len(g.items):>6}  [{g.group}] {name}{source}")
+            if g.rule is not None:
+                items = g.items if shown == 0 else g.items[:shown]
+                for fr, text, conn, xid in items:
+                    where = f"frame {fr[0]}" if fr else "capture"
+                    if len(fr) > 1:
+                        where += f" (with {', '.join(map(str, fr[1:]))})"
+                    extra = "".join((f", conn {conn}" if conn is not None else "",
+                                     f", XID 0x{xid:08x}" if xid is not None else ""))
+                    lines.append(f"          {where}{extra}: {text}")
+                if len(items) < len(g.items):
+                    lines.append(f"          ... {len(g.items) - len(items)} more")
+            lines.append(f"          frames: {frame_ranges(g.frames, 40)}")
+    return lines
+
+
+def cmd_expert(args: argparse.Namespace) -> int:
+    from ..cli import _report_problems
+
+    cap, frames, groups = collect(args.file)
+    if args.severity:
+        keep = SEVERITIES[:SEVERITIES.index(args.severity) + 1]
+        groups = [g for g in groups if g.severity in keep]
+    if args.T == "json":
+        counts = {s: sum(len(g.items) for g in groups if g.severity == s) for s in SEVERITIES}
+        doc = {"file": args.file, "frames": frames, "counts": counts, "groups": [g.record() for g in groups]}
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.flush()
+    else:
+        sys.stdout.write("\n".join(text_lines(args.file, frames, groups, args.n)) + "\n")
+        sys.stdout.flush()
+    return _report_problems(cap)
+
+
+def _count(text: str) -> int:
+    try:
+        v = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or more")
+    return v
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("expert", help="findings of the analysis grouped by severity and rule (like Wireshark's "
+                                      "Expert Information)")
+    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
+    p.add_argument("-n", type=_count, default=3, metavar="N",
+                   help="messages shown per rule in text (default 3; 0: all)")
+    p.add_argument("--severity", choices=SEVERITIES, help="show this severity and the more severe ones only")
+    p.set_defaults(func=cmd_expert)
