@@ -1,8 +1,6 @@
 """RDMA-CM: the service ID split, the IP CM header, consumer private data and payloads handed on by port."""
 from __future__ import annotations
 
-import pytest
-
 from cm_build import CLIENT6, FIXTURE, SERVER6, cm_mad, ip_cm_header, req, sid
 from conftest import capture
 from rdmaspy import craft

@@ -329,6 +329,7 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.truncated("mad", end - off, MAD.size)
         return
     lay = pkt.add_layer("mad", MAD, buf, off)
+    lay.add(MAD_DATA, bytes(buf[off + MAD.size:end]), off + MAD.size, end - off - MAD.size)
     info = MadInfo(lay.values, off)
     pkt.note("mad", info)
     cls = info.mgmtclass
