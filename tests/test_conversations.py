@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from cm_build import ERF_FIXTURE, FIXTURE
 from conftest import capture
@@ -175,3 +176,46 @@ def test_missing_rep_learns_the_server_qpn_from_traffic():
     assert c.setup_known and (c.client_qpn, c.server_qpn) == (0x21, 0x21) and c.rep_psn is None
     assert all(p.conv is c for p in pkts)
     assert (c.packets_c2s, c.packets_s2c) == (2, 2)
+
+
+def _random_exchange(steps):
+    """Frames for a random mix of CM messages and RC packets between two hosts."""
+    from cm_build import cm_mad, rep, req, sid
+    from rdmaspy import craft
+    from rdmaspy.dissectors import ib_cm
+    hosts = ("192.0.2.1", "192.0.2.2")
+    out = []
+    for kind, fwd, a, b, qpn in steps:
+        src, dst = hosts if fwd else hosts[::-1]
+        if kind == "req":
+            m = cm_mad(0x10, req(a, sid(20049), qpn, 1, b""), a)
+        elif kind == "rep":
+            m = cm_mad(0x13, rep(a, b, qpn, 2, b""), b)
+        elif kind == "rc":
+            out.append(craft.rocev2(0x04, qpn, 0, b"x" * 8, src=src, dst=dst))
+            continue
+        else:
+            hdr = {"rtu": ib_cm.RTU, "rej": ib_cm.REJ, "dreq": ib_cm.DREQ, "drep": ib_cm.DREP, "mra": ib_cm.MRA}[kind]
+            attr = {"rtu": 0x14, "rej": 0x12, "dreq": 0x15, "drep": 0x16, "mra": 0x11}[kind]
+            m = cm_mad(attr, hdr.encode(localcommid=a, remotecommid=b), a)
+        out.append(craft.rocev2_mad(m, src=src, dst=dst))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["req", "rep", "rtu", "rej", "dreq", "drep", "mra", "rc", "rc"]),
+                          st.booleans(), st.integers(1, 3), st.integers(1, 3), st.integers(0x10, 0x13)),
+                max_size=14))
+def test_any_sequence_of_cm_and_rc_packets(steps):
+    from rdmaspy.packet import Frame
+    eng = Engine(strict=True)
+    pkts = [eng.dissect(Frame(i + 1, i, 1, f, len(f))) for i, f in enumerate(_random_exchange(steps))]
+    conns = list(connections(eng.session))
+    assert [c.conn_id for c in conns] == list(range(1, len(conns) + 1))
+    for p in pkts:
+        if p.ib is not None and p.ib.plan.transport == "RC":
+            assert p.conv in conns and p.conv.direction(p) in ("c2s", "s2c")
+    assert sum(c.packets_c2s + c.packets_s2c for c in conns) == sum(1 for s in steps if s[0] == "rc")
+    for c in conns:
+        assert c.state in ("requested", "established", "rejected", "closed", "unknown-setup")
+        assert c.setup_known == (c.state != "unknown-setup")
