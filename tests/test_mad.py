@@ -95,6 +95,13 @@ def test_mad_status_is_reported(pkts):
     assert not any(e.rule == "IBTA 13.4.7" for e in pkts[23].expert or ())   # DR: the D bit is not a status
 
 
+def test_base_version_other_than_one_is_reported():
+    m = bytearray(mad_header(0x07, 0x03, 0x10, 1) + bytes(232))
+    m[0] = 0x80
+    pkt = Engine(strict=True).dissect(Frame(1, 0, 1, craft.rocev2_mad(bytes(m)), 0))
+    assert any("base version 128" in e.text for e in pkt.expert)
+
+
 def test_short_mad_header():
     pkt = Engine(strict=True).dissect(Frame(1, 0, 1, craft.rocev2_mad(b"\x01\x07\x02"), 0))
     assert pkt.malformed == "mad: truncated (3 of 24 bytes)"

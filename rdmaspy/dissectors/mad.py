@@ -335,6 +335,9 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     cls = info.mgmtclass
     name = CLASS_SHORT.get(cls) or MGMT_CLASSES.get(cls) or f"class 0x{cls:02x}"
     pkt.proto = "MAD" if cls != 0x07 else "IB CM"
+    if buf[off] != 1:
+        pkt.add_expert("warning", "protocol", f"MAD base version {buf[off]} (InfiniBand MADs are version 1)",
+                       "IBTA 13.4.2")
     if end - off < MAD_SIZE:
         # Some senders trim trailing zeros; Linux never does.  Class dissectors check what they read.
         pkt.add_expert("warning", "malformed", f"MAD is {end - off} bytes, expected {MAD_SIZE}", "IBTA 13.4.2")
