@@ -257,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
 # Modules that add subcommands: each has ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture",
                                    "rdmaspy.commands.conversations", "rdmaspy.commands.traffic",
-                                   "rdmaspy.commands.flows", "rdmaspy.commands.expert")
+                                   "rdmaspy.commands.flows", "rdmaspy.commands.expert",
+                                   "rdmaspy.commands.stats")
 
 
 class UsageError(RdmaspyError):

@@ -164,7 +164,7 @@ class ReqStream:
                  "ring_psn", "ring_frame", "ring_ts", "holes", "acked", "nak", "rnr", "reads", "last_read",
                  "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
-                 "psn_acked")
+                 "psn_acked", "send_bytes", "write_bytes", "read_bytes")
 
     def __init__(self, conn_id: int, direction: str) -> None:
         self.conn_id = conn_id
@@ -199,6 +199,9 @@ class ReqStream:
         self.read_requests = 0
         self.read_responses = 0
         self.psn_acked = 0
+        self.send_bytes = 0               # payload bytes of SENDs, RDMA WRITEs, READ responses (all copies)
+        self.write_bytes = 0
+        self.read_bytes = 0
 
     def record(self) -> dict[str, Any]:
         return {"conn": self.conn_id, "direction": self.direction, "first_psn": self.first,
@@ -208,7 +211,8 @@ class ReqStream:
                 "rnr_naks": self.rnr_naks, "rnr_delay": self.rnr_delay_ns / 1e9, "acks": self.acks,
                 "coalesced_acks": self.coalesced, "psns_acked": self.psn_acked,
                 "duplicate_acks": self.duplicate_acks, "read_requests": self.read_requests,
-                "read_responses": self.read_responses}
+                "read_responses": self.read_responses,
+                "bytes": {"send": self.send_bytes, "write": self.write_bytes, "read": self.read_bytes}}
 
 
 class _Conn:
@@ -292,10 +296,13 @@ class Transport:
         ts = frame.ts
         plan = ib.plan
         st.packets += 1
-        if plan.pos in ("first", "middle") and cs.mtu is None:
-            n = ib.payload_end - ib.payload_off
-            if n >= 256 and not n & (n - 1):     # a full-size packet: the path MTU (256..4096)
-                cs.mtu = n
+        n = ib.payload_end - ib.payload_off
+        if kind == "send":
+            st.send_bytes += n
+        elif kind == "write":
+            st.write_bytes += n
+        if plan.pos in ("first", "middle") and cs.mtu is None and n >= 256 and not n & (n - 1):
+            cs.mtu = n                       # a full-size packet: the path MTU (256..4096)
         count = 1
         slack = 0
         if kind == "read_request" and ib.reth is not None:
@@ -474,6 +481,7 @@ class Transport:
         plan = ib.plan
         size = ib.payload_end - ib.payload_off
         st.read_responses += 1
+        st.read_bytes += size
         if plan.pos in ("first", "middle") and cs.mtu is None and size >= 256 and not size & (size - 1):
             cs.mtu = size
         r = None

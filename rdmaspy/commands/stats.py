@@ -1,0 +1,251 @@
+"""``rdmaspy stats FILE``: per connection and overall, what the capture did and how well.
+
+- operations by NFS/RPC procedure: count, answered, latency percentiles (p50/p90/p99/max);
+- bytes moved inline (RPC-over-RDMA messages sent) vs by RDMA READ vs by RDMA WRITE (from the
+  transactions), and on the wire ("wire": the PSN analysis' count of SEND / RDMA WRITE / READ
+  response payload bytes, retransmitted copies included, for any traffic, RPC or not);
+- credit usage per direction of calls (requested, granted, peak outstanding, violations);
+- PSN analysis counters (retransmissions, NAKs, RNR NAKs...) and findings by rule.
+
+The numbers come from the analysis records (``Analyzer`` sinks: kind "transaction",
+"rpcrdma.connection", "transport") and its findings; ``Stats`` gathers them (no text), the
+functions below it present them as text or JSON.  Percentiles are nearest-rank: the value at rank
+ceil(p/100 * n) of the n sorted latencies.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+import orjson
+
+# NFSv4 COMPOUND operations that only set the scene: a COMPOUND is named by its first other operation.
+_PLUMBING = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH", "GETFH"})
+
+
+def operation_name(rec: dict[str, Any]) -> str:
+    """The procedure a transaction record stands for: "NFSv3 READ", "NFSv4.2 COMPOUND(OPEN)", ..."""
+    rpc = rec.get("rpc")
+    if not rpc:
+        return f"RPC-over-RDMA {rec.get('call', {}).get('proc', '?')}"
+    label = rpc.get("label") or (f"program {rpc['program']} v{rpc['version']}" if rpc.get("program") is not None
+                                 else "RPC")
+    name = rpc.get("name") or (f"proc {rpc['procedure']}" if rpc.get("procedure") is not None else "?")
+    ops = rpc.get("ops")
+    if name == "COMPOUND" and ops:
+        main = next((o for o in ops if o not in _PLUMBING), ops[-1])
+        name = f"COMPOUND({main})"
+    return f"{label} {name}"
+
+
+def percentile(sorted_values: list[float], p: float) -> float | None:
+    if not sorted_values:
+        return None
+    k = max(1, math.ceil(p / 100 * len(sorted_values)))
+    return sorted_values[k - 1]
+
+
+class _Block:
+    """The numbers of one connection (or of the whole capture)."""
+
+    __slots__ = ("ops", "bytes", "wire", "credits", "findings", "transactions", "unanswered")
+
+    def __init__(self) -> None:
+        self.ops: dict[str, dict[str, Any]] = {}
+        self.bytes = {"inline": 0, "rdma_read": 0, "rdma_write": 0}
+        self.wire = {"packets": 0, "retransmissions": 0, "duplicates": 0, "lost": 0, "out_of_order": 0,
+                          "naks": 0, "rnr_naks": 0, "rnr_delay": 0.0, "acks": 0, "coalesced_acks": 0,
+                          "send_bytes": 0, "write_bytes": 0, "read_bytes": 0}
+        self.credits: list[dict[str, Any]] = []
+        self.findings: dict[str, int] = {}
+        self.transactions = 0
+        self.unanswered = 0
+
+    def transaction(self, rec: dict[str, Any]) -> None:
+        self.transactions += 1
+        name = operation_name(rec)
+        op = self.ops.get(name)
+        if op is None:
+            op = self.ops[name] = {"count": 0, "answered": 0, "latencies": []}
+        op["count"] += 1
+        lat = rec.get("latency")
+        if rec.get("reply") is not None:
+            op["answered"] += 1
+        else:
+            self.unanswered += 1
+        if lat is not None:
+            op["latencies"].append(lat)
+        b = rec.get("bytes") or {}
+        self.bytes["inline"] += (b.get("call_inline") or 0) + (b.get("reply_inline") or 0)
+        self.bytes["rdma_read"] += b.get("rdma_read") or 0
+        self.bytes["rdma_write"] += b.get("rdma_write") or 0
+
+    def stream(self, rec: dict[str, Any]) -> None:
+        t = self.wire
+        for k in ("packets", "retransmissions", "duplicates", "lost", "out_of_order", "rnr_naks", "rnr_delay",
+                  "acks", "coalesced_acks"):
+            t[k] += rec.get(k) or 0
+        t["naks"] += sum((rec.get("naks") or {}).values())
+        b = rec.get("bytes") or {}
+        t["send_bytes"] += b.get("send", 0)
+        t["write_bytes"] += b.get("write", 0)
+        t["read_bytes"] += b.get("read", 0)
+
+    def record(self) -> dict[str, Any]:
+        ops = []
+        for name, op in sorted(self.ops.items(), key=lambda kv: (-kv[1]["count"], kv[0])):
+            lats = sorted(op["latencies"])
+            ops.append({"operation": name, "count": op["count"], "answered": op["answered"],
+                        "latency": {"p50": percentile(lats, 50), "p90": percentile(lats, 90),
+                                    "p99": percentile(lats, 99), "max": lats[-1] if lats else None,
+                                    "mean": sum(lats) / len(lats) if lats else None}})
+        return {"transactions": self.transactions, "unanswered": self.unanswered, "operations": ops,
+                "bytes": dict(self.bytes), "wire": dict(self.wire), "credits": self.credits,
+                "findings": dict(sorted(self.findings.items(), key=lambda kv: (-kv[1], kv[0])))}
+
+
+class Stats:
+    """Gathers the analysis records of one capture into per-connection and overall numbers."""
+
+    def __init__(self) -> None:
+        self.conns: dict[int, _Block] = {}
+        self.overall = _Block()
+
+    def block(self, conn: int | None) -> _Block | None:
+        if conn is None:
+            return None
+        b = self.conns.get(conn)
+        if b is None:
+            b = self.conns[conn] = _Block()
+        return b
+
+    def on_record(self, kind: str, rec: dict[str, Any]) -> None:
+        if kind == "transaction":
+            self.overall.transaction(rec)
+            self.block(rec.get("conn")).transaction(rec)
+        elif kind == "transport":
+            self.overall.stream(rec)
+            self.block(rec.get("conn")).stream(rec)
+        elif kind == "rpcrdma.connection":
+            for c in rec.get("credits") or ():
+                entry = {"conn": rec.get("conn"), **c}
+                self.block(rec.get("conn")).credits.append(entry)
+                self.overall.credits.append(entry)
+
+    def on_finding(self, f: Any) -> None:
+        rid = f.rule_def.id
+        for b in (self.overall, self.block(f.conn)):
+            if b is not None:
+                b.findings[rid] = b.findings.get(rid, 0) + 1
+
+
+def gather(path: str) -> tuple[Any, dict[str, Any]]:
+    """Decode and analyse ``path``; returns (capture, the statistics as plain data)."""
+    from ..analysis.analyzer import Analyzer
+    from ..conversation import connections
+    from ..engine import Engine
+    from ..readers import open_capture
+
+    stats = Stats()
+    cap = open_capture(path)
+    engine = Engine()
+    an = Analyzer(on_finding=stats.on_finding, on_record=stats.on_record, keep_findings=False)
+    feed = an.feed
+    dissect = engine.dissect
+    frames = 0
+    t0 = t1 = None
+    with cap:
+        for frame in cap:
+            if t0 is None:
+                t0 = frame.ts
+            t1 = frame.ts
+            frames += 1
+            feed(dissect(frame))
+    an.finish()
+    conns = []
+    for c in connections(engine.session):
+        b = stats.conns.get(c.conn_id) or _Block()
+        conns.append({"id": c.conn_id, "transport": c.transport, "client": c.client_addr, "server": c.server_addr,
+                      "client_qpn": c.client_qpn, "server_qpn": c.server_qpn, "state": c.state,
+                      "t_start": c.t_start, "t_end": c.t_end, **b.record()})
+    doc = {"file": path, "frames": frames, "t_first": t0, "t_last": t1,
+           "duration": (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0,
+           "connections": conns, "overall": stats.overall.record()}
+    return cap, doc
+
+
+# --- presentation -----------------------------------------------------------------------------------------
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1e3:.3f}"
+
+
+def _block_lines(b: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    ops = b["operations"]
+    if ops:
+        width = max(len("Operation"), *(len(o["operation"]) for o in ops))
+        out.append(f"  {'Operation':<{width}}  {'Count':>7}  {'Answered':>8}  {'p50 ms':>9}  {'p90 ms':>9}  "
+                   f"{'p99 ms':>9}  {'max ms':>9}")
+        for o in ops:
+            lat = o["latency"]
+            out.append(f"  {o['operation']:<{width}}  {o['count']:>7}  {o['answered']:>8}  {_ms(lat['p50']):>9}  "
+                       f"{_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  {_ms(lat['max']):>9}")
+    else:
+        out.append("  no RPC transactions")
+    by = b["bytes"]
+    out.append(f"  Bytes by transactions: inline {by['inline']:,}  RDMA READ {by['rdma_read']:,}  "
+               f"RDMA WRITE {by['rdma_write']:,}")
+    t = b["wire"]
+    if t["packets"] or t["acks"]:
+        out.append(f"  Payload on the wire: SEND {t['send_bytes']:,}  RDMA WRITE {t['write_bytes']:,}  "
+                   f"READ responses {t['read_bytes']:,}")
+        out.append(f"  PSNs: {t['packets']:,} request packets, {t['retransmissions']} retransmitted, "
+                   f"{t['duplicates']} duplicate, {t['lost']} not captured, {t['out_of_order']} out of order; "
+                   f"{t['acks']:,} ACKs ({t['coalesced_acks']:,} covering several PSNs), {t['naks']} NAKs, "
+                   f"{t['rnr_naks']} RNR NAKs ({t['rnr_delay'] * 1e3:.3f} ms waited)")
+    for c in b["credits"]:
+        out.append(f"  Credits {c['direction']} (conn {c['conn']}): requested {c['requested']}, granted "
+                   f"{c['granted_min']}..{c['granted_max']}, peak outstanding {c['peak_outstanding']}, "
+                   f"{c['calls']} calls, {c['exceeded']} over the grant, {c['zero_grants']} zero grants")
+    if b["findings"]:
+        out.append("  Findings: " + ", ".join(f"{rule} {n}" for rule, n in b["findings"].items()))
+    return out
+
+
+def text_lines(doc: dict[str, Any]) -> list[str]:
+    lines = [f"Statistics: {doc['file']} ({doc['frames']:,} frames, {doc['duration']:.6f} s)"]
+    for c in doc["connections"]:
+        ends = f"{c['client']} -> {c['server']}"
+        if c["client_qpn"] is not None or c["server_qpn"] is not None:
+            q = lambda v: "?" if v is None else f"0x{v:06x}"   # noqa: E731
+            ends = f"{c['client']} QP {q(c['client_qpn'])} -> {c['server']} QP {q(c['server_qpn'])}"
+        lines.append("")
+        lines.append(f"Connection {c['id']} ({c['transport']}, {c['state']}): {ends}")
+        lines += _block_lines(c)
+    lines.append("")
+    lines.append(f"Overall ({len(doc['connections'])} connections)")
+    lines += _block_lines(doc["overall"])
+    return lines
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from ..cli import _report_problems
+
+    cap, doc = gather(args.file)
+    if args.T == "json":
+        sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+        sys.stdout.buffer.flush()
+    else:
+        sys.stdout.write("\n".join(text_lines(doc)) + "\n")
+        sys.stdout.flush()
+    return _report_problems(cap)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("stats", help="per connection and overall: operations with latency percentiles, bytes "
+                                     "inline / RDMA READ / RDMA WRITE, credits, PSN counters, findings by rule")
+    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
+    p.set_defaults(func=cmd_stats)
