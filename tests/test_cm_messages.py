@@ -113,3 +113,19 @@ def test_rep_without_its_req_still_opens_a_connection():
     m = cm_mad(0x13, rep(0x9, 0x8, 0x33, 7, b""), 5)
     pkt = eng.dissect(Frame(1, 0, 1, craft.rocev2_mad(m, src="192.0.2.1", dst="192.0.2.2"), 0))
     assert pkt.conv is not None and pkt.conv.server_qpn == 0x33 and pkt.conv.client_addr == "192.0.2.2"
+
+
+def test_dreq_naming_the_wrong_qp_is_reported():
+    from cm_build import CLIENT, SERVER
+    eng = Engine(strict=True)
+    with open_capture(str(FIXTURE)) as cap:
+        frames = [f for f in cap][:4]
+    for f in frames:
+        eng.dissect(f)
+    bad = cm_mad(0x15, ib_cm.DREQ.encode(localcommid=0x1001, remotecommid=0x2001, remoteqpneecn=0x999), 9)
+    pkt = eng.dissect(Frame(5, 0, 1, craft.rocev2_mad(bad, src=CLIENT, dst=SERVER), 0))
+    assert any("DREQ names QPN 0x999, but the connection's server QP is 0x202" in e.text for e in pkt.expert)
+    good = eng.dissect(Frame(6, 0, 1, craft.rocev2_mad(
+        cm_mad(0x15, ib_cm.DREQ.encode(localcommid=0x2001, remotecommid=0x1001, remoteqpneecn=0x101), 9),
+        src=SERVER, dst=CLIENT), 0))
+    assert not any("DREQ names" in e.text for e in good.expert or ())

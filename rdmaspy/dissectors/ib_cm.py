@@ -336,6 +336,12 @@ def _two_ids(hdr: Header, private: Field, psize: int, kind: str):
         conn = tab.by_comm(pkt.src, local) or tab.by_comm(pkt.dst, remote)
         if kind == "dreq":
             pkt.add_info(f"QPN=0x{v[2]:x}")
+            if conn is not None:
+                from_client = pkt.src == conn.client_addr and local == conn.client_comm
+                peer = conn.server_qpn if from_client else conn.client_qpn
+                if peer is not None and peer != v[2]:
+                    pkt.add_expert("warning", "protocol", f"DREQ names QPN 0x{v[2]:x}, but the connection's "
+                                   f"{'server' if from_client else 'client'} QP is 0x{peer:x}", "IBTA 12.6.10")
         elif kind == "rej":
             reason = v[hdr.index["reason"]]
             text = (f"reason={REJ_REASONS.get(reason, 'reserved')} ({reason}) "
