@@ -258,7 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
 COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture",
                                    "rdmaspy.commands.conversations", "rdmaspy.commands.traffic",
                                    "rdmaspy.commands.flows", "rdmaspy.commands.expert",
-                                   "rdmaspy.commands.stats")
+                                   "rdmaspy.commands.stats", "rdmaspy.commands.annotate")
 
 
 class UsageError(RdmaspyError):

@@ -1,0 +1,145 @@
+"""``rdmaspy annotate FILE -o out.pcapng``: the capture again, with rdmaspy's analysis as packet comments.
+
+Every packet that has something to say gets comments (pcapng ``opt_comment``, which Wireshark shows
+and filters as ``frame.comment``): the RPC-over-RDMA transaction it belongs to (XID, procedure,
+call or reply or the RDMA operation, the chunk segment it reads or writes, the latency) and each
+finding of the analysis that names it first, with its rule and source.  The frames themselves are
+copied unchanged, with their timestamps (nanoseconds), original lengths, interfaces and comments.
+
+Two passes: the first decodes and analyses (a transaction is complete only when its reply is seen,
+and some findings come only at the end), the second copies the frames with the comments.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ..errors import RdmaspyError
+
+_LIST_NAMES = {"read": "Read chunk", "write": "Write chunk", "reply": "Reply chunk"}
+
+
+class Notes:
+    """The comments of a capture, by frame number, built from the analysis records and findings."""
+
+    def __init__(self) -> None:
+        self.by_frame: dict[int, list[str]] = {}
+
+    def add(self, frame: int | None, text: str) -> None:
+        if frame is None:
+            return
+        lst = self.by_frame.get(frame)
+        if lst is None:
+            self.by_frame[frame] = [text]
+        elif text not in lst:
+            lst.append(text)
+
+    def on_record(self, kind: str, rec: dict[str, Any]) -> None:
+        if kind == "transaction":
+            self.transaction(rec)
+
+    def transaction(self, rec: dict[str, Any]) -> None:
+        from .stats import operation_name
+        name = operation_name(rec)
+        xid = rec["xid"]
+        head = f"rdmaspy: {name} XID 0x{xid:08x}"
+        if rec.get("direction") == "backchannel":
+            head += " (backchannel)"
+        call = rec["call"]
+        reply = rec.get("reply")
+        lat = rec.get("latency")
+        lat_text = f"{lat * 1e3:.3f} ms" if lat is not None else None
+        if reply is not None:
+            call_text = f"{head}: call; reply in frame {reply['frame']} after {lat_text}"
+        else:
+            call_text = f"{head}: call; no reply in the capture"
+        for fr in call.get("frames") or [call["frame"]]:
+            self.add(fr, call_text)
+        for retrans in call.get("retransmissions") or ():
+            for fr in retrans:
+                self.add(fr, f"{head}: call sent again (first in frame {call['frame']})")
+        if reply is not None:
+            text = f"{head}: reply to the call in frame {call['frame']} after {lat_text}"
+            if reply.get("error") is not None:
+                text += f"; RDMA_ERROR {reply['error']}"
+            if reply.get("invalidated") is not None:
+                text += f"; invalidates R_Key 0x{reply['invalidated']:08x}"
+            for fr in reply.get("frames") or [reply["frame"]]:
+                self.add(fr, text)
+            if reply.get("done_frame") is not None:
+                self.add(reply["done_frame"], f"{head}: RDMA_DONE for the reply in frame {reply['frame']}")
+        for step in rec.get("steps") or ():
+            op = step.get("op")
+            if op not in ("read", "write"):
+                continue
+            ch = step.get("chunk") or {}
+            where = ""
+            if ch:
+                where = (f" {_LIST_NAMES.get(ch.get('list'), str(ch.get('list')))} {ch.get('chunk')} "
+                         f"segment {ch.get('segment')}")
+            verb = "RDMA READ of" if op == "read" else "RDMA WRITE into"
+            text = (f"{head}: {verb}{where} (R_Key 0x{step['handle']:08x}, {step['length']} bytes at "
+                    f"0x{step['offset']:x}); call in frame {call['frame']}")
+            for fr in step.get("frames") or ():
+                self.add(fr, text)
+            for fr in step.get("response_frames") or ():
+                self.add(fr, f"{head}: RDMA READ response for{where} (request in frame {step['frames'][0]})")
+
+    def finding(self, f: Any) -> None:
+        r = f.rule_def
+        text = f"rdmaspy {r.severity}: {f.text} [{r.id}: {r.source}]"
+        if f.frames:
+            self.add(f.frames[0], text)
+
+
+def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
+    """Write ``out_path``; returns (the capture of the first pass, frames, frames commented)."""
+    from ..readers import open_capture
+    from ..writers.pcapng import PcapngWriter
+    from .expert import analyse
+
+    try:
+        same = os.path.exists(out_path) and os.path.samefile(path, out_path)
+    except OSError:
+        same = False
+    if same:
+        raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
+    notes = Notes()
+    cap, an, frames, _t0 = analyse(path, on_record=notes.on_record)
+    for f in an.findings:
+        notes.finding(f)
+    by_frame = notes.by_frame
+    commented = 0
+    with PcapngWriter(out_path, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
+        ifaces: dict[tuple[int, int], int] = {}
+        with open_capture(path) as again:
+            for frame in again:
+                key = (frame.iface, frame.linktype)
+                idx = ifaces.get(key)
+                if idx is None:
+                    idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9)
+                ours = by_frame.get(frame.num)
+                comments: list[str] | None = None
+                if ours:
+                    commented += 1
+                    comments = ([frame.comment] if frame.comment else []) + ours
+                elif frame.comment:
+                    comments = [frame.comment]
+                w.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=comments)
+    return cap, frames, commented
+
+
+def cmd_annotate(args: argparse.Namespace) -> int:
+    from ..cli import _report_problems
+
+    cap, _frames, _n = annotate(args.file, args.output)
+    return _report_problems(cap)
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("annotate", help="rewrite the capture as pcapng with the analysis as packet comments "
+                                        "(Wireshark shows them; filter with frame.comment)")
+    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    p.add_argument("-o", dest="output", metavar="OUT.pcapng", required=True, help="the annotated pcapng to write")
+    p.set_defaults(func=cmd_annotate)
