@@ -20,6 +20,7 @@ FAULTS_CLIENT = ("exceed-credits", "xid-mismatch", "skip-done")
 FAULTS_SERVER = ("overrun-reply", "xid-mismatch")
 OVERRUN_BYTES = 64        # how far past a Reply chunk the overrun fault writes
 REGION_SLACK = 4096       # registered bytes past every chunk, so an overrun stays in the region
+F_RESP = P.F_RESPONSE
 
 
 class Link(Protocol):
@@ -243,9 +244,6 @@ class Server:
         if len(data) >= 4:
             xid = int.from_bytes(data[:4], "big")
             self.link.send(P.build(Message(xid, 1, self._credit(1), P.RDMA_ERROR, error=(P.ERR_CHUNK,))))
-
-
-F_RESP = P.F_RESPONSE
 
 
 def _with_payload(m: Message, payload: bytes) -> Message:
