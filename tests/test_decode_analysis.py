@@ -106,3 +106,31 @@ def test_analysis_does_not_change_the_decode(capsys, name):
     _, plain = run(capsys, "decode", "-Y", "frame", path)
     _, analysed = run(capsys, "decode", "-Y", "frame or expert", path)
     assert plain == analysed
+
+
+def test_filter_on_transaction_latency_matches_the_transactions(capsys):
+    from rdmaspy.commands.expert import analyse
+    path = capture("rxe-nfsv3-rdma.pcap")
+    records: list = []
+    analyse(str(path), on_record=lambda kind, rec: records.append((kind, rec)))
+    slow = sorted(rec["reply"]["frame"] for kind, rec in records
+                  if kind == "transaction" and rec["latency"] is not None and rec["latency"] > 0.001)
+    assert slow
+    rc, lines = run(capsys, "decode", "-Y", "rpcrdma.analysis.latency > 0.001", str(path))
+    assert rc == 0 and frame_numbers(lines) == slow
+
+
+def test_transaction_fields_on_rdma_operations(capsys):
+    path = str(capture("rxe-nfsv3-rdma.pcap"))
+    rc, lines = run(capsys, "decode", "-T", "json", "-Y", "rpcrdma.analysis.xid == 0xa8fff5fc", path)
+    objs = [orjson.loads(line) for line in lines]
+    roles = {}
+    for o in objs:
+        roles.setdefault(o["rpcrdma.analysis.role"], []).append(o["frame.number"])
+    assert roles["call"] == [345] and roles["reply"] == [415]
+    assert len(roles["rdma_write"]) == 64          # 65536 bytes at a path MTU of 1024
+    w = next(o for o in objs if o["rpcrdma.analysis.role"] == "rdma_write")
+    assert (w["rpcrdma.analysis.call_frame"], w["rpcrdma.analysis.chunk_list"], w["rpcrdma.analysis.chunk"],
+            w["rpcrdma.analysis.segment"]) == (345, "write", 0, 0)
+    reply = next(o for o in objs if o["rpcrdma.analysis.role"] == "reply")
+    assert reply["rpcrdma.analysis.latency"] == pytest.approx(0.021684)
