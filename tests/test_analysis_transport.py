@@ -5,8 +5,12 @@ import importlib.util
 from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rdmaspy.analysis.analyzer import Analyzer
+from rdmaspy.analysis.rules import RULES
+from rdmaspy.dissectors.infiniband import PLANS
 from rdmaspy.engine import Engine
 from rdmaspy.readers import open_capture
 
@@ -262,3 +266,33 @@ def test_psn_arithmetic_wraps_at_2_24(tmp_path):
     pkts, an, _ = analyse(path)
     (f,) = an.findings
     assert f.rule_def.id == "ib.lost_segment" and f.args == {"psn": 3, "count": 1, "expected": 2}
+
+
+_OPS = [0x00, 0x01, 0x02, 0x04, 0x06, 0x07, 0x08, 0x0A, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17,
+        0x24, 0x2A, 0x81]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from(_OPS), st.integers(0, 40) | st.integers(0xFFFFF0, 0xFFFFFF),
+                          st.integers(0, 255), st.integers(0, 3000), st.booleans()), max_size=40))
+def test_any_packet_sequence_is_analysed_without_error(seq):
+    from rdmaspy.craft import rocev2
+    from rdmaspy.packet import Frame
+
+    engine = Engine(strict=True)
+    an = Analyzer()
+    for i, (c2s, op, psn, syndrome, length, bad) in enumerate(seq):
+        kw: dict = {}
+        plan_exts = {h.name for h in PLANS[op].exts}
+        if "reth" in plan_exts:
+            kw.update(va=0x1000, r_key=7, dma_length=length)
+        if "aeth" in plan_exts:
+            kw.update(syndrome=syndrome, msn=i)
+        payload = b"" if op in (0x0C, 0x11, 0x81) else b"\0" * min(length, 1024)
+        src, dst, qp = ("192.0.2.2", "192.0.2.1", 0x11) if c2s else ("192.0.2.1", "192.0.2.2", 0x21)
+        data = rocev2(op, qp, psn, payload, src=src, dst=dst, icrc="bad" if bad else "auto", **kw)
+        an.feed(engine.dissect(Frame(i + 1, 1_700_000_000_000_000_000 + i * 1000, 1, data, len(data))))
+    an.finish()
+    for f in an.findings:
+        assert f.rule_def.id in RULES and f.frames and all(1 <= n <= len(seq) for n in f.frames)
+        assert f.text
