@@ -54,6 +54,19 @@ def frames_of(*names: str | Path) -> list[bytes]:
     return out
 
 
+_RUNNING: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_capture_outlives_its_test():
+    yield
+    while _RUNNING:
+        p = _RUNNING.pop()
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 class Capturer:
     """``rdmaspy capture`` running in the receiving namespace."""
 
@@ -64,6 +77,7 @@ class Capturer:
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", net.ns_b, sys.executable, "-m", "rdmaspy", "capture",
                  "-i", iface or net.dev_b, *args], stdout=o, stderr=e, cwd=str(ROOT))
+        _RUNNING.append(self.proc)
         end = time.monotonic() + 20
         while "listening on" not in self.err.read_text():
             if self.proc.poll() is not None or time.monotonic() > end:
@@ -412,3 +426,18 @@ def test_ring_buffer_by_duration_switches_under_steady_traffic(net, tmp_path):
     assert all(1000 <= c <= 3000 for c in counts), counts      # about a second of 2,000 frames/s each
     got = [fr for f in files for fr in frames_of(f)]
     assert got == (frames_of("rxe-nfsv3-concurrent.pcap") * 3)[:len(got)]
+
+
+def test_interface_deleted_mid_capture_ends_it_with_a_valid_file(net, tmp_path):
+    extra = f"x{net.tag}"[:15]
+    subprocess.run(["ip", "-n", net.ns_b, "link", "add", extra, "type", "veth", "peer", "name", extra[:-1] + "y"],
+                   check=True)
+    subprocess.run(["ip", "-n", net.ns_b, "link", "set", extra, "up"], check=True)
+    out = tmp_path / "gone.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), iface=extra)
+    subprocess.run(["ip", "-n", net.ns_b, "link", "del", extra], check=True)
+    assert cap.wait(timeout=15) == 1
+    err = cap.err.read_text().strip().splitlines()
+    assert err[-1] == f"rdmaspy: error: capture on {extra} ended: it went down"
+    assert "0 packets captured" in err
+    assert tshark_fields(out, ["frame.number"]) == []

@@ -252,7 +252,13 @@ class LiveCapture:
                         timeout = min(timeout, deadline - now)
                     if per_file and self.files is not None:
                         timeout = min(timeout, self.files.opened_at + per_file - now)
-                    if rfd.fileno() in ring.wait(max(timeout, 0.001), (rfd.fileno(),)):
+                    try:
+                        woken = ring.wait(max(timeout, 0.001), (rfd.fileno(),))
+                    except RdmaspyError as exc:
+                        s.error = str(exc)
+                        self._take_ready()           # what the ring still holds goes into the file
+                        break
+                    if rfd.fileno() in woken:
                         try:
                             rfd.recv(64)
                         except BlockingIOError:
@@ -304,8 +310,17 @@ class LiveCapture:
             if i is None:
                 if time.monotonic() > give_up:
                     return
-                ring.wait(0.2)
+                try:
+                    ring.wait(0.2)
+                except RdmaspyError as exc:
+                    s.error = s.error or str(exc)
+                    return
                 continue
+            if not self._consume(i, ignore_limits=True):
+                return
+
+    def _take_ready(self) -> None:
+        while (i := self.ring.ready()) is not None:
             if not self._consume(i, ignore_limits=True):
                 return
 

@@ -137,13 +137,25 @@ class Ring:
         self.next_block = (i + 1) % self.nblocks
 
     def wait(self, timeout_s: float | None, extra_fds: tuple[int, ...] = ()) -> list[int]:
-        """poll() the ring (and extra fds); returns the fds that are ready."""
+        """poll() the ring (and extra fds); returns the fds that are ready.
+
+        An error on the socket (the interface went down or was deleted, its namespace with it)
+        raises instead of waking the loop again and again.
+        """
         p = select.poll()
-        p.register(self.sock.fileno(), select.POLLIN | select.POLLERR)
+        me = self.sock.fileno()
+        p.register(me, select.POLLIN | select.POLLERR)
         for fd in extra_fds:
             p.register(fd, select.POLLIN)
         ms = None if timeout_s is None else max(0, int(timeout_s * 1000))
-        return [fd for fd, _ev in p.poll(ms)]
+        ready = []
+        for fd, ev in p.poll(ms):
+            if fd == me and ev & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+                err = self.sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                why = "it went down" if err == errno.ENETDOWN else os.strerror(err) if err else "socket error"
+                raise RdmaspyError(f"capture on {self.ifname} ended: {why}")
+            ready.append(fd)
+        return ready
 
     def stats(self) -> tuple[int, int]:
         """Totals since the start: (received by the filter, dropped by the kernel for want of ring space).
