@@ -52,6 +52,7 @@ def test_subnet_administration(pkts):
     assert (rmpp["rmppversion"], rmpp["rmpptype"], rmpp["rresptime"], rmpp["rmppflags"], rmpp["data2"]) == (
         1, 1, 0x1F, 7, 200)
     assert sa["attributeoffset"] == 8 and sa["componentmask"] == 0xC00
+    assert (rmpp["rmpp.segmentnumber"], rmpp["rmpp.payloadlength"]) == (1, 200)
     pr = p.layer("pathrecord")
     assert (pr["dlid"], pr["slid"], pr["flowlabel"], pr["numbpath"], pr["sl"]) == (0x2829, 0x2A2B, 0xC2D2E, 0x31, 5)
     assert sa["sa.subnetadmindata"] == bytes(range(64, 200))        # what follows the first record

@@ -184,6 +184,9 @@ RMPP = Header("rmpp", "RMPP (Reliable Multi-Packet Transaction Protocol)", [
     F("data1", 32, "RMPP Data 1", "hex"),
     F("data2", 32, "RMPP Data 2", "hex"),
 ])
+RMPP_SEGMENT = Field("rmpp.segmentnumber", 32, "Segment Number", "hex")
+RMPP_PAYLOAD_LENGTH = Field("rmpp.payloadlength", 32, "Payload Length", "hex", unit="bytes")
+RMPP_NEW_WINDOW_LAST = Field("rmpp.newwindowlast", 32, "New Window Last", "hex")
 SA = Header("sa", "Subnet Administration", [
     F("smkey", 64, "SM_Key (Verification Key)", "hex"),
     F("attributeoffset", 16, "Attribute Offset", "hex"),
@@ -464,7 +467,12 @@ def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     if end - off < need:
         pkt.truncated("sa", end - off, need)
         return
-    pkt.add_layer("rmpp", RMPP, buf, off)
+    rmpp = pkt.add_layer("rmpp", RMPP, buf, off)
+    rtype = buf[off + 1]
+    if rtype in (1, 2):     # DATA and ACK: Data1 is the segment number; Data2 the length or the window
+        rmpp.add(RMPP_SEGMENT, int.from_bytes(buf[off + 4:off + 8], "big"), off + 4, 4)
+        rmpp.add(RMPP_PAYLOAD_LENGTH if rtype == 1 else RMPP_NEW_WINDOW_LAST,
+                 int.from_bytes(buf[off + 8:off + 12], "big"), off + 8, 4)
     lay = pkt.add_layer("sa", SA, buf, off + RMPP.size)
     lay.add(MAD_ATTRIBUTE, attr)
     pos = off + need
