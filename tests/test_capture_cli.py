@@ -15,10 +15,11 @@ from rdmaspy.errors import RdmaspyError
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: opening a packet socket")
 
 
-def run(*args: str, user: str | None = None) -> subprocess.CompletedProcess:
+def run(*args: str, without_net_raw: bool = False) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "rdmaspy", "capture", *args]
-    if user:
-        cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "--inh-caps=-all", *cmd]
+    if without_net_raw:
+        # root, but with CAP_NET_RAW out of the bounding set: exactly the capability the capture needs
+        cmd = ["setpriv", "--bounding-set=-net_raw", "--inh-caps=-net_raw", *cmd]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60,
                           env={**os.environ, "LC_ALL": "C", "PYTHONPATH": os.getcwd()})
 
@@ -52,7 +53,7 @@ def test_unwritable_file(where, says):
 @ROOT_ONLY
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is not installed")
 def test_no_permission_names_the_capability():
-    msg = one_error(run("-i", "lo", user="65534"))
+    msg = one_error(run("-i", "lo", without_net_raw=True))
     assert "CAP_NET_RAW" in msg and "no permission to capture on lo" in msg
 
 
