@@ -46,15 +46,31 @@ class Session:
 
 
 class Engine:
-    def __init__(self, session: Session | None = None, strict: bool = False) -> None:
+    """Dissects frames.  ``fast_paths=False`` turns the fused fast paths off (tests compare both ways)."""
+
+    def __init__(self, session: Session | None = None, strict: bool = False, fast_paths: bool = True) -> None:
         load_dissectors()
         self.session = session or Session()
         self.strict = strict          # tests: let dissector exceptions through
         self._linktypes = table("linktype")
+        # A fast path takes the most common stack of a link type in one step and returns True, or
+        # returns False before touching the packet when the frame is anything else.
+        self._fast = table("linktype.fast").by_key if fast_paths else {}
 
     def dissect(self, frame: Frame) -> Packet:
         pkt = Packet(frame)
         data = frame.data
+        fast = self._fast.get(frame.linktype)
+        if fast is not None:
+            try:
+                if fast(pkt, data, 0, len(data), self.session):
+                    return pkt
+            except Exception as exc:
+                if self.strict:
+                    raise
+                last = pkt.layers[-1].proto if pkt.layers else "frame"
+                pkt.set_malformed(f"{last}: dissector error: {type(exc).__name__}: {exc}")
+                return pkt
         fn = self._linktypes.by_key.get(frame.linktype)
         if fn is None:
             pkt.proto = "UNKNOWN"

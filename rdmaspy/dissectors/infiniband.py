@@ -16,6 +16,9 @@ from typing import Any
 from ..fields import F, Field, Header
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
+from .ethernet import ETH
+from .ip import IPV4, ipv4_text as _ip_text
+from .transport import UDP
 
 # --- header declarations --------------------------------------------------------------------------
 LNH_NAMES = {0: "Raw (IPv6)", 1: "Raw (IPv4/Eth)", 2: "IBA local (BTH)", 3: "IBA global (GRH)"}
@@ -510,6 +513,34 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
         ib.ecn = buf[ip_off + 1] & 3 if version == 4 else (buf[ip_off + 1] >> 4) & 3
 
 
+def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+    """Ethernet II, IPv4 without options, whole and unfragmented, UDP to port 4791: in one step.
+
+    The same layers, columns and result as ethernet -> ip -> udp -> rocev2, without three calls and
+    their generic checks; anything else (VLAN tags, options, fragments, short or snapped frames)
+    returns False untouched and takes the general path.
+    """
+    if end - off < 62 or buf[off + 14] != 0x45 or buf[off + 12] != 8 or buf[off + 13] or buf[off + 23] != 17 \
+            or buf[off + 36] != 0x12 or buf[off + 37] != 0xB7 or buf[off + 20] & 0x3F or buf[off + 21]:
+        return False
+    total = (buf[off + 16] << 8) | buf[off + 17]
+    ulen = (buf[off + 38] << 8) | buf[off + 39]
+    if total > end - off - 14 or ulen < 8 or ulen > total - 20 or total < 28:
+        return False
+    ip = off + 14
+    layers = pkt.layers
+    layers.append(Layer("eth", ETH, buf, off, 14))
+    layers.append(Layer("ip", IPV4, buf, ip, 20))
+    layers.append(Layer("udp", UDP, buf, ip + 20, 8))
+    pkt.src = _ip_text(buf[ip + 12:ip + 16])
+    pkt.dst = _ip_text(buf[ip + 16:ip + 20])
+    pkt.proto = "RoCEv2"
+    ib = dissect_bth(pkt, buf, ip + 28, ip + 20 + ulen, ctx, icrc_rocev2, (buf, ip, 4, ip + 28))
+    if ib is not None:
+        ib.ecn = buf[ip + 1] & 3
+    return True
+
+
 def dissect_grh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, lrh_off: int = -1) -> None:
     if end - off < 40:
         pkt.proto = "InfiniBand"
@@ -598,5 +629,6 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
 
 
 table("udp.port").register(4791, dissect_rocev2)
+table("linktype.fast", "Fused fast paths by link type").register(1, fast_rocev2_ipv4)
 table("ethertype").register(0x8915, dissect_rocev1)
 table("linktype").register(247, dissect_lrh)

@@ -63,10 +63,13 @@ def fmt_ipv4(b: bytes) -> str:
     return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
 
 
-def _ipv4_text(a: bytes) -> str:
-    if len(_addr_text) >= 65536:   # bounded: a scan of the whole address space must not grow memory
-        _addr_text.clear()
-    text = _addr_text[a] = fmt_ipv4(a)
+def ipv4_text(a: bytes) -> str:
+    """Dotted text of a 4-byte address, cached: a capture has few addresses and many packets."""
+    text = _addr_text.get(a)
+    if text is None:
+        if len(_addr_text) >= 65536:   # bounded: a scan of the whole address space must not grow memory
+            _addr_text.clear()
+        text = _addr_text[a] = fmt_ipv4(a)
     return text
 
 
@@ -96,8 +99,8 @@ def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
         return
     total = (buf[off + 2] << 8) | buf[off + 3]
     # Address text is cached: a capture has few addresses and many packets.
-    src = _addr_text.get(buf[off + 12:off + 16]) or _ipv4_text(buf[off + 12:off + 16])
-    dst = _addr_text.get(buf[off + 16:off + 20]) or _ipv4_text(buf[off + 16:off + 20])
+    src = ipv4_text(buf[off + 12:off + 16])
+    dst = ipv4_text(buf[off + 16:off + 20])
     pkt.src = src
     pkt.dst = dst
     pkt.proto = "IPv4"

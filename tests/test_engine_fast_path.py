@@ -1,0 +1,50 @@
+"""The fused RoCEv2 fast path must give exactly what the general dissector chain gives."""
+from __future__ import annotations
+
+import pytest
+
+from rdmaspy.craft import rocev2
+from rdmaspy.engine import Engine
+from rdmaspy.output.jsonout import packet_object
+from rdmaspy.output.text import summary_line
+from rdmaspy.packet import Frame
+from rdmaspy.readers import open_capture
+
+from conftest import CAPTURES, FIXTURES
+
+
+def _same(frames) -> int:
+    fast, slow = Engine(strict=True), Engine(strict=True, fast_paths=False)
+    taken = 0
+    for f in frames:
+        a, b = fast.dissect(f), slow.dissect(f)
+        assert summary_line(a, 0) == summary_line(b, 0), f.num
+        assert packet_object(a, 0) == packet_object(b, 0), f.num
+        assert (a.ib is None) == (b.ib is None)
+        taken += 1
+    return taken
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES.glob("*.pcap")) + sorted(FIXTURES.glob("*.pcap*")),
+                         ids=lambda p: p.name)
+def test_fast_path_equals_the_dissector_chain_on_every_capture(path):
+    with open_capture(str(path)) as cap:
+        assert _same(cap) >= 1
+
+
+def _frame(data: bytes, num: int = 1) -> Frame:
+    return Frame(num, 0, 1, data, len(data))
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda b: b[:14] + bytes([0x46]) + b[15:],                 # IPv4 options announced
+    lambda b: b[:20] + bytes([0x20]) + b[21:],                 # more fragments
+    lambda b: b[:16] + (9999).to_bytes(2, "big") + b[18:],     # total length beyond the frame
+    lambda b: b[:38] + (4).to_bytes(2, "big") + b[40:],        # UDP length below 8
+    lambda b: b[:60],                                          # cut short
+    lambda b: b + b"\0" * 6,                                   # Ethernet padding after the IP datagram
+    lambda b: b[:36] + (4792).to_bytes(2, "big") + b[38:],     # another UDP port
+], ids=["options", "fragment", "total-too-long", "udp-short", "cut", "padding", "other-port"])
+def test_unusual_frames_give_the_same_result_either_way(mutate):
+    base = rocev2(0x0A, destqp=0x11, psn=7, va=0x1000, r_key=0x22, dma_length=8, payload=b"12345678")
+    assert _same([_frame(base), _frame(mutate(base), 2)]) == 2
