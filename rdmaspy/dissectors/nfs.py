@@ -10,10 +10,11 @@ RPC facts (``RpcInfo.ddp``) so that analysis can tie chunk data to it.
 """
 from __future__ import annotations
 
+import struct
 from typing import Any, Callable
 
 from ..fields import Field
-from ..packet import Packet
+from ..packet import Layer, Packet
 from .onc_rpc import NULL, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .xdr import Cursor, XdrError
 
@@ -517,18 +518,121 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
             pkt.add_expert("warning", "malformed", f"nfs: {e}")
 
 
+def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tuple | None, kind: str) -> bool:
+    """The one DDP-eligible item of an NFSv3 message, whose length word is at ``p`` (as _Walk.ddp does
+    for a first item); False when the length word is not there."""
+    if end - p < 4:
+        return False
+    n = _U32(buf, p)[0]
+    p += 4
+    pos = p - base
+    if chunks is None:
+        reduced = False
+    elif info.msgtype == 1:
+        reduced = chunks[1] > 0
+    else:
+        reduced = pos in chunks[0]
+    if not reduced and end - p < n:
+        reduced = True          # missing bytes with no chunk for them: the message ends here
+    item = DdpItem(kind, pos, n, not reduced)
+    if info.ddp is None:
+        info.ddp = [item]
+    else:
+        info.ddp.append(item)
+    return True
+
+
+def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None) -> bool:
+    """WRITE3args (file, offset, count, stable, data) when well formed; False: the careful walk takes it."""
+    if end - off < 4:
+        return False
+    p = off + 4 + ((_U32(buf, off)[0] + 3) & ~3) + 16
+    return p <= end and _last_ddp(buf, p, end, info, base, chunks, "write_data")
+
+
+def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None) -> bool:
+    """READ3res (status, file_attributes, count, eof, data) when well formed; False: the careful walk."""
+    if end - off < 8:
+        return False
+    status, follows = _II(buf, off)
+    p = off + 8
+    if follows:
+        p += 84
+    if status:
+        if p > end:
+            return False
+        info.nfs_status = status
+        return True
+    p += 8
+    if p > end:
+        return False
+    info.nfs_status = status
+    return _last_ddp(buf, p, end, info, base, chunks, "read_data")
+
+
+class NfsLayer(Layer):
+    """An NFS body: the tree is walked again from the bytes only when somebody asks for it."""
+
+    __slots__ = ("info", "end", "base", "chunks")
+
+    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, label: str,
+                 info: RpcInfo, end: int, base: int, chunks: tuple | None, fill: Callable) -> None:
+        self.proto = proto
+        self.header = header
+        self.buf = buf
+        self.off = off
+        self.length = length
+        self._label = label
+        self._fill = fill
+        self.info = info
+        self.end = end
+        self.base = base
+        self.chunks = chunks
+
+
+def _fill_nfs(lay: NfsLayer) -> None:
+    _walk_nfs(lay.buf, lay.off, lay.end, _scratch(lay.info), lay, lay.base, lay.chunks, None)
+
+
+def _fill_cb(lay: NfsLayer) -> None:
+    _walk_cb(lay.buf, lay.off, lay.end, _scratch(lay.info), lay, lay.base, lay.chunks, None)
+
+
+_LABELS = {2: "NFSv2", 3: "NFSv3", 4: "NFSv4"}
+_U32 = struct.Struct(">I").unpack_from
+_II = struct.Struct(">II").unpack_from
+
+
 def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    info = current_rpc(pkt)
+    extra = pkt.extra
+    info = extra.get("rpc") if extra else None
     if info is None:
         return
     pkt.proto = "NFS"
+    vers = info.vers
     if info.label is None:
-        info.label = f"NFSv{info.vers}"
+        info.label = _LABELS.get(vers) or f"NFSv{vers}"
     base = _rpc_start(pkt, off)
-    chunks = _chunks(pkt)
-    lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
-    lay.lazy(lambda lay: _walk_nfs(buf, off, end, _scratch(info), lay, base, chunks, None))
-    _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt, ctx.get("rpc.programs", dict))
+    chunks = extra.get("rpcrdma.chunks")
+    pkt.layers.append(NfsLayer("nfs", None, buf, off, end - off, "Network File System", info, end, base, chunks,
+                               _fill_nfs))
+    if vers == 3:
+        # Most procedures carry no DDP-eligible item: a call needs no walk, a reply only its status.
+        proc = info.proc
+        if info.msgtype == 0:
+            if proc != 7 and proc != 10:
+                return
+            if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks):
+                return
+        elif end - off >= 4:
+            if proc != 5 and proc != 6:
+                info.nfs_status = _U32(buf, off)[0]
+                return
+            if proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks):
+                return
+        _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt)
+        return
+    _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt, ctx.get("rpc.programs", dict) if vers == 4 else None)
 
 
 def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
@@ -553,8 +657,8 @@ def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     info.label = "NFSv4.1 CB"
     base = _rpc_start(pkt, off)
     chunks = _chunks(pkt)
-    lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System callback")
-    lay.lazy(lambda lay: _walk_cb(buf, off, end, _scratch(info), lay, base, chunks, None))
+    pkt.layers.append(NfsLayer("nfs", None, buf, off, end - off, "Network File System callback", info, end, base,
+                               chunks, _fill_cb))
     _walk_cb(buf, off, end, info, NULL, base, chunks, pkt)
 
 

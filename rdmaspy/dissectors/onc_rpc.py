@@ -312,6 +312,107 @@ def _fill(lay: Layer, buf: bytes, off: int, end: int, info: RpcInfo) -> None:
     lay.add(BODY_LEN, end - body, body, end - body)
 
 
+_CALL_HEAD = struct.Struct(">IIIIIIII")   # xid, type, rpcvers, prog, vers, proc, cred flavor, cred length
+_REPLY_HEAD = struct.Struct(">IIIII")      # xid, type, reply_stat, verifier flavor, verifier length
+_U32 = struct.Struct(">I").unpack_from
+_II = struct.Struct(">II").unpack_from
+_III = struct.Struct(">III").unpack_from
+_GSS = struct.Struct(">IIIII").unpack_from
+
+
+def _call_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
+    """The facts of a well-formed call header, read with a few unpacks; returns where the body starts,
+    or -1 when anything is short or out of range (the careful walk then says what)."""
+    if end - off < 40:
+        return -1
+    _x, _t, rpcvers, prog, vers, proc, cfl, clen = _CALL_HEAD.unpack_from(buf, off)
+    if clen > 400:
+        return -1
+    cb = off + 32
+    ce = cb + clen
+    vp = cb + ((clen + 3) & ~3)
+    if vp + 8 > end:
+        return -1
+    _vfl, vlen = _II(buf, vp)
+    body = vp + 8 + ((vlen + 3) & ~3)
+    if vlen > 400 or body > end:
+        return -1
+    if cfl == 1:            # AUTH_SYS: stamp, machine name, uid, gid, gids
+        if ce - cb < 8:
+            return -1
+        nlen = _U32(buf, cb + 4)[0]
+        q = cb + 8 + ((nlen + 3) & ~3)
+        if nlen > ce - cb - 8 or q + 12 > ce:
+            return -1
+        uid, gid, ngids = _III(buf, q)
+        if ngids * 4 > ce - q - 12:
+            return -1
+        info.machinename = bytes(buf[cb + 8:cb + 8 + nlen]).decode("utf-8", "replace")
+        info.uid = uid
+        info.gid = gid
+    elif cfl == 6:          # RPCSEC_GSS: version, procedure, sequence, service, context handle
+        if ce - cb < 20:
+            return -1
+        _gv, gproc, gseq, gsvc, hlen = _GSS(buf, cb)
+        if ((hlen + 3) & ~3) > ce - cb - 20:
+            return -1
+        info.gss_proc = gproc
+        info.gss_seq = gseq
+        info.gss_service = gsvc
+    info.rpcvers = rpcvers
+    info.prog = prog
+    info.vers = vers
+    info.proc = proc
+    info.prog_name = PROGRAM_NAMES.get(prog)
+    names = PROC_NAMES.get((prog, vers))
+    info.proc_name = names.get(proc) if names is not None else None
+    info.cred_flavor = cfl
+    return body
+
+
+def _reply_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
+    """The facts of an accepted reply header (the common case), or -1 (the careful walk takes it)."""
+    if end - off < 24:
+        return -1
+    _x, _t, stat, _vfl, vlen = _REPLY_HEAD.unpack_from(buf, off)
+    if stat != 0 or vlen > 400:
+        return -1
+    p = off + 20 + ((vlen + 3) & ~3)
+    if p + 4 > end:
+        return -1
+    acc = _U32(buf, p)[0]
+    p += 4
+    if acc == 2:
+        if p + 8 > end:
+            return -1
+        p += 8
+    info.reply_stat = 0
+    info.accept_stat = acc
+    return p
+
+
+class RpcLayer(Layer):
+    """The RPC header: its items are spelled out from the bytes only when somebody asks for them."""
+
+    __slots__ = ("info", "end")
+
+    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, label: str,
+                 info: RpcInfo, end: int) -> None:
+        self.proto = proto
+        self.header = header
+        self.buf = buf
+        self.off = off
+        self.length = length
+        self._label = label
+        self._fill = _fill_layer
+        self.info = info
+        self.end = end
+
+
+def _fill_layer(lay: RpcLayer) -> None:
+    _fill(lay, lay.buf, lay.off, lay.end, lay.info)
+
+
 def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None,
                 quiet: bool = False) -> RpcInfo | None:
     """One whole (or reduced) RPC message in ``buf[off:end]``.  Returns its facts, or None if unreadable.
@@ -322,50 +423,65 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         return None
     xid, mtype = _XID_TYPE.unpack_from(buf, off)
     info = RpcInfo(xid, mtype)
-    info.frame = pkt.frame.num
+    frame = pkt.frame
+    info.frame = frame.num
     info.length = end - off
-    lay = pkt.add_layer("rpc", None, buf, off, end - off, "Remote Procedure Call")
-    lay.lazy(lambda lay: _fill(lay, buf, off, end, info))
+    lay = RpcLayer("rpc", None, buf, off, end - off, "Remote Procedure Call", info, end)
+    pkt.layers.append(lay)
     if mtype > 1:
         pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
         return info
     calls: _Calls = ctx.get("rpc.calls", _Calls)
     key = (flow, xid)
-    if mtype == 1:
+    if mtype == 0:
+        body = _call_facts(buf, off, end, info)
+    else:
         call = calls.by_key.get(key)
         if call is not None:
             info.prog, info.vers, info.proc, info.call_frame, ts, info.label = call
             info.prog_name = PROGRAM_NAMES.get(info.prog)
-            info.proc_name = proc_name(info.prog, info.vers, info.proc)
-            info.delay = (pkt.frame.ts - ts) / 1e9
-    try:
-        body = _walk_header(buf, off, end, info, NULL)
-    except XdrError as e:
-        pkt.set_malformed(f"rpc: {e}")
-        _set_info(pkt, info)
-        return info
+            names = PROC_NAMES.get((info.prog, info.vers))
+            info.proc_name = names.get(info.proc) if names is not None else None
+            info.delay = (frame.ts - ts) / 1e9
+        body = _reply_facts(buf, off, end, info)
+    if body < 0:
+        try:
+            body = _walk_header(buf, off, end, info, NULL)
+        except XdrError as e:
+            pkt.set_malformed(f"rpc: {e}")
+            _set_info(pkt, info)
+            return info
     lay.length = body - off
     if mtype == 0:
         if info.rpcvers != 2:
             pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
-        calls.add(key, (info.prog, info.vers, info.proc, pkt.frame.num, pkt.frame.ts, None))
-    elif info.reply_stat not in (0, 1):
-        pkt.set_malformed(f"rpc: reply status {info.reply_stat} is not defined")
-    elif info.reject_stat not in (None, 0, 1):
-        pkt.set_malformed(f"rpc: reject status {info.reject_stat} is not defined")
-    pkt.note("rpc", info)
-    body_ok = mtype == 0 or (info.reply_stat == 0 and info.accept_stat == 0)
-    fn = rpc_program.by_key.get(info.prog) if info.prog is not None else None
-    if fn is None and info.prog is not None:
+        calls.add(key, (info.prog, info.vers, info.proc, frame.num, frame.ts, None))
+        body_ok = True
+    else:
+        if info.reply_stat not in (0, 1):
+            pkt.set_malformed(f"rpc: reply status {info.reply_stat} is not defined")
+        elif info.reject_stat not in (None, 0, 1):
+            pkt.set_malformed(f"rpc: reject status {info.reject_stat} is not defined")
+        body_ok = info.reply_stat == 0 and info.accept_stat == 0
+    extra = pkt.extra
+    if extra is None:
+        pkt.extra = {"rpc": info}
+    else:
+        extra["rpc"] = info
+    prog = info.prog
+    fn = rpc_program.by_key.get(prog) if prog is not None else None
+    if fn is None and prog is not None:
         # programs learnt from the capture itself (an NFSv4 client's callback program)
         learnt = ctx.state.get("rpc.programs") if hasattr(ctx, "state") else None
-        fn = learnt.get(info.prog) if learnt else None
-    wrapped = info.gss_service in (2, 3) and info.gss_proc == 0
-    if fn is not None and body_ok and not wrapped:
+        fn = learnt.get(prog) if learnt else None
+    if fn is not None and body_ok and not (info.gss_proc == 0 and info.gss_service in (2, 3)):
         fn(pkt, buf, body, end, ctx)
-        if mtype == 0 and info.label is not None and key in calls.by_key:
-            # the reply is named as its call was (NFSv4.2 COMPOUND ...)
-            calls.by_key[key] = calls.by_key[key][:5] + (info.label,)
+        if mtype == 0 and info.label is not None:
+            by_key = calls.by_key
+            call = by_key.get(key)
+            if call is not None:
+                # the reply is named as its call was (NFSv4.2 COMPOUND ...)
+                by_key[key] = (call[0], call[1], call[2], call[3], call[4], info.label)
     if not quiet:
         _set_info(pkt, info)
     return info

@@ -380,17 +380,21 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
     return b"".join(out), frames
 
 
+def _rpc_flow(pkt: Packet) -> tuple:
+    from .rpcrdma import rpc_flow
+    return rpc_flow(pkt)
+
+
 def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: Any) -> None:
     """Called by the RPC-over-RDMA dissectors for each message: follow its chunks."""
     if msg.proc not in (0, 1, 2) or msg.malformed is not None:
         return
     if not (msg.reads or msg.writes or msg.reply):
         return
-    from .rpcrdma import rpc_flow
     st = _state(ctx)
     if msg.reads:
         reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
-        job = _ReadJob(msg, reduced, rpc_flow(pkt))
+        job = _ReadJob(msg, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
         if job.need:
             for s in msg.reads:
                 st.read_jobs[s.handle] = job
@@ -409,7 +413,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: An
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
-                          "RDMA WRITE (Reply chunk)", rpc_flow(pkt))
+                          "RDMA WRITE (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
         got_all = [_written(st, c) for c in msg.writes]
         frames = sorted({f for g in got_all if g is not None for f in g[1]})

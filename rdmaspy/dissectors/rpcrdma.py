@@ -19,7 +19,7 @@ from typing import Any
 from ..fields import Field
 from ..packet import Layer, Packet
 from ..registry import add_data, table
-from . import onc_rpc
+from . import onc_rpc, rdma_reassembly
 from .xdr import Cursor, XdrError, p32, p64
 
 NFS_RDMA_PORT = 20049
@@ -220,6 +220,103 @@ def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str
     return msg, None
 
 
+_U32 = struct.Struct(">I").unpack_from
+_II = struct.Struct(">II").unpack_from
+_III = struct.Struct(">III").unpack_from
+_RSEG = struct.Struct(">IIIQ").unpack_from
+_SEG = struct.Struct(">IIQ").unpack_from
+_NO_CHUNKS = (0, 0, 0)
+
+
+def _fast_segments(buf: bytes, p: int, end: int, out: list) -> int:
+    """A counted array of RDMA segments appended to ``out``; returns where it ends, or -1."""
+    if end - p < 4:
+        return -1
+    n = _U32(buf, p)[0]
+    p += 4
+    if n * 16 > end - p:
+        return -1
+    for _ in range(n):
+        handle, length, offset = _SEG(buf, p)
+        out.append(Segment(None, handle, length, offset, p))
+        p += 16
+    return p
+
+
+def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
+    """The chunk lists read with a few unpacks; returns where they end, or -1 when anything is short or
+    out of range (``parse_lists`` then says what)."""
+    if end - p >= 12 and _III(buf, p) == _NO_CHUNKS:     # the common case: no chunk at all
+        return p + 12
+    reads = msg.reads
+    while True:
+        if end - p < 4:
+            return -1
+        d = _U32(buf, p)[0]
+        if d == 0:
+            p += 4
+            break
+        if d != 1 or end - p < 24:
+            return -1
+        pos, handle, length, offset = _RSEG(buf, p + 4)
+        reads.append(Segment(pos, handle, length, offset, p + 4))
+        p += 24
+    if reads:
+        if len(reads) == 1:
+            msg.read_chunks = [(reads[0].position, [reads[0]])]
+        else:
+            groups: dict[int, list[Segment]] = {}
+            for s in reads:
+                groups.setdefault(s.position, []).append(s)  # type: ignore[arg-type]
+            msg.read_chunks = list(groups.items())
+    writes = msg.writes
+    while True:
+        if end - p < 4:
+            return -1
+        d = _U32(buf, p)[0]
+        if d == 0:
+            p += 4
+            break
+        if d != 1:
+            return -1
+        chunk: list[Segment] = []
+        p = _fast_segments(buf, p + 4, end, chunk)
+        if p < 0:
+            return -1
+        writes.append(chunk)
+    if end - p < 4:
+        return -1
+    d = _U32(buf, p)[0]
+    if d == 0:
+        return p + 4
+    if d != 1:
+        return -1
+    reply: list[Segment] = []
+    p = _fast_segments(buf, p + 4, end, reply)
+    msg.reply = reply
+    return p
+
+
+def _parse_v1_fast(buf: bytes, off: int, end: int) -> RpcRdmaMessage | None:
+    """RDMA_MSG, RDMA_NOMSG or RDMA_MSGP of version 1, well formed: the facts, or None (then parse_v1)."""
+    if end - off < 28:
+        return None
+    xid, vers, credits, proc = _HDR.unpack_from(buf, off)
+    msg = RpcRdmaMessage(vers, xid, credits, proc)
+    p = off + 16
+    if proc == 2:
+        if end - p < 8:
+            return None
+        msg.align, msg.thresh = _II(buf, p)
+        p += 8
+    p = _fast_lists(buf, p, end, msg)
+    if p < 0:
+        return None
+    msg.header_len = p - off
+    msg.payload_len = end - p
+    return msg
+
+
 # --- encoding (tests and the traffic generator build messages with these) -------------------------
 def encode_lists(reads: list = (), writes: list = (), reply: list | None = None) -> bytes:
     """``reads``: (position, handle, length, offset) tuples; ``writes``: lists of (handle, length, offset);
@@ -309,19 +406,22 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
             sg.add(REPLY_OFFSET, s.offset, s.at + 8, 8)
 
 
+def _segs_text(segs: list[Segment]) -> str:
+    n = len(segs)
+    total = segs[0].length if n == 1 else sum(s.length for s in segs)
+    return f"{n} seg{'s' if n != 1 else ''} {total}B"
+
+
 def lists_text(msg: RpcRdmaMessage) -> str:
     parts = []
     if msg.reads:
-        chunks = " ".join(f"chunk(pos {pos}, {len(segs)} seg{'s' if len(segs) != 1 else ''} "
-                          f"{sum(s.length for s in segs)}B)" for pos, segs in msg.read_chunks)
-        parts.append(f"reads={len(msg.read_chunks)} {chunks}")
+        chunks = [f"chunk(pos {pos}, {_segs_text(segs)})" for pos, segs in msg.read_chunks]
+        parts.append(f"reads={len(msg.read_chunks)} {' '.join(chunks)}")
     if msg.writes:
-        chunks = " ".join(f"chunk({len(c)} seg{'s' if len(c) != 1 else ''} {sum(s.length for s in c)}B)"
-                          for c in msg.writes)
-        parts.append(f"writes={len(msg.writes)} {chunks}")
+        chunks = [f"chunk({_segs_text(c)})" for c in msg.writes]
+        parts.append(f"writes={len(msg.writes)} {' '.join(chunks)}")
     if msg.reply is not None:
-        parts.append(f"reply=chunk({len(msg.reply)} seg{'s' if len(msg.reply) != 1 else ''} "
-                     f"{sum(s.length for s in msg.reply)}B)")
+        parts.append(f"reply=chunk({_segs_text(msg.reply)})")
     return " ".join(parts)
 
 
@@ -332,6 +432,8 @@ def shape_of(msg: RpcRdmaMessage, is_reply: bool | None) -> str:
         return "pull completion (RDMA_DONE)"
     if proc not in (0, 1, 2):
         return ""
+    if proc != 1 and not msg.reads and not msg.writes and not msg.reply:
+        return "pure inline"
     pos0 = any(pos == 0 for pos, _ in msg.read_chunks)
     if proc == 1:
         if pos0:
@@ -395,17 +497,24 @@ def send_frames(pkt: Packet) -> list[int]:
 
 def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaMessage) -> None:
     """Hand the RPC message after the transport header to onc_rpc, telling NFS which items were reduced."""
-    positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
-    pkt.note("rpcrdma.chunks", (positions, len(msg.writes)))
+    chunks = msg.read_chunks or msg.writes
+    if chunks:
+        positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
+        pkt.note("rpcrdma.chunks", (positions, len(msg.writes)))
     msg.rpc_span = (buf, off, end)
-    msg.rpc_flow = flow = rpc_flow(pkt)
-    msg.rpc = onc_rpc.dissect_rpc(pkt, buf, off, end, ctx, flow)
-    pkt.extra.pop("rpcrdma.chunks", None)   # type: ignore[union-attr]
-    if msg.rpc is not None:
-        msg.is_reply = msg.rpc.msgtype == 1
-        if msg.rpc.xid != msg.xid:
+    conv = pkt.conv
+    if conv is not None:
+        msg.rpc_flow = flow = ("conn", conv.conn_id)
+    else:
+        msg.rpc_flow = flow = rpc_flow(pkt)
+    msg.rpc = rpc = onc_rpc.dissect_rpc(pkt, buf, off, end, ctx, flow)
+    if chunks:
+        pkt.extra.pop("rpcrdma.chunks", None)   # type: ignore[union-attr]
+    if rpc is not None:
+        msg.is_reply = rpc.msgtype == 1
+        if rpc.xid != msg.xid:
             pkt.add_expert("warning", "protocol",
-                           f"RPC XID 0x{msg.rpc.xid:08x} differs from the transport header's 0x{msg.xid:08x}",
+                           f"RPC XID 0x{rpc.xid:08x} differs from the transport header's 0x{msg.xid:08x}",
                            "RFC 8166: rdma_xid")
 
 
@@ -415,6 +524,11 @@ def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
     if end - off >= 8 and buf[off + 4] == 0 and buf[off + 5] == 0 and buf[off + 6] == 0 and buf[off + 7] == 2:
         from . import rpcrdma2
         rpcrdma2.dissect_v2(pkt, buf, off, end, ctx)
+        return
+    msg = _parse_v1_fast(buf, off, end) if end - off >= 16 and buf[off + 7] == 1 and \
+        _U32(buf, off + 12)[0] <= 2 and _U32(buf, off + 4)[0] == 1 else None
+    if msg is not None:
+        show_v1(pkt, buf, off, end, ctx, msg, None)
         return
     msg, err = parse_v1(buf, off, end)
     show_v1(pkt, buf, off, end, ctx, msg, err)
@@ -428,11 +542,16 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         pkt.truncated("rpcrdma", end - off, 16)
         return
     # The tree is made only when somebody asks for it (a summary line needs the text alone).
-    lay = pkt.add_layer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA")
-    lay.lazy(lambda lay: _fill_v1(lay, msg, off, end))
-    msg.frame = pkt.frame.num
-    msg.frames = send_frames(pkt)
-    pkt.note("rpcrdma", msg)
+    pkt.layers.append(MsgLayer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA", msg, end))
+    msg.frame = num = pkt.frame.num
+    extra = pkt.extra
+    if extra is None:
+        msg.frames = [num]
+        pkt.extra = {"rpcrdma": msg}
+    else:
+        frames = extra.get("rdma.send_frames")
+        msg.frames = list(frames) if frames else [num]
+        extra["rpcrdma"] = msg
     if msg.version != 1:
         pkt.set_info(f"RPC-over-RDMA version {msg.version} xid=0x{msg.xid:08x}")
         pkt.add_expert("warning", "protocol", f"RPC-over-RDMA version {msg.version} is not known "
@@ -440,42 +559,67 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         if end > off + 16:
             add_data(pkt, buf, off + 16, end)
         return
-    name = PROCS.get(msg.proc, f"proc {msg.proc}")
+    proc = msg.proc
+    name = PROCS.get(proc) or f"proc {proc}"
     text = f"RPC-over-RDMA v1 {name} xid=0x{msg.xid:08x} credits={msg.credits}"
-    if msg.proc in (0, 1, 2):
-        if msg.reads or msg.writes or msg.reply is not None:
+    chunked = bool(msg.reads or msg.writes or msg.reply)
+    if proc <= 2:
+        if chunked or msg.reply is not None:
             text += " " + lists_text(msg)
-    elif msg.proc == 4 and msg.errcode is not None:
+    elif proc == 4 and msg.errcode is not None:
         text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
         if msg.vers_high is not None:
             text += f" versions {msg.vers_low}..{msg.vers_high}"
-    pkt.set_info(text)
+    pkt.info = [text]
     if err is not None:
         msg.malformed = err
         pkt.set_malformed(f"rpcrdma: {err}")
         return
     pstart = off + msg.header_len
-    if msg.proc == 1 and not msg.has_chunks:
-        pkt.add_expert("warning", "protocol", "RDMA_NOMSG with no chunk: nothing conveys the RPC message",
-                       "RFC 8166: RDMA_NOMSG")
-    if msg.proc in (1, 3, 4) and end > pstart:
-        pkt.add_expert("warning", "protocol", f"{end - pstart} bytes after a {name} header", "RFC 8166: RDMA_NOMSG")
-        add_data(pkt, buf, pstart, end)
-    if msg.proc == 0 or msg.proc == 2:
-        if msg.proc == 2 and msg.align:
+    if proc == 0 or proc == 2:
+        if proc == 2 and msg.align:
             # RDMA_MSGP: the RPC message starts at the next multiple of rdma_align (RFC 5666).
             rel = pstart - off
             pad = (-rel) % msg.align if msg.align <= 4096 else 0
             pstart = min(end, pstart + pad)
         if end > pstart:
             carry_rpc(pkt, buf, pstart, end, ctx, msg)
+    else:
+        if proc == 1 and not chunked:
+            pkt.add_expert("warning", "protocol", "RDMA_NOMSG with no chunk: nothing conveys the RPC message",
+                           "RFC 8166: RDMA_NOMSG")
+        if proc in (1, 3, 4) and end > pstart:
+            pkt.add_expert("warning", "protocol", f"{end - pstart} bytes after a {name} header",
+                           "RFC 8166: RDMA_NOMSG")
+            add_data(pkt, buf, pstart, end)
     if msg.is_reply is None:
         msg.is_reply = _is_reply(pkt, msg, ctx)
     msg.shape = shape_of(msg, msg.is_reply)
-    if msg.reads or msg.writes or msg.reply:
-        from . import rdma_reassembly
+    if chunked:
         rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
     msg.rpc_span = None       # the buffer is not kept alive by the facts
+
+
+class MsgLayer(Layer):
+    """The v1 transport header: its items are spelled out from the facts only when somebody asks."""
+
+    __slots__ = ("msg", "end")
+
+    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, label: str,
+                 msg: RpcRdmaMessage, end: int) -> None:
+        self.proto = proto
+        self.header = header
+        self.buf = buf
+        self.off = off
+        self.length = length
+        self._label = label
+        self._fill = _fill_msg
+        self.msg = msg
+        self.end = end
+
+
+def _fill_msg(lay: MsgLayer) -> None:
+    _fill_v1(lay, lay.msg, lay.off, lay.end)
 
 
 def _fill_v1(lay: Layer, msg: RpcRdmaMessage, off: int, end: int) -> None:
@@ -530,7 +674,11 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
             return False
         show_v1(pkt, buf, off, end, ctx, *parse_v1(buf, off, end))
         return True
-    msg, err = parse_v1(buf, off, end)
+    msg = _parse_v1_fast(buf, off, end) if proc != 4 else None
+    if msg is not None:
+        err = None
+    else:
+        msg, err = parse_v1(buf, off, end)
     if msg is None:
         return False
     if err is not None:
