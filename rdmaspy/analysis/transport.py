@@ -421,7 +421,9 @@ class Transport:
         elif t == 3:
             code = syn & 31
             st.naks[code] = st.naks.get(code, 0) + 1
-            st.nak = (psn, frame.num, frame.ts)
+            if code == 0:
+                # the requester goes back to this PSN; the other codes are fatal to the QP (nothing is resent)
+                st.nak = (psn, frame.num, frame.ts)
             lay = _layer(pkt)
             lay.add(NAK_CODE, code)
             rule = NAK_RULES.get(code, NAK_RESERVED)

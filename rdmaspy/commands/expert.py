@@ -12,7 +12,6 @@ import argparse
 import sys
 from typing import Any, Callable
 
-import orjson
 
 from ..analysis.rules import SEVERITIES, Finding
 
@@ -161,6 +160,7 @@ def cmd_expert(args: argparse.Namespace) -> int:
         keep = SEVERITIES[:SEVERITIES.index(args.severity) + 1]
         groups = [g for g in groups if g.severity in keep]
     if args.T == "json":
+        import orjson      # here, not at import: every command module is imported to build the parser
         counts = {s: sum(len(g.items) for g in groups if g.severity == s) for s in SEVERITIES}
         doc = {"file": args.file, "frames": frames, "counts": counts, "groups": [g.record() for g in groups]}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")

@@ -19,7 +19,6 @@ import math
 import sys
 from typing import Any
 
-import orjson
 
 # NFSv4 COMPOUND operations that only set the scene: a COMPOUND is named by its first other operation.
 _PLUMBING = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH", "GETFH"})
@@ -235,6 +234,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
     cap, doc = gather(args.file)
     if args.T == "json":
+        import orjson      # here, not at import: every command module is imported to build the parser
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.buffer.flush()
     else:
