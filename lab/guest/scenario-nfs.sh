@@ -21,7 +21,9 @@ sleep 11          # let the grace period pass
 fail=0
 for v in 3 4.0 4.1 4.2; do
   cap_start $OUT/nfs-$kind-v$v.pcap
-  if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:/export /mnt/nfs; then
+  # /export is exported with fsid=0: NFSv4's pseudo-root, so v4 mounts name it "/".
+  case $v in 3) path=/export ;; *) path=/ ;; esac
+  if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:$path /mnt/nfs; then
     dd if=/dev/urandom of=/mnt/nfs/file-$v bs=64k count=4 2>/dev/null
     sync; echo 3 > /proc/sys/vm/drop_caches
     md5sum /mnt/nfs/file-$v > /dev/null
