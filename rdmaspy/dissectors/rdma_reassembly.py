@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..fields import Field
-from ..packet import Packet
+from ..packet import Layer, Packet
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
 
@@ -235,6 +235,11 @@ def _read_done(pkt: Packet, ctx: Any, st: _State, t: _Transfer) -> None:
 
 
 def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes:
+    if len(pieces) == 1:
+        delta, data = pieces[0]
+        if delta == 0:
+            # one transfer from the segment's start (the common case): no copy unless it overran
+            return data if len(data) <= length else data[:length]
     out = bytearray()
     for delta, data in sorted(pieces, key=lambda p: p[0]):
         if delta > len(out):
@@ -251,22 +256,29 @@ def _rebuild_call(pkt: Packet, ctx: Any, job: _ReadJob) -> None:
     seg_data = [_segment_bytes(job.pieces[i], s.length) for i, s in enumerate(msg.reads)]
     index = {id(s): i for i, s in enumerate(msg.reads)}
     reduced = job.reduced
-    out = bytearray()
+    parts: list[bytes] = []
+    size = 0
     taken = 0
     for pos, segs in sorted(msg.read_chunks, key=lambda c: c[0]):
-        data = b"".join(seg_data[index[id(s)]] for s in segs)
+        data = seg_data[index[id(segs[0])]] if len(segs) == 1 else \
+            b"".join(seg_data[index[id(s)]] for s in segs)
         if pos == 0:
-            out = bytearray(data)
+            parts = [data]
             taken = len(reduced)
             break
-        need = pos - len(out)
+        need = pos - size
         if need > 0:
-            out += reduced[taken:taken + need]
+            piece = reduced[taken:taken + need]
+            parts.append(piece)
+            size += len(piece)
             taken += need
-        out += data
-        out += b"\0" * (-len(data) % 4)
-    out += reduced[taken:]
-    whole = bytes(out)
+        parts.append(data)
+        pad = -len(data) % 4
+        size += len(data) + pad
+        if pad:
+            parts.append(b"\0" * pad)
+    parts.append(reduced[taken:])
+    whole = b"".join(parts)
     kind = "RDMA READ (Position Zero Read chunk)" if any(p == 0 for p, _ in msg.read_chunks) \
         else "RDMA READ (Read chunks)"
     _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + job.frames, kind, job.flow)
@@ -283,30 +295,57 @@ def _rebuild_reply(pkt: Packet, ctx: Any, msg: Any, got: list, frames: list[int]
     if not items or len(items) > len(got) or any(g is None for g in got[:len(items)]):
         return
     rbuf, roff, rend = span
-    out = bytearray()
+    parts: list[bytes] = []
     taken = roff
     shift = 0
     for item, (data, _fr) in zip(items, got):
         at = roff + item.position - shift        # where the item stood in the reduced stream
         if at < taken or at > rend:
             return
-        out += rbuf[taken:at]
+        parts.append(rbuf[taken:at])
         taken = at
-        out += data
-        out += b"\0" * (-len(data) % 4)
+        parts.append(data)
+        pad = -len(data) % 4
+        if pad:
+            parts.append(b"\0" * pad)
         shift += (item.length + 3) & ~3
-    out += rbuf[taken:rend]
-    _show_rebuilt(pkt, ctx, msg, bytes(out), frames, "RDMA WRITE (Write chunks)", msg.rpc_flow, quiet=True)
+    parts.append(rbuf[taken:rend])
+    _show_rebuilt(pkt, ctx, msg, b"".join(parts), frames, "RDMA WRITE (Write chunks)", msg.rpc_flow, quiet=True)
+
+
+class RebuiltLayer(Layer):
+    """A rebuilt RPC message: its label and items are spelled out only when somebody asks for them."""
+
+    __slots__ = ("msg", "frames", "kind")
+
+    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, msg: Any, frames: list[int],
+                 kind: str) -> None:
+        self.proto = proto
+        self.header = header
+        self.buf = buf
+        self.off = off
+        self.length = length
+        self._fill = _fill_rebuilt
+        self.msg = msg
+        self.frames = frames
+        self.kind = kind
+
+    @property
+    def label(self) -> str:
+        return f"[Rebuilt RPC message of XID 0x{self.msg.xid:08x}: {self.length} bytes from " \
+               f"{len(self.frames)} frames]"
+
+
+def _fill_rebuilt(lay: RebuiltLayer) -> None:
+    lay.add(REBUILT_XID, lay.msg.xid)
+    lay.add(REBUILT_FRAMES, ",".join(map(str, lay.frames)))
+    lay.add(REBUILT_LEN, lay.length)
+    lay.add(REBUILT_KIND, lay.kind)
 
 
 def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
                   quiet: bool = False) -> None:
-    lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
-                        f"[Rebuilt RPC message of XID 0x{msg.xid:08x}: {len(whole)} bytes from {len(frames)} frames]")
-    lay.add(REBUILT_XID, msg.xid)
-    lay.add(REBUILT_FRAMES, ",".join(map(str, frames)))
-    lay.add(REBUILT_LEN, len(whole))
-    lay.add(REBUILT_KIND, kind)
+    pkt.layers.append(RebuiltLayer("rpcrdma.rebuilt", None, whole, 0, len(whole), msg, frames, kind))
     msg.rebuilt_frames = frames
     msg.rebuilt_frame = pkt.frame.num
     pkt.note("rpcrdma.rebuilt", msg)
