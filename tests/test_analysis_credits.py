@@ -108,3 +108,20 @@ def test_series_goes_out_in_pieces():
     assert len(out) == 3 and len(pts) == 2 * (SERIES_CHUNK + 10)
     assert all(len(r["points"]) <= SERIES_CHUNK for _k, r in out)
     assert led.points == []
+
+
+def test_version_1_client_has_one_credit_until_the_first_reply():
+    """RFC 8166 §3.3.3: the credit grant is one when the connection starts."""
+    from analysis_build import CLIENT, SERVER, Wire
+
+    from rdmaspy.dissectors import onc_rpc, rpcrdma
+    from rdmaspy.dissectors.xdr import p32, popaque
+    w = Wire()
+    w.cm()
+    for x in (0x1, 0x2):
+        w.send(CLIENT, rpcrdma.encode_v1(x, 0, 32, payload=onc_rpc.encode_call(x, 100003, 3, 1, popaque(ab.FH))))
+    for x in (0x1, 0x2):
+        w.send(SERVER, rpcrdma.encode_v1(x, 0, 8, payload=onc_rpc.encode_reply(x, p32(0) + bytes(84))))
+    res = analyse_frames(w.out())
+    assert res.rules() == ["credits.initial_single"]
+    assert res.own[0].xid == 0x2 and res.own[0].args == {"outstanding": 2}

@@ -5,7 +5,8 @@ the responder grants them in each reply's; the requester keeps no more calls out
 was granted.  Version 2 (draft-01 §4.2.1): every message carries the sender's grant to its peer in
 the low 16 bits (never zero) and its own maximum in the high 16; an RDMA2_NOMSG without chunks
 and XID 0 refreshes the grant alone (§4.2.1.2), and a client sends a single message until the
-server's first grant (§4.2.3).
+server's first grant (§4.2.3); in version 1 too the grant is one until the first reply (RFC 8166
+§3.3.3).
 
 A ``CreditLedger`` follows one direction of calls (forward: client to server; backchannel: the
 reverse).  Its time series, points (t ns, outstanding, granted), goes out in pieces through the
@@ -28,8 +29,8 @@ ZERO_GRANT = declare(
     "RFC 8166 §3.3.1; draft-01 §4.2.1.1 (the granted credit value MUST NOT be zero)")
 INITIAL_SINGLE = declare(
     "credits.initial_single", "error", "credits",
-    "the client sent {outstanding} messages before the server granted any credits",
-    "draft-01 §4.2.3 (a client sends a single message until the server grants credits)")
+    "the client has {outstanding} calls outstanding before the server granted any credits",
+    "RFC 8166 §3.3.3 (the credit grant starts at one); draft-01 §4.2.3 (a single message until the first grant)")
 REFRESH = declare(
     "credits.refresh", "note", "credits",
     "credit refresh: {granted} credits granted without a message (maximum outstanding {max_outstanding})",

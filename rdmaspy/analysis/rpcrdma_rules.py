@@ -24,11 +24,11 @@ XID_MISMATCH = declare(
 VERSION_UNKNOWN = declare(
     "rpcrdma.version_unknown", "error", "protocol",
     "RPC-over-RDMA version {version} is not defined (a responder answers ERR_VERS)",
-    "RFC 8166 §4.2.1, §5.1")
+    "RFC 8166 §4.2.1, §4.5.1")
 VERSION_CHANGED = declare(
     "rpcrdma.version_changed", "error", "protocol",
     "version {version} {direction} after version {was} on the same connection",
-    "draft-01 §4.2.3.3 (the version does not change for the connection's life); RFC 8166 §5.1")
+    "draft-01 §4.2.3.3 (the version does not change for the connection's life); RFC 8166 §4.5.1")
 RC_ONLY = declare(
     "rpcrdma.not_rc", "error", "protocol",
     "RPC-over-RDMA carried on a {transport} queue pair",
@@ -36,11 +36,11 @@ RC_ONLY = declare(
 MSGP = declare(
     "rpcrdma.msgp", "warning", "protocol",
     "RDMA_MSGP is no longer part of RPC-over-RDMA version 1",
-    "RFC 8166 §6.1")
+    "RFC 8166 §4.6.1")
 DONE_UNEXPECTED = declare(
     "rpcrdma.done_unexpected", "warning", "protocol",
     "RDMA_DONE for XID 0x{rxid:08x}, which has no responder-provided Read chunk waiting (dropped by the responder)",
-    "RFC 8166 §6.2; seeds/001 (pull completion for an unknown XID is silently dropped)")
+    "RFC 8166 §4.6.2; seeds/001 (pull completion for an unknown XID is silently dropped)")
 DONE_MISSING = declare(
     "rpcrdma.done_missing", "warning", "transaction",
     "no pull completion (RDMA_DONE) for the responder-provided Read chunk of XID 0x{rxid:08x}",
@@ -100,7 +100,7 @@ INVALIDATE_FOREIGN = declare(
 ERR_VERS_RANGE = declare(
     "rpcrdma.err_vers_range", "error", "protocol",
     "ERR_VERS reports versions {low}..{high}: low above high",
-    "RFC 8166 §5.1; draft-01 §7.1.1")
+    "RFC 8166 §4.5.1; draft-01 §7.1.1")
 VERSION_AFTER_ERR_VERS = declare(
     "rpcrdma.version_after_err_vers", "error", "protocol",
     "version {version} sent after the responder said it supports {low}..{high}",

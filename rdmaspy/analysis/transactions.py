@@ -221,7 +221,8 @@ class ConnState:
         """The credits of calls sent in direction ``d``."""
         led = self.ledgers.get(d)
         if led is None:
-            initial = 1 if version == 2 and d == "c2s" and self.conn.setup_known else None
+            # RFC 8166 §3.3.3 / draft-01 §4.2.3: one call until the server's first grant, where the start is seen.
+            initial = 1 if d == "c2s" and self.conn.setup_known else None
             led = self.ledgers[d] = cr.CreditLedger(self.conn_id, "forward" if d == "c2s" else "backchannel",
                                                     self.emit, initial)
         return led
