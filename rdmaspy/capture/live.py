@@ -20,8 +20,9 @@ from typing import Callable
 
 from ..errors import RdmaspyError
 from ..writers.pcapng import EPB_HEAD, PcapngWriter
+from .ring import (PKT_HDR, PKT_HDR_SHORT, PKT_VLAN, TP_STATUS_VLAN_TPID_VALID, TP_STATUS_VLAN_VALID, Ring,
+                   netdev_rx_dropped, sll_header)
 from .spool import SpoolFile
-from .ring import PKT_HDR, TP_STATUS_VLAN_TPID_VALID, TP_STATUS_VLAN_VALID, Ring, netdev_rx_dropped, sll_header
 
 _TAIL = tuple(struct.Struct(f"={pad}xI").pack for pad in range(4))    # padding, then the block's total length
 _VLAN = struct.Struct(">HH")
@@ -392,7 +393,7 @@ class LiveCapture:
     def _block_to_file(self, pos: int, n: int, ignore: bool) -> bool:
         """The hot path: Ethernet packets straight from the ring into Enhanced Packet Blocks."""
         view = self.ring.view
-        unpack = PKT_HDR.unpack_from
+        unpack = PKT_HDR_SHORT.unpack_from
         pack = EPB_HEAD.pack
         tail = _TAIL
         s = self.summary
@@ -400,18 +401,19 @@ class LiveCapture:
         buf = bytearray()
         k = 0
         while n:
-            nxt, sec, nsec, snap, wlen, status, mac, _net, _rx, tci, tpid = unpack(view, pos)
+            nxt, sec, nsec, snap, wlen, status, mac = unpack(view, pos)
             ts = sec * 1_000_000_000 + nsec
             start = pos + mac
-            pos += nxt
-            n -= 1
-            k += 1
             if status & TP_STATUS_VLAN_VALID:
+                tci, tpid = PKT_VLAN.unpack_from(view, pos + 32)
                 data: bytes | memoryview = _with_vlan(view, start, snap, status, tci, tpid)
                 snap += 4
                 wlen += 4
             else:
                 data = view[start:start + snap]
+            pos += nxt
+            n -= 1
+            k += 1
             pad = -snap & 3
             total = 32 + snap + pad
             buf += pack(6, total, 0, ts >> 32, ts & 0xFFFFFFFF, snap, wlen)

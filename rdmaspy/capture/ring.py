@@ -44,6 +44,8 @@ ARPHRD_LOOPBACK = 772
 
 BLOCK_DESC = struct.Struct("=III")           # block_status, num_pkts, offset_to_first_pkt (at offset 8)
 PKT_HDR = struct.Struct("=IIIIIIHHIIH")       # next, sec, nsec, snaplen, len, status, mac, net, rxhash, tci, tpid
+PKT_HDR_SHORT = struct.Struct("=IIIIIIH")     # the same up to mac: all the hot path needs
+PKT_VLAN = struct.Struct("=IH")               # tci, tpid at offset 32
 SOCKADDR_LL = struct.Struct("=HHiHBB8s")      # family, protocol (network order), ifindex, hatype, pkttype, halen, addr
 SLL_OFFSET = 48                               # TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
 _STATUS_OFF = 8
