@@ -13,6 +13,18 @@ from rdmaspy.commands.capture import default_filter
 from rdmaspy.errors import RdmaspyError
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: opening a packet socket")
+ENSURE_DEPS = os.path.join(os.path.dirname(__file__), "netns", "ensure-deps.sh")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def libpcap():
+    """Capture filters are compiled by libpcap: install it where missing (as root), as the netns scripts do."""
+    if os.geteuid() == 0:
+        subprocess.run([ENSURE_DEPS], check=True)
+    try:
+        bpf._libpcap()
+    except RdmaspyError as exc:
+        pytest.skip(f"{exc} (not root: cannot install it)")
 
 
 def run(*args: str, without_net_raw: bool = False) -> subprocess.CompletedProcess:

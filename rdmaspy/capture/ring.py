@@ -49,6 +49,7 @@ PKT_VLAN = struct.Struct("=IH")               # tci, tpid at offset 32
 SOCKADDR_LL = struct.Struct("=HHiHBB8s")      # family, protocol (network order), ifindex, hatype, pkttype, halen, addr
 SLL_OFFSET = 48                               # TPACKET_ALIGN(sizeof(struct tpacket3_hdr))
 _STATUS_OFF = 8
+_U32 = struct.Struct("=I")
 
 
 class Ring:
@@ -131,11 +132,11 @@ class Ring:
     def block(self, i: int) -> tuple[int, int, int]:
         """(offset of the block in ``view``, packet count, offset of the first packet within the block)."""
         base = i * self.block_size
-        _status, n, first = BLOCK_DESC.unpack_from(self._map, base + _STATUS_OFF)
+        _status, n, first = BLOCK_DESC.unpack_from(self.view, base + _STATUS_OFF)
         return base, n, first
 
     def release(self, i: int) -> None:
-        struct.pack_into("=I", self._map, i * self.block_size + _STATUS_OFF, TP_STATUS_KERNEL)
+        _U32.pack_into(self.view, i * self.block_size + _STATUS_OFF, TP_STATUS_KERNEL)
         self.next_block = (i + 1) % self.nblocks
 
     def wait(self, timeout_s: float | None, extra_fds: tuple[int, ...] = ()) -> list[int]:

@@ -13,16 +13,10 @@ fi
 ns_a=rs-$tag-a
 ns_b=rs-$tag-b
 
-need_ip() {
-    if ! command -v ip >/dev/null 2>&1; then
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq && apt-get install -y -qq iproute2 >/dev/null
-    fi
-}
 
 case $cmd in
 up)
-    need_ip
+    "$(dirname "$0")/ensure-deps.sh"      # iproute2 and libpcap when missing
     ip netns add "$ns_a"
     ip netns add "$ns_b"
     trap 'ip netns del "$ns_a" 2>/dev/null; ip netns del "$ns_b" 2>/dev/null' ERR
