@@ -72,6 +72,8 @@ def test_no_permission_names_the_capability():
 @pytest.mark.parametrize("args, says", [
     (["-b", "filesize:10"], "-b and -a filesize/files need -w FILE"),
     (["-w", "x.pcapng", "-b", "files:3"], "-b files:N needs -b filesize:KB"),
+    (["-w", "x.pcapng", "-a", "files:3"], "-a files:N needs -b filesize:KB"),
+    (["-Y", "bth.opcode =="], "bad filter:"),
 ])
 def test_inconsistent_options(args, says):
     assert one_error(run("-i", "lo", *args)).startswith(says)

@@ -137,8 +137,9 @@ def cmd_capture(args: argparse.Namespace) -> int:
             rb.duration = v
     if not args.write and (rb.filesize or rb.files or rb.duration or limits.filesize or limits.files):
         raise RdmaspyError("-b and -a filesize/files need -w FILE")
-    if rb.files and not (rb.filesize or rb.duration):
-        raise RdmaspyError("-b files:N needs -b filesize:KB or -b duration:S to know when to switch files")
+    if (rb.files or limits.files) and not (rb.filesize or rb.duration):
+        raise RdmaspyError(f"{'-b' if rb.files else '-a'} files:N needs -b filesize:KB or -b duration:S to know when "
+                           f"to switch files")
 
     matcher = None
     if args.display_filter:
