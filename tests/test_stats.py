@@ -140,3 +140,12 @@ def test_compound_named_by_its_main_operation():
     assert operation_name({"rpc": None, "call": {"proc": "RDMA_NOMSG"}}) == "RPC-over-RDMA RDMA_NOMSG"
     assert operation_name({"rpc": {"label": None, "name": None, "program": 100099, "version": 1,
                                    "procedure": 5}}) == "program 100099 v1 proc 5"
+
+
+def test_congestion_per_flow(capsys):
+    doc = stats_json(capsys, capture("rocev2_cnp_cx4lx.pcap"))
+    assert doc["congestion"] == [{"src": "10.0.17.1", "dst": "10.0.18.1", "qp": 0x118, "cnps": 1, "ce_marks": 0}]
+    doc = stats_json(capsys, FIXTURES / "analysis_transport_ecn.pcap")
+    assert doc["congestion"] == [{"src": "192.0.2.2", "dst": "192.0.2.1", "qp": 0x11, "cnps": 0, "ce_marks": 1}]
+    rc = main(["stats", str(capture("rocev2_cnp_cx4lx.pcap"))])
+    assert "  Congestion 10.0.17.1 -> 10.0.18.1 QP 0x000118: 1 CNPs, 0 ECN CE / FECN marks" in capsys.readouterr().out

@@ -5,7 +5,8 @@
   transactions), and on the wire ("wire": the PSN analysis' count of SEND / RDMA WRITE / READ
   response payload bytes, retransmitted copies included, for any traffic, RPC or not);
 - credit usage per direction of calls (requested, granted, peak outstanding, violations);
-- PSN analysis counters (retransmissions, NAKs, RNR NAKs...) and findings by rule.
+- PSN analysis counters (retransmissions, NAKs, RNR NAKs...), CNPs and ECN marks per flow, and
+  findings by rule.
 
 The numbers come from the analysis records (``Analyzer`` sinks: kind "transaction",
 "rpcrdma.connection", "transport") and its findings; ``Stats`` gathers them (no text), the
@@ -111,6 +112,7 @@ class Stats:
     def __init__(self) -> None:
         self.conns: dict[int, _Block] = {}
         self.overall = _Block()
+        self.congestion: list[dict[str, Any]] = []     # per flow (source, destination, QP): CNPs, CE marks
 
     def block(self, conn: int | None) -> _Block | None:
         if conn is None:
@@ -127,6 +129,8 @@ class Stats:
         elif kind == "transport":
             self.overall.stream(rec)
             self.block(rec.get("conn")).stream(rec)
+        elif kind == "congestion":
+            self.congestion.append(dict(rec))
         elif kind == "rpcrdma.connection":
             for c in rec.get("credits") or ():
                 entry = {"conn": rec.get("conn"), **c}
@@ -171,7 +175,7 @@ def gather(path: str) -> tuple[Any, dict[str, Any]]:
                       "t_start": c.t_start, "t_end": c.t_end, **b.record()})
     doc = {"file": path, "frames": frames, "t_first": t0, "t_last": t1,
            "duration": (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0,
-           "connections": conns, "overall": stats.overall.record()}
+           "connections": conns, "overall": stats.overall.record(), "congestion": stats.congestion}
     return cap, doc
 
 
@@ -226,6 +230,9 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
     lines.append("")
     lines.append(f"Overall ({len(doc['connections'])} connections)")
     lines += _block_lines(doc["overall"])
+    for c in doc.get("congestion") or ():
+        lines.append(f"  Congestion {c['src']} -> {c['dst']} QP 0x{c['qp']:06x}: {c['cnps']} CNPs, "
+                     f"{c['ce_marks']} ECN CE / FECN marks")
     return lines
 
 
