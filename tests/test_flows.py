@@ -95,5 +95,9 @@ def test_records_are_spooled_to_disk_not_kept(tmp_path, monkeypatch):
     sp = b._spools[(1, "transactions")]
     assert len(sp.buf) <= 4 and sp.count == 50
     assert [json.loads(x)["xid"] for x in sp.items()] == list(range(50))
+    big = flows_mod._Spool(str(tmp_path / "big"))
+    for _ in range(3):
+        big.add(b"x" * (flows_mod._BUFFER_BYTES // 2 + 1))   # large records: flushed by size, not count
+    assert len(big.buf) == 1 and big.size == flows_mod._BUFFER_BYTES // 2 + 1
     b.close()
-    assert not any(tmp_path.iterdir())
+    assert [p.name for p in tmp_path.iterdir()] == ["big"]

@@ -19,7 +19,8 @@ import orjson
 SCHEMA_ID = "https://rdmaspy.invalid/schemas/flows-1.json"
 FORMAT = "rdmaspy-flows"
 VERSION = 1
-_BUFFER = 256            # records kept per spool before they go to disk
+_BUFFER = 256            # records kept per spool before they go to disk ...
+_BUFFER_BYTES = 1 << 18  # ... or bytes (a piece of credit series is tens of KiB)
 
 _SETUP_KEYS = ("state", "setup_known", "service_id", "port_space", "port", "start_psn_c2s", "start_psn_s2c",
                "path_mtu", "t_start", "t_end", "t_requested", "t_established", "t_closed", "closed_by",
@@ -30,24 +31,27 @@ _TRAFFIC_KEYS = ("packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c")
 class _Spool:
     """Records of one section of one connection: JSON texts, buffered, then appended to a file."""
 
-    __slots__ = ("path", "buf", "count")
+    __slots__ = ("path", "buf", "count", "size")
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.buf: list[bytes] = []
         self.count = 0
+        self.size = 0
 
     def add(self, data: bytes) -> None:
         self.buf.append(data)
         self.count += 1
-        if len(self.buf) >= _BUFFER:
+        self.size += len(data)
+        if len(self.buf) >= _BUFFER or self.size >= _BUFFER_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if self.buf:
             with open(self.path, "ab") as f:
-                f.write(b"\n".join(self.buf) + b"\n")
+                f.writelines(b + b"\n" for b in self.buf)
             self.buf.clear()
+            self.size = 0
 
     def items(self) -> Iterable[bytes]:
         """The spooled JSON texts, in order (the file is read line by line)."""

@@ -530,17 +530,18 @@ class Transactions:
         txn.steps.append(step)
         pkt.note("rpcrdma.transaction", txn)
         op = Op(txn, seg, side, handle, va, step, kind)
-        hits, _outside = st.book.cut(side, handle, va, length)
+        hits, outside = st.book.cut(side, handle, va, length)
         for s, _a, _b in hits:
             s.ops += 1
         if kind == "read":
+            # A READ is judged by the range it asks for; a WRITE by the bytes it moves (in _move).
             step["response_frames"] = []
-            if _outside:
+            if outside:
                 op.overrun = True
-                seg.overrun += _outside
+                seg.overrun += outside
                 self.cur = txn
                 self.report(ck.OVERRUN_RULES[seg.list], frame, pkt.frame.ts, conn=st.conn_id, xid=txn.xid, pkt=pkt,
-                            length=length, offset=va, handle=handle, outside=_outside)
+                            length=length, offset=va, handle=handle, outside=outside)
         return op
 
     def _move(self, st: ConnState, pkt: Packet, op: Op, n: int, at: int | None = None) -> None:
