@@ -147,7 +147,7 @@ class _Calls:
     LIMIT = 65536
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple, tuple] = {}
+        self.by_key: dict[tuple, Any] = {}   # (prog, vers, proc, call frame, call time, label)
 
     def add(self, key: tuple, value: tuple) -> None:
         d = self.by_key
@@ -455,7 +455,14 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     if mtype == 0:
         if info.rpcvers != 2:
             pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
-        calls.add(key, (info.prog, info.vers, info.proc, frame.num, frame.ts, None))
+        # a list: the program dissector's label is filled in below without a new entry
+        entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None]
+        by_key = calls.by_key
+        if key in by_key:
+            del by_key[key]
+        by_key[key] = entry
+        if len(by_key) > calls.LIMIT:
+            del by_key[next(iter(by_key))]
         body_ok = True
     else:
         if info.reply_stat not in (0, 1):
@@ -476,21 +483,22 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         fn = learnt.get(prog) if learnt else None
     if fn is not None and body_ok and not (info.gss_proc == 0 and info.gss_service in (2, 3)):
         fn(pkt, buf, body, end, ctx)
-        if mtype == 0 and info.label is not None:
-            by_key = calls.by_key
-            call = by_key.get(key)
-            if call is not None:
-                # the reply is named as its call was (NFSv4.2 COMPOUND ...)
-                by_key[key] = (call[0], call[1], call[2], call[3], call[4], info.label)
+        if mtype == 0:
+            entry[5] = info.label     # the reply is named as its call was (NFSv4.2 COMPOUND ...)
     if not quiet:
         _set_info(pkt, info)
     return info
 
 
+_RDMA_PROTOS = frozenset(("", "RoCEv2", "RoCE", "InfiniBand", "RPCoRDMA", "RPC-over-RDMA"))
+
+
 def _set_info(pkt: Packet, info: RpcInfo) -> None:
-    what = MSG_TYPES.get(info.msgtype, f"type {info.msgtype}")
-    if info.label is not None:
-        name = f"{info.label} {info.proc_name or f'proc-{info.proc}'}"
+    mtype = info.msgtype
+    what = "Call" if mtype == 0 else "Reply" if mtype == 1 else f"type {mtype}"
+    label = info.label
+    if label is not None:
+        name = f"{label} {info.proc_name or f'proc-{info.proc}'}"
         if info.ops:
             name += " " + " ".join(info.ops)
     elif info.prog is not None:
@@ -498,14 +506,16 @@ def _set_info(pkt: Packet, info: RpcInfo) -> None:
         name = f"{pname} V{info.vers} {info.proc_name or f'proc-{info.proc}'}"
     else:
         name = "RPC"
-    text = f"{name} {what}"
-    if info.msgtype == 1 and info.accept_stat not in (None, 0):
-        text += f" {ACCEPT_SHORT.get(info.accept_stat, info.accept_stat)}"
+    text = f"| {name} {what}"
+    if mtype == 1:
+        acc = info.accept_stat
+        if acc is not None and acc != 0:
+            text += f" {ACCEPT_SHORT.get(acc, acc)}"
     if info.reject_stat is not None:
         text += f" denied {REJECT_STATS.get(info.reject_stat, info.reject_stat)}"
-    if not pkt.proto or pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", "RPCoRDMA", "RPC-over-RDMA"):
+    if pkt.proto in _RDMA_PROTOS:
         pkt.proto = "RPC"
-    pkt.add_info("| " + text)
+    pkt.info.append(text)
 
 
 # --- encoding (tests and the traffic generator) -------------------------------------------------------

@@ -297,11 +297,12 @@ def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     return p
 
 
-def _parse_v1_fast(buf: bytes, off: int, end: int) -> RpcRdmaMessage | None:
-    """RDMA_MSG, RDMA_NOMSG or RDMA_MSGP of version 1, well formed: the facts, or None (then parse_v1)."""
+def _parse_v1_fast(buf: bytes, off: int, end: int, xid: int, vers: int, credits: int,
+                   proc: int) -> RpcRdmaMessage | None:
+    """RDMA_MSG, RDMA_NOMSG or RDMA_MSGP of version 1, well formed: the facts, or None (then parse_v1).
+    The caller has unpacked the first four words."""
     if end - off < 28:
         return None
-    xid, vers, credits, proc = _HDR.unpack_from(buf, off)
     msg = RpcRdmaMessage(vers, xid, credits, proc)
     p = off + 16
     if proc == 2:
@@ -525,8 +526,11 @@ def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
         from . import rpcrdma2
         rpcrdma2.dissect_v2(pkt, buf, off, end, ctx)
         return
-    msg = _parse_v1_fast(buf, off, end) if end - off >= 16 and buf[off + 7] == 1 and \
-        _U32(buf, off + 12)[0] <= 2 and _U32(buf, off + 4)[0] == 1 else None
+    msg = None
+    if end - off >= 28:
+        xid, vers, credits, proc = _HDR.unpack_from(buf, off)
+        if vers == 1 and proc <= 2:
+            msg = _parse_v1_fast(buf, off, end, xid, vers, credits, proc)
     if msg is not None:
         show_v1(pkt, buf, off, end, ctx, msg, None)
         return
@@ -658,15 +662,16 @@ def _fill_v1(lay: Layer, msg: RpcRdmaMessage, off: int, end: int) -> None:
 def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     """Strict: version, procedure, lists that fit the length exactly, XID equal to the RPC message's."""
     n = end - off
-    if n < 16 or buf[off + 4] or buf[off + 5] or buf[off + 6] or buf[off + 12] or buf[off + 13] or buf[off + 14]:
+    if n < 16:
         return False
-    vers = buf[off + 7]
+    xid, vers, credits, proc = _HDR.unpack_from(buf, off)
+    if vers > 255 or proc > 255:
+        return False
     if vers == 2:
         from . import rpcrdma2
         return rpcrdma2.heuristic(pkt, buf, off, end, ctx)
     if vers != 1:
         return False
-    proc = buf[off + 15]
     if proc > 4:
         return False
     if proc == 3:
@@ -674,7 +679,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
             return False
         show_v1(pkt, buf, off, end, ctx, *parse_v1(buf, off, end))
         return True
-    msg = _parse_v1_fast(buf, off, end) if proc != 4 else None
+    msg = _parse_v1_fast(buf, off, end, xid, vers, credits, proc) if proc != 4 else None
     if msg is not None:
         err = None
     else:
@@ -698,8 +703,10 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
             return False
     elif proc == 0:
         # An RPC message must follow: its XID is the transport's, its type call or reply.
-        p = off + msg.header_len
-        if rest < 8 or buf[p:p + 4] != buf[off:off + 4] or buf[p + 4:p + 7] != b"\0\0\0" or buf[p + 7] > 1:
+        if rest < 8:
+            return False
+        rxid, rtype = _II(buf, off + msg.header_len)
+        if rxid != xid or rtype > 1:
             return False
     elif proc == 2:
         if msg.align not in (0, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
