@@ -171,6 +171,7 @@ EXPECTED = {
     "cnp": {"ib.cnp": 1},
     "ecn": {"ib.ecn_ce": 1},
     "readshort": {"ib.read_response_count": 1, "ib.read_response_length": 1},
+    "ackunseen": {"ib.acked_unseen": 1},
 }
 
 
