@@ -297,3 +297,61 @@ def test_docs_list_every_rule_with_its_severity_and_source():
             assert ref.split(" §")[0] in r.source, (rid, ref)
         sections = re.findall(r"§[\d.]+", r.source)
         assert "seeds/" in r.source or sections[0] in source, rid
+
+
+# --- the synthetic captures of captures/: each finding is a fault the capture holds ----------------------
+def test_synthetic_cm_capture_findings():
+    """synth_rocev2_cm_rpcrdma.pcap (rdmaspy decode shows each frame): frame 4 is a call never answered;
+    frame 7 a second call (no grant yet) in RDMA_NOMSG with only a Reply chunk, so nothing conveys it;
+    frame 8 an ERR_VERS (1..1) for an XID nobody called; frame 9 an RDMA_DONE with no Read chunk
+    waiting; frame 10 a version-2 message with header type 10 after version 1 and after ERR_VERS."""
+    with_frames = sorted((f.frames[0], f.rule_def.id) for f in analyse("synth_rocev2_cm_rpcrdma.pcap").own)
+    assert with_frames == [
+        (4, "transaction.no_reply"), (7, "credits.initial_single"), (7, "rpcrdma.nomsg_without_chunk"),
+        (7, "transaction.no_reply"), (8, "transaction.reply_without_call"), (9, "rpcrdma.done_unexpected"),
+        (10, "rpcrdma.version_after_err_vers"), (10, "rpcrdma.version_changed"), (10, "rpcrdma2.unknown_htype"),
+        (10, "transaction.no_reply")]
+
+
+def test_synthetic_write_capture_findings():
+    """synth_rocev2_rpcrdma_write.pcap: the READ of frame 7 goes to R_Key 0x55667788, which no RPC-over-RDMA
+    message offered (frame 6 is a plain SEND); frame 5 is a (cut) ERR_VERS for an XID nobody called.
+    The Write chunk of frame 1 is written (64 of 8192 bytes) and the reply reports those 64."""
+    res = analyse("synth_rocev2_rpcrdma_write.pcap")
+    assert sorted((f.frames[0], f.rule_def.id) for f in res.own) == [
+        (5, "transaction.reply_without_call"), (7, "chunk.unadvertised")]
+    assert res.own[-1].args["handle"] == 0x55667788
+    (t,) = res.transactions
+    assert [(c["used"], c["reported"], c["status"]) for c in t["chunks"]] == [(64, 64, "partial")]
+
+
+@pytest.mark.parametrize("name", [
+    "rocev2_cnp_cx4lx.pcap", "rxe-ib_read_bw.pcap", "rxe-ib_send_bw-rnr.pcap", "rxe-ib_write_bw-loss.pcap",
+    "rxe-pyverbs-rc-verbs.pcap", "rxe-ucmatose.pcap", "siw-rping.pcap", "siw-ib_write_bw-rdmacm.pcap"])
+def test_rdma_without_rpc_over_rdma_gives_no_rpcrdma_findings(name):
+    res = analyse(name)
+    assert res.own == [] and res.transactions == []
+
+
+# --- any bytes: the analysis never raises ------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_BASE = ab.scenario_v1(responder_read=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(_BASE) - 1), st.integers(42, 1500), st.integers(0, 255)),
+                min_size=1, max_size=6),
+       st.lists(st.integers(0, len(_BASE) - 1), max_size=4))
+def test_analysis_survives_damaged_and_missing_frames(edits, drops):
+    frames = [bytearray(f) for _t, f in _BASE]
+    for i, pos, val in edits:
+        if pos < len(frames[i]):
+            frames[i][pos] = val
+    out = [(t, bytes(f)) for j, ((t, _), f) in enumerate(zip(_BASE, frames)) if j not in drops]
+    res = analyse_frames(out)
+    for f in res.own:
+        assert f.text and f.rule_def.source
+    for t in res.transactions:
+        assert t["state"] in ("complete", "unanswered", "pull_incomplete")
