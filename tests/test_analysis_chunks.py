@@ -38,16 +38,19 @@ def test_bytes_of_the_operations_equal_the_bytes_used(name):
         assert moved == sum(s["used"] for s in t["chunks"]) == t["bytes"]["rdma_read"] + t["bytes"]["rdma_write"]
 
 
-def test_read_chunks_of_writes_are_read_in_full():
-    """rxe NFSv3 WRITEs: the server reads every byte of each Read chunk before it replies."""
-    res = analyse("rxe-nfsv3-rdma.pcap")
+@pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "siw-nfsv3-rdma.pcap"])
+def test_read_chunks_of_writes_are_read_in_full(name):
+    """NFSv3 WRITEs over RoCE and iWARP: the server reads every byte of each Read chunk before it replies
+    (iWARP: Read Responses land at the sink STag; their offset is carried back to the source segment)."""
+    res = analyse(name)
     reads = [s for t in res.transactions for s in t["chunks"] if s["list"] == "read"]
     assert reads and all(s["status"] == "full" for s in reads)
     assert all(s["memory_of"] == "client" for s in reads)
 
 
-def test_write_chunks_of_reads_hold_what_the_reply_reports():
-    res = analyse("rxe-nfsv3-rdma.pcap")
+@pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "siw-nfsv3-rdma.pcap"])
+def test_write_chunks_of_reads_hold_what_the_reply_reports(name):
+    res = analyse(name)
     writes = [(t, s) for t in res.transactions for s in t["chunks"] if s["list"] == "write"]
     assert writes
     for t, s in writes:
