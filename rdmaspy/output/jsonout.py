@@ -9,63 +9,93 @@ from typing import Any
 
 import orjson
 
-from ..fields import Field
-from ..fieldview import frame_items, presence_field
+from ..fields import Field, Header
+from ..fieldview import presence_field
 from ..packet import Layer, Packet
 from .values import json_value
 
-# Displays whose values JSON takes as they are (ints stay ints): no conversion call per value.
+# Displays whose integer values JSON takes as they are: no conversion call per value.
 _PLAIN = frozenset({"dec", "hex", "float", "time"})
+# Per header: (name, field, plain) for each field, computed once.
+_PLANS: dict[int, tuple[tuple[str, Field, bool], ...]] = {}
+
+
+def _plan(hdr: Header) -> tuple[tuple[str, Field, bool], ...]:
+    p = _PLANS.get(id(hdr))
+    if p is None:
+        p = _PLANS[id(hdr)] = tuple((f.name, f, f.display in _PLAIN) for f in hdr.fields)
+    return p
 
 
 def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
+    f = pkt.frame
+    obj: dict[str, Any] = {
+        "frame.number": f.num, "frame.time_epoch": f.ts / 1e9, "frame.time_relative": (f.ts - t0) / 1e9,
+        "frame.len": f.wirelen, "frame.cap_len": len(f.data), "frame.interface_id": f.iface,
+        "frame.linktype": f.linktype, "frame.protocols": ":".join([lay.proto for lay in pkt.layers]),
+    }
+    if f.comment:
+        obj["frame.comment"] = f.comment
     multi: set[str] = set()
-
-    def put(name: str, value: Any) -> None:
-        if name in obj:
-            if name in multi:
-                obj[name].append(value)
-            else:
-                obj[name] = [obj[name], value]
-                multi.add(name)
-        else:
-            obj[name] = value
-
-    for field, value in frame_items(pkt, t0):
-        put(field.name, json_value(field, value))
     for lay in pkt.layers:
-        _layer(lay, put)
+        _layer(lay, obj, multi)
     if pkt.malformed:
-        put("_malformed", pkt.malformed)
+        _put(obj, multi, "_malformed", pkt.malformed)
     if pkt.expert:
         for e in pkt.expert:
-            put("expert.severity", e.severity)
-            put("expert.group", e.group)
-            put("expert.message", e.text)
-            put("expert.rule", e.rule)
+            _put(obj, multi, "expert.severity", e.severity)
+            _put(obj, multi, "expert.group", e.group)
+            _put(obj, multi, "expert.message", e.text)
+            _put(obj, multi, "expert.rule", e.rule)
     obj["_summary"] = {"src": pkt.src, "dst": pkt.dst, "protocol": pkt.proto, "info": pkt.info_text}
     return obj
 
 
-def _layer(lay: Layer, put) -> None:
-    put(lay.proto, True)
+def _put(obj: dict[str, Any], multi: set[str], name: str, value: Any) -> None:
+    """A name seen again: its values become a list, in packet order."""
+    if name in obj:
+        if name in multi:
+            obj[name].append(value)
+        else:
+            obj[name] = [obj[name], value]
+            multi.add(name)
+    else:
+        obj[name] = value
+
+
+def _layer(lay: Layer, obj: dict[str, Any], multi: set[str]) -> None:
+    name = lay.proto
+    if name in obj:
+        _put(obj, multi, name, True)
+    else:
+        obj[name] = True
     hdr = lay.header
     if hdr is not None:
-        for f, v in zip(hdr.fields, lay.values):
-            put(f.name, v if f.display in _PLAIN and v.__class__ is int else json_value(f, v))
+        for (name, f, plain), v in zip(_plan(hdr), lay.values):
+            if not plain or v.__class__ is not int:
+                v = json_value(f, v)
+            if name in obj:
+                _put(obj, multi, name, v)
+            else:
+                obj[name] = v
     items = lay.items
     if items:
         for f, v, _o, _l in items:
-            put(f.name, v if f.display in _PLAIN and v.__class__ is int else json_value(f, v))
+            if v.__class__ is not int or f.display not in _PLAIN:
+                v = json_value(f, v)
+            name = f.name
+            if name in obj:
+                _put(obj, multi, name, v)
+            else:
+                obj[name] = v
     children = lay.children
     if children:
         for c in children:
-            _layer(c, put)
+            _layer(c, obj, multi)
 
 
 def packet_json(pkt: Packet, t0: int) -> bytes:
     return orjson.dumps(packet_object(pkt, t0))
 
 
-__all__ = ["packet_object", "packet_json", "presence_field", "Field"]
+__all__ = ["packet_object", "packet_json", "presence_field"]

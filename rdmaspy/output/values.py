@@ -13,25 +13,42 @@ def _gid(b: bytes) -> str:
     return str(ipaddress.IPv6Address(bytes(b))) if len(b) == 16 else b.hex()
 
 
+# Address text by (display, bytes): a capture has few addresses and many packets (bounded).
+_ADDR_TEXT: dict[tuple[str, bytes], str] = {}
+_ADDR_DISPLAYS = frozenset({"ipv4", "ipv6", "gid", "mac"})
+
+
 def json_value(field: Field, value: Any) -> Any:
     """A value as JSON wants it: numbers stay numbers, addresses become their usual text, bytes hex."""
     d = field.display
+    if d in _ADDR_DISPLAYS and value.__class__ is bytes:
+        key = (d, value)
+        text = _ADDR_TEXT.get(key)
+        if text is None:
+            if len(_ADDR_TEXT) >= 65536:
+                _ADDR_TEXT.clear()
+            text = _ADDR_TEXT[key] = _json_bytes(d, value)
+        return text
     if isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value)
-        if d == "ipv4" and len(b) == 4:
-            return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
-        if d == "ipv6" and len(b) == 16:
-            return str(ipaddress.IPv6Address(b))
-        if d == "gid":
-            return _gid(b)
-        if d == "mac":
-            return ":".join(f"{x:02x}" for x in b)
         if d == "str":
             return b.decode("utf-8", "replace")
-        return b.hex()
+        return _json_bytes(d, b)
     if d == "bool":
         return bool(value)
     return value
+
+
+def _json_bytes(d: str, b: bytes) -> Any:
+    if d == "ipv4" and len(b) == 4:
+        return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
+    if d == "ipv6" and len(b) == 16:
+        return str(ipaddress.IPv6Address(b))
+    if d == "gid":
+        return _gid(b)
+    if d == "mac":
+        return ":".join(f"{x:02x}" for x in b)
+    return b.hex()
 
 
 def text_value(field: Field, value: Any) -> str:
