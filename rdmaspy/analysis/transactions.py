@@ -380,6 +380,10 @@ class Transactions:
             rr.check_message(self, st, pkt, msg, d, False)
             return
         if old is not None:
+            # A new call with the XID of a reply still being pulled: its RDMA_DONE never came.
+            self.cur = old
+            self.report(rr.DONE_MISSING, old.reply_frame or old.call_frame, old.t_reply or old.t_call,
+                        conn=st.conn_id, xid=xid, rxid=xid)
             self._close(st, old, "pull_incomplete")
         txn = Transaction(st.conn_id, xid, d, msg, ts, frames)
         st.open[key] = txn
