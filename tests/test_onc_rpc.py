@@ -3,6 +3,7 @@ from the RFC's XDR (section 9) rather than from the encoder."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from rdmaspy.dissectors import onc_rpc
 from rdmaspy.dissectors.xdr import p32, popaque, pstring
@@ -80,3 +81,43 @@ def test_encode_reply_denied_layout():
 def test_bad_messages_are_malformed(body, needle):
     p, _ = dissect(body)
     assert p.malformed and needle in p.malformed
+
+
+class _SmallCalls(onc_rpc._Calls):
+    __slots__ = ()
+    LIMIT = 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 9), max_size=80))
+def test_calls_table_keeps_the_newest_calls_in_order(keys):
+    """The bounded call table behaves as a dict that moves a key re-added to the end and drops its
+    first key past the bound (what a reply can still be matched to)."""
+    calls = _SmallCalls()
+    model: dict[int, list] = {}
+    for i, k in enumerate(keys):
+        v = [i]
+        calls.add(k, v)
+        model.pop(k, None)
+        model[k] = v
+        if len(model) > 4:
+            del model[next(iter(model))]
+        assert list(calls.by_key.items()) == list(model.items())
+
+
+def test_calls_table_bound_costs_no_more_than_filling_it():
+    """Dropping the oldest call must not walk the holes earlier deletions left in the dict (that made
+    every call past the bound cost more, quadratically): 2 x LIMIT calls past the bound take about
+    twice the time of the LIMIT calls that filled it."""
+    import time
+    calls = onc_rpc._Calls()
+    limit = calls.LIMIT
+    t0 = time.process_time()
+    for i in range(limit):
+        calls.add(("flow", i), [i])
+    t1 = time.process_time()
+    for i in range(limit, 3 * limit):
+        calls.add(("flow", i), [i])
+    t2 = time.process_time()
+    assert len(calls.by_key) == limit and next(iter(calls.by_key)) == ("flow", 2 * limit)
+    assert t2 - t1 < 8 * max(t1 - t0, 0.01)

@@ -11,6 +11,7 @@ learnt from the capture (an NFSv4 client's callback program) are in the per-capt
 from __future__ import annotations
 
 import struct
+from collections import deque
 from typing import Any
 
 from ..fields import Field
@@ -141,20 +142,41 @@ class RpcInfo:
 
 
 class _Calls:
-    """Outstanding calls per (flow, xid), bounded so that unanswered calls cannot grow without limit."""
+    """Outstanding calls per (flow, xid), bounded so that unanswered calls cannot grow without limit.
 
-    __slots__ = ("by_key",)
+    The oldest entry goes first.  A dict whose first keys are deleted over and over makes
+    ``next(iter(d))`` walk the holes they leave (quadratic once the bound is reached), so the
+    insertion order is also kept in a queue of (key, entry) pairs; a pair whose key was added
+    again since is stale and skipped.
+    """
+
+    __slots__ = ("by_key", "order")
     LIMIT = 65536
 
     def __init__(self) -> None:
         self.by_key: dict[tuple, Any] = {}   # (prog, vers, proc, call frame, call time, label)
+        self.order: deque = deque()
 
-    def add(self, key: tuple, value: tuple) -> None:
+    def add(self, key: tuple, value: Any) -> None:
         d = self.by_key
-        d.pop(key, None)
+        if key in d:
+            del d[key]
         d[key] = value
+        order = self.order
+        order.append((key, value))
         if len(d) > self.LIMIT:
-            del d[next(iter(d))]
+            self._evict()
+        elif len(order) > 2 * self.LIMIT:
+            # many keys added again: drop the stale pairs
+            self.order = deque((k, v) for k, v in order if d.get(k) is v)
+
+    def _evict(self) -> None:
+        d = self.by_key
+        order = self.order
+        while len(d) > self.LIMIT:
+            k, v = order.popleft()
+            if d.get(k) is v:
+                del d[k]
 
 
 def current_rpc(pkt: Packet) -> RpcInfo | None:
@@ -457,12 +479,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
             pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
         # a list: the program dissector's label is filled in below without a new entry
         entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None]
-        by_key = calls.by_key
-        if key in by_key:
-            del by_key[key]
-        by_key[key] = entry
-        if len(by_key) > calls.LIMIT:
-            del by_key[next(iter(by_key))]
+        calls.add(key, entry)
         body_ok = True
     else:
         if info.reply_stat not in (0, 1):
