@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -228,6 +229,10 @@ class LiveCapture:
         wfd.setblocking(False)
         old_handlers = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         old_wakeup = signal.set_wakeup_fd(wfd.fileno())
+        old_switch = sys.getswitchinterval()
+        # The writer and display threads take the GIL when this loop sleeps in poll(); a short forced
+        # switch would leave the ring waiting on a helper thread's turn on a busy CPU.
+        sys.setswitchinterval(0.05)
         thread = None
         if self.display is not None:
             thread = threading.Thread(target=self._display_loop, name="rdmaspy-display", daemon=True)
@@ -272,6 +277,7 @@ class LiveCapture:
                 self._drain()
         finally:
             signal.set_wakeup_fd(old_wakeup)
+            sys.setswitchinterval(old_switch)
             for sig, h in old_handlers.items():
                 signal.signal(sig, h)
             rfd.close()
