@@ -166,3 +166,28 @@ def test_backchannel_calls_are_matched_in_the_reverse_direction():
     t = next(t for t in res.transactions if t["xid"] == 0x7001)
     assert t["direction"] == "backchannel" and t["state"] == "complete"
     assert res.rules() == []
+
+
+def test_open_transactions_are_bounded(monkeypatch):
+    """Past the limit of open transactions, the oldest is given up as unanswered at once."""
+    from analysis_build import CLIENT, Wire
+
+    from rdmaspy.analysis import transactions
+    from rdmaspy.dissectors import onc_rpc, rpcrdma
+    from rdmaspy.dissectors.xdr import popaque
+    monkeypatch.setattr(transactions, "_OPEN_LIMIT", 2)
+    w = Wire()
+    for x in (0x1, 0x2, 0x3):
+        w.send(CLIENT, rpcrdma.encode_v1(x, 0, 32, payload=onc_rpc.encode_call(x, 100003, 3, 1, popaque(ab.FH))))
+    from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.engine import Engine
+    from rdmaspy.packet import Frame
+    done = []
+    an = Analyzer(on_record=lambda k, r: done.append(r["xid"]) if k == "transaction" else None)
+    eng = Engine(strict=True)
+    for i, (ts, data) in enumerate(w.out(), 1):
+        an.feed(eng.dissect(Frame(i, ts, 1, data, len(data))))
+    assert done == [0x1]                      # given up when the third call opened, not at the end
+    assert [f.rule_def.id for f in an.findings if f.xid == 0x1] == ["transaction.no_reply"]
+    an.finish()
+    assert done == [0x1, 0x2, 0x3]

@@ -318,6 +318,8 @@ def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
         rep(V2_CONT_BROKEN, frame, ts, conn=cid, xid=xid, pkt=pkt, was_xid=was[0], was_htype=was[1], htype=htype,
             rxid=xid)
         st.discard[d] = was[0]
+        if len(st.broken) > 1024:
+            st.broken.clear()
         st.broken.add(was[0])
     if more and htype in (0, 5):
         st.continuing[d] = (xid, htype)

@@ -42,6 +42,7 @@ NO_REPLY = declare(
 
 _MASK = 0xFFFFFF
 _PENDING_LIMIT = 4096          # RDMA READ requests waiting for their responses, per connection
+_OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest is given up as unanswered
 _V1_PROCS = {0: "RDMA_MSG", 1: "RDMA_NOMSG", 2: "RDMA_MSGP", 3: "RDMA_DONE", 4: "RDMA_ERROR"}
 _V2_PROCS = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
 
@@ -387,6 +388,9 @@ class Transactions:
             self._close(st, old, "pull_incomplete")
         txn = Transaction(st.conn_id, xid, d, msg, ts, frames)
         st.open[key] = txn
+        if len(st.open) > _OPEN_LIMIT:
+            self._give_up(st, next(iter(st.open.values())))
+            self.cur = txn
         self.transactions += 1
         self.cur = txn
         pkt.note("rpcrdma.transaction", txn)
@@ -637,6 +641,8 @@ class Transactions:
             if op is None or op.cursor != iw.to:
                 op = self._start(st, pkt, d, "write", iw.stag, iw.to, n)
                 st.iw_writes[key] = op
+                if len(st.iw_writes) > _PENDING_LIMIT:      # writes whose last segment never came
+                    del st.iw_writes[next(iter(st.iw_writes))]
             elif op.step is not None:
                 op.step["frames"].append(pkt.frame.num)
                 op.step["length"] += n
@@ -665,20 +671,24 @@ class Transactions:
                 del st.iw_reads[key]
 
     # -- end of capture ------------------------------------------------------------------------------
+    def _give_up(self, st: ConnState, txn: Transaction) -> None:
+        """Close a transaction still open: no reply (or no RDMA_DONE) came."""
+        self.cur = txn
+        last = txn.call_frame
+        if txn.reply_msg is None:
+            st.unanswered += 1
+            self.report(NO_REPLY, last, txn.t_call, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+            self._close(st, txn, "unanswered")
+        else:
+            self.report(rr.DONE_MISSING, txn.reply_frame or last, txn.t_reply or txn.t_call,
+                        conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+            self._close(st, txn, "pull_incomplete")
+        self.cur = None
+
     def finish(self) -> None:
         for st in self.conns.values():
             for txn in list(st.open.values()):
-                self.cur = txn
-                last = txn.call_frame
-                if txn.reply_msg is None:
-                    st.unanswered += 1
-                    self.report(NO_REPLY, last, txn.t_call, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
-                    self._close(st, txn, "unanswered")
-                else:
-                    self.report(rr.DONE_MISSING, txn.reply_frame or last, txn.t_reply or txn.t_call,
-                                conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
-                    self._close(st, txn, "pull_incomplete")
-            self.cur = None
+                self._give_up(st, txn)
             for led in st.ledgers.values():
                 led.flush()
             if st.rpcrdma or st.messages:
