@@ -321,6 +321,7 @@ class RebuiltLayer(Layer):
     def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, msg: Any, frames: list[int],
                  kind: str) -> None:
         self.proto = proto
+        self._vals = self._items = self._children = None
         self.header = header
         self.buf = buf
         self.off = off
@@ -400,10 +401,21 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None
 
 def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
     """The bytes RDMA WRITEs put in these segments (lengths as the reply reports them), or None."""
+    written = st.written
+    if len(segs) == 1:
+        # one segment filled by one WRITE from its start: the common case, no copy
+        s = segs[0]
+        pieces = written.get(s.handle)
+        if pieces is not None and len(pieces) == 1:
+            va, data, fr = pieces[0]
+            if va == s.offset:
+                if len(data) < s.length:
+                    return None
+                return (data if len(data) == s.length else data[:s.length]), list(fr)
     out = []
     frames: list[int] = []
     for s in segs:
-        pieces = st.written.get(s.handle)
+        pieces = written.get(s.handle)
         if not pieces:
             if s.length:
                 return None
