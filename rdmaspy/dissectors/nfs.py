@@ -570,32 +570,14 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     return _last_ddp(buf, p, end, info, base, chunks, "read_data")
 
 
-class NfsLayer(Layer):
-    """An NFS body: the tree is walked again from the bytes only when somebody asks for it."""
-
-    __slots__ = ("info", "end", "base", "chunks")
-
-    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, label: str,
-                 info: RpcInfo, end: int, base: int, chunks: tuple | None, fill: Callable) -> None:
-        self.proto = proto
-        self.header = header
-        self.buf = buf
-        self.off = off
-        self.length = length
-        self._label = label
-        self._fill = fill
-        self.info = info
-        self.end = end
-        self.base = base
-        self.chunks = chunks
+def _fill_nfs(lay: Layer) -> None:
+    info, end, base, chunks = lay._vals
+    _walk_nfs(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
 
 
-def _fill_nfs(lay: NfsLayer) -> None:
-    _walk_nfs(lay.buf, lay.off, lay.end, _scratch(lay.info), lay, lay.base, lay.chunks, None)
-
-
-def _fill_cb(lay: NfsLayer) -> None:
-    _walk_cb(lay.buf, lay.off, lay.end, _scratch(lay.info), lay, lay.base, lay.chunks, None)
+def _fill_cb(lay: Layer) -> None:
+    info, end, base, chunks = lay._vals
+    _walk_cb(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
 
 
 _LABELS = {2: "NFSv2", 3: "NFSv3", 4: "NFSv4"}
@@ -614,8 +596,9 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         info.label = _LABELS.get(vers) or f"NFSv{vers}"
     base = _rpc_start(pkt, off)
     chunks = extra.get("rpcrdma.chunks")
-    pkt.layers.append(NfsLayer("nfs", None, buf, off, end - off, "Network File System", info, end, base, chunks,
-                               _fill_nfs))
+    lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
+    lay._vals = (info, end, base, chunks)     # what the fill needs to walk the body again
+    lay._fill = _fill_nfs
     if vers == 3:
         # Most procedures carry no DDP-eligible item: a call needs no walk, a reply only its status.
         proc = info.proc
@@ -657,8 +640,9 @@ def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     info.label = "NFSv4.1 CB"
     base = _rpc_start(pkt, off)
     chunks = _chunks(pkt)
-    pkt.layers.append(NfsLayer("nfs", None, buf, off, end - off, "Network File System callback", info, end, base,
-                               chunks, _fill_cb))
+    lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System callback")
+    lay._vals = (info, end, base, chunks)
+    lay._fill = _fill_cb
     _walk_cb(buf, off, end, info, NULL, base, chunks, pkt)
 
 

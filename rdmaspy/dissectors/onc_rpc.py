@@ -413,26 +413,9 @@ def _reply_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
     return p
 
 
-class RpcLayer(Layer):
-    """The RPC header: its items are spelled out from the bytes only when somebody asks for them."""
-
-    __slots__ = ("info", "end")
-
-    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, label: str,
-                 info: RpcInfo, end: int) -> None:
-        self.proto = proto
-        self.header = header
-        self.buf = buf
-        self.off = off
-        self.length = length
-        self._label = label
-        self._fill = _fill_layer
-        self.info = info
-        self.end = end
-
-
-def _fill_layer(lay: RpcLayer) -> None:
-    _fill(lay, lay.buf, lay.off, lay.end, lay.info)
+def _fill_layer(lay: Layer) -> None:
+    info, end = lay._vals
+    _fill(lay, lay.buf, lay.off, end, info)
 
 
 def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None,
@@ -448,8 +431,9 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     frame = pkt.frame
     info.frame = frame.num
     info.length = end - off
-    lay = RpcLayer("rpc", None, buf, off, end - off, "Remote Procedure Call", info, end)
-    pkt.layers.append(lay)
+    lay = pkt.add_layer("rpc", None, buf, off, end - off, "Remote Procedure Call")
+    lay._vals = (info, end)     # what the fill needs: the tree is made only when somebody asks for it
+    lay._fill = _fill_layer
     if mtype > 1:
         pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
         return info

@@ -313,40 +313,20 @@ def _rebuild_reply(pkt: Packet, ctx: Any, msg: Any, got: list, frames: list[int]
     _show_rebuilt(pkt, ctx, msg, b"".join(parts), frames, "RDMA WRITE (Write chunks)", msg.rpc_flow, quiet=True)
 
 
-class RebuiltLayer(Layer):
-    """A rebuilt RPC message: its label and items are spelled out only when somebody asks for them."""
-
-    __slots__ = ("msg", "frames", "kind")
-
-    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, msg: Any, frames: list[int],
-                 kind: str) -> None:
-        self.proto = proto
-        self._vals = self._items = self._children = None
-        self.header = header
-        self.buf = buf
-        self.off = off
-        self.length = length
-        self._fill = _fill_rebuilt
-        self.msg = msg
-        self.frames = frames
-        self.kind = kind
-
-    @property
-    def label(self) -> str:
-        return f"[Rebuilt RPC message of XID 0x{self.msg.xid:08x}: {self.length} bytes from " \
-               f"{len(self.frames)} frames]"
-
-
-def _fill_rebuilt(lay: RebuiltLayer) -> None:
-    lay.add(REBUILT_XID, lay.msg.xid)
-    lay.add(REBUILT_FRAMES, ",".join(map(str, lay.frames)))
+def _fill_rebuilt(lay: Layer) -> None:
+    msg, frames, kind = lay._vals
+    lay.add(REBUILT_XID, msg.xid)
+    lay.add(REBUILT_FRAMES, ",".join(map(str, frames)))
     lay.add(REBUILT_LEN, lay.length)
-    lay.add(REBUILT_KIND, lay.kind)
+    lay.add(REBUILT_KIND, kind)
 
 
 def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
                   quiet: bool = False) -> None:
-    pkt.layers.append(RebuiltLayer("rpcrdma.rebuilt", None, whole, 0, len(whole), msg, frames, kind))
+    lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
+                        f"[Rebuilt RPC message of XID 0x{msg.xid:08x}: {len(whole)} bytes from {len(frames)} frames]")
+    lay._vals = (msg, frames, kind)     # the items are spelled out only when somebody asks for them
+    lay._fill = _fill_rebuilt
     msg.rebuilt_frames = frames
     msg.rebuilt_frame = pkt.frame.num
     pkt.note("rpcrdma.rebuilt", msg)

@@ -546,7 +546,9 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         pkt.truncated("rpcrdma", end - off, 16)
         return
     # The tree is made only when somebody asks for it (a summary line needs the text alone).
-    pkt.layers.append(MsgLayer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA", msg, end))
+    lay = pkt.add_layer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA")
+    lay._vals = (msg, end)      # what the fill needs (a layer without a header keeps no values of its own)
+    lay._fill = _fill_msg
     msg.frame = num = pkt.frame.num
     extra = pkt.extra
     if extra is None:
@@ -604,26 +606,9 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     msg.rpc_span = None       # the buffer is not kept alive by the facts
 
 
-class MsgLayer(Layer):
-    """The v1 transport header: its items are spelled out from the facts only when somebody asks."""
-
-    __slots__ = ("msg", "end")
-
-    def __init__(self, proto: str, header: Any, buf: bytes, off: int, length: int, label: str,
-                 msg: RpcRdmaMessage, end: int) -> None:
-        self.proto = proto
-        self.header = header
-        self.buf = buf
-        self.off = off
-        self.length = length
-        self._label = label
-        self._fill = _fill_msg
-        self.msg = msg
-        self.end = end
-
-
-def _fill_msg(lay: MsgLayer) -> None:
-    _fill_v1(lay, lay.msg, lay.off, lay.end)
+def _fill_msg(lay: Layer) -> None:
+    msg, end = lay._vals
+    _fill_v1(lay, msg, lay.off, end)
 
 
 def _fill_v1(lay: Layer, msg: RpcRdmaMessage, off: int, end: int) -> None:
