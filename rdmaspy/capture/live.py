@@ -17,17 +17,21 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import BinaryIO, Callable
 
 from ..errors import RdmaspyError
 from ..writers.pcapng import EPB_HEAD, PcapngWriter
 from .ring import (PKT_HDR, PKT_HDR_SHORT, PKT_VLAN, TP_STATUS_VLAN_TPID_VALID, TP_STATUS_VLAN_VALID, Ring,
                    netdev_rx_dropped, sll_header)
-from .spool import SpoolFile
 
 _TAIL = tuple(struct.Struct(f"={pad}xI").pack for pad in range(4))    # padding, then the block's total length
 _VLAN = struct.Struct(">HH")
 DISPLAY_QUEUE = 20000
+# Packets go to the file in chunks of this size, written by the loop itself: a chunk still in the
+# CPU's cache is copied to the page cache at a fraction of the cost of a cold one, and a second
+# thread would make the ring wait for the GIL on a busy machine.  (Below glibc's mmap threshold,
+# so chunks come from the heap, not from a fresh mmap each.)
+CHUNK = 64 << 10
 
 
 @dataclass
@@ -78,7 +82,7 @@ class FileSet:
         self.kept: collections.deque[str] = collections.deque()
         self.all_files: list[str] = []
         self.writer: PcapngWriter | None = None
-        self.spool: SpoolFile | None = None
+        self.file: BinaryIO | None = None
         self.file_packets = 0          # handed to the current file
         self.lost = 0                  # handed over but never on disk (write errors)
         self.opened_at = 0.0
@@ -111,7 +115,7 @@ class FileSet:
             if self.rotating:
                 name = f"{self._base}_{self.seq:05d}_{time.strftime('%Y%m%d%H%M%S')}{self._ext}"
             try:
-                target = self.spool = SpoolFile(name)
+                target = self.file = open(name, "wb", buffering=CHUNK)
             except OSError as exc:
                 raise RdmaspyError(f"{name}: cannot write: {exc.strerror or exc}") from None
         w = PcapngWriter(target)  # type: ignore[arg-type]
@@ -141,18 +145,21 @@ class FileSet:
             ifdrop = None if now is None else max(0, now - self.ifdrop0)
         end = time.time_ns()
         self.writer = None
-        spool, self.spool = self.spool, None
+        f, self.file = self.file, None
         try:
             w.write_stats(0, end, ifrecv=recv, ifdrop=ifdrop, filteraccept=recv, osdrop=drops,
                           usrdeliv=self.written_total, starttime_ns=self.ring.start_ns, endtime_ns=end)
             w.close()
-            if spool is not None:
-                spool.close()
+            if f is not None:
+                f.close()
         except OSError as exc:
-            if spool is not None:
-                spool.abandon()
-                # the packets handed over but not on disk are rdmaspy's drops: count what the file holds
-                self.lost += self.file_packets - count_epbs(spool.name)
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+                # packets given to the file but not on disk are rdmaspy's drops: count what the file holds
+                self.lost += self.file_packets - count_epbs(f.name)  # type: ignore[arg-type]
             raise RdmaspyError(f"{w.path}: write failed: {exc.strerror or exc}") from None
         finally:
             self.file_packets = 0
@@ -230,8 +237,8 @@ class LiveCapture:
         old_handlers = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         old_wakeup = signal.set_wakeup_fd(wfd.fileno())
         old_switch = sys.getswitchinterval()
-        # The writer and display threads take the GIL when this loop sleeps in poll(); a short forced
-        # switch would leave the ring waiting on a helper thread's turn on a busy CPU.
+        # The display thread takes the GIL when this loop sleeps in poll(); a short forced switch
+        # would leave the ring waiting for that thread's turn on a busy CPU.
         sys.setswitchinterval(0.05)
         thread = None
         if self.display is not None:
@@ -404,6 +411,7 @@ class LiveCapture:
         tail = _TAIL
         s = self.summary
         left, room = self._limits(ignore)
+        cut = min(room, CHUNK)
         buf = bytearray()
         k = 0
         while n:
@@ -425,7 +433,7 @@ class LiveCapture:
             buf += pack(6, total, 0, ts >> 32, ts & 0xFFFFFFFF, snap, wlen)
             buf += data
             buf += tail[pad](total)
-            if k >= left or len(buf) >= room:
+            if k >= left or len(buf) >= cut:
                 full = len(buf) >= room
                 self._flush(buf, k)
                 s.captured += k
@@ -437,6 +445,7 @@ class LiveCapture:
                 if full and not self._file_full(ignore):
                     return False
                 left, room = self._limits(ignore)
+                cut = min(room, CHUNK)
         if k:
             self._flush(buf, k)
             s.captured += k
