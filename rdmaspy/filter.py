@@ -954,9 +954,9 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
         if not need_items:
             items = None
         elif _LAZY_SLOTS:
-            # the properties pay two caught AttributeErrors per plain layer; getattr's default is cheaper
-            items = getattr(lay, "_items", None)
-            if items is None and hasattr(lay, "_fill"):
+            # read the slots directly: the property is only needed when a fill is pending
+            items = lay._items
+            if items is None and lay._fill is not None:
                 items = lay.items
         else:
             items = lay.items
@@ -969,7 +969,7 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
                         out[n] = [val]
                     else:
                         xs.append(val)
-        children = getattr(lay, "_children", None) if _LAZY_SLOTS else lay.children
+        children = lay._children if _LAZY_SLOTS else lay.children
         if children:
             for c in children:
                 visit(c, out)

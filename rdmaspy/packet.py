@@ -42,10 +42,10 @@ Item = tuple  # (Field, value, offset, length)
 class Layer:
     """One protocol layer or sub-tree of a packet.
 
-    Only the essentials are set when a layer is made (it is made for every header of every
-    packet); the variable part, the children and a custom label live in slots that stay unset
-    until used, and ``fill`` (a function of the layer) can supply the items on first use, so a
-    summary line never pays for them.
+    A layer is made for every header of every packet, so it holds little: the variable part
+    (``items``) and the children are None until used, and ``_fill`` (a function of the layer) can
+    supply the items on first use, so a summary line never pays for them.  For a layer without a
+    header, ``_vals`` may hold values computed during dissection for its fill to spell out.
     """
 
     __slots__ = ("proto", "header", "buf", "off", "length", "_vals", "_items", "_children", "_label", "_fill")
@@ -56,16 +56,19 @@ class Layer:
         self.buf = buf
         self.off = off
         self.length = length or (header.size if header is not None else 0)
+        self._vals: tuple | None = None
+        self._items: list[Item] | None = None
+        self._children: list[Layer] | None = None
+        self._fill: Callable[[Layer], None] | None = None
 
     # -- values -------------------------------------------------------------------------------
     @property
     def values(self) -> tuple:
-        try:
-            return self._vals
-        except AttributeError:
+        v = self._vals
+        if v is None:
             hdr = self.header
             v = self._vals = hdr.decode(self.buf, self.off) if hdr is not None else ()
-            return v
+        return v
 
     @property
     def label(self) -> str:
@@ -80,25 +83,19 @@ class Layer:
 
     @property
     def items(self) -> list[Item] | None:
-        try:
-            return self._items
-        except AttributeError:
-            pass
-        try:
+        items = self._items
+        if items is None:
             fill = self._fill
-        except AttributeError:
-            return None
-        self._items = []
-        del self._fill
-        fill(self)
-        return self._items
+            if fill is None:
+                return None
+            self._fill = None
+            items = self._items = []
+            fill(self)
+        return items
 
     @property
     def children(self) -> list["Layer"] | None:
-        try:
-            return self._children
-        except AttributeError:
-            return None
+        return self._children
 
     def lazy(self, fill: Callable[["Layer"], None]) -> "Layer":
         """Let ``fill(layer)`` add the variable items when somebody first asks for them."""
@@ -127,24 +124,23 @@ class Layer:
     # -- building the variable part -------------------------------------------------------------
     def add(self, field: Field, value: Any, off: int = -1, length: int = 0) -> None:
         """Append a variable item; ``off`` is absolute in ``self.buf`` (-1: not in the bytes)."""
-        try:
-            self._items.append((field, value, off, length))
-        except AttributeError:
+        items = self._items
+        if items is None:
             items = self.items          # runs a pending fill first, so items keep their order
             if items is None:
-                self._items = [(field, value, off, length)]
-            else:
-                items.append((field, value, off, length))
+                items = self._items = []
+        items.append((field, value, off, length))
 
     def child(self, proto: str, header: Header | None, off: int, length: int = 0,
               label: str | None = None, buf: bytes | None = None) -> "Layer":
         lay = Layer(proto, header, self.buf if buf is None else buf, off, length)
         if label is not None:
             lay._label = label
-        try:
-            self._children.append(lay)
-        except AttributeError:
+        children = self._children
+        if children is None:
             self._children = [lay]
+        else:
+            children.append(lay)
         return lay
 
     # -- walking (tree, JSON, filters, hex highlighting) ---------------------------------------

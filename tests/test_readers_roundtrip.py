@@ -16,9 +16,9 @@ import readers_build as rb  # noqa: E402
 tsresols = st.one_of(st.integers(0, 12), st.integers(0, 40).map(lambda e: 0x80 | e))
 interface = st.tuples(st.sampled_from([1, 101, 113, 197, 228, 247, 276]), tsresols,
                       st.integers(-2_000_000_000, 2_000_000_000),
-                      st.text(st.characters(blacklist_characters="\0"), max_size=12))
+                      st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)), max_size=12))
 packet = st.tuples(st.sampled_from(["epb", "opb", "spb"]), st.integers(0, 5), st.integers(0, (1 << 64) - 1),
-                   st.binary(max_size=70), st.lists(st.text(min_size=1, max_size=20), max_size=3))
+                   st.binary(max_size=70), st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=20), max_size=3))
 section = st.tuples(st.sampled_from("<>"), st.lists(interface, min_size=1, max_size=4), st.lists(packet, max_size=8))
 
 
