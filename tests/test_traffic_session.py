@@ -238,3 +238,19 @@ def test_server_answers_garbage_with_an_error():
 def test_echo_sizes_round_trip(size):
     cli, srv, res, log = converse(1, ops=[(P.PROC_ECHO, size)])
     assert res[0].ok
+
+
+def test_deferred_calls_leave_as_one_burst():
+    a, b, log = LoopLink.pair()
+    bursts = []
+    a.send_many = lambda msgs: (bursts.append(len(msgs)), [a.send(m) for m in msgs])
+    srv = Server(b, credits=4)
+    cli = Client(a, credits=4, slots=5, faults=("exceed-credits",))
+    cli.call(P.PROC_NULL, 0)
+    srv.handle(b.inbox.popleft())
+    cli.on_message(a.inbox.popleft())
+    while cli.can_call():
+        cli.call(P.PROC_NULL, 0, defer=True)
+    assert not b.inbox and len(cli.pending) == 5
+    cli.flush()
+    assert bursts == [5] and len(b.inbox) == 5 > cli.credits.granted

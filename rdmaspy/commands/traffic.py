@@ -321,6 +321,7 @@ def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, 
     next_at = t0
     total = args.count if args.count > 0 else None
     quiet = args.quiet or not sys.stderr.isatty()
+    burst = "exceed-credits" in args.fault
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed} calls"),
                   TextColumn("{task.fields[rate]:>8.0f} ops/s"), TimeElapsedColumn(),
                   disable=quiet, transient=True) as bar:
@@ -335,10 +336,13 @@ def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, 
                 if interval and now < next_at:
                     break
                 proc = next(ops)
-                cli.call(proc, sizes[proc])
+                # Exceeding the grant shows on the wire only if the whole burst leaves
+                # before the first reply: one chain of Sends.
+                cli.call(proc, sizes[proc], defer=burst)
                 issued += 1
                 next_at = max(next_at + interval, now) if interval else now
                 more = (total is None or issued < total) and (end is None or now < end)
+            cli.flush()
             data = conn.link.recv(timeout=0.05 if cli.pending else 0.0)
             if data is None:
                 if cli.pending and time.perf_counter() - now > 30:

@@ -132,6 +132,44 @@ static PyObject *Endpoint_post(Endpoint *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* post_sends([(wr_id, addr, length, lkey), ...]): one chain of signaled Sends, one doorbell,
+ * so that a burst leaves back to back (the exceed-credits fault relies on it). */
+static PyObject *Endpoint_post_sends(Endpoint *self, PyObject *list)
+{
+    PyObject *seq = PySequence_Fast(list, "post_sends takes a sequence");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n <= 0 || n > 256) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "post_sends takes 1 to 256 sends");
+        return NULL;
+    }
+    struct ibv_send_wr wrs[256], *bad;
+    struct ibv_sge sges[256];
+    memset(wrs, 0, sizeof(wrs[0]) * n);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long wr_id, addr;
+        unsigned int length, lkey;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "KKII", &wr_id, &addr, &length, &lkey)) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        sges[i] = (struct ibv_sge){ .addr = addr, .length = length, .lkey = lkey };
+        wrs[i].wr_id = wr_id;
+        wrs[i].sg_list = &sges[i];
+        wrs[i].num_sge = 1;
+        wrs[i].opcode = IBV_WR_SEND;
+        wrs[i].send_flags = IBV_SEND_SIGNALED;
+        wrs[i].next = i + 1 < n ? &wrs[i + 1] : NULL;
+    }
+    Py_DECREF(seq);
+    int rc = ibv_post_send(self->qp, wrs, &bad);
+    if (rc)
+        return rdma_errno("ibv_post_send", rc);
+    Py_RETURN_NONE;
+}
+
 static PyObject *poll_cq(struct ibv_cq *cq, int max, int spin_ms)
 {
     struct ibv_wc wc[32];
@@ -287,6 +325,7 @@ static PyMethodDef Endpoint_methods[] = {
     {"post_recv", (PyCFunction)Endpoint_post_recv, METH_VARARGS, "post_recv(wr_id, addr, length, lkey)"},
     {"post", (PyCFunction)Endpoint_post, METH_VARARGS,
      "post(wr_id, op, addr, length, lkey, remote_addr=0, rkey=0, invalidate=0, signaled=True)"},
+    {"post_sends", (PyCFunction)Endpoint_post_sends, METH_O, "post_sends([(wr_id, addr, length, lkey)])"},
     {"poll_send", (PyCFunction)Endpoint_poll_send, METH_VARARGS, "poll_send(max=16, spin_ms=0)"},
     {"poll_recv", (PyCFunction)Endpoint_poll_recv, METH_VARARGS, "poll_recv(max=16, spin_ms=0)"},
     {"event_private_data", (PyCFunction)Endpoint_event_private_data, METH_NOARGS,

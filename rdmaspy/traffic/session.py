@@ -298,6 +298,7 @@ class Client:
         self.fell_back = False
         self.peer_props: dict[int, int] = {}
         self._handshake_xid = 0
+        self._deferred: list[bytes] = []
 
     def next_xid(self) -> int:
         x = self._xid
@@ -326,7 +327,8 @@ class Client:
 
     # -- calls
 
-    def call(self, proc: int, size: int = 0) -> int:
+    def call(self, proc: int, size: int = 0, defer: bool = False) -> int:
+        """Start one call; ``defer`` holds its Send back until ``flush`` (a burst)."""
         if not self.can_call():
             raise ProtocolError("no credit or slot for another call")
         xid = self.next_xid()
@@ -377,8 +379,23 @@ class Client:
             m.proc = P.RDMA2_MSG if mproc == P.RDMA_MSG else P.RDMA2_NOMSG
         self.credits.sent()
         self.pending[xid] = txn
-        self.link.send(P.build(m))
+        if defer:
+            self._deferred.append(P.build(m))
+        else:
+            self.link.send(P.build(m))
         return xid
+
+    def flush(self) -> None:
+        """Send the deferred calls, in one chain where the link can."""
+        msgs, self._deferred = self._deferred, []
+        if not msgs:
+            return
+        many = getattr(self.link, "send_many", None)
+        if many is not None:
+            many(msgs)
+        else:
+            for data in msgs:
+                self.link.send(data)
 
     # -- replies
 

@@ -175,6 +175,21 @@ class VerbsLink:
         self.ep.post(slot, op, self.base + off, len(data), self.lkey, 0, 0, invalidate, True)
         self.counters["send"] += 1
 
+    def send_many(self, msgs: Sequence[bytes]) -> None:
+        """Several Sends in one chain: they leave back to back."""
+        wrs = []
+        for data in msgs:
+            if len(data) > self.layout.msg_size:
+                raise ProtocolError(f"a {len(data)}-byte Send exceeds the {self.layout.msg_size}-byte buffers")
+            while not self._send_free:
+                self._reap_sends(spin_ms=50)
+            slot = self._send_free.pop()
+            off = self.send_base - self.base + slot * self.layout.msg_size
+            self.view[off:off + len(data)] = data
+            wrs.append((slot, self.base + off, len(data), self.lkey))
+        self.ep.post_sends(wrs)
+        self.counters["send"] += len(wrs)
+
     def write(self, segs: Sequence[Segment], data: bytes) -> None:
         if len(data) > self.layout.staging:
             raise ProtocolError(f"{len(data)} bytes exceed the {self.layout.staging}-byte staging area")
