@@ -16,14 +16,15 @@ from .values import json_value
 
 # Displays whose integer values JSON takes as they are: no conversion call per value.
 _PLAIN = frozenset({"dec", "hex", "float", "time"})
-# Per header: (name, field, plain) for each field, computed once.
-_PLANS: dict[int, tuple[tuple[str, Field, bool], ...]] = {}
+# Per header, computed once: its field names, and the (index, field) of the values that need converting.
+_PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]] = {}
 
 
-def _plan(hdr: Header) -> tuple[tuple[str, Field, bool], ...]:
+def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]:
     p = _PLANS.get(id(hdr))
     if p is None:
-        p = _PLANS[id(hdr)] = tuple((f.name, f, f.display in _PLAIN) for f in hdr.fields)
+        conv = tuple((i, f) for i, f in enumerate(hdr.fields) if f.display not in _PLAIN or f.bits > 64)
+        p = _PLANS[id(hdr)] = (tuple(f.name for f in hdr.fields), conv)
     return p
 
 
@@ -71,17 +72,21 @@ def _layer(lay: Layer, obj: dict[str, Any], multi: set[str]) -> None:
         obj[name] = True
     hdr = lay.header
     if hdr is not None:
-        for (name, f, plain), v in zip(_plan(hdr), lay.values):
-            if not plain or v.__class__ is not int:
-                v = json_value(f, v)
-            if name in obj:
+        names, conv = _plan(hdr)
+        vals = lay.values
+        if conv:
+            vals = list(vals)
+            for i, f in conv:
+                vals[i] = json_value(f, vals[i])
+        if obj.keys().isdisjoint(names):
+            obj.update(zip(names, vals))
+        else:                      # the same header again in this packet: its values join lists
+            for name, v in zip(names, vals):
                 _put(obj, multi, name, v)
-            else:
-                obj[name] = v
     items = lay.items
     if items:
         for f, v, _o, _l in items:
-            if v.__class__ is not int or f.display not in _PLAIN:
+            if v.__class__ is not int or f.display not in _PLAIN or f.bits > 64:
                 v = json_value(f, v)
             name = f.name
             if name in obj:

@@ -36,6 +36,8 @@ def json_value(field: Field, value: Any) -> Any:
         return _json_bytes(d, b)
     if d == "bool":
         return bool(value)
+    if value.__class__ is int and not -(1 << 63) <= value < (1 << 64):
+        return f"{value:#x}"        # JSON readers lose wider integers: such values go as hex text
     return value
 
 
