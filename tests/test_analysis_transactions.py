@@ -183,7 +183,7 @@ def test_open_transactions_are_bounded(monkeypatch):
     from rdmaspy.engine import Engine
     from rdmaspy.packet import Frame
     done = []
-    an = Analyzer(on_record=lambda k, r: done.append(r["xid"]) if k == "transaction" else None)
+    an = Analyzer(strict=True, on_record=lambda k, r: done.append(r["xid"]) if k == "transaction" else None)
     eng = Engine(strict=True)
     for i, (ts, data) in enumerate(w.out(), 1):
         an.feed(eng.dissect(Frame(i, ts, 1, data, len(data))))

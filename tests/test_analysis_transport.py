@@ -20,7 +20,7 @@ from conftest import FIXTURES, capture
 def analyse(path) -> tuple[list, Analyzer, list]:
     """(packets, analyzer, records) of a whole capture."""
     records: list = []
-    an = Analyzer(on_record=lambda kind, rec: records.append((kind, rec)))
+    an = Analyzer(strict=True, on_record=lambda kind, rec: records.append((kind, rec)))
     engine = Engine(strict=True)
     pkts = []
     with open_capture(str(path)) as cap:
@@ -281,7 +281,7 @@ def test_any_packet_sequence_is_analysed_without_error(seq):
     from rdmaspy.packet import Frame
 
     engine = Engine(strict=True)
-    an = Analyzer()
+    an = Analyzer(strict=True)
     for i, (c2s, op, psn, syndrome, length, bad) in enumerate(seq):
         kw: dict = {}
         plan_exts = {h.name for h in PLANS[op].exts}

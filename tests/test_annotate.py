@@ -35,7 +35,7 @@ def test_frames_are_copied_unchanged(capsys, tmp_path):
 def test_tshark_reads_a_comment_on_every_packet_with_a_finding(capsys, tmp_path):
     out = tmp_path / "loss.pcapng"
     annotate(capsys, LOSS, out)
-    an = Analyzer()
+    an = Analyzer(strict=True)
     engine = Engine()
     for fr in frames(LOSS):
         an.feed(engine.dissect(fr))

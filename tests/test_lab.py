@@ -49,7 +49,7 @@ def _pkts(path: Path) -> list:
 def _analyse(path: Path) -> tuple[list[dict], list]:
     """The analysis of a capture: transaction records and findings."""
     records: list[dict] = []
-    an = Analyzer(on_record=lambda kind, rec: records.append(rec) if kind == "transaction" else None)
+    an = Analyzer(strict=True, on_record=lambda kind, rec: records.append(rec) if kind == "transaction" else None)
     for p in _pkts(path):
         an.feed(p)
     an.finish()

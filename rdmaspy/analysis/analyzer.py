@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable, Protocol
 
 from ..packet import Packet
-from .rules import Finding, Rule
+from .rules import Finding, Rule, declare
+
+# An analysis module that fails on a packet must not end the run: the packet gets this finding.
+ANALYSIS_ERROR = declare("analysis.error", "error", "malformed",
+                         "analysis module {module} failed on this packet: {error}",
+                         "rdmaspy (a defect of the analyzer, not of the traffic)")
 
 
 class AnalysisModule(Protocol):
@@ -33,8 +38,9 @@ def register(name: str, factory: Callable[["Analyzer"], AnalysisModule]) -> None
 class Analyzer:
     def __init__(self, on_finding: Callable[[Finding], None] | None = None,
                  on_record: Callable[[str, dict[str, Any]], None] | None = None,
-                 keep_findings: bool = True) -> None:
+                 keep_findings: bool = True, strict: bool = False) -> None:
         load_modules()
+        self.strict = strict                # tests: let module exceptions through
         self.on_finding = on_finding
         self.on_record = on_record          # (kind, record): kind "transaction", "connection", ...
         self.keep_findings = keep_findings
@@ -42,13 +48,21 @@ class Analyzer:
         self.modules: dict[str, AnalysisModule] = {}
         for name, factory in MODULES:
             self.modules[name] = factory(self)
-        self._feeders = [m.packet for m in self.modules.values()]
+        self._feeders = [(name, m.packet) for name, m in self.modules.items()]
         self.packets = 0
 
     def feed(self, pkt: Packet) -> None:
         self.packets += 1
-        for f in self._feeders:
-            f(pkt)
+        if self.strict:
+            for _name, f in self._feeders:
+                f(pkt)
+            return
+        for name, f in self._feeders:
+            try:
+                f(pkt)
+            except Exception as exc:   # one packet's analysis failed: say so on it and go on
+                self.report(ANALYSIS_ERROR, pkt.frame.num, pkt.frame.ts, pkt=pkt, module=name,
+                            error=f"{type(exc).__name__}: {exc}")
 
     def finish(self) -> None:
         for m in self.modules.values():
