@@ -191,3 +191,12 @@ def test_open_transactions_are_bounded(monkeypatch):
     assert [f.rule_def.id for f in an.findings if f.xid == 0x1] == ["transaction.no_reply"]
     an.finish()
     assert done == [0x1, 0x2, 0x3]
+
+
+def test_cm_path_mtu_above_what_the_wire_shows_does_not_invent_losses_after_reads():
+    """The CM offers a larger Path MTU than the QP uses (as rxe does: 1024 on a 1500-byte netdev);
+    the READ responses after a READ request take ceil(length / 1024) PSNs, which the PSN analysis
+    must expect: the clean scenarios have no transport finding."""
+    for responder_read in (False, True):
+        res = analyse_frames(ab.scenario_v1(responder_read=responder_read))
+        assert [f.rule_def.id for f in res.findings if f.rule_def.id.startswith("ib.")] == []

@@ -216,12 +216,13 @@ class ReqStream:
 
 
 class _Conn:
-    __slots__ = ("conv", "streams", "mtu")
+    __slots__ = ("conv", "streams", "mtu", "mtu_seen")
 
     def __init__(self, conv: Any) -> None:
         self.conv = conv
         self.streams = {"c2s": ReqStream(conv.conn_id, "c2s"), "s2c": ReqStream(conv.conn_id, "s2c")}
         self.mtu: int | None = conv.path_mtu or None
+        self.mtu_seen = False        # True once a full-size packet showed the path MTU
 
 
 def _layer(pkt: Packet) -> Layer:
@@ -301,16 +302,21 @@ class Transport:
             st.send_bytes += n
         elif kind == "write":
             st.write_bytes += n
-        if plan.pos in ("first", "middle") and cs.mtu is None and n >= 256 and not n & (n - 1):
-            cs.mtu = n                       # a full-size packet: the path MTU (256..4096)
+        if plan.pos in ("first", "middle") and n >= 256 and not n & (n - 1) and (cs.mtu is None or n < cs.mtu):
+            # A First/Middle packet is exactly one path MTU (256..4096).  What the wire shows wins over
+            # the CM's Path MTU: the QP's active MTU may be lower (rxe: 1024 on a 1500-byte netdev).
+            cs.mtu = n
+            cs.mtu_seen = True
         count = 1
         slack = 0
         if kind == "read_request" and ib.reth is not None:
             length = ib.reth[2]
-            if cs.mtu:
+            if cs.mtu and cs.mtu_seen:
                 count = _ceil(length, cs.mtu)
             else:
-                count = _ceil(length, 4096)
+                # Not seen on the wire yet: the responses number between ceil(length/MTU) for the
+                # largest MTU in question and ceil(length/256).
+                count = _ceil(length, cs.mtu or 4096)
                 slack = _ceil(length, 256) - count
         d = (psn - st.nxt) & _MASK
         lay = None
@@ -484,8 +490,10 @@ class Transport:
         size = ib.payload_end - ib.payload_off
         st.read_responses += 1
         st.read_bytes += size
-        if plan.pos in ("first", "middle") and cs.mtu is None and size >= 256 and not size & (size - 1):
+        if plan.pos in ("first", "middle") and size >= 256 and not size & (size - 1) and (
+                cs.mtu is None or size < cs.mtu):
             cs.mtu = size
+            cs.mtu_seen = True
         r = None
         for cand in reversed(st.reads):
             if ((psn - cand.psn) & _MASK) < cand.nmax:
