@@ -1,0 +1,177 @@
+"""The fast paths of the RPC-over-RDMA, ONC RPC and NFSv3 decoders agree with the careful walks.
+
+Well-formed headers are read with a few struct unpacks; anything short or out of range goes to
+the careful XDR walk, which says what is wrong.  For any header (built from the encoders, then
+cut, mutated or given random lengths) the fast path either declines, or yields exactly the facts
+and the end offset the careful walk yields."""
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from rdmaspy.dissectors import nfs, onc_rpc, rpcrdma
+from rdmaspy.dissectors.onc_rpc import NULL, RpcInfo
+from rdmaspy.dissectors.xdr import XdrError, p32, popaque
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+u32 = st.integers(0, 0xFFFFFFFF)
+small = st.integers(0, 12)
+edits = st.lists(st.tuples(st.integers(0, 200), st.integers(0, 255)), max_size=4)
+
+FACTS = ("rpcvers", "prog", "vers", "proc", "prog_name", "proc_name", "cred_flavor", "uid", "gid", "machinename",
+         "gss_proc", "gss_seq", "gss_service", "reply_stat", "accept_stat", "reject_stat")
+
+
+def _mutate(body: bytes, changes: list[tuple[int, int]], cut: int) -> bytes:
+    b = bytearray(body)
+    for at, value in changes:
+        if at < len(b):
+            b[at] = value
+    return bytes(b[:max(0, len(b) - cut)])
+
+
+def _slow_header(buf: bytes, mtype: int) -> tuple[int, RpcInfo] | None:
+    info = RpcInfo(0, mtype)
+    try:
+        return onc_rpc._walk_header(buf, 0, len(buf), info, NULL), info
+    except XdrError:
+        return None
+
+
+def _check_rpc(buf: bytes) -> None:
+    if len(buf) < 8:
+        return
+    mtype = int.from_bytes(buf[4:8], "big")
+    if mtype > 1:
+        return
+    fast = RpcInfo(0, mtype)
+    body = (onc_rpc._call_facts if mtype == 0 else onc_rpc._reply_facts)(buf, 0, len(buf), fast)
+    slow = _slow_header(buf, mtype)
+    if body < 0:
+        return                       # declined: the careful walk decides
+    assert slow is not None, "the fast path accepted a header the careful walk rejects"
+    assert body == slow[0]
+    assert {f: getattr(fast, f) for f in FACTS} == {f: getattr(slow[1], f) for f in FACTS}
+
+
+creds = st.one_of(
+    st.tuples(u32, st.text(max_size=12), u32, u32, st.lists(u32, max_size=16)).map(
+        lambda t: onc_rpc.encode_auth_sys(t[0], t[1], t[2], t[3], tuple(t[4]))),
+    st.tuples(small, small, u32, st.integers(1, 3), st.binary(max_size=20)).map(
+        lambda t: (6, p32(1, t[1], t[2], t[3]) + popaque(t[4]))),
+    st.tuples(st.sampled_from([0, 2, 3, 7]), st.binary(max_size=24)),
+)
+
+
+@SETTINGS
+@given(u32, u32, u32, u32, creds, st.tuples(small, st.binary(max_size=12)), st.binary(max_size=16), edits,
+       st.integers(0, 40))
+def test_call_header_fast_facts_equal_the_walk(xid, prog, vers, proc, cred, verf, body, changes, cut):
+    msg = onc_rpc.encode_call(xid, prog, vers, proc, body, cred=cred, verf=verf)
+    _check_rpc(msg)
+    _check_rpc(_mutate(msg, changes, cut))
+
+
+@SETTINGS
+@given(u32, st.integers(0, 6), st.tuples(small, st.binary(max_size=12)), st.binary(max_size=16), edits,
+       st.integers(0, 30), st.sampled_from([None, 0, 1]))
+def test_reply_header_fast_facts_equal_the_walk(xid, accept, verf, body, changes, cut, denied):
+    msg = onc_rpc.encode_reply(xid, body, accept, verf, denied)
+    _check_rpc(msg)
+    _check_rpc(_mutate(msg, changes, cut))
+
+
+def test_known_names_come_from_the_fast_path():
+    msg = onc_rpc.encode_call(5, 100003, 3, 6, cred=onc_rpc.encode_auth_sys(1, "host", 10, 20, (30,)))
+    info = RpcInfo(5, 0)
+    assert onc_rpc._call_facts(msg, 0, len(msg), info) == len(msg)
+    assert (info.prog_name, info.proc_name, info.machinename, info.uid, info.gid) == ("NFS", "READ", "host", 10, 20)
+
+
+# --- RPC-over-RDMA v1 transport header ------------------------------------------------------------------
+seg = st.tuples(u32, u32, st.integers(0, (1 << 64) - 1))
+rseg = st.tuples(st.integers(0, 4096), u32, u32, st.integers(0, (1 << 64) - 1))
+FIELDS = ("version", "xid", "credits", "proc", "align", "thresh", "header_len", "payload_len")
+
+
+def _segs(segs: list) -> list:
+    return [(s.position, s.handle, s.length, s.offset, s.at) for s in segs]
+
+
+def _check_v1(buf: bytes) -> None:
+    if len(buf) < 16:
+        return
+    xid, vers, credits, proc = rpcrdma._HDR.unpack_from(buf, 0)
+    if vers != 1 or proc > 2:
+        return
+    fast = rpcrdma._parse_v1_fast(buf, 0, len(buf), xid, vers, credits, proc)
+    slow, err = rpcrdma.parse_v1(buf, 0, len(buf))
+    if fast is None:
+        return
+    assert err is None, "the fast path accepted a header the careful parse rejects"
+    assert {f: getattr(fast, f) for f in FIELDS} == {f: getattr(slow, f) for f in FIELDS}
+    assert _segs(fast.reads) == _segs(slow.reads)
+    assert [(p, _segs(s)) for p, s in fast.read_chunks] == [(p, _segs(s)) for p, s in slow.read_chunks]
+    assert [_segs(c) for c in fast.writes] == [_segs(c) for c in slow.writes]
+    assert (fast.reply is None) == (slow.reply is None)
+    if fast.reply is not None:
+        assert _segs(fast.reply) == _segs(slow.reply)
+
+
+@SETTINGS
+@given(u32, st.integers(0, 2), st.lists(rseg, max_size=3), st.lists(st.lists(seg, max_size=3), max_size=2),
+       st.one_of(st.none(), st.lists(seg, max_size=3)), st.binary(max_size=24), edits, st.integers(0, 60))
+def test_v1_header_fast_parse_equals_the_careful_parse(xid, proc, reads, writes, reply, payload, changes, cut):
+    msg = rpcrdma.encode_v1(xid, proc, 32, reads=reads, writes=writes, reply=reply, payload=payload,
+                            align=8, thresh=1024)
+    _check_v1(msg)
+    _check_v1(_mutate(msg, [(16 + at, v) for at, v in changes], cut))
+
+
+# --- NFSv3 DDP-eligible items --------------------------------------------------------------------------
+def _nfs_facts(buf: bytes, msgtype: int, proc: int, chunks: tuple | None, fast: bool) -> tuple | None:
+    info = RpcInfo(1, msgtype)
+    info.vers, info.proc = 3, proc
+    if fast:
+        fn = nfs._v3_write_call if msgtype == 0 else nfs._v3_read_reply
+        if not fn(buf, 0, len(buf), info, -8, chunks):
+            return None
+    else:
+        nfs._walk_nfs(buf, 0, len(buf), info, NULL, -8, chunks, None)
+    ddp = [(d.kind, d.position, d.length, d.inline) for d in info.ddp or ()]
+    return info.nfs_status, ddp
+
+
+def _check_nfs(buf: bytes, msgtype: int, chunks: tuple | None) -> None:
+    proc = 7 if msgtype == 0 else 6
+    fast = _nfs_facts(buf, msgtype, proc, chunks, True)
+    if fast is not None:
+        assert fast == _nfs_facts(buf, msgtype, proc, chunks, False)
+
+
+@SETTINGS
+@given(st.binary(max_size=70), st.integers(0, 1 << 40), st.binary(max_size=40), st.booleans(), edits,
+       st.integers(0, 50), st.booleans())
+def test_v3_write_call_fast_equals_the_walk(fh, offset, data, reduced, changes, cut, with_chunks):
+    body = nfs.encode_v3_write_args(fh, offset, data, reduced=reduced)
+    pos = 8 + 4 + ((len(fh) + 3) & ~3) + 20          # the data's place from the RPC start (base -8 here)
+    chunks = (frozenset({pos}) if reduced else frozenset(), 0) if with_chunks else None
+    for b in (body, _mutate(body, changes, cut)):
+        _check_nfs(b, 0, chunks)
+
+
+@SETTINGS
+@given(st.binary(max_size=40), st.booleans(), st.booleans(), st.integers(0, 3), edits, st.integers(0, 40),
+       st.booleans())
+def test_v3_read_reply_fast_equals_the_walk(data, eof, reduced, writes, changes, cut, attrs):
+    body = nfs.encode_v3_read_res(data, eof, reduced=reduced)
+    if attrs:
+        body = body[:4] + p32(1) + bytes(84) + body[8:]
+    for b in (body, _mutate(body, changes, cut), p32(70) + p32(0), p32(70) + p32(1) + bytes(84)):
+        _check_nfs(b, 1, (frozenset(), writes))
+        _check_nfs(b, 1, None)
+
+
+def test_v3_failed_read_reply_is_taken_by_the_fast_path():
+    info = RpcInfo(1, 1)
+    buf = p32(70, 0)
+    assert nfs._v3_read_reply(buf, 0, len(buf), info, 0, None) and info.nfs_status == 70 and info.ddp is None
