@@ -154,7 +154,8 @@ class _Calls:
     LIMIT = 65536
 
     def __init__(self) -> None:
-        self.by_key: dict[tuple, Any] = {}   # (prog, vers, proc, call frame, call time, label)
+        # [prog, vers, proc, call frame, call time, label, program name, procedure name]
+        self.by_key: dict[tuple, Any] = {}
         self.order: deque = deque()
 
     def add(self, key: tuple, value: Any) -> None:
@@ -444,10 +445,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     else:
         call = calls.by_key.get(key)
         if call is not None:
-            info.prog, info.vers, info.proc, info.call_frame, ts, info.label = call
-            info.prog_name = PROGRAM_NAMES.get(info.prog)
-            names = PROC_NAMES.get((info.prog, info.vers))
-            info.proc_name = names.get(info.proc) if names is not None else None
+            info.prog, info.vers, info.proc, info.call_frame, ts, info.label, info.prog_name, info.proc_name = call
             info.delay = (frame.ts - ts) / 1e9
         body = _reply_facts(buf, off, end, info)
     if body < 0:
@@ -462,7 +460,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         if info.rpcvers != 2:
             pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
         # a list: the program dissector's label is filled in below without a new entry
-        entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None]
+        entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None, info.prog_name, info.proc_name]
         calls.add(key, entry)
         body_ok = True
     else:
