@@ -62,9 +62,14 @@ class _ReadJob:
         self.msg = msg
         self.reduced = reduced
         self.flow = flow
-        self.pieces: dict[int, list[tuple[int, bytes]]] = {i: [] for i in range(len(msg.reads))}
+        reads = msg.reads
+        if len(reads) == 1:      # the common case, without building comprehensions
+            self.pieces: dict[int, list[tuple[int, bytes]]] = {0: []}
+            self.need = {0} if reads[0].length else set()
+        else:
+            self.pieces = {i: [] for i in range(len(reads))}
+            self.need = {i for i, s in enumerate(reads) if s.length}
         self.frames: list[int] = []
-        self.need = {i for i, s in enumerate(msg.reads) if s.length}
 
 
 class _Transfer:
@@ -427,17 +432,23 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: An
         reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
         job = _ReadJob(msg, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
         if job.need:
+            jobs = st.read_jobs
             for s in msg.reads:
-                st.read_jobs[s.handle] = job
-            _bound(st.read_jobs)
+                jobs[s.handle] = job
+            if len(jobs) > _WANT_LIMIT:
+                _bound(jobs)
     chunks = list(msg.writes)
     if msg.reply is not None:
         chunks.append(msg.reply)
     if not msg.is_reply:
-        for c in chunks:
-            for s in c:
-                st.write_wants[s.handle] = msg.xid
-        _bound(st.write_wants)
+        if chunks:
+            wants = st.write_wants
+            xid = msg.xid
+            for c in chunks:
+                for s in c:
+                    wants[s.handle] = xid
+            if len(wants) > _WANT_LIMIT:
+                _bound(wants)
         return
     if msg.reply is not None and msg.proc == 1:
         got = _written(st, msg.reply)
