@@ -175,3 +175,22 @@ def test_v3_failed_read_reply_is_taken_by_the_fast_path():
     info = RpcInfo(1, 1)
     buf = p32(70, 0)
     assert nfs._v3_read_reply(buf, 0, len(buf), info, 0, None) and info.nfs_status == 70 and info.ddp is None
+
+
+@SETTINGS
+@given(u32, u32, u32, st.binary(max_size=20), st.integers(0, 3))
+def test_heuristic_takes_rdma_msg_without_chunks_by_the_rpc_xid_and_type(xid, rxid, rtype, tail, chunks):
+    """RDMA_MSG without chunks (the short cut) is taken exactly when an RPC call or reply with the
+    transport's XID follows; with chunks the general path decides the same way."""
+    from rdmaspy.engine import Session
+    from rdmaspy.packet import Frame, Packet
+    writes = [[(1, 8, 0)]] * (chunks & 1)
+    reply = [(2, 8, 0)] if chunks & 2 else None
+    body = rpcrdma.encode_v1(xid, 0, 16, writes=writes, reply=reply, payload=p32(rxid, rtype) + tail)
+    pkt = Packet(Frame(1, 0, 1, body, len(body)))
+    taken = rpcrdma.heuristic(pkt, body, 0, len(body), Session())
+    assert taken == (rxid == xid and rtype <= 1)
+    if taken:
+        msg = pkt.extra["rpcrdma"]
+        assert (msg.header_len, msg.payload_len) == (len(body) - 8 - len(tail), 8 + len(tail))
+        assert pkt.info[0].startswith(f"RPC-over-RDMA v1 RDMA_MSG xid=0x{xid:08x} credits=16")

@@ -659,6 +659,16 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     if proc > 4:
         return False
+    if proc == 0 and n >= 36 and _III(buf, off + 16) == _NO_CHUNKS:
+        # The common case, RDMA_MSG without chunks: the RPC message's XID and type decide.
+        rxid, rtype = _II(buf, off + 28)
+        if rxid != xid or rtype > 1:
+            return False
+        msg = RpcRdmaMessage(vers, xid, credits, 0)
+        msg.header_len = 28
+        msg.payload_len = n - 28
+        show_v1(pkt, buf, off, end, ctx, msg, None)
+        return True
     if proc == 3:
         if n != 16:
             return False
