@@ -32,8 +32,9 @@ def main(argv: list[str]) -> int:
     d = Path(argv[1]) if len(argv) > 1 else Path(__file__).resolve().parent / "cache" / "out" / "bench"
     rows = []
     native, pyv = _json(d, "bench-native.json"), _json(d, "bench-pyverbs.json")
-    for label, b in (("rdmaspy native hot path (Send/Recv ping-pong)", native),
-                     ("pure-pyverbs loop (Send/Recv ping-pong)", pyv)):
+    for label, b in (("native loop, pyverbs-made QP/CQ (Send/Recv)", native),
+                     ("pure-pyverbs loop, same QP/CQ (Send/Recv)", pyv),
+                     ("native loop, QP made by rdma_create_ep", _json(d, "bench-native-cm.json"))):
         if b:
             rows.append((label, b["round_trips_per_s"], b["half_round_trip_us"]))
     lat = _perftest_row(d, "perftest-send-lat.client.log")

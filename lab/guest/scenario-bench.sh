@@ -20,7 +20,7 @@ pair() {
   echo "lab: $1: $(tail -3 $OUT/$1.client.log | tr '\n' ' ')"
 }
 
-for mode in native pyverbs; do
+for mode in native pyverbs native-cm; do
   pair bench-$mode "rdmaspy serve --addr $B --bench $mode --iterations $N" \
     "rdmaspy load --src $A --dst $B --bench $mode --iterations $N --json $OUT/bench-$mode.json"
 done

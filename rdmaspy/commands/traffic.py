@@ -47,8 +47,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="set the R bit of the private data (Send With Invalidate accepted)")
     p.add_argument("--no-pdata", action="store_true", help="leave the RFC 8797 private data out of REQ/REP")
     p.add_argument("--max-seg", type=_size, default=1 << 20, help="largest RDMA segment (default 1m)")
-    p.add_argument("--bench", choices=("native", "pyverbs"),
-                   help="run the Send/Receive ping-pong benchmark instead of RPC traffic")
+    p.add_argument("--bench", choices=("native", "pyverbs", "native-cm"),
+                   help="run the Send/Receive ping-pong benchmark instead of RPC traffic: native and pyverbs "
+                        "drive the same pyverbs-made QP and CQ; native-cm runs the native loop on the QP "
+                        "RDMA-CM creates for serve/load")
     p.add_argument("--bench-size", type=_size, default=64, help="message size of --bench (default 64)")
     p.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
 
@@ -135,9 +137,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     announce = lambda: print(f"rdmaspy serve: listening on {args.addr}:{args.port}",  # noqa: E731
                              file=sys.stderr, flush=True)
     for _ in range(args.connections):
-        if args.bench == "pyverbs":
+        if args.bench in ("native", "pyverbs"):
             pair, listener = verbs.pyverbs_bench_accept(args.addr, args.port, args.bench_size, announce)
-            summary.append(_bench_result(args, *pair.run(args.iterations, False), initiator=False))
+            run = pair.run if args.bench == "pyverbs" else pair.run_native
+            summary.append(_bench_result(args, *run(args.iterations, False), initiator=False))
             time.sleep(0.5)
             pair.cmid.close()
             listener.close()
@@ -261,9 +264,10 @@ def cmd_load(args: argparse.Namespace) -> int:
         slots = max(slots, args.credits + 1)
     msg = max(args.send_size, args.recv_size, P.V1_INLINE_DEFAULT)
     layout = _layout(msg, args.credits + 8, slots + 8, max_size + 8192, slots * (slot_size + REGION_SLACK))
-    if args.bench == "pyverbs":
+    if args.bench in ("native", "pyverbs"):
         pair = verbs.pyverbs_bench_connect(args.src, args.dst, args.port, args.bench_size)
-        out = _bench_result(args, *pair.run(args.iterations, True), initiator=True)
+        run = pair.run if args.bench == "pyverbs" else pair.run_native
+        out = _bench_result(args, *run(args.iterations, True), initiator=True)
         time.sleep(0.5)
         pair.cmid.close()
         _write_json(args.json, out)

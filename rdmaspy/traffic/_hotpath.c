@@ -52,21 +52,45 @@ static struct rdma_cm_id *find_cm_id(PyObject *cmid, uint32_t qpn)
     return NULL;
 }
 
+static struct ibv_qp *find_qp(PyObject *obj, uint32_t qpn)
+{
+    Py_ssize_t size = Py_TYPE(obj)->tp_basicsize;
+    char *base = (char *)obj;
+    for (Py_ssize_t off = sizeof(PyObject); off + (Py_ssize_t)sizeof(void *) <= size; off += sizeof(void *)) {
+        struct ibv_qp *qp = *(struct ibv_qp **)(base + off);
+        if (!plausible(qp) || !plausible(qp->context) || !plausible(qp->send_cq) || !plausible(qp->recv_cq))
+            continue;
+        if (qp->qp_num == qpn && qp->send_cq->context == qp->context)
+            return qp;
+    }
+    return NULL;
+}
+
 static int Endpoint_init(Endpoint *self, PyObject *args, PyObject *Py_UNUSED(kw))
 {
-    PyObject *cmid;
+    PyObject *obj;
     unsigned int qpn;
-    if (!PyArg_ParseTuple(args, "OI", &cmid, &qpn))
+    if (!PyArg_ParseTuple(args, "OI", &obj, &qpn))
         return -1;
-    struct rdma_cm_id *id = find_cm_id(cmid, qpn);
-    if (!id) {
-        PyErr_Format(HotpathError, "no rdma_cm_id with QP %u in this CMID", qpn);
-        return -1;
+    /* A pyverbs CMID (its rdma_cm_id) or a pyverbs QP (its ibv_qp). */
+    struct rdma_cm_id *id = find_cm_id(obj, qpn);
+    if (id) {
+        self->id = id;
+        self->qp = id->qp;
+        self->scq = id->send_cq ? id->send_cq : id->qp->send_cq;
+        self->rcq = id->recv_cq ? id->recv_cq : id->qp->recv_cq;
+    } else {
+        struct ibv_qp *qp = find_qp(obj, qpn);
+        if (!qp) {
+            PyErr_Format(HotpathError, "no rdma_cm_id or ibv_qp with QP number %u in this object", qpn);
+            return -1;
+        }
+        self->id = NULL;
+        self->qp = qp;
+        self->scq = qp->send_cq;
+        self->rcq = qp->recv_cq;
     }
-    self->id = id;
-    self->qp = id->qp;
-    self->scq = id->send_cq ? id->send_cq : id->qp->send_cq;
-    self->rcq = id->recv_cq ? id->recv_cq : id->qp->recv_cq;
+    PyObject *cmid = obj;
     Py_INCREF(cmid);
     Py_XSETREF(self->owner, cmid);
     return 0;
@@ -232,7 +256,7 @@ static PyObject *Endpoint_poll_recv(Endpoint *self, PyObject *args)
 /* event_private_data(): the private data of the CM event the cm_id holds, or b"". */
 static PyObject *Endpoint_event_private_data(Endpoint *self, PyObject *Py_UNUSED(ignored))
 {
-    struct rdma_cm_event *ev = self->id->event;
+    struct rdma_cm_event *ev = self->id ? self->id->event : NULL;
     if (!ev || !ev->param.conn.private_data)
         return PyBytes_FromStringAndSize("", 0);
     return PyBytes_FromStringAndSize(ev->param.conn.private_data, ev->param.conn.private_data_len);
@@ -241,28 +265,10 @@ static PyObject *Endpoint_event_private_data(Endpoint *self, PyObject *Py_UNUSED
 /* cm_event_pending(): a CM event (e.g. DISCONNECTED) waits on the cm_id's channel. */
 static PyObject *Endpoint_cm_event_pending(Endpoint *self, PyObject *Py_UNUSED(ignored))
 {
-    if (!self->id->channel)
+    if (!self->id || !self->id->channel)
         Py_RETURN_FALSE;
     struct pollfd p = { .fd = self->id->channel->fd, .events = POLLIN };
     return PyBool_FromLong(poll(&p, 1, 0) > 0);
-}
-
-static int wait_one(struct ibv_cq *cq, struct ibv_wc *wc, double timeout, int yield)
-{
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (unsigned long spins = 1;; spins++) {
-        int n = ibv_poll_cq(cq, 1, wc);
-        if (n)
-            return n;
-        if (yield)
-            sched_yield();
-        if (spins % 4096)
-            continue;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 > timeout)
-            return 0;
-    }
 }
 
 static double now(void)
@@ -292,25 +298,55 @@ static PyObject *Endpoint_pingpong(Endpoint *self, PyObject *args)
     const char *what = NULL;
     double t0 = now();
     Py_BEGIN_ALLOW_THREADS
-    struct ibv_wc wc;
     struct ibv_sge sge = { .addr = saddr, .length = length, .lkey = lkey };
-    struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+    struct ibv_send_wr swr = { .wr_id = 1ULL << 40, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
                                .send_flags = IBV_SEND_SIGNALED }, *sbad;
-    for (unsigned long long i = 0; i < iters; i++) {
-        /* the responder answers each message it receives; the initiator starts */
-        for (int turn = 0; turn < 2; turn++) {
-            if (turn == (initiator ? 1 : 0)) {
-                if (!wait_one(self->rcq, &wc, timeout, yield)) { what = "receive timed out"; break; }
-                if (wc.status != IBV_WC_SUCCESS) { what = ibv_wc_status_str(wc.status); break; }
-                unsigned long long slot = wc.wr_id;
-                struct ibv_sge rs = { .addr = raddr + slot * rlen, .length = rlen, .lkey = rlkey };
-                struct ibv_recv_wr rwr = { .wr_id = slot, .sg_list = &rs, .num_sge = 1 }, *rbad;
-                if ((err = ibv_post_recv(self->qp, &rwr, &rbad))) { what = "ibv_post_recv"; break; }
-            } else {
+    /* Completions are counted by kind, whichever CQ (one shared or two) they come from: a
+     * Receive may complete while the Send before it still waits for its ACK. */
+    long sends = 0, recvs = 0;
+    for (unsigned long long i = 0; i < iters && !what; i++) {
+        if (initiator) {
+            if ((err = ibv_post_send(self->qp, &swr, &sbad))) { what = "ibv_post_send"; break; }
+        }
+        long want_s = 1, want_r = 1;
+        for (int phase = 0; phase < (initiator ? 1 : 2) && !what; phase++) {
+            if (!initiator && phase == 1) {
                 if ((err = ibv_post_send(self->qp, &swr, &sbad))) { what = "ibv_post_send"; break; }
-                if (!wait_one(self->scq, &wc, timeout, yield)) { what = "send timed out"; break; }
-                if (wc.status != IBV_WC_SUCCESS) { what = ibv_wc_status_str(wc.status); break; }
             }
+            /* responder: first its Receive, then its Send; initiator: both */
+            long need_s = initiator ? want_s : (phase == 1), need_r = initiator ? want_r : (phase == 0);
+            double start = now();
+            unsigned long spins = 0;
+            while ((need_s && sends < need_s) || (need_r && recvs < need_r)) {
+                struct ibv_wc wc[4];
+                int n = ibv_poll_cq(self->rcq, 4, wc);
+                if (n == 0 && self->scq != self->rcq)
+                    n = ibv_poll_cq(self->scq, 4, wc);
+                if (n < 0) { what = "ibv_poll_cq"; err = -n; break; }
+                for (int k = 0; k < n; k++) {
+                    if (wc[k].status != IBV_WC_SUCCESS) { what = ibv_wc_status_str(wc[k].status); break; }
+                    if (wc[k].opcode & IBV_WC_RECV) {
+                        recvs++;
+                        unsigned long long slot = wc[k].wr_id;
+                        struct ibv_sge rs = { .addr = raddr + slot * rlen, .length = rlen, .lkey = rlkey };
+                        struct ibv_recv_wr rwr = { .wr_id = slot, .sg_list = &rs, .num_sge = 1 }, *rbad;
+                        if ((err = ibv_post_recv(self->qp, &rwr, &rbad))) { what = "ibv_post_recv"; break; }
+                    } else {
+                        sends++;
+                    }
+                }
+                if (what)
+                    break;
+                if (n == 0) {
+                    if (yield)
+                        sched_yield();
+                    if (++spins % 4096 == 0 && now() - start > timeout) { what = "timed out"; break; }
+                }
+            }
+            if (need_s)
+                sends -= need_s;
+            if (need_r)
+                recvs -= need_r;
         }
         if (what)
             break;
@@ -346,7 +382,7 @@ static PyTypeObject EndpointType = {
     .tp_name = "rdmaspy.traffic._hotpath.Endpoint",
     .tp_basicsize = sizeof(Endpoint),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Endpoint(cmid, qp_num): the QP and CQs of a pyverbs CMID",
+    .tp_doc = "Endpoint(cmid_or_qp, qp_num): the QP and CQs of a pyverbs CMID or QP",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Endpoint_init,
     .tp_dealloc = (destructor)Endpoint_dealloc,

@@ -369,8 +369,9 @@ def connect(src: str, dst: str, port: int, layout: Layout, pdata: PrivateData | 
 # ---------------------------------------------------------------- benchmark loops
 
 class PyverbsPair:
-    """The pure-pyverbs comparison: its own CQ and RC QP (pyverbs objects), connected through
-    RDMA-CM's external-QP flow, driven by a Python loop of post_send/post_recv/CQ.poll."""
+    """The benchmark's connection: a CQ and an RC QP made by pyverbs, connected through
+    RDMA-CM's external-QP flow. ``run`` drives it with a Python loop of post_send/post_recv/
+    CQ.poll (pure pyverbs); ``run_native`` runs the same loop on the same QP natively."""
 
     def __init__(self, cmid, ctx, pd, size: int, depth: int = 16) -> None:
         pv = _pyverbs()
@@ -385,7 +386,7 @@ class PyverbsPair:
         self.smr = pv.mr.MR(pd, size, access)
         self.rmr = pv.mr.MR(pd, size, access)
         self.smr.write(b"p" * size, size)
-        self.recv_wr = wr.RecvWR(1, 1, [wr.SGE(self.rmr.buf, size, self.rmr.lkey)])
+        self.recv_wr = wr.RecvWR(0, 1, [wr.SGE(self.rmr.buf, size, self.rmr.lkey)])
         self.send_wr = wr.SendWR(2, pv.e.IBV_WR_SEND, 1, sg=[wr.SGE(self.smr.buf, size, self.smr.lkey)])
 
     def to(self, state) -> None:
@@ -403,6 +404,12 @@ class PyverbsPair:
                 if wcs[0].status:
                     raise ConnectionError(f"completion error {WC_STATUS.get(wcs[0].status, wcs[0].status)}")
                 return
+
+    def run_native(self, iters: int, initiator: bool) -> tuple[float, int]:
+        """The same loop on the same QP and CQ, in the native module."""
+        ep = native_module().Endpoint(self.qp, self.qp.qp_num)
+        return ep.pingpong(iters, initiator, self.smr.buf, self.size, self.smr.lkey, self.rmr.buf, self.size,
+                           self.rmr.lkey, 30.0, (os.cpu_count() or 1) < 2)
 
     def run(self, iters: int, initiator: bool) -> tuple[float, int]:
         qp, rwr, swr, wait = self.qp, self.recv_wr, self.send_wr, self._wait
