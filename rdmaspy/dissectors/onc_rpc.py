@@ -7,6 +7,11 @@ call.  The body goes to ``table("rpc.program")`` keyed by program number;
 program dissectors find the header facts with ``current_rpc(pkt)``.  Programs whose number is
 learnt from the capture (an NFSv4 client's callback program) are in the per-capture dict
 ``ctx.get("rpc.programs", dict)``, consulted after the table.
+
+Every packet needs the facts (``RpcInfo``) and the info text; the tree only when asked.  A
+well-formed header is read with a few struct unpacks (``_call_facts``, ``_reply_facts``); a short
+or out-of-range one goes to the careful XDR walk, which names what is wrong.  The same walk,
+given the layer, spells out the items when somebody asks for them.
 """
 from __future__ import annotations
 

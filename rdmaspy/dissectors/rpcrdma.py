@@ -10,6 +10,10 @@ the layers, the info line and the per-packet note ``rpcrdma`` for analysis; the
 RPC message that follows goes to onc_rpc.  Read chunks whose data crosses by
 RDMA READ and Reply chunks written by RDMA WRITE are rebuilt into the whole RPC
 message by rdma_reassembly when those packets are in the capture.
+
+A well-formed v1 header is read with a few struct unpacks (``_parse_v1_fast``); anything short or
+out of range goes to ``parse_v1``, which says what is wrong.  The tree is spelled out from the
+facts only when somebody asks for it.
 """
 from __future__ import annotations
 
