@@ -8,12 +8,10 @@ exception: it becomes a malformed packet with the reason.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from typing import Any, Callable, Iterable, Iterator
 
 from .packet import Frame, Packet
-from .registry import table
+from .registry import import_all, table
 
 _LOADED = False
 
@@ -24,8 +22,7 @@ def load_dissectors() -> None:
     if _LOADED:
         return
     from . import dissectors
-    for mod in sorted(pkgutil.iter_modules(dissectors.__path__), key=lambda m: m.name):
-        importlib.import_module(f"{dissectors.__name__}.{mod.name}")
+    import_all(dissectors)
     _LOADED = True
 
 

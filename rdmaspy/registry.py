@@ -8,7 +8,7 @@ new module in ``rdmaspy.dissectors`` that registers itself on import.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from .packet import Packet
 
@@ -93,3 +93,13 @@ def _bind_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
 
 
 _data_layer = _bind_data_layer
+
+
+def import_all(package: Any, skip: tuple[str, ...] = ()) -> None:
+    """Import every module of ``package`` in name order: for dissectors and analysis modules,
+    importing is registering."""
+    import importlib
+    import pkgutil
+    for mod in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if mod.name not in skip:
+            importlib.import_module(f"{package.__name__}.{mod.name}")

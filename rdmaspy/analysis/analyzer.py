@@ -98,11 +98,7 @@ def load_modules() -> None:
     global _LOADED
     if _LOADED:
         return
-    import importlib
-    import pkgutil
-
     from .. import analysis
-    for mod in sorted(pkgutil.iter_modules(analysis.__path__), key=lambda m: m.name):
-        if mod.name not in ("analyzer", "rules"):
-            importlib.import_module(f"{analysis.__name__}.{mod.name}")
+    from ..registry import import_all
+    import_all(analysis, skip=("analyzer", "rules"))
     _LOADED = True

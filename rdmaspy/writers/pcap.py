@@ -5,29 +5,19 @@ import os
 import struct
 from typing import BinaryIO
 
-from ..errors import RdmaspyError
+from .base import Writer
 
 MAGIC_US = 0xA1B2C3D4
 MAGIC_NS = 0xA1B23C4D
 _REC = struct.Struct("=IIII")        # seconds, sub-second ticks, captured length, original length
 
 
-class PcapWriter:
+class PcapWriter(Writer):
     """Write pcap records to a binary stream or a path (opened and owned here); timestamps in nanoseconds."""
 
     def __init__(self, target: str | os.PathLike | BinaryIO, linktype: int, snaplen: int = 262144, *,
                  nanosecond: bool = True, buffering: int = 1 << 20) -> None:
-        if isinstance(target, (str, os.PathLike)):
-            self.path = os.fspath(target)
-            try:
-                self.stream: BinaryIO = open(self.path, "wb", buffering=buffering)
-            except OSError as exc:
-                raise RdmaspyError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
-            self._owns = True
-        else:
-            self.path = getattr(target, "name", "<stream>")
-            self.stream = target
-            self._owns = False
+        super().__init__(target, buffering)
         self.linktype = linktype
         self.snaplen = snaplen
         self.nanosecond = nanosecond
@@ -49,21 +39,3 @@ class PcapWriter:
         self._write(data)
         self.bytes_written += 16 + n
         self.packets += 1
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self._owns:
-            try:
-                self.stream.close()
-            except OSError as exc:
-                raise RdmaspyError(f"{self.path}: write failed: {exc.strerror or exc}") from None
-        else:
-            self.stream.flush()
-
-    def __enter__(self) -> "PcapWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -14,7 +14,7 @@ import struct
 from typing import BinaryIO, Iterable
 
 from .. import __version__
-from ..errors import RdmaspyError
+from .base import Writer
 
 BT_SHB = 0x0A0D0D0A
 BT_IDB = 0x00000001
@@ -70,7 +70,7 @@ def _ts_u64(ts_ns: int, ticks_per_s: int) -> int:
     return ts_ns if ticks_per_s == 1_000_000_000 else ts_ns * ticks_per_s // 1_000_000_000
 
 
-class PcapngWriter:
+class PcapngWriter(Writer):
     """Write a pcapng section to a binary stream (or a path, opened and owned here).
 
     ``tsresol`` is the power of ten of the timestamp unit for every interface
@@ -79,17 +79,7 @@ class PcapngWriter:
 
     def __init__(self, target: str | os.PathLike | BinaryIO, *, application: str | None = None,
                  comment: str | None = None, buffering: int = 1 << 20) -> None:
-        if isinstance(target, (str, os.PathLike)):
-            self.path = os.fspath(target)
-            try:
-                self.stream: BinaryIO = open(self.path, "wb", buffering=buffering)
-            except OSError as exc:
-                raise RdmaspyError(f"{self.path}: cannot write: {exc.strerror or exc}") from None
-            self._owns = True
-        else:
-            self.path = getattr(target, "name", "<stream>")
-            self.stream = target
-            self._owns = False
+        super().__init__(target, buffering)
         self._write = self.stream.write
         self.bytes_written = 0
         self.packets = 0
@@ -188,21 +178,3 @@ class PcapngWriter:
                 opts.append((code, struct.pack("=Q", v)))
         t = _ts_u64(ts_ns, ticks)
         self._raw(_block(BT_ISB, struct.pack("=III", iface, t >> 32, t & 0xFFFFFFFF) + _options(opts)))
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self._owns:
-            try:
-                self.stream.close()
-            except OSError as exc:
-                raise RdmaspyError(f"{self.path}: write failed: {exc.strerror or exc}") from None
-        else:
-            self.stream.flush()
-
-    def __enter__(self) -> "PcapngWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
