@@ -37,7 +37,7 @@ def results(request) -> Path:
     if given:
         return Path(given)
     subprocess.run([str(ROOT / "lab" / "run"), "test"], check=True, timeout=3600)
-    return ROOT / "lab" / "cache" / "out" / "test"
+    return Path(os.environ.get("RDMASPY_LAB_CACHE") or ROOT / "lab" / "cache") / "out" / "test"
 
 
 def _pkts(path: Path) -> list:
