@@ -86,6 +86,7 @@ def test_bad_messages_are_malformed(body, needle):
 class _SmallCalls(onc_rpc._Calls):
     __slots__ = ()
     LIMIT = 4
+    ANSWERED = 3
 
 
 @settings(max_examples=300, deadline=None)
@@ -105,19 +106,16 @@ def test_calls_table_keeps_the_newest_calls_in_order(keys):
         assert list(calls.by_key.items()) == list(model.items())
 
 
-def test_calls_table_bound_costs_no_more_than_filling_it():
-    """Dropping the oldest call must not walk the holes earlier deletions left in the dict (that made
-    every call past the bound cost more, quadratically): 2 x LIMIT calls past the bound take about
-    twice the time of the LIMIT calls that filled it."""
-    import time
-    calls = onc_rpc._Calls()
-    limit = calls.LIMIT
-    t0 = time.process_time()
-    for i in range(limit):
-        calls.add(("flow", i), [i])
-    t1 = time.process_time()
-    for i in range(limit, 3 * limit):
-        calls.add(("flow", i), [i])
-    t2 = time.process_time()
-    assert len(calls.by_key) == limit and next(iter(calls.by_key)) == ("flow", 2 * limit)
-    assert t2 - t1 < 8 * max(t1 - t0, 0.01)
+def test_a_reply_moves_its_call_to_the_answered_calls_which_are_bounded_too():
+    """Memory follows the calls in flight: a reply takes its call out of the outstanding calls; a
+    reply seen again still finds it among the answered ones, of which only the newest are kept."""
+    calls = _SmallCalls()
+    for i in range(10):
+        calls.add(("f", i), [i])
+        assert calls.reply(("f", i)) == [i]
+        assert calls.reply(("f", i)) == [i]          # seen again: still matched
+    assert len(calls.by_key) == 0
+    assert list(calls.answered) == [("f", 7), ("f", 8), ("f", 9)]   # ANSWERED = 3: the newest only
+    assert calls.reply(("f", 99)) is None
+    calls.add(("f", 9), ["again"])                  # the same XID called again is outstanding, not answered
+    assert ("f", 9) not in calls.answered and calls.reply(("f", 9)) == ["again"]

@@ -16,7 +16,7 @@ given the layer, spells out the items when somebody asks for them.
 from __future__ import annotations
 
 import struct
-from collections import deque
+from collections import OrderedDict
 from typing import Any
 
 from ..fields import Field
@@ -147,42 +147,43 @@ class RpcInfo:
 
 
 class _Calls:
-    """Outstanding calls per (flow, xid), bounded so that unanswered calls cannot grow without limit.
+    """Calls per (flow, xid): the outstanding ones, and the most recently answered.
 
-    The oldest entry goes first.  A dict whose first keys are deleted over and over makes
-    ``next(iter(d))`` walk the holes they leave (quadratic once the bound is reached), so the
-    insertion order is also kept in a queue of (key, entry) pairs; a pair whose key was added
-    again since is stale and skipped.
+    Outstanding calls are bounded (LIMIT) so that unanswered calls cannot grow without limit; the
+    oldest goes first.  A reply moves its call to the answered ones, themselves bounded (ANSWERED),
+    so that a reply seen again (retransmitted, or rebuilt from its Reply chunk) still finds its call
+    while memory follows the calls in flight, not the length of the capture.  Ordered dicts drop
+    their oldest entry in constant time.
     """
 
-    __slots__ = ("by_key", "order")
+    __slots__ = ("by_key", "answered")
     LIMIT = 65536
+    ANSWERED = 4096
 
     def __init__(self) -> None:
         # [prog, vers, proc, call frame, call time, label, program name, procedure name]
-        self.by_key: dict[tuple, Any] = {}
-        self.order: deque = deque()
+        self.by_key: OrderedDict[tuple, Any] = OrderedDict()
+        self.answered: OrderedDict[tuple, Any] = OrderedDict()
 
     def add(self, key: tuple, value: Any) -> None:
         d = self.by_key
         if key in d:
-            del d[key]
+            del d[key]             # a call made again goes to the end
         d[key] = value
-        order = self.order
-        order.append((key, value))
         if len(d) > self.LIMIT:
-            self._evict()
-        elif len(order) > 2 * self.LIMIT:
-            # many keys added again: drop the stale pairs
-            self.order = deque((k, v) for k, v in order if d.get(k) is v)
+            d.popitem(last=False)
+        self.answered.pop(key, None)
 
-    def _evict(self) -> None:
-        d = self.by_key
-        order = self.order
-        while len(d) > self.LIMIT:
-            k, v = order.popleft()
-            if d.get(k) is v:
-                del d[k]
+    def reply(self, key: tuple) -> Any:
+        """The call a reply answers, or None; the call moves to the answered ones."""
+        value = self.by_key.pop(key, None)
+        if value is None:
+            return self.answered.get(key)
+        a = self.answered
+        a[key] = value
+        if len(a) > self.ANSWERED:
+            a.popitem(last=False)
+        return value
 
 
 def current_rpc(pkt: Packet) -> RpcInfo | None:
@@ -448,7 +449,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     if mtype == 0:
         body = _call_facts(buf, off, end, info)
     else:
-        call = calls.by_key.get(key)
+        call = calls.reply(key)
         if call is not None:
             info.prog, info.vers, info.proc, info.call_frame, ts, info.label, info.prog_name, info.proc_name = call
             info.delay = (frame.ts - ts) / 1e9
