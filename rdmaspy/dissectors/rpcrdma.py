@@ -385,30 +385,26 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
                 sg.add(READ_LENGTH, s.length, a + 8, 4)
                 sg.add(READ_OFFSET, s.offset, a + 12, 8)
     for i, chunk in enumerate(msg.writes):
-        at = chunk[0].at - 4 if chunk else start
-        total = sum(s.length for s in chunk)
-        wc = lay.child("rpcrdma.write_chunk", None, at, 4 + 16 * len(chunk),
-                       f"Write chunk {i} ({len(chunk)} segments, {total} bytes)")
-        wc.add(WCHUNK_SEGS, len(chunk), at, 4)
-        wc.add(WCHUNK_LEN, total)
-        for s in chunk:
-            sg = wc.child("rpcrdma.write_segment", None, s.at, 16, "RDMA segment")
-            sg.add(WRITE_HANDLE, s.handle, s.at, 4)
-            sg.add(WRITE_LENGTH, s.length, s.at + 4, 4)
-            sg.add(WRITE_OFFSET, s.offset, s.at + 8, 8)
+        _segment_chunk(lay, "rpcrdma.write_chunk", "rpcrdma.write_segment", f"Write chunk {i}", chunk, start,
+                       WCHUNK_SEGS, WCHUNK_LEN, WRITE_HANDLE, WRITE_LENGTH, WRITE_OFFSET)
     if msg.reply is not None:
-        segs = msg.reply
-        at = segs[0].at - 4 if segs else start
-        total = sum(s.length for s in segs)
-        rc = lay.child("rpcrdma.reply_chunk", None, at, 4 + 16 * len(segs),
-                       f"Reply chunk ({len(segs)} segments, {total} bytes)")
-        rc.add(REPLY_SEGS, len(segs), at, 4)
-        rc.add(REPLY_LEN, total)
-        for s in segs:
-            sg = rc.child("rpcrdma.reply_segment", None, s.at, 16, "RDMA segment")
-            sg.add(REPLY_HANDLE, s.handle, s.at, 4)
-            sg.add(REPLY_LENGTH, s.length, s.at + 4, 4)
-            sg.add(REPLY_OFFSET, s.offset, s.at + 8, 8)
+        _segment_chunk(lay, "rpcrdma.reply_chunk", "rpcrdma.reply_segment", "Reply chunk", msg.reply, start,
+                       REPLY_SEGS, REPLY_LEN, REPLY_HANDLE, REPLY_LENGTH, REPLY_OFFSET)
+
+
+def _segment_chunk(lay: Layer, proto: str, seg_proto: str, label: str, segs: list, start: int,
+                   count_f: Field, len_f: Field, handle_f: Field, length_f: Field, offset_f: Field) -> None:
+    """A Write chunk or the Reply chunk: its segment count, then each (handle, length, offset) segment."""
+    at = segs[0].at - 4 if segs else start
+    total = sum(s.length for s in segs)
+    ch = lay.child(proto, None, at, 4 + 16 * len(segs), f"{label} ({len(segs)} segments, {total} bytes)")
+    ch.add(count_f, len(segs), at, 4)
+    ch.add(len_f, total)
+    for s in segs:
+        sg = ch.child(seg_proto, None, s.at, 16, "RDMA segment")
+        sg.add(handle_f, s.handle, s.at, 4)
+        sg.add(length_f, s.length, s.at + 4, 4)
+        sg.add(offset_f, s.offset, s.at + 8, 8)
 
 
 def _segs_text(segs: list[Segment]) -> str:
