@@ -64,6 +64,9 @@ def register(sub) -> None:
     s.add_argument("--fault", action="append", default=[], choices=("overrun-reply", "xid-mismatch"),
                    help="misbehave on purpose, for testing analyzers (repeatable)")
     s.add_argument("--connections", type=int, default=1, help="serve this many connections, then exit")
+    s.add_argument("--hold", type=int, default=0, metavar="N",
+                   help="for analyzer tests: answer only once N messages are waiting (or after 1 s), so that "
+                        "a client's burst is all on the wire before the first reply")
     _common(s)
     s.set_defaults(func=cmd_serve)
 
@@ -155,12 +158,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
         inline = Inline.negotiate(conn.peer_pdata, pdata)
         srv = Server(conn.link, versions=versions, credits=args.credits, inline=inline, max_seg=args.max_seg,
                      pull_slots=pull_slots, pull_size=args.max_size + 4096, faults=args.fault)
+        held: list[bytes] = []
+        held_since = 0.0
         try:
             while True:
                 data = conn.link.recv(timeout=0.2)
                 if data is not None:
-                    srv.handle(data)
-                elif conn.link.ep.cm_event_pending():
+                    if not held:
+                        held_since = time.monotonic()
+                    held.append(data)
+                if held and (len(held) >= args.hold or time.monotonic() - held_since > 1.0):
+                    for msg in held:
+                        srv.handle(msg)
+                    held.clear()
+                elif data is None and not held and conn.link.ep.cm_event_pending():
                     break            # the client disconnected
         except ConnectionError as exc:
             print(f"rdmaspy serve: connection ended: {exc}", file=sys.stderr)
