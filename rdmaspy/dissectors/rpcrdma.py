@@ -392,6 +392,11 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
                        REPLY_SEGS, REPLY_LEN, REPLY_HANDLE, REPLY_LENGTH, REPLY_OFFSET)
 
 
+# Layers made by _segment_chunk, whose names it is given: declared here for the field catalog.
+PROTOCOLS = {"rpcrdma.write_chunk": "Write chunk", "rpcrdma.write_segment": "RDMA segment",
+             "rpcrdma.reply_chunk": "Reply chunk", "rpcrdma.reply_segment": "RDMA segment"}
+
+
 def _segment_chunk(lay: Layer, proto: str, seg_proto: str, label: str, segs: list, start: int,
                    count_f: Field, len_f: Field, handle_f: Field, length_f: Field, offset_f: Field) -> None:
     """A Write chunk or the Reply chunk: its segment count, then each (handle, length, offset) segment."""
