@@ -122,3 +122,13 @@ def test_chunked_call_rebuilt_in_segment_pieces():
     rpc = msg.rebuilt_rpc
     assert rpc.xid == 0x62 and rpc.ddp[0].inline and rpc.length == len(reduced) + len(data)
     assert pkts[-1].layer("rpcrdma.rebuilt").buf[len(reduced):] == data
+
+
+def test_bounded_tables_drop_their_oldest_entries_in_batches():
+    """Past the bound the oldest entries go (an eighth of the bound at once), never the newest."""
+    from rdmaspy.dissectors import rdma_reassembly as R
+    d = {i: i for i in range(100)}
+    R._bound(d, 80)
+    assert list(d) == list(range(30, 100))          # 20 over the bound, plus 80 // 8 = 10 more
+    R._bound(d, 80)
+    assert len(d) == 70                              # under the bound: untouched

@@ -20,6 +20,8 @@
 """
 from __future__ import annotations
 
+from itertools import islice
+
 from typing import Any
 
 from ..fields import Field
@@ -106,8 +108,12 @@ def _state(ctx: Any) -> _State:
 
 
 def _bound(d: dict, limit: int = _WANT_LIMIT) -> None:
-    while len(d) > limit:
-        del d[next(iter(d))]
+    """Keep at most ``limit`` entries.  Past it the oldest eighth goes at once: deleting a dict's first
+    key one at a time makes each next lookup of the first key walk the holes the earlier deletions
+    left, so a capture with thousands of unanswered operations would slow down quadratically."""
+    if len(d) > limit:
+        for key in list(islice(d, len(d) - limit + limit // 8)):
+            del d[key]
 
 
 def _offer(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
