@@ -297,50 +297,36 @@ class _Parser:
         return node
 
     # Chains become one node over a list, so a thousand terms cost no stack depth per packet.
-    def parse_or(self) -> Node:
-        nodes = [self.parse_xor()]
-        while self.is_kw(self.peek(), _OR):
+    def _chain(self, parse_term: Callable[[], Node], keywords) -> list[Node]:
+        nodes = [parse_term()]
+        while self.is_kw(self.peek(), keywords):
             self.next()
-            nodes.append(self.parse_xor())
+            nodes.append(parse_term())
+        return nodes
+
+    def parse_or(self) -> Node:
+        nodes = self._chain(self.parse_xor, _OR)
         if len(nodes) == 1:
             return nodes[0]
         if len(nodes) == 2:
             a, b = nodes
             return lambda v: a(v) or b(v)
-
-        def any_of(v: dict) -> bool:
-            for n in nodes:
-                if n(v):
-                    return True
-            return False
-        return any_of
+        return lambda v: any(n(v) for n in nodes)
 
     def parse_xor(self) -> Node:
-        nodes = [self.parse_and()]
-        while self.is_kw(self.peek(), _XOR):
-            self.next()
-            nodes.append(self.parse_and())
+        nodes = self._chain(self.parse_and, _XOR)
         if len(nodes) == 1:
             return nodes[0]
         return lambda v: sum(1 for n in nodes if n(v)) % 2 == 1
 
     def parse_and(self) -> Node:
-        nodes = [self.parse_not()]
-        while self.is_kw(self.peek(), _AND):
-            self.next()
-            nodes.append(self.parse_not())
+        nodes = self._chain(self.parse_not, _AND)
         if len(nodes) == 1:
             return nodes[0]
         if len(nodes) == 2:
             a, b = nodes
             return lambda v: a(v) and b(v)
-
-        def all_of(v: dict) -> bool:
-            for n in nodes:
-                if not n(v):
-                    return False
-            return True
-        return all_of
+        return lambda v: all(n(v) for n in nodes)
 
     def parse_not(self) -> Node:
         if self.is_kw(self.peek(), _NOT):

@@ -211,23 +211,12 @@ class PcapngReader(Capture):
                         self.problem(f"enhanced packet block: length {length} is shorter than 32", base + pos)
                         return
                     _t, _l, iface, hi, lo, caplen, wirelen = epb(buf, pos)
-                    dend = pos + 28 + caplen
-                    if dend > bend - 4:
-                        self.problem(f"enhanced packet block: captured length {caplen} does not fit the block "
-                                     f"of {length} bytes", base + pos)
+                    got = self._packet("enhanced packet block", buf, pos, bend, length, local, order, base,
+                                       num + 1, iface, hi, lo, caplen, wirelen)
+                    if got is None:
                         return
-                    try:
-                        gi, lt, mul, den, toff, _snap = local[iface]
-                    except IndexError:
-                        self.problem(f"enhanced packet block for interface {iface}, which no interface "
-                                     f"description block of this section declared", base + pos)
-                        return
-                    opt = dend + (-caplen & 3)
-                    comment = _comment(buf, opt, bend - 4, order, base, "enhanced packet block") \
-                        if opt < bend - 4 else None
                     num += 1
-                    yield Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi,
-                                comment, base + pos)
+                    yield got
                 elif btype == SPB_TYPE:
                     if length < 16:
                         self.problem(f"simple packet block: length {length} is shorter than 16", base + pos)
@@ -258,23 +247,12 @@ class PcapngReader(Capture):
                         self.problem(f"packet block: length {length} is shorter than 32", base + pos)
                         return
                     _t, _l, iface, _drops, hi, lo, caplen, wirelen = order.opb(buf, pos)
-                    dend = pos + 28 + caplen
-                    if dend > bend - 4:
-                        self.problem(f"packet block: captured length {caplen} does not fit the block of {length} "
-                                     f"bytes", base + pos)
+                    got = self._packet("packet block", buf, pos, bend, length, local, order, base,
+                                       num + 1, iface, hi, lo, caplen, wirelen)
+                    if got is None:
                         return
-                    try:
-                        gi, lt, mul, den, toff, _snap = local[iface]
-                    except IndexError:
-                        self.problem(f"packet block for interface {iface}, which no interface description "
-                                     f"block of this section declared", base + pos)
-                        return
-                    opt = dend + (-caplen & 3)
-                    comment = _comment(buf, opt, bend - 4, order, base, "packet block") \
-                        if opt < bend - 4 else None
                     num += 1
-                    yield Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi,
-                                comment, base + pos)
+                    yield got
                 pos = bend
         except Damage as exc:
             self.problem(str(exc), exc.offset)
@@ -282,6 +260,24 @@ class PcapngReader(Capture):
             self.problem(f"read error ({exc})", base + pos)
 
     # -- the description blocks ----------------------------------------------------------------------
+    def _packet(self, what: str, buf: bytes, pos: int, bend: int, length: int, local: list, order: _Order,
+                base: int, num: int, iface: int, hi: int, lo: int, caplen: int, wirelen: int) -> Frame | None:
+        """The frame of an Enhanced or obsolete Packet Block (data at offset 28), or None with the problem."""
+        dend = pos + 28 + caplen
+        if dend > bend - 4:
+            self.problem(f"{what}: captured length {caplen} does not fit the block of {length} bytes", base + pos)
+            return None
+        try:
+            gi, lt, mul, den, toff, _snap = local[iface]
+        except IndexError:
+            self.problem(f"{what} for interface {iface}, which no interface description block of this section "
+                         f"declared", base + pos)
+            return None
+        opt = dend + (-caplen & 3)
+        comment = _comment(buf, opt, bend - 4, order, base, what) if opt < bend - 4 else None
+        return Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi, comment,
+                     base + pos)
+
     def _section(self, buf: bytes, pos: int, bend: int, order: _Order, base: int) -> None:
         if bend - pos < 28:
             raise Damage(f"section header block: length {bend - pos} is shorter than 28", base + pos)
