@@ -87,6 +87,24 @@ def test_write_bw_loss_has_14_psn_sequence_naks_and_57_retransmitted_psns():
     assert stream["lost"] == 0 and stream["duplicates"] == 0 and stream["path_mtu"] == 1024
 
 
+def test_read_retry_answered_with_a_middle_packet_is_named_at_each_step():
+    # rxe lost the tail of a READ response past the capture point; the retry asks from PSN +3 and
+    # the responder answers READ Response Middle, six times over (captures/README.md).
+    path = capture("rxe-read-retry-stall.pcap")
+    pkts, an, _ = analyse(path)
+    by_num = {p.frame.num: p for p in pkts}
+    finds = [f for f in an.findings if f.rule_def.id == "ib.read_response_sequence"]
+    assert [f.frames for f in finds] == [(26, 25), (35, 34), (44, 43), (53, 52), (62, 61), (77, 76)]
+    for f in finds:
+        first = by_num[f.frames[0]]
+        assert first.ib.opcode == 0x0E and first.ib.psn == 1431219      # RC READ Response Middle
+        assert by_num[f.frames[1]].ib.psn == 1431219 and by_num[f.frames[1]].ib.opcode == 0x0C
+    resumed = [f for f in an.findings if f.rule_def.id == "ib.retransmission" and f.frames[0] == 25]
+    assert resumed[0].frames == (25, 11) and "from its response packet 4" in resumed[0].text
+    assert field(by_num[25], "ib.analysis.original_frame") == 11
+    assert not [f for f in an.findings if "?" in f.text]
+
+
 def test_send_bw_rnr_has_44_rnr_naks_each_followed_by_a_psn_sequence_nak():
     path = capture("rxe-ib_send_bw-rnr.pcap")
     pkts, an, _ = analyse(path)

@@ -125,6 +125,11 @@ def test_infiniband_fields_equal_tshark(name: str) -> None:
         ours, protos = _ours(pkt)
         where = f"{name} frame {fr.num}"
         t_opcode = row["infiniband.bth.opcode"]
+        if "icmp" in protos:
+            # tshark dissects the RoCEv2 datagram an ICMP error quotes; rdmaspy stops at its UDP
+            # ports (test_icmp.py): the quote is a copy, not traffic for the PSN analysis.
+            assert "bth" not in protos, where
+            continue
         assert (len(t_opcode) > 0) == ("bth" in protos), where
         if not t_opcode:
             continue

@@ -50,3 +50,28 @@ def test_summary_rates_and_percentiles():
     assert s["latency_us"]["p50"] == pytest.approx(51_000) and s["latency_us"]["max"] == pytest.approx(500_000)
     assert s["by_op"] == {"read": {"ok": 100, "failed": 0}, "null": {"ok": 0, "failed": 1}}
     assert s["failures"] == ["0x3e7 null: bad"]
+
+
+class _SilentConn:
+    """A connection whose peer took the calls and then went quiet (a wedged QP, a dead server)."""
+
+    def __init__(self, link):
+        self.link = link
+
+    def __getattr__(self, name):
+        return getattr(self.link, name)
+
+
+def test_load_gives_up_when_calls_wait_with_nothing_arriving(monkeypatch):
+    from argparse import Namespace
+
+    from rdmaspy.traffic.session import Client, LoopLink
+
+    a, _b, _log = LoopLink.pair()
+    a.recv = lambda timeout=0.0: None          # nothing ever comes back
+    cli = Client(a, version=1, credits=4, inline=P.Inline(1024, 1024), slots=2, slot_size=1 << 16)
+    cli.ready = True
+    monkeypatch.setattr(T, "STALL_SECONDS", 0.3)
+    args = Namespace(duration=0, rate=0, count=3, quiet=True, fault=[], concurrency=2)
+    with pytest.raises(ConnectionError, match=r"no reply in 0.3 s with 1 call\(s\) waiting"):
+        T._run(args, cli, _SilentConn(a), [P.PROC_NULL], {P.PROC_NULL: 0})

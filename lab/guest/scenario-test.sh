@@ -8,25 +8,39 @@ COUNT=${LAB_COUNT:-24}
 MIX=null,echo,read,write,bigreply,pullreply
 fail=0
 
-run() {
-  # run NAME "SERVE OPTIONS" "LOAD OPTIONS"
-  local name=$1 sopts=$2 lopts=$3 t=$(cut -d' ' -f1 /proc/uptime) tl tw
+attempt() {
+  # attempt NAME "SERVE OPTIONS" "LOAD OPTIONS": one run; fails when load or serve does.
+  local name=$1 sopts=$2 lopts=$3 t=$(cut -d' ' -f1 /proc/uptime) tl tw ok=0
   cap_start $OUT/$name.pcap
   rdmaspy serve --addr $B $sopts --json $OUT/$name.serve.json > $OUT/$name.serve.log 2>&1 &
   local srv=$!
   wait_listening $OUT/$name.serve.log
-  if ! rdmaspy load --src $A --dst $B --quiet $lopts --json $OUT/$name.load.json > $OUT/$name.load.log 2>&1; then
-    echo "lab: $name: load failed"; tail -5 $OUT/$name.load.log; fail=1
+  # load gives up by itself after 30 s without a reply; the timeout covers a hang anywhere else.
+  if ! timeout 180 rdmaspy load --src $A --dst $B --quiet $lopts --json $OUT/$name.load.json > $OUT/$name.load.log 2>&1; then
+    echo "lab: $name: load failed"; tail -5 $OUT/$name.load.log; ok=1
   fi
   tl=$(cut -d' ' -f1 /proc/uptime)
   # The server ends when the client disconnects; do not let a stuck one hang the run.
   ( sleep 20; kill $srv 2>/dev/null ) & local guard=$!
-  wait $srv || { echo "lab: $name: serve failed"; tail -5 $OUT/$name.serve.log; fail=1; }
+  wait $srv || { echo "lab: $name: serve failed"; tail -5 $OUT/$name.serve.log; ok=1; }
   kill $guard 2>/dev/null
   tw=$(cut -d' ' -f1 /proc/uptime)
   cap_stop $OUT/$name.pcap > $OUT/$name.cap.log
   echo "lab: $name: load done at +$(echo "$tl - $t" | bc) s, serve at +$(echo "$tw - $t" | bc) s," \
        "capture at +$(echo "$(cut -d' ' -f1 /proc/uptime) - $t" | bc) s: $(sed -n 2p $OUT/$name.load.log)"
+  return $ok
+}
+
+run() {
+  # run NAME "SERVE OPTIONS" "LOAD OPTIONS". Under TCG, rxe sometimes loses the tail of an RDMA
+  # READ response burst and then never completes the READ it retries (the responder resumes
+  # with a Middle packet the requester rejects; seen in kernel 6.1): the QP is wedged, not our
+  # code. Such a run is kept (NAME.stalled.*) and made once more; a second failure fails.
+  if ! attempt "$@"; then
+    for f in $OUT/$1.*; do case $f in *.stalled.*) ;; *) mv "$f" "${f/$1./$1.stalled.}" ;; esac; done
+    echo "lab: $1: retrying once (the failed run is kept as $1.stalled.*)"
+    attempt "$@" || fail=1
+  fi
 }
 
 for kind in $KINDS; do

@@ -20,6 +20,7 @@ requests still waiting for their responses.
 """
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from ..dissectors.infiniband import AETH_NAK_CODES, RNR_TIMER_MS
@@ -70,11 +71,11 @@ OUT_OF_ORDER_RULE = declare(
     "IBTA vol. 1 9.7 (request packets arrive in PSN order)")
 RETRANSMIT = declare(
     "ib.retransmission", "note", "sequence",
-    "PSN {psn} sent again (first in frame {original})",
+    "PSN {psn} sent again ({first})",
     "IBTA vol. 1 9.7 (go-back-N retry after a NAK, an RNR NAK or a timeout)")
 DUPLICATE_RULE = declare(
     "ib.duplicate", "warning", "sequence",
-    "duplicate of the PSN {psn} packet in frame {original}",
+    "PSN {psn} again: a duplicate of {original}",
     "IBTA vol. 1 9.7 (a duplicate request is answered again, never executed twice)")
 ACKED_UNSEEN_RULE = declare(
     "ib.acked_unseen", "warning", "sequence",
@@ -113,6 +114,11 @@ READ_LENGTH = declare(
     "ib.read_response_length", "error", "protocol",
     "READ response returned {got} bytes for a {length}-byte request (frame {request})",
     "IBTA vol. 1 9.7 (a READ response returns the DMA length of its request)")
+READ_SEQUENCE = declare(
+    "ib.read_response_sequence", "error", "protocol",
+    "READ response to the request of frame {request} begins with {opcode} (a First or an Only is due "
+    "at PSN {psn}): the requester discards it and the READ cannot complete",
+    "IBTA vol. 1 9.7 (the responses to a READ request, a retried one too, open with READ Response First or Only)")
 CNP_RULE = declare(
     "ib.cnp", "note", "congestion",
     "CNP to QP 0x{qp:06x}: congestion notified ({count} on this flow)",
@@ -161,7 +167,7 @@ class ReqStream:
     """One requester's PSN space on one connection: its requests and the responses to them."""
 
     __slots__ = ("conn_id", "direction", "first", "nxt", "slack", "last_psn", "last_op", "last_ts", "last_frame",
-                 "ring_psn", "ring_frame", "ring_ts", "holes", "acked", "nak", "rnr", "reads", "last_read",
+                 "ring_psn", "ring_frame", "ring_ts", "holes", "acked", "nak", "rnr", "reads", "last_read", "done_reads",
                  "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
                  "psn_acked", "send_bytes", "write_bytes", "read_bytes")
@@ -185,6 +191,9 @@ class ReqStream:
         self.rnr: tuple[int, int, int] | None = None
         self.reads: list[_Read] = []
         self.last_read: _Read | None = None
+        # READs whose responses all went by: a retry after a response was lost on the way (past the
+        # capture point) asks again from inside one of them.
+        self.done_reads: deque[_Read] = deque(maxlen=8)
         self.packets = 0
         self.retransmissions = 0
         self.duplicates = 0
@@ -341,6 +350,12 @@ class Transport:
             hole = self._fill_hole(st, psn)
             slot = psn & (_RING - 1)
             original = st.ring_frame[slot] if st.ring_psn[slot] == psn else None
+            resumed = None
+            if original is None and kind == "read_request":
+                # A requester retrying a READ asks again from the first response PSN it lacks,
+                # which lies inside the PSNs the original request reserved.
+                resumed = next((r for reads in (st.reads, st.done_reads) for r in reversed(reads)
+                                if ((psn - r.psn) & _MASK) < r.nmax), None)
             nak = st.nak if st.nak is not None and ((psn - st.nak[0]) & _MASK) < _HALF else None
             rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
             if hole and nak is None and rnr is None:
@@ -354,18 +369,25 @@ class Transport:
                 lay.add(DUPLICATE, True)
                 lay.add(ORIGINAL_FRAME, st.last_frame)
                 self.an.report(DUPLICATE_RULE, (frame.num, st.last_frame), ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                               original=st.last_frame)
+                               original=f"frame {st.last_frame}")
             else:
                 st.retransmissions += 1
                 lay.add(RETRANSMISSION, True)
+                if original is not None:
+                    first = f"first in frame {original}"
+                elif resumed is not None:
+                    original = resumed.frame
+                    first = (f"resumes the READ request of frame {original} "
+                             f"from its response packet {((psn - resumed.psn) & _MASK) + 1}")
+                else:
+                    first = "its first sending was not captured"
                 if original is not None:
                     lay.add(ORIGINAL_FRAME, original)
                 frames = (frame.num,) if original is None else (frame.num, original)
                 if nak is not None:
                     lay.add(NAK_FRAME, nak[1])
                     frames += (nak[1],)
-                self.an.report(RETRANSMIT, frames, ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                               original=original if original is not None else "?")
+                self.an.report(RETRANSMIT, frames, ts, conn=st.conn_id, pkt=pkt, psn=psn, first=first)
             if rnr is not None:
                 delay = ts - rnr[2]
                 st.rnr_delay_ns += delay
@@ -503,10 +525,15 @@ class Transport:
             return                        # its request is not in the capture
         lay = _layer(pkt)
         lay.add(READ_REQUEST_FRAME, r.frame)
-        if plan.pos in ("first", "only") and psn == r.psn:
-            r.next = psn
-            r.packets = 0
-            r.bytes = 0
+        if psn == r.psn:
+            if plan.pos in ("first", "only"):
+                r.next = psn
+                r.packets = 0
+                r.bytes = 0
+            elif r.packets == 0:
+                # rxe (Linux 6.1) answers a retried READ this way, and its own requester then stalls
+                self.an.report(READ_SEQUENCE, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt,
+                               request=r.frame, opcode=f"READ Response {plan.pos.capitalize()}", psn=psn)
         d = (psn - r.next) & _MASK
         if d and d < _HALF:
             st.lost += d
@@ -516,7 +543,8 @@ class Transport:
         elif d:
             st.duplicates += 1
             lay.add(DUPLICATE, True)
-            self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, original="?")
+            self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                           original=f"a response already received to the READ request of frame {r.frame}")
             return
         r.next = (psn + 1) & _MASK
         r.packets += 1
@@ -547,6 +575,7 @@ class Transport:
         self._advance_acked(st, psn)
         # responses come back in request order: this READ and the ones before it are done
         i = st.reads.index(r)
+        st.done_reads.extend(st.reads[:i + 1])
         del st.reads[:i + 1]
         if st.last_read is r:
             st.last_read = None

@@ -15,6 +15,7 @@ from typing import Iterator
 from ..errors import RdmaspyError
 
 DEFAULT_PORT = 20049      # NFS/RDMA's port: analyzers tie RPC-over-RDMA to it through the CM
+STALL_SECONDS = 30.0      # load gives up when calls wait this long with nothing arriving
 
 
 class TrafficUsage(RdmaspyError):
@@ -337,6 +338,9 @@ def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, 
     total = args.count if args.count > 0 else None
     quiet = args.quiet or not sys.stderr.isatty()
     burst = "exceed-credits" in args.fault
+    # A reply (or a call sent) is progress; 30 s without any while calls wait means the
+    # connection is stuck (a peer gone, a QP wedged), not slow.
+    last_progress = time.perf_counter()
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed} calls"),
                   TextColumn("{task.fields[rate]:>8.0f} ops/s"), TimeElapsedColumn(),
                   disable=quiet, transient=True) as bar:
@@ -355,14 +359,16 @@ def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, 
                 # before the first reply: one chain of Sends.
                 cli.call(proc, sizes[proc], defer=burst)
                 issued += 1
+                last_progress = now
                 next_at = max(next_at + interval, now) if interval else now
                 more = (total is None or issued < total) and (end is None or now < end)
             cli.flush()
             data = conn.link.recv(timeout=0.05 if cli.pending else 0.0)
             if data is None:
-                if cli.pending and time.perf_counter() - now > 30:
-                    raise ConnectionError("no reply in 30 s")
+                if cli.pending and time.perf_counter() - last_progress > STALL_SECONDS:
+                    raise ConnectionError(f"no reply in {STALL_SECONDS:g} s with {len(cli.pending)} call(s) waiting")
                 continue
+            last_progress = time.perf_counter()
             res = cli.on_message(data)
             if res is not None:
                 results.append(res)

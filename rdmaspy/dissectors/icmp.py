@@ -1,0 +1,174 @@
+"""ICMP (RFC 792) and ICMPv6 (RFC 4443, with Neighbor Discovery's RFC 4861 messages).
+
+RDMA traffic meets ICMP when a RoCEv2 or iWARP peer is gone: the host answers the UDP datagram
+with Port Unreachable (its QP is still sending), or a router says the path MTU is too small.  An
+error message quotes the start of the datagram it answers; that quote is shown as the IP header
+and the UDP or TCP ports it holds, as a sub-tree of the ICMP layer, and goes no deeper: the BTH
+in it is a copy, and the PSN analysis must not see it as traffic.
+"""
+from __future__ import annotations
+
+from ..fields import F, Field, Header
+from ..packet import Layer, Packet
+from .ip import IPV4, IPV6, IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
+from .transport import TCP, UDP
+
+PROTOCOLS = {"icmp": "Internet Control Message Protocol", "icmpv6": "Internet Control Message Protocol v6"}
+
+ICMP_TYPES = {0: "Echo (ping) reply", 3: "Destination unreachable", 4: "Source quench", 5: "Redirect",
+              8: "Echo (ping) request", 9: "Router advertisement", 10: "Router solicitation", 11: "Time-to-live exceeded",
+              12: "Parameter problem", 13: "Timestamp request", 14: "Timestamp reply"}
+ICMP_UNREACH = {0: "Network unreachable", 1: "Host unreachable", 2: "Protocol unreachable", 3: "Port unreachable",
+                4: "Fragmentation needed", 5: "Source route failed", 6: "Destination network unknown",
+                7: "Destination host unknown", 9: "Network administratively prohibited",
+                10: "Host administratively prohibited", 13: "Communication administratively filtered"}
+ICMP_TIME = {0: "Time to live exceeded in transit", 1: "Fragment reassembly time exceeded"}
+ICMP_REDIRECT = {0: "Redirect for network", 1: "Redirect for host", 2: "Redirect for TOS and network",
+                 3: "Redirect for TOS and host"}
+ICMPV6_TYPES = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exceeded", 4: "Parameter Problem",
+                128: "Echo (ping) request", 129: "Echo (ping) reply", 133: "Router Solicitation",
+                134: "Router Advertisement", 135: "Neighbor Solicitation", 136: "Neighbor Advertisement",
+                137: "Redirect", 143: "Multicast Listener Report Message v2"}
+ICMPV6_UNREACH = {0: "no route to destination", 1: "communication with destination administratively prohibited",
+                  2: "beyond scope of source address", 3: "address unreachable", 4: "port unreachable",
+                  5: "source address failed ingress/egress policy", 6: "reject route to destination"}
+ICMPV6_TIME = {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"}
+ICMPV6_PARAM = {0: "erroneous header field encountered", 1: "unrecognized Next Header type encountered",
+                2: "unrecognized IPv6 option encountered"}
+_ICMP_CODES = {3: ICMP_UNREACH, 11: ICMP_TIME, 5: ICMP_REDIRECT}
+_ICMPV6_CODES = {1: ICMPV6_UNREACH, 3: ICMPV6_TIME, 4: ICMPV6_PARAM}
+
+ICMP = Header("icmp", "Internet Control Message Protocol", [
+    F("type", 8, "Type", names=ICMP_TYPES),
+    F("code", 8, "Code"),
+    F("checksum", 16, "Checksum", "hex"),
+])
+ICMPV6 = Header("icmpv6", "Internet Control Message Protocol v6", [
+    F("type", 8, "Type", names=ICMPV6_TYPES),
+    F("code", 8, "Code"),
+    F("checksum", 16, "Checksum", "hex"),
+])
+# The second word, by message type (Wireshark's names).
+ICMP_IDENT = Field("icmp.ident", 16, "Identifier", "hex")
+ICMP_SEQ = Field("icmp.seq", 16, "Sequence Number")
+ICMP_UNUSED = Field("icmp.unused", 32, "Unused", "hex")
+ICMP_MTU = Field("icmp.mtu", 16, "MTU of next hop", unit="bytes")
+ICMP_GATEWAY = Field("icmp.redir_gw", 32, "Gateway Address", "ipv4")
+ICMP_POINTER = Field("icmp.pointer", 8, "Pointer")
+ICMP_DATA = Field("icmp.data", 0, "Data", "bytes")
+ICMPV6_IDENT = Field("icmpv6.echo.identifier", 16, "Identifier", "hex")
+ICMPV6_SEQ = Field("icmpv6.echo.sequence_number", 16, "Sequence")
+ICMPV6_RESERVED = Field("icmpv6.reserved", 32, "Reserved", "hex")
+ICMPV6_MTU = Field("icmpv6.mtu", 32, "MTU", unit="bytes")
+ICMPV6_POINTER = Field("icmpv6.pointer", 32, "Pointer")
+ICMPV6_TARGET = Field("icmpv6.nd.target_address", 128, "Target Address", "ipv6")
+ICMPV6_DATA = Field("icmpv6.data", 0, "Data", "bytes")
+
+_ERRORS_V4 = frozenset({3, 4, 5, 11, 12})
+_ERRORS_V6 = frozenset({1, 2, 3, 4})
+
+
+def _code_text(codes: dict[int, dict[int, str]], itype: int, code: int) -> str:
+    names = codes.get(itype)
+    return f" ({names.get(code, f'code {code}')})" if names is not None else ""
+
+
+def _quoted(lay: Layer, buf: bytes, off: int, end: int) -> str:
+    """The datagram an error message answers: its IP header and ports; returns a short description."""
+    if end - off < 1:
+        return ""
+    version = buf[off] >> 4
+    if version == 4 and end - off >= 20:
+        ihl = (buf[off] & 15) * 4
+        if ihl < 20 or end - off < ihl:
+            return ""
+        lay.child("ip", IPV4, off, ihl, label="Internet Protocol Version 4 (in the ICMP error)")
+        src, dst, proto = ipv4_text(buf[off + 12:off + 16]), ipv4_text(buf[off + 16:off + 20]), buf[off + 9]
+        at = off + ihl
+    elif version == 6 and end - off >= 40:
+        lay.child("ipv6", IPV6, off, 40, label="Internet Protocol Version 6 (in the ICMPv6 error)")
+        src, dst, proto = fmt_ipv6(buf[off + 8:off + 24]), fmt_ipv6(buf[off + 24:off + 40]), buf[off + 6]
+        at = off + 40
+    else:
+        return ""
+    name = IP_PROTOS.get(proto, str(proto))
+    if proto in (6, 17) and end - at >= 4:
+        sport = (buf[at] << 8) | buf[at + 1]
+        dport = (buf[at + 2] << 8) | buf[at + 3]
+        if proto == 17 and end - at >= 8:
+            lay.child("udp", UDP, at, 8, label="User Datagram Protocol (in the ICMP error)")
+        elif proto == 6 and end - at >= 20:
+            lay.child("tcp", TCP, at, 20, label="Transmission Control Protocol (in the ICMP error)")
+        if dport == 4791 and proto == 17:
+            name = "RoCEv2"
+        return f" for {name} {src}:{sport} → {dst}:{dport}"
+    return f" for {name} {src} → {dst}"
+
+
+def dissect_icmp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    pkt.proto = "ICMP"
+    if end - off < 8:
+        pkt.truncated("icmp", end - off, 8)
+        return
+    lay = Layer("icmp", ICMP, buf, off, end - off)
+    pkt.layers.append(lay)
+    itype, code = buf[off], buf[off + 1]
+    w1, w2 = (buf[off + 4] << 8) | buf[off + 5], (buf[off + 6] << 8) | buf[off + 7]
+    text = ICMP_TYPES.get(itype, f"Type {itype}") + _code_text(_ICMP_CODES, itype, code)
+    if itype in (0, 8, 13, 14):
+        lay.add(ICMP_IDENT, w1, off + 4, 2)
+        lay.add(ICMP_SEQ, w2, off + 6, 2)
+        text += f" id=0x{w1:04x}, seq={w2}"
+        if end > off + 8:
+            lay.add(ICMP_DATA, bytes(buf[off + 8:end]), off + 8, end - off - 8)
+    elif itype == 5:
+        lay.add(ICMP_GATEWAY, bytes(buf[off + 4:off + 8]), off + 4, 4)
+    elif itype == 3 and code == 4:
+        lay.add(ICMP_MTU, w2, off + 6, 2)
+        text += f" (next-hop MTU {w2})"
+    elif itype == 12:
+        lay.add(ICMP_POINTER, buf[off + 4], off + 4, 1)
+    elif itype in _ERRORS_V4:
+        lay.add(ICMP_UNUSED, (w1 << 16) | w2, off + 4, 4)
+    if itype in _ERRORS_V4:
+        text += _quoted(lay, buf, off + 8, end)
+    pkt.set_info(text)
+
+
+def dissect_icmpv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
+    pkt.proto = "ICMPv6"
+    if end - off < 4:
+        pkt.truncated("icmpv6", end - off, 4)
+        return
+    lay = Layer("icmpv6", ICMPV6, buf, off, end - off)
+    pkt.layers.append(lay)
+    itype, code = buf[off], buf[off + 1]
+    text = ICMPV6_TYPES.get(itype, f"Type {itype}") + _code_text(_ICMPV6_CODES, itype, code)
+    need = 24 if itype in (135, 136, 137) else 8
+    if end - off < need and (itype in _ERRORS_V6 or itype in (128, 129, 135, 136, 137)):
+        pkt.truncated("icmpv6", end - off, need)
+        pkt.set_info(text)
+        return
+    if itype in (128, 129):
+        w1, w2 = (buf[off + 4] << 8) | buf[off + 5], (buf[off + 6] << 8) | buf[off + 7]
+        lay.add(ICMPV6_IDENT, w1, off + 4, 2)
+        lay.add(ICMPV6_SEQ, w2, off + 6, 2)
+        text += f" id=0x{w1:04x}, seq={w2}"
+        if end > off + 8:
+            lay.add(ICMPV6_DATA, bytes(buf[off + 8:end]), off + 8, end - off - 8)
+    elif itype in _ERRORS_V6:
+        word = int.from_bytes(buf[off + 4:off + 8], "big")
+        field = {2: ICMPV6_MTU, 4: ICMPV6_POINTER}.get(itype, ICMPV6_RESERVED)
+        lay.add(field, word, off + 4, 4)
+        if itype == 2:
+            text += f" (MTU {word})"
+        text += _quoted(lay, buf, off + 8, end)
+    elif itype in (135, 136, 137):
+        target = bytes(buf[off + 8:off + 24])
+        lay.add(ICMPV6_TARGET, target, off + 8, 16)
+        text += f" for {fmt_ipv6(target)}"
+    pkt.set_info(text)
+
+
+ip_proto.register(1, dissect_icmp)
+ip_proto.register(58, dissect_icmpv6)
