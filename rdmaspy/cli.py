@@ -41,27 +41,6 @@ def _out_writer() -> tuple[Callable[[str], None], Callable[[], None]]:
     return emit, flush
 
 
-def _bytes_writer() -> tuple[Callable[[bytes], None], Callable[[], None]]:
-    buf: list[bytes] = []
-    out = sys.stdout.buffer
-
-    def emit(line: bytes) -> None:
-        buf.append(line)
-        if len(buf) >= 1024:
-            buf.append(b"")
-            out.write(b"\n".join(buf))
-            buf.clear()
-
-    def flush() -> None:
-        if buf:
-            buf.append(b"")
-            out.write(b"\n".join(buf))
-            buf.clear()
-        out.flush()
-
-    return emit, flush
-
-
 def _packets(path: str, display_filter: str | None, count: int | None, analyze: bool = False):
     """Open, dissect, analyse (when asked, or when the filter names an analysis or expert field),
     filter: yields (packet, t0) and leaves the capture for its problems."""
@@ -81,26 +60,8 @@ def _packets(path: str, display_filter: str | None, count: int | None, analyze: 
         analyzer = Analyzer(keep_findings=False)
         feed, finish = analyzer.feed, analyzer.finish
 
-    def gen() -> Iterator:
-        t0 = None
-        shown = 0
-        with cap:
-            for frame in cap:
-                if t0 is None:
-                    t0 = frame.ts
-                pkt = engine.dissect(frame)
-                if feed is not None:
-                    feed(pkt)
-                if matcher is not None and not matcher(pkt, t0):
-                    continue
-                yield pkt, t0
-                shown += 1
-                if count is not None and shown >= count:
-                    return
-            if finish is not None:
-                finish()
-
-    return cap, gen()
+    from .pipeline import packets
+    return cap, packets(cap, engine, feed, finish, matcher, count or 0)
 
 
 def _filter_needs_analysis(names) -> bool:
@@ -116,20 +77,31 @@ def cmd_decode(args: argparse.Namespace) -> int:
     # since it costs about half again the time of a plain summary.
     analyze = args.analyze or args.verbose or args.T == "json"
     cap, packets = _packets(args.file, args.display_filter, args.count, analyze)
+    with cap:
+        _decode_to_stdout(args, packets)
+    return _report_problems(cap)
+
+
+def _decode_to_stdout(args: argparse.Namespace, packets: Iterator) -> None:
     if args.T == "json":
-        from .output.jsonout import packet_json
-        emit_b, flush_b = _bytes_writer()
+        from .pipeline import write_json_lines
         try:
-            for pkt, t0 in packets:
-                emit_b(packet_json(pkt, t0))
+            write_json_lines(packets, sys.stdout.buffer.write)
         finally:
-            flush_b()
+            sys.stdout.buffer.flush()
     elif sys.stdout.isatty():
         _decode_console(packets, args.verbose, args.hex, args.analyze)
     else:
         from .output.text import hex_lines, summary_line, tree_lines
-        emit, flush = _out_writer()
         verbose, hexdump, flag = args.verbose, args.hex, args.analyze
+        if not (verbose or hexdump):
+            from .pipeline import write_summaries
+            try:
+                write_summaries(packets, sys.stdout.write, _with_findings if flag else None)
+            finally:
+                sys.stdout.flush()
+            return
+        emit, flush = _out_writer()
         try:
             for pkt, t0 in packets:
                 if verbose:
@@ -146,7 +118,6 @@ def cmd_decode(args: argparse.Namespace) -> int:
                     emit("")
         finally:
             flush()
-    return _report_problems(cap)
 
 
 def _with_findings(line: str, pkt) -> str:

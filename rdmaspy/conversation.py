@@ -10,18 +10,23 @@ This module holds data only; presentation lives in rdmaspy.commands.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-DEFAULT_INLINE = 1024          # RFC 8166 §3.3.2; RFC 8797 §5.1 when the private data is absent or malformed
+if TYPE_CHECKING:
+    from .dissectors.infiniband import IBInfo
+    from .engine import Session
+    from .packet import Packet
 
-REQUESTED = "requested"
-ESTABLISHED = "established"
-REJECTED = "rejected"
-CLOSED = "closed"
-UNKNOWN_SETUP = "unknown-setup"
+DEFAULT_INLINE: Final = 1024          # RFC 8166 §3.3.2; RFC 8797 §5.1 when the private data is absent or malformed
+
+REQUESTED: Final = "requested"
+ESTABLISHED: Final = "established"
+REJECTED: Final = "rejected"
+CLOSED: Final = "closed"
+UNKNOWN_SETUP: Final = "unknown-setup"
 
 # Opcodes of connected transports: RC (0), UC (1), XRC (5).
-_CONNECTED = tuple((op >> 5) in (0, 1, 5) for op in range(256))
+_CONNECTED: Final = tuple((op >> 5) in (0, 1, 5) for op in range(256))
 
 
 class Connection:
@@ -361,7 +366,7 @@ class ConnectionTable:
         return conn, True
 
 
-KEY = "conversation.connections"
+KEY: Final = "conversation.connections"
 
 
 def connections(ctx: Any) -> ConnectionTable:
@@ -375,13 +380,12 @@ def connections(ctx: Any) -> ConnectionTable:
     return ctx.get(KEY, ConnectionTable)
 
 
-def observe_bth(pkt: Any, ib: Any, ctx: Any) -> None:
+def observe_bth(pkt: Packet, ib: IBInfo, ctx: Session | None) -> None:
     """BTH observer: attribute an RC/UC/XRC packet to its connection."""
     if not _CONNECTED[ib.opcode] or ctx is None:
         return
-    tab = ctx.state.get(KEY)
-    if tab is None:
-        tab = connections(ctx)
+    found = ctx.state.get(KEY)
+    tab: ConnectionTable = connections(ctx) if found is None else found
     d = tab.by_dst.get(pkt.dst)
     hit = d.get(ib.destqp) if d is not None else None
     if hit is None:

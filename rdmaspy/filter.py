@@ -147,8 +147,14 @@ def _layer_names(mod: Any) -> list[tuple[str, str]]:
     """(name, label) of the layers a module makes with a literal name: ``pkt.add_layer("x", ...)``,
     ``lay.child("x", ...)``, ``Layer("x", ...)`` or a subclass of Layer."""
     import ast
-    path = getattr(mod, "__file__", None)
-    if not path or not path.endswith(".py"):
+    path = getattr(mod, "__file__", None) or ""
+    from importlib.machinery import EXTENSION_SUFFIXES
+    for suffix in EXTENSION_SUFFIXES:
+        if path.endswith(suffix):
+            # compiled (setup.py): its source is installed beside it
+            path = path[:-len(suffix)] + ".py"
+            break
+    if not path.endswith(".py"):
         return []
     try:
         with open(path, encoding="utf-8") as fh:

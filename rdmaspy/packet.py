@@ -10,7 +10,7 @@ the dissector that produces them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Final, Iterator
 
 from .fields import Field, Header
 
@@ -56,7 +56,7 @@ class Layer:
         self.buf = buf
         self.off = off
         self.length = length or (header.size if header is not None else 0)
-        self._vals: tuple | None = None
+        self._vals: Any = None        # a tuple: header values, or what a fill spells out
         self._items: list[Item] | None = None
         self._children: list[Layer] | None = None
         self._fill: Callable[[Layer], None] | None = None
@@ -191,7 +191,7 @@ class Packet:
         self.proto = ""
         self.info: list[str] = []
         self.malformed: str | None = None
-        self.expert: list[Expert] | None = None
+        self.expert: list[Any] | None = None      # Expert items of dissectors, and Findings of the analysis
         self.conv: Any = None     # the connection this packet belongs to (set by the CM/IB dissectors)
         self.extra: dict[str, Any] | None = None   # per-packet facts for analysis (reassembled data, ...)
         self.ib: Any = None       # InfiniBand transport facts (dissectors.infiniband.IBInfo)

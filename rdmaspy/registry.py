@@ -8,17 +8,15 @@ new module in ``rdmaspy.dissectors`` that registers itself on import.
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Callable, Final
 
+from .dissectors.data import add_data_layer
 from .packet import Packet
 
-
-class Dissector(Protocol):
-    def __call__(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None: ...
-
-
-class Heuristic(Protocol):
-    def __call__(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool: ...
+# (pkt, buf, off, end, ctx) -> None; a heuristic returns whether it took the bytes.  Plain callables:
+# some dissectors take further keyword arguments, and fast paths return a bool too.
+Dissector = Callable[..., Any]
+Heuristic = Callable[..., bool]
 
 
 class DissectorTable:
@@ -45,7 +43,7 @@ class DissectorTable:
         return f"<DissectorTable {self.name}: {len(self.by_key)} keys, {len(self.heuristics)} heuristics>"
 
 
-TABLES: dict[str, DissectorTable] = {}
+TABLES: Final[dict[str, DissectorTable]] = {}
 
 
 def table(name: str, label: str = "") -> DissectorTable:
@@ -82,17 +80,7 @@ def try_heuristics(tab: DissectorTable, pkt: Packet, buf: bytes, off: int, end: 
 
 def add_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     """Record undissected bytes as a ``data`` layer (the data "protocol" is a dissector like any other)."""
-    _data_layer(pkt, buf, off, end)
-
-
-def _bind_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
-    global _data_layer
-    from .dissectors.data import add_data_layer
-    _data_layer = add_data_layer
     add_data_layer(pkt, buf, off, end)
-
-
-_data_layer = _bind_data_layer
 
 
 def import_all(package: Any, skip: tuple[str, ...] = ()) -> None:

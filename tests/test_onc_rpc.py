@@ -83,10 +83,8 @@ def test_bad_messages_are_malformed(body, needle):
     assert p.malformed and needle in p.malformed
 
 
-class _SmallCalls(onc_rpc._Calls):
-    __slots__ = ()
-    LIMIT = 4
-    ANSWERED = 3
+def _SmallCalls() -> onc_rpc._Calls:
+    return onc_rpc._Calls(limit=4, answered=3)
 
 
 @settings(max_examples=300, deadline=None)
@@ -115,7 +113,7 @@ def test_a_reply_moves_its_call_to_the_answered_calls_which_are_bounded_too():
         assert calls.reply(("f", i)) == [i]
         assert calls.reply(("f", i)) == [i]          # seen again: still matched
     assert len(calls.by_key) == 0
-    assert list(calls.answered) == [("f", 7), ("f", 8), ("f", 9)]   # ANSWERED = 3: the newest only
+    assert list(calls.answered) == [("f", 7), ("f", 8), ("f", 9)]   # answered=3: the newest only
     assert calls.reply(("f", 99)) is None
     calls.add(("f", 9), ["again"])                  # the same XID called again is outstanding, not answered
     assert ("f", 9) not in calls.answered and calls.reply(("f", 9)) == ["again"]

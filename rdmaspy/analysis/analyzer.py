@@ -50,6 +50,7 @@ class Analyzer:
             self.modules[name] = factory(self)
         self._feeders = [(name, m.packet) for name, m in self.modules.items()]
         self.packets = 0
+        self.engine: Any = None             # the Engine whose packets it sees, for commands that need its tables
 
     def feed(self, pkt: Packet) -> None:
         self.packets += 1

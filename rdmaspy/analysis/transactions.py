@@ -560,7 +560,7 @@ class Transactions:
         if txn is None:
             st.orphan_bytes += n
             return
-        step = op.step
+        step: dict[str, Any] = op.step    # type: ignore[assignment]  # set whenever txn is
         step["bytes"] += n
         if op.kind == "read":
             txn.bytes_read += n
@@ -590,9 +590,10 @@ class Transactions:
                 op.next_psn = (ib.psn + 1) & _MASK
                 st.write_active[d] = op
         else:
-            op = st.write_active.get(d)
-            if op is None or ib.psn != op.next_psn:
+            active = st.write_active.get(d)
+            if active is None or ib.psn != active.next_psn:
                 return
+            op = active
             op.next_psn = (ib.psn + 1) & _MASK
             if op.step is not None:
                 op.step["frames"].append(pkt.frame.num)
@@ -665,7 +666,7 @@ class Transactions:
             if op.step is not None:
                 op.step["response_frames"].append(pkt.frame.num)
                 pkt.note("rpcrdma.transaction", op.txn)
-            start = op.cursor if op.txn is None else op.step["offset"] + (iw.to - op.sink_to)
+            start = op.cursor if op.txn is None or op.step is None else op.step["offset"] + (iw.to - op.sink_to)
             self._move(st, pkt, op, n, start)
             if iw.last:
                 del st.iw_reads[key]

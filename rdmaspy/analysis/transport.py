@@ -334,7 +334,7 @@ class Transport:
             st.slack = slack
         elif d < _HALF:
             # PSNs skipped: lost before the capture point (or missed by the capture)
-            expected = st.nxt
+            expected: int = st.nxt          # type: ignore[assignment]  # d was computed from it
             lost = d - st.slack if st.slack else d
             st.lost += lost
             if len(st.holes) < _MAX_HOLES:
@@ -383,7 +383,7 @@ class Transport:
                     first = "its first sending was not captured"
                 if original is not None:
                     lay.add(ORIGINAL_FRAME, original)
-                frames = (frame.num,) if original is None else (frame.num, original)
+                frames: tuple[int, ...] = (frame.num,) if original is None else (frame.num, original)
                 if nak is not None:
                     lay.add(NAK_FRAME, nak[1])
                     frames += (nak[1],)

@@ -46,7 +46,7 @@ def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
             if on_packet is not None:
                 on_packet(pkt)
     an.finish()
-    an.engine = engine            # type: ignore[attr-defined]   (the connection table, for the commands)
+    an.engine = engine            # the connection table, for the commands
     return cap, an, frames, t0
 
 

@@ -1,11 +1,13 @@
 """Undissected bytes, shown as data (Wireshark's ``data`` protocol)."""
 from __future__ import annotations
 
+from typing import Final
+
 from ..fields import Field
 from ..packet import Layer, Packet
 
-DATA = Field("data.data", 0, "Data", "bytes")
-DATA_LEN = Field("data.len", 0, "Length", "dec", unit="bytes")
+DATA: Final = Field("data.data", 0, "Data", "bytes")
+DATA_LEN: Final = Field("data.len", 0, "Length", "dec", unit="bytes")
 
 
 def _fill_data(lay: Layer) -> None:
@@ -20,7 +22,14 @@ class DataLayer(Layer):
 
     @property
     def label(self) -> str:
-        return f"Data ({self.length} bytes)"
+        try:
+            return self._label
+        except AttributeError:
+            return f"Data ({self.length} bytes)"
+
+    @label.setter
+    def label(self, text: str) -> None:
+        self._label = text
 
 
 def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:

@@ -1,32 +1,34 @@
 """Ethernet II, 802.1Q / 802.1ad VLAN tags, and the ethertype table."""
 from __future__ import annotations
 
+from typing import Final
+
 from ..fields import F, Header
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 
-ETHERTYPES = {
+ETHERTYPES: Final = {
     0x0800: "IPv4", 0x86DD: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q", 0x88A8: "802.1ad", 0x9100: "QinQ",
     0x8915: "RoCE", 0x88CC: "LLDP", 0x8808: "Ethernet flow control", 0x8906: "FCoE",
 }
 
-ETH = Header("eth", "Ethernet II", [
+ETH: Final = Header("eth", "Ethernet II", [
     F("dst", 48, "Destination", "mac"),
     F("src", 48, "Source", "mac"),
     F("type", 16, "Type", "hex", ETHERTYPES),
 ])
 
-VLAN = Header("vlan", "802.1Q Virtual LAN", [
+VLAN: Final = Header("vlan", "802.1Q Virtual LAN", [
     F("priority", 3, "Priority"),
     F("dei", 1, "DEI", "bool"),
     F("id", 12, "ID"),
     F("etype", 16, "Type", "hex", ETHERTYPES),
 ])
 
-ethertype = table("ethertype", "Ethernet type")
-_by_type = ethertype.by_key
-_ETH_SIZE = ETH.size
-_VLAN_TYPES = (0x8100, 0x88A8, 0x9100)
+ethertype: Final = table("ethertype", "Ethernet type")
+_by_type: Final = ethertype.by_key
+_ETH_SIZE: Final = ETH.size
+_VLAN_TYPES: Final = (0x8100, 0x88A8, 0x9100)
 
 
 def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:

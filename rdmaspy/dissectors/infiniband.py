@@ -9,9 +9,10 @@ themselves to connections.
 """
 from __future__ import annotations
 
+import struct
 import zlib
 from struct import unpack_from as _unpack_words
-from typing import Any
+from typing import Any, Callable, Final
 
 from ..fields import F, Field, Header
 from ..packet import Layer, Packet
@@ -21,8 +22,8 @@ from .ip import IPV4, ipv4_text as _ip_text
 from .transport import UDP
 
 # --- header declarations --------------------------------------------------------------------------
-LNH_NAMES = {0: "Raw (IPv6)", 1: "Raw (IPv4/Eth)", 2: "IBA local (BTH)", 3: "IBA global (GRH)"}
-LRH = Header("lrh", "Local Route Header", [
+LNH_NAMES: Final = {0: "Raw (IPv6)", 1: "Raw (IPv4/Eth)", 2: "IBA local (BTH)", 3: "IBA global (GRH)"}
+LRH: Final = Header("lrh", "Local Route Header", [
     F("vl", 4, "Virtual Lane"),
     F("lver", 4, "Link Version"),
     F("sl", 4, "Service Level"),
@@ -33,7 +34,7 @@ LRH = Header("lrh", "Local Route Header", [
     F("pktlen", 11, "Packet Length", unit="words"),
     F("slid", 16, "Source Local ID", "hex"),
 ])
-GRH = Header("grh", "Global Route Header", [
+GRH: Final = Header("grh", "Global Route Header", [
     F("ipver", 4, "IP Version"),
     F("tclass", 8, "Traffic Class", "hex"),
     F("flowlabel", 20, "Flow Label", "hex"),
@@ -44,8 +45,8 @@ GRH = Header("grh", "Global Route Header", [
     F("dgid", 128, "Destination GID", "gid"),
 ])
 
-TRANSPORTS = {0: "RC", 1: "UC", 2: "RD", 3: "UD", 4: "CNP", 5: "XRC", 6: "Manufacturer", 7: "Manufacturer"}
-OPERATIONS = {
+TRANSPORTS: Final = {0: "RC", 1: "UC", 2: "RD", 3: "UD", 4: "CNP", 5: "XRC", 6: "Manufacturer", 7: "Manufacturer"}
+OPERATIONS: Final = {
     0: "SEND First", 1: "SEND Middle", 2: "SEND Last", 3: "SEND Last with Immediate", 4: "SEND Only",
     5: "SEND Only with Immediate", 6: "RDMA WRITE First", 7: "RDMA WRITE Middle", 8: "RDMA WRITE Last",
     9: "RDMA WRITE Last with Immediate", 10: "RDMA WRITE Only", 11: "RDMA WRITE Only with Immediate",
@@ -55,8 +56,8 @@ OPERATIONS = {
     28: "FLUSH", 29: "ATOMIC WRITE",
 }
 # Which operations each transport has (IBTA 9.2 and the 1.5 additions FLUSH / ATOMIC WRITE).
-_RC_OPS = set(range(0, 21)) | {22, 23, 28, 29}
-_OPS_BY_TRANSPORT = {
+_RC_OPS: Final = set(range(0, 21)) | {22, 23, 28, 29}
+_OPS_BY_TRANSPORT: Final = {
     0: _RC_OPS,
     1: set(range(0, 12)),
     2: set(range(0, 22)) | {28, 29},   # Wireshark (RD_FLUSH 0x5C, RD_ATOMIC_WRITE 0x5D)
@@ -64,21 +65,21 @@ _OPS_BY_TRANSPORT = {
     5: set(range(0, 21)) | {22, 23},   # Linux ib_pack.h: XRC has no FLUSH / ATOMIC WRITE
 }
 
-AETH_NAK_CODES = {0: "PSN Sequence Error", 1: "Invalid Request", 2: "Remote Access Error",
+AETH_NAK_CODES: Final = {0: "PSN Sequence Error", 1: "Invalid Request", 2: "Remote Access Error",
                   3: "Remote Operational Error", 4: "Invalid RD Request"}
-AETH_TYPES = {0: "ACK", 1: "RNR NAK", 2: "Reserved", 3: "NAK"}
+AETH_TYPES: Final = {0: "ACK", 1: "RNR NAK", 2: "Reserved", 3: "NAK"}
 # RNR NAK timer field -> milliseconds (IBTA table 45)
-RNR_TIMER_MS = (655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
+RNR_TIMER_MS: Final = (655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
                 2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76,
                 327.68, 491.52)
 
-OPCODE_NAMES: dict[int, str] = {}
+OPCODE_NAMES: Final[dict[int, str]] = {}
 for _t, _tn in TRANSPORTS.items():
     for _o in _OPS_BY_TRANSPORT.get(_t, ()):
         OPCODE_NAMES[(_t << 5) | _o] = f"{_tn} {OPERATIONS[_o]}"
 OPCODE_NAMES[0x81] = "CNP"
 
-BTH = Header("bth", "Base Transport Header", [
+BTH: Final = Header("bth", "Base Transport Header", [
     F("opcode", 8, "Opcode", names=OPCODE_NAMES),
     F("se", 1, "Solicited Event", "bool"),
     F("m", 1, "MigReq", "bool"),
@@ -93,63 +94,63 @@ BTH = Header("bth", "Base Transport Header", [
     F("reserved7", 7, "Reserved (7 bits)"),
     F("psn", 24, "Packet Sequence Number"),
 ])
-RDETH = Header("rdeth", "Reliable Datagram Extended Transport Header", [
+RDETH: Final = Header("rdeth", "Reliable Datagram Extended Transport Header", [
     F("reserved", 8, "Reserved"),
     F("ee_context", 24, "EE Context", "hex"),
 ])
-DETH = Header("deth", "Datagram Extended Transport Header", [
+DETH: Final = Header("deth", "Datagram Extended Transport Header", [
     F("q_key", 32, "Queue Key", "hex"),
     F("reserved", 8, "Reserved"),
     F("src_qp", 24, "Source Queue Pair", "hex"),
 ])
-XRCETH = Header("xrceth", "XRC Extended Transport Header", [
+XRCETH: Final = Header("xrceth", "XRC Extended Transport Header", [
     F("reserved", 8, "Reserved"),
     F("xrcsrq", 24, "XRC Shared Receive Queue", "hex"),
 ])
-RETH = Header("reth", "RDMA Extended Transport Header", [
+RETH: Final = Header("reth", "RDMA Extended Transport Header", [
     F("va", 64, "Virtual Address", "hex"),
     F("r_key", 32, "Remote Key", "hex"),
     F("dma_length", 32, "DMA Length", unit="bytes"),
 ])
-ATOMICETH = Header("atomiceth", "Atomic Extended Transport Header", [
+ATOMICETH: Final = Header("atomiceth", "Atomic Extended Transport Header", [
     F("va", 64, "Virtual Address", "hex"),
     F("r_key", 32, "Remote Key", "hex"),
     F("swap_or_add_data", 64, "Swap (Or Add) Data", "hex"),
     F("compare_data", 64, "Compare Data", "hex"),
 ])
-AETH = Header("aeth", "ACK Extended Transport Header", [
+AETH: Final = Header("aeth", "ACK Extended Transport Header", [
     F("syndrome", 8, "Syndrome", "hex"),
     F("msn", 24, "Message Sequence Number"),
 ])
-ATOMICACKETH = Header("atomicacketh", "Atomic ACK Extended Transport Header", [
+ATOMICACKETH: Final = Header("atomicacketh", "Atomic ACK Extended Transport Header", [
     F("orig_rem_dt", 64, "Original Remote Data", "hex"),
 ])
-IMMDT = Header("immdt", "Immediate Data", [F("imm", 32, "Immediate Data", "hex")])
-IETH = Header("ieth", "Invalidate Extended Transport Header", [F("r_key", 32, "Key to Invalidate", "hex")])
-FETH = Header("feth", "Flush Extended Transport Header", [
+IMMDT: Final = Header("immdt", "Immediate Data", [F("imm", 32, "Immediate Data", "hex")])
+IETH: Final = Header("ieth", "Invalidate Extended Transport Header", [F("r_key", 32, "Key to Invalidate", "hex")])
+FETH: Final = Header("feth", "Flush Extended Transport Header", [
     F("reserved", 26, "Reserved"),
     F("sel", 2, "Selectivity Level", names={0: "Memory Region Range", 1: "Memory Region"}),
     F("plt", 4, "Placement Type", names={1: "Global Visibility", 2: "Persistence"}),
 ])
-CNP_RESERVED = Header("cnp", "Congestion Notification Packet", [F("reserved", 128, "Reserved", "bytes")])
+CNP_RESERVED: Final = Header("cnp", "Congestion Notification Packet", [F("reserved", 128, "Reserved", "bytes")])
 
 # Fields computed from the packet rather than read from a header.
-AETH_TYPE = Field("aeth.type", 2, "Type", "dec", AETH_TYPES)
-AETH_CREDIT = Field("aeth.credit", 5, "Credit Count")
-AETH_NAK = Field("aeth.nak", 5, "NAK Code", "dec", AETH_NAK_CODES)
-AETH_RNR_TIMER = Field("aeth.rnr_timer", 5, "RNR Timer")
-AETH_RNR_MS = Field("aeth.rnr_ms", 0, "RNR Delay", "float", unit="ms")
-ICRC_VALUE = Field("icrc.value", 32, "Invariant CRC", "hex")
-ICRC_VALID = Field("icrc.valid", 0, "ICRC valid", "bool")
-ICRC_EXPECTED = Field("icrc.expected", 32, "ICRC expected", "hex")
-VCRC_VALUE = Field("vcrc.value", 16, "Variant CRC", "hex")
-VCRC_VALID = Field("vcrc.valid", 0, "VCRC valid", "bool")
-VCRC_EXPECTED = Field("vcrc.expected", 16, "VCRC expected", "hex")
-PAYLOAD_LEN = Field("ib.payload_len", 0, "Payload length", unit="bytes")
-PAD = Field("ib.pad", 0, "Pad bytes", "bytes")
+AETH_TYPE: Final = Field("aeth.type", 2, "Type", "dec", AETH_TYPES)
+AETH_CREDIT: Final = Field("aeth.credit", 5, "Credit Count")
+AETH_NAK: Final = Field("aeth.nak", 5, "NAK Code", "dec", AETH_NAK_CODES)
+AETH_RNR_TIMER: Final = Field("aeth.rnr_timer", 5, "RNR Timer")
+AETH_RNR_MS: Final = Field("aeth.rnr_ms", 0, "RNR Delay", "float", unit="ms")
+ICRC_VALUE: Final = Field("icrc.value", 32, "Invariant CRC", "hex")
+ICRC_VALID: Final = Field("icrc.valid", 0, "ICRC valid", "bool")
+ICRC_EXPECTED: Final = Field("icrc.expected", 32, "ICRC expected", "hex")
+VCRC_VALUE: Final = Field("vcrc.value", 16, "Variant CRC", "hex")
+VCRC_VALID: Final = Field("vcrc.valid", 0, "VCRC valid", "bool")
+VCRC_EXPECTED: Final = Field("vcrc.expected", 16, "VCRC expected", "hex")
+PAYLOAD_LEN: Final = Field("ib.payload_len", 0, "Payload length", unit="bytes")
+PAD: Final = Field("ib.pad", 0, "Pad bytes", "bytes")
 
 # --- per-opcode plan, computed once ---------------------------------------------------------------
-_EXT_BY_OP: dict[int, tuple[Header, ...]] = {
+_EXT_BY_OP: Final[dict[int, tuple[Header, ...]]] = {
     0: (), 1: (), 2: (), 3: (IMMDT,), 4: (), 5: (IMMDT,),
     6: (RETH,), 7: (), 8: (), 9: (IMMDT,), 10: (RETH,), 11: (RETH, IMMDT),
     12: (RETH,), 13: (AETH,), 14: (), 15: (AETH,), 16: (AETH,), 17: (AETH,), 18: (AETH, ATOMICACKETH),
@@ -157,14 +158,14 @@ _EXT_BY_OP: dict[int, tuple[Header, ...]] = {
     28: (FETH, RETH),   # FETH before RETH (IBTA 1.5 memory placement extensions; Linux rxe_opcode.c)
     29: (RETH,),
 }
-_RESPONSES = {13, 14, 15, 16, 17, 18}
+_RESPONSES: Final = {13, 14, 15, 16, 17, 18}
 # What the payload of an operation is, for upper layers and analysis.
-OP_KIND = {0: "send", 1: "send", 2: "send", 3: "send", 4: "send", 5: "send", 22: "send", 23: "send",
+OP_KIND: Final = {0: "send", 1: "send", 2: "send", 3: "send", 4: "send", 5: "send", 22: "send", 23: "send",
            6: "write", 7: "write", 8: "write", 9: "write", 10: "write", 11: "write",
            12: "read_request", 13: "read_response", 14: "read_response", 15: "read_response", 16: "read_response",
            17: "ack", 18: "atomic_ack", 19: "atomic", 20: "atomic", 21: "resync", 28: "flush", 29: "atomic_write"}
 # Position of an operation in its message: first / middle / last / only.
-OP_POS = {0: "first", 1: "middle", 2: "last", 3: "last", 4: "only", 5: "only", 6: "first", 7: "middle",
+OP_POS: Final = {0: "first", 1: "middle", 2: "last", 3: "last", 4: "only", 5: "only", 6: "first", 7: "middle",
           8: "last", 9: "last", 10: "only", 11: "only", 13: "first", 14: "middle", 15: "last", 16: "only",
           22: "last", 23: "only"}
 
@@ -197,7 +198,7 @@ class OpcodePlan:
         self.pos = OP_POS.get(op, "only") if self.valid else "only"
 
 
-PLANS = tuple(OpcodePlan(i) for i in range(256))
+PLANS: Final = tuple(OpcodePlan(i) for i in range(256))
 
 
 class IBInfo:
@@ -208,6 +209,15 @@ class IBInfo:
 
     __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "_b1", "_b4", "_b8",
                  "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn")
+    # Declared for the type checker (and for mypyc, which lays the object out from them).
+    payload_off: int
+    payload_end: int
+    reth: tuple[int, int, int] | None
+    aeth: tuple[int, int] | None
+    deth_srcqp: int | None
+    imm: int | None
+    ieth: int | None
+    icrc_ok: bool | None
 
     def __init__(self, opcode: int, plan: "OpcodePlan", b1: int, pkey: int, w1: int, w2: int) -> None:
         self.opcode = opcode
@@ -226,13 +236,33 @@ class IBInfo:
         self.icrc_ok = None     # None: no ICRC to check (truncated, or carried without one)
         self.ecn = 0
 
-    se = property(lambda self: self._b1 >> 7)
-    migreq = property(lambda self: (self._b1 >> 6) & 1)
-    padcnt = property(lambda self: (self._b1 >> 4) & 3)
-    tver = property(lambda self: self._b1 & 15)
-    fecn = property(lambda self: self._b4 >> 7)
-    becn = property(lambda self: (self._b4 >> 6) & 1)
-    ackreq = property(lambda self: self._b8 >> 7)
+    @property
+    def se(self) -> int:
+        return self._b1 >> 7
+
+    @property
+    def migreq(self) -> int:
+        return (self._b1 >> 6) & 1
+
+    @property
+    def padcnt(self) -> int:
+        return (self._b1 >> 4) & 3
+
+    @property
+    def tver(self) -> int:
+        return self._b1 & 15
+
+    @property
+    def fecn(self) -> int:
+        return self._b4 >> 7
+
+    @property
+    def becn(self) -> int:
+        return (self._b4 >> 6) & 1
+
+    @property
+    def ackreq(self) -> int:
+        return self._b8 >> 7
 
     @property
     def payload_len(self) -> int:
@@ -241,15 +271,16 @@ class IBInfo:
 
 # Called with (pkt, ib, ctx) for every BTH once its headers are parsed and before its payload is
 # dissected: the connection tracker attributes the packet to its connection here.
-bth_observers: list = []
+bth_observers: Final[list] = []
 
-ib_qp = table("ib.qp", "InfiniBand destination QP")
-ib_payload = table("ib.payload", "InfiniBand payload")
+ib_qp: Final = table("ib.qp", "InfiniBand destination QP")
+ib_payload: Final = table("ib.payload", "InfiniBand payload")
 
-_BTH_SIZE = 12
-_BTH_WORDS = __import__("struct").Struct(">BBHII").unpack_from
-_FF8 = b"\xff" * 8
-_CRC_FF8 = zlib.crc32(_FF8)
+_BTH_SIZE: Final = 12
+_BTH_WORDS: Final = struct.Struct(">BBHII").unpack_from
+_FF8: Final = b"\xff" * 8
+_crc32: Final = zlib.crc32
+_CRC_FF8: Final = _crc32(_FF8)
 
 
 def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) -> int:
@@ -269,7 +300,7 @@ def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) 
         u = bth - 8 - ip_off
         h[u + 6] = h[u + 7] = 0xFF   # UDP checksum
     h[-1] = 0xFF                 # BTH byte 4: FECN, BECN, reserved
-    return zlib.crc32(memoryview(buf)[bth + 5:icrc_off], zlib.crc32(h, _CRC_FF8))
+    return _crc32(memoryview(buf)[bth + 5:icrc_off], _crc32(h, _CRC_FF8))
 
 
 def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) -> int:
@@ -284,20 +315,20 @@ def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) ->
     g[0] |= 0x0F
     g[1] = g[2] = g[3] = 0xFF
     g[7] = 0xFF
-    crc = zlib.crc32(g, _CRC_FF8)
-    crc = zlib.crc32(buf[bth:bth + 4], crc)
-    crc = zlib.crc32(b"\xff", crc)
-    return zlib.crc32(buf[bth + 5:icrc_off], crc)
+    crc = _crc32(g, _CRC_FF8)
+    crc = _crc32(buf[bth:bth + 4], crc)
+    crc = _crc32(b"\xff", crc)
+    return _crc32(buf[bth + 5:icrc_off], crc)
 
 
 def icrc_local(buf: bytes, lrh_off: int, bth: int, icrc_off: int) -> int:
     """ICRC of a native IB packet without GRH: LRH with VL set to ones, BTH masked."""
     lrh = bytearray(buf[lrh_off:lrh_off + 8])
     lrh[0] |= 0xF0
-    crc = zlib.crc32(lrh)
-    crc = zlib.crc32(buf[bth:bth + 4], crc)
-    crc = zlib.crc32(b"\xff", crc)
-    return zlib.crc32(buf[bth + 5:icrc_off], crc)
+    crc = _crc32(lrh)
+    crc = _crc32(buf[bth:bth + 4], crc)
+    crc = _crc32(b"\xff", crc)
+    return _crc32(buf[bth + 5:icrc_off], crc)
 
 
 def _vcrc_table() -> list[int]:
@@ -312,10 +343,10 @@ def _vcrc_table() -> list[int]:
     return out
 
 
-_VCRC_TABLE = _vcrc_table()
+_VCRC_TABLE: Final = _vcrc_table()
 
 
-_VCRC_WORDS: list[int] = []      # two bytes per step (65536 entries), built on first use
+_VCRC_WORDS: Final[list[int]] = []      # two bytes per step (65536 entries), built on first use
 
 
 def _vcrc_words() -> list[int]:
@@ -342,11 +373,11 @@ def vcrc(data: bytes) -> int:
 
 
 # --- dissection ----------------------------------------------------------------------------------------
-def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, icrc_fn=None,
-                icrc_args: tuple = ()) -> IBInfo | None:
+def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_icrc: int = -1) -> IBInfo | None:
     """BTH, extended headers, ICRC, payload.  ``end`` is where the ICRC ends (VCRC excluded).
 
-    ``icrc_fn(*icrc_args, icrc_off)`` computes the expected ICRC for the carrier at hand.
+    ``expected_icrc`` is the ICRC its carrier computed over the packet (``icrc_of``), or -1 when
+    the packet has none to check.
     """
     if end - off < _BTH_SIZE + 4:
         pkt.proto = "InfiniBand"
@@ -360,13 +391,20 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, icrc_fn=N
     if pkt.proto in ("", "IBA"):
         pkt.proto = "InfiniBand"
     icrc_off = end - 4
-    info = f"{plan.name} QP=0x{w1 & 0xFFFFFF:06x} PSN={w2 & 0xFFFFFF}"
+    qp = w1 & 0xFFFFFF
+    head = _head_text.get(opcode << 24 | qp)
+    if head is None:
+        # "RC SEND Only QP=0x000012": a capture has few (opcode, QP) pairs and many packets
+        if len(_head_text) >= 65536:
+            _head_text.clear()
+        head = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
+    info = head + str(w2 & 0xFFFFFF)
     b4 = w1 >> 24
 
     # ICRC first: it covers everything, including headers we may fail to parse.
-    if icrc_fn is not None:
-        expected = icrc_fn(*icrc_args, icrc_off) & 0xFFFFFFFF
-        got = int.from_bytes(buf[icrc_off:end], "little")
+    if expected_icrc >= 0:
+        expected = expected_icrc
+        got = _U32LE(buf, icrc_off)[0]
         ib.icrc_ok = ok = expected == got
         icrc_layer = Layer("icrc", None, buf, icrc_off, 4)
         icrc_layer._vals = (got, ok, expected)
@@ -397,7 +435,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, icrc_fn=N
             syn = buf[pos]
             ib.aeth = (syn, (buf[pos + 1] << 16) | (buf[pos + 2] << 8) | buf[pos + 3])
             lay._fill = _fill_aeth
-            info += " " + _aeth_text(syn)
+            info += _AETH_TEXT[syn]
         elif hdr is DETH:
             ib.deth_srcqp = (buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]
         elif hdr is IMMDT:
@@ -433,7 +471,14 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, icrc_fn=N
     return ib
 
 
-_RETH_DECODE = RETH.decode
+_RETH_DECODE: Final = RETH.decode
+_head_text: Final[dict[int, str]] = {}
+_U32LE: Final = struct.Struct("<I").unpack_from
+
+
+def icrc_of(end: int, off: int, fn: Callable[..., int], *args: Any) -> int:
+    """``fn(*args, icrc_off)`` for a BTH at ``off`` whose ICRC ends at ``end``; -1 if too short to have one."""
+    return fn(*args, end - 4) & 0xFFFFFFFF if end - off >= _BTH_SIZE + 4 else -1
 
 
 def _fill_icrc(lay: Layer) -> None:
@@ -449,10 +494,12 @@ class BthLayer(Layer):
     """The BTH layer keeps its packet's IBInfo, from which its computed items are filled on demand."""
 
     __slots__ = ("ib",)
+    ib: IBInfo
 
 
 def _fill_bth(lay: Layer) -> None:
-    ib = lay.ib   # type: ignore[attr-defined]
+    assert isinstance(lay, BthLayer)
+    ib = lay.ib
     lay.add(PAYLOAD_LEN, ib.payload_end - ib.payload_off)
     pad = ib.padcnt
     if pad:
@@ -508,7 +555,7 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
         return
     ip_off = ip.off
     version = 4 if ip.proto == "ip" else 6
-    ib = dissect_bth(pkt, buf, off, end, ctx, icrc_rocev2, (buf, ip_off, version, off))
+    ib = dissect_bth(pkt, buf, off, end, ctx, icrc_of(end, off, icrc_rocev2, buf, ip_off, version, off))
     if ib is not None:
         ib.ecn = buf[ip_off + 1] & 3 if version == 4 else (buf[ip_off + 1] >> 4) & 3
 
@@ -535,7 +582,9 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     pkt.src = _ip_text(buf[ip + 12:ip + 16])
     pkt.dst = _ip_text(buf[ip + 16:ip + 20])
     pkt.proto = "RoCEv2"
-    ib = dissect_bth(pkt, buf, ip + 28, ip + 20 + ulen, ctx, icrc_rocev2, (buf, ip, 4, ip + 28))
+    bth = ip + 28
+    end = ip + 20 + ulen
+    ib = dissect_bth(pkt, buf, bth, end, ctx, icrc_rocev2(buf, ip, 4, bth, end - 4) if end - bth >= 16 else -1)
     if ib is not None:
         ib.ecn = buf[ip + 1] & 3
     return True
@@ -567,7 +616,7 @@ def dissect_grh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, lrh_off: 
             dissect_bth(pkt, buf, off + 40, end, ctx)
             return
         pkt.proto = "RoCE"
-    ib = dissect_bth(pkt, buf, off + 40, end, ctx, icrc_grh, (buf, lrh_off, off, off + 40))
+    ib = dissect_bth(pkt, buf, off + 40, end, ctx, icrc_of(end, off + 40, icrc_grh, buf, lrh_off, off, off + 40))
     if ib is not None and lrh_off < 0:
         pkt.proto = "RoCE"
 
@@ -608,21 +657,23 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         v = Layer("vcrc", None, buf, vcrc_off, 2)
         v.label = "Variant CRC"
         v.add(VCRC_VALUE, got, vcrc_off, 2)
-        v.add(VCRC_VALID, got == expected, vcrc_off, 2)
+        vcrc_ok = got == expected
+        v.add(VCRC_VALID, vcrc_ok, vcrc_off, 2)
         v.add(VCRC_EXPECTED, expected, vcrc_off, 2)
     else:
         v = None
+        vcrc_ok = True
     crc_end = vcrc_off
     if lnh == 3:
         dissect_grh(pkt, buf, off + 8, crc_end, ctx, lrh_off=off)
     elif lnh == 2:
-        dissect_bth(pkt, buf, off + 8, crc_end, ctx, icrc_local, (buf, off, off + 8))
+        dissect_bth(pkt, buf, off + 8, crc_end, ctx, icrc_of(crc_end, off + 8, icrc_local, buf, off, off + 8))
     else:
         pkt.set_info(f"LRH {LNH_NAMES[lnh]} packet")
         dissect_with(table("lrh.lnh", "LRH next header"), lnh, pkt, buf, off + 8, crc_end, ctx)
     if v is not None:
         pkt.layers.append(v)
-        if not v.items[1][1]:
+        if not vcrc_ok:
             pkt.add_expert("error", "checksum", f"Bad VCRC 0x{got:04x}, expected 0x{expected:04x}",
                            "IBTA 7.8.2: VCRC")
             pkt.add_info(f"[Bad VCRC 0x{got:04x}, expected 0x{expected:04x}]")
@@ -632,3 +683,6 @@ table("udp.port").register(4791, dissect_rocev2)
 table("linktype.fast", "Fused fast paths by link type").register(1, fast_rocev2_ipv4)
 table("ethertype").register(0x8915, dissect_rocev1)
 table("linktype").register(247, dissect_lrh)
+
+
+_AETH_TEXT: Final = tuple(" " + _aeth_text(syn) for syn in range(256))

@@ -1,16 +1,18 @@
 """IPv4 (with options) and IPv6 (with extension headers), and the IP protocol table."""
 from __future__ import annotations
 
+from typing import Final
+
 from ..fields import F, Field, Header
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 
-IP_PROTOS = {0: "HOPOPT", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6", 43: "IPv6-Route",
+IP_PROTOS: Final = {0: "HOPOPT", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6", 43: "IPv6-Route",
              44: "IPv6-Frag", 47: "GRE", 50: "ESP", 51: "AH", 58: "ICMPv6", 59: "IPv6-NoNxt", 60: "IPv6-Opts",
              132: "SCTP", 135: "Mobility", 139: "HIP", 140: "Shim6", 253: "Experimental", 254: "Experimental"}
-ECN_NAMES = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
+ECN_NAMES: Final = {0: "Not-ECT", 1: "ECT(1)", 2: "ECT(0)", 3: "CE"}
 
-IPV4 = Header("ip", "Internet Protocol Version 4", [
+IPV4: Final = Header("ip", "Internet Protocol Version 4", [
     F("version", 4, "Version"),
     F("hdr_len", 4, "Header Length", unit="words"),
     F("dsfield.dscp", 6, "Differentiated Services Codepoint"),
@@ -27,14 +29,14 @@ IPV4 = Header("ip", "Internet Protocol Version 4", [
     F("src", 32, "Source Address", "ipv4"),
     F("dst", 32, "Destination Address", "ipv4"),
 ])
-IPV4_OPTION_NAMES = {0: "End of Options List", 1: "No-Operation", 7: "Record Route", 68: "Time Stamp",
+IPV4_OPTION_NAMES: Final = {0: "End of Options List", 1: "No-Operation", 7: "Record Route", 68: "Time Stamp",
                      130: "Security", 131: "Loose Source Route", 137: "Strict Source Route", 136: "Stream ID",
                      148: "Router Alert", 149: "Selective Directed Broadcast", 82: "Traceroute"}
-OPT_TYPE = Field("ip.opt.type", 8, "Option Type", "dec", IPV4_OPTION_NAMES)
-OPT_LEN = Field("ip.opt.len", 8, "Option Length", unit="bytes")
-OPT_DATA = Field("ip.opt.data", 0, "Option Data", "bytes")
+OPT_TYPE: Final = Field("ip.opt.type", 8, "Option Type", "dec", IPV4_OPTION_NAMES)
+OPT_LEN: Final = Field("ip.opt.len", 8, "Option Length", unit="bytes")
+OPT_DATA: Final = Field("ip.opt.data", 0, "Option Data", "bytes")
 
-IPV6 = Header("ipv6", "Internet Protocol Version 6", [
+IPV6: Final = Header("ipv6", "Internet Protocol Version 6", [
     F("version", 4, "Version"),
     F("tclass.dscp", 6, "Differentiated Services Codepoint"),
     F("tclass.ecn", 2, "Explicit Congestion Notification", names=ECN_NAMES),
@@ -45,18 +47,18 @@ IPV6 = Header("ipv6", "Internet Protocol Version 6", [
     F("src", 128, "Source Address", "ipv6"),
     F("dst", 128, "Destination Address", "ipv6"),
 ])
-EXT_NXT = Field("ipv6.ext.nxt", 8, "Next Header", "dec", IP_PROTOS)
-EXT_LEN = Field("ipv6.ext.len", 8, "Header Extension Length", unit="bytes")
-EXT_DATA = Field("ipv6.ext.data", 0, "Extension Data", "bytes")
-FRAG_OFFSET = Field("ipv6.fragment.offset", 13, "Fragment Offset", unit="x8 bytes")
-FRAG_MORE = Field("ipv6.fragment.more", 1, "More Fragments", "bool")
-FRAG_ID = Field("ipv6.fragment.id", 32, "Identification", "hex")
-_IPV6_EXT = {0: "Hop-by-Hop Options", 43: "Routing", 44: "Fragment", 60: "Destination Options", 51: "Authentication",
+EXT_NXT: Final = Field("ipv6.ext.nxt", 8, "Next Header", "dec", IP_PROTOS)
+EXT_LEN: Final = Field("ipv6.ext.len", 8, "Header Extension Length", unit="bytes")
+EXT_DATA: Final = Field("ipv6.ext.data", 0, "Extension Data", "bytes")
+FRAG_OFFSET: Final = Field("ipv6.fragment.offset", 13, "Fragment Offset", unit="x8 bytes")
+FRAG_MORE: Final = Field("ipv6.fragment.more", 1, "More Fragments", "bool")
+FRAG_ID: Final = Field("ipv6.fragment.id", 32, "Identification", "hex")
+_IPV6_EXT: Final = {0: "Hop-by-Hop Options", 43: "Routing", 44: "Fragment", 60: "Destination Options", 51: "Authentication",
              135: "Mobility", 139: "HIP", 140: "Shim6"}
 
-ip_proto = table("ip.proto", "IP protocol")
-_by_proto = ip_proto.by_key
-_addr_text: dict[bytes, str] = {}
+ip_proto: Final = table("ip.proto", "IP protocol")
+_by_proto: Final = ip_proto.by_key
+_addr_text: Final[dict[bytes, str]] = {}
 
 
 def fmt_ipv4(b: bytes) -> str:
@@ -207,7 +209,7 @@ def dissect_ipv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
     dissect_with(ip_proto, nxt, pkt, buf, off, end, ctx)
 
 
-ethertype = table("ethertype")
+ethertype: Final = table("ethertype")
 ethertype.register(0x0800, dissect_ipv4)
 ethertype.register(0x86DD, dissect_ipv6)
 
@@ -228,7 +230,7 @@ def dissect_raw_ip(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> 
         pkt.set_malformed(f"raw ip: version {version} is neither 4 nor 6")
 
 
-linktype = table("linktype")
+linktype: Final = table("linktype")
 linktype.register(101, dissect_raw_ip)
 linktype.register(12, dissect_raw_ip)
 linktype.register(14, dissect_raw_ip)

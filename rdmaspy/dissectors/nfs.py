@@ -11,28 +11,28 @@ RPC facts (``RpcInfo.ddp``) so that analysis can tie chunk data to it.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 from ..fields import Field
 from ..packet import Layer, Packet
 from .onc_rpc import NULL, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .xdr import Cursor, XdrError
 
-NFS_PROG = 100003
-MOUNT_PROG = 100005
-NLM_PROG = 100021
-NFSACL_PROG = 100227
-NFS_CB_PROG = 0x40000000      # the program number Linux clients give their NFSv4 callback service
+NFS_PROG: Final = 100003
+MOUNT_PROG: Final = 100005
+NLM_PROG: Final = 100021
+NFSACL_PROG: Final = 100227
+NFS_CB_PROG: Final = 0x40000000      # the program number Linux clients give their NFSv4 callback service
 
-NFS2_PROCS = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "ROOT", 4: "LOOKUP", 5: "READLINK", 6: "READ",
+NFS2_PROCS: Final = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "ROOT", 4: "LOOKUP", 5: "READLINK", 6: "READ",
               7: "WRITECACHE", 8: "WRITE", 9: "CREATE", 10: "REMOVE", 11: "RENAME", 12: "LINK", 13: "SYMLINK",
               14: "MKDIR", 15: "RMDIR", 16: "READDIR", 17: "STATFS"}
-NFS3_PROCS = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "LOOKUP", 4: "ACCESS", 5: "READLINK", 6: "READ",
+NFS3_PROCS: Final = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "LOOKUP", 4: "ACCESS", 5: "READLINK", 6: "READ",
               7: "WRITE", 8: "CREATE", 9: "MKDIR", 10: "SYMLINK", 11: "MKNOD", 12: "REMOVE", 13: "RMDIR",
               14: "RENAME", 15: "LINK", 16: "READDIR", 17: "READDIRPLUS", 18: "FSSTAT", 19: "FSINFO",
               20: "PATHCONF", 21: "COMMIT"}
-NFS4_PROCS = {0: "NULL", 1: "COMPOUND"}
-NFS4_OPS = {
+NFS4_PROCS: Final = {0: "NULL", 1: "COMPOUND"}
+NFS4_OPS: Final = {
     3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 7: "DELEGPURGE", 8: "DELEGRETURN", 9: "GETATTR",
     10: "GETFH", 11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY",
     18: "OPEN", 19: "OPENATTR", 20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH",
@@ -46,18 +46,18 @@ NFS4_OPS = {
     61: "COPY_NOTIFY", 62: "DEALLOCATE", 63: "IO_ADVISE", 64: "LAYOUTERROR", 65: "LAYOUTSTATS",
     66: "OFFLOAD_CANCEL", 67: "OFFLOAD_STATUS", 68: "READ_PLUS", 69: "SEEK", 70: "WRITE_SAME", 71: "CLONE",
     72: "GETXATTR", 73: "SETXATTR", 74: "LISTXATTRS", 75: "REMOVEXATTR", 10044: "ILLEGAL"}
-NFS_CB_PROCS = {0: "CB_NULL", 1: "CB_COMPOUND"}
-NFS_CB_OPS = {3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
+NFS_CB_PROCS: Final = {0: "CB_NULL", 1: "CB_COMPOUND"}
+NFS_CB_OPS: Final = {3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
               8: "CB_RECALL_ANY", 9: "CB_RECALLABLE_OBJ_AVAIL", 10: "CB_RECALL_SLOT", 11: "CB_SEQUENCE",
               12: "CB_WANTS_CANCELLED", 13: "CB_NOTIFY_LOCK", 14: "CB_NOTIFY_DEVICEID", 15: "CB_OFFLOAD",
               10044: "CB_ILLEGAL"}
-MOUNT_PROCS = {0: "NULL", 1: "MNT", 2: "DUMP", 3: "UMNT", 4: "UMNTALL", 5: "EXPORT"}
-NLM_PROCS = {0: "NULL", 1: "TEST", 2: "LOCK", 3: "CANCEL", 4: "UNLOCK", 5: "GRANTED", 6: "TEST_MSG",
+MOUNT_PROCS: Final = {0: "NULL", 1: "MNT", 2: "DUMP", 3: "UMNT", 4: "UMNTALL", 5: "EXPORT"}
+NLM_PROCS: Final = {0: "NULL", 1: "TEST", 2: "LOCK", 3: "CANCEL", 4: "UNLOCK", 5: "GRANTED", 6: "TEST_MSG",
              7: "LOCK_MSG", 8: "CANCEL_MSG", 9: "UNLOCK_MSG", 10: "GRANTED_MSG", 11: "TEST_RES", 12: "LOCK_RES",
              13: "CANCEL_RES", 14: "UNLOCK_RES", 15: "GRANTED_RES", 20: "SHARE", 21: "UNSHARE", 22: "NM_LOCK",
              23: "FREE_ALL"}
-NFSACL2_PROCS = {0: "NULL", 1: "GETACL", 2: "SETACL", 3: "GETATTR", 4: "ACCESS", 5: "GETXATTRDIR"}
-NFSACL3_PROCS = {0: "NULL", 1: "GETACL", 2: "SETACL", 3: "GETXATTRDIR"}
+NFSACL2_PROCS: Final = {0: "NULL", 1: "GETACL", 2: "SETACL", 3: "GETATTR", 4: "ACCESS", 5: "GETXATTRDIR"}
+NFSACL3_PROCS: Final = {0: "NULL", 1: "GETACL", 2: "SETACL", 3: "GETXATTRDIR"}
 
 register_program(NFS_PROG, "NFS", {2: NFS2_PROCS, 3: NFS3_PROCS, 4: NFS4_PROCS})
 register_program(MOUNT_PROG, "MOUNT", {1: MOUNT_PROCS, 2: MOUNT_PROCS, 3: MOUNT_PROCS})
@@ -65,20 +65,20 @@ register_program(NLM_PROG, "NLM", {v: NLM_PROCS for v in (1, 2, 3, 4)})
 register_program(NFSACL_PROG, "NFSACL", {2: NFSACL2_PROCS, 3: NFSACL3_PROCS})
 register_program(NFS_CB_PROG, "NFS CB", {1: NFS_CB_PROCS})
 
-PROC = Field("nfs.proc", 32, "Procedure")
-STATUS = Field("nfs.status", 32, "Status")
-TAG = Field("nfs.tag", 0, "Tag", "str")
-MINORVERSION = Field("nfs.minorversion", 32, "Minor version")
-OPS_COUNT = Field("nfs.ops_count", 32, "Operations")
-OPCODE = Field("nfs.opcode", 32, "Operation", names=NFS4_OPS)
-CB_OPCODE = Field("nfs.cb.opcode", 32, "Callback operation", names=NFS_CB_OPS)
-OP_STATUS = Field("nfs.op_status", 32, "Operation status")
-CB_IDENT = Field("nfs.callback_ident", 32, "Callback identifier", "hex")
-DDP_KIND = Field("nfs.ddp.kind", 0, "DDP-eligible item", "str")
-DDP_POS = Field("nfs.ddp.position", 0, "Position in the RPC message", unit="bytes")
-DDP_LEN = Field("nfs.ddp.length", 0, "Length", unit="bytes")
-DDP_INLINE = Field("nfs.ddp.inline", 0, "Carried inline", "bool")
-UNPARSED = Field("nfs.unparsed_ops", 0, "Operations not walked", "str")
+PROC: Final = Field("nfs.proc", 32, "Procedure")
+STATUS: Final = Field("nfs.status", 32, "Status")
+TAG: Final = Field("nfs.tag", 0, "Tag", "str")
+MINORVERSION: Final = Field("nfs.minorversion", 32, "Minor version")
+OPS_COUNT: Final = Field("nfs.ops_count", 32, "Operations")
+OPCODE: Final = Field("nfs.opcode", 32, "Operation", names=NFS4_OPS)
+CB_OPCODE: Final = Field("nfs.cb.opcode", 32, "Callback operation", names=NFS_CB_OPS)
+OP_STATUS: Final = Field("nfs.op_status", 32, "Operation status")
+CB_IDENT: Final = Field("nfs.callback_ident", 32, "Callback identifier", "hex")
+DDP_KIND: Final = Field("nfs.ddp.kind", 0, "DDP-eligible item", "str")
+DDP_POS: Final = Field("nfs.ddp.position", 0, "Position in the RPC message", unit="bytes")
+DDP_LEN: Final = Field("nfs.ddp.length", 0, "Length", unit="bytes")
+DDP_INLINE: Final = Field("nfs.ddp.inline", 0, "Carried inline", "bool")
+UNPARSED: Final = Field("nfs.unparsed_ops", 0, "Operations not walked", "str")
 
 
 class _Walk:
@@ -145,7 +145,7 @@ def _sattr3(cur: Cursor) -> None:
             cur.skip(8, what)
 
 
-def _nfs3(cur: Cursor, w: _Walk, proc: int) -> None:
+def _nfs3(cur: Cursor, w: _Walk, proc: int | None) -> None:
     if not w.reply:
         if proc == 7:        # WRITE3args: file, offset, count, stable, data
             cur.skip_opaque("fh")
@@ -171,7 +171,7 @@ def _nfs3(cur: Cursor, w: _Walk, proc: int) -> None:
             w.ddp(cur, "readlink")
 
 
-def _nfs2(cur: Cursor, w: _Walk, proc: int) -> None:
+def _nfs2(cur: Cursor, w: _Walk, proc: int | None) -> None:
     if not w.reply:
         if proc == 8:        # writeargs: file(32), beginoffset, offset, totalcount, data
             cur.skip(44, "writeargs")
@@ -328,7 +328,7 @@ def _cb_program(cur: Cursor, w: _Walk) -> None:
         w.programs[prog] = dissect_nfs_cb
 
 
-_V4_ARGS: dict[int, Walker] = {
+_V4_ARGS: Final[dict[int, Walker]] = {
     3: _fixed(4), 4: _fixed(20), 5: _fixed(12), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 9: _bitmap,
     10: _void, 11: _opaque, 12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40),
     15: _opaque, 16: _void, 17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28),
@@ -402,7 +402,7 @@ def _listxattrs_res(cur: Cursor, _w: _Walk) -> None:
 
 
 # Results when the operation's status is NFS4_OK.
-_V4_RES: dict[int, Walker] = {
+_V4_RES: Final[dict[int, Walker]] = {
     3: _fixed(8), 4: _fixed(16), 5: _fixed(8), 6: _seq(_fixed(20), _bitmap), 7: _void, 8: _void, 9: _fattr4,
     10: _opaque, 11: _fixed(20), 12: _fixed(16), 13: _void, 14: _fixed(16), 15: _void, 16: _void, 17: _void,
     18: _open_res, 19: _void, 20: _fixed(16), 21: _fixed(16), 22: _void, 23: _void, 24: _void,
@@ -421,11 +421,11 @@ def _lock_denied(cur: Cursor, w: _Walk) -> None:
     _lock_owner(cur, w)
 
 
-_CB_ARGS: dict[int, Walker] = {
+_CB_ARGS: Final[dict[int, Walker]] = {
     3: _seq(_opaque, _bitmap), 4: _seq(_fixed(20), _opaque), 8: _seq(_fixed(4), _bitmap), 10: _fixed(4),
     11: _seq(_fixed(32), _array(_seq(_fixed(16), _array(_fixed(8), 8)), 20)),
 }
-_CB_RES: dict[int, Walker] = {3: _fattr4, 4: _void, 5: _void, 8: _void, 10: _void, 11: _fixed(32)}
+_CB_RES: Final[dict[int, Walker]] = {3: _fattr4, 4: _void, 5: _void, 8: _void, 10: _void, 11: _fixed(32)}
 
 
 def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
@@ -580,15 +580,15 @@ def _fill_cb(lay: Layer) -> None:
     _walk_cb(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
 
 
-_LABELS = {2: "NFSv2", 3: "NFSv3", 4: "NFSv4"}
-_U32 = struct.Struct(">I").unpack_from
-_II = struct.Struct(">II").unpack_from
+_LABELS: Final = {2: "NFSv2", 3: "NFSv3", 4: "NFSv4"}
+_U32: Final = struct.Struct(">I").unpack_from
+_II: Final = struct.Struct(">II").unpack_from
 
 
 def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     extra = pkt.extra
     info = extra.get("rpc") if extra else None
-    if info is None:
+    if info is None or extra is None:
         return
     pkt.proto = "NFS"
     vers = info.vers

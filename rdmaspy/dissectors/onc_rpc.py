@@ -17,67 +17,67 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Final
 
 from ..fields import Field
 from ..packet import Layer, Packet
 from ..registry import table
 from .xdr import Cursor, XdrError
 
-MSG_TYPES = {0: "Call", 1: "Reply"}
-REPLY_STATS = {0: "accepted", 1: "denied"}
-ACCEPT_STATS = {0: "RPC executed successfully", 1: "remote can't support program", 2: "remote can't support version",
+MSG_TYPES: Final = {0: "Call", 1: "Reply"}
+REPLY_STATS: Final = {0: "accepted", 1: "denied"}
+ACCEPT_STATS: Final = {0: "RPC executed successfully", 1: "remote can't support program", 2: "remote can't support version",
                 3: "program can't support procedure", 4: "procedure can't decode params", 5: "remote system error"}
-ACCEPT_SHORT = {0: "SUCCESS", 1: "PROG_UNAVAIL", 2: "PROG_MISMATCH", 3: "PROC_UNAVAIL", 4: "GARBAGE_ARGS",
+ACCEPT_SHORT: Final = {0: "SUCCESS", 1: "PROG_UNAVAIL", 2: "PROG_MISMATCH", 3: "PROC_UNAVAIL", 4: "GARBAGE_ARGS",
                 5: "SYSTEM_ERR"}
-REJECT_STATS = {0: "RPC_MISMATCH", 1: "AUTH_ERROR"}
-AUTH_STATS = {0: "AUTH_OK", 1: "bad credential (seal broken)", 2: "client must begin new session",
+REJECT_STATS: Final = {0: "RPC_MISMATCH", 1: "AUTH_ERROR"}
+AUTH_STATS: Final = {0: "AUTH_OK", 1: "bad credential (seal broken)", 2: "client must begin new session",
               3: "bad verifier (seal broken)", 4: "verifier expired or replayed", 5: "rejected for security reasons",
               6: "bogus response verifier", 7: "reason unknown", 13: "RPCSEC_GSS credential problem",
               14: "RPCSEC_GSS context problem"}
-AUTH_FLAVORS = {0: "AUTH_NULL", 1: "AUTH_UNIX", 2: "AUTH_SHORT", 3: "AUTH_DES", 6: "RPCSEC_GSS", 7: "AUTH_TLS",
+AUTH_FLAVORS: Final = {0: "AUTH_NULL", 1: "AUTH_UNIX", 2: "AUTH_SHORT", 3: "AUTH_DES", 6: "RPCSEC_GSS", 7: "AUTH_TLS",
                 390003: "RPCSEC_GSS_KRB5", 390004: "RPCSEC_GSS_KRB5I", 390005: "RPCSEC_GSS_KRB5P"}
-GSS_PROCS = {0: "RPCSEC_GSS_DATA", 1: "RPCSEC_GSS_INIT", 2: "RPCSEC_GSS_CONTINUE_INIT", 3: "RPCSEC_GSS_DESTROY"}
-GSS_SERVICES = {1: "rpc_gss_svc_none", 2: "rpc_gss_svc_integrity", 3: "rpc_gss_svc_privacy"}
+GSS_PROCS: Final = {0: "RPCSEC_GSS_DATA", 1: "RPCSEC_GSS_INIT", 2: "RPCSEC_GSS_CONTINUE_INIT", 3: "RPCSEC_GSS_DESTROY"}
+GSS_SERVICES: Final = {1: "rpc_gss_svc_none", 2: "rpc_gss_svc_integrity", 3: "rpc_gss_svc_privacy"}
 
 # Program numbers and procedure names: filled in by the program dissectors (nfs.py) at import.
-PROGRAM_NAMES: dict[int, str] = {100000: "Portmap", 100024: "STAT"}
-PROC_NAMES: dict[tuple[int, int], dict[int, str]] = {}
+PROGRAM_NAMES: Final[dict[int, str]] = {100000: "Portmap", 100024: "STAT"}
+PROC_NAMES: Final[dict[tuple[int, int], dict[int, str]]] = {}
 
-XID = Field("rpc.xid", 32, "XID", "hex")
-MSGTYP = Field("rpc.msgtyp", 32, "Message Type", names=MSG_TYPES)
-VERSION = Field("rpc.version", 32, "RPC Version")
-PROGRAM = Field("rpc.program", 32, "Program", names=PROGRAM_NAMES)
-PROGVERS = Field("rpc.programversion", 32, "Program Version")
-PROCEDURE = Field("rpc.procedure", 32, "Procedure")
-PROC_NAME = Field("rpc.procedure_name", 0, "Procedure name", "str")
-AUTH_FLAVOR = Field("rpc.auth.flavor", 32, "Flavor", names=AUTH_FLAVORS)
-AUTH_LENGTH = Field("rpc.auth.length", 32, "Length", unit="bytes")
-AUTH_STAMP = Field("rpc.auth.stamp", 32, "Stamp", "hex")
-AUTH_MACHINE = Field("rpc.auth.machinename", 0, "Machine Name", "str")
-AUTH_UID = Field("rpc.auth.uid", 32, "UID")
-AUTH_GID = Field("rpc.auth.gid", 32, "GID")
-AUTH_NGIDS = Field("rpc.auth.aux_gids", 32, "Auxiliary GIDs")
-AUTH_BODY = Field("rpc.auth.body", 0, "Body", "bytes")
-GSS_VERSION = Field("rpc.authgss.version", 32, "GSS Version")
-GSS_PROC = Field("rpc.authgss.procedure", 32, "GSS Procedure", names=GSS_PROCS)
-GSS_SEQ = Field("rpc.authgss.seqnum", 32, "GSS Sequence Number")
-GSS_SERVICE = Field("rpc.authgss.service", 32, "GSS Service", names=GSS_SERVICES)
-GSS_CONTEXT = Field("rpc.authgss.context", 0, "GSS Context", "bytes")
-REPLYSTAT = Field("rpc.replystat", 32, "Reply State", names=REPLY_STATS)
-ACCEPTSTAT = Field("rpc.state_accept", 32, "Accept State", names=ACCEPT_STATS)
-REJECTSTAT = Field("rpc.state_reject", 32, "Reject State", names=REJECT_STATS)
-AUTHSTAT = Field("rpc.state_auth", 32, "Auth State", names=AUTH_STATS)
-VERS_MIN = Field("rpc.version.min", 32, "RPC Version (Minimum)")
-VERS_MAX = Field("rpc.version.max", 32, "RPC Version (Maximum)")
-PVERS_MIN = Field("rpc.programversion.min", 32, "Program Version (Minimum)")
-PVERS_MAX = Field("rpc.programversion.max", 32, "Program Version (Maximum)")
-REQFRAME = Field("rpc.reqframe", 0, "Reply to the call in frame")
-TIME = Field("rpc.time", 0, "Time from call", "float", unit="seconds")
-BODY_LEN = Field("rpc.body_length", 0, "Body length", unit="bytes")
+XID: Final = Field("rpc.xid", 32, "XID", "hex")
+MSGTYP: Final = Field("rpc.msgtyp", 32, "Message Type", names=MSG_TYPES)
+VERSION: Final = Field("rpc.version", 32, "RPC Version")
+PROGRAM: Final = Field("rpc.program", 32, "Program", names=PROGRAM_NAMES)
+PROGVERS: Final = Field("rpc.programversion", 32, "Program Version")
+PROCEDURE: Final = Field("rpc.procedure", 32, "Procedure")
+PROC_NAME: Final = Field("rpc.procedure_name", 0, "Procedure name", "str")
+AUTH_FLAVOR: Final = Field("rpc.auth.flavor", 32, "Flavor", names=AUTH_FLAVORS)
+AUTH_LENGTH: Final = Field("rpc.auth.length", 32, "Length", unit="bytes")
+AUTH_STAMP: Final = Field("rpc.auth.stamp", 32, "Stamp", "hex")
+AUTH_MACHINE: Final = Field("rpc.auth.machinename", 0, "Machine Name", "str")
+AUTH_UID: Final = Field("rpc.auth.uid", 32, "UID")
+AUTH_GID: Final = Field("rpc.auth.gid", 32, "GID")
+AUTH_NGIDS: Final = Field("rpc.auth.aux_gids", 32, "Auxiliary GIDs")
+AUTH_BODY: Final = Field("rpc.auth.body", 0, "Body", "bytes")
+GSS_VERSION: Final = Field("rpc.authgss.version", 32, "GSS Version")
+GSS_PROC: Final = Field("rpc.authgss.procedure", 32, "GSS Procedure", names=GSS_PROCS)
+GSS_SEQ: Final = Field("rpc.authgss.seqnum", 32, "GSS Sequence Number")
+GSS_SERVICE: Final = Field("rpc.authgss.service", 32, "GSS Service", names=GSS_SERVICES)
+GSS_CONTEXT: Final = Field("rpc.authgss.context", 0, "GSS Context", "bytes")
+REPLYSTAT: Final = Field("rpc.replystat", 32, "Reply State", names=REPLY_STATS)
+ACCEPTSTAT: Final = Field("rpc.state_accept", 32, "Accept State", names=ACCEPT_STATS)
+REJECTSTAT: Final = Field("rpc.state_reject", 32, "Reject State", names=REJECT_STATS)
+AUTHSTAT: Final = Field("rpc.state_auth", 32, "Auth State", names=AUTH_STATS)
+VERS_MIN: Final = Field("rpc.version.min", 32, "RPC Version (Minimum)")
+VERS_MAX: Final = Field("rpc.version.max", 32, "RPC Version (Maximum)")
+PVERS_MIN: Final = Field("rpc.programversion.min", 32, "Program Version (Minimum)")
+PVERS_MAX: Final = Field("rpc.programversion.max", 32, "Program Version (Maximum)")
+REQFRAME: Final = Field("rpc.reqframe", 0, "Reply to the call in frame")
+TIME: Final = Field("rpc.time", 0, "Time from call", "float", unit="seconds")
+BODY_LEN: Final = Field("rpc.body_length", 0, "Body length", unit="bytes")
 
-rpc_program = table("rpc.program", "ONC RPC program number")
-_XID_TYPE = struct.Struct(">II")
+rpc_program: Final = table("rpc.program", "ONC RPC program number")
+_XID_TYPE: Final = struct.Struct(">II")
 
 
 class DdpItem:
@@ -149,39 +149,39 @@ class RpcInfo:
 class _Calls:
     """Calls per (flow, xid): the outstanding ones, and the most recently answered.
 
-    Outstanding calls are bounded (LIMIT) so that unanswered calls cannot grow without limit; the
-    oldest goes first.  A reply moves its call to the answered ones, themselves bounded (ANSWERED),
+    Outstanding calls are bounded (``limit``) so that unanswered calls cannot grow without limit; the
+    oldest goes first.  A reply moves its call to the answered ones, themselves bounded (``answered``),
     so that a reply seen again (retransmitted, or rebuilt from its Reply chunk) still finds its call
     while memory follows the calls in flight, not the length of the capture.  Ordered dicts drop
     their oldest entry in constant time.
     """
 
-    __slots__ = ("by_key", "answered")
-    LIMIT = 65536
-    ANSWERED = 4096
+    __slots__ = ("by_key", "answered", "limit", "answered_limit")
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = 65536, answered: int = 4096) -> None:
         # [prog, vers, proc, call frame, call time, label, program name, procedure name]
-        self.by_key: OrderedDict[tuple, Any] = OrderedDict()
-        self.answered: OrderedDict[tuple, Any] = OrderedDict()
+        self.by_key: OrderedDict[Any, Any] = OrderedDict()
+        self.answered: OrderedDict[Any, Any] = OrderedDict()
+        self.limit = limit
+        self.answered_limit = answered
 
-    def add(self, key: tuple, value: Any) -> None:
+    def add(self, key: Any, value: Any) -> None:
         d = self.by_key
         if key in d:
             del d[key]             # a call made again goes to the end
         d[key] = value
-        if len(d) > self.LIMIT:
+        if len(d) > self.limit:
             d.popitem(last=False)
         self.answered.pop(key, None)
 
-    def reply(self, key: tuple) -> Any:
+    def reply(self, key: Any) -> Any:
         """The call a reply answers, or None; the call moves to the answered ones."""
         value = self.by_key.pop(key, None)
         if value is None:
             return self.answered.get(key)
         a = self.answered
         a[key] = value
-        if len(a) > self.ANSWERED:
+        if len(a) > self.answered_limit:
             a.popitem(last=False)
         return value
 
@@ -204,7 +204,7 @@ def proc_name(prog: int | None, vers: int | None, proc: int | None) -> str | Non
     return names.get(proc)  # type: ignore[arg-type]
 
 
-def _auth(cur: Cursor, lay: Layer, label: str, info: RpcInfo | None) -> int:
+def _auth(cur: Cursor, lay: Any, label: str, info: RpcInfo | None) -> int:   # a Layer or a NullLayer
     sub = lay.child("rpc.auth", None, cur.pos, 8, label)
     start = cur.pos
     flavor = cur.u32("auth flavor")
@@ -273,7 +273,7 @@ class NullLayer:
         return self
 
 
-NULL = NullLayer()
+NULL: Final = NullLayer()
 
 
 def _walk_header(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any) -> int:
@@ -330,7 +330,7 @@ def _walk_header(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any) -> int
     return cur.pos
 
 
-def _fill(lay: Layer, buf: bytes, off: int, end: int, info: RpcInfo) -> None:
+def _fill(lay: Any, buf: bytes, off: int, end: int, info: RpcInfo) -> None:    # a Layer or a NullLayer
     scratch = RpcInfo(info.xid, info.msgtype)
     for name in ("prog", "vers", "proc", "proc_name", "call_frame", "delay"):
         setattr(scratch, name, getattr(info, name))
@@ -341,12 +341,12 @@ def _fill(lay: Layer, buf: bytes, off: int, end: int, info: RpcInfo) -> None:
     lay.add(BODY_LEN, end - body, body, end - body)
 
 
-_CALL_HEAD = struct.Struct(">IIIIIIII")   # xid, type, rpcvers, prog, vers, proc, cred flavor, cred length
-_REPLY_HEAD = struct.Struct(">IIIII")      # xid, type, reply_stat, verifier flavor, verifier length
-_U32 = struct.Struct(">I").unpack_from
-_II = struct.Struct(">II").unpack_from
-_III = struct.Struct(">III").unpack_from
-_GSS = struct.Struct(">IIIII").unpack_from
+_CALL_HEAD: Final = struct.Struct(">IIIIIIII")   # xid, type, rpcvers, prog, vers, proc, cred flavor, cred length
+_REPLY_HEAD: Final = struct.Struct(">IIIII")      # xid, type, reply_stat, verifier flavor, verifier length
+_U32: Final = struct.Struct(">I").unpack_from
+_II: Final = struct.Struct(">II").unpack_from
+_III: Final = struct.Struct(">III").unpack_from
+_GSS: Final = struct.Struct(">IIIII").unpack_from
 
 
 def _call_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
@@ -495,7 +495,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     return info
 
 
-_RDMA_PROTOS = frozenset(("", "RoCEv2", "RoCE", "InfiniBand", "RPCoRDMA", "RPC-over-RDMA"))
+_RDMA_PROTOS: Final = frozenset(("", "RoCEv2", "RoCE", "InfiniBand", "RPCoRDMA", "RPC-over-RDMA"))
 
 
 def _set_info(pkt: Packet, info: RpcInfo) -> None:

@@ -22,27 +22,31 @@ from __future__ import annotations
 
 from itertools import islice
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..fields import Field
 from ..packet import Layer, Packet
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
 
-FRAGMENT = Field("rdma.fragment", 0, "SEND fragment of a message", "bool")
-FRAG_INDEX = Field("rdma.fragment.index", 0, "Fragment number")
-REASM_FRAMES = Field("rdma.reassembled.frames", 0, "Reassembled from frames", "str")
-REASM_LEN = Field("rdma.reassembled.length", 0, "Reassembled length", unit="bytes")
-REBUILT_XID = Field("rpcrdma.rebuilt.xid", 32, "XID", "hex")
-REBUILT_FRAMES = Field("rpcrdma.rebuilt.frames", 0, "Rebuilt from frames", "str")
-REBUILT_LEN = Field("rpcrdma.rebuilt.length", 0, "Rebuilt RPC message length", unit="bytes")
-REBUILT_KIND = Field("rpcrdma.rebuilt.kind", 0, "Rebuilt from", "str")
+if TYPE_CHECKING:
+    from ..engine import Session
+    from .infiniband import IBInfo
 
-_SEND_LIMIT = 1 << 20          # a SEND message larger than this is not kept (thresholds stop at 256 KiB)
-_WANT_LIMIT = 8192             # advertised handles followed at once
-_BYTES_LIMIT = 64 << 20        # chunk data kept at once
+FRAGMENT: Final = Field("rdma.fragment", 0, "SEND fragment of a message", "bool")
+FRAG_INDEX: Final = Field("rdma.fragment.index", 0, "Fragment number")
+REASM_FRAMES: Final = Field("rdma.reassembled.frames", 0, "Reassembled from frames", "str")
+REASM_LEN: Final = Field("rdma.reassembled.length", 0, "Reassembled length", unit="bytes")
+REBUILT_XID: Final = Field("rpcrdma.rebuilt.xid", 32, "XID", "hex")
+REBUILT_FRAMES: Final = Field("rpcrdma.rebuilt.frames", 0, "Rebuilt from frames", "str")
+REBUILT_LEN: Final = Field("rpcrdma.rebuilt.length", 0, "Rebuilt RPC message length", unit="bytes")
+REBUILT_KIND: Final = Field("rpcrdma.rebuilt.kind", 0, "Rebuilt from", "str")
 
-ib_payload = table("ib.payload")
+_SEND_LIMIT: Final = 1 << 20          # a SEND message larger than this is not kept (thresholds stop at 256 KiB)
+_WANT_LIMIT: Final = 8192             # advertised handles followed at once
+_BYTES_LIMIT: Final = 64 << 20        # chunk data kept at once
+
+ib_payload: Final = table("ib.payload")
 
 
 class _Partial:
@@ -103,7 +107,7 @@ class _State:
         self.kept = 0
 
 
-def _state(ctx: Any) -> _State:
+def _state(ctx: Session) -> _State:
     return ctx.get("rdma_reassembly", _State)
 
 
@@ -116,18 +120,18 @@ def _bound(d: dict, limit: int = _WANT_LIMIT) -> None:
             del d[key]
 
 
-def _offer(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+def _offer(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
     if not try_heuristics(ib_payload, pkt, buf, off, end, ctx):
         add_data(pkt, buf, off, end)
 
 
 # --- SEND First/Middle/Last ---------------------------------------------------------------------------
-def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    ib = pkt.ib
-    pos = ib.plan.pos if ib is not None else "only"
-    if pos == "only":
+def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
+    ib: IBInfo | None = pkt.ib
+    if ib is None or ib.plan.pos == "only":
         _offer(pkt, buf, off, end, ctx)
         return
+    pos = ib.plan.pos
     st = _state(ctx)
     key = (pkt.src, pkt.dst, ib.destqp)
     psn = ib.psn
@@ -177,7 +181,7 @@ def _fragment(pkt: Packet, buf: bytes, off: int, end: int, index: int, what: str
 
 
 # --- RDMA READ and WRITE moving chunk data --------------------------------------------------------------
-def observe_read_request(pkt: Packet, ib: Any, ctx: Any) -> None:
+def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
     """BTH observer: remember READ requests that target an advertised Read chunk (their payload is empty)."""
     if ib.plan.kind != "read_request" or ib.reth is None:
         return
@@ -188,12 +192,12 @@ def observe_read_request(pkt: Packet, ib: Any, ctx: Any) -> None:
         _bound(st.read_reqs)
 
 
-def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
     add_data(pkt, buf, off, end)
-    ib = pkt.ib
+    ib: IBInfo | None = pkt.ib
     if ib is None:
         return
-    st = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.state.get("rdma_reassembly")
     if st is None or not st.read_reqs and not st.read_active:
         return
     pos = ib.plan.pos
@@ -224,7 +228,7 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any)
     _read_done(pkt, ctx, st, t)
 
 
-def _read_done(pkt: Packet, ctx: Any, st: _State, t: _Transfer) -> None:
+def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
     job = st.read_jobs.get(t.handle)
     if job is None:
         return
@@ -261,7 +265,7 @@ def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes:
     return bytes(out[:length])
 
 
-def _rebuild_call(pkt: Packet, ctx: Any, job: _ReadJob) -> None:
+def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
     """Insert each Read chunk at its position in the reduced stream (padding restored, RFC 8166 §3.5.3)."""
     msg = job.msg
     seg_data = [_segment_bytes(job.pieces[i], s.length) for i, s in enumerate(msg.reads)]
@@ -295,7 +299,7 @@ def _rebuild_call(pkt: Packet, ctx: Any, job: _ReadJob) -> None:
     _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + job.frames, kind, job.flow)
 
 
-def _rebuild_reply(pkt: Packet, ctx: Any, msg: Any, got: list, frames: list[int]) -> None:
+def _rebuild_reply(pkt: Packet, ctx: Session, msg: Any, got: list, frames: list[int]) -> None:
     """A reply whose DDP-eligible results went into Write chunks: put each chunk's data back where the
     reply's NFS walk found the reduced item (the n-th reduced item is the n-th Write chunk), padded."""
     rpc = msg.rpc
@@ -332,7 +336,7 @@ def _fill_rebuilt(lay: Layer) -> None:
     lay.add(REBUILT_KIND, kind)
 
 
-def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
+def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
                   quiet: bool = False) -> None:
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
                         f"[Rebuilt RPC message of XID 0x{msg.xid:08x}: {len(whole)} bytes from {len(frames)} frames]")
@@ -348,12 +352,12 @@ def _show_rebuilt(pkt: Packet, ctx: Any, msg: Any, whole: bytes, frames: list[in
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
-def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
+def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
     add_data(pkt, buf, off, end)
-    ib = pkt.ib
+    ib: IBInfo | None = pkt.ib
     if ib is None:
         return
-    st = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.state.get("rdma_reassembly")
     if st is None or not st.write_wants:
         return
     pos = ib.plan.pos
@@ -366,9 +370,10 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None
             return
         t = _Transfer(rkey, va, dlen, ib.psn)
     else:
-        t = st.write_active.get(akey)
-        if t is None:
+        active = st.write_active.get(akey)
+        if active is None:
             return
+        t = active
         if ib.psn != t.next_psn:
             del st.write_active[akey]
             return
@@ -423,11 +428,10 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
-    from .rpcrdma import rpc_flow
-    return rpc_flow(pkt)
+    return rpcrdma.rpc_flow(pkt)
 
 
-def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: Any) -> None:
+def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg: Any) -> None:
     """Called by the RPC-over-RDMA dissectors for each message: follow its chunks."""
     if msg.proc not in (0, 1, 2) or msg.malformed is not None:
         return
@@ -485,3 +489,7 @@ _register("send", dissect_send)
 _register("read_response", dissect_read_response)
 _register("write", dissect_write)
 infiniband.bth_observers.append(observe_read_request)
+
+
+# rpcrdma imports this module; bound last, the cycle resolves whichever is imported first.
+from . import rpcrdma  # noqa: E402

@@ -18,7 +18,7 @@ facts only when somebody asks for it.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Final, Sequence
 
 from ..fields import Field
 from ..packet import Layer, Packet
@@ -26,47 +26,47 @@ from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
 from .xdr import Cursor, XdrError, p32, p64
 
-NFS_RDMA_PORT = 20049
+NFS_RDMA_PORT: Final = 20049
 
-PROCS = {0: "RDMA_MSG", 1: "RDMA_NOMSG", 2: "RDMA_MSGP", 3: "RDMA_DONE", 4: "RDMA_ERROR"}
-ERRCODES = {1: "ERR_VERS", 2: "ERR_CHUNK"}
+PROCS: Final = {0: "RDMA_MSG", 1: "RDMA_NOMSG", 2: "RDMA_MSGP", 3: "RDMA_DONE", 4: "RDMA_ERROR"}
+ERRCODES: Final = {1: "ERR_VERS", 2: "ERR_CHUNK"}
 
-XID = Field("rpcrdma.xid", 32, "XID", "hex")
-VERSION = Field("rpcrdma.version", 32, "Version")
-CREDITS = Field("rpcrdma.credits", 32, "Credits (flow control)")
-PROC = Field("rpcrdma.proc", 32, "Message Type", names=PROCS)
-ALIGN = Field("rpcrdma.align", 32, "RDMA align", unit="bytes")
-THRESH = Field("rpcrdma.thresh", 32, "RDMA threshold", unit="bytes")
-READS_COUNT = Field("rpcrdma.reads_count", 0, "Read segments")
-READ_CHUNKS = Field("rpcrdma.read_chunks", 0, "Read chunks")
-WRITES_COUNT = Field("rpcrdma.writes_count", 0, "Write chunks")
-REPLY_COUNT = Field("rpcrdma.reply_count", 0, "Reply chunk present", "bool")
-READ_POS = Field("rpcrdma.read.segment.position", 32, "Position in XDR", unit="bytes")
-READ_HANDLE = Field("rpcrdma.read.segment.handle", 32, "RDMA handle", "hex")
-READ_LENGTH = Field("rpcrdma.read.segment.length", 32, "RDMA length", unit="bytes")
-READ_OFFSET = Field("rpcrdma.read.segment.offset", 64, "RDMA offset", "hex")
-RCHUNK_POS = Field("rpcrdma.read.chunk.position", 0, "Chunk position", unit="bytes")
-RCHUNK_SEGS = Field("rpcrdma.read.chunk.segments", 0, "Segments")
-RCHUNK_LEN = Field("rpcrdma.read.chunk.length", 0, "Chunk length", unit="bytes")
-WCHUNK_SEGS = Field("rpcrdma.write.chunk.segment_count", 32, "Segment count")
-WCHUNK_LEN = Field("rpcrdma.write.chunk.length", 0, "Chunk length", unit="bytes")
-WRITE_HANDLE = Field("rpcrdma.write.segment.handle", 32, "RDMA handle", "hex")
-WRITE_LENGTH = Field("rpcrdma.write.segment.length", 32, "RDMA length", unit="bytes")
-WRITE_OFFSET = Field("rpcrdma.write.segment.offset", 64, "RDMA offset", "hex")
-REPLY_SEGS = Field("rpcrdma.reply.segment_count", 32, "Segment count")
-REPLY_LEN = Field("rpcrdma.reply.length", 0, "Chunk length", unit="bytes")
-REPLY_HANDLE = Field("rpcrdma.reply.segment.handle", 32, "RDMA handle", "hex")
-REPLY_LENGTH = Field("rpcrdma.reply.segment.length", 32, "RDMA length", unit="bytes")
-REPLY_OFFSET = Field("rpcrdma.reply.segment.offset", 64, "RDMA offset", "hex")
-ERRCODE = Field("rpcrdma.errcode", 32, "Error code", names=ERRCODES)
-VERS_LOW = Field("rpcrdma.vers_low", 32, "Version low")
-VERS_HIGH = Field("rpcrdma.vers_high", 32, "Version high")
-SHAPE = Field("rpcrdma.shape", 0, "Message shape", "str")
-PAYLOAD_LEN = Field("rpcrdma.payload_len", 0, "RPC payload length", unit="bytes")
-HEADER_LEN = Field("rpcrdma.header_len", 0, "Transport header length", unit="bytes")
-SEND_FRAMES = Field("rpcrdma.send_frames", 0, "Reassembled from SEND frames", "str")
+XID: Final = Field("rpcrdma.xid", 32, "XID", "hex")
+VERSION: Final = Field("rpcrdma.version", 32, "Version")
+CREDITS: Final = Field("rpcrdma.credits", 32, "Credits (flow control)")
+PROC: Final = Field("rpcrdma.proc", 32, "Message Type", names=PROCS)
+ALIGN: Final = Field("rpcrdma.align", 32, "RDMA align", unit="bytes")
+THRESH: Final = Field("rpcrdma.thresh", 32, "RDMA threshold", unit="bytes")
+READS_COUNT: Final = Field("rpcrdma.reads_count", 0, "Read segments")
+READ_CHUNKS: Final = Field("rpcrdma.read_chunks", 0, "Read chunks")
+WRITES_COUNT: Final = Field("rpcrdma.writes_count", 0, "Write chunks")
+REPLY_COUNT: Final = Field("rpcrdma.reply_count", 0, "Reply chunk present", "bool")
+READ_POS: Final = Field("rpcrdma.read.segment.position", 32, "Position in XDR", unit="bytes")
+READ_HANDLE: Final = Field("rpcrdma.read.segment.handle", 32, "RDMA handle", "hex")
+READ_LENGTH: Final = Field("rpcrdma.read.segment.length", 32, "RDMA length", unit="bytes")
+READ_OFFSET: Final = Field("rpcrdma.read.segment.offset", 64, "RDMA offset", "hex")
+RCHUNK_POS: Final = Field("rpcrdma.read.chunk.position", 0, "Chunk position", unit="bytes")
+RCHUNK_SEGS: Final = Field("rpcrdma.read.chunk.segments", 0, "Segments")
+RCHUNK_LEN: Final = Field("rpcrdma.read.chunk.length", 0, "Chunk length", unit="bytes")
+WCHUNK_SEGS: Final = Field("rpcrdma.write.chunk.segment_count", 32, "Segment count")
+WCHUNK_LEN: Final = Field("rpcrdma.write.chunk.length", 0, "Chunk length", unit="bytes")
+WRITE_HANDLE: Final = Field("rpcrdma.write.segment.handle", 32, "RDMA handle", "hex")
+WRITE_LENGTH: Final = Field("rpcrdma.write.segment.length", 32, "RDMA length", unit="bytes")
+WRITE_OFFSET: Final = Field("rpcrdma.write.segment.offset", 64, "RDMA offset", "hex")
+REPLY_SEGS: Final = Field("rpcrdma.reply.segment_count", 32, "Segment count")
+REPLY_LEN: Final = Field("rpcrdma.reply.length", 0, "Chunk length", unit="bytes")
+REPLY_HANDLE: Final = Field("rpcrdma.reply.segment.handle", 32, "RDMA handle", "hex")
+REPLY_LENGTH: Final = Field("rpcrdma.reply.segment.length", 32, "RDMA length", unit="bytes")
+REPLY_OFFSET: Final = Field("rpcrdma.reply.segment.offset", 64, "RDMA offset", "hex")
+ERRCODE: Final = Field("rpcrdma.errcode", 32, "Error code", names=ERRCODES)
+VERS_LOW: Final = Field("rpcrdma.vers_low", 32, "Version low")
+VERS_HIGH: Final = Field("rpcrdma.vers_high", 32, "Version high")
+SHAPE: Final = Field("rpcrdma.shape", 0, "Message shape", "str")
+PAYLOAD_LEN: Final = Field("rpcrdma.payload_len", 0, "RPC payload length", unit="bytes")
+HEADER_LEN: Final = Field("rpcrdma.header_len", 0, "Transport header length", unit="bytes")
+SEND_FRAMES: Final = Field("rpcrdma.send_frames", 0, "Reassembled from SEND frames", "str")
 
-_HDR = struct.Struct(">IIII")
+_HDR: Final = struct.Struct(">IIII")
 
 
 class Segment:
@@ -123,7 +123,7 @@ class RpcRdmaMessage:
         self.align: int | None = None
         self.thresh: int | None = None
         self.reads: list[Segment] = []
-        self.read_chunks: list[tuple[int, list[Segment]]] = []
+        self.read_chunks: list[tuple[int | None, list[Segment]]] = []
         self.writes: list[list[Segment]] = []
         self.reply: list[Segment] | None = None
         self.errcode: int | None = None
@@ -224,12 +224,12 @@ def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str
     return msg, None
 
 
-_U32 = struct.Struct(">I").unpack_from
-_II = struct.Struct(">II").unpack_from
-_III = struct.Struct(">III").unpack_from
-_RSEG = struct.Struct(">IIIQ").unpack_from
-_SEG = struct.Struct(">IIQ").unpack_from
-_NO_CHUNKS = (0, 0, 0)
+_U32: Final = struct.Struct(">I").unpack_from
+_II: Final = struct.Struct(">II").unpack_from
+_III: Final = struct.Struct(">III").unpack_from
+_RSEG: Final = struct.Struct(">IIIQ").unpack_from
+_SEG: Final = struct.Struct(">IIQ").unpack_from
+_NO_CHUNKS: Final = (0, 0, 0)
 
 
 def _fast_segments(buf: bytes, p: int, end: int, out: list) -> int:
@@ -323,7 +323,7 @@ def _parse_v1_fast(buf: bytes, off: int, end: int, xid: int, vers: int, credits:
 
 
 # --- encoding (tests and the traffic generator build messages with these) -------------------------
-def encode_lists(reads: list = (), writes: list = (), reply: list | None = None) -> bytes:
+def encode_lists(reads: Sequence = (), writes: Sequence = (), reply: Sequence | None = None) -> bytes:
     """``reads``: (position, handle, length, offset) tuples; ``writes``: lists of (handle, length, offset);
     ``reply``: a list of (handle, length, offset) or None."""
     out = []
@@ -344,8 +344,8 @@ def encode_lists(reads: list = (), writes: list = (), reply: list | None = None)
     return b"".join(out)
 
 
-def encode_v1(xid: int, proc: int = 0, credits: int = 128, *, reads: list = (), writes: list = (),
-              reply: list | None = None, payload: bytes = b"", align: int = 0, thresh: int = 0,
+def encode_v1(xid: int, proc: int = 0, credits: int = 128, *, reads: Sequence = (), writes: Sequence = (),
+              reply: Sequence | None = None, payload: bytes = b"", align: int = 0, thresh: int = 0,
               errcode: int | None = None, vers_low: int = 1, vers_high: int = 1, version: int = 1) -> bytes:
     """An RPC-over-RDMA v1 message: transport header, then ``payload`` (the RPC message or its reduction)."""
     head = p32(xid, version, credits, proc)
@@ -393,7 +393,7 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
 
 
 # Layers made by _segment_chunk, whose names it is given: declared here for the field catalog.
-PROTOCOLS = {"rpcrdma.write_chunk": "Write chunk", "rpcrdma.write_segment": "RDMA segment",
+PROTOCOLS: Final = {"rpcrdma.write_chunk": "Write chunk", "rpcrdma.write_segment": "RDMA segment",
              "rpcrdma.reply_chunk": "Reply chunk", "rpcrdma.reply_segment": "RDMA segment"}
 
 
@@ -528,7 +528,6 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
 def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """Any version: the dissector of the NFS/RDMA port."""
     if end - off >= 8 and buf[off + 4] == 0 and buf[off + 5] == 0 and buf[off + 6] == 0 and buf[off + 7] == 2:
-        from . import rpcrdma2
         rpcrdma2.dissect_v2(pkt, buf, off, end, ctx)
         return
     msg = None
@@ -658,7 +657,6 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     if vers > 255 or proc > 255:
         return False
     if vers == 2:
-        from . import rpcrdma2
         return rpcrdma2.heuristic(pkt, buf, off, end, ctx)
     if vers != 1:
         return False
@@ -679,13 +677,14 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
             return False
         show_v1(pkt, buf, off, end, ctx, *parse_v1(buf, off, end))
         return True
-    msg = _parse_v1_fast(buf, off, end, xid, vers, credits, proc) if proc != 4 else None
-    if msg is not None:
-        err = None
+    fast = _parse_v1_fast(buf, off, end, xid, vers, credits, proc) if proc != 4 else None
+    if fast is not None:
+        msg, err = fast, None
     else:
-        msg, err = parse_v1(buf, off, end)
-    if msg is None:
-        return False
+        parsed, err = parse_v1(buf, off, end)
+        if parsed is None:
+            return False
+        msg = parsed
     if err is not None:
         # A cut RDMA_ERROR is still recognisable by its error code; anything else cut is not taken.
         if proc == 4 and msg.errcode in (1, 2) and n < 28:
@@ -717,3 +716,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
 
 table("rdmacm.port", "RC payload of RDMA-CM connections, by port").register(NFS_RDMA_PORT, dissect_rpcrdma)
 table("ib.payload").add_heuristic("rpcrdma", heuristic)
+
+
+# Version 2 builds on this module's message and chunk types; bound last, the import cycle resolves.
+from . import rpcrdma2  # noqa: E402

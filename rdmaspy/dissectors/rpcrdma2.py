@@ -17,7 +17,7 @@ RDMA2_RVRSDIR_CONT = 1 where section 5.2.5 gives 2 (2 is used here); section
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import Any, Sequence
 
 from ..fields import Field
 from ..packet import Packet
@@ -187,9 +187,9 @@ def encode_prop(which: int, value: Any) -> bytes:
 
 
 def encode(xid: int, htype: int = 0, *, max_credits: int = 128, granted: int = 128, flags: int = 0,
-           inv_handle: int = 0, reads: list = (), writes: list = (), reply: list | None = None,
+           inv_handle: int = 0, reads: Sequence = (), writes: Sequence = (), reply: Sequence | None = None,
            payload: bytes = b"", errcode: int = 1, error_args: dict[str, int] | None = None,
-           props: list[tuple[int, Any]] = (), version: int = 2, credits: int | None = None) -> bytes:
+           props: Sequence[tuple[int, Any]] = (), version: int = 2, credits: int | None = None) -> bytes:
     """An RPC-over-RDMA v2 message (draft -01).  ``credits`` overrides the max/granted split when given."""
     word = credits if credits is not None else ((max_credits & 0xFFFF) << 16) | (granted & 0xFFFF)
     head = p32(xid, version, word, htype, flags)

@@ -5,18 +5,20 @@ stream itself, keyed on the connection.
 """
 from __future__ import annotations
 
+from typing import Final
+
 from ..fields import F, Field, Header
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 
-UDP = Header("udp", "User Datagram Protocol", [
+UDP: Final = Header("udp", "User Datagram Protocol", [
     F("srcport", 16, "Source Port"),
     F("dstport", 16, "Destination Port"),
     F("length", 16, "Length", unit="bytes"),
     F("checksum", 16, "Checksum", "hex"),
 ])
 
-TCP = Header("tcp", "Transmission Control Protocol", [
+TCP: Final = Header("tcp", "Transmission Control Protocol", [
     F("srcport", 16, "Source Port"),
     F("dstport", 16, "Destination Port"),
     F("seq_raw", 32, "Sequence Number (raw)"),
@@ -36,13 +38,13 @@ TCP = Header("tcp", "Transmission Control Protocol", [
     F("checksum", 16, "Checksum", "hex"),
     F("urgent_pointer", 16, "Urgent Pointer"),
 ])
-TCP_OPTIONS = Field("tcp.options", 0, "Options", "bytes")
-TCP_LEN = Field("tcp.len", 0, "TCP Segment Len", unit="bytes")
+TCP_OPTIONS: Final = Field("tcp.options", 0, "Options", "bytes")
+TCP_LEN: Final = Field("tcp.len", 0, "TCP Segment Len", unit="bytes")
 
-udp_port = table("udp.port", "UDP port")
-_udp_ports = udp_port.by_key
-tcp_port = table("tcp.port", "TCP port")
-_TCP_FLAGS = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
+udp_port: Final = table("udp.port", "UDP port")
+_udp_ports: Final = udp_port.by_key
+tcp_port: Final = table("tcp.port", "TCP port")
+_TCP_FLAGS: Final = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
               (0x40, "ECE"), (0x80, "CWR"))
 
 
@@ -102,6 +104,6 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
 
 
-ip_proto = table("ip.proto")
+ip_proto: Final = table("ip.proto")
 ip_proto.register(17, dissect_udp)
 ip_proto.register(6, dissect_tcp)

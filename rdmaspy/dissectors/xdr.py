@@ -8,14 +8,16 @@ it never leaves the dissector.
 """
 from __future__ import annotations
 
+from typing import Final
+
 import struct
 
-_U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
-_U32x2 = struct.Struct(">II")
-_U32x4 = struct.Struct(">IIII")
-_SEG = struct.Struct(">IIQ")        # handle, length, offset: an RDMA segment
-_RSEG = struct.Struct(">IIIQ")      # position, handle, length, offset: a read segment
+_U32: Final = struct.Struct(">I")
+_U64: Final = struct.Struct(">Q")
+_U32x2: Final = struct.Struct(">II")
+_U32x4: Final = struct.Struct(">IIII")
+_SEG: Final = struct.Struct(">IIQ")        # handle, length, offset: an RDMA segment
+_RSEG: Final = struct.Struct(">IIIQ")      # position, handle, length, offset: a read segment
 
 
 class XdrError(Exception):

@@ -5,7 +5,7 @@ chunk list, IP options) maps to the list of its values in packet order.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import orjson
 
@@ -73,11 +73,12 @@ def _layer(lay: Layer, obj: dict[str, Any], multi: set[str]) -> None:
     hdr = lay.header
     if hdr is not None:
         names, conv = _plan(hdr)
-        vals = lay.values
+        vals: Sequence[Any] = lay.values
         if conv:
-            vals = list(vals)
+            conv_vals = list(vals)
             for i, f in conv:
-                vals[i] = json_value(f, vals[i])
+                conv_vals[i] = json_value(f, conv_vals[i])
+            vals = conv_vals
         if obj.keys().isdisjoint(names):
             obj.update(zip(names, vals))
         else:                      # the same header again in this packet: its values join lists

@@ -8,14 +8,23 @@ from ..packet import Layer, Packet
 from .values import text_value
 
 
+_columns: dict[tuple[str, str, str], str] = {}
+
+
 def summary_line(pkt: Packet, t0: int) -> str:
     f = pkt.frame
     info = pkt.info
     text = info[0] if len(info) == 1 else " ".join(info)
     if pkt.malformed:
         text = pkt.info_text
-    return "%7d %12.6f %15s → %-15s %-9s %5d %s" % (
-        f.num, (f.ts - t0) / 1e9, pkt.src, pkt.dst, pkt.proto, len(f.data), text)
+    key = (pkt.src, pkt.dst, pkt.proto)
+    middle = _columns.get(key)
+    if middle is None:
+        # source, destination and protocol columns: a capture has few combinations
+        if len(_columns) >= 4096:
+            _columns.clear()
+        middle = _columns[key] = "%15s → %-15s %-9s" % key
+    return "%7d %12.6f %s %5d %s" % (f.num, (f.ts - t0) / 1e9, middle, len(f.data), text)
 
 
 def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
@@ -70,7 +70,7 @@ class Capture:
         self.close()
 
 
-def _open_stream(path: str) -> tuple[BinaryIO, bytes]:
+def _open_stream(path: str) -> tuple[Any, bytes]:           # a binary file, or a GzipStream over one
     if os.path.isdir(path):
         raise CaptureError(f"{path}: is a directory, not a capture file")
     try:

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
 from . import PCAP_MAGICS, Capture
 
-CHUNK = 1 << 20
+CHUNK: Final = 1 << 20
 # libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;
 # the cap keeps a damaged length from making us allocate gigabytes.
-MAX_RECORD = 262144
-MAX_SNAPLEN_RECORD = 1 << 24
+MAX_RECORD: Final = 262144
+MAX_SNAPLEN_RECORD: Final = 1 << 24
 
 
 class PcapReader(Capture):
