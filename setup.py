@@ -7,7 +7,8 @@ pyproject.toml holds the package metadata.
   wheel is built: the same Python source, two to three times faster.  Editable installs
   (``pip install -e``) stay pure Python, so an edit takes effect at once.  Where no C compiler
   or mypyc is at hand the package installs as pure Python.  RDMASPY_COMPILE=0 skips the
-  compilation, RDMASPY_COMPILE=1 makes a failure an error.
+  compilation, RDMASPY_COMPILE=1 makes a failure an error.  With them comes
+  rdmaspy.dissectors._icrc, the RoCEv2 ICRC in C (zlib's CRC-32).
 - The extension rdmaspy.traffic._hotpath is built only where the libibverbs and librdmacm
   headers exist (rdma-core's -dev packages); elsewhere ``rdmaspy serve/load`` say that this
   machine has no native RDMA path and point to the lab.  RDMASPY_NATIVE=0 skips it,
@@ -55,7 +56,9 @@ def _compiled_modules() -> list:
             raise SystemExit("RDMASPY_COMPILE=1 but mypyc is not installed (pip install mypy)")
         return []
     try:
-        return mypycify(COMPILED, opt_level="3", debug_level="0", group_name="rdmaspy")
+        return mypycify(COMPILED, opt_level="3", debug_level="0", group_name="rdmaspy") + [
+            Extension("rdmaspy.dissectors._icrc", ["rdmaspy/dissectors/_icrc.c"], libraries=["z"],
+                      extra_compile_args=["-O2"])]
     except (Exception, SystemExit) as exc:      # mypy refused a module: build the pure package
         if want == "1":
             raise

@@ -8,7 +8,12 @@ Builds (once, cached in benchmarks/out/) captures of the NFSv3-over-RDMA workloa
   rdmaspy flows FILE           (analysis; when the flows command exists)
 and prints packets per second, the ratios, and peak memory (RSS) of each.
 
+rdmaspy is measured as ``pip install .`` installs it: the per-packet path compiled with mypyc
+(built from the working tree into benchmarks/out/compiled by scripts/compiled_tree.py).
+``--build pure`` measures the Python source instead, ``--build installed`` the rdmaspy on PATH.
+
     python3 benchmarks/decode_bench.py [--sizes 100000,1000000] [--repeat 1] [--skip-ek-above N]
+                                       [--build compiled|pure|installed]
 """
 from __future__ import annotations
 
@@ -37,7 +42,30 @@ def capture_for(size: int, out: Path) -> Path:
     return path
 
 
+BUILD = {"tree": None}      # the directory whose rdmaspy runs (None: the installed command)
+
+
+def use_build(kind: str, out: Path) -> str:
+    """Choose what ``rdmaspy`` means in this run; returns a description."""
+    if kind == "installed":
+        BUILD["tree"] = None
+        return f"installed: {shutil.which('rdmaspy') or 'python -m rdmaspy'}"
+    if kind == "pure":
+        BUILD["tree"] = str(HERE.parent)
+        return f"pure Python from {HERE.parent}"
+    res = subprocess.run([sys.executable, str(HERE.parent / "scripts" / "compiled_tree.py"), str(out / "compiled")],
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(res.stderr.strip() or "the compiled build failed")
+    BUILD["tree"] = res.stdout.strip()
+    return f"compiled with mypyc (as pip install . builds it), in {BUILD['tree']}"
+
+
 def rdmaspy_cmd(*args: str) -> list[str]:
+    tree = BUILD["tree"]
+    if tree is not None:
+        # -P: the current directory (a checkout, pure Python) must not come before the tree
+        return ["env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "rdmaspy", *args]
     exe = shutil.which("rdmaspy")
     return [exe, *args] if exe else [sys.executable, "-m", "rdmaspy", *args]
 
@@ -60,12 +88,15 @@ def main() -> int:
     ap.add_argument("--skip-ek-above", type=int, default=10**9,
                     help="skip tshark -T ek for captures larger than this (it is slow)")
     ap.add_argument("--out", default=str(HERE / "out"))
+    ap.add_argument("--build", choices=("compiled", "pure", "installed"), default="compiled",
+                    help="which rdmaspy to measure (default: compiled, as pip install . builds it)")
     args = ap.parse_args()
     if not shutil.which("tshark"):
         print("tshark is needed: apt-get install -y tshark", file=sys.stderr)
         return 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    print("rdmaspy:", use_build(args.build, out), flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
     flows = has_command("flows")
     results: dict[int, dict[str, Run]] = {}

@@ -303,6 +303,13 @@ def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) 
     return _crc32(memoryview(buf)[bth + 5:icrc_off], _crc32(h, _CRC_FF8))
 
 
+try:        # the same function in C, built with the compiled decoder (setup.py)
+    from ._icrc import icrc_rocev2 as _icrc_rocev2_c  # type: ignore[import-not-found]
+except ImportError:
+    _icrc_rocev2_c = None
+ICRC_ROCEV2: Final[Callable[..., int]] = _icrc_rocev2_c or icrc_rocev2
+
+
 def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) -> int:
     """ICRC with a GRH (RoCEv1, or native IB with LNH=3).
 
@@ -555,7 +562,7 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
         return
     ip_off = ip.off
     version = 4 if ip.proto == "ip" else 6
-    ib = dissect_bth(pkt, buf, off, end, ctx, icrc_of(end, off, icrc_rocev2, buf, ip_off, version, off))
+    ib = dissect_bth(pkt, buf, off, end, ctx, icrc_of(end, off, ICRC_ROCEV2, buf, ip_off, version, off))
     if ib is not None:
         ib.ecn = buf[ip_off + 1] & 3 if version == 4 else (buf[ip_off + 1] >> 4) & 3
 
@@ -584,7 +591,7 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     pkt.proto = "RoCEv2"
     bth = ip + 28
     end = ip + 20 + ulen
-    ib = dissect_bth(pkt, buf, bth, end, ctx, icrc_rocev2(buf, ip, 4, bth, end - 4) if end - bth >= 16 else -1)
+    ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4) if end - bth >= 16 else -1)
     if ib is not None:
         ib.ecn = buf[ip + 1] & 3
     return True

@@ -1,0 +1,102 @@
+"""The compiled decoder (``pip install .`` compiles the per-packet path with mypyc) says exactly what
+the Python source says.
+
+The rest of the suite runs on the editable, pure-Python install.  Here the working tree is built
+as a wheel builds it (scripts/compiled_tree.py), every shipped capture and fixture is decoded by
+both, and the outputs must be the same bytes: summary lines, the ``-V`` tree, JSON, the expert
+list and the flows.  mypyc checks annotations at run time, so a value of another type than its
+annotation says (a None where the code promised a class) fails in the compiled build only: the
+fuzz tests run there too.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import CAPTURES, FIXTURES, ROOT
+
+MODES = {
+    "summary": ["decode"],
+    "tree": ["decode", "-V"],
+    "json": ["decode", "-T", "json"],
+    "expert": ["expert", "-n", "0"],
+    "flows": ["flows", "-T", "jsonl"],
+}
+
+# Decodes every file in every mode in one process and prints {file: {mode: sha256}}.
+_DIGESTS = r"""
+import contextlib, hashlib, io, json, sys
+from rdmaspy.cli import main
+modes = json.loads(sys.argv[1])
+out = {}
+for path in sys.argv[2:]:
+    for mode, argv in modes.items():
+        buf = io.BytesIO()
+        text = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
+        err = io.StringIO()
+        with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
+            try:
+                rc = main([*argv, path])
+            except SystemExit as exc:
+                rc = exc.code
+        text.flush()
+        out.setdefault(path, {})[mode] = [rc, hashlib.sha256(buf.getvalue()).hexdigest(), err.getvalue()]
+print(json.dumps(out))
+"""
+
+
+def _files() -> list[str]:
+    files = sorted(str(p) for p in CAPTURES.glob("*.pcap*"))
+    files += sorted(str(p) for p in FIXTURES.glob("*.pcap*"))
+    return files
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory) -> Path:
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.fail("no C compiler: scripts/test installs gcc")
+    dest = tmp_path_factory.mktemp("compiled") / "tree"
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "compiled_tree.py"), str(dest)],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return dest
+
+
+def _digests(cwd: Path) -> dict:
+    res = subprocess.run([sys.executable, "-c", _DIGESTS, json.dumps(MODES), *_files()], cwd=cwd,
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)
+
+
+def test_the_per_packet_modules_are_really_compiled(compiled):
+    probe = "import rdmaspy.packet, rdmaspy.dissectors.infiniband as ib, rdmaspy.pipeline as p, " \
+            "rdmaspy.dissectors._icrc as c; print(ib.__file__); print(p.__file__); print(c.__file__)"
+    res = subprocess.run([sys.executable, "-c", probe], cwd=compiled, capture_output=True, text=True, check=True)
+    paths = res.stdout.split()
+    assert paths and all(p.startswith(str(compiled)) and not p.endswith(".py") for p in paths), paths
+
+
+def test_every_capture_decodes_to_the_same_bytes_compiled_and_pure(compiled):
+    pure, comp = _digests(ROOT), _digests(compiled)
+    assert set(pure) == set(comp) and len(pure) >= 40
+    differ = [(Path(f).name, mode) for f in pure for mode in MODES if pure[f][mode] != comp[f][mode]]
+    assert not differ, differ
+
+
+def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
+    for d in ("tests", "captures"):
+        if not (compiled / d).exists():
+            shutil.copytree(ROOT / d, compiled / d, ignore=shutil.ignore_patterns("__pycache__"))
+    suites = ["tests/test_dissectors_no_exception.py", "tests/test_rpcrdma_fuzz.py", "tests/test_iwarp_fuzz.py",
+              "tests/test_readers_fuzz.py", "tests/test_readers_damage.py", "tests/test_engine_fast_path.py",
+              "tests/test_icrc.py"]
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
+                         cwd=compiled, capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stdout[-4000:]
