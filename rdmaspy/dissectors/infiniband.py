@@ -304,7 +304,7 @@ def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) 
 
 
 try:        # the same function in C, built with the compiled decoder (setup.py)
-    from ._icrc import icrc_rocev2 as _icrc_rocev2_c  # type: ignore[import-not-found]
+    from ._icrc import icrc_rocev2 as _icrc_rocev2_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:
     _icrc_rocev2_c = None
 ICRC_ROCEV2: Final[Callable[..., int]] = _icrc_rocev2_c or icrc_rocev2
