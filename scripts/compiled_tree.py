@@ -52,6 +52,8 @@ def build(dest: Path) -> Path:
     if res.returncode != 0:
         tail = "\n".join((res.stdout + res.stderr).splitlines()[-30:])
         raise SystemExit(f"compiled build failed in {dest}:\n{tail}")
+    # pip byte-compiles what it installs: so does this tree (the modules that stay Python)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest / "rdmaspy")], check=True)
     stamp.write_text(want)
     return dest
 

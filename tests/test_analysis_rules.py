@@ -223,6 +223,23 @@ def test_first_version_2_message_over_1024_bytes():
     assert _conv(build) == ["rpcrdma.initial_size"]
 
 
+def test_err_vers_answering_a_connprop_is_the_fallback_not_a_stray_reply():
+    # draft-01: a version 1 peer answers the client's RDMA2_CONNPROP with ERR_VERS; the client goes on in v1.
+    def build(w):
+        w.send(CLIENT, rpcrdma2.encode(0x7, 5, max_credits=32, granted=16, props=[(1, 4096)]))
+        w.send(SERVER, rpcrdma.encode_v1(0x7, 4, 8, errcode=1, vers_low=1, vers_high=1))
+        _v1_pair(w, 0x8)
+    assert _conv(build) == []
+
+
+def test_err_vers_for_another_xid_than_the_connprop_is_still_a_stray_reply():
+    def build(w):
+        w.send(CLIENT, rpcrdma2.encode(0x7, 5, max_credits=32, granted=16, props=[(1, 4096)]))
+        w.send(SERVER, rpcrdma.encode_v1(0x9, 4, 8, errcode=1, vers_low=1, vers_high=1))
+        _v1_pair(w, 0x8)
+    assert _conv(build) == ["transaction.reply_without_call"]
+
+
 def test_connprop_after_the_last_one():
     def build(w):
         w.send(CLIENT, rpcrdma2.encode(0, 5, max_credits=32, granted=16, props=[(1, 4096)]))

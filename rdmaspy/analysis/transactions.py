@@ -187,7 +187,7 @@ class ConnState:
     __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active",
                  "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
-                 "unanswered", "emit", "messages", "discard", "broken")
+                 "unanswered", "emit", "messages", "discard", "broken", "connprops")
 
     def __init__(self, conn: Any, emit: Any) -> None:
         self.conn = conn
@@ -208,6 +208,9 @@ class ConnState:
         self.continuing: dict[str, tuple[int, int]] = {}
         self.discard: dict[str, int] = {}       # direction -> XID of a broken continuation still to drop
         self.broken: set[int] = set()           # XIDs of broken continuations (their INVAL_CONT is expected)
+        # (direction, XID) of RDMA2_CONNPROP messages not answered yet: a version 1 peer answers one
+        # with RDMA_ERROR ERR_VERS (the v2 client then falls back), which is no reply to an RPC call.
+        self.connprops: dict[tuple[str, int], int] = {}
         self.v2_first_seen = False
         self.v2_recv: dict[str, int] = {}
         self.rpcrdma = False
@@ -357,6 +360,8 @@ class Transactions:
                 led.refreshes += 1
                 self.report(cr.REFRESH, frame, ts, conn=st.conn_id, xid=msg.xid, pkt=pkt, granted=msg.granted,
                             max_outstanding=msg.max_credits)
+        if kind == "connprop" and len(st.connprops) < 64:
+            st.connprops[(d, msg.xid)] = frame
         if kind == "call":
             self._call(st, pkt, msg, d)
         elif kind == "reply":
@@ -434,6 +439,11 @@ class Transactions:
         if txn is None and msg.version == 2 and msg.proc == 4 and msg.errcode == 5 and xid in st.broken:
             # RDMA2_ERR_INVAL_CONT answering a continuation its receiver dropped: no call to match.
             st.broken.discard(xid)
+            rr.check_message(self, st, pkt, msg, d, True)
+            return
+        if txn is None and msg.proc == 4 and st.connprops.pop((cd, xid), None) is not None:
+            # An error answering an RDMA2_CONNPROP: ERR_VERS from a version 1 peer, or an RDMA2_ERROR.
+            self.cur = None
             rr.check_message(self, st, pkt, msg, d, True)
             return
         if txn is None or txn.reply_msg is not None:
