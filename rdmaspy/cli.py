@@ -97,9 +97,9 @@ def _decode_to_stdout(args: argparse.Namespace, packets: Iterator) -> None:
         if not (verbose or hexdump):
             from .pipeline import write_summaries
             try:
-                write_summaries(packets, sys.stdout.write, _with_findings if flag else None)
+                write_summaries(packets, sys.stdout.buffer.write, _with_findings_bytes if flag else None)
             finally:
-                sys.stdout.flush()
+                sys.stdout.buffer.flush()
             return
         emit, flush = _out_writer()
         try:
@@ -118,6 +118,10 @@ def _decode_to_stdout(args: argparse.Namespace, packets: Iterator) -> None:
                     emit("")
         finally:
             flush()
+
+
+def _with_findings_bytes(line: bytes, pkt) -> bytes:
+    return _with_findings(line.decode(), pkt).encode()
 
 
 def _with_findings(line: str, pkt) -> str:

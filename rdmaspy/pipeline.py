@@ -5,16 +5,21 @@ loop runs once per packet, and at a few hundred thousand packets a second its ow
 """
 from __future__ import annotations
 
+import gc
 from typing import Any, Callable, Iterable, Iterator
 
 from .engine import Engine
 from .packet import Frame, Packet
-from .output.text import summary_line
+from .output.text import summary_bytes
 
 
 def packets(frames: Iterable[Frame], engine: Engine, feed: Callable[[Packet], Any] | None,
             finish: Callable[[], Any] | None, matcher: Any, count: int) -> Iterator[tuple[Packet, int]]:
     """(packet, ts of the first frame) for each packet shown; ``count`` 0 means all."""
+    # What is loaded by now (modules, declarations, tables) lives as long as the process: keep the
+    # cycle collector off it, and let it run less often: packets are freed by their reference counts.
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 100)
     t0 = -1
     shown = 0
     dissect = engine.dissect
@@ -34,20 +39,20 @@ def packets(frames: Iterable[Frame], engine: Engine, feed: Callable[[Packet], An
         finish()
 
 
-def write_summaries(pairs: Iterable[tuple[Packet, int]], write: Callable[[str], Any],
-                    annotate: Callable[[str, Packet], str] | None = None) -> None:
-    """One summary line per packet, written in blocks (``annotate`` adds the analysis findings)."""
-    buf: list[str] = []
+def write_summaries(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any],
+                    annotate: Callable[[bytes, Packet], bytes] | None = None) -> None:
+    """One summary line per packet in UTF-8, written in blocks (``annotate`` adds the analysis findings)."""
+    buf: list[bytes] = []
     for pkt, t0 in pairs:
-        line = summary_line(pkt, t0)
+        line = summary_bytes(pkt, t0)
         buf.append(line if annotate is None else annotate(line, pkt))
         if len(buf) >= 2048:
-            buf.append("")
-            write("\n".join(buf))
+            buf.append(b"")
+            write(b"\n".join(buf))
             buf.clear()
     if buf:
-        buf.append("")
-        write("\n".join(buf))
+        buf.append(b"")
+        write(b"\n".join(buf))
 
 
 def write_json_lines(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any]) -> None:

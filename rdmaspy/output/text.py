@@ -8,10 +8,14 @@ from ..packet import Layer, Packet
 from .values import text_value
 
 
-_columns: dict[tuple[str, str, str], str] = {}
+_columns: dict[tuple[str, str, str], bytes] = {}
 
 
-def summary_line(pkt: Packet, t0: int) -> str:
+def summary_bytes(pkt: Packet, t0: int) -> bytes:
+    """The summary line in UTF-8, as it is written out.
+
+    Bytes rather than text: the arrow between the addresses would make every line a two-byte-per-
+    character string, to be widened, joined and encoded again line by line."""
     f = pkt.frame
     info = pkt.info
     text = info[0] if len(info) == 1 else " ".join(info)
@@ -23,14 +27,19 @@ def summary_line(pkt: Packet, t0: int) -> str:
         # source, destination and protocol columns: a capture has few combinations
         if len(_columns) >= 4096:
             _columns.clear()
-        middle = _columns[key] = "%15s → %-15s %-9s" % key
+        middle = _columns[key] = ("%15s → %-15s %-9s" % key).encode()
     d = f.ts - t0
     if 0 <= d < 1_000_000_000_000 and d % 1000 != 500:
         # Microseconds in integers, as %12.6f of d/1e9 would print them (no tie, so the same rounding):
         # cheaper than formatting a float.
         us = (d + 500) // 1000
-        return "%7d %5d.%06d %s %5d %s" % (f.num, us // 1_000_000, us % 1_000_000, middle, len(f.data), text)
-    return "%7d %12.6f %s %5d %s" % (f.num, d / 1e9, middle, len(f.data), text)
+        return b"%7d %5d.%06d %s %5d %s" % (f.num, us // 1_000_000, us % 1_000_000, middle, len(f.data),
+                                            text.encode())
+    return b"%7d %12.6f %s %5d %s" % (f.num, d / 1e9, middle, len(f.data), text.encode())
+
+
+def summary_line(pkt: Packet, t0: int) -> str:
+    return summary_bytes(pkt, t0).decode()
 
 
 def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
