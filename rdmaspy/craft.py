@@ -229,6 +229,16 @@ def _crc_bth_on(crc: int, t: bytes) -> int:
 
 # --- RoCEv2 -----------------------------------------------------------------------------------------------
 @lru_cache(maxsize=8192)
+def inet_checksum(data: bytes) -> int:
+    """The Internet checksum (RFC 1071): ones' complement of the ones' complement sum of 16-bit words."""
+    if len(data) % 2:
+        data += b"\0"
+    s = sum(struct.unpack(f">{len(data) // 2}H", data))
+    while s >> 16:
+        s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
 def _rocev2_prefix(version: int, src: Any, dst: Any, smac: Any, dmac: Any, sport: int, dport: int, tlen: int,
                    dscp: int, ecn: int, ttl: int, ip_id: int, df: int, flow: int, udp_checksum: int,
                    vlan: int | None) -> tuple[bytes, int]:
@@ -237,10 +247,7 @@ def _rocev2_prefix(version: int, src: Any, dst: Any, smac: Any, dmac: Any, sport
     if version == 4:
         iph = bytearray(_pack_ip4(version=4, hdr_len=5, dscp=dscp, ecn=ecn, len=20 + udp_len, id=ip_id, df=df,
                                   ttl=ttl, proto=17, src=ip_bytes(src, 4), dst=ip_bytes(dst, 4)))
-        s = sum(struct.unpack(">10H", iph))
-        s = (s & 0xFFFF) + (s >> 16)
-        s = (s & 0xFFFF) + (s >> 16)
-        iph[10:12] = (~s & 0xFFFF).to_bytes(2, "big")
+        iph[10:12] = inet_checksum(bytes(iph)).to_bytes(2, "big")
         etype = ETHERTYPE_IPV4
         masked = bytearray(iph)
         masked[1] = 0xFF

@@ -39,32 +39,30 @@ def packets(frames: Iterable[Frame], engine: Engine, feed: Callable[[Packet], An
         finish()
 
 
-def write_summaries(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any],
-                    annotate: Callable[[bytes, Packet], bytes] | None = None) -> None:
-    """One summary line per packet in UTF-8, written in blocks (``annotate`` adds the analysis findings)."""
+def _write_blocks(lines: Iterator[bytes], write: Callable[[bytes], Any], block: int) -> None:
+    """Lines joined and written ``block`` at a time: one write per block, not per line."""
     buf: list[bytes] = []
-    for pkt, t0 in pairs:
-        line = summary_bytes(pkt, t0)
-        buf.append(line if annotate is None else annotate(line, pkt))
-        if len(buf) >= 2048:
+    for line in lines:
+        buf.append(line)
+        if len(buf) >= block:
             buf.append(b"")
             write(b"\n".join(buf))
             buf.clear()
     if buf:
         buf.append(b"")
         write(b"\n".join(buf))
+
+
+def write_summaries(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any],
+                    annotate: Callable[[bytes, Packet], bytes] | None = None) -> None:
+    """One summary line per packet in UTF-8 (``annotate`` adds the analysis findings)."""
+    if annotate is None:
+        _write_blocks((summary_bytes(pkt, t0) for pkt, t0 in pairs), write, 2048)
+    else:
+        _write_blocks((annotate(summary_bytes(pkt, t0), pkt) for pkt, t0 in pairs), write, 2048)
 
 
 def write_json_lines(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any]) -> None:
-    """One JSON object per packet and line (``-T json``), written in blocks."""
+    """One JSON object per packet and line (``-T json``)."""
     from .output.jsonout import packet_json
-    buf: list[bytes] = []
-    for pkt, t0 in pairs:
-        buf.append(packet_json(pkt, t0))
-        if len(buf) >= 1024:
-            buf.append(b"")
-            write(b"\n".join(buf))
-            buf.clear()
-    if buf:
-        buf.append(b"")
-        write(b"\n".join(buf))
+    _write_blocks((packet_json(pkt, t0) for pkt, t0 in pairs), write, 1024)

@@ -27,18 +27,9 @@ def _decode(path) -> list[Packet]:
         return [eng.dissect(fr) for fr in cap]
 
 
-def _checksum(b: bytes) -> int:
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack(f">{len(b) // 2}H", b))
-    while s >> 16:
-        s = (s & 0xFFFF) + (s >> 16)
-    return ~s & 0xFFFF
-
-
 def _ipv4(proto: int, payload: bytes, src=b"\xc0\x00\x02\x01", dst=b"\xc0\x00\x02\x02") -> bytes:
     hdr = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(payload), 1, 0, 64, proto, 0, src, dst)
-    hdr = hdr[:10] + struct.pack(">H", _checksum(hdr)) + hdr[12:]
+    hdr = hdr[:10] + struct.pack(">H", craft.inet_checksum(hdr)) + hdr[12:]
     return hdr + payload
 
 
@@ -48,7 +39,7 @@ def _eth(etype: int, body: bytes) -> bytes:
 
 def _icmp(itype: int, code: int, rest: bytes, data: bytes) -> bytes:
     msg = struct.pack(">BBH", itype, code, 0) + rest + data
-    return msg[:2] + struct.pack(">H", _checksum(msg)) + msg[4:]
+    return msg[:2] + struct.pack(">H", craft.inet_checksum(msg)) + msg[4:]
 
 
 def _ipv6(nxt: int, payload: bytes, src: bytes, dst: bytes) -> bytes:

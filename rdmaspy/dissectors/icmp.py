@@ -105,6 +105,17 @@ def _quoted(lay: Layer, buf: bytes, off: int, end: int) -> str:
     return f" for {name} {src} → {dst}"
 
 
+def _echo(lay: Layer, buf: bytes, off: int, end: int, fields: tuple[Field, Field, Field]) -> str:
+    """Identifier, sequence number and data of an echo (or timestamp) message; its summary text."""
+    ident_f, seq_f, data_f = fields
+    ident, seq = (buf[off + 4] << 8) | buf[off + 5], (buf[off + 6] << 8) | buf[off + 7]
+    lay.add(ident_f, ident, off + 4, 2)
+    lay.add(seq_f, seq, off + 6, 2)
+    if end > off + 8:
+        lay.add(data_f, bytes(buf[off + 8:end]), off + 8, end - off - 8)
+    return f" id=0x{ident:04x}, seq={seq}"
+
+
 def dissect_icmp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
     pkt.proto = "ICMP"
     if end - off < 8:
@@ -116,11 +127,7 @@ def dissect_icmp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
     w1, w2 = (buf[off + 4] << 8) | buf[off + 5], (buf[off + 6] << 8) | buf[off + 7]
     text = ICMP_TYPES.get(itype, f"Type {itype}") + _code_text(_ICMP_CODES, itype, code)
     if itype in (0, 8, 13, 14):
-        lay.add(ICMP_IDENT, w1, off + 4, 2)
-        lay.add(ICMP_SEQ, w2, off + 6, 2)
-        text += f" id=0x{w1:04x}, seq={w2}"
-        if end > off + 8:
-            lay.add(ICMP_DATA, bytes(buf[off + 8:end]), off + 8, end - off - 8)
+        text += _echo(lay, buf, off, end, (ICMP_IDENT, ICMP_SEQ, ICMP_DATA))
     elif itype == 5:
         lay.add(ICMP_GATEWAY, bytes(buf[off + 4:off + 8]), off + 4, 4)
     elif itype == 3 and code == 4:
@@ -150,12 +157,7 @@ def dissect_icmpv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> 
         pkt.set_info(text)
         return
     if itype in (128, 129):
-        w1, w2 = (buf[off + 4] << 8) | buf[off + 5], (buf[off + 6] << 8) | buf[off + 7]
-        lay.add(ICMPV6_IDENT, w1, off + 4, 2)
-        lay.add(ICMPV6_SEQ, w2, off + 6, 2)
-        text += f" id=0x{w1:04x}, seq={w2}"
-        if end > off + 8:
-            lay.add(ICMPV6_DATA, bytes(buf[off + 8:end]), off + 8, end - off - 8)
+        text += _echo(lay, buf, off, end, (ICMPV6_IDENT, ICMPV6_SEQ, ICMPV6_DATA))
     elif itype in _ERRORS_V6:
         word = int.from_bytes(buf[off + 4:off + 8], "big")
         field = {2: ICMPV6_MTU, 4: ICMPV6_POINTER}.get(itype, ICMPV6_RESERVED)
