@@ -4,7 +4,7 @@ the Python source says.
 The rest of the suite runs on the editable, pure-Python install.  Here the working tree is built
 as a wheel builds it (scripts/compiled_tree.py), every shipped capture and fixture is decoded by
 both, and the outputs must be the same bytes: summary lines, the ``-V`` tree, JSON, the expert
-list and the flows.  mypyc checks annotations at run time, so a value of another type than its
+list, the flows, the conversations and the statistics.  mypyc checks annotations at run time, so a value of another type than its
 annotation says (a None where the code promised a class) fails in the compiled build only: the
 fuzz tests run there too.
 """
@@ -27,6 +27,8 @@ MODES = {
     "json": ["decode", "-T", "json"],
     "expert": ["expert", "-n", "0"],
     "flows": ["flows", "-T", "jsonl"],
+    "conversations": ["conversations"],
+    "stats": ["stats"],
 }
 
 # Decodes every file in every mode in one process and prints {file: {mode: sha256}}.
