@@ -200,3 +200,39 @@ def test_cm_path_mtu_above_what_the_wire_shows_does_not_invent_losses_after_read
     for responder_read in (False, True):
         res = analyse_frames(ab.scenario_v1(responder_read=responder_read))
         assert [f.rule_def.id for f in res.findings if f.rule_def.id.startswith("ib.")] == []
+
+
+def test_two_rpcrdma_sends_in_one_iwarp_segment_are_two_transactions():
+    """iWARP packs FPDUs into TCP segments as the stream goes: one segment may carry two Sends, each an
+    RPC-over-RDMA message.  Both calls and both replies count, and each reply keeps its own Send With
+    Invalidate STag."""
+    import iwarp_build as iw
+    from rdmaspy.dissectors import onc_rpc, rpcrdma
+    from rdmaspy.dissectors.xdr import p32
+
+    c = iw.Direction(iw.CLIENT, 40001, iw.SERVER, 20049, 5000)
+    s = iw.Direction(iw.SERVER, 20049, iw.CLIENT, 40001, 9000)
+    frames = c.segments(iw.reqrep(True, 0x10, 2, iw.ird_ord(16, 8) + bytes.fromhex("f6ab0e1801010303")))
+    frames += s.segments(iw.reqrep(False, 0x10, 2, iw.ird_ord(8, 16) + bytes.fromhex("f6ab0e1801010303")))
+
+    def call(xid: int, **chunks) -> bytes:
+        return rpcrdma.encode_v1(xid, 0, 32, payload=onc_rpc.encode_call(xid, 100003, 3, 0, b"", (0, b"")),
+                                 **chunks)
+
+    def reply(xid: int) -> bytes:
+        return rpcrdma.encode_v1(xid, 0, 32, payload=onc_rpc.encode_reply(xid, p32(0)))
+
+    # a first call alone (no second one before the server grants credits), then two in one segment
+    frames += c.segments(c.fpdu(iw.untagged(3, 0, 1, 0, call(0x10))))
+    frames += s.segments(s.fpdu(iw.untagged(3, 0, 1, 0, reply(0x10))))
+    calls = c.fpdu(iw.untagged(3, 0, 2, 0, call(0x11))) + \
+        c.fpdu(iw.untagged(3, 0, 3, 0, call(0x12, reply=[(0xBEEF, 1024, 0x1000)])))
+    frames += c.segments(calls, [len(calls)])
+    replies = s.fpdu(iw.untagged(3, 0, 2, 0, reply(0x11))) + s.fpdu(iw.untagged(6, 0, 3, 0, reply(0x12), word=0xBEEF))
+    frames += s.segments(replies, [len(replies)])
+    res = analyse_frames([(i * 1000, f) for i, f in enumerate(frames)])
+    assert res.rules() == []
+    txns = {t["xid"]: t for t in res.transactions}
+    assert set(txns) == {0x10, 0x11, 0x12}
+    assert all(t["state"] == "complete" for t in txns.values())
+    assert txns[0x12]["reply"]["invalidated"] == 0xBEEF and txns[0x11]["reply"]["invalidated"] is None

@@ -291,11 +291,19 @@ class Transactions:
         elif extra:
             iws = extra.get("iwarp")
             if iws:
+                # In stream order: a segment may carry RDMA Writes and several Sends, each Send its
+                # own RPC-over-RDMA message (and its own invalidated STag).
+                carried = False
                 for iw in iws:
-                    if iw.inv_stag is not None:
+                    if iw.rpcrdma is not None:
+                        carried = True
+                        self._message(st, pkt, iw.rpcrdma, d, iw.inv_stag)
+                    elif iw.inv_stag is not None:
                         inv = iw.inv_stag
                     elif st.rpcrdma:
                         self._iwarp_op(st, pkt, iw, d)
+                if carried:
+                    extra = {k: v for k, v in extra.items() if k != "rpcrdma"}
         if not extra:
             return
         msg = extra.get("rpcrdma")

@@ -143,7 +143,7 @@ class IWarpInfo:
 
     __slots__ = ("opcode", "name", "tagged", "last", "stag", "to", "qn", "msn", "mo", "inv_stag",
                  "read_request", "terminate", "atomic", "immediate", "buf", "payload_off", "payload_end",
-                 "frames", "crc_ok", "conn", "from_initiator", "message_len", "message")
+                 "frames", "crc_ok", "conn", "from_initiator", "message_len", "message", "rpcrdma")
 
     def __init__(self) -> None:
         self.stag: int | None = None
@@ -162,6 +162,7 @@ class IWarpInfo:
         self.from_initiator: bool | None = None
         self.message_len: int | None = None      # untagged: whole message length once complete
         self.message: bytes | None = None        # a Send put together from several DDP segments
+        self.rpcrdma: Any = None                 # the RPC-over-RDMA message this Send carried
 
     @property
     def payload_len(self) -> int:
@@ -401,7 +402,7 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
         return
     if info.last and info.mo == 0 and (stream is None or (info.qn, info.msn) not in stream.untagged.partial):
         info.message_len = end - pos
-        dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
+        _upper(pkt, buf, pos, end, ctx, info, port)
         return
     if stream is None:
         add_data(pkt, buf, pos, end)
@@ -419,4 +420,14 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
     ddp.add(MSG_LEN, len(whole))
     ddp.add(MSG_FRAMES, stream.untagged.last_parts)
     pkt.add_info(f"[reassembled {len(whole)} bytes]")
-    dissect_with(rdmacm_port, port, pkt, whole, 0, len(whole), ctx)
+    _upper(pkt, whole, 0, len(whole), ctx, info, port)
+
+
+def _upper(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, port: int | None) -> None:
+    """A whole Send message to the protocol of the connection's port.  One TCP segment may carry several
+    Sends: each keeps the RPC-over-RDMA message it carried, so that the analysis sees them all."""
+    before = pkt.extra.get("rpcrdma") if pkt.extra else None
+    dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
+    after = pkt.extra.get("rpcrdma") if pkt.extra else None
+    if after is not before:
+        info.rpcrdma = after
