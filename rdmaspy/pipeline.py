@@ -16,27 +16,33 @@ from .output.text import summary_bytes
 def packets(frames: Iterable[Frame], engine: Engine, feed: Callable[[Packet], Any] | None,
             finish: Callable[[], Any] | None, matcher: Any, count: int) -> Iterator[tuple[Packet, int]]:
     """(packet, ts of the first frame) for each packet shown; ``count`` 0 means all."""
-    # What is loaded by now (modules, declarations, tables) lives as long as the process: keep the
-    # cycle collector off it, and let it run less often: packets are freed by their reference counts.
+    # What is loaded by now (modules, declarations, tables) outlives the decode: keep the cycle
+    # collector off it, and let it run less often, since packets are freed by their reference
+    # counts.  Both are undone when the decode ends (main() may run inside another program).
+    thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(10_000, 20, 100)
-    t0 = -1
-    shown = 0
-    dissect = engine.dissect
-    for frame in frames:
-        if t0 < 0:
-            t0 = frame.ts
-        pkt = dissect(frame)
-        if feed is not None:
-            feed(pkt)
-        if matcher is not None and not matcher(pkt, t0):
-            continue
-        yield pkt, t0
-        shown += 1
-        if shown == count:
-            return
-    if finish is not None:
-        finish()
+    try:
+        t0 = -1
+        shown = 0
+        dissect = engine.dissect
+        for frame in frames:
+            if t0 < 0:
+                t0 = frame.ts
+            pkt = dissect(frame)
+            if feed is not None:
+                feed(pkt)
+            if matcher is not None and not matcher(pkt, t0):
+                continue
+            yield pkt, t0
+            shown += 1
+            if shown == count:
+                return
+        if finish is not None:
+            finish()
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _write_blocks(lines: Iterator[bytes], write: Callable[[bytes], Any], block: int) -> None:

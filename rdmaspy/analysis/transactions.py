@@ -596,29 +596,38 @@ class Transactions:
                             xid=txn.xid, pkt=pkt, length=step["length"], offset=step["offset"], handle=op.handle,
                             outside=outside)
 
+    @staticmethod
+    def _in_sequence(active: dict[str, Op], d: str, pos: str, psn: int, started: Op | None) -> Op | None:
+        """The operation a First/Middle/Last/Only packet belongs to: ``started`` for a First or Only
+        (a First stays active for what follows), else the active one if the PSN is its next."""
+        if pos == "first" or pos == "only":
+            if started is not None and pos == "first":
+                started.next_psn = (psn + 1) & _MASK
+                active[d] = started
+            return started
+        op = active.get(d)
+        if op is None or psn != op.next_psn:
+            return None
+        op.next_psn = (psn + 1) & _MASK
+        if pos == "last":
+            del active[d]
+        return op
+
     def _ib_write(self, st: ConnState, pkt: Packet, ib: Any, d: str) -> None:
         pos = ib.plan.pos
-        n = ib.payload_end - ib.payload_off
+        started = None
         if pos == "first" or pos == "only":
             if ib.reth is None:
                 return
             va, rkey, dlen = ib.reth
-            op = self._start(st, pkt, d, "write", rkey, va, dlen)
-            if pos == "first":
-                op.next_psn = (ib.psn + 1) & _MASK
-                st.write_active[d] = op
-        else:
-            active = st.write_active.get(d)
-            if active is None or ib.psn != active.next_psn:
-                return
-            op = active
-            op.next_psn = (ib.psn + 1) & _MASK
-            if op.step is not None:
-                op.step["frames"].append(pkt.frame.num)
-                pkt.note("rpcrdma.transaction", op.txn)
-            if pos == "last":
-                del st.write_active[d]
-        self._move(st, pkt, op, n)
+            started = self._start(st, pkt, d, "write", rkey, va, dlen)
+        op = self._in_sequence(st.write_active, d, pos, ib.psn, started)
+        if op is None:
+            return
+        if started is None and op.step is not None:
+            op.step["frames"].append(pkt.frame.num)
+            pkt.note("rpcrdma.transaction", op.txn)
+        self._move(st, pkt, op, ib.payload_end - ib.payload_off)
 
     def _ib_read_request(self, st: ConnState, pkt: Packet, ib: Any, d: str) -> None:
         if ib.reth is None:
@@ -632,20 +641,10 @@ class Transactions:
 
     def _ib_read_response(self, st: ConnState, pkt: Packet, ib: Any, d: str) -> None:
         pos = ib.plan.pos
-        if pos == "first" or pos == "only":
-            op = st.reads_pending.pop((_other(d), ib.psn), None)
-            if op is None:
-                return
-            if pos == "first":
-                op.next_psn = (ib.psn + 1) & _MASK
-                st.read_active[d] = op
-        else:
-            op = st.read_active.get(d)
-            if op is None or ib.psn != op.next_psn:
-                return
-            op.next_psn = (ib.psn + 1) & _MASK
-            if pos == "last":
-                del st.read_active[d]
+        started = st.reads_pending.pop((_other(d), ib.psn), None) if pos == "first" or pos == "only" else None
+        op = self._in_sequence(st.read_active, d, pos, ib.psn, started)
+        if op is None:
+            return
         if op.step is not None:
             op.step["response_frames"].append(pkt.frame.num)
             pkt.note("rpcrdma.transaction", op.txn)

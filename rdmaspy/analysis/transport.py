@@ -581,11 +581,16 @@ class Transport:
             st.last_read = None
 
     # -- congestion and checksums --------------------------------------------------------------------
-    def _cnp(self, pkt: Packet, ib: Any) -> None:
+    def _flow_counts(self, pkt: Packet, ib: Any) -> list[int]:
+        """[CNPs, congestion marks] seen so far on the packet's flow (addresses and destination QP)."""
         key = (pkt.src, pkt.dst, ib.destqp)
         c = self.flows.get(key)
         if c is None:
             c = self.flows[key] = [0, 0]
+        return c
+
+    def _cnp(self, pkt: Packet, ib: Any) -> None:
+        c = self._flow_counts(pkt, ib)
         c[0] += 1
         lay = _layer(pkt)
         lay.add(CNP_COUNT, c[0])
@@ -593,10 +598,7 @@ class Transport:
                        src=pkt.src, dst=pkt.dst)
 
     def _marked(self, pkt: Packet, ib: Any) -> None:
-        key = (pkt.src, pkt.dst, ib.destqp)
-        c = self.flows.get(key)
-        if c is None:
-            c = self.flows[key] = [0, 0]
+        c = self._flow_counts(pkt, ib)
         c[1] += 1
         lay = _layer(pkt)
         lay.add(ECN_CE, True)

@@ -591,7 +591,7 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     pkt.proto = "RoCEv2"
     bth = ip + 28
     end = ip + 20 + ulen
-    ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4) if end - bth >= 16 else -1)
+    ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4) if end - bth >= _BTH_SIZE + 4 else -1)
     if ib is not None:
         ib.ecn = buf[ip + 1] & 3
     return True

@@ -163,7 +163,8 @@ class VerbsLink:
 
     # -- sends and RDMA
 
-    def send(self, data: bytes, invalidate: int = 0) -> None:
+    def _stage(self, data: bytes) -> tuple[int, int]:
+        """Copy a message into a free send buffer (waiting for one); returns (slot, address)."""
         if len(data) > self.layout.msg_size:
             raise ProtocolError(f"a {len(data)}-byte Send exceeds the {self.layout.msg_size}-byte buffers")
         while not self._send_free:
@@ -171,22 +172,20 @@ class VerbsLink:
         slot = self._send_free.pop()
         off = self.send_base - self.base + slot * self.layout.msg_size
         self.view[off:off + len(data)] = data
+        return slot, self.base + off
+
+    def send(self, data: bytes, invalidate: int = 0) -> None:
+        slot, addr = self._stage(data)
         op = self.hp.OP_SEND_INV if invalidate else self.hp.OP_SEND
-        self.ep.post(slot, op, self.base + off, len(data), self.lkey, 0, 0, invalidate, True)
+        self.ep.post(slot, op, addr, len(data), self.lkey, 0, 0, invalidate, True)
         self.counters["send"] += 1
 
     def send_many(self, msgs: Sequence[bytes]) -> None:
         """Several Sends in one chain: they leave back to back."""
         wrs = []
         for data in msgs:
-            if len(data) > self.layout.msg_size:
-                raise ProtocolError(f"a {len(data)}-byte Send exceeds the {self.layout.msg_size}-byte buffers")
-            while not self._send_free:
-                self._reap_sends(spin_ms=50)
-            slot = self._send_free.pop()
-            off = self.send_base - self.base + slot * self.layout.msg_size
-            self.view[off:off + len(data)] = data
-            wrs.append((slot, self.base + off, len(data), self.lkey))
+            slot, addr = self._stage(data)
+            wrs.append((slot, addr, len(data), self.lkey))
         self.ep.post_sends(wrs)
         self.counters["send"] += len(wrs)
 
