@@ -10,8 +10,6 @@ fuzz tests run there too.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import shutil
 import subprocess
 import sys
@@ -19,44 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CAPTURES, FIXTURES, ROOT
+from conftest import ROOT
 
-MODES = {
-    "summary": ["decode"],
-    "tree": ["decode", "-V"],
-    "json": ["decode", "-T", "json"],
-    "expert": ["expert", "-n", "0"],
-    "flows": ["flows", "-T", "jsonl"],
-    "conversations": ["conversations"],
-    "stats": ["stats"],
-}
-
-# Decodes every file in every mode in one process and prints {file: {mode: sha256}}.
-_DIGESTS = r"""
-import contextlib, hashlib, io, json, sys
-from rdmaspy.cli import main
-modes = json.loads(sys.argv[1])
-out = {}
-for path in sys.argv[2:]:
-    for mode, argv in modes.items():
-        buf = io.BytesIO()
-        text = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
-        err = io.StringIO()
-        with contextlib.redirect_stdout(text), contextlib.redirect_stderr(err):
-            try:
-                rc = main([*argv, path])
-            except SystemExit as exc:
-                rc = exc.code
-        text.flush()
-        out.setdefault(path, {})[mode] = [rc, hashlib.sha256(buf.getvalue()).hexdigest(), err.getvalue()]
-print(json.dumps(out))
-"""
-
-
-def _files() -> list[str]:
-    files = sorted(str(p) for p in CAPTURES.glob("*.pcap*"))
-    files += sorted(str(p) for p in FIXTURES.glob("*.pcap*"))
-    return files
+from digests import MODES, digests as _digests
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +31,6 @@ def compiled(tmp_path_factory) -> Path:
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     return dest
-
-
-def _digests(cwd: Path) -> dict:
-    res = subprocess.run([sys.executable, "-c", _DIGESTS, json.dumps(MODES), *_files()], cwd=cwd,
-                         capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout)
 
 
 def test_the_per_packet_modules_are_really_compiled(compiled):
