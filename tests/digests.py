@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import CAPTURES, FIXTURES
+from conftest import CAPTURES, FIXTURES, ROOT
 
 # mode -> argv before the file; "{out}" stands for a file the command writes (its bytes are digested).
 MODES: dict[str, list[str]] = {
@@ -30,12 +30,14 @@ MODES: dict[str, list[str]] = {
 # Decodes every file in every mode in one process and prints {file name: {mode: [rc, sha256, stderr]}}.
 _DIGESTS = r"""
 import contextlib, hashlib, io, json, os, sys, tempfile
+sys.path.insert(0, os.getcwd())
 from rdmaspy.cli import main
 modes = json.loads(sys.argv[1])
+os.chdir(sys.argv[2])      # the files are named relative to the checkout: outputs do not depend on where it is
 out = {}
 with tempfile.TemporaryDirectory() as tmp:
     target = os.path.join(tmp, "out")
-    for path in sys.argv[2:]:
+    for path in sys.argv[3:]:
         for mode, argv in modes.items():
             buf = io.BytesIO()
             text = io.TextIOWrapper(buf, encoding="utf-8", write_through=True)
@@ -60,14 +62,15 @@ print(json.dumps(out, sort_keys=True))
 
 
 def files() -> list[str]:
-    found = sorted(str(p) for p in CAPTURES.glob("*.pcap*"))
-    found += sorted(str(p) for p in FIXTURES.glob("*.pcap*"))
+    """The shipped captures and fixtures, named relative to the checkout (as outputs print them)."""
+    found = sorted(str(p.relative_to(ROOT)) for p in CAPTURES.glob("*.pcap*"))
+    found += sorted(str(p.relative_to(ROOT)) for p in FIXTURES.glob("*.pcap*"))
     return found
 
 
 def digests(cwd: Path, modes: dict[str, list[str]] = MODES) -> dict:
     """{"captures/x.pcap": {mode: [rc, sha256, stderr]}} as the tree at ``cwd`` decodes them."""
-    res = subprocess.run([sys.executable, "-c", _DIGESTS, json.dumps(modes), *files()], cwd=cwd,
+    res = subprocess.run([sys.executable, "-c", _DIGESTS, json.dumps(modes), str(ROOT), *files()], cwd=cwd,
                          capture_output=True, text=True, timeout=1800)
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout)
