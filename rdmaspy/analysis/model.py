@@ -1,0 +1,634 @@
+"""The analysis model: typed records of what the analysis of a capture found.
+
+Analysis modules fill these records and hand them to the analyzer's sinks (``Analyzer.emit``) as
+soon as they are final: a ``Transaction`` when its reply (or RDMA_DONE) closes it, a piece of a
+``CreditSeries`` when it fills, a ``Connection`` when first seen (and again, updated, later), a
+``PsnEvent`` for each sequence event, the summaries (``RpcRdmaSummary``, ``PsnStats``,
+``CongestionFlow``) at the end; ``Finding``s go to the finding sink.  Presentations (flows JSON,
+stats, expert, annotate, the JSON ``*.analysis.*`` fields, the TUI) read them; nothing here formats
+text for a user, parses bytes or knows a sink.
+
+``AnalysisModel`` is the sink that keeps everything (the TUI's): other sinks (the flows document,
+stats) keep what they need and let the rest go, so that their memory stays bounded.
+
+Enumerations are ``StrEnum``s: a member equals its value ("c2s", "complete", ...), which is what
+the JSON documents carry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Callable, Union
+
+if TYPE_CHECKING:
+    from ..conversation import Connection as LiveConnection
+    from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
+
+
+# --- enumerations --------------------------------------------------------------------------------------
+class Direction(StrEnum):
+    """The way a packet travels on a connection."""
+    C2S = "c2s"     # client to server (the client sent the CM REQ or MPA Request)
+    S2C = "s2c"
+
+    @property
+    def other(self) -> Direction:
+        return Direction.S2C if self is Direction.C2S else Direction.C2S
+
+    @property
+    def sender(self) -> Side:
+        return Side.CLIENT if self is Direction.C2S else Side.SERVER
+
+    @property
+    def receiver(self) -> Side:
+        return Side.SERVER if self is Direction.C2S else Side.CLIENT
+
+    @property
+    def calls(self) -> CallDirection:
+        """The direction of the calls sent this way: forward from the client, backchannel from the server."""
+        return CallDirection.FORWARD if self is Direction.C2S else CallDirection.BACKCHANNEL
+
+
+class CallDirection(StrEnum):
+    """Which peer calls: the client (forward channel) or the server (backchannel)."""
+    FORWARD = "forward"
+    BACKCHANNEL = "backchannel"
+
+
+class Side(StrEnum):
+    """A peer of a connection (whose memory a segment names, who closed a connection)."""
+    CLIENT = "client"
+    SERVER = "server"
+
+
+class ConnectionState(StrEnum):
+    REQUESTED = "requested"
+    ESTABLISHED = "established"
+    REJECTED = "rejected"
+    CLOSED = "closed"
+    UNKNOWN_SETUP = "unknown-setup"     # the setup was not captured: known by its traffic only
+
+
+class TransactionState(StrEnum):
+    OPEN = "open"                       # the call is out, the reply (or the RDMA_DONE) has not come yet
+    COMPLETE = "complete"
+    UNANSWERED = "unanswered"           # no reply in the capture
+    PULL_INCOMPLETE = "pull_incomplete" # a reply through a responder-provided Read chunk without its RDMA_DONE
+
+
+class StepKind(StrEnum):
+    """What a step of a transaction did."""
+    CALL_SEND = "call"                  # the Send (or Sends) of the call
+    RDMA_READ = "read"                  # an RDMA READ of a Read chunk (request and responses)
+    RDMA_WRITE = "write"                # an RDMA WRITE into a Write chunk or the Reply chunk
+    REPLY_SEND = "reply"                # the Send of the reply (with Invalidate: ``Step.invalidated``)
+    DONE = "done"                       # RDMA_DONE after a responder-provided Read chunk was pulled
+
+
+class PacketRole(StrEnum):
+    """The part a packet plays in its transaction (``rpcrdma.analysis.role``)."""
+    CALL = "call"
+    REPLY = "reply"
+    DONE = "done"
+    RDMA_READ = "rdma_read"
+    READ_RESPONSE = "rdma_read_response"
+    RDMA_WRITE = "rdma_write"
+    RELATED = "related"
+
+
+class ChunkList(StrEnum):
+    """The list an advertised segment came from."""
+    READ = "read"                       # a call's Read list
+    WRITE = "write"                     # a call's Write list
+    REPLY = "reply"                     # a call's Reply chunk
+    RESPONDER_READ = "responder_read"   # a reply's Position Zero Read chunk (seeds/001)
+
+
+class SegmentState(StrEnum):
+    """What became of an advertised segment once its transaction closed."""
+    FULL = "full"
+    PARTIAL = "partial"
+    UNUSED = "unused"
+    EMPTY = "empty"                     # a zero-length segment
+    OVERRUN = "overrun"                 # bytes were moved past its end
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+    CHAT = "chat"
+
+
+class PsnEventKind(StrEnum):
+    """Sequence events in a requester's PSN space (``ib.analysis``)."""
+    LOST = "lost"                       # PSNs skipped: not captured
+    OUT_OF_ORDER = "out_of_order"       # a PSN fills an earlier gap
+    RETRANSMISSION = "retransmission"
+    DUPLICATE = "duplicate"
+    NAK = "nak"
+    RNR_NAK = "rnr_nak"
+    ACKED_UNSEEN = "acked_unseen"       # an ACK of PSNs not captured
+
+
+# --- rules and findings --------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """An expert rule, declared once (``rules.declare``), like Wireshark's ``ei_register_info``."""
+    id: str            # stable identifier, e.g. "rpcrdma.xid_mismatch"
+    severity: Severity
+    group: str         # protocol | sequence | credits | chunk | transaction | checksum | congestion | ...
+    message: str       # template over the finding's args, e.g. "rdma_xid {rdma_xid:#x} != RPC xid {rpc_xid:#x}"
+    source: str        # where the rule comes from, e.g. "RFC 8166 §4.2"
+    receiver_checkable: bool = True   # a MUST an analyzer can check from the wire
+
+
+@dataclass(slots=True, eq=False)
+class Finding:
+    """One breach of a rule, with the frames and values that show it.  Its message is rendered
+    from the rule's template only when a presentation asks for ``text``.  It stands in a packet's
+    expert list beside the dissectors' ``Expert`` items (same ``severity``/``group``/``text``/``rule``)."""
+    rule_def: Rule
+    frames: tuple[int, ...]     # the frame that shows it first, then related frames
+    conn: int | None            # the connection's id
+    xid: int | None
+    args: dict[str, object]     # the values the message template names (numbers, strings)
+    ts: int                     # timestamp (ns) of the first frame
+
+    @property
+    def level(self) -> Severity:
+        return self.rule_def.severity
+
+    @property
+    def severity(self) -> str:
+        return self.rule_def.severity.value
+
+    @property
+    def group(self) -> str:
+        return self.rule_def.group
+
+    @property
+    def text(self) -> str:
+        try:
+            return self.rule_def.message.format(**self.args)
+        except (KeyError, IndexError, ValueError):
+            return f"{self.rule_def.message} {self.args}"
+
+    @property
+    def rule(self) -> str:
+        """The rule and its source, as a dissector's expert item names it."""
+        return f"{self.rule_def.id} ({self.rule_def.source})"
+
+    def record(self) -> dict[str, object]:
+        """The finding as plain data (JSON-ready)."""
+        return {"rule": self.rule_def.id, "severity": self.severity, "group": self.group,
+                "source": self.rule_def.source, "message": self.text, "frames": list(self.frames),
+                "conn": self.conn, "xid": self.xid, "args": self.args}
+
+    def __repr__(self) -> str:
+        return f"<Finding {self.rule_def.id} frames={self.frames}>"
+
+
+# --- connections ---------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class Endpoint:
+    address: str
+    gid: str | None = None
+    qpn: int | None = None
+    tcp_port: int | None = None
+    comm_id: int | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Connection:
+    """An RDMA connection as the analysis last saw it (a snapshot of the connection table's entry)."""
+    id: int
+    transport: str                      # "ib" (InfiniBand, RoCE) or "iwarp"
+    client: Endpoint
+    server: Endpoint
+    state: ConnectionState = ConnectionState.UNKNOWN_SETUP
+    setup_known: bool = False
+    service_id: int | None = None
+    port_space: int | None = None
+    port: int | None = None
+    service_type: int | None = None     # CM transport service type: 0 RC, 1 UC, 2 RD
+    start_psn_c2s: int | None = None
+    start_psn_s2c: int | None = None
+    path_mtu: int | None = None
+    t_start: int = 0
+    t_end: int = 0
+    t_requested: int | None = None
+    t_established: int | None = None
+    t_closed: int | None = None
+    closed_by: Side | None = None
+    reject_reason: int | None = None
+    pdata_client: RpcRdmaPdata | None = None    # RPC-over-RDMA private data (RFC 8797) each side sent
+    pdata_server: RpcRdmaPdata | None = None
+    inline_c2s: int = 0                 # negotiated inline thresholds (RFC 8797 §4.3)
+    inline_s2c: int = 0
+    remote_invalidate: bool = False     # both peers set R
+    packets_c2s: int = 0
+    packets_s2c: int = 0
+    bytes_c2s: int = 0
+    bytes_s2c: int = 0
+
+    @staticmethod
+    def of(live: LiveConnection) -> Connection:
+        c = Connection(live.conn_id, live.transport, Endpoint(live.client_addr), Endpoint(live.server_addr))
+        c.update(live)
+        return c
+
+    def update(self, live: LiveConnection) -> None:
+        """Take the connection table's current values."""
+        cl, sv = self.client, self.server
+        cl.address, cl.gid, cl.qpn, cl.tcp_port, cl.comm_id = (live.client_addr, live.client_gid, live.client_qpn,
+                                                              live.client_port, live.client_comm)
+        sv.address, sv.gid, sv.qpn, sv.tcp_port, sv.comm_id = (live.server_addr, live.server_gid, live.server_qpn,
+                                                              live.server_port, live.server_comm)
+        self.state = ConnectionState(live.state)
+        self.setup_known = live.setup_known
+        self.service_id = live.service_id
+        self.port_space = live.port_space
+        self.port = live.port
+        self.service_type = live.service_type
+        self.start_psn_c2s = live.start_psn_c2s
+        self.start_psn_s2c = live.start_psn_s2c
+        self.path_mtu = live.path_mtu
+        self.t_start = live.t_start
+        self.t_end = live.t_end
+        self.t_requested = live.t_requested
+        self.t_established = live.t_established
+        self.t_closed = live.t_closed
+        self.closed_by = None if live.closed_by is None else Side(live.closed_by)
+        self.reject_reason = live.reject_reason
+        self.pdata_client = live.pdata_client
+        self.pdata_server = live.pdata_server
+        self.inline_c2s = live.inline_c2s
+        self.inline_s2c = live.inline_s2c
+        self.remote_invalidate = live.remote_invalidate
+        self.packets_c2s = live.packets_c2s
+        self.packets_s2c = live.packets_s2c
+        self.bytes_c2s = live.bytes_c2s
+        self.bytes_s2c = live.bytes_s2c
+
+
+# --- transactions --------------------------------------------------------------------------------------
+@dataclass(slots=True, eq=False)
+class Segment:
+    """One advertised RDMA segment (handle, offset, length) and what the RDMA operations did to it."""
+    kind: ChunkList
+    chunk: int                          # chunk number in its list (Read chunks: the XDR position)
+    index: int                          # segment number in its chunk
+    position: int | None                # Read chunks: XDR position
+    handle: int
+    offset: int
+    length: int
+    side: Side                          # whose memory
+    transaction: Transaction | None = None
+    spans: list[list[int]] = field(default_factory=list)   # merged [start, end) moved, relative to offset
+    overrun: int = 0                    # bytes moved past the end by operations that started inside
+    reported: int | None = None         # the length the reply gives back (Write list, Reply chunk)
+    ops: int = 0                        # RDMA operations that touched it
+    frames: list[int] = field(default_factory=list)       # frames that moved its bytes
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.length
+
+    @property
+    def used(self) -> int:
+        """Bytes moved inside the segment (each byte once, however often it was moved)."""
+        n = 0
+        for s, e in self.spans:
+            n += e - s
+        return n
+
+    @property
+    def state(self) -> SegmentState:
+        if self.overrun:
+            return SegmentState.OVERRUN
+        used = self.used
+        if used == 0:
+            return SegmentState.UNUSED if self.length else SegmentState.EMPTY
+        return SegmentState.FULL if used >= self.length else SegmentState.PARTIAL
+
+    def add(self, start: int, end: int, frame: int) -> None:
+        """Count [start, end) (relative to the segment) as moved by ``frame``; ranges are merged."""
+        frames = self.frames
+        if not frames or frames[-1] != frame:
+            frames.append(frame)
+        spans = self.spans
+        if spans and spans[-1][1] == start:      # the common case: the next packet of one operation
+            spans[-1][1] = end
+            return
+        spans.append([start, end])
+        if len(spans) > 1:
+            spans.sort()
+            merged = [spans[0]]
+            for s, e in spans[1:]:
+                last = merged[-1]
+                if s <= last[1]:
+                    if e > last[1]:
+                        last[1] = e
+                else:
+                    merged.append([s, e])
+            self.spans = merged
+
+
+@dataclass(slots=True, eq=False)
+class Step:
+    """One step of a transaction: a Send of the call or reply, an RDMA READ or WRITE, the RDMA_DONE."""
+    kind: StepKind
+    frames: list[int]                   # the Sends, the READ request, the WRITE packets
+    ts: int
+    bytes: int | None = None            # bytes moved (None for RDMA_DONE)
+    handle: int | None = None           # RDMA READ / WRITE: the R_Key or STag ...
+    offset: int | None = None           # ... the address ...
+    length: int | None = None           # ... and the length asked for (or written)
+    segment: Segment | None = None      # the advertised segment it moved (where it started)
+    response_frames: list[int] | None = None   # RDMA READ: the frames of its responses
+    invalidated: int | None = None      # reply Send With Invalidate: the handle invalidated
+
+
+@dataclass(slots=True)
+class CallSide:
+    """The call of a transaction."""
+    frames: list[int]                   # the Sends that carried it
+    ts: int
+    proc: str                           # RPC-over-RDMA procedure (header type) name
+    shape: str | None                   # the message's shape (seeds/002), e.g. "Long Call"
+    size: int                           # bytes sent inline
+    credits: int                        # the credit value it carried (v2: the grant)
+    retransmissions: list[list[int]] = field(default_factory=list)   # frames of each resending
+
+    @property
+    def frame(self) -> int:
+        return self.frames[-1]
+
+
+@dataclass(slots=True)
+class ReplySide:
+    """The reply of a transaction."""
+    frames: list[int]
+    ts: int
+    proc: str
+    shape: str | None
+    size: int
+    credits: int
+    invalidated: int | None = None      # the handle its Send With Invalidate invalidated
+    error: int | None = None            # RDMA_ERROR code
+    done_frame: int | None = None       # the RDMA_DONE that ended its pull (seeds/001)
+
+    @property
+    def frame(self) -> int:
+        return self.frames[-1]
+
+
+@dataclass(slots=True)
+class RpcSummary:
+    """The RPC message a transaction carried: program, procedure, and from the reply its status."""
+    program: int | None
+    version: int | None
+    procedure: int | None
+    name: str | None                    # procedure name, e.g. "READ", "COMPOUND"
+    label: str | None                   # program label, e.g. "NFSv3", "NFSv4.1"
+    ops: list[str] | None               # NFSv4 COMPOUND operation names
+    replied: bool = False               # the fields below come from a reply
+    reply_stat: int | None = None
+    accept_stat: int | None = None
+    nfs_status: int | None = None
+    reply_ops: list[str] | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Transaction:
+    """One RPC call on one connection, its reply and everything that moved its data between them."""
+    conn: int
+    xid: int
+    call_direction: Direction           # the way the call went (c2s: forward channel)
+    version: int                        # RPC-over-RDMA version of the call
+    call: CallSide
+    reply: ReplySide | None = None
+    state: TransactionState = TransactionState.OPEN
+    rpc: RpcSummary | None = None
+    steps: list[Step] = field(default_factory=list)
+    segments: list[Segment] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    bytes_read: int = 0                 # moved by RDMA READ
+    bytes_written: int = 0              # moved by RDMA WRITE
+
+    @property
+    def direction(self) -> CallDirection:
+        return self.call_direction.calls
+
+    @property
+    def latency_ns(self) -> int | None:
+        rep = self.reply
+        return None if rep is None else rep.ts - self.call.ts
+
+    @property
+    def call_frame(self) -> int:
+        return self.call.frames[-1]
+
+    @property
+    def reply_frame(self) -> int | None:
+        rep = self.reply
+        return rep.frames[-1] if rep is not None and rep.frames else None
+
+    @property
+    def bytes_inline(self) -> int:
+        rep = self.reply
+        return self.call.size + (rep.size if rep is not None else 0)
+
+    def segment_at(self, kind: ChunkList, chunk: int, index: int) -> Segment | None:
+        for s in self.segments:
+            if s.kind is kind and s.chunk == chunk and s.index == index:
+                return s
+        return None
+
+    def role_of(self, frame: int) -> tuple[PacketRole, Step | None]:
+        """The part ``frame`` plays in this transaction, and the step it belongs to."""
+        if frame in self.call.frames:
+            return PacketRole.CALL, None
+        rep = self.reply
+        if rep is not None:
+            if frame in rep.frames:
+                return PacketRole.REPLY, None
+            if rep.done_frame == frame:
+                return PacketRole.DONE, None
+        for step in reversed(self.steps):
+            kind = step.kind
+            if kind is StepKind.RDMA_READ and step.response_frames and frame in step.response_frames:
+                return PacketRole.READ_RESPONSE, step
+            if frame in step.frames:
+                if kind is StepKind.RDMA_READ:
+                    return PacketRole.RDMA_READ, step
+                if kind is StepKind.RDMA_WRITE:
+                    return PacketRole.RDMA_WRITE, step
+        return PacketRole.RELATED, None
+
+
+# --- credits -------------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class CreditSample:
+    """Credits of one direction of calls at one instant (the state after everything at ``ts``)."""
+    conn: int
+    direction: CallDirection
+    ts: int
+    frame: int
+    granted: int | None                 # the limit granted (None: no grant seen yet)
+    requested: int | None               # v1: the last credit value a call asked for
+    outstanding: int                    # calls sent and not answered
+
+
+@dataclass(slots=True)
+class CreditSeries:
+    """A piece of a credit time series, in time order; the pieces of one direction follow each other."""
+    conn: int
+    direction: CallDirection
+    samples: list[CreditSample]
+
+
+@dataclass(slots=True)
+class CreditSummary:
+    """Credits of one direction of calls over the whole capture."""
+    direction: CallDirection
+    requested: int | None
+    granted: int | None
+    granted_min: int | None
+    granted_max: int | None
+    max_outstanding: int | None         # v2: the grantor's maximum
+    calls: int
+    grants: int
+    peak_outstanding: int
+    outstanding_at_end: int
+    zero_grants: int
+    exceeded: int
+    refreshes: int
+
+
+@dataclass(slots=True)
+class RpcRdmaSummary:
+    """The RPC-over-RDMA traffic of one connection, at the end of the capture."""
+    conn: int
+    messages: int
+    transactions: int
+    unanswered: int
+    versions: list[int]
+    credits: list[CreditSummary]        # by direction, forward first
+    unadvertised_operations: int        # RDMA operations on memory no open message advertised
+    unadvertised_bytes: int
+
+
+# --- transport -----------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class PsnEvent:
+    """A sequence event in one requester's PSN space."""
+    conn: int
+    direction: Direction                # the requester's direction
+    kind: PsnEventKind
+    frame: int
+    ts: int
+    psn: int
+    count: int = 1                      # PSNs lost (LOST); the NAK code (NAK)
+    original_frame: int | None = None   # RETRANSMISSION / DUPLICATE: the first sending
+
+
+@dataclass(slots=True)
+class PsnStats:
+    """One requester's PSN space on one connection, at the end of the capture."""
+    conn: int
+    direction: Direction
+    first_psn: int | None
+    next_psn: int | None
+    packets: int
+    retransmissions: int
+    duplicates: int
+    lost: int
+    out_of_order: int
+    naks: dict[int, int]                # NAK code -> count
+    rnr_naks: int
+    rnr_delay_ns: int
+    acks: int
+    coalesced_acks: int
+    psns_acked: int
+    duplicate_acks: int
+    read_requests: int
+    read_responses: int
+    send_bytes: int                     # payload of SENDs, RDMA WRITEs, READ responses (every copy)
+    write_bytes: int
+    read_bytes: int
+    path_mtu: int | None
+
+
+@dataclass(slots=True)
+class CongestionFlow:
+    """Congestion notifications on one flow (source, destination, destination QP)."""
+    src: str
+    dst: str
+    qp: int
+    cnps: int
+    ce_marks: int
+
+
+# What the analyzer hands to its record sink.
+Record = Union[Transaction, CreditSeries, RpcRdmaSummary, Connection, PsnEvent, PsnStats, CongestionFlow]
+
+
+class AnalysisModel:
+    """Everything the analysis produced, kept: the sink a live view (the TUI) reads.
+
+    Pass ``model.on_record`` and ``model.on_finding`` to the Analyzer.  ``on_change`` is called
+    with each record or finding after it is stored, so that a view can refresh.  Unlike the flows
+    and stats sinks it keeps every transaction: its memory grows with the capture.
+    """
+
+    __slots__ = ("connections", "transactions", "findings", "credits", "rpcrdma", "psn_events", "psn_stats",
+                 "congestion", "on_change")
+
+    def __init__(self, on_change: Callable[[Record | Finding], None] | None = None) -> None:
+        self.connections: dict[int, Connection] = {}
+        self.transactions: list[Transaction] = []
+        self.findings: list[Finding] = []
+        self.credits: dict[tuple[int, CallDirection], list[CreditSample]] = {}
+        self.rpcrdma: dict[int, RpcRdmaSummary] = {}
+        self.psn_events: list[PsnEvent] = []
+        self.psn_stats: dict[tuple[int, Direction], PsnStats] = {}
+        self.congestion: list[CongestionFlow] = []
+        self.on_change = on_change
+
+    @property
+    def segments(self) -> list[Segment]:
+        """Every advertised segment of the transactions closed so far."""
+        out: list[Segment] = []
+        for t in self.transactions:
+            out.extend(t.segments)
+        return out
+
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction):
+            self.transactions.append(rec)
+        elif isinstance(rec, CreditSeries):
+            key = (rec.conn, rec.direction)
+            series = self.credits.get(key)
+            if series is None:
+                self.credits[key] = list(rec.samples)
+            else:
+                series.extend(rec.samples)
+        elif isinstance(rec, Connection):
+            self.connections[rec.id] = rec
+        elif isinstance(rec, PsnEvent):
+            self.psn_events.append(rec)
+        elif isinstance(rec, RpcRdmaSummary):
+            self.rpcrdma[rec.conn] = rec
+        elif isinstance(rec, PsnStats):
+            self.psn_stats[(rec.conn, rec.direction)] = rec
+        elif isinstance(rec, CongestionFlow):
+            self.congestion.append(rec)
+        if self.on_change is not None:
+            self.on_change(rec)
+
+    def on_finding(self, f: Finding) -> None:
+        self.findings.append(f)
+        if self.on_change is not None:
+            self.on_change(f)
