@@ -233,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
 COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture",
                                    "rdmaspy.commands.conversations", "rdmaspy.commands.traffic",
                                    "rdmaspy.commands.flows", "rdmaspy.commands.expert",
-                                   "rdmaspy.commands.stats", "rdmaspy.commands.annotate")
+                                   "rdmaspy.commands.stats", "rdmaspy.commands.annotate",
+                                   "rdmaspy.commands.tui")
 
 
 class UsageError(RdmaspyError):

@@ -1,0 +1,35 @@
+"""``rdmaspy tui FILE``: the interactive terminal interface over a capture."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import RdmaspyError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tui", help="browse a capture interactively: packets, detail, bytes, filters, analysis",
+                       description="Open a capture in the terminal interface: the packet list, each packet's "
+                                   "tree and bytes, display filters, and the transactions, connections, credits, "
+                                   "segments and expert views.  Press ? inside for the keys.")
+    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    p.add_argument("-Y", dest="display_filter", metavar="EXPR", help="display filter applied on opening")
+    p.set_defaults(func=cmd_tui)
+
+
+def cmd_tui(args: argparse.Namespace) -> int:
+    if not os.path.exists(args.file):
+        raise RdmaspyError(f"{args.file}: no such file")
+    if os.path.isdir(args.file):
+        raise RdmaspyError(f"{args.file}: is a directory, not a capture file")
+    if args.display_filter:
+        from ..filter import compile_filter
+        compile_filter(args.display_filter)          # a bad filter is a usage error, before the screen opens
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise RdmaspyError("rdmaspy tui needs a terminal (use 'rdmaspy decode' for output to a pipe or file)")
+    from ..tui.app import RdmaspyApp
+    from ..tui.model import CaptureModel
+    app = RdmaspyApp(CaptureModel(args.file), initial_filter=args.display_filter or "")
+    app.run()
+    return 0

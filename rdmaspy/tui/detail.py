@@ -1,0 +1,202 @@
+"""The detail of one frame, as ``rdmaspy decode -V`` shows it, dissected again when it is asked for.
+
+What ``-V`` prints for a frame depends on the frames before it (the connection learnt from the CM,
+the calls a reply answers, the Sends a message was reassembled from, the analysis so far).  So the
+frame is replayed through a fresh pipeline from the start of the capture, and its tree is taken at
+the moment it comes out of the pipeline, as ``decode -V`` would print it.  The replay keeps its place:
+the next frame down continues from there, and the frames just before the one asked for are kept
+(a small LRU), so moving through the list costs one frame a step.  Moving back past the kept frames
+replays from the start again.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..errors import RdmaspyError
+from ..fields import Field
+from ..fieldview import FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME
+from ..output.text import tree_lines
+from ..output.values import json_value, text_value
+from ..packet import Layer, Packet
+from ..readers import Capture
+from .source import Pipeline, open_frames
+
+KEEP_BEHIND = 32      # frames before the one asked for whose detail is kept on the way
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One line of the tree: its text, where its bytes stand in the frame (-1: not in the frame's bytes),
+    and the filter that selects packets with this field's value ('' for lines that are no field)."""
+    depth: int
+    text: str
+    start: int
+    length: int
+    name: str = ""
+    filter: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Detail:
+    frame: int
+    data: bytes
+    nodes: tuple[Node, ...]
+
+
+def filter_literal(field: Field, value: Any) -> str:
+    """``value`` written so that the display filter language reads it back."""
+    v = json_value(field, value)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        if field.display in ("ipv4", "ipv6", "gid", "mac"):
+            return v
+        if isinstance(value, (bytes, bytearray, memoryview)) and field.display != "str":
+            b = bytes(value)
+            return ":".join(f"{x:02x}" for x in b) if b else '""'
+        return json.dumps(v)
+    return json.dumps(str(v))
+
+
+def field_filter(field: Field, value: Any) -> str:
+    if value is None:
+        return field.name
+    return f"{field.name} == {filter_literal(field, value)}"
+
+
+def detail_of(pkt: Packet, t0: int) -> Detail:
+    """The tree of ``pkt``, line for line the text of ``tree_lines`` (``decode -V``), with byte spans."""
+    data = pkt.frame.data
+    lines = tree_lines(pkt, t0)
+    nodes: list[Node] = []
+    f = pkt.frame
+    # The frame's own lines, as tree_lines writes them.
+    nodes.append(Node(0, next(lines), 0, len(data), "frame", f"frame.number == {f.num}"))
+    nodes.append(Node(1, next(lines)[4:], -1, 0, FRAME_TIME.name))
+    nodes.append(Node(1, next(lines)[4:], -1, 0, FRAME_RELATIVE.name))
+    if f.comment:
+        nodes.append(Node(1, next(lines)[4:], -1, 0, FRAME_COMMENT.name, field_filter(FRAME_COMMENT, f.comment)))
+    nodes.append(Node(1, next(lines)[4:], -1, 0, FRAME_PROTOCOLS.name))
+    for lay in pkt.layers:
+        nodes.append(_layer_node(lay, 0, data))
+        _walk(lay, 1, data, nodes)
+    if pkt.expert:
+        nodes.append(Node(0, "Expert Info", -1, 0, "expert", "expert"))
+        for e in pkt.expert:
+            rule = f" [{e.rule}]" if e.rule else ""
+            nodes.append(Node(1, f"[{e.severity.capitalize()}/{e.group}] {e.text}{rule}", -1, 0,
+                              "expert.severity", f'expert.severity == "{e.severity}"'))
+    return Detail(f.num, data, tuple(nodes))
+
+
+def _layer_node(lay: Layer, depth: int, data: bytes) -> Node:
+    own = lay.buf is data
+    return Node(depth, lay.label, lay.off if own else -1, lay.length if own else 0, lay.proto, lay.proto)
+
+
+def _walk(lay: Layer, depth: int, data: bytes, out: list[Node]) -> None:
+    """Layer.walk's order, keeping which buffer each field's offset is in."""
+    own = lay.buf is data
+    hdr = lay.header
+    if hdr is not None:
+        base = lay.off
+        for f, v, (bo, bl, _bit) in zip(hdr.fields, lay.values, hdr.spans):
+            out.append(_field_node(f, v, depth, base + bo if own else -1, bl))
+    items = lay.items
+    if items:
+        for f, v, o, ln in items:
+            out.append(_field_node(f, v, depth, o if own and o >= 0 else -1, ln))
+    children = lay.children
+    if children:
+        for c in children:
+            out.append(_layer_node(c, depth, data))
+            _walk(c, depth + 1, data, out)
+
+
+def _field_node(f: Field, v: Any, depth: int, start: int, length: int) -> Node:
+    return Node(depth, f"{f.label}: {text_value(f, v)}", start, length if start >= 0 else 0, f.name,
+                field_filter(f, v))
+
+
+def indent_text(node: Node) -> str:
+    """The node as ``decode -V`` prints its line."""
+    return "    " * node.depth + node.text
+
+
+class DetailSource:
+    """Details of frames of one capture file, by frame number; safe to call from one worker at a time."""
+
+    def __init__(self, path: str, keep: int = 256) -> None:
+        self.path = path
+        self.keep = keep
+        self._cache: OrderedDict[int, Detail] = OrderedDict()
+        self._lock = threading.Lock()
+        self._cap: Capture | None = None
+        self._frames: Iterator[Any] | None = None
+        self._pipe: Pipeline | None = None
+        self._last = 0          # number of the last frame fed to the replay pipeline
+        self._t0 = -1
+
+    def cached(self, frame: int) -> Detail | None:
+        with self._lock:
+            d = self._cache.get(frame)
+            if d is not None:
+                self._cache.move_to_end(frame)
+            return d
+
+    def detail(self, frame: int) -> Detail | None:
+        """The detail of frame ``frame`` (1-based), None if the capture has no such frame."""
+        hit = self.cached(frame)
+        if hit is not None:
+            return hit
+        with self._lock:
+            if self._frames is None or frame <= self._last:
+                self._restart()
+            found = self._replay_to(frame)
+            if found is None and self._last < frame:
+                # the capture may have grown (live mode): read it again from the start
+                self._restart()
+                found = self._replay_to(frame)
+            return found
+
+    def _restart(self) -> None:
+        self.close()
+        self._cap = open_frames(self.path)
+        self._frames = iter(self._cap)
+        self._pipe = Pipeline()
+        self._last = 0
+        self._t0 = -1
+
+    def _replay_to(self, frame: int) -> Detail | None:
+        assert self._frames is not None and self._pipe is not None
+        feed = self._pipe.feed
+        for f in self._frames:
+            if self._t0 < 0:
+                self._t0 = f.ts
+            pkt = feed(f)
+            self._last = f.num
+            if f.num >= frame - KEEP_BEHIND:
+                d = detail_of(pkt, self._t0)
+                self._cache[f.num] = d
+                self._cache.move_to_end(f.num)
+                while len(self._cache) > self.keep:
+                    self._cache.popitem(last=False)
+                if f.num == frame:
+                    return d
+        self._frames = None
+        return None
+
+    def close(self) -> None:
+        if self._cap is not None:
+            try:
+                self._cap.close()
+            except (OSError, RdmaspyError):
+                pass
+        self._cap = None
+        self._frames = None

@@ -1,0 +1,40 @@
+"""Export (``e``): the frames on display written to a pcapng file, with their comments.
+
+Frames are read again from the capture and written as they were captured (interfaces, timestamps,
+lengths, comments), so the exported file decodes to the same packets.
+"""
+from __future__ import annotations
+
+from array import array
+
+from .. import __version__
+from ..writers.pcapng import PcapngWriter
+from .source import open_frames
+
+
+def export_pcapng(source: str, target: str, rows: array | None) -> int:
+    """Write the frames of ``source`` whose rows (0-based) are in ``rows`` (None: all) to ``target``;
+    returns how many were written.  ``rows`` is in increasing order, as a display filter leaves it."""
+    cap = open_frames(source)
+    written = 0
+    with cap, PcapngWriter(target, application=f"rdmaspy {__version__} (tui export)") as out:
+        ifaces: dict[int, int] = {}
+        want = iter(rows) if rows is not None else None
+        next_row = next(want, -1) if want is not None else -1
+        for frame in cap:
+            row = frame.num - 1
+            if want is not None:
+                if next_row < 0:
+                    break
+                if row != next_row:
+                    continue
+                next_row = next(want, -1)
+            idx = ifaces.get(frame.iface)
+            if idx is None:
+                desc = cap.interfaces[frame.iface] if frame.iface < len(cap.interfaces) else {}
+                idx = ifaces[frame.iface] = out.add_interface(
+                    frame.linktype, int(desc.get("snaplen") or 262144), name=desc.get("name") or None,
+                    description=desc.get("description") or None, tsresol=9)
+            out.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=frame.comment)
+            written += 1
+    return written

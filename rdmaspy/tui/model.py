@@ -1,0 +1,59 @@
+"""What every view of the TUI looks at: one capture, its packet index, its analysis, its details."""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Callable
+
+from ..analysis.analyzer import Analyzer
+from ..packet import Packet
+from .detail import DetailSource
+from .index import PacketIndex, index_file
+
+
+class CaptureModel:
+    """A capture file opened in the TUI.  ``start()`` begins the background pass over it.
+
+    ``packet_listeners`` are called (on the background thread) with every packet once it has been
+    dissected and analysed, in capture order, so that a view can keep its own summary as it goes.
+    """
+
+    def __init__(self, path: str, name: str | None = None) -> None:
+        self.path = path
+        self.name = name or os.path.basename(path)
+        self.index = PacketIndex(self.name)
+        self.details = DetailSource(path)
+        self.packet_listeners: list[Callable[[Packet], None]] = []
+        self.live: object | None = None       # a LiveSession in live mode (``rdmaspy capture --tui``)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def analyzer(self) -> Analyzer | None:
+        """The analysis of the background pass (grows while the capture is indexed)."""
+        pipe = self.index.pipeline
+        return pipe.analyzer if pipe is not None else None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._index, name="rdmaspy-index", daemon=True)
+        self._thread.start()
+
+    def _index(self) -> None:
+        index_file(self.index, self.path, self._stop, self._notify if self.packet_listeners else None)
+
+    def _notify(self, pkt: Packet) -> None:
+        for fn in self.packet_listeners:
+            fn(pkt)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the background pass to end (tests, export); says whether it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.index.done
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5.0)
+        self.details.close()
+        self.index.close()

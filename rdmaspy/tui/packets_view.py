@@ -1,0 +1,98 @@
+"""View 1, the packets: the list, the selected frame's detail tree and its bytes."""
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Static
+from textual.worker import get_current_worker
+
+from ..errors import RdmaspyError
+from .detail import Detail
+from .detail_tree import DetailTree
+from .hex_pane import HexPane
+from .model import CaptureModel
+from .packet_list import HEADING, PacketList
+
+
+class PacketsView(Vertical):
+    DEFAULT_CSS = """
+    PacketsView > #heading { height: 1; background: $primary-darken-2; color: $text; text-style: bold; }
+    PacketsView > PacketList { height: 1fr; min-height: 3; }
+    PacketsView > #detail-panes { height: 1fr; min-height: 4; border-top: solid $primary-darken-2; }
+    """
+
+    def __init__(self, model: CaptureModel, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.model = model
+
+    def compose(self) -> ComposeResult:
+        yield Static(HEADING, id="heading")
+        yield PacketList(self.model.index, id="packet-list")
+        with Horizontal(id="detail-panes"):
+            yield DetailTree(id="detail-tree")
+            yield HexPane(id="hex-pane")
+
+    @property
+    def packet_list(self) -> PacketList:
+        return self.query_one(PacketList)
+
+    @property
+    def tree(self) -> DetailTree:
+        return self.query_one(DetailTree)
+
+    @property
+    def hex(self) -> HexPane:
+        return self.query_one(HexPane)
+
+    def on_packet_list_selected(self, event: PacketList.Selected) -> None:
+        event.stop()
+        frame = event.frame
+        if frame <= 0:
+            self.tree.show(None)
+            self.hex.show(b"")
+            return
+        hit = self.model.details.cached(frame)
+        if hit is not None:
+            self._show(hit)
+        else:
+            self.tree.show(None, f"Dissecting frame {frame}...")
+            self._load(frame)
+
+    @work(thread=True, exclusive=True, group="detail")
+    def _load(self, frame: int) -> None:
+        try:
+            detail = self.model.details.detail(frame)
+            problem = "" if detail is not None else f"frame {frame} could not be read again"
+        except (RdmaspyError, OSError) as exc:
+            detail, problem = None, str(exc)
+        if get_current_worker().is_cancelled:
+            return
+        self.app.call_from_thread(self._arrived, frame, detail, problem)
+
+    def _arrived(self, frame: int, detail: Detail | None, problem: str) -> None:
+        if self.packet_list.selected_frame() != frame:
+            return          # the cursor moved on while this frame was dissected
+        if detail is None:
+            self.tree.show(None, problem)
+            self.hex.show(b"")
+        else:
+            self._show(detail)
+
+    def _show(self, detail: Detail) -> None:
+        if self.tree.detail is detail:
+            return
+        self.hex.show(detail.data)
+        self.tree.show(detail)
+
+    def on_packet_list_opened(self, event: PacketList.Opened) -> None:
+        event.stop()
+        self.tree.focus()
+
+    def on_detail_tree_field_chosen(self, event: DetailTree.FieldChosen) -> None:
+        event.stop()
+        self.hex.highlight(event.node.start, event.node.length)
+
+    def on_hex_pane_byte_selected(self, event: HexPane.ByteSelected) -> None:
+        event.stop()
+        self.tree.select_offset(event.offset)
