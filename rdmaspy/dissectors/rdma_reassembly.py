@@ -81,15 +81,26 @@ class _ReadJob:
 class _Transfer:
     """An RDMA READ response or RDMA WRITE in progress (or a READ request waiting for its response)."""
 
-    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn")
+    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn", "kept")
 
     def __init__(self, handle: int, va: int, length: int, psn: int) -> None:
         self.handle = handle
         self.va = va
-        self.length = length
+        self.length = length      # the most bytes kept: the advertised room from ``va`` on, not the claimed length
         self.parts: list[bytes] = []
         self.frames: list[int] = []
         self.next_psn = psn
+        self.kept = 0
+
+    def take(self, buf: bytes, off: int, end: int) -> None:
+        """Keep this packet's payload, cut at the room the segment has left: bytes past it are an
+        overrun the chunk analysis reports, never state."""
+        room = self.length - self.kept
+        if end - off > room:
+            end = off + max(room, 0)
+        if end > off:
+            self.parts.append(bytes(buf[off:end]))
+            self.kept += end - off
 
 
 class _State:
@@ -101,7 +112,8 @@ class _State:
         self.read_jobs: dict[int, _ReadJob] = {}          # handle -> job
         self.read_reqs: dict[tuple, _Transfer] = {}        # (requester of READ, target, PSN) -> request
         self.read_active: dict[tuple, _Transfer] = {}      # (src, dst, QP) -> response in progress
-        self.write_wants: dict[int, int] = {}              # handle -> XID of the call that advertised it
+        # handle -> (XID of the call that advertised it, lowest offset, end of its highest segment)
+        self.write_wants: dict[int, tuple[int, int, int]] = {}
         self.write_active: dict[tuple, _Transfer] = {}
         self.written: dict[int, list[tuple[int, bytes, list[int]]]] = {}   # handle -> (va, data, frames)
         self.kept = 0
@@ -216,11 +228,12 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
         pkt.add_expert("warning", "reassembly", f"READ response PSN {ib.psn}, expected {t.next_psn}: "
                        "the chunk is not rebuilt")
         return
-    t.parts.append(bytes(buf[off:end]))
+    t.take(buf, off, end)
     t.frames.append(pkt.frame.num)
     t.next_psn = (ib.psn + 1) & 0xFFFFFF
     if pos == "first":
         st.read_active[akey] = t
+        _bound(st.read_active)
         return
     if pos == "middle":
         return
@@ -238,8 +251,7 @@ def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
     for i, s in enumerate(segs):
         if s.handle == t.handle and s.offset <= t.va < s.offset + max(s.length, 1):
             job.pieces[i].append((t.va - s.offset, data))
-            got = sum(len(d) for _, d in job.pieces[i])
-            if got >= s.length:
+            if _covered(job.pieces[i], s.length):
                 job.need.discard(i)
             break
     if job.need:
@@ -249,26 +261,50 @@ def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
     _rebuild_call(pkt, ctx, job)
 
 
-def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes:
+def _covered(pieces: list[tuple[int, bytes]], length: int) -> bool:
+    """Whether the pieces (offset in the segment, bytes) cover [0, length) without a hole."""
+    reach = 0
+    for delta, data in sorted(pieces, key=lambda p: p[0]):
+        if delta > reach:
+            return False
+        if delta + len(data) > reach:
+            reach = delta + len(data)
+        if reach >= length:
+            return True
+    return reach >= length
+
+
+def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes | None:
+    """The segment's first ``length`` bytes from the pieces that cover them, or None when a hole is
+    left.  Nothing is allocated before the pieces are known to cover the length, so what the
+    result costs is bounded by the bytes captured, whatever length the wire claims."""
     if len(pieces) == 1:
         delta, data = pieces[0]
         if delta == 0:
             # one transfer from the segment's start (the common case): no copy unless it overran
-            return data if len(data) <= length else data[:length]
+            if len(data) < length:
+                return None
+            return data if len(data) == length else data[:length]
+    if not _covered(pieces, length):
+        return None
     out = bytearray()
     for delta, data in sorted(pieces, key=lambda p: p[0]):
-        if delta > len(out):
-            out.extend(b"\0" * (delta - len(out)))
-        out[delta:delta + len(data)] = data
+        if delta + len(data) > len(out):
+            out += data[len(out) - delta:length - delta]
         if len(out) >= length:
             break
-    return bytes(out[:length])
+    return bytes(out)
 
 
 def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
     """Insert each Read chunk at its position in the reduced stream (padding restored, RFC 8166 §3.5.3)."""
     msg = job.msg
-    seg_data = [_segment_bytes(job.pieces[i], s.length) for i, s in enumerate(msg.reads)]
+    seg_data: list[bytes] = []
+    for i, s in enumerate(msg.reads):
+        data = _segment_bytes(job.pieces[i], s.length)
+        if data is None:
+            return
+        seg_data.append(data)
     index = {id(s): i for i, s in enumerate(msg.reads)}
     reduced = job.reduced
     parts: list[bytes] = []
@@ -366,9 +402,13 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if ib.reth is None:
             return
         va, rkey, dlen = ib.reth
-        if rkey not in st.write_wants:
+        want = st.write_wants.get(rkey)
+        if want is None:
             return
-        t = _Transfer(rkey, va, dlen, ib.psn)
+        _xid, lo, hi = want
+        if not lo <= va < hi:
+            return      # outside every segment advertised with this handle: a finding of the analysis, no state
+        t = _Transfer(rkey, va, min(dlen, hi - va), ib.psn)
     else:
         active = st.write_active.get(akey)
         if active is None:
@@ -377,7 +417,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if ib.psn != t.next_psn:
             del st.write_active[akey]
             return
-    t.parts.append(bytes(buf[off:end]))
+    t.take(buf, off, end)
     t.frames.append(pkt.frame.num)
     t.next_psn = (ib.psn + 1) & 0xFFFFFF
     if pos == "first":
@@ -421,10 +461,19 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
             if s.offset <= va < s.offset + max(s.length, 1):
                 frames.extend(fr)
         data = _segment_bytes(inside, s.length)
-        if len(data) < s.length:
+        if data is None:
             return None
         out.append(data)
     return b"".join(out), frames
+
+
+def _want(wants: dict[int, tuple[int, int, int]], handle: int, xid: int, lo: int, hi: int) -> None:
+    """Follow WRITEs to ``handle`` within [lo, hi); a handle offered twice by one call covers both."""
+    old = wants.get(handle)
+    if old is not None and old[0] == xid:
+        lo = min(lo, old[1])
+        hi = max(hi, old[2])
+    wants[handle] = (xid, lo, hi)
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
@@ -456,7 +505,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
             xid = msg.xid
             for c in chunks:
                 for s in c:
-                    wants[s.handle] = xid
+                    _want(wants, s.handle, xid, s.offset, s.offset + s.length)
             if len(wants) > _WANT_LIMIT:
                 _bound(wants)
         return
