@@ -163,11 +163,61 @@ class _Read:
         self.bytes = 0
 
 
+class PsnRing:
+    """Frame and time of the request PSNs last sent, as a ring of ``_RING`` slots indexed by the PSN's
+    low bits holds them, grown on use: it starts with 8 slots and doubles only when two PSNs that the
+    full ring keeps apart meet in one slot.  So it always holds what the full ring would, and a queue
+    pair costs what it has sent (thousands of queue pairs of one packet each cost little)."""
+
+    __slots__ = ("psn", "frame", "ts", "mask")
+
+    def __init__(self) -> None:
+        self.psn = [-1] * 8
+        self.frame = [0] * 8
+        self.ts = [0] * 8
+        self.mask = 7
+
+    def find(self, psn: int) -> int:
+        """The slot holding ``psn``, or -1."""
+        slot = psn & self.mask
+        return slot if self.psn[slot] == psn else -1
+
+    def put(self, psn: int, frame: int, ts: int) -> None:
+        slot = psn & self.mask
+        old = self.psn[slot]
+        while old >= 0 and old != psn and (old ^ psn) & (_RING - 1) and self.mask < _RING - 1:
+            self._grow()
+            slot = psn & self.mask
+            old = self.psn[slot]
+        self.psn[slot] = psn
+        self.frame[slot] = frame
+        self.ts[slot] = ts
+
+    def _grow(self) -> None:
+        # Entries in distinct slots stay in distinct slots when the mask gains a bit.
+        size = (self.mask + 1) * 2
+        mask = size - 1
+        psns = [-1] * size
+        frames = [0] * size
+        tss = [0] * size
+        for i, p in enumerate(self.psn):
+            if p >= 0:
+                j = p & mask
+                psns[j] = p
+                frames[j] = self.frame[i]
+                tss[j] = self.ts[i]
+        self.psn, self.frame, self.ts, self.mask = psns, frames, tss, mask
+
+    @property
+    def size(self) -> int:
+        return self.mask + 1
+
+
 class ReqStream:
     """One requester's PSN space on one connection: its requests and the responses to them."""
 
     __slots__ = ("conn_id", "direction", "first", "nxt", "slack", "last_psn", "last_op", "last_ts", "last_frame",
-                 "ring_psn", "ring_frame", "ring_ts", "holes", "acked", "nak", "rnr", "reads", "last_read", "done_reads",
+                 "ring", "holes", "acked", "nak", "rnr", "reads", "last_read", "done_reads",
                  "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
                  "psn_acked", "send_bytes", "write_bytes", "read_bytes")
@@ -182,9 +232,7 @@ class ReqStream:
         self.last_op = -1
         self.last_ts = 0
         self.last_frame = 0
-        self.ring_psn = [-1] * _RING
-        self.ring_frame = [0] * _RING
-        self.ring_ts = [0] * _RING
+        self.ring = PsnRing()
         self.holes: list[list[int]] = []  # [start, count] of PSNs skipped and not seen since
         self.acked: int | None = None     # last PSN acknowledged
         self.nak: tuple[int, int, int] | None = None   # (psn, frame, ts) of the last NAK not yet answered
@@ -193,7 +241,7 @@ class ReqStream:
         self.last_read: _Read | None = None
         # READs whose responses all went by: a retry after a response was lost on the way (past the
         # capture point) asks again from inside one of them.
-        self.done_reads: deque[_Read] = deque(maxlen=8)
+        self.done_reads: deque[_Read] | None = None      # made on first use (a deque costs 600 bytes)
         self.packets = 0
         self.retransmissions = 0
         self.duplicates = 0
@@ -229,9 +277,15 @@ class _Conn:
 
     def __init__(self, conv: Any) -> None:
         self.conv = conv
-        self.streams = {"c2s": ReqStream(conv.conn_id, "c2s"), "s2c": ReqStream(conv.conn_id, "s2c")}
+        self.streams: dict[str, ReqStream] = {}      # made on first use: most queue pairs request one way
         self.mtu: int | None = conv.path_mtu or None
         self.mtu_seen = False        # True once a full-size packet showed the path MTU
+
+    def stream(self, direction: str) -> ReqStream:
+        st = self.streams.get(direction)
+        if st is None:
+            st = self.streams[direction] = ReqStream(self.conv.conn_id, direction)
+        return st
 
 
 def _layer(pkt: Packet) -> Layer:
@@ -288,7 +342,7 @@ class Transport:
             cs = self.conns[conv.conn_id] = _Conn(conv)
         d = conv.direction(pkt)
         if kind in _REQUEST_KINDS:
-            st = cs.streams[d]
+            st = cs.stream(d)
             if st.first is None:
                 # The first PSN seen starts the space: implementations disagree on which CM Starting
                 # PSN (the REQ's or the REP's) numbers which direction, so neither is assumed.
@@ -296,7 +350,7 @@ class Transport:
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
         elif kind in _RESPONSE_KINDS:
-            st = cs.streams["s2c" if d == "c2s" else "c2s"]
+            st = cs.stream("s2c" if d == "c2s" else "c2s")
             self._response(cs, st, pkt, ib, kind)
 
     # -- requests ------------------------------------------------------------------------------------
@@ -348,13 +402,13 @@ class Transport:
         else:
             lay = _layer(pkt)
             hole = self._fill_hole(st, psn)
-            slot = psn & (_RING - 1)
-            original = st.ring_frame[slot] if st.ring_psn[slot] == psn else None
+            slot = st.ring.find(psn)
+            original = st.ring.frame[slot] if slot >= 0 else None
             resumed = None
             if original is None and kind == "read_request":
                 # A requester retrying a READ asks again from the first response PSN it lacks,
                 # which lies inside the PSNs the original request reserved.
-                resumed = next((r for reads in (st.reads, st.done_reads) for r in reversed(reads)
+                resumed = next((r for reads in (st.reads, st.done_reads or ()) for r in reversed(reads)
                                 if ((psn - r.psn) & _MASK) < r.nmax), None)
             nak = st.nak if st.nak is not None and ((psn - st.nak[0]) & _MASK) < _HALF else None
             rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
@@ -404,10 +458,7 @@ class Transport:
                 del reads[0]
             reads.append(r)
             st.last_read = r
-        slot = psn & (_RING - 1)
-        st.ring_psn[slot] = psn
-        st.ring_frame[slot] = frame.num
-        st.ring_ts[slot] = ts
+        st.ring.put(psn, frame.num, ts)
         st.last_psn = psn
         st.last_op = plan.opcode
         st.last_ts = ts
@@ -490,10 +541,10 @@ class Transport:
         if n > 1:
             st.coalesced += 1
             lay.add(ACK_COALESCED, True)
-        slot = psn & (_RING - 1)
-        if st.ring_psn[slot] == psn:
-            lay.add(ACKS_FRAME, st.ring_frame[slot])
-            lay.add(ACK_RTT, (frame.ts - st.ring_ts[slot]) / 1e9)
+        slot = st.ring.find(psn)
+        if slot >= 0:
+            lay.add(ACKS_FRAME, st.ring.frame[slot])
+            lay.add(ACK_RTT, (frame.ts - st.ring.ts[slot]) / 1e9)
         st.acked = psn
         if st.nxt is not None and ((psn - st.nxt) & _MASK) < _HALF and not self._in_read(st, psn):
             lay.add(ACKED_UNSEEN, True)
@@ -575,6 +626,8 @@ class Transport:
         self._advance_acked(st, psn)
         # responses come back in request order: this READ and the ones before it are done
         i = st.reads.index(r)
+        if st.done_reads is None:
+            st.done_reads = deque(maxlen=8)
         st.done_reads.extend(st.reads[:i + 1])
         del st.reads[:i + 1]
         if st.last_read is r:
@@ -629,7 +682,7 @@ class Transport:
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
         for cs in self.conns.values():
-            for st in cs.streams.values():
+            for _d, st in sorted(cs.streams.items(), reverse=True):    # c2s, then s2c, as before
                 if st.packets or st.acks or st.read_responses:
                     rec = st.record()
                     rec["path_mtu"] = cs.mtu
