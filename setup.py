@@ -35,6 +35,7 @@ COMPILED = [
     "rdmaspy/analysis/analyzer.py", "rdmaspy/analysis/rules.py", "rdmaspy/analysis/transport.py",
     "rdmaspy/analysis/transactions.py", "rdmaspy/analysis/chunks.py", "rdmaspy/analysis/credits.py",
     "rdmaspy/analysis/rpcrdma_fields.py", "rdmaspy/analysis/rpcrdma_rules.py", "rdmaspy/analysis/model.py",
+    "rdmaspy/analysis/rpcrdma_state.py", "rdmaspy/analysis/connections.py",
 ]
 
 

@@ -11,7 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import analysis_build as ab  # noqa: E402
 from analysis_run import analyse, analyse_frames  # noqa: E402
 
-from rdmaspy.analysis.chunks import ChunkBook, Seg  # noqa: E402
+from rdmaspy.analysis.chunks import ChunkBook  # noqa: E402
+from rdmaspy.analysis.model import ChunkList, Segment, SegmentState, Side  # noqa: E402
 
 NFS_CAPTURES = ("rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap", "siw-nfsv3-rdma.pcap")
 
@@ -112,27 +113,28 @@ def test_a_reply_chunk_nobody_offered():
 
 
 def test_ranges_are_merged_so_a_retransmission_counts_once():
-    seg = Seg(None, "write", 0, 0, None, 7, 1000, 100, "client")
-    seg.add(0, 40)
-    seg.add(40, 60)
-    seg.add(0, 40)           # the same bytes again
-    seg.add(90, 100)
-    assert seg.used == 70 and seg.spans == [[0, 60], [90, 100]] and seg.status == "partial"
+    seg = Segment(ChunkList.WRITE, 0, 0, None, 7, 1000, 100, Side.CLIENT)
+    seg.add(0, 40, 1)
+    seg.add(40, 60, 2)
+    seg.add(0, 40, 3)        # the same bytes again
+    seg.add(90, 100, 4)
+    assert seg.used == 70 and seg.spans == [[0, 60], [90, 100]] and seg.state is SegmentState.PARTIAL
+    assert seg.frames == [1, 2, 3, 4]
 
 
 def test_cut_splits_a_range_over_the_segments_of_one_handle():
     book = ChunkBook()
-    a = Seg(None, "reply", 0, 0, None, 9, 1000, 100, "client")
-    b = Seg(None, "reply", 0, 1, None, 9, 1100, 50, "client")
+    a = Segment(ChunkList.REPLY, 0, 0, None, 9, 1000, 100, Side.CLIENT)
+    b = Segment(ChunkList.REPLY, 0, 1, None, 9, 1100, 50, Side.CLIENT)
     book.advertise(a)
     book.advertise(b)
-    hits, outside = book.cut("client", 9, 1050, 120)
+    hits, outside = book.cut(Side.CLIENT, 9, 1050, 120)
     assert [(h[0] is a, h[1], h[2]) for h in hits] == [(True, 50, 100), (False, 0, 50)]
     assert outside == 20
-    assert book.cut("server", 9, 1050, 10) == ([], 10)
+    assert book.cut(Side.SERVER, 9, 1050, 10) == ([], 10)
     book.withdraw(a)
     book.withdraw(b)
-    assert not book.known("client", 9)
+    assert not book.known(Side.CLIENT, 9)
 
 
 def test_reply_chunk_length_that_differs_from_the_bytes_written():

@@ -10,6 +10,7 @@ import analysis_build as ab  # noqa: E402
 from analysis_run import analyse, analyse_frames  # noqa: E402
 
 from rdmaspy.analysis.credits import SERIES_CHUNK, CreditLedger  # noqa: E402
+from rdmaspy.analysis.model import CallDirection  # noqa: E402
 
 
 def _series(res, direction="forward"):
@@ -99,15 +100,17 @@ def test_version_2_credit_refresh_is_noted_with_both_halves():
 
 def test_series_goes_out_in_pieces():
     out = []
-    led = CreditLedger(1, "forward", lambda k, r: out.append((k, r)))
+    led = CreditLedger(1, CallDirection.FORWARD, out.append)
     for i in range(SERIES_CHUNK + 10):
-        led.call(i * 10, 4)
-        led.answered(i * 10 + 5)
+        led.call(i * 10, 2 * i + 1, 4)
+        led.answered(i * 10 + 5, 2 * i + 2)
     led.flush()
-    pts = [p for _k, r in out for p in r["points"]]
+    pts = [p for r in out for p in r.samples]
     assert len(out) == 3 and len(pts) == 2 * (SERIES_CHUNK + 10)
-    assert all(len(r["points"]) <= SERIES_CHUNK for _k, r in out)
-    assert led.points == []
+    assert all(len(r.samples) <= SERIES_CHUNK for r in out)
+    assert [p.frame for p in pts] == list(range(1, 2 * (SERIES_CHUNK + 10) + 1))
+    assert [p.outstanding for p in pts[:4]] == [1, 0, 1, 0] and pts[0].requested == 4
+    assert led.samples == []
 
 
 def test_version_1_client_has_one_credit_until_the_first_reply():

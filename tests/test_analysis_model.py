@@ -73,3 +73,35 @@ def test_the_model_keeps_every_record_and_says_when_it_changed():
     assert model.credits[(1, m.CallDirection.FORWARD)] == [s1, s2]
     assert model.findings == [f] and f.text == "value 5" and f.severity == "warning" and f.level is m.Severity.WARNING
     assert len(seen) == 4 and seen[0] is t and seen[-1] is f
+
+
+def test_the_analysis_of_a_real_capture_fills_the_model():
+    from conftest import capture
+
+    from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.conversation import connections
+    from rdmaspy.engine import Engine
+    from rdmaspy.readers import open_capture
+
+    model = m.AnalysisModel()
+    an = Analyzer(on_record=model.on_record, on_finding=model.on_finding, keep_findings=False)
+    engine = Engine()
+    with open_capture(str(capture("rxe-nfsv3-rdma.pcap"))) as cap:
+        for frame in cap:
+            an.feed(engine.dissect(frame))
+    an.finish()
+    (live,) = list(connections(engine.session))
+    conn = model.connections[live.conn_id]
+    assert (conn.packets_c2s, conn.packets_s2c, conn.state) == (live.packets_c2s, live.packets_s2c, live.state)
+    assert conn.client.qpn == live.client_qpn and conn.inline_c2s == live.inline_c2s
+    txns = model.transactions
+    assert len(txns) == 328 and all(t.state is m.TransactionState.COMPLETE for t in txns)
+    assert model.rpcrdma[conn.id].transactions == 328
+    # every RDMA WRITE step names the segment it moved, and that segment names its transaction
+    writes = [s for t in txns for s in t.steps if s.kind is m.StepKind.RDMA_WRITE]
+    assert writes and all(s.segment is not None and s.segment.transaction is not None
+                          and s.segment in s.segment.transaction.segments for s in writes)
+    assert all(seg.frames for seg in model.segments if seg.state is m.SegmentState.FULL)
+    series = model.credits[(conn.id, m.CallDirection.FORWARD)]
+    assert [s.ts for s in series] == sorted({s.ts for s in series})     # one sample per instant, in time order
+    assert max(s.outstanding for s in series) == model.rpcrdma[conn.id].credits[0].peak_outstanding

@@ -180,10 +180,11 @@ def test_open_transactions_are_bounded(monkeypatch):
     for x in (0x1, 0x2, 0x3):
         w.send(CLIENT, rpcrdma.encode_v1(x, 0, 32, payload=onc_rpc.encode_call(x, 100003, 3, 1, popaque(ab.FH))))
     from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.analysis.model import Transaction
     from rdmaspy.engine import Engine
     from rdmaspy.packet import Frame
     done = []
-    an = Analyzer(strict=True, on_record=lambda k, r: done.append(r["xid"]) if k == "transaction" else None)
+    an = Analyzer(strict=True, on_record=lambda r: done.append(r.xid) if isinstance(r, Transaction) else None)
     eng = Engine(strict=True)
     for i, (ts, data) in enumerate(w.out(), 1):
         an.feed(eng.dissect(Frame(i, ts, 1, data, len(data))))

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rdmaspy.analysis.analyzer import Analyzer
+from rdmaspy.analysis.model import CongestionFlow, PsnEvent, PsnEventKind, PsnStats
 from rdmaspy.analysis.rules import RULES
 from rdmaspy.dissectors.infiniband import PLANS
 from rdmaspy.engine import Engine
@@ -20,7 +21,7 @@ from conftest import FIXTURES, capture
 def analyse(path) -> tuple[list, Analyzer, list]:
     """(packets, analyzer, records) of a whole capture."""
     records: list = []
-    an = Analyzer(strict=True, on_record=lambda kind, rec: records.append((kind, rec)))
+    an = Analyzer(strict=True, on_record=records.append)
     engine = Engine(strict=True)
     pkts = []
     with open_capture(str(path)) as cap:
@@ -82,9 +83,12 @@ def test_write_bw_loss_has_14_psn_sequence_naks_and_57_retransmitted_psns():
     # the first NAK (frame 5) asks for PSN 10710096, which frame 6 sends again
     assert field(by_num[5], "ib.analysis.nak") == 0
     assert field(by_num[6], "ib.analysis.nak_frame") == 5
-    (stream,) = [r for k, r in records if k == "transport"]
-    assert stream["retransmissions"] == 57 and stream["naks"] == {"PSN Sequence Error": 14}
-    assert stream["lost"] == 0 and stream["duplicates"] == 0 and stream["path_mtu"] == 1024
+    (stream,) = [r for r in records if isinstance(r, PsnStats)]
+    assert stream.retransmissions == 57 and stream.naks == {0: 14}     # 0: PSN Sequence Error
+    assert stream.lost == 0 and stream.duplicates == 0 and stream.path_mtu == 1024
+    events = [r for r in records if isinstance(r, PsnEvent)]
+    assert Counter(e.kind for e in events) == {PsnEventKind.NAK: 14, PsnEventKind.RETRANSMISSION: 57}
+    assert all(e.direction is stream.direction for e in events)
 
 
 def test_read_retry_answered_with_a_middle_packet_is_named_at_each_step():
@@ -152,7 +156,7 @@ def test_cnp_capture_has_its_cnp():
     pkts, an, records = analyse(capture("rocev2_cnp_cx4lx.pcap"))
     assert ib_rules(an) == {"ib.cnp": 1}
     assert field(pkts[0], "ib.analysis.cnp_count") == 1
-    assert ("congestion", {"src": "10.0.17.1", "dst": "10.0.18.1", "qp": 0x118, "cnps": 1, "ce_marks": 0}) in records
+    assert CongestionFlow("10.0.17.1", "10.0.18.1", 0x118, 1, 0) in records
 
 
 @pytest.mark.parametrize("name", ["rxe-ib_write_bw.pcap", "rxe-ib_send_bw.pcap", "rxe-ib_write_lat.pcap",

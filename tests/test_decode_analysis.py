@@ -109,12 +109,13 @@ def test_analysis_does_not_change_the_decode(capsys, name):
 
 
 def test_filter_on_transaction_latency_matches_the_transactions(capsys):
+    from rdmaspy.analysis.model import Transaction
     from rdmaspy.commands.expert import analyse
     path = capture("rxe-nfsv3-rdma.pcap")
     records: list = []
-    analyse(str(path), on_record=lambda kind, rec: records.append((kind, rec)))
-    slow = sorted(rec["reply"]["frame"] for kind, rec in records
-                  if kind == "transaction" and rec["latency"] is not None and rec["latency"] > 0.001)
+    analyse(str(path), on_record=records.append)
+    slow = sorted(t.reply_frame for t in records
+                  if isinstance(t, Transaction) and t.latency_ns is not None and t.latency_ns / 1e9 > 0.001)
     assert slow
     rc, lines = run(capsys, "decode", "-Y", "rpcrdma.analysis.latency > 0.001", str(path))
     assert rc == 0 and frame_numbers(lines) == slow

@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import analysis_build as ab  # noqa: E402
 
 from rdmaspy import cli  # noqa: E402
-from rdmaspy.analysis import flows as flows_mod  # noqa: E402
+from rdmaspy.analysis.model import CallSide, Direction, Transaction  # noqa: E402
+from rdmaspy.output import flows as flows_mod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 NFS_CAPTURES = ("rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap", "siw-nfsv3-rdma.pcap")
@@ -91,7 +92,7 @@ def test_records_are_spooled_to_disk_not_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(flows_mod, "_BUFFER", 4)
     b = flows_mod.FlowBuilder(str(tmp_path))
     for i in range(50):
-        b.on_record("transaction", {"conn": 1, "xid": i})
+        b.on_record(Transaction(1, i, Direction.C2S, 1, CallSide([i + 1], i, "RDMA_MSG", None, 100, 32)))
     sp = b._spools[(1, "transactions")]
     assert len(sp.buf) <= 4 and sp.count == 50
     assert [json.loads(x)["xid"] for x in sp.items()] == list(range(50))

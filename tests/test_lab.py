@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from rdmaspy.analysis.analyzer import Analyzer
+from rdmaspy.analysis.model import Transaction
+from rdmaspy.output.flows import transaction_record
 from rdmaspy.engine import Engine
 from rdmaspy.readers import open_capture
 from rdmaspy.traffic import protocol as P
@@ -49,7 +51,8 @@ def _pkts(path: Path) -> list:
 def _analyse(path: Path) -> tuple[list[dict], list]:
     """The analysis of a capture: transaction records and findings."""
     records: list[dict] = []
-    an = Analyzer(strict=True, on_record=lambda kind, rec: records.append(rec) if kind == "transaction" else None)
+    an = Analyzer(strict=True, on_record=lambda rec: records.append(transaction_record(rec))
+                  if isinstance(rec, Transaction) else None)
     for p in _pkts(path):
         an.feed(p)
     an.finish()

@@ -8,6 +8,7 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, capture, tshark_fields
+from rdmaspy.analysis.model import CallSide, Direction, RpcSummary, Transaction
 from rdmaspy.cli import main
 from rdmaspy.commands.stats import operation_name, percentile
 
@@ -132,14 +133,17 @@ def test_percentile_is_nearest_rank():
     assert percentile([1.0, 2.0], 50) == 1.0
 
 
+def _transaction(rpc: RpcSummary | None, proc: str = "RDMA_MSG") -> Transaction:
+    return Transaction(1, 7, Direction.C2S, 1, CallSide([1], 0, proc, None, 100, 32), rpc=rpc)
+
+
 def test_compound_named_by_its_main_operation():
-    rec = {"rpc": {"label": "NFSv4.2", "name": "COMPOUND", "ops": ["SEQUENCE", "PUTFH", "READ"]}}
-    assert operation_name(rec) == "NFSv4.2 COMPOUND(READ)"
-    rec["rpc"]["ops"] = ["SEQUENCE", "PUTFH", "GETATTR"]
-    assert operation_name(rec) == "NFSv4.2 COMPOUND(GETATTR)"
-    assert operation_name({"rpc": None, "call": {"proc": "RDMA_NOMSG"}}) == "RPC-over-RDMA RDMA_NOMSG"
-    assert operation_name({"rpc": {"label": None, "name": None, "program": 100099, "version": 1,
-                                   "procedure": 5}}) == "program 100099 v1 proc 5"
+    rpc = RpcSummary(100003, 4, 1, "COMPOUND", "NFSv4.2", ["SEQUENCE", "PUTFH", "READ"])
+    assert operation_name(_transaction(rpc)) == "NFSv4.2 COMPOUND(READ)"
+    rpc.ops = ["SEQUENCE", "PUTFH", "GETATTR"]
+    assert operation_name(_transaction(rpc)) == "NFSv4.2 COMPOUND(GETATTR)"
+    assert operation_name(_transaction(None, "RDMA_NOMSG")) == "RPC-over-RDMA RDMA_NOMSG"
+    assert operation_name(_transaction(RpcSummary(100099, 1, 5, None, None, None))) == "program 100099 v1 proc 5"
 
 
 def test_congestion_per_flow(capsys):

@@ -3,16 +3,20 @@
 ``Analyzer.feed(pkt)`` is called for every packet in capture order, after dissection and before
 presentation.  Each analysis module (transport PSNs, RPC transactions, credits, chunks, ...) sees
 the packet, may attach analysis items to it (so that display filters and outputs reach them) and
-may report findings.  Records of finished things (a transaction, a connection at the end) are
-passed to the sinks as soon as they are final, so memory is bounded by what is still open, not by
-the length of the capture.
+may report findings.  Records of finished things (a ``Transaction``, a piece of a credit series, a
+connection's summary at the end: the types of ``model``) are passed to the record sink as soon as
+they are final, so memory is bounded by what is still open, not by the length of the capture.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from ..packet import Packet
+from .model import Record
 from .rules import Finding, Rule, declare
+
+if TYPE_CHECKING:
+    from ..engine import Engine
 
 # An analysis module that fails on a packet must not end the run: the packet gets this finding.
 ANALYSIS_ERROR = declare("analysis.error", "error", "malformed",
@@ -37,12 +41,12 @@ def register(name: str, factory: Callable[["Analyzer"], AnalysisModule]) -> None
 
 class Analyzer:
     def __init__(self, on_finding: Callable[[Finding], None] | None = None,
-                 on_record: Callable[[str, dict[str, Any]], None] | None = None,
+                 on_record: Callable[[Record], None] | None = None,
                  keep_findings: bool = True, strict: bool = False) -> None:
         load_modules()
         self.strict = strict                # tests: let module exceptions through
         self.on_finding = on_finding
-        self.on_record = on_record          # (kind, record): kind "transaction", "connection", ...
+        self.on_record = on_record          # gets each record of the model as it becomes final
         self.keep_findings = keep_findings
         self.findings: list[Finding] = []
         self.modules: dict[str, AnalysisModule] = {}
@@ -50,7 +54,7 @@ class Analyzer:
             self.modules[name] = factory(self)
         self._feeders = [(name, m.packet) for name, m in self.modules.items()]
         self.packets = 0
-        self.engine: Any = None             # the Engine whose packets it sees, for commands that need its tables
+        self.engine: Engine | None = None   # the Engine whose packets it sees, for commands that need its tables
 
     def feed(self, pkt: Packet) -> None:
         self.packets += 1
@@ -71,7 +75,7 @@ class Analyzer:
 
     # -- used by analysis modules ---------------------------------------------------------------
     def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
-               xid: int | None = None, pkt: Packet | None = None, **args: Any) -> Finding:
+               xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding:
         """Record a finding; with ``pkt`` it also joins that packet's expert list."""
         if isinstance(frames, int):
             frames = (frames,)
@@ -86,9 +90,9 @@ class Analyzer:
             self.on_finding(f)
         return f
 
-    def emit(self, kind: str, record: dict[str, Any]) -> None:
+    def emit(self, record: Record) -> None:
         if self.on_record is not None:
-            self.on_record(kind, record)
+            self.on_record(record)
 
 
 _LOADED = False

@@ -7,15 +7,15 @@ The peer then reads or writes them with RDMA READ / RDMA WRITE, which name the m
 handle) to the open segments; each READ or WRITE range is cut against them: bytes inside count as
 used (a union of ranges, so a retransmitted packet is not counted twice), bytes outside are an
 overrun (writes past a segment: seeds/001's connection-killing case) or a touch of memory nobody
-advertised.  A segment ends as full, partial, unused or overrun when its transaction closes.
+advertised.  A segment (``model.Segment``) ends as full, partial, unused or overrun when its
+transaction closes.
 
 This module holds the accounting and declares its rules; the transactions module drives it.
 """
 from __future__ import annotations
 
-from typing import Any
-
-from .rules import declare
+from .model import ChunkList, Segment, Side
+from .rules import Rule, declare
 
 WRITE_OVERRUN = declare(
     "chunk.write_overrun", "error", "chunk",
@@ -49,77 +49,8 @@ REPLY_LENGTH = declare(
     "RFC 8166 §3.5.3 (the reply's Reply chunk carries the lengths actually written)")
 
 # Which rule an overrun breaks, by the list the segment came from.
-OVERRUN_RULES = {"write": WRITE_OVERRUN, "reply": REPLY_OVERRUN, "read": READ_OVERRUN,
-                 "responder_read": READ_OVERRUN}
-
-
-class Seg:
-    """One advertised segment and what happened to it."""
-
-    __slots__ = ("txn", "list", "chunk", "index", "position", "handle", "offset", "length", "side",
-                 "spans", "overrun", "reported", "ops")
-
-    def __init__(self, txn: Any, lst: str, chunk: int, index: int, position: int | None, handle: int,
-                 offset: int, length: int, side: str) -> None:
-        self.txn = txn
-        self.list = lst            # "read" | "write" | "reply" | "responder_read"
-        self.chunk = chunk         # chunk number in its list
-        self.index = index         # segment number in its chunk
-        self.position = position   # Read chunks: XDR position
-        self.handle = handle
-        self.offset = offset
-        self.length = length
-        self.side = side           # whose memory: "client" | "server"
-        self.spans: list[list[int]] = []   # merged [start, end) ranges moved, relative to offset
-        self.overrun = 0           # bytes moved past the end by operations that started inside
-        self.reported: int | None = None   # the length the reply gives back (Write list, Reply chunk)
-        self.ops = 0               # RDMA operations that touched it
-
-    @property
-    def end(self) -> int:
-        return self.offset + self.length
-
-    @property
-    def used(self) -> int:
-        return sum(e - s for s, e in self.spans)
-
-    def add(self, start: int, end: int) -> None:
-        """Count [start, end) (relative to the segment) as moved; ranges are merged."""
-        spans = self.spans
-        if spans and spans[-1][1] == start:      # the common case: the next packet of one operation
-            spans[-1][1] = end
-            return
-        spans.append([start, end])
-        if len(spans) > 1:
-            spans.sort()
-            merged = [spans[0]]
-            for s, e in spans[1:]:
-                last = merged[-1]
-                if s <= last[1]:
-                    if e > last[1]:
-                        last[1] = e
-                else:
-                    merged.append([s, e])
-            self.spans = merged
-
-    @property
-    def status(self) -> str:
-        used = self.used
-        if self.overrun:
-            return "overrun"
-        if used == 0:
-            return "unused" if self.length else "empty"
-        return "full" if used >= self.length else "partial"
-
-    def record(self) -> dict[str, Any]:
-        r = {"list": self.list, "chunk": self.chunk, "segment": self.index, "handle": self.handle,
-             "offset": self.offset, "length": self.length, "used": self.used, "status": self.status,
-             "overrun": self.overrun, "operations": self.ops, "memory_of": self.side}
-        if self.position is not None:
-            r["position"] = self.position
-        if self.reported is not None:
-            r["reported"] = self.reported
-        return r
+OVERRUN_RULES: dict[ChunkList, Rule] = {ChunkList.WRITE: WRITE_OVERRUN, ChunkList.REPLY: REPLY_OVERRUN,
+                                        ChunkList.READ: READ_OVERRUN, ChunkList.RESPONDER_READ: READ_OVERRUN}
 
 
 class ChunkBook:
@@ -128,9 +59,9 @@ class ChunkBook:
     __slots__ = ("by_handle",)
 
     def __init__(self) -> None:
-        self.by_handle: dict[tuple[str, int], list[Seg]] = {}
+        self.by_handle: dict[tuple[Side, int], list[Segment]] = {}
 
-    def advertise(self, seg: Seg) -> None:
+    def advertise(self, seg: Segment) -> None:
         key = (seg.side, seg.handle)
         lst = self.by_handle.get(key)
         if lst is None:
@@ -138,22 +69,24 @@ class ChunkBook:
         else:
             lst.append(seg)
 
-    def withdraw(self, seg: Seg) -> None:
+    def withdraw(self, seg: Segment) -> None:
         key = (seg.side, seg.handle)
         lst = self.by_handle.get(key)
         if lst is None:
             return
-        try:
-            lst.remove(seg)
-        except ValueError:
+        for i, s in enumerate(lst):
+            if s is seg:
+                del lst[i]
+                break
+        else:
             return
         if not lst:
             del self.by_handle[key]
 
-    def known(self, side: str, handle: int) -> bool:
+    def known(self, side: Side, handle: int) -> bool:
         return (side, handle) in self.by_handle
 
-    def cut(self, side: str, handle: int, va: int, n: int) -> tuple[list[tuple[Seg, int, int]], int]:
+    def cut(self, side: Side, handle: int, va: int, n: int) -> tuple[list[tuple[Segment, int, int]], int]:
         """Segments that [va, va + n) falls in, as (segment, start, end) relative to each, and the
         number of bytes that fall in none of them."""
         segs = self.by_handle.get((side, handle))
@@ -170,7 +103,7 @@ class ChunkBook:
                 inside += hi - lo
         return hits, n - inside
 
-    def owner(self, side: str, handle: int, va: int) -> Seg | None:
+    def owner(self, side: Side, handle: int, va: int) -> Segment | None:
         """The segment holding address ``va``; else the handle's most recent segment (an operation
         that starts outside every segment still belongs to the transaction that offered the handle)."""
         segs = self.by_handle.get((side, handle))

@@ -9,14 +9,15 @@ server's first grant (§4.2.3); in version 1 too the grant is one until the firs
 §3.3.3).
 
 A ``CreditLedger`` follows one direction of calls (forward: client to server; backchannel: the
-reverse).  Its time series, points (t ns, outstanding, granted), goes out in pieces through the
-analyzer's record sink as kind ``"credits"`` so that memory does not grow with the capture; the
-TUI and plots read the same records.
+reverse).  Its time series of ``CreditSample``s goes out in pieces (``CreditSeries``) through the
+analyzer's record sink so that memory does not grow with the capture; the flows document, the TUI
+and plots read the same records.  At the end its ``summary`` is a ``CreditSummary``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Callable
 
+from .model import CallDirection, CreditSample, CreditSeries, CreditSummary, Record
 from .rules import declare
 
 EXCEEDED = declare(
@@ -43,12 +44,13 @@ class CreditLedger:
     """Credits of one direction of calls on one connection."""
 
     __slots__ = ("conn_id", "direction", "requested", "granted", "max_outstanding", "outstanding", "peak",
-                 "calls", "grants", "zero_grants", "exceeded", "refreshes", "points", "emit", "first_grant",
+                 "calls", "grants", "zero_grants", "exceeded", "refreshes", "samples", "emit", "first_grant",
                  "initial_limit", "min_granted", "max_granted")
 
-    def __init__(self, conn_id: int, direction: str, emit: Any, initial_limit: int | None = None) -> None:
+    def __init__(self, conn_id: int, direction: CallDirection, emit: Callable[[Record], None],
+                 initial_limit: int | None = None) -> None:
         self.conn_id = conn_id
-        self.direction = direction           # "forward" | "backchannel"
+        self.direction = direction
         self.requested: int | None = None    # last credit value in a call (v1)
         self.granted: int | None = None      # the limit in force
         self.max_outstanding: int | None = None   # v2: the grantor's maximum
@@ -59,8 +61,8 @@ class CreditLedger:
         self.zero_grants = 0
         self.exceeded = 0
         self.refreshes = 0
-        self.points: list[list[int | None]] = []
-        self.emit = emit                     # (kind, record) sink
+        self.samples: list[CreditSample] = []
+        self.emit = emit                     # the analyzer's record sink
         self.first_grant: int | None = None  # frame of the first grant
         self.initial_limit = initial_limit   # limit before the first grant (v2: 1), None: unknown
         self.min_granted: int | None = None
@@ -70,23 +72,28 @@ class CreditLedger:
     def limit(self) -> int | None:
         return self.granted if self.granted is not None else self.initial_limit
 
-    def _point(self, ts: int) -> None:
-        pts = self.points
-        if pts and pts[-1][0] == ts:        # one point per instant: the state after everything at ts
-            pts[-1][1] = self.outstanding
-            pts[-1][2] = self.granted
-            return
-        if len(pts) >= SERIES_CHUNK:      # the full piece goes out only now: its last instant is over
+    def _sample(self, ts: int, frame: int) -> None:
+        samples = self.samples
+        if samples:
+            last = samples[-1]
+            if last.ts == ts:            # one sample per instant: the state after everything at ts
+                last.frame = frame
+                last.outstanding = self.outstanding
+                last.granted = self.granted
+                last.requested = self.requested
+                return
+        if len(samples) >= SERIES_CHUNK:  # the full piece goes out only now: its last instant is over
             self.flush()
-            pts = self.points
-        pts.append([ts, self.outstanding, self.granted])
+            samples = self.samples
+        samples.append(CreditSample(self.conn_id, self.direction, ts, frame, self.granted, self.requested,
+                                    self.outstanding))
 
     def flush(self) -> None:
-        if self.points:
-            self.emit("credits", {"conn": self.conn_id, "direction": self.direction, "points": self.points})
-            self.points = []
+        if self.samples:
+            self.emit(CreditSeries(self.conn_id, self.direction, self.samples))
+            self.samples = []
 
-    def call(self, ts: int, requested: int | None) -> bool:
+    def call(self, ts: int, frame: int, requested: int | None) -> bool:
         """A call went out; True when it exceeds the limit in force."""
         self.calls += 1
         if requested is not None:
@@ -94,18 +101,18 @@ class CreditLedger:
         self.outstanding += 1
         if self.outstanding > self.peak:
             self.peak = self.outstanding
-        self._point(ts)
+        self._sample(ts, frame)
         lim = self.limit
         if lim is not None and self.outstanding > lim:
             self.exceeded += 1
             return True
         return False
 
-    def answered(self, ts: int) -> None:
+    def answered(self, ts: int, frame: int) -> None:
         """A call of this direction got its reply (or was abandoned)."""
         if self.outstanding:
             self.outstanding -= 1
-        self._point(ts)
+        self._sample(ts, frame)
 
     def grant(self, ts: int, frame: int, granted: int, max_outstanding: int | None = None) -> bool:
         """The peer granted credits; True when the grant is zero."""
@@ -119,15 +126,13 @@ class CreditLedger:
             self.min_granted = granted
         if self.max_granted is None or granted > self.max_granted:
             self.max_granted = granted
-        self._point(ts)
+        self._sample(ts, frame)
         if granted == 0:
             self.zero_grants += 1
             return True
         return False
 
-    def record(self) -> dict[str, Any]:
-        return {"direction": self.direction, "requested": self.requested, "granted": self.granted,
-                "granted_min": self.min_granted, "granted_max": self.max_granted,
-                "max_outstanding": self.max_outstanding, "calls": self.calls, "grants": self.grants,
-                "peak_outstanding": self.peak, "outstanding_at_end": self.outstanding,
-                "zero_grants": self.zero_grants, "exceeded": self.exceeded, "refreshes": self.refreshes}
+    def summary(self) -> CreditSummary:
+        return CreditSummary(self.direction, self.requested, self.granted, self.min_granted, self.max_granted,
+                             self.max_outstanding, self.calls, self.grants, self.peak, self.outstanding,
+                             self.zero_grants, self.exceeded, self.refreshes)

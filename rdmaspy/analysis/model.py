@@ -179,12 +179,6 @@ class Finding:
         """The rule and its source, as a dissector's expert item names it."""
         return f"{self.rule_def.id} ({self.rule_def.source})"
 
-    def record(self) -> dict[str, object]:
-        """The finding as plain data (JSON-ready)."""
-        return {"rule": self.rule_def.id, "severity": self.severity, "group": self.group,
-                "source": self.rule_def.source, "message": self.text, "frames": list(self.frames),
-                "conn": self.conn, "xid": self.xid, "args": self.args}
-
     def __repr__(self) -> str:
         return f"<Finding {self.rule_def.id} frames={self.frames}>"
 

@@ -1,20 +1,20 @@
 """The RPC-over-RDMA transaction of a packet as fields: ``rpcrdma.analysis.*``.
 
-The transactions module notes on each packet the transaction it belongs to
-(``pkt.extra["rpcrdma.transaction"]``); this module turns that note into fields on the packet, as
+The transactions module says which transaction the packet being analysed belongs to
+(``Transactions.current``); this module turns that into fields on the packet, as
 Wireshark's RPC dissector shows ``rpc.time`` / ``rpc.repframe`` / ``rpc.reqframe``, so that display
 filters, JSON and the tree reach them: ``rpcrdma.analysis.latency > 0.001``,
 ``rpcrdma.analysis.role == "rdma_write"``, ``rpcrdma.analysis.call_frame == 345``.
 It runs after the transactions module on each packet (it imports it, which registers it first).
+The role and step come from the typed record (``Transaction.role_of``).
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..fields import Field
 from ..packet import Layer, Packet
-from . import transactions  # noqa: F401   (registered before this module: its notes come first)
 from .analyzer import Analyzer, register
+from .model import PacketRole
+from .transactions import Transactions   # registered before this module: it sees each packet first
 
 PROTOCOLS = {"rpcrdma.analysis": "RPC-over-RDMA transaction"}
 
@@ -27,25 +27,6 @@ LATENCY = Field("rpcrdma.analysis.latency", 0, "Time from call to reply", "float
 CHUNK_LIST = Field("rpcrdma.analysis.chunk_list", 0, "Chunk list", "str")
 CHUNK_INDEX = Field("rpcrdma.analysis.chunk", 0, "Chunk")
 SEGMENT_INDEX = Field("rpcrdma.analysis.segment", 0, "Segment")
-
-
-def _role(txn: Any, num: int) -> tuple[str, dict | None]:
-    if num in txn.call_frames:
-        return "call", None
-    if txn.reply_frames and num in txn.reply_frames:
-        return "reply", None
-    if txn.done_frame == num:
-        return "done", None
-    for step in reversed(txn.steps):
-        op = step.get("op")
-        if op == "read" and num in (step.get("response_frames") or ()):
-            return "rdma_read_response", step
-        if num in step.get("frames", ()):
-            if op == "read":
-                return "rdma_read", step
-            if op == "write":
-                return "rdma_write", step
-    return "related", None
 
 
 def _parent(pkt: Packet) -> Layer:
@@ -62,34 +43,32 @@ def _parent(pkt: Packet) -> Layer:
 class TransactionFields:
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer
+        mod = analyzer.modules.get("rpcrdma.transactions")
+        assert isinstance(mod, Transactions), "the transactions module registers before this one"
+        self.transactions = mod
 
     def packet(self, pkt: Packet) -> None:
-        extra = pkt.extra
-        if not extra:
-            return
-        txn = extra.get("rpcrdma.transaction")
+        txn = self.transactions.current
         if txn is None:
             return
-        num = pkt.frame.num
-        role, step = _role(txn, num)
+        role, step = txn.role_of(pkt.frame.num)
         lay = _parent(pkt)
         lay.add(XID, txn.xid)
-        lay.add(ROLE, role)
-        lay.add(DIRECTION, txn.direction)
-        if role != "call":
+        lay.add(ROLE, role.value)
+        lay.add(DIRECTION, txn.direction.value)
+        if role is not PacketRole.CALL:
             lay.add(CALL_FRAME, txn.call_frame)
-        if role == "reply":
+        if role is PacketRole.REPLY:
             lat = txn.latency_ns
             if lat is not None:
                 lay.add(LATENCY, lat / 1e9)
-        elif role != "call" and txn.reply_frame is not None:
+        elif role is not PacketRole.CALL and txn.reply_frame is not None:
             lay.add(REPLY_FRAME, txn.reply_frame)
-        if step is not None:
-            ch = step.get("chunk")
-            if ch:
-                lay.add(CHUNK_LIST, ch.get("list"))
-                lay.add(CHUNK_INDEX, ch.get("chunk"))
-                lay.add(SEGMENT_INDEX, ch.get("segment"))
+        if step is not None and step.segment is not None:
+            seg = step.segment
+            lay.add(CHUNK_LIST, seg.kind.value)
+            lay.add(CHUNK_INDEX, seg.chunk)
+            lay.add(SEGMENT_INDEX, seg.index)
 
     def finish(self) -> None:
         """Nothing waits for the end: a packet's fields are final when it is seen."""

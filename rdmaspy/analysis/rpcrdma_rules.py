@@ -8,13 +8,15 @@ a reply is matched to its call.  docs/expert.md lists them all.
 """
 from __future__ import annotations
 
-from typing import Any
-
+from ..dissectors.rpcrdma import RpcRdmaMessage
+from ..dissectors.rpcrdma2 import ERRCODES as V2_ERRCODES
+from ..dissectors.rpcrdma2 import F_DEFINED, F_MORE, F_RESPONSE, F_TPMORE, PROP_RBSIZ_ID
+from ..dissectors.rpcrdma2 import HTYPES as V2_HTYPES
+from ..dissectors.rpcrdma_pdata import DEFAULT_INLINE
+from ..packet import Packet
+from .model import ChunkList, Direction
+from .rpcrdma_state import ConnState, OpenTransaction, Reporter
 from .rules import declare
-
-F_RESPONSE, F_MORE, F_TPMORE = 1, 2, 4
-V2_HTYPES = (0, 1, 4, 5)
-V2_ERRCODES = frozenset((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 100))
 
 # --- RFC 8166 ---------------------------------------------------------------------------------------
 XID_MISMATCH = declare(
@@ -87,7 +89,7 @@ INLINE = declare(
     "RFC 8797 §4.2 (negotiated thresholds); RFC 8166 §3.3.2")
 INITIAL_SIZE = declare(
     "rpcrdma.initial_size", "error", "protocol",
-    "the first version 2 message is {size} bytes, more than the 1024 of version 1",
+    f"the first version 2 message is {{size}} bytes, more than the {DEFAULT_INLINE} of version 1",
     "draft-01 §4.2.3")
 INVALIDATE_NOT_NEGOTIATED = declare(
     "rpcrdma.invalidate_not_negotiated", "warning", "protocol",
@@ -169,14 +171,11 @@ V2_WRITE_INDEX = declare(
     "RDMA2_ERR_WRITE_RESOURCE names Write chunk {index}, the call has {chunks}",
     "draft-01 §7.3.4 (the index points at a Write chunk of the call, or is zero)")
 
-_HTYPE_NAMES = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
-
-
-def message_size(msg: Any) -> int:
+def message_size(msg: RpcRdmaMessage) -> int:
     return msg.header_len + msg.payload_len
 
 
-def check_message(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> None:
+def check_message(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, is_reply: bool) -> None:
     """Rules a single message can break, whatever its transaction."""
     rep = an.report
     frame = pkt.frame.num
@@ -199,7 +198,7 @@ def check_message(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) 
                 pass
             else:
                 rep(VERSION_CHANGED, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v, was=was,
-                    direction=_dir_text(st, d))
+                    direction=_dir_text(d))
         st.version[d] = v
         rng = st.err_vers
         if rng is not None and not is_reply and not rng[0] <= v <= rng[1]:
@@ -216,10 +215,10 @@ def check_message(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) 
     size = message_size(msg)
     thr = st.threshold(d, v)
     if thr is not None and size > thr:
-        rep(INLINE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size, threshold=thr, direction=_dir_text(st, d))
+        rep(INLINE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size, threshold=thr, direction=_dir_text(d))
     if v == 2 and not st.v2_first_seen:
         st.v2_first_seen = True
-        if size > 1024 and d == "c2s":
+        if size > DEFAULT_INLINE and d is Direction.C2S:
             rep(INITIAL_SIZE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size)
     if v == 1:
         _check_v1(an, st, pkt, msg, d, is_reply)
@@ -227,17 +226,17 @@ def check_message(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) 
         _check_v2(an, st, pkt, msg, d, is_reply)
 
 
-def _dir_text(st: Any, d: str) -> str:
-    return "client to server" if d == "c2s" else "server to client"
+def _dir_text(d: Direction) -> str:
+    return "client to server" if d is Direction.C2S else "server to client"
 
 
-def _check_lists(an: Any, st: Any, pkt: Any, msg: Any, is_reply: bool, nomsg: bool) -> None:
+def _check_lists(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, is_reply: bool, nomsg: bool) -> None:
     rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     prev = None
     seen: set[int] = set()
     for s in msg.reads:
-        pos = s.position
+        pos = s.position or 0             # a Read list segment always has its position
         if prev is not None and pos != prev and (pos < prev or pos in seen):
             rep(READ_ORDER, frame, ts, conn=cid, xid=xid, pkt=pkt, position=pos, previous=prev)
         if pos % 4:
@@ -260,7 +259,7 @@ def _check_lists(an: Any, st: Any, pkt: Any, msg: Any, is_reply: bool, nomsg: bo
             rep(NOMSG_EMPTY, frame, ts, conn=cid, xid=xid, pkt=pkt, role="call", want="Position Zero Read chunk")
 
 
-def _check_v1(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> None:
+def _check_v1(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, is_reply: bool) -> None:
     rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     proc = msg.proc
@@ -271,14 +270,14 @@ def _check_v1(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
     _check_xids(an, st, pkt, msg)
 
 
-def _check_xids(an: Any, st: Any, pkt: Any, msg: Any) -> None:
+def _check_xids(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage) -> None:
     rpc = msg.rpc
     if rpc is not None and rpc.xid != msg.xid:
         an.report(XID_MISMATCH, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=msg.xid, pkt=pkt,
                   rdma_xid=msg.xid, rpc_xid=rpc.xid)
 
 
-def check_rebuilt(an: Any, st: Any, pkt: Any, msg: Any) -> None:
+def check_rebuilt(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage) -> None:
     """A call rebuilt from its Read chunks, or a reply from its Reply chunk: the RPC XID is checked there."""
     rpc = msg.rebuilt_rpc
     if rpc is not None and rpc.xid != msg.xid:
@@ -286,31 +285,32 @@ def check_rebuilt(an: Any, st: Any, pkt: Any, msg: Any) -> None:
                   rdma_xid=msg.xid, rpc_xid=rpc.xid)
 
 
-def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> None:
+def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, is_reply: bool) -> None:
     rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     htype = msg.proc
     flags = msg.flags or 0
-    if flags & ~7:
-        rep(V2_RESERVED, frame, ts, conn=cid, xid=xid, pkt=pkt, flags=flags & ~7)
+    if flags & ~F_DEFINED:
+        rep(V2_RESERVED, frame, ts, conn=cid, xid=xid, pkt=pkt, flags=flags & ~F_DEFINED)
     if htype not in V2_HTYPES:
         rep(V2_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
     if htype in st.bad_htypes.get(d, ()):
         rep(V2_HTYPE_AGAIN, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
     if flags & F_TPMORE and htype != 5:
-        rep(V2_TPMORE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=_HTYPE_NAMES.get(htype, htype))
+        rep(V2_TPMORE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=V2_HTYPES.get(htype, htype))
     if htype == 5:
         if st.connprop_done.get(d):
             rep(V2_CONNPROP_AFTER, frame, ts, conn=cid, xid=xid, pkt=pkt)
         if not flags & F_TPMORE:
             st.connprop_done[d] = True
         props = dict(msg.props or ())
-        if 2 in props and isinstance(props[2], int):
+        rbsiz = props.get(PROP_RBSIZ_ID)
+        if isinstance(rbsiz, int):
             # The sender's Receive Buffer Size bounds what its peer may Send to it.
-            st.v2_recv[d] = props[2]
+            st.v2_recv[d] = rbsiz
     more = bool(flags & F_MORE)
     if more and htype not in (0, 5):
-        rep(V2_MORE_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=_HTYPE_NAMES.get(htype, htype))
+        rep(V2_MORE_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=V2_HTYPES.get(htype, htype))
     if more and msg.has_chunks:
         rep(V2_MORE_CHUNKS, frame, ts, conn=cid, xid=xid, pkt=pkt)
     was = st.continuing.get(d)
@@ -332,9 +332,9 @@ def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
             rep(V2_ERRCODE, frame, ts, conn=cid, xid=xid, pkt=pkt, code=msg.errcode)
         if msg.errcode == 4:
             # The responder refused a header type: remember which one its peer sent with this XID.
-            bad = st.sent_htypes.get((_other(d), xid))
+            bad = st.sent_htypes.get((d.other, xid))
             if bad is not None:
-                st.bad_htypes.setdefault(_other(d), set()).add(bad)
+                st.bad_htypes.setdefault(d.other, set()).add(bad)
     if htype in (0, 1):
         rpc = msg.rpc
         if rpc is not None and rpc.msgtype in (0, 1) and bool(flags & F_RESPONSE) != (rpc.msgtype == 1):
@@ -358,22 +358,16 @@ def _check_v2(an: Any, st: Any, pkt: Any, msg: Any, d: str, is_reply: bool) -> N
         del st.sent_htypes[next(iter(st.sent_htypes))]
 
 
-def note_versions(st: Any, msg: Any, d: str) -> None:
+def note_versions(st: ConnState, msg: RpcRdmaMessage, d: Direction) -> None:
     """A message dropped unchecked still tells which version its direction speaks."""
     st.version[d] = msg.version
 
 
-def _other(d: str) -> str:
-    return "s2c" if d == "c2s" else "c2s"
-
-
-def check_reply(an: Any, st: Any, pkt: Any, msg: Any, txn: Any) -> None:
+def check_reply(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, txn: OpenTransaction) -> None:
     """A reply against its call: the Write list and Reply chunk it returns."""
     rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     call = txn.call_msg
-    if call is None:
-        return
     if msg.proc == 4:
         if msg.version == 2 and call.version != msg.version and msg.errcode != 1:
             rep(V2_ERROR_VERSION, frame, ts, conn=cid, xid=xid, pkt=pkt, version=msg.version,
@@ -405,7 +399,7 @@ def check_reply(an: Any, st: Any, pkt: Any, msg: Any, txn: Any) -> None:
         offered = call.reply
         if offered is None:
             rep(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt, what="the call did not provide")
-        elif not any(s.overrun for s in txn.segs if s.list == "reply"):   # an overrun is reported as such
+        elif not any(s.overrun for s in txn.txn.segments if s.kind is ChunkList.REPLY):   # reported as such
             total = sum(s.length for s in msg.reply)
             room = sum(s.length for s in offered)
             if total > room:
@@ -413,12 +407,13 @@ def check_reply(an: Any, st: Any, pkt: Any, msg: Any, txn: Any) -> None:
                     what=f"of {total} bytes, the call provided {room}")
 
 
-def _overrun(txn: Any, chunk: int, index: int) -> bool:
-    seg = txn.seg_at("write", chunk, index)
+def _overrun(txn: OpenTransaction, chunk: int, index: int) -> bool:
+    seg = txn.txn.segment_at(ChunkList.WRITE, chunk, index)
     return seg is not None and seg.overrun > 0
 
 
-def check_invalidate(an: Any, st: Any, pkt: Any, msg: Any, txn: Any, handle: int) -> None:
+def check_invalidate(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, txn: OpenTransaction,
+                     handle: int) -> None:
     """A reply sent with Send With Invalidate."""
     rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
@@ -433,9 +428,7 @@ def check_invalidate(an: Any, st: Any, pkt: Any, msg: Any, txn: Any, handle: int
         if who:
             rep(INVALIDATE_NOT_NEGOTIATED, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
                 who=" and ".join(who))
-    call = txn.call_msg if txn is not None else None
-    if call is None:
-        return
+    call = txn.call_msg
     if msg.version == 2:
         if call.inv_handle != handle:
             rep(V2_INV_MISMATCH, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle, inv_handle=call.inv_handle or 0)

@@ -13,7 +13,9 @@ packet again at once, with nothing to make the requester go back).  For the resp
 the PSNs each ACK covers (coalescing), reports NAKs by code and RNR NAKs (with the delay until the
 requester retries), and matches READ responses to their request (number of packets at the path
 MTU and length).  CNPs and ECN Congestion Experienced marks are counted per flow; a bad ICRC is a
-finding.  Per-packet results become ``ib.analysis.*`` fields on an ``ib.analysis`` layer.
+finding.  Per-packet results become ``ib.analysis.*`` fields on an ``ib.analysis`` layer; each
+sequence event is also a ``PsnEvent`` record, and at the end each requester's counters are a
+``PsnStats`` and each flow's congestion a ``CongestionFlow``.
 
 Memory per connection is bounded: a ring of the last PSNs sent, a few gap ranges, and the READ
 requests still waiting for their responses.
@@ -21,12 +23,16 @@ requests still waiting for their responses.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ..dissectors.infiniband import AETH_NAK_CODES, RNR_TIMER_MS
+from ..dissectors.infiniband import AETH_NAK_CODES, RNR_TIMER_MS, IBInfo
 from ..fields import Field
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, register
+from .model import CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
+
+if TYPE_CHECKING:
+    from ..conversation import Connection as LiveConnection
 from .rules import declare
 
 PROTOCOLS = {"ib.analysis": "InfiniBand transport analysis"}
@@ -143,6 +149,7 @@ DUPLICATE_WINDOW_NS = 8192
 _REQUEST_KINDS = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
 _RESPONSE_KINDS = frozenset({"ack", "atomic_ack", "read_response"})
 _CONNECTED = frozenset({"RC", "UC", "XRC"})
+_DIRECTIONS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 
 
 def _ceil(a: int, b: int) -> int:
@@ -222,7 +229,7 @@ class ReqStream:
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
                  "psn_acked", "send_bytes", "write_bytes", "read_bytes")
 
-    def __init__(self, conn_id: int, direction: str) -> None:
+    def __init__(self, conn_id: int, direction: Direction) -> None:
         self.conn_id = conn_id
         self.direction = direction
         self.first: int | None = None     # first request PSN seen
@@ -260,28 +267,24 @@ class ReqStream:
         self.write_bytes = 0
         self.read_bytes = 0
 
-    def record(self) -> dict[str, Any]:
-        return {"conn": self.conn_id, "direction": self.direction, "first_psn": self.first,
-                "next_psn": self.nxt, "packets": self.packets, "retransmissions": self.retransmissions,
-                "duplicates": self.duplicates, "lost": self.lost, "out_of_order": self.out_of_order,
-                "naks": {AETH_NAK_CODES.get(c, str(c)): n for c, n in sorted(self.naks.items())},
-                "rnr_naks": self.rnr_naks, "rnr_delay": self.rnr_delay_ns / 1e9, "acks": self.acks,
-                "coalesced_acks": self.coalesced, "psns_acked": self.psn_acked,
-                "duplicate_acks": self.duplicate_acks, "read_requests": self.read_requests,
-                "read_responses": self.read_responses,
-                "bytes": {"send": self.send_bytes, "write": self.write_bytes, "read": self.read_bytes}}
+    def stats(self, path_mtu: int | None) -> PsnStats:
+        return PsnStats(self.conn_id, self.direction, self.first, self.nxt, self.packets, self.retransmissions,
+                        self.duplicates, self.lost, self.out_of_order, dict(sorted(self.naks.items())),
+                        self.rnr_naks, self.rnr_delay_ns, self.acks, self.coalesced, self.psn_acked,
+                        self.duplicate_acks, self.read_requests, self.read_responses, self.send_bytes,
+                        self.write_bytes, self.read_bytes, path_mtu)
 
 
 class _Conn:
     __slots__ = ("conv", "streams", "mtu", "mtu_seen")
 
-    def __init__(self, conv: Any) -> None:
+    def __init__(self, conv: LiveConnection) -> None:
         self.conv = conv
-        self.streams: dict[str, ReqStream] = {}      # made on first use: most queue pairs request one way
+        self.streams: dict[Direction, ReqStream] = {}      # made on first use: most queue pairs request one way
         self.mtu: int | None = conv.path_mtu or None
         self.mtu_seen = False        # True once a full-size packet showed the path MTU
 
-    def stream(self, direction: str) -> ReqStream:
+    def stream(self, direction: Direction) -> ReqStream:
         st = self.streams.get(direction)
         if st is None:
             st = self.streams[direction] = ReqStream(self.conv.conn_id, direction)
@@ -318,7 +321,7 @@ class Transport:
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer
         self.conns: dict[int, _Conn] = {}
-        self.flows: dict[tuple, list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
+        self.flows: dict[tuple[str, str, int], list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
@@ -340,7 +343,7 @@ class Transport:
         cs = self.conns.get(conv.conn_id)
         if cs is None:
             cs = self.conns[conv.conn_id] = _Conn(conv)
-        d = conv.direction(pkt)
+        d = _DIRECTIONS[conv.direction(pkt)]
         if kind in _REQUEST_KINDS:
             st = cs.stream(d)
             if st.first is None:
@@ -350,11 +353,15 @@ class Transport:
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
         elif kind in _RESPONSE_KINDS:
-            st = cs.stream("s2c" if d == "c2s" else "c2s")
+            st = cs.stream(d.other)
             self._response(cs, st, pkt, ib, kind)
 
+    def _event(self, st: ReqStream, kind: PsnEventKind, frame: int, ts: int, psn: int, count: int = 1,
+               original: int | None = None) -> None:
+        self.an.emit(PsnEvent(st.conn_id, st.direction, kind, frame, ts, psn, count, original))
+
     # -- requests ------------------------------------------------------------------------------------
-    def _request(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: Any, kind: str) -> None:
+    def _request(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo, kind: str) -> None:
         psn = ib.psn
         frame = pkt.frame
         ts = frame.ts
@@ -381,7 +388,9 @@ class Transport:
                 # largest MTU in question and ceil(length/256).
                 count = _ceil(length, cs.mtu or 4096)
                 slack = _ceil(length, 256) - count
-        d = (psn - st.nxt) & _MASK
+        nxt = st.nxt
+        assert nxt is not None                # set with the stream's first PSN, before its first request
+        d = (psn - nxt) & _MASK
         lay = None
         if d == 0 or d <= st.slack:
             st.nxt = (psn + count) & _MASK
@@ -397,6 +406,7 @@ class Transport:
             lay.add(LOST_SEGMENT, True)
             lay.add(LOST_PSNS, lost)
             self.an.report(LOST, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn, count=lost, expected=expected)
+            self._event(st, PsnEventKind.LOST, frame.num, ts, psn, lost)
             st.nxt = (psn + count) & _MASK
             st.slack = slack
         else:
@@ -417,6 +427,7 @@ class Transport:
                 lay.add(OUT_OF_ORDER, True)
                 self.an.report(OUT_OF_ORDER_RULE, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn,
                                expected=st.nxt)
+                self._event(st, PsnEventKind.OUT_OF_ORDER, frame.num, ts, psn)
             elif (not hole and psn == st.last_psn and plan.opcode == st.last_op and nak is None and rnr is None
                   and ts - st.last_ts < DUPLICATE_WINDOW_NS):
                 st.duplicates += 1
@@ -424,6 +435,7 @@ class Transport:
                 lay.add(ORIGINAL_FRAME, st.last_frame)
                 self.an.report(DUPLICATE_RULE, (frame.num, st.last_frame), ts, conn=st.conn_id, pkt=pkt, psn=psn,
                                original=f"frame {st.last_frame}")
+                self._event(st, PsnEventKind.DUPLICATE, frame.num, ts, psn, original=st.last_frame)
             else:
                 st.retransmissions += 1
                 lay.add(RETRANSMISSION, True)
@@ -442,6 +454,7 @@ class Transport:
                     lay.add(NAK_FRAME, nak[1])
                     frames += (nak[1],)
                 self.an.report(RETRANSMIT, frames, ts, conn=st.conn_id, pkt=pkt, psn=psn, first=first)
+                self._event(st, PsnEventKind.RETRANSMISSION, frame.num, ts, psn, original=original)
             if rnr is not None:
                 delay = ts - rnr[2]
                 st.rnr_delay_ns += delay
@@ -480,7 +493,7 @@ class Transport:
         return False
 
     # -- responses -----------------------------------------------------------------------------------
-    def _response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: Any, kind: str) -> None:
+    def _response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo, kind: str) -> None:
         psn = ib.psn
         frame = pkt.frame
         aeth = ib.aeth
@@ -507,6 +520,7 @@ class Transport:
             lay.add(NAK_CODE, code)
             rule = NAK_RULES.get(code, NAK_RESERVED)
             self.an.report(rule, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, code=code)
+            self._event(st, PsnEventKind.NAK, frame.num, frame.ts, psn, code)
             self._advance_acked(st, (psn - 1) & _MASK)
         elif t == 1:
             st.rnr_naks += 1
@@ -515,6 +529,7 @@ class Transport:
             lay.add(RNR_NAK, True)
             self.an.report(RNR_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
                            timer_ms=RNR_TIMER_MS[syn & 31])
+            self._event(st, PsnEventKind.RNR_NAK, frame.num, frame.ts, psn)
             self._advance_acked(st, (psn - 1) & _MASK)
 
     @staticmethod
@@ -550,13 +565,14 @@ class Transport:
             lay.add(ACKED_UNSEEN, True)
             last = (st.nxt - 1) & _MASK
             self.an.report(ACKED_UNSEEN_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, last=last)
+            self._event(st, PsnEventKind.ACKED_UNSEEN, frame.num, frame.ts, psn)
 
     @staticmethod
     def _in_read(st: ReqStream, psn: int) -> bool:
         r = st.last_read
         return r is not None and ((psn - r.psn) & _MASK) < r.nmax
 
-    def _read_response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: Any) -> None:
+    def _read_response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo) -> None:
         psn = ib.psn
         frame = pkt.frame
         plan = ib.plan
@@ -591,11 +607,13 @@ class Transport:
             lay.add(LOST_SEGMENT, True)
             lay.add(LOST_PSNS, d)
             self.an.report(LOST, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, count=d, expected=r.next)
+            self._event(st, PsnEventKind.LOST, frame.num, frame.ts, psn, d)
         elif d:
             st.duplicates += 1
             lay.add(DUPLICATE, True)
             self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
                            original=f"a response already received to the READ request of frame {r.frame}")
+            self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, psn, original=r.frame)
             return
         r.next = (psn + 1) & _MASK
         r.packets += 1
@@ -634,7 +652,7 @@ class Transport:
             st.last_read = None
 
     # -- congestion and checksums --------------------------------------------------------------------
-    def _flow_counts(self, pkt: Packet, ib: Any) -> list[int]:
+    def _flow_counts(self, pkt: Packet, ib: IBInfo) -> list[int]:
         """[CNPs, congestion marks] seen so far on the packet's flow (addresses and destination QP)."""
         key = (pkt.src, pkt.dst, ib.destqp)
         c = self.flows.get(key)
@@ -642,7 +660,7 @@ class Transport:
             c = self.flows[key] = [0, 0]
         return c
 
-    def _cnp(self, pkt: Packet, ib: Any) -> None:
+    def _cnp(self, pkt: Packet, ib: IBInfo) -> None:
         c = self._flow_counts(pkt, ib)
         c[0] += 1
         lay = _layer(pkt)
@@ -650,7 +668,7 @@ class Transport:
         self.an.report(CNP_RULE, pkt.frame.num, pkt.frame.ts, conn=None, pkt=pkt, qp=ib.destqp, count=c[0],
                        src=pkt.src, dst=pkt.dst)
 
-    def _marked(self, pkt: Packet, ib: Any) -> None:
+    def _marked(self, pkt: Packet, ib: IBInfo) -> None:
         c = self._flow_counts(pkt, ib)
         c[1] += 1
         lay = _layer(pkt)
@@ -682,13 +700,11 @@ class Transport:
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
         for cs in self.conns.values():
-            for _d, st in sorted(cs.streams.items(), reverse=True):    # c2s, then s2c, as before
+            for _d, st in sorted(cs.streams.items()):    # c2s, then s2c, as before
                 if st.packets or st.acks or st.read_responses:
-                    rec = st.record()
-                    rec["path_mtu"] = cs.mtu
-                    self.an.emit("transport", rec)
+                    self.an.emit(st.stats(cs.mtu))
         for (src, dst, qp), (cnps, marks) in self.flows.items():
-            self.an.emit("congestion", {"src": src, "dst": dst, "qp": qp, "cnps": cnps, "ce_marks": marks})
+            self.an.emit(CongestionFlow(src, dst, qp, cnps, marks))
 
 
 register("ib.transport", Transport)

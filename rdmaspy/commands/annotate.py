@@ -15,9 +15,10 @@ import argparse
 import os
 from typing import Any
 
+from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
 
-_LIST_NAMES = {"read": "Read chunk", "write": "Write chunk", "reply": "Reply chunk"}
+_LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 
 
 class Notes:
@@ -35,58 +36,56 @@ class Notes:
         elif text not in lst:
             lst.append(text)
 
-    def on_record(self, kind: str, rec: dict[str, Any]) -> None:
-        if kind == "transaction":
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction):
             self.transaction(rec)
 
-    def transaction(self, rec: dict[str, Any]) -> None:
+    def transaction(self, t: Transaction) -> None:
         from .stats import operation_name
-        name = operation_name(rec)
-        xid = rec["xid"]
-        head = f"rdmaspy: {name} XID 0x{xid:08x}"
-        if rec.get("direction") == "backchannel":
+        name = operation_name(t)
+        head = f"rdmaspy: {name} XID 0x{t.xid:08x}"
+        if t.direction is CallDirection.BACKCHANNEL:
             head += " (backchannel)"
-        call = rec["call"]
-        reply = rec.get("reply")
-        lat = rec.get("latency")
-        lat_text = f"{lat * 1e3:.3f} ms" if lat is not None else None
+        call = t.call
+        reply = t.reply
+        lat = t.latency_ns
+        lat_text = f"{lat / 1e9 * 1e3:.3f} ms" if lat is not None else None
         if reply is not None:
-            call_text = f"{head}: call; reply in frame {reply['frame']} after {lat_text}"
+            call_text = f"{head}: call; reply in frame {reply.frame} after {lat_text}"
         else:
             call_text = f"{head}: call; no reply in the capture"
-        for fr in call.get("frames") or [call["frame"]]:
+        for fr in call.frames or [call.frame]:
             self.add(fr, call_text)
-        for retrans in call.get("retransmissions") or ():
+        for retrans in call.retransmissions:
             for fr in retrans:
-                self.add(fr, f"{head}: call sent again (first in frame {call['frame']})")
+                self.add(fr, f"{head}: call sent again (first in frame {call.frame})")
         if reply is not None:
-            text = f"{head}: reply to the call in frame {call['frame']} after {lat_text}"
-            if reply.get("error") is not None:
-                text += f"; RDMA_ERROR {reply['error']}"
-            if reply.get("invalidated") is not None:
-                text += f"; invalidates R_Key 0x{reply['invalidated']:08x}"
-            for fr in reply.get("frames") or [reply["frame"]]:
+            text = f"{head}: reply to the call in frame {call.frame} after {lat_text}"
+            if reply.error is not None:
+                text += f"; RDMA_ERROR {reply.error}"
+            if reply.invalidated is not None:
+                text += f"; invalidates R_Key 0x{reply.invalidated:08x}"
+            for fr in reply.frames or [reply.frame]:
                 self.add(fr, text)
-            if reply.get("done_frame") is not None:
-                self.add(reply["done_frame"], f"{head}: RDMA_DONE for the reply in frame {reply['frame']}")
-        for step in rec.get("steps") or ():
-            op = step.get("op")
-            if op not in ("read", "write"):
+            if reply.done_frame is not None:
+                self.add(reply.done_frame, f"{head}: RDMA_DONE for the reply in frame {reply.frame}")
+        for step in t.steps:
+            kind = step.kind
+            if kind is not StepKind.RDMA_READ and kind is not StepKind.RDMA_WRITE:
                 continue
-            ch = step.get("chunk") or {}
+            seg = step.segment
             where = ""
-            if ch:
-                where = (f" {_LIST_NAMES.get(ch.get('list'), str(ch.get('list')))} {ch.get('chunk')} "
-                         f"segment {ch.get('segment')}")
-            verb = "RDMA READ of" if op == "read" else "RDMA WRITE into"
-            text = (f"{head}: {verb}{where} (R_Key 0x{step['handle']:08x}, {step['length']} bytes at "
-                    f"0x{step['offset']:x}); call in frame {call['frame']}")
-            for fr in step.get("frames") or ():
+            if seg is not None:
+                where = f" {_LIST_NAMES.get(seg.kind, str(seg.kind))} {seg.chunk} segment {seg.index}"
+            verb = "RDMA READ of" if kind is StepKind.RDMA_READ else "RDMA WRITE into"
+            text = (f"{head}: {verb}{where} (R_Key 0x{step.handle or 0:08x}, {step.length} bytes at "
+                    f"0x{step.offset or 0:x}); call in frame {call.frame}")
+            for fr in step.frames:
                 self.add(fr, text)
-            for fr in step.get("response_frames") or ():
-                self.add(fr, f"{head}: RDMA READ response for{where} (request in frame {step['frames'][0]})")
+            for fr in step.response_frames or ():
+                self.add(fr, f"{head}: RDMA READ response for{where} (request in frame {step.frames[0]})")
 
-    def finding(self, f: Any) -> None:
+    def finding(self, f: Finding) -> None:
         r = f.rule_def
         text = f"rdmaspy {r.severity}: {f.text} [{r.id}: {r.source}]"
         if f.frames:

@@ -13,17 +13,18 @@ import sys
 from typing import Any, Callable
 
 
+from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
 
 def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
-            on_record: Callable[[str, dict], None] | None = None, keep_findings: bool = True):
+            on_record: Callable[[Record], None] | None = None, keep_findings: bool = True):
     """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
 
     ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
-    records (transactions, connection and transport summaries) as they become final.
+    records (``analysis.model``: transactions, connection and transport summaries) as they become final.
     """
     from ..analysis.analyzer import Analyzer
     from ..engine import Engine

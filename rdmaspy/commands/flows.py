@@ -2,7 +2,7 @@
 
 ``-o flows.json`` writes one JSON document; ``-T jsonl`` writes JSON Lines on stdout (or to ``-o``):
 a line per connection, then a line for the capture.  The capture is decoded and analysed in one
-pass; the records are spooled per connection by rdmaspy.analysis.flows and assembled at the end.
+pass; the records are spooled per connection by rdmaspy.output.flows and assembled at the end.
 This module only wires the pieces together and writes bytes.
 """
 from __future__ import annotations
@@ -17,8 +17,9 @@ from ..errors import RdmaspyError
 def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
     """Decode and analyse ``path``, write the flows to the binary stream ``out``; returns (capture, frames)."""
     from ..analysis.analyzer import Analyzer
-    from ..analysis.flows import FlowBuilder
+    from ..analysis.model import Connection
     from ..conversation import connections
+    from ..output.flows import FlowBuilder
     from ..engine import Engine
     from ..readers import open_capture
 
@@ -37,7 +38,7 @@ def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
                 frames += 1
                 feed(dissect(frame))
         analyzer.finish()
-        conns = list(connections(engine.session))
+        conns = [Connection.of(c) for c in connections(engine.session)]
         if fmt == "jsonl":
             builder.write_lines(out, conns, path, t0, frames)
         else:

@@ -8,8 +8,8 @@
 - PSN analysis counters (retransmissions, NAKs, RNR NAKs...), CNPs and ECN marks per flow, and
   findings by rule.
 
-The numbers come from the analysis records (``Analyzer`` sinks: kind "transaction",
-"rpcrdma.connection", "transport") and its findings; ``Stats`` gathers them (no text), the
+The numbers come from the typed analysis records (``Transaction``, ``RpcRdmaSummary``,
+``PsnStats``, ``CongestionFlow``) and its findings; ``Stats`` gathers them (no text), the
 functions below it present them as text or JSON.  Percentiles are nearest-rank: the value at rank
 ceil(p/100 * n) of the n sorted latencies.
 """
@@ -20,22 +20,20 @@ import math
 import sys
 from typing import Any
 
-
-# NFSv4 COMPOUND operations that only set the scene: a COMPOUND is named by its first other operation.
-_PLUMBING = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH", "GETFH"})
+from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
 
 
-def operation_name(rec: dict[str, Any]) -> str:
-    """The procedure a transaction record stands for: "NFSv3 READ", "NFSv4.2 COMPOUND(OPEN)", ..."""
-    rpc = rec.get("rpc")
-    if not rpc:
-        return f"RPC-over-RDMA {rec.get('call', {}).get('proc', '?')}"
-    label = rpc.get("label") or (f"program {rpc['program']} v{rpc['version']}" if rpc.get("program") is not None
-                                 else "RPC")
-    name = rpc.get("name") or (f"proc {rpc['procedure']}" if rpc.get("procedure") is not None else "?")
-    ops = rpc.get("ops")
+def operation_name(t: Transaction) -> str:
+    """The procedure a transaction stands for: "NFSv3 READ", "NFSv4.2 COMPOUND(OPEN)", ..."""
+    from ..dissectors.nfs import NFS4_SCENE_OPS
+    rpc = t.rpc
+    if rpc is None:
+        return f"RPC-over-RDMA {t.call.proc}"
+    label = rpc.label or (f"program {rpc.program} v{rpc.version}" if rpc.program is not None else "RPC")
+    name = rpc.name or (f"proc {rpc.procedure}" if rpc.procedure is not None else "?")
+    ops = rpc.ops
     if name == "COMPOUND" and ops:
-        main = next((o for o in ops if o not in _PLUMBING), ops[-1])
+        main = next((o for o in ops if o not in NFS4_SCENE_OPS), ops[-1])
         name = f"COMPOUND({main})"
     return f"{label} {name}"
 
@@ -63,35 +61,39 @@ class _Block:
         self.transactions = 0
         self.unanswered = 0
 
-    def transaction(self, rec: dict[str, Any]) -> None:
+    def transaction(self, t: Transaction) -> None:
         self.transactions += 1
-        name = operation_name(rec)
+        name = operation_name(t)
         op = self.ops.get(name)
         if op is None:
             op = self.ops[name] = {"count": 0, "answered": 0, "latencies": []}
         op["count"] += 1
-        lat = rec.get("latency")
-        if rec.get("reply") is not None:
+        lat = t.latency_ns
+        if t.reply is not None:
             op["answered"] += 1
         else:
             self.unanswered += 1
         if lat is not None:
-            op["latencies"].append(lat)
-        b = rec.get("bytes") or {}
-        self.bytes["inline"] += (b.get("call_inline") or 0) + (b.get("reply_inline") or 0)
-        self.bytes["rdma_read"] += b.get("rdma_read") or 0
-        self.bytes["rdma_write"] += b.get("rdma_write") or 0
+            op["latencies"].append(lat / 1e9)
+        self.bytes["inline"] += t.bytes_inline
+        self.bytes["rdma_read"] += t.bytes_read
+        self.bytes["rdma_write"] += t.bytes_written
 
-    def stream(self, rec: dict[str, Any]) -> None:
+    def stream(self, s: PsnStats) -> None:
         t = self.wire
-        for k in ("packets", "retransmissions", "duplicates", "lost", "out_of_order", "rnr_naks", "rnr_delay",
-                  "acks", "coalesced_acks"):
-            t[k] += rec.get(k) or 0
-        t["naks"] += sum((rec.get("naks") or {}).values())
-        b = rec.get("bytes") or {}
-        t["send_bytes"] += b.get("send", 0)
-        t["write_bytes"] += b.get("write", 0)
-        t["read_bytes"] += b.get("read", 0)
+        t["packets"] += s.packets
+        t["retransmissions"] += s.retransmissions
+        t["duplicates"] += s.duplicates
+        t["lost"] += s.lost
+        t["out_of_order"] += s.out_of_order
+        t["rnr_naks"] += s.rnr_naks
+        t["rnr_delay"] += s.rnr_delay_ns / 1e9
+        t["acks"] += s.acks
+        t["coalesced_acks"] += s.coalesced_acks
+        t["naks"] += sum(s.naks.values())
+        t["send_bytes"] += s.send_bytes
+        t["write_bytes"] += s.write_bytes
+        t["read_bytes"] += s.read_bytes
 
     def record(self) -> dict[str, Any]:
         ops = []
@@ -122,22 +124,29 @@ class Stats:
             b = self.conns[conn] = _Block()
         return b
 
-    def on_record(self, kind: str, rec: dict[str, Any]) -> None:
-        if kind == "transaction":
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction):
             self.overall.transaction(rec)
-            self.block(rec.get("conn")).transaction(rec)
-        elif kind == "transport":
+            self._block(rec.conn).transaction(rec)
+        elif isinstance(rec, PsnStats):
             self.overall.stream(rec)
-            self.block(rec.get("conn")).stream(rec)
-        elif kind == "congestion":
-            self.congestion.append(dict(rec))
-        elif kind == "rpcrdma.connection":
-            for c in rec.get("credits") or ():
-                entry = {"conn": rec.get("conn"), **c}
-                self.block(rec.get("conn")).credits.append(entry)
+            self._block(rec.conn).stream(rec)
+        elif isinstance(rec, CongestionFlow):
+            self.congestion.append({"src": rec.src, "dst": rec.dst, "qp": rec.qp, "cnps": rec.cnps,
+                                    "ce_marks": rec.ce_marks})
+        elif isinstance(rec, RpcRdmaSummary):
+            from ..output.flows import credit_summary_record
+            for c in rec.credits:
+                entry = {"conn": rec.conn, **credit_summary_record(c)}
+                self._block(rec.conn).credits.append(entry)
                 self.overall.credits.append(entry)
 
-    def on_finding(self, f: Any) -> None:
+    def _block(self, conn: int) -> _Block:
+        b = self.block(conn)
+        assert b is not None
+        return b
+
+    def on_finding(self, f: Finding) -> None:
         rid = f.rule_def.id
         for b in (self.overall, self.block(f.conn)):
             if b is not None:

@@ -144,6 +144,14 @@ class IWarpInfo:
     __slots__ = ("opcode", "name", "tagged", "last", "stag", "to", "qn", "msn", "mo", "inv_stag",
                  "read_request", "terminate", "atomic", "immediate", "buf", "payload_off", "payload_end",
                  "frames", "crc_ok", "conn", "from_initiator", "message_len", "message", "rpcrdma")
+    # Set by the parser for every segment (the others start empty below).
+    opcode: int
+    name: str
+    tagged: bool
+    last: bool
+    buf: bytes
+    payload_off: int
+    payload_end: int
 
     def __init__(self) -> None:
         self.stag: int | None = None

@@ -28,6 +28,8 @@ from .xdr import Cursor, XdrError, p32, p64
 
 NFS_RDMA_PORT: Final = 20049
 
+RDMA_MSG, RDMA_NOMSG, RDMA_MSGP, RDMA_DONE, RDMA_ERROR = 0, 1, 2, 3, 4
+ERR_VERS: Final = 1
 PROCS: Final = {0: "RDMA_MSG", 1: "RDMA_NOMSG", 2: "RDMA_MSGP", 3: "RDMA_DONE", 4: "RDMA_ERROR"}
 ERRCODES: Final = {1: "ERR_VERS", 2: "ERR_CHUNK"}
 

@@ -27,7 +27,9 @@ from .rpcrdma import RpcRdmaMessage
 from .xdr import Cursor, XdrError, p32, popaque
 
 HTYPES = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
+HTYPE_MSG, HTYPE_NOMSG, HTYPE_ERROR, HTYPE_CONNPROP = 0, 1, 4, 5
 F_RESPONSE, F_MORE, F_TPMORE = 1, 2, 4
+F_DEFINED = F_RESPONSE | F_MORE | F_TPMORE      # the other flag bits are reserved (section 6.2.2)
 ERRCODES = {1: "RDMA2_ERR_VERS", 2: "RDMA2_ERR_BAD_XDR", 3: "RDMA2_ERR_BAD_PROPVAL", 4: "RDMA2_ERR_INVAL_HTYPE",
             5: "RDMA2_ERR_INVAL_CONT", 6: "RDMA2_ERR_READ_CHUNKS", 7: "RDMA2_ERR_WRITE_CHUNKS",
             8: "RDMA2_ERR_SEGMENTS", 9: "RDMA2_ERR_WRITE_RESOURCE", 10: "RDMA2_ERR_REPLY_RESOURCE",
@@ -40,6 +42,7 @@ PROPS = {1: "Maximum Send Size", 2: "Receive Buffer Size", 3: "Maximum RDMA Segm
          4: "Maximum RDMA Segment Count", 5: "Reverse-Direction Support", 6: "Host Auth Message"}
 PROP_ABBREV = {1: "sbsiz", 2: "rbsiz", 3: "rssiz", 4: "rcsiz", 5: "brs", 6: "hostauth"}
 PROP_DEFAULTS = {1: 4096, 2: 4096, 3: 1048576, 4: 16, 5: 0}
+PROP_RBSIZ_ID = 2           # Receive Buffer Size: what the peer may Send inline (section 4.2.2)
 # Section 5.2.5's values (the XDR of 8.3 says CONT = 1: a defect; the text's 2 is right).
 RVRSDIR = {0: "NONE", 1: "SIMPLE", 2: "CONT", 3: "GENL"}
 

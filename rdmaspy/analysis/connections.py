@@ -1,0 +1,56 @@
+"""Connections as records: a ``model.Connection`` for each connection the packets belong to.
+
+The connection table (rdmaspy.conversation) follows each connection's setup, state and counters
+as the dissectors see them.  This module hands a snapshot of each to the record sink when the
+connection's first packet is analysed, again every ``REFRESH`` packets when it changed (updated
+in place, so a live view's counters move) and at the end, so that a sink that keeps connections by id always
+holds their latest values.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..packet import Packet
+from .analyzer import Analyzer, register
+from .model import Connection
+
+if TYPE_CHECKING:
+    from ..conversation import Connection as LiveConnection
+
+REFRESH = 4096          # packets between two refreshes of the snapshots
+
+
+class Connections:
+    """The analysis module: one snapshot per connection, kept up to date."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.an = analyzer
+        self.seen: dict[int, tuple[LiveConnection, Connection]] = {}
+        self.countdown = REFRESH
+
+    def packet(self, pkt: Packet) -> None:
+        conv = pkt.conv
+        if conv is None:
+            return
+        if conv.conn_id not in self.seen:
+            snap = Connection.of(conv)
+            self.seen[conv.conn_id] = (conv, snap)
+            self.an.emit(snap)
+        self.countdown -= 1
+        if self.countdown <= 0:
+            self.countdown = REFRESH
+            self._refresh()
+
+    def _refresh(self) -> None:
+        """Emit again the connections that changed since their last snapshot."""
+        for live, snap in self.seen.values():
+            if (live.packets_c2s, live.packets_s2c, live.state, live.t_end) != (
+                    snap.packets_c2s, snap.packets_s2c, snap.state, snap.t_end):
+                snap.update(live)
+                self.an.emit(snap)
+
+    def finish(self) -> None:
+        self._refresh()
+
+
+register("connections", Connections)

@@ -1,0 +1,121 @@
+"""What the RPC-over-RDMA analysis keeps per connection while it follows its transactions.
+
+The transactions module (which drives) and the rules module (which checks) share these: a
+connection's open transactions and chunk book, its credit ledgers, the versions and the version 2
+state each direction is in, and the RDMA operations in progress.  The records that leave the
+analysis are those of ``model``; these classes stay inside it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from ..dissectors.rpcrdma2 import PROP_DEFAULTS, PROP_RBSIZ_ID
+from . import chunks as ck
+from . import credits as cr
+from .model import Direction, Finding, Record, Rule, Segment, Step, StepKind, Transaction
+
+if TYPE_CHECKING:
+    from ..conversation import Connection as LiveConnection
+    from ..dissectors.onc_rpc import RpcInfo
+    from ..dissectors.rpcrdma import RpcRdmaMessage
+    from ..packet import Packet
+
+
+class Reporter(Protocol):
+    """Where the rules report (the transactions module: a finding also joins the open transaction)."""
+
+    def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
+               xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding: ...
+
+
+class OpenTransaction:
+    """A transaction being followed: its record and the messages the rules still compare."""
+
+    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling")
+
+    def __init__(self, txn: Transaction, call_msg: RpcRdmaMessage) -> None:
+        self.txn = txn
+        self.call_msg = call_msg
+        self.reply_msg: RpcRdmaMessage | None = None
+        self.call_rpc: RpcInfo | None = call_msg.rpc        # the call's RPC message (rebuilt when it was cut)
+        self.reply_rpc: RpcInfo | None = None
+        self.pulling = False          # the reply waits to be pulled through a responder-provided Read chunk
+
+
+class Op:
+    """An RDMA READ or WRITE in progress."""
+
+    __slots__ = ("txn", "seg", "side", "handle", "cursor", "step", "next_psn", "overrun", "sink_to", "kind")
+
+    def __init__(self, txn: Transaction | None, seg: Segment | None, step: Step | None, kind: StepKind,
+                 handle: int, va: int, side: ck.Side) -> None:
+        self.txn = txn                # None: no open message advertised the memory it touches
+        self.seg = seg
+        self.side = side
+        self.handle = handle
+        self.cursor = va
+        self.step = step              # set whenever txn is
+        self.next_psn = 0
+        self.overrun = False
+        self.sink_to = 0
+        self.kind = kind              # RDMA_READ or RDMA_WRITE
+
+
+class ConnState:
+    """Everything followed on one connection."""
+
+    __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active",
+                 "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
+                 "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
+                 "unanswered", "emit", "messages", "discard", "broken", "connprops")
+
+    def __init__(self, conn: LiveConnection, emit: Callable[[Record], None]) -> None:
+        self.conn = conn
+        self.conn_id: int = conn.conn_id
+        self.open: dict[tuple[Direction, int], OpenTransaction] = {}
+        self.book = ck.ChunkBook()
+        self.ledgers: dict[Direction, cr.CreditLedger] = {}
+        self.reads_pending: dict[tuple[Direction, int], Op] = {}
+        self.read_active: dict[Direction, Op] = {}
+        self.write_active: dict[Direction, Op] = {}
+        self.iw_reads: dict[tuple[Direction, int], Op] = {}
+        self.iw_writes: dict[tuple[Direction, int], Op] = {}
+        self.version: dict[Direction, int] = {}
+        self.err_vers: tuple[int, int] | None = None
+        self.bad_htypes: dict[Direction, set[int]] = {}
+        self.sent_htypes: dict[tuple[Direction, int], int] = {}
+        self.connprop_done: dict[Direction, bool] = {}
+        self.continuing: dict[Direction, tuple[int, int]] = {}
+        self.discard: dict[Direction, int] = {}  # direction -> XID of a broken continuation still to drop
+        self.broken: set[int] = set()           # XIDs of broken continuations (their INVAL_CONT is expected)
+        # (direction, XID) of RDMA2_CONNPROP messages not answered yet: a version 1 peer answers one
+        # with RDMA_ERROR ERR_VERS (the v2 client then falls back), which is no reply to an RPC call.
+        self.connprops: dict[tuple[Direction, int], int] = {}
+        self.v2_first_seen = False
+        self.v2_recv: dict[Direction, int] = {}
+        self.rpcrdma = False
+        self.orphan_ops = 0
+        self.orphan_bytes = 0
+        self.closed = 0
+        self.unanswered = 0
+        self.emit = emit
+        self.messages = 0
+
+    def ledger(self, d: Direction) -> cr.CreditLedger:
+        """The credits of calls sent in direction ``d``."""
+        led = self.ledgers.get(d)
+        if led is None:
+            # RFC 8166 §3.3.3 / draft-01 §4.2.3: one call until the server's first grant, where the start is seen.
+            initial = 1 if d is Direction.C2S and self.conn.setup_known else None
+            led = self.ledgers[d] = cr.CreditLedger(self.conn_id, d.calls, self.emit, initial)
+        return led
+
+    def threshold(self, d: Direction, version: int) -> int | None:
+        """The inline threshold of direction ``d``; None where it is not known (setup not captured)."""
+        conn = self.conn
+        if version == 2:
+            recv = self.v2_recv.get(d.other)
+            return recv if recv else PROP_DEFAULTS[PROP_RBSIZ_ID]      # draft-01 §4.2.2
+        if version != 1 or not conn.setup_known:
+            return None
+        return conn.inline_c2s if d is Direction.C2S else conn.inline_s2c

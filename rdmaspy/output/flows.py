@@ -1,0 +1,340 @@
+"""The flows document: per connection its setup, transactions, credits and findings (schema
+rdmaspy/schemas/flows-1.json), written from the typed records of the analysis (``analysis.model``).
+
+A ``FlowBuilder`` is the analyzer's sink (``on_record`` / ``on_finding``).  Finished transactions,
+pieces of the credit time series and findings arrive in capture order, each tagged with its
+connection; they are serialised at once and spooled to one temporary file per connection and
+section, a few hundred records at a time, so memory stays bounded by what is still open, not by
+the capture's length.  At the end ``write_document`` / ``write_lines`` assemble each connection's
+object by copying its spool files into the output, with the connection's setup (CM, private data,
+thresholds) from its ``model.Connection``.  The functions ``*_record`` give each record's JSON
+object (the schema's), for the flows document and for other presentations.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from types import TracebackType
+from typing import BinaryIO, Iterable
+
+import orjson
+
+from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, RpcRdmaSummary,
+                              RpcSummary, Segment, Step, StepKind, Transaction)
+from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
+
+JSON = dict[str, object]
+
+SCHEMA_ID = "https://rdmaspy.invalid/schemas/flows-1.json"
+FORMAT = "rdmaspy-flows"
+VERSION = 1
+_BUFFER = 256            # records kept per spool before they go to disk ...
+_BUFFER_BYTES = 1 << 18  # ... or bytes (a piece of credit series is tens of KiB)
+
+_SUMMARY_KEYS = ("messages", "transactions", "unanswered", "versions", "unadvertised_operations",
+                 "unadvertised_bytes")
+
+
+# --- the records as JSON objects -------------------------------------------------------------------------
+def finding_record(f: Finding) -> JSON:
+    """A finding with its rule, source and rendered message."""
+    return {"rule": f.rule_def.id, "severity": f.severity, "group": f.group, "source": f.rule_def.source,
+            "message": f.text, "frames": list(f.frames), "conn": f.conn, "xid": f.xid, "args": f.args}
+
+
+def segment_record(s: Segment) -> JSON:
+    r: JSON = {"list": s.kind.value, "chunk": s.chunk, "segment": s.index, "handle": s.handle, "offset": s.offset,
+               "length": s.length, "used": s.used, "status": s.state.value, "overrun": s.overrun,
+               "operations": s.ops, "memory_of": s.side.value}
+    if s.position is not None:
+        r["position"] = s.position
+    if s.reported is not None:
+        r["reported"] = s.reported
+    return r
+
+
+def step_record(st: Step) -> JSON:
+    kind = st.kind
+    if kind is StepKind.CALL_SEND or kind is StepKind.REPLY_SEND:
+        r: JSON = {"op": "send", "role": kind.value, "frames": st.frames, "ts": st.ts, "bytes": st.bytes}
+        if st.invalidated is not None:
+            r["invalidate"] = st.invalidated
+        return r
+    if kind is StepKind.DONE:
+        return {"op": "done", "frames": st.frames, "ts": st.ts}
+    r = {"op": kind.value, "frames": st.frames, "ts": st.ts, "handle": st.handle, "offset": st.offset,
+         "length": st.length, "bytes": st.bytes}
+    seg = st.segment
+    if seg is not None:
+        r["chunk"] = {"list": seg.kind.value, "chunk": seg.chunk, "segment": seg.index}
+    if st.response_frames is not None:
+        r["response_frames"] = st.response_frames
+    return r
+
+
+def rpc_record(r: RpcSummary | None) -> JSON | None:
+    if r is None:
+        return None
+    rec: JSON = {"program": r.program, "version": r.version, "procedure": r.procedure, "name": r.name,
+                 "label": r.label, "ops": r.ops}
+    if r.replied:
+        rec.update({"reply_stat": r.reply_stat, "accept_stat": r.accept_stat, "nfs_status": r.nfs_status,
+                    "reply_ops": r.reply_ops})
+    return rec
+
+
+def transaction_record(t: Transaction) -> JSON:
+    """A closed transaction: its call and reply, RPC, steps, chunks, bytes and findings."""
+    call = t.call
+    lat = t.latency_ns
+    rep = t.reply
+    reply: JSON | None = None
+    if rep is not None:
+        reply = {"frame": rep.frame, "frames": list(rep.frames), "ts": rep.ts, "proc": rep.proc, "shape": rep.shape,
+                 "size": rep.size, "credits": rep.credits, "invalidated": rep.invalidated, "error": rep.error,
+                 "done_frame": rep.done_frame}
+    return {
+        "conn": t.conn, "xid": t.xid, "direction": t.direction.value, "version": t.version, "state": t.state.value,
+        "call": {"frame": call.frame, "frames": list(call.frames), "ts": call.ts, "proc": call.proc,
+                 "shape": call.shape, "size": call.size, "credits": call.credits,
+                 "retransmissions": call.retransmissions},
+        "reply": reply,
+        "latency_ns": lat, "latency": None if lat is None else lat / 1e9,
+        "rpc": rpc_record(t.rpc),
+        "steps": [step_record(s) for s in t.steps],
+        "chunks": [segment_record(s) for s in t.segments],
+        "bytes": {"call_inline": call.size, "reply_inline": rep.size if rep is not None else None,
+                  "rdma_read": t.bytes_read, "rdma_write": t.bytes_written},
+        "findings": [{"rule": f.rule_def.id, "severity": f.severity, "frames": list(f.frames)} for f in t.findings],
+    }
+
+
+def credit_summary_record(c: CreditSummary) -> JSON:
+    return {"direction": c.direction.value, "requested": c.requested, "granted": c.granted,
+            "granted_min": c.granted_min, "granted_max": c.granted_max, "max_outstanding": c.max_outstanding,
+            "calls": c.calls, "grants": c.grants, "peak_outstanding": c.peak_outstanding,
+            "outstanding_at_end": c.outstanding_at_end, "zero_grants": c.zero_grants, "exceeded": c.exceeded,
+            "refreshes": c.refreshes}
+
+
+def summary_record(s: RpcRdmaSummary) -> JSON:
+    """A connection's RPC-over-RDMA summary, its credits by direction of calls."""
+    return {"conn": s.conn, "messages": s.messages, "transactions": s.transactions, "unanswered": s.unanswered,
+            "versions": s.versions, "credits": [credit_summary_record(c) for c in s.credits],
+            "unadvertised_operations": s.unadvertised_operations, "unadvertised_bytes": s.unadvertised_bytes}
+
+
+def series_points(piece: CreditSeries) -> list[list[int | None]]:
+    """A piece of a credit time series as points [t ns, outstanding, granted]."""
+    return [[p.ts, p.outstanding, p.granted] for p in piece.samples]
+
+
+def pdata_record(p: RpcRdmaPdata | None) -> JSON | None:
+    if p is None:
+        return None
+    return {"version": p.version, "remote_invalidate": p.remote_invalidate, "send_size": p.send_size,
+            "recv_size": p.recv_size, "offset": p.offset, "valid": p.valid, "problem": p.problem}
+
+
+def endpoint_record(p: Endpoint) -> JSON:
+    return {"address": p.address, "gid": p.gid, "qpn": p.qpn, "tcp_port": p.tcp_port, "comm_id": p.comm_id}
+
+
+def connection_head(c: Connection) -> JSON:
+    """A connection's object in the flows document, before its transactions, credits and findings."""
+    setup: JSON = {
+        "state": c.state.value, "setup_known": c.setup_known, "service_id": c.service_id,
+        "port_space": c.port_space, "port": c.port, "start_psn_c2s": c.start_psn_c2s,
+        "start_psn_s2c": c.start_psn_s2c, "path_mtu": c.path_mtu, "t_start": c.t_start, "t_end": c.t_end,
+        "t_requested": c.t_requested, "t_established": c.t_established, "t_closed": c.t_closed,
+        "closed_by": None if c.closed_by is None else c.closed_by.value, "reject_reason": c.reject_reason,
+        "inline_c2s": c.inline_c2s, "inline_s2c": c.inline_s2c, "remote_invalidate": c.remote_invalidate,
+        "pdata_client": pdata_record(c.pdata_client), "pdata_server": pdata_record(c.pdata_server)}
+    traffic: JSON = {"packets_c2s": c.packets_c2s, "packets_s2c": c.packets_s2c, "bytes_c2s": c.bytes_c2s,
+                     "bytes_s2c": c.bytes_s2c}
+    return {"kind": "connection", "id": c.id, "transport": c.transport, "client": endpoint_record(c.client),
+            "server": endpoint_record(c.server), "setup": setup, "traffic": traffic}
+
+
+class _Spool:
+    """Records of one section of one connection: JSON texts, buffered, then appended to a file."""
+
+    __slots__ = ("path", "buf", "count", "size")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.buf: list[bytes] = []
+        self.count = 0
+        self.size = 0
+
+    def add(self, data: bytes) -> None:
+        self.buf.append(data)
+        self.count += 1
+        self.size += len(data)
+        if len(self.buf) >= _BUFFER or self.size >= _BUFFER_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buf:
+            with open(self.path, "ab") as f:
+                f.writelines(b + b"\n" for b in self.buf)
+            self.buf.clear()
+            self.size = 0
+
+    def items(self) -> Iterable[bytes]:
+        """The spooled JSON texts, in order (the file is read line by line)."""
+        self.flush()
+        if not os.path.exists(self.path):
+            return
+        with open(self.path, "rb") as f:
+            for line in f:
+                line = line.rstrip(b"\n")
+                if line:
+                    yield line
+
+
+class FlowBuilder:
+    """Collects analysis output per connection and writes the flows document."""
+
+    def __init__(self, directory: str | None = None) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="rdmaspy-flows-", dir=directory)
+        self._spools: dict[tuple[int | None, str], _Spool] = {}
+        self.summaries: dict[int, RpcRdmaSummary] = {}
+        self.severities: dict[str, int] = {}
+        self.transactions = 0
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+    def __enter__(self) -> "FlowBuilder":
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _spool(self, conn: int | None, section: str) -> _Spool:
+        key = (conn, section)
+        sp = self._spools.get(key)
+        if sp is None:
+            name = f"{conn if conn is not None else 'none'}-{section}.jsonl"
+            sp = self._spools[key] = _Spool(os.path.join(self._tmp.name, name))
+        return sp
+
+    # -- the analyzer's sinks --------------------------------------------------------------------
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction):
+            self.transactions += 1
+            self._spool(rec.conn, "transactions").add(orjson.dumps(transaction_record(rec)))
+        elif isinstance(rec, CreditSeries):
+            self._spool(rec.conn, "series-" + rec.direction.value).add(orjson.dumps(series_points(rec)))
+        elif isinstance(rec, RpcRdmaSummary):
+            self.summaries[rec.conn] = rec
+
+    def on_finding(self, finding: Finding) -> None:
+        sev = finding.severity
+        self.severities[sev] = self.severities.get(sev, 0) + 1
+        self._spool(finding.conn, "findings").add(orjson.dumps(finding_record(finding), default=_plain))
+
+    # -- assembly --------------------------------------------------------------------------------
+    def _array(self, out: BinaryIO, conn: int | None, section: str) -> None:
+        out.write(b"[")
+        first = True
+        sp = self._spools.get((conn, section))
+        if sp is not None:
+            for item in sp.items():
+                if not first:
+                    out.write(b",")
+                out.write(item)
+                first = False
+        out.write(b"]")
+
+    def _series(self, out: BinaryIO, conn: int, direction: str) -> None:
+        """The credit time series: the spooled pieces are arrays of points, joined into one."""
+        out.write(b"[")
+        first = True
+        sp = self._spools.get((conn, "series-" + direction))
+        if sp is not None:
+            for piece in sp.items():
+                inner = piece[1:-1]
+                if not inner:
+                    continue
+                if not first:
+                    out.write(b",")
+                out.write(inner)
+                first = False
+        out.write(b"]")
+
+    def write_connection(self, out: BinaryIO, conn: Connection) -> None:
+        """One connection object (kind "connection"), streamed from the spools."""
+        cid = conn.id
+        head = connection_head(conn)
+        summary = self.summaries.get(cid)
+        credits: dict[str, JSON] = {}
+        if summary is not None:
+            srec = summary_record(summary)
+            for c in summary.credits:
+                credits[c.direction.value] = credit_summary_record(c)
+            head["rpcrdma"] = {k: srec[k] for k in _SUMMARY_KEYS}
+        else:
+            head["rpcrdma"] = None
+        text = orjson.dumps(head, default=_plain)
+        out.write(text[:-1])
+        out.write(b',"transactions":')
+        self._array(out, cid, "transactions")
+        out.write(b',"credits":{')
+        for i, (direction, led) in enumerate(sorted(credits.items())):
+            if i:
+                out.write(b",")
+            out.write(orjson.dumps(direction) + b":")
+            body = orjson.dumps(led)
+            out.write(body[:-1] + b',"series":')
+            self._series(out, cid, direction)
+            out.write(b"}")
+        out.write(b'},"findings":')
+        self._array(out, cid, "findings")
+        out.write(b"}")
+
+    def _capture(self, path: str, t0: int | None, frames: int, nconn: int) -> JSON:
+        return {"kind": "capture", "format": FORMAT, "version": VERSION, "file": path, "t0": t0, "frames": frames,
+                "summary": {"connections": nconn, "transactions": self.transactions,
+                            "findings": dict(sorted(self.severities.items()))}}
+
+    def write_document(self, out: BinaryIO, connections: Iterable[Connection], path: str, t0: int | None,
+                       frames: int) -> None:
+        """The whole flows document (one JSON object)."""
+        conns = list(connections)
+        head = self._capture(path, t0, frames, len(conns))
+        head["$schema"] = SCHEMA_ID
+        text = orjson.dumps(head)
+        out.write(text[:-1] + b',"connections":[')
+        for i, conn in enumerate(conns):
+            if i:
+                out.write(b",")
+            self.write_connection(out, conn)
+        out.write(b'],"findings":')
+        self._array(out, None, "findings")
+        out.write(b"}\n")
+
+    def write_lines(self, out: BinaryIO, connections: Iterable[Connection], path: str, t0: int | None,
+                    frames: int) -> None:
+        """JSON Lines: one connection object per line, then one capture object with the findings that
+        belong to no connection."""
+        conns = list(connections)
+        for conn in conns:
+            self.write_connection(out, conn)
+            out.write(b"\n")
+        head = self._capture(path, t0, frames, len(conns))
+        text = orjson.dumps(head)
+        out.write(text[:-1] + b',"findings":')
+        self._array(out, None, "findings")
+        out.write(b"}\n")
+
+
+def _plain(v: object) -> object:
+    """Values orjson does not know (sets, bytes) as JSON-friendly ones."""
+    if isinstance(v, (set, frozenset, tuple)):
+        return list(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    return str(v)
