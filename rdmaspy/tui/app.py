@@ -103,22 +103,26 @@ class Placeholder(Static):
 
 class RdmaspyApp(App[None]):
     TITLE = "rdmaspy"
+    ENABLE_COMMAND_PALETTE = False
     CSS = """
     Screen { layout: vertical; }
     #views { height: 1fr; }
     """
     BINDINGS = [
-        Binding("1", "view('1')", "Packets"),
+        Binding("1", "view('1')", "Pkts"),
         Binding("2", "view('2')", "Trans"),
         Binding("3", "view('3')", "Conns"),
-        Binding("4", "view('4')", "Credits"),
-        Binding("5", "view('5')", "Segments"),
+        Binding("4", "view('4')", "Credit"),
+        Binding("5", "view('5')", "Segs"),
         Binding("6", "view('6')", "Expert"),
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("e", "export", "Export"),
         Binding("escape", "back", "Back", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
+        # The packet list handles g/G itself; these show them in the footer and reach views without them.
+        Binding("g", "top", "Top"),
+        Binding("G", "bottom", "Bottom"),
     ]
 
     def __init__(self, model: CaptureModel, initial_filter: str = "") -> None:
@@ -149,21 +153,27 @@ class RdmaspyApp(App[None]):
                     view = Placeholder(f"{title}: this view is not part of this build.", id=name)
                 yield view
         yield StatusBar(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        # Kept, not queried: a query looks at the screen on top, which may be the help or export dialog.
+        main = self.screen
+        self._packet_list = main.query_one(PacketList)
+        self._status_bar = main.query_one(StatusBar)
+        self._filter_bar = main.query_one(FilterBar)
+        self._switcher = main.query_one(ContentSwitcher)
         self.model.start()
         self.packet_list.focus()
         self.set_interval(TICK_SECONDS, self._tick)
         if self.initial_filter:
-            self.query_one(FilterBar).set_expr(self.initial_filter)
-            self.query_one(FilterInput).remember(self.initial_filter)
+            self._filter_bar.set_expr(self.initial_filter)
+            self._filter_bar.input.remember(self.initial_filter)
             self.apply_filter(self.initial_filter)
         self._tick()
 
     @property
     def packet_list(self) -> PacketList:
-        return self.query_one(PacketList)
+        return self._packet_list
 
     @property
     def selected_frame(self) -> int:
@@ -172,7 +182,7 @@ class RdmaspyApp(App[None]):
 
     @property
     def current_view(self) -> str:
-        return self.query_one(ContentSwitcher).current or "packets"
+        return self._switcher.current or "packets"
 
     # -- the index and the filter growing -------------------------------------------------------
     def _tick(self) -> None:
@@ -192,22 +202,22 @@ class RdmaspyApp(App[None]):
             st.problem = problem
         for fn in self.on_tick:
             fn()
-        self.query_one(StatusBar).show(st)
+        self._status_bar.show(st)
         if not self._told_done:
             self._told_done = index.done
             for key in "23456":
-                for view in self.query(f"#{VIEW_NAMES[key][0]}"):
+                for view in self._switcher.query(f"#{VIEW_NAMES[key][0]}"):
                     view.post_message(ModelUpdated(index.count, index.done))
 
     # -- views ----------------------------------------------------------------------------------
     def action_view(self, key: str) -> None:
         name = VIEW_NAMES[key][0]
-        switcher = self.query_one(ContentSwitcher)
+        switcher = self._switcher
         if switcher.current != name:
             self._history.append(switcher.current or "packets")
             del self._history[:-16]
             switcher.current = name
-        target = self.query_one(f"#{name}")
+        target = switcher.query_one(f"#{name}")
         if name == "packets":
             self.packet_list.focus()
         elif target.focusable:
@@ -217,6 +227,19 @@ class RdmaspyApp(App[None]):
                 if w.focusable:
                     w.focus()
                     break
+
+    def action_top(self) -> None:
+        self._to_end("top")
+
+    def action_bottom(self) -> None:
+        self._to_end("bottom")
+
+    def _to_end(self, which: str) -> None:
+        view = self._switcher.query_one(f"#{self.current_view}")
+        target = view if hasattr(view, f"action_{which}") else self.packet_list
+        if target is self.packet_list and self.current_view != "packets":
+            return
+        getattr(target, f"action_{which}")()
 
     def action_back(self) -> None:
         focused = self.focused
@@ -244,12 +267,12 @@ class RdmaspyApp(App[None]):
 
     def on_apply_filter(self, event: ApplyFilter) -> None:
         event.stop()
-        self.query_one(FilterBar).set_expr(event.expr)
+        self._filter_bar.set_expr(event.expr)
         self.apply_filter(event.expr)
 
     # -- filter ---------------------------------------------------------------------------------
     def action_focus_filter(self) -> None:
-        self.query_one(FilterInput).focus()
+        self._filter_bar.input.focus()
 
     def on_filter_bar_applied(self, event: FilterBar.Applied) -> None:
         event.stop()
@@ -258,7 +281,7 @@ class RdmaspyApp(App[None]):
 
     def on_detail_tree_filter_from_field(self, event) -> None:
         event.stop()
-        bar = self.query_one(FilterBar)
+        bar = self._filter_bar
         bar.set_expr(event.expr, focus=not event.apply)
         if event.apply:
             bar.input.remember(event.expr)

@@ -52,6 +52,8 @@ def filter_literal(field: Field, value: Any) -> str:
     v = json_value(field, value)
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, int) and field.display == "hex" and v >= 0:
+        return f"{v:#x}"
     if isinstance(v, (int, float)):
         return repr(v)
     if isinstance(v, str):

@@ -47,7 +47,7 @@ class HexPane(ScrollView, can_focus=True):
         Binding("down", "move(16)", "Line down", show=False),
     ]
     DEFAULT_CSS = """
-    HexPane { width: 75; overflow-y: auto; overflow-x: hidden; border-left: solid $primary-darken-2; }
+    HexPane { width: 75; max-width: 55%; overflow-y: auto; overflow-x: auto; border-left: solid $primary-darken-2; }
     """
 
     class ByteSelected(Message):

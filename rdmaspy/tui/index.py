@@ -132,7 +132,7 @@ def file_progress(cap: object, frame: Frame, size: int) -> float:
 
 
 def index_file(index: PacketIndex, path: str, stop: threading.Event,
-               on_packet: Callable[[Packet], None] | None = None) -> None:
+               on_packet: Callable[[Packet], None] | None = None, pipe: Pipeline | None = None) -> None:
     """The background pass over a capture file: every frame through the pipeline into ``index``."""
     try:
         cap = open_frames(path)
@@ -143,7 +143,7 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event,
         size = os.path.getsize(path)
     except OSError:
         size = 0
-    pipe = index.pipeline = Pipeline(keep_findings=True)
+    pipe = index.pipeline = pipe or Pipeline(keep_findings=True)
     try:
         with cap:
             _run(index, cap, pipe, stop, on_packet, lambda f: file_progress(cap, f, size))

@@ -3,19 +3,22 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Callable
+from typing import Any, Callable
 
 from ..analysis.analyzer import Analyzer
 from ..packet import Packet
 from .detail import DetailSource
 from .index import PacketIndex, index_file
+from .source import Pipeline
 
 
 class CaptureModel:
     """A capture file opened in the TUI.  ``start()`` begins the background pass over it.
 
     ``packet_listeners`` are called (on the background thread) with every packet once it has been
-    dissected and analysed, in capture order, so that a view can keep its own summary as it goes.
+    dissected and analysed, in capture order, so that a view can keep its own summary as it goes;
+    ``record_listeners`` and ``finding_listeners`` receive what the analysis emits (the Analyzer's
+    ``on_record`` and ``on_finding``), also on the background thread.  Add to them before ``start``.
     """
 
     def __init__(self, path: str, name: str | None = None) -> None:
@@ -24,6 +27,8 @@ class CaptureModel:
         self.index = PacketIndex(self.name)
         self.details = DetailSource(path)
         self.packet_listeners: list[Callable[[Packet], None]] = []
+        self.record_listeners: list[Callable[..., None]] = []
+        self.finding_listeners: list[Callable[[Any], None]] = []
         self.live: object | None = None       # a LiveSession in live mode (``rdmaspy capture --tui``)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -38,8 +43,22 @@ class CaptureModel:
         self._thread = threading.Thread(target=self._index, name="rdmaspy-index", daemon=True)
         self._thread.start()
 
+    def pipeline(self) -> Pipeline:
+        """The pipeline of the background pass, its analysis wired to the listeners."""
+        return Pipeline(keep_findings=True, on_finding=self._finding if self.finding_listeners else None,
+                        on_record=self._record if self.record_listeners else None)
+
     def _index(self) -> None:
-        index_file(self.index, self.path, self._stop, self._notify if self.packet_listeners else None)
+        index_file(self.index, self.path, self._stop, self._notify if self.packet_listeners else None,
+                   self.pipeline())
+
+    def _record(self, *args: Any) -> None:
+        for fn in self.record_listeners:
+            fn(*args)
+
+    def _finding(self, finding: Any) -> None:
+        for fn in self.finding_listeners:
+            fn(finding)
 
     def _notify(self, pkt: Packet) -> None:
         for fn in self.packet_listeners:

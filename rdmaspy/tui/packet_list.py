@@ -22,6 +22,16 @@ from .index import SEVERITY_ERROR, SEVERITY_WARNING, PacketIndex
 
 # The column heading, aligned on the summary line's fixed widths (decode's layout).
 HEADING = "    No.         Time          Source → Destination     Protocol Length Info"
+# Below this width the Time column is left out, so that Info still shows on an 80-column terminal.
+NARROW = 110
+NARROW_HEADING = HEADING[:7] + HEADING[20:]
+
+
+def without_time(line: str) -> str:
+    """A summary line without its Time column (when the line has decode's usual widths there)."""
+    if len(line) > 21 and line[7] == " " and line[20] == " " and line[19] != " ":
+        return line[:7] + line[20:]
+    return line
 
 # Protocol colours (foreground on the terminal's background), by the start of the Protocol column.
 _PROTOCOL_COLOURS: tuple[tuple[str, str], ...] = (
@@ -50,8 +60,8 @@ class PacketList(ScrollView, can_focus=True):
         Binding("down,j", "cursor(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown,space", "page(1)", "Page down", show=False),
-        Binding("g,home", "top", "Top"),
-        Binding("G,end", "bottom", "Bottom"),
+        Binding("g,home", "top", "Top", show=False),
+        Binding("G,end", "bottom", "Bottom", show=False),
         Binding("enter", "open", "Open", show=False),
     ]
     DEFAULT_CSS = """
@@ -214,6 +224,8 @@ class PacketList(ScrollView, can_focus=True):
             return Strip.blank(width, base)
         row = self.row_at(pos)
         text = self.index.row(row)
+        if self.size.width < NARROW:
+            text = without_time(text)
         style = self._row_style(self.index.code(row))
         if pos == self.cursor:
             style = style + CURSOR_STYLE

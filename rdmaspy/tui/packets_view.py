@@ -1,7 +1,7 @@
 """View 1, the packets: the list, the selected frame's detail tree and its bytes."""
 from __future__ import annotations
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
@@ -12,7 +12,7 @@ from .detail import Detail
 from .detail_tree import DetailTree
 from .hex_pane import HexPane
 from .model import CaptureModel
-from .packet_list import HEADING, PacketList
+from .packet_list import HEADING, NARROW, NARROW_HEADING, PacketList
 
 
 class PacketsView(Vertical):
@@ -32,6 +32,9 @@ class PacketsView(Vertical):
         with Horizontal(id="detail-panes"):
             yield DetailTree(id="detail-tree")
             yield HexPane(id="hex-pane")
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.query_one("#heading", Static).update(NARROW_HEADING if event.size.width < NARROW else HEADING)
 
     @property
     def packet_list(self) -> PacketList:

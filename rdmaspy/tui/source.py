@@ -5,7 +5,7 @@ The TUI never dissects by itself: every packet it shows has gone through this, e
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from ..analysis.analyzer import Analyzer
 from ..engine import Engine
@@ -18,9 +18,12 @@ class Pipeline:
 
     __slots__ = ("engine", "analyzer")
 
-    def __init__(self, analyze: bool = True, keep_findings: bool = False) -> None:
+    def __init__(self, analyze: bool = True, keep_findings: bool = False,
+                 on_finding: Callable[[Any], None] | None = None,
+                 on_record: Callable[..., None] | None = None) -> None:
         self.engine = Engine()
-        self.analyzer: Analyzer | None = Analyzer(keep_findings=keep_findings) if analyze else None
+        self.analyzer: Analyzer | None = Analyzer(on_finding=on_finding, on_record=on_record,
+                                                  keep_findings=keep_findings) if analyze else None
         if self.analyzer is not None:
             self.analyzer.engine = self.engine
 

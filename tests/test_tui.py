@@ -1,0 +1,324 @@
+"""The TUI driven by Textual's Pilot on the shipped captures: the packet list, the detail tree, the
+bytes, the display filter, export, and captures that are empty, cut or not captures at all.
+``rdmaspy decode`` is the reference for what the screen must say."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rdmaspy.readers import open_capture
+from rdmaspy.tui.detail import indent_text
+from rdmaspy.tui.detail_tree import DetailTree
+from rdmaspy.tui.filter_bar import FilterInput, complete
+from rdmaspy.tui.hex_pane import HexPane
+from rdmaspy.tui.messages import JumpToFrame
+from rdmaspy.tui.packet_list import PacketList
+
+from conftest import capture
+from tui_helpers import decode, new_app, screen_text, settle, verbose_blocks
+
+NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
+NFS_IWARP = capture("siw-nfsv3-rdma.pcap")
+PERFTEST = capture("rxe-ib_write_bw.pcap")
+V2 = capture("rpcrdma_v2_all.pcap")
+LOSS = capture("rxe-ib_write_bw-loss.pcap")
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def tree_text(app) -> list[str]:
+    detail = app.query_one(DetailTree).detail
+    assert detail is not None
+    return [indent_text(n) for n in detail.nodes]
+
+
+@pytest.mark.parametrize("path", [NFS_ROCE, NFS_IWARP, PERFTEST, V2])
+def test_packet_list_rows_and_counts_are_decode_lines(path):
+    expected = decode(path)
+
+    async def go():
+        app = new_app(path)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            plist = app.query_one(PacketList)
+            index = app.model.index
+            assert index.count == len(expected)
+            assert [index.row(i) for i in range(index.count)] == expected
+            assert app.status.packets == app.status.displayed == len(expected)
+            text = screen_text(app)
+            assert f"Packets: {len(expected)}" in text and f"Displayed: {len(expected)}" in text
+            assert expected[0][:100] in text
+            await pilot.press("G")
+            assert plist.cursor == len(expected) - 1
+            await pilot.pause()
+            assert expected[-1][:100] in screen_text(app)
+            await pilot.press("g")
+            assert plist.cursor == 0
+    run(go())
+
+
+@pytest.mark.parametrize("path,frames", [(NFS_ROCE, (1, 4, 6, 40)), (NFS_IWARP, (3, 30, 31)),
+                                         (PERFTEST, (2, 9)), (V2, (1, 5, 12))])
+def test_selected_packet_tree_is_decode_V(path, frames):
+    blocks = verbose_blocks(path)
+
+    async def go():
+        app = new_app(path)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            for frame in frames:
+                app.show_frame(frame)
+                await settle(pilot, app)
+                assert app.selected_frame == frame
+                assert tree_text(app) == blocks[frame]
+            # back up one frame at a time: the kept details answer at once
+            await pilot.press("up")
+            await settle(pilot, app)
+            assert tree_text(app) == blocks[frames[-1] - 1]
+    run(go())
+
+
+def _tree_node(app, name: str):
+    tree = app.query_one(DetailTree)
+    for tn in tree._lines:
+        if tn.data is not None and tn.data.name == name:
+            return tn
+    raise AssertionError(f"no {name} in the tree")
+
+
+def test_selecting_a_field_lights_its_bytes_and_a_byte_selects_its_field():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            app.show_frame(4)
+            await settle(pilot, app)
+            tree, hexpane = app.query_one(DetailTree), app.query_one(HexPane)
+            tn = _tree_node(app, "bth.destqp")
+            tree.move_cursor(tn)
+            await pilot.pause()
+            start, length = hexpane.span
+            assert length == 3
+            assert int.from_bytes(hexpane.data[start:start + 3], "big") == 0x11      # QP 0x11 in decode -V
+            assert tn.data.text == "Destination Queue Pair: 0x000011" and tn.data.filter == "bth.destqp == 0x11"
+            # a byte of the UDP destination port selects that field
+            port = _tree_node(app, "udp.dstport")
+            hexpane.select_byte(port.data.start + 1)
+            await pilot.pause()
+            assert tree.cursor_node.data.name == "udp.dstport"
+            assert hexpane.span == (port.data.start, 2)
+            # clicking a byte in the pane does the same (the first byte of the frame: Ethernet destination)
+            hexpane.focus()
+            await pilot.click(HexPane, offset=(6, 0))
+            await pilot.pause()
+            assert tree.cursor_node.data.name == "eth.dst"
+    run(go())
+
+
+@pytest.mark.parametrize("path,expr", [
+    (NFS_ROCE, "rpcrdma.xid == 0x7efff5fc"),
+    (NFS_ROCE, "nfs"),
+    (NFS_IWARP, "rpcrdma.proc == 0 and rpc.procedure > 0"),
+    (LOSS, 'expert.severity == "warning"'),
+    (V2, "rpcrdma2 and nfs"),
+])
+def test_filter_displays_what_decode_Y_prints(path, expr):
+    expected = decode(path, "-Y", expr)
+
+    async def go():
+        app = new_app(path)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("slash")
+            assert isinstance(app.focused, FilterInput)
+            app.focused.value = expr
+            await pilot.press("enter")
+            await settle(pilot, app)
+            assert app.status.displayed == len(expected) > 0
+            plist = app.query_one(PacketList)
+            rows = [app.model.index.row(plist.row_at(i)) for i in range(plist.rows)]
+            assert rows == expected
+            assert f"Displayed: {len(expected)}" in screen_text(app)
+            # an empty filter shows every packet again
+            await pilot.press("slash")
+            app.focused.value = ""
+            await pilot.press("enter")
+            await settle(pilot, app)
+            assert app.status.displayed == app.status.packets
+    run(go())
+
+
+def test_invalid_filter_is_shown_at_its_column_and_not_applied():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("slash")
+            for ch in "bth.opcode == ":
+                await pilot.press(ch if ch != " " else "space")
+            await pilot.press("enter")
+            await settle(pilot, app)
+            text = screen_text(app)
+            assert "column" in text and "^" in text
+            assert app.status.displayed == app.status.packets
+            assert app.filter_run is None
+            app.focused.value = "bth.opcdoe == 1"
+            await pilot.pause()
+            assert "bth.opcdoe" in screen_text(app)
+            assert app.query_one(FilterInput).has_class("-invalid")
+    run(go())
+
+
+def test_field_completion_and_history():
+    names = ["bth", "bth.destqp", "bth.opcode", "rpcrdma.xid"]
+    assert complete("bth.op", names) == "bth.opcode"
+    assert complete("nfs and rpcrdma.x", names) == "nfs and rpcrdma.xid"
+    assert complete("bth.opcode == 1", names) is None
+
+    async def go():
+        app = new_app(PERFTEST)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("slash")
+            for ch in "bth.dest":
+                await pilot.press(ch)
+            await pilot.pause(0.2)
+            await pilot.press("right")          # takes the suggestion
+            assert app.focused.value == "bth.destqp"
+            await pilot.press("enter")
+            await settle(pilot, app)
+            await pilot.press("slash")
+            app.focused.value = "reth"
+            await pilot.press("enter")
+            await settle(pilot, app)
+            await pilot.press("slash")
+            await pilot.press("up")
+            assert app.focused.value == "reth"
+            await pilot.press("up")
+            assert app.focused.value == "bth.destqp"
+    run(go())
+
+
+def test_apply_and_prepare_the_selected_field_as_filter():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            app.show_frame(4)
+            await settle(pilot, app)
+            tree = app.query_one(DetailTree)
+            tree.focus()
+            tree.move_cursor(_tree_node(app, "rpcrdma.xid"))
+            await pilot.press("p")
+            assert app.query_one(FilterInput).value == "rpcrdma.xid == 0x7efff5fc"
+            assert isinstance(app.focused, FilterInput) and app.filter_run is None
+            tree.focus()
+            await pilot.press("a")
+            await settle(pilot, app)
+            assert app.filter_expr == "rpcrdma.xid == 0x7efff5fc"
+            assert app.status.displayed == len(decode(NFS_ROCE, "-Y", "rpcrdma.xid == 0x7efff5fc"))
+    run(go())
+
+
+def _frames(path):
+    with open_capture(str(path)) as cap:
+        return [(f.ts, f.data, f.wirelen, f.linktype, f.comment) for f in cap]
+
+
+def test_export_writes_the_displayed_packets(tmp_path):
+    expr = "rpcrdma"
+
+    async def go():
+        app = new_app(NFS_IWARP)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            app.apply_filter(expr)
+            await settle(pilot, app)
+            shown = [app.query_one(PacketList).row_at(i) for i in range(app.status.displayed)]
+            await pilot.press("e")
+            await pilot.pause()
+            target = tmp_path / "shown.pcapng"
+            app.screen.query_one("#export-path").value = str(target)
+            await pilot.press("enter")
+            await settle(pilot, app)
+            assert f"{len(shown)} packets exported" in app.status.note
+            return shown, target
+
+    shown, target = run(go())
+    original = _frames(NFS_IWARP)
+    assert _frames(target) == [original[i] for i in shown]
+
+
+def test_export_of_everything_decodes_to_the_same_packets(tmp_path):
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("e")
+            await pilot.pause()
+            app.screen.query_one("#export-path").value = str(tmp_path / "all.pcapng")
+            await pilot.press("enter")
+            await settle(pilot, app)
+    run(go())
+    assert decode(tmp_path / "all.pcapng") == decode(NFS_ROCE)
+
+
+@pytest.mark.parametrize("content,words", [
+    (b"", "empty"),
+    (b"this is not a capture at all, only text\n" * 4, "not a pcap or pcapng file"),
+    (None, "truncated"),
+])
+def test_bad_captures_open_and_say_what_is_wrong(tmp_path, content, words):
+    path = tmp_path / "bad.pcap"
+    if content is None:
+        data = NFS_ROCE.read_bytes()
+        path.write_bytes(data[:len(data) // 2 + 7])
+    else:
+        path.write_bytes(content)
+
+    async def go():
+        app = new_app(path)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            assert words in app.status.problem
+            text = screen_text(app)
+            assert "Packets:" in text
+            await pilot.press("down", "enter", "G", "slash")
+            await pilot.press("escape", "2", "1", "question_mark", "escape")
+    run(go())
+
+
+def test_80x24_shows_list_tree_bytes_status_and_footer():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("down")
+            await settle(pilot, app)
+            text = screen_text(app).splitlines()
+            assert len(text) == 24
+            assert any("CM ConnectReply" in line for line in text)
+            assert any("Frame 2:" in line for line in text)
+            assert any(line.lstrip().startswith("0000 ") or "│0000 " in line for line in text)
+            assert "Packets: 2238" in text[-2]
+            assert "Quit" in text[-1] or "q" in text[-1]
+    run(go())
+
+
+def test_views_switch_by_digit_and_escape_goes_back_and_jump_selects_a_frame():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot, app)
+            for key, name in zip("23456", ("transactions", "connections", "credits", "segments", "expert")):
+                await pilot.press(key)
+                assert app.current_view == name
+            await pilot.press("escape")
+            assert app.current_view == "segments"
+            app.post_message(JumpToFrame(40))
+            await settle(pilot, app)
+            assert app.current_view == "packets" and app.selected_frame == 40
+    run(go())
