@@ -10,9 +10,11 @@ the dissector that produces them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Iterator
+from typing import Any, Callable, Final, Generic, Iterator, TypeVar, cast
 
 from .fields import Field, Header
+
+T = TypeVar("T")
 
 
 class Frame:
@@ -178,6 +180,26 @@ class Expert:
     rule: str = ""  # the rule and its source, e.g. "RFC 8166 §4.2"
 
 
+class Note(Generic[T]):
+    """The key of one kind of fact a dissector leaves on a packet for the layers above it and for
+    the analysis (``Packet.note`` / ``Packet.noted``): declared once, by the module that produces
+    the fact, with the type of its value.  ``NOTES`` lists them all by name."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        if name in NOTES:
+            raise ValueError(f"packet note {name!r} is declared twice")
+        NOTES[name] = self
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<Note {self.name}>"
+
+
+NOTES: dict[str, Note[Any]] = {}
+
+
 class Packet:
     """A frame and everything the dissectors found in it."""
 
@@ -193,7 +215,7 @@ class Packet:
         self.malformed: str | None = None
         self.expert: list[Any] | None = None      # Expert items of dissectors, and Findings of the analysis
         self.conv: Any = None     # the connection this packet belongs to (set by the CM/IB dissectors)
-        self.extra: dict[str, Any] | None = None   # per-packet facts for analysis (reassembled data, ...)
+        self.extra: dict[str, object] | None = None   # facts for upper layers and analysis, by Note name
         self.ib: Any = None       # InfiniBand transport facts (dissectors.infiniband.IBInfo)
 
     # -- used by dissectors ----------------------------------------------------------------------
@@ -225,10 +247,24 @@ class Packet:
     def add_info(self, text: str) -> None:
         self.info.append(text)
 
-    def note(self, key: str, value: Any) -> None:
-        if self.extra is None:
-            self.extra = {}
-        self.extra[key] = value
+    def note(self, key: Note[T], value: T) -> None:
+        extra = self.extra
+        if extra is None:
+            self.extra = {key.name: value}
+        else:
+            extra[key.name] = value
+
+    def noted(self, key: Note[T]) -> T | None:
+        """The fact noted under ``key``, if any."""
+        extra = self.extra
+        if extra is None:
+            return None
+        return cast("T | None", extra.get(key.name))
+
+    def forget(self, key: Note[T]) -> None:
+        extra = self.extra
+        if extra is not None:
+            extra.pop(key.name, None)
 
     # -- used by outputs and filters -------------------------------------------------------------
     def layer(self, proto: str) -> Layer | None:

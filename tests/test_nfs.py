@@ -7,6 +7,7 @@ import pytest
 
 from conftest import capture
 from rdmaspy.dissectors import nfs, onc_rpc, rpcrdma
+from rdmaspy.dissectors.rpcrdma import CHUNKS
 from rdmaspy.dissectors.xdr import p32, p64, popaque, pstring
 from rdmaspy.engine import Engine, Session, load_dissectors
 from rdmaspy.packet import Frame, Packet
@@ -21,7 +22,7 @@ SEQ = bytes(16) + p32(1, 0, 0, 0)                     # SEQUENCE4args
 def call(prog: int, vers: int, proc: int, body: bytes, xid: int = 5, session=None, chunks=None):
     p = Packet(Frame(1, 0, 1, b"", 0))
     if chunks is not None:
-        p.note("rpcrdma.chunks", chunks)
+        p.note(CHUNKS, chunks)
     msg = onc_rpc.encode_call(xid, prog, vers, proc, body)
     info = onc_rpc.dissect_rpc(p, msg, 0, len(msg), session or Session(), "flow")
     return p, info
@@ -30,7 +31,7 @@ def call(prog: int, vers: int, proc: int, body: bytes, xid: int = 5, session=Non
 def reply(xid: int, body: bytes, session: Session, chunks=None):
     p = Packet(Frame(2, 0, 1, b"", 0))
     if chunks is not None:
-        p.note("rpcrdma.chunks", chunks)
+        p.note(CHUNKS, chunks)
     msg = onc_rpc.encode_reply(xid, body)
     return p, onc_rpc.dissect_rpc(p, msg, 0, len(msg), session, "flow")
 

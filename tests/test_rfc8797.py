@@ -7,6 +7,7 @@ from hypothesis import given, settings, strategies as st
 from cm_build import FIXTURE, MAGIC, pdata
 from conftest import capture
 from rdmaspy.conversation import Connection, connections
+from rdmaspy.dissectors.rpcrdma_pdata import RPCRDMA_PDATA
 from rdmaspy.engine import Engine, Session
 from rdmaspy.packet import Frame, Packet
 from rdmaspy.readers import open_capture
@@ -29,7 +30,7 @@ def decoded(path) -> list[Packet]:
 
 def test_identifier_at_offset_zero():
     pkt = run(pdata(1, 1, 4096, 4096) + bytes(40), 20049)
-    p = pkt.extra["rpcrdma_pdata"]
+    p = pkt.noted(RPCRDMA_PDATA)
     assert (p.offset, p.version, p.remote_invalidate, p.send_size, p.recv_size, p.valid) == (0, 1, True, 4096, 4096,
                                                                                                True)
     assert "RPC-over-RDMA pdata v1 send=4096 recv=4096 R=1" in pkt.info_text
@@ -38,7 +39,7 @@ def test_identifier_at_offset_zero():
 @pytest.mark.parametrize("at", [1, 3, 5, 7, 13, 48])
 def test_identifier_at_unaligned_and_later_offsets(at):
     buf = b"\x11" * at + pdata(1, 0, 2048, 8192) + b"\x22" * 6
-    p = run(buf).extra["rpcrdma_pdata"]     # found by the heuristic: no port given
+    p = run(buf).noted(RPCRDMA_PDATA)     # found by the heuristic: no port given
     assert (p.offset, p.send_size, p.recv_size, p.remote_invalidate) == (at, 2048, 8192, False)
     lay = run(buf).layer("rpcrdma.pdata")
     assert lay.off == at and lay["rpcrdma.pdata.offset"] == at
@@ -51,7 +52,7 @@ def test_identifier_after_the_ip_cm_header_of_a_req():
     assert ip.proto == "cm.req.ip_cm"
     lay = req.layer("rpcrdma.pdata")
     assert lay.off == ip.off + 36                 # consumer data starts right after the 36-byte header
-    p = req.extra["rpcrdma_pdata"]
+    p = req.noted(RPCRDMA_PDATA)
     assert (p.offset, p.send_size, p.recv_size, p.remote_invalidate) == (0, 262144, 1024, True)
 
 
@@ -63,7 +64,7 @@ def test_absent_identifier_is_not_an_error():
 
 def test_wrong_version_is_reported_and_ignored():
     pkt = run(b"\0\0" + pdata(2, 1, 8192, 8192), 20049)
-    p = pkt.extra["rpcrdma_pdata"]
+    p = pkt.noted(RPCRDMA_PDATA)
     assert p.version == 2 and not p.valid and p.send_size == 1024 and p.recv_size == 1024
     assert any(e.rule.startswith("RFC 8797") and "version 2" in e.text for e in pkt.expert)
     assert pkt.layer("rpcrdma.pdata")["rpcrdma.pdata.valid"] is False
@@ -73,22 +74,22 @@ def test_wrong_version_is_reported_and_ignored():
 def test_truncated_content_overrunning_the_buffer(keep):
     buf = bytes(10) + pdata(1, 1, 4096, 4096)[:keep]
     pkt = run(buf, 20049)
-    p = pkt.extra["rpcrdma_pdata"]
+    p = pkt.noted(RPCRDMA_PDATA)
     assert not p.valid and p.problem == "overrun" and p.offset == 10
     assert any("overruns" in e.text for e in pkt.expert)
 
 
 def test_sizes_one_kib_and_256_kib():
-    p = run(MAGIC + bytes((1, 0, 0, 255))).extra["rpcrdma_pdata"]
+    p = run(MAGIC + bytes((1, 0, 0, 255))).noted(RPCRDMA_PDATA)
     assert (p.send_size, p.recv_size) == (1024, 262144)
-    p = run(MAGIC + bytes((1, 0, 255, 0))).extra["rpcrdma_pdata"]
+    p = run(MAGIC + bytes((1, 0, 255, 0))).noted(RPCRDMA_PDATA)
     assert (p.send_size, p.recv_size) == (262144, 1024)
 
 
 def test_reserved_bits_are_ignored():
-    p = run(MAGIC + bytes((1, 0xFE, 3, 3))).extra["rpcrdma_pdata"]
+    p = run(MAGIC + bytes((1, 0xFE, 3, 3))).noted(RPCRDMA_PDATA)
     assert p.valid and p.remote_invalidate is False
-    p = run(MAGIC + bytes((1, 0xFF, 3, 3))).extra["rpcrdma_pdata"]
+    p = run(MAGIC + bytes((1, 0xFF, 3, 3))).noted(RPCRDMA_PDATA)
     assert p.remote_invalidate is True
 
 
@@ -96,7 +97,7 @@ def test_mpa_style_private_data_after_ird_ord():
     """The iWARP path: MPA v2's IRD/ORD word first, then the RFC 8797 data (siw's real bytes)."""
     buf = bytes.fromhex("00800000") + bytes.fromhex("f6ab0e1801010303")
     pkt = run(buf, 20049)
-    p = pkt.extra["rpcrdma_pdata"]
+    p = pkt.noted(RPCRDMA_PDATA)
     assert (p.offset, p.send_size, p.recv_size, p.remote_invalidate) == (4, 4096, 4096, True)
 
 
@@ -124,7 +125,7 @@ def test_threshold_negotiation(client, server, c2s, s2c, rinv):
 def test_linux_negotiated_thresholds(name):
     """Linux: client f6ab0e18 01 01 03 03, server f6ab0e18 01 00 03 03 -> 4096 each way, R off."""
     pkts, session = decoded(capture(name))
-    pc, ps = pkts[0].extra["rpcrdma_pdata"], pkts[1].extra["rpcrdma_pdata"]
+    pc, ps = pkts[0].noted(RPCRDMA_PDATA), pkts[1].noted(RPCRDMA_PDATA)
     assert (pc.version, pc.remote_invalidate, pc.send_size, pc.recv_size) == (1, True, 4096, 4096)
     assert (ps.version, ps.remote_invalidate, ps.send_size, ps.recv_size) == (1, False, 4096, 4096)
     [conn] = list(connections(session))
@@ -139,7 +140,7 @@ def test_found_at_the_first_occurrence(noise, at, tail):
     at = min(at, len(noise))
     buf = noise[:at] + MAGIC + tail + noise[at:]
     first = buf.find(MAGIC)
-    p = run(buf).extra["rpcrdma_pdata"]
+    p = run(buf).noted(RPCRDMA_PDATA)
     assert p.offset == first
     if buf[first + 4] == 1 and len(buf) - first >= 8:
         assert p.valid and p.send_size == (buf[first + 6] + 1) * 1024

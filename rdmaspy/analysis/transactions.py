@@ -18,10 +18,11 @@ At the end, calls without a reply are reported and every connection's ``RpcRdmaS
 """
 from __future__ import annotations
 
-from ..dissectors.iwarp_ddp import IWarpInfo
+from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
-from ..dissectors.rpcrdma import RDMA_DONE, RDMA_ERROR, RDMA_MSG, RDMA_MSGP, RDMA_NOMSG, RpcRdmaMessage
+from ..dissectors.rpcrdma import (REBUILT, RPCRDMA, RDMA_DONE, RDMA_ERROR, RDMA_MSG, RDMA_MSGP, RDMA_NOMSG,
+                                  RpcRdmaMessage)
 from ..dissectors.rpcrdma2 import F_MORE, F_RESPONSE, HTYPE_CONNPROP
 from ..dissectors.rpcrdma2 import HTYPES as V2_HTYPES
 from ..packet import Packet
@@ -127,6 +128,7 @@ class Transactions:
         d = _DIRECTIONS[conv.direction(pkt)]
         inv = None
         self.cur = None
+        msg = pkt.noted(RPCRDMA)
         if ib is not None:
             if kind == "send":
                 inv = ib.ieth
@@ -137,28 +139,22 @@ class Transactions:
                     self._ib_read_request(st, pkt, d)
                 elif kind == "read_response":
                     self._ib_read_response(st, pkt, d)
-        elif extra:
-            iws = extra.get("iwarp")
+        else:
+            iws = pkt.noted(IWARP)
             if iws:
                 # In stream order: a segment may carry RDMA Writes and several Sends, each Send its
                 # own RPC-over-RDMA message (and its own invalidated STag).
-                carried = False
                 for iw in iws:
                     if iw.rpcrdma is not None:
-                        carried = True
+                        msg = None          # the packet's message is one of these: taken here
                         self._message(st, pkt, iw.rpcrdma, d, iw.inv_stag)
                     elif iw.inv_stag is not None:
                         inv = iw.inv_stag
                     elif st.rpcrdma:
                         self._iwarp_op(st, pkt, iw, d)
-                if carried:
-                    extra = {k: v for k, v in extra.items() if k != "rpcrdma"}
-        if not extra:
-            return
-        msg = extra.get("rpcrdma")
         if msg is not None:
             self._message(st, pkt, msg, d, inv)
-        rb: RpcRdmaMessage | None = extra.get("rpcrdma.rebuilt")
+        rb = pkt.noted(REBUILT)
         if rb is not None:
             o = st.open.get((d, rb.xid)) if not rb.is_reply else st.open.get((d.other, rb.xid))
             self.cur = o.txn if o is not None else None

@@ -17,6 +17,7 @@ from ..registry import table
 from . import mad as _mad
 from . import rdma_cm
 from .infiniband import fmt_gid
+from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
 
 ATTRIBUTES = {
     0x0001: "ClassPortInfo", 0x0010: "ConnectRequest", 0x0011: "MsgRcptAck", 0x0012: "ConnectReject",
@@ -235,7 +236,7 @@ cm_attribute = table("cm.attribute", "CM attribute ID")
 
 def dissect_cm(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """Management class 0x07: dispatch on the attribute ID."""
-    info = pkt.extra["mad"]
+    info = _mad.mad_of(pkt)
     name = ATTRIBUTES.get(info.attribute, f"attribute 0x{info.attribute:04x}")
     pkt.proto = "IB CM"
     pkt.set_info(f"CM {name}")
@@ -261,8 +262,8 @@ def _fixed(pkt: Packet, hdr: Header, buf: bytes, off: int, end: int, private: Fi
     return lay, poff, pend
 
 
-def _pdata_of(pkt: Packet):
-    return pkt.extra.get("rpcrdma_pdata") if pkt.extra else None
+def _pdata_of(pkt: Packet) -> RpcRdmaPdata | None:
+    return pkt.noted(RPCRDMA_PDATA)
 
 
 def _timeout_us(code: int) -> float:

@@ -6,15 +6,16 @@ untagged; the next byte is RDMAP's control field.  Untagged Send messages that
 span several DDP segments are put back together here (by queue number and
 message sequence number) and the whole message goes to ``rdmacm.port``, keyed
 by the server's TCP port, where RPC-over-RDMA registers 20049.  The facts of
-every segment go to ``pkt.note("iwarp", [IWarpInfo, ...])`` for analysis.
+every segment go to ``pkt.note(IWARP, [IWarpInfo, ...])`` for analysis.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ..fields import F, Field, Header
-from ..packet import Layer, Packet
+from ..packet import Layer, Note, Packet
 from ..registry import add_data, dissect_with, table
+from .rpcrdma import RPCRDMA
 
 RDMAP_OPCODES = {
     0: "Write", 1: "Read Request", 2: "Read Response", 3: "Send", 4: "Send with Invalidate",
@@ -179,6 +180,10 @@ class IWarpInfo:
     @property
     def kind(self) -> str:
         return OP_KIND.get(self.opcode, "unknown")
+
+
+# The DDP segments of a packet, in stream order (an MPA FPDU may hold several).
+IWARP: Final[Note[list[IWarpInfo]]] = Note("iwarp")
 
 
 class UntaggedAssembly:
@@ -434,8 +439,8 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
 def _upper(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, port: int | None) -> None:
     """A whole Send message to the protocol of the connection's port.  One TCP segment may carry several
     Sends: each keeps the RPC-over-RDMA message it carried, so that the analysis sees them all."""
-    before = pkt.extra.get("rpcrdma") if pkt.extra else None
+    before = pkt.noted(RPCRDMA)
     dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
-    after = pkt.extra.get("rpcrdma") if pkt.extra else None
+    after = pkt.noted(RPCRDMA)
     if after is not before:
         info.rpcrdma = after

@@ -31,6 +31,7 @@ from ..fields import F, Field, Header
 from ..packet import Packet
 from ..registry import add_data, dissect_with, table
 from . import iwarp_ddp
+from .rpcrdma_pdata import RPCRDMA_PDATA
 try:
     from .. import conversation as _conversation
 except ImportError:      # the connection table is optional: dissection does not need it
@@ -483,7 +484,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     """
     if _conversation is None or conn.midstream:
         return
-    pdata = pkt.extra.get("rpcrdma_pdata") if pkt.extra else None
+    pdata = pkt.noted(RPCRDMA_PDATA)
     tab = _conversation.connections(ctx)
     kw: dict[str, Any] = {"pdata_server": pdata, "replied": True, "rejected": conn.rejected} if replied \
         else {"pdata_client": pdata}
@@ -588,7 +589,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
         pkt.add_info("iWARP MPA empty FPDU")
     else:
         if not iw:
-            pkt.note("iwarp", iw)     # noted first: upper layers may look for it
+            pkt.note(iwarp_ddp.IWARP, iw)     # noted first: upper layers may look for it
         else:
             pkt.add_info("|")
         iwarp_ddp.dissect_ddp_rdmap(pkt, cbuf, c0 + 2, ul_end, ctx, stream=d, out=iw)

@@ -9,10 +9,10 @@ their class name.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ..fields import F, Field, Header
-from ..packet import Packet
+from ..packet import Note, Packet
 from ..registry import table
 
 MAD_SIZE = 256
@@ -326,6 +326,9 @@ class MadInfo:
         self.off = off
 
 
+MAD_INFO: Final[Note[MadInfo]] = Note("mad")     # the common header's facts, for the class dissectors
+
+
 def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """QP0 / QP1: one MAD.  Hands the bytes after the common header to ``mad.class``."""
     if end - off < MAD.size:
@@ -334,7 +337,7 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     lay = pkt.add_layer("mad", MAD, buf, off)
     lay.add(MAD_DATA, bytes(buf[off + MAD.size:end]), off + MAD.size, end - off - MAD.size)
     info = MadInfo(lay.values, off)
-    pkt.note("mad", info)
+    pkt.note(MAD_INFO, info)
     cls = info.mgmtclass
     name = CLASS_SHORT.get(cls) or MGMT_CLASSES.get(cls) or f"class 0x{cls:02x}"
     pkt.proto = "MAD" if cls != 0x07 else "IB CM"
@@ -379,13 +382,16 @@ def _status(pkt: Packet, info: MadInfo) -> None:
     pkt.add_expert("warning" if code else "note", "protocol", f"MAD status 0x{st:04x}: {text}", "IBTA 13.4.7")
 
 
-def _mad_of(pkt: Packet) -> MadInfo:
-    return pkt.extra["mad"]
+def mad_of(pkt: Packet) -> MadInfo:
+    """The MAD of a packet a class dissector was handed (the MAD dissector noted it first)."""
+    info = pkt.noted(MAD_INFO)
+    assert info is not None
+    return info
 
 
 def dissect_classportinfo(pkt: Packet, buf: bytes, off: int, end: int) -> bool:
     """ClassPortInfo in a response or a Set (a Get's attribute data is empty by definition)."""
-    if pkt.extra["mad"].method == 0x01:
+    if mad_of(pkt).method == 0x01:
         return False
     if end - off < CLASSPORTINFO.size:
         pkt.truncated("classportinfo", end - off, CLASSPORTINFO.size)
@@ -395,7 +401,7 @@ def dissect_classportinfo(pkt: Packet, buf: bytes, off: int, end: int) -> bool:
 
 
 def dissect_smp_lid(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    info = _mad_of(pkt)
+    info = mad_of(pkt)
     attr = SMP_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
     pkt.set_info(f"SMP {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}()')[:-2]}({attr})")
     if end - off < SMP_LID.size:
@@ -446,7 +452,7 @@ SMP_DR_BODY = Header("smpdirected", "Directed Route Data", [
 
 
 def dissect_smp_dr(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    info = _mad_of(pkt)
+    info = mad_of(pkt)
     attr = SMP_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
     start = info.off + 4
     pkt.set_info(f"SMP-DR {SMP_METHODS.get(info.method, f'method 0x{info.method:02x}()')[:-2]}({attr})")
@@ -460,7 +466,7 @@ def dissect_smp_dr(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
 
 
 def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    info = _mad_of(pkt)
+    info = mad_of(pkt)
     attr = SA_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
     pkt.set_info(f"SA {SA_METHODS.get(info.method, f'method 0x{info.method:02x}()')[:-2]}({attr})")
     need = RMPP.size + SA.size
@@ -493,7 +499,7 @@ def dissect_sa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
 
 
 def dissect_perf(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    info = _mad_of(pkt)
+    info = mad_of(pkt)
     attr = PERF_ATTRIBUTES.get(info.attribute, f"0x{info.attribute:04x}")
     method = METHODS.get(info.method, f"method 0x{info.method:02x}")
     pkt.set_info(f"PerfMgt {method[:-2]}({attr})")

@@ -15,7 +15,8 @@ from typing import Any, Callable, Final
 
 from ..fields import Field
 from ..packet import Layer, Packet
-from .onc_rpc import NULL, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
+from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
+from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError
 
 NFS_PROG: Final = 100003
@@ -491,9 +492,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
         sub.length = cur.pos - p
 
 
-def _chunks(pkt: Packet) -> tuple | None:
-    extra = pkt.extra
-    return extra.get("rpcrdma.chunks") if extra else None
+def _chunks(pkt: Packet) -> tuple[frozenset[int], int] | None:
+    return pkt.noted(CHUNKS)
 
 
 def _scratch(info: RpcInfo) -> RpcInfo:
@@ -589,16 +589,15 @@ _II: Final = struct.Struct(">II").unpack_from
 
 
 def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-    extra = pkt.extra
-    info = extra.get("rpc") if extra else None
-    if info is None or extra is None:
+    info = pkt.noted(RPC)
+    if info is None:
         return
     pkt.proto = "NFS"
     vers = info.vers
     if info.label is None:
-        info.label = _LABELS.get(vers) or f"NFSv{vers}"
+        info.label = (_LABELS.get(vers) if vers is not None else None) or f"NFSv{vers}"
     base = _rpc_start(pkt, off)
-    chunks = extra.get("rpcrdma.chunks")
+    chunks = pkt.noted(CHUNKS)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
     lay._vals = (info, end, base, chunks)     # what the fill needs to walk the body again
     lay._fill = _fill_nfs

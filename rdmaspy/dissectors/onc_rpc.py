@@ -20,7 +20,7 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from ..fields import Field
-from ..packet import Layer, Packet
+from ..packet import Layer, Note, Packet
 from ..registry import table
 from .xdr import Cursor, XdrError
 
@@ -186,9 +186,11 @@ class _Calls:
         return value
 
 
+RPC: Final[Note[RpcInfo]] = Note("rpc")     # the RPC message of the packet
+
+
 def current_rpc(pkt: Packet) -> RpcInfo | None:
-    extra = pkt.extra
-    return extra.get("rpc") if extra else None
+    return pkt.noted(RPC)
 
 
 def register_program(prog: int, name: str, procs: dict[int, dict[int, str]]) -> None:
@@ -475,11 +477,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         elif info.reject_stat not in (None, 0, 1):
             pkt.set_malformed(f"rpc: reject status {info.reject_stat} is not defined")
         body_ok = info.reply_stat == 0 and info.accept_stat == 0
-    extra = pkt.extra
-    if extra is None:
-        pkt.extra = {"rpc": info}
-    else:
-        extra["rpc"] = info
+    pkt.note(RPC, info)
     prog = info.prog
     fn = rpc_program.by_key.get(prog) if prog is not None else None
     if fn is None and prog is not None:

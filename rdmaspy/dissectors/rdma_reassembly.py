@@ -25,7 +25,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, Final
 
 from ..fields import Field
-from ..packet import Layer, Packet
+from ..packet import Layer, Note, Packet
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
 
@@ -37,6 +37,7 @@ FRAGMENT: Final = Field("rdma.fragment", 0, "SEND fragment of a message", "bool"
 FRAG_INDEX: Final = Field("rdma.fragment.index", 0, "Fragment number")
 REASM_FRAMES: Final = Field("rdma.reassembled.frames", 0, "Reassembled from frames", "str")
 REASM_LEN: Final = Field("rdma.reassembled.length", 0, "Reassembled length", unit="bytes")
+SEND_FRAMES: Final[Note[list[int]]] = Note("rdma.send_frames")   # the frames of a Send made of several
 REBUILT_XID: Final = Field("rpcrdma.rebuilt.xid", 32, "XID", "hex")
 REBUILT_FRAMES: Final = Field("rpcrdma.rebuilt.frames", 0, "Rebuilt from frames", "str")
 REBUILT_LEN: Final = Field("rpcrdma.rebuilt.length", 0, "Rebuilt RPC message length", unit="bytes")
@@ -180,7 +181,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
                         f"[{len(part.frames)} reassembled SEND fragments ({len(whole)} bytes)]")
     lay.add(REASM_FRAMES, ",".join(map(str, part.frames)))
     lay.add(REASM_LEN, len(whole))
-    pkt.note("rdma.send_frames", part.frames)
+    pkt.note(SEND_FRAMES, part.frames)
     _offer(pkt, whole, 0, len(whole), ctx)
 
 
@@ -380,7 +381,7 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: lis
     lay._fill = _fill_rebuilt
     msg.rebuilt_frames = frames
     msg.rebuilt_frame = pkt.frame.num
-    pkt.note("rpcrdma.rebuilt", msg)
+    pkt.note(rpcrdma.REBUILT, msg)
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
     if not quiet:

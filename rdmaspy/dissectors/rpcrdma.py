@@ -21,7 +21,7 @@ import struct
 from typing import Any, Final, Sequence
 
 from ..fields import Field
-from ..packet import Layer, Packet
+from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
 from .xdr import Cursor, XdrError, p32, p64
@@ -154,6 +154,15 @@ class RpcRdmaMessage:
 
     def __repr__(self) -> str:
         return f"<RpcRdmaMessage v{self.version} xid=0x{self.xid:08x} proc={self.proc}>"
+
+
+# The facts this module leaves on a packet: its RPC-over-RDMA message (either version), the whole
+# message rebuilt from its chunks (rdma_reassembly notes it where the rebuilding ends), and for NFS,
+# while the RPC message is dissected, which items the chunks took out: (Read chunk XDR positions,
+# number of Write chunks).
+RPCRDMA: Final[Note[RpcRdmaMessage]] = Note("rpcrdma")
+REBUILT: Final[Note[RpcRdmaMessage]] = Note("rpcrdma.rebuilt")
+CHUNKS: Final[Note[tuple[frozenset[int], int]]] = Note("rpcrdma.chunks")
 
 
 # --- parsing (shared by v1 and v2: the chunk lists have one encoding) ------------------------------
@@ -498,8 +507,7 @@ def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
 
 
 def send_frames(pkt: Packet) -> list[int]:
-    extra = pkt.extra
-    frames = extra.get("rdma.send_frames") if extra else None
+    frames = pkt.noted(rdma_reassembly.SEND_FRAMES)
     return list(frames) if frames else [pkt.frame.num]
 
 
@@ -508,7 +516,7 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
     chunks = msg.read_chunks or msg.writes
     if chunks:
         positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
-        pkt.note("rpcrdma.chunks", (positions, len(msg.writes)))
+        pkt.note(CHUNKS, (positions, len(msg.writes)))
     msg.rpc_span = (buf, off, end)
     conv = pkt.conv
     if conv is not None:
@@ -517,7 +525,7 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
         msg.rpc_flow = flow = rpc_flow(pkt)
     msg.rpc = rpc = onc_rpc.dissect_rpc(pkt, buf, off, end, ctx, flow)
     if chunks:
-        pkt.extra.pop("rpcrdma.chunks", None)   # type: ignore[union-attr]
+        pkt.forget(CHUNKS)
     if rpc is not None:
         msg.is_reply = rpc.msgtype == 1
         if rpc.xid != msg.xid:
@@ -556,14 +564,9 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     lay._vals = (msg, end)      # what the fill needs (a layer without a header keeps no values of its own)
     lay._fill = _fill_msg
     msg.frame = num = pkt.frame.num
-    extra = pkt.extra
-    if extra is None:
-        msg.frames = [num]
-        pkt.extra = {"rpcrdma": msg}
-    else:
-        frames = extra.get("rdma.send_frames")
-        msg.frames = list(frames) if frames else [num]
-        extra["rpcrdma"] = msg
+    frames = pkt.noted(rdma_reassembly.SEND_FRAMES)
+    msg.frames = list(frames) if frames else [num]
+    pkt.note(RPCRDMA, msg)
     if msg.version != 1:
         pkt.set_info(f"RPC-over-RDMA version {msg.version} xid=0x{msg.xid:08x}")
         pkt.add_expert("warning", "protocol", f"RPC-over-RDMA version {msg.version} is not known "

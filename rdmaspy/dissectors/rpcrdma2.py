@@ -241,7 +241,7 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     msg.frames = v1.send_frames(pkt)
     if len(msg.frames) > 1:
         lay.add(v1.SEND_FRAMES, ",".join(map(str, msg.frames)))
-    pkt.note("rpcrdma", msg)
+    pkt.note(v1.RPCRDMA, msg)
     name = HTYPES.get(htype, f"htype {htype}")
     fl = [n for bit, n in ((F_RESPONSE, "RESPONSE"), (F_MORE, "MORE"), (F_TPMORE, "TPMORE")) if flags & bit]
     text = f"RPC-over-RDMA v2 {name} xid=0x{msg.xid:08x} credits={msg.granted}/{msg.max_credits}"

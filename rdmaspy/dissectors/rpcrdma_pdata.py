@@ -8,15 +8,15 @@ the receiver searches the private data for the identifier at any offset, with no
 alignment, then checks the version and that the content fits the buffer.
 
 The dissector knows nothing of its carrier: it takes a buffer range, adds its
-layer and records what it found as ``pkt.note("rpcrdma_pdata", RpcRdmaPdata)``
+layer and records what it found as ``pkt.note(RPCRDMA_PDATA, RpcRdmaPdata)``
 for the connection tracker.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ..fields import F, Field, Header
-from ..packet import Packet
+from ..packet import Note, Packet
 from ..registry import table
 
 FORMAT_ID = 0xF6AB0E18
@@ -60,6 +60,9 @@ class RpcRdmaPdata:
                 f"recv={self.recv_size} @{self.offset}{'' if self.valid else ' invalid: ' + str(self.problem)})")
 
 
+RPCRDMA_PDATA: Final[Note[RpcRdmaPdata]] = Note("rpcrdma.pdata")    # what the CM or MPA private data advertised
+
+
 def size_of(code: int) -> int:
     return (code + 1) * 1024
 
@@ -77,7 +80,7 @@ def find_pdata(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         text = f"RPC-over-RDMA CM private data at offset {rel} overruns the buffer ({end - at} of 8 bytes)"
         pkt.add_expert("warning", "malformed", text, RULE_SEARCH)
         pkt.add_info("RPC-over-RDMA pdata truncated")
-        pkt.note("rpcrdma_pdata", RpcRdmaPdata(None, False, DEFAULT_INLINE, DEFAULT_INLINE, rel, False,
+        pkt.note(RPCRDMA_PDATA, RpcRdmaPdata(None, False, DEFAULT_INLINE, DEFAULT_INLINE, rel, False,
                                                "overrun"))
         return True
     lay = pkt.add_layer("rpcrdma.pdata", PDATA, buf, at)
@@ -93,11 +96,11 @@ def find_pdata(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
                        f"RPC-over-RDMA CM private data version {version} is not 1: treated as absent",
                        RULE_VERSION)
         pkt.add_info(f"RPC-over-RDMA pdata v{version} (unknown version)")
-        pkt.note("rpcrdma_pdata", RpcRdmaPdata(version, False, DEFAULT_INLINE, DEFAULT_INLINE, rel, False,
+        pkt.note(RPCRDMA_PDATA, RpcRdmaPdata(version, False, DEFAULT_INLINE, DEFAULT_INLINE, rel, False,
                                                f"version {version}"))
         return True
     pkt.add_info(f"RPC-over-RDMA pdata v1 send={send} recv={recv} R={rbit}")
-    pkt.note("rpcrdma_pdata", RpcRdmaPdata(version, bool(rbit), send, recv, rel, True))
+    pkt.note(RPCRDMA_PDATA, RpcRdmaPdata(version, bool(rbit), send, recv, rel, True))
     return True
 
 
