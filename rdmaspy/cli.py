@@ -57,7 +57,7 @@ def _packets(path: str, display_filter: str | None, count: int | None, analyze: 
     feed = finish = None
     if analyze:
         from .analysis.analyzer import Analyzer
-        analyzer = Analyzer(keep_findings=False)
+        analyzer = Analyzer(keep_findings=False, budget=engine.session.budget)
         feed, finish = analyzer.feed, analyzer.finish
 
     from .pipeline import packets
@@ -207,6 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rdmaspy",
         description="Protocol analyzer for RDMA: RoCEv2/RoCEv1/InfiniBand/iWARP and RPC-over-RDMA v1/v2.")
     p.add_argument("--version", action="version", version=f"rdmaspy {__version__}")
+    p.add_argument("--memory-budget", metavar="SIZE",
+                   help="most memory kept across packets (reassembly, analysis), e.g. 512M or 2G; past it the oldest"
+                        " state is given up with a finding (default 256M, or $RDMASPY_MEMORY_BUDGET); accepted"
+                        " before or after the command")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     d = sub.add_parser("decode", help="decode a capture, one line per packet (like tshark -r)")
@@ -262,11 +266,45 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _take_memory_budget(argv: list[str]) -> list[str]:
+    """``--memory-budget SIZE`` (or ``=SIZE``) anywhere on the line sets the one budget of every command."""
+    from . import budget
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            rest.extend(argv[i:])
+            break
+        if a == "--memory-budget" or a.startswith("--memory-budget="):
+            if "=" in a:
+                value = a.split("=", 1)[1]
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise UsageError("argument --memory-budget: expected a size such as 512M")
+            budget.configure(budget.parse_size(value))
+        else:
+            rest.append(a)
+        i += 1
+    return rest
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from . import budget
     try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        budget.configure(None)
+
+
+def _main(argv: list[str]) -> int:
+    try:
+        argv = _take_memory_budget(argv)
         parser = build_parser()
         args = parser.parse_args(argv)
-    except UsageError as exc:
+    except RdmaspyError as exc:
         print(f"rdmaspy: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except SystemExit as exc:        # --help, --version

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator
 
+from .budget import RULE as BUDGET_RULE
+from .budget import SOURCE as BUDGET_SOURCE
+from .budget import Budget
 from .packet import Frame, Packet
 from .registry import import_all, table
 
@@ -29,11 +32,12 @@ def load_dissectors() -> None:
 class Session:
     """State kept across the packets of one capture."""
 
-    __slots__ = ("state", "options")
+    __slots__ = ("state", "options", "budget")
 
-    def __init__(self, options: dict[str, Any] | None = None) -> None:
+    def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
         self.state: dict[str, Any] = {}
         self.options: dict[str, Any] = options or {}
+        self.budget = budget if budget is not None else Budget()   # shared by every holder of state
 
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         v = self.state.get(key)
@@ -55,6 +59,14 @@ class Engine:
         self._fast = table("linktype.fast").by_key if fast_paths else {}
 
     def dissect(self, frame: Frame) -> Packet:
+        pkt = self._dissect(frame)
+        budget = self.session.budget
+        if budget.notices and not budget.analysis_reports:
+            for n in budget.take_notices():
+                pkt.add_expert("warning", "memory", n.text, f"{BUDGET_RULE} ({BUDGET_SOURCE})")
+        return pkt
+
+    def _dissect(self, frame: Frame) -> Packet:
         pkt = Packet(frame)
         data = frame.data
         fast = self._fast.get(frame.linktype)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from .. import budget as _budget
+from ..budget import Budget
 from ..packet import Packet
 from .model import Record
 from .rules import Finding, Rule, declare
@@ -22,6 +24,11 @@ if TYPE_CHECKING:
 ANALYSIS_ERROR = declare("analysis.error", "error", "malformed",
                          "analysis module {module} failed on this packet: {error}",
                          "rdmaspy (a defect of the analyzer, not of the traffic)")
+# The state kept across packets reached the memory budget: the oldest of it was given up.
+MEMORY_BUDGET = declare(_budget.RULE, "warning", "memory",
+                        "memory budget of {limit_mib} MiB reached: {entries} of the oldest {what} given up "
+                        "({freed_kib} KiB); raise it with --memory-budget",
+                        _budget.SOURCE)
 
 
 class AnalysisModule(Protocol):
@@ -42,7 +49,10 @@ def register(name: str, factory: Callable[["Analyzer"], AnalysisModule]) -> None
 class Analyzer:
     def __init__(self, on_finding: Callable[[Finding], None] | None = None,
                  on_record: Callable[[Record], None] | None = None,
-                 keep_findings: bool = True, strict: bool = False) -> None:
+                 keep_findings: bool = True, strict: bool = False, budget: Budget | None = None) -> None:
+        # One budget with the engine's (``engine.session.budget``) bounds dissection and analysis together.
+        self.budget = budget if budget is not None else Budget()
+        self.budget.analysis_reports = True
         load_modules()
         self.strict = strict                # tests: let module exceptions through
         self.on_finding = on_finding
@@ -61,13 +71,20 @@ class Analyzer:
         if self.strict:
             for _name, f in self._feeders:
                 f(pkt)
-            return
-        for name, f in self._feeders:
-            try:
-                f(pkt)
-            except Exception as exc:   # one packet's analysis failed: say so on it and go on
-                self.report(ANALYSIS_ERROR, pkt.frame.num, pkt.frame.ts, pkt=pkt, module=name,
-                            error=f"{type(exc).__name__}: {exc}")
+        else:
+            for name, f in self._feeders:
+                try:
+                    f(pkt)
+                except Exception as exc:   # one packet's analysis failed: say so on it and go on
+                    self.report(ANALYSIS_ERROR, pkt.frame.num, pkt.frame.ts, pkt=pkt, module=name,
+                                error=f"{type(exc).__name__}: {exc}")
+        if self.budget.notices:
+            self._budget_findings(pkt)
+
+    def _budget_findings(self, pkt: Packet) -> None:
+        for n in self.budget.take_notices():
+            self.report(MEMORY_BUDGET, pkt.frame.num, pkt.frame.ts, pkt=pkt, what=n.what, entries=n.entries,
+                        freed_kib=n.freed >> 10, limit_mib=n.limit >> 20)
 
     def finish(self) -> None:
         for m in self.modules.values():

@@ -32,7 +32,7 @@ def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
 
     cap = open_capture(path)
     engine = Engine()
-    an = Analyzer(on_record=on_record, keep_findings=keep_findings)
+    an = Analyzer(on_record=on_record, keep_findings=keep_findings, budget=engine.session.budget)
     feed = an.feed
     dissect = engine.dissect
     frames = 0

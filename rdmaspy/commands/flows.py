@@ -26,7 +26,8 @@ def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
     cap = open_capture(path)
     engine = Engine()
     with FlowBuilder() as builder:
-        analyzer = Analyzer(on_finding=builder.on_finding, on_record=builder.on_record, keep_findings=False)
+        analyzer = Analyzer(on_finding=builder.on_finding, on_record=builder.on_record, keep_findings=False,
+                            budget=engine.session.budget)
         feed = analyzer.feed
         dissect = engine.dissect
         t0 = None

@@ -163,7 +163,8 @@ def gather(path: str) -> tuple[Any, dict[str, Any]]:
     stats = Stats()
     cap = open_capture(path)
     engine = Engine()
-    an = Analyzer(on_finding=stats.on_finding, on_record=stats.on_record, keep_findings=False)
+    an = Analyzer(on_finding=stats.on_finding, on_record=stats.on_record, keep_findings=False,
+                  budget=engine.session.budget)
     feed = an.feed
     dissect = engine.dissect
     frames = 0

@@ -23,7 +23,8 @@ class Pipeline:
                  on_record: Callable[..., None] | None = None) -> None:
         self.engine = Engine()
         self.analyzer: Analyzer | None = Analyzer(on_finding=on_finding, on_record=on_record,
-                                                  keep_findings=keep_findings) if analyze else None
+                                                  keep_findings=keep_findings,
+                                                  budget=self.engine.session.budget) if analyze else None
         if self.analyzer is not None:
             self.analyzer.engine = self.engine
 

@@ -1,0 +1,143 @@
+"""One memory budget for the state kept across packets: reassembly in the dissectors, analysis.
+
+A capture decides how much state rdmaspy keeps (open transactions, SEND fragments, chunk data,
+queue pairs), so a hostile or merely huge capture could take all memory.  Each holder of such
+state charges the budget as it adds and releases as it removes (byte counts kept on the way,
+never a walk over the state); past the limit the budget asks the largest holders to give up their
+oldest state until a quarter of the limit is free again, and keeps a notice of what went, which
+the engine (or the analysis, when it runs) turns into a finding on the packet that crossed the
+limit.  Decoding goes on.
+
+The limit: ``--memory-budget`` on the command line, else ``RDMASPY_MEMORY_BUDGET``, else 256 MiB.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Protocol
+
+from .errors import RdmaspyError
+
+DEFAULT_LIMIT = 256 << 20
+ENV = "RDMASPY_MEMORY_BUDGET"
+RULE = "memory.budget"
+SOURCE = "rdmaspy --memory-budget (state kept across packets is bounded)"
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+_MINIMUM = 1 << 20
+
+_configured: int | None = None
+
+
+def parse_size(text: str) -> int:
+    """``"256M"``, ``"1g"``, ``"512KiB"``, ``"1048576"`` as a byte count (binary units)."""
+    t = text.strip().lower().replace("_", "")
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        raise RdmaspyError(f"memory budget {text!r}: give a size such as 256M or 2G") from None
+    if unit not in _UNITS or value != value:
+        raise RdmaspyError(f"memory budget {text!r}: give a size such as 256M or 2G")
+    size = int(value * _UNITS[unit])
+    if size < _MINIMUM:
+        raise RdmaspyError(f"memory budget {text!r}: at least 1M")
+    return size
+
+
+def configure(limit: int | None) -> None:
+    """Set the limit for the budgets made from now on (the command line's ``--memory-budget``)."""
+    global _configured
+    _configured = limit
+
+
+def default_limit() -> int:
+    if _configured is not None:
+        return _configured
+    env = os.environ.get(ENV)
+    if env:
+        try:
+            return parse_size(env)
+        except RdmaspyError as exc:
+            raise RdmaspyError(f"{ENV}: {exc}") from None
+    return DEFAULT_LIMIT
+
+
+class Holder(Protocol):
+    """Something that keeps state across packets and can give up its oldest part."""
+
+    name: str         # what the state is, for the finding: "SEND reassembly", "open RPC transactions"
+    held: int         # bytes charged to the budget and not yet released
+
+    def shed(self, need: int) -> int:
+        """Give up the oldest state, at least ``need`` bytes' worth if there is that much (releasing
+        it with ``Budget.release`` as always), and return the number of entries given up."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """State given up to stay within the budget."""
+
+    what: str
+    entries: int
+    freed: int
+    limit: int
+
+    @property
+    def text(self) -> str:
+        return (f"memory budget of {self.limit >> 20} MiB reached: {self.entries} of the oldest {self.what} "
+                f"given up ({self.freed >> 10} KiB); raise it with --memory-budget")
+
+
+class Budget:
+    """The bytes all holders keep, against the limit."""
+
+    __slots__ = ("limit", "used", "holders", "notices", "analysis_reports", "shed_count", "_shedding")
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit if limit is not None else default_limit()
+        self.used = 0
+        self.holders: list[Holder] = []
+        self.notices: list[Notice] = []
+        self.analysis_reports = False    # the analysis turns notices into findings (else the engine does)
+        self.shed_count = 0
+        self._shedding = False
+
+    def join(self, holder: Holder) -> None:
+        self.holders.append(holder)
+
+    def charge(self, holder: Holder, n: int) -> None:
+        holder.held += n
+        self.used += n
+        if self.used > self.limit and not self._shedding:
+            self.shed()
+
+    def release(self, holder: Holder, n: int) -> None:
+        if n > holder.held:
+            n = holder.held
+        holder.held -= n
+        self.used -= n
+
+    def shed(self) -> None:
+        """Give up the oldest state, largest holders first, until a quarter of the limit is free."""
+        target = self.limit - self.limit // 4
+        self._shedding = True
+        try:
+            for holder in sorted(self.holders, key=lambda h: h.held, reverse=True):
+                if self.used <= target:
+                    break
+                before = holder.held
+                entries = holder.shed(self.used - target)
+                if entries:
+                    self.shed_count += 1
+                    self.notices.append(Notice(holder.name, entries, before - holder.held, self.limit))
+        finally:
+            self._shedding = False
+
+    def take_notices(self) -> list[Notice]:
+        out = self.notices
+        self.notices = []
+        return out
