@@ -6,6 +6,7 @@ import threading
 from typing import Any, Callable
 
 from ..analysis.analyzer import Analyzer
+from ..analysis.model import AnalysisModel
 from ..packet import Packet
 from .detail import DetailSource
 from .index import PacketIndex, index_file
@@ -17,7 +18,8 @@ class CaptureModel:
 
     ``packet_listeners`` are called (on the background thread) with every packet once it has been
     dissected and analysed, in capture order, so that a view can keep its own summary as it goes;
-    ``record_listeners`` and ``finding_listeners`` receive what the analysis emits (the Analyzer's
+    ``analysis`` (an ``AnalysisModel``) keeps every record and finding of the pass as they become
+    final; ``record_listeners`` and ``finding_listeners`` receive what the analysis emits (the Analyzer's
     ``on_record`` and ``on_finding``), also on the background thread.  Add to them before ``start``.
     """
 
@@ -26,6 +28,8 @@ class CaptureModel:
         self.name = name or os.path.basename(path)
         self.index = PacketIndex(self.name)
         self.details = DetailSource(path)
+        # Every record and finding of the background pass's analysis, kept for the analysis views.
+        self.analysis = AnalysisModel()
         self.packet_listeners: list[Callable[[Packet], None]] = []
         self.record_listeners: list[Callable[..., None]] = []
         self.finding_listeners: list[Callable[[Any], None]] = []
@@ -45,18 +49,19 @@ class CaptureModel:
 
     def pipeline(self) -> Pipeline:
         """The pipeline of the background pass, its analysis wired to the listeners."""
-        return Pipeline(keep_findings=True, on_finding=self._finding if self.finding_listeners else None,
-                        on_record=self._record if self.record_listeners else None)
+        return Pipeline(keep_findings=False, on_finding=self._finding, on_record=self._record)
 
     def _index(self) -> None:
         index_file(self.index, self.path, self._stop, self._notify if self.packet_listeners else None,
                    self.pipeline())
 
-    def _record(self, *args: Any) -> None:
+    def _record(self, record: Any) -> None:
+        self.analysis.on_record(record)
         for fn in self.record_listeners:
-            fn(*args)
+            fn(record)
 
     def _finding(self, finding: Any) -> None:
+        self.analysis.on_finding(finding)
         for fn in self.finding_listeners:
             fn(finding)
 

@@ -4,7 +4,8 @@ A view module calls ``register_view`` at import; the app imports every module of
 adding a view is adding a module.  Key ``1`` is the packets view (``rdmaspy.tui.packets_view``).
 
 A view is a Textual widget made by ``factory(model)`` (``model`` is the app's ``CaptureModel``: the
-packet index, its analysis, the capture's name).  What a view receives and may send:
+packet index, ``model.analysis`` (the ``AnalysisModel`` the background pass fills: transactions,
+connections, credits, findings...), the capture's name).  What a view receives and may send:
 
 - ``ModelUpdated`` (``rdmaspy.tui.messages``) is posted to every view while the capture is indexed
   (a few times a second) and once more when it is done; ``message.done`` says which.
