@@ -272,7 +272,8 @@ class RdmaspyApp(App[None]):
 
     # -- filter ---------------------------------------------------------------------------------
     def action_focus_filter(self) -> None:
-        self._filter_bar.input.focus()
+        # at once, not on the next turn of the loop: the keys typed right after '/' go to the bar
+        self.screen.set_focus(self._filter_bar.input)
 
     def on_filter_bar_applied(self, event: FilterBar.Applied) -> None:
         event.stop()

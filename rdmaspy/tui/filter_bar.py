@@ -88,7 +88,9 @@ class FilterInput(Input):
 class FilterBar(Vertical):
     DEFAULT_CSS = """
     FilterBar { height: auto; }
-    FilterBar > FilterInput { border: none; height: 1; padding: 0 1; background: $boost; }
+    FilterBar > FilterInput, FilterBar > FilterInput:focus { border: none; height: 1; padding: 0 1;
+                                                             background: $boost; }
+    FilterBar > FilterInput:focus { background: $primary 25%; }
     FilterBar > FilterInput.-invalid { background: $error 30%; }
     FilterBar > FilterInput.-valid-filter { background: $success 20%; }
     FilterBar > #filter-error { height: auto; color: $text-error; padding: 0 1; display: none; }

@@ -1,0 +1,124 @@
+"""``rdmaspy tui`` in a real terminal: run under tmux, keys typed with send-keys, the screen read with
+capture-pane.  The status bar's counts, and a filter's Displayed count, must be what ``rdmaspy decode``
+(``-Y``) prints."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import capture
+from tui_helpers import ROOT, decode
+
+NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
+
+
+def _tmux() -> str:
+    path = shutil.which("tmux")
+    if path is None:
+        pytest.fail("tmux is not installed: scripts/test installs it")
+    return path
+
+
+class Terminal:
+    """One tmux session of a given size running one command."""
+
+    def __init__(self, command: list[str], width: int = 140, height: int = 40) -> None:
+        self.tmux = _tmux()
+        self.name = f"rdmaspy-test-{uuid.uuid4().hex[:8]}"
+        env = f"PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color"
+        # the shell stays after the command ends, so that what it printed last can be read
+        line = f"cd {shlex.quote(str(ROOT))} && env {env} {shlex.join(command)}; echo EXITED $?; sleep 600"
+        subprocess.run([self.tmux, "-L", self.name, "-f", os.devnull, "new-session", "-d", "-s", self.name,
+                        "-x", str(width), "-y", str(height), line, ";", "set-option", "-g", "window-size", "manual",
+                        ";", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)],
+                       check=True, stdin=subprocess.DEVNULL)
+
+    def keys(self, *keys: str) -> None:
+        subprocess.run([self.tmux, "-L", self.name, "send-keys", "-t", self.name, *keys], check=True,
+                       stdin=subprocess.DEVNULL)
+
+    def text(self) -> str:
+        return subprocess.run([self.tmux, "-L", self.name, "capture-pane", "-p", "-t", self.name],
+                              capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL).stdout
+
+    def wait_for(self, pattern: str, timeout: float = 60.0) -> re.Match:
+        end = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < end:
+            text = self.text()
+            m = re.search(pattern, text)
+            if m:
+                return m
+            time.sleep(0.2)
+        raise AssertionError(f"{pattern!r} never showed; the screen:\n{text}")
+
+    def close(self) -> None:
+        subprocess.run([self.tmux, "-L", self.name, "kill-server"], capture_output=True, stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture
+def terminal():
+    made: list[Terminal] = []
+
+    def open_terminal(*args: str, **kw) -> Terminal:
+        t = Terminal([sys.executable, "-m", "rdmaspy", *args], **kw)
+        made.append(t)
+        return t
+
+    yield open_terminal
+    for t in made:
+        t.close()
+
+
+def test_tui_in_tmux_counts_filter_and_quit(terminal):
+    total = len(decode(NFS_ROCE))
+    expr = "rpcrdma.xid == 0x7efff5fc"
+    shown = len(decode(NFS_ROCE, "-Y", expr))
+    term = terminal("tui", str(NFS_ROCE))
+    term.wait_for(rf"Packets: {total}\s+Displayed: {total}(?!.*Loading)")
+    assert "CM ConnectRequest" in term.text()
+    term.keys("Down", "Down", "Down")
+    term.wait_for(r"Frame 4: 126 bytes on wire")
+    term.keys("/")
+    time.sleep(0.3)
+    term.keys("-l", expr)
+    term.keys("Enter")
+    term.wait_for(rf"Packets: {total}\s+Displayed: {shown}\b")
+    term.keys("/", "Home", "C-k", "Enter")
+    term.wait_for(rf"Packets: {total}\s+Displayed: {total}\b")
+    term.keys("q")
+    term.wait_for(r"EXITED 0")
+
+
+def test_tui_in_tmux_80x24_and_a_bad_filter(terminal):
+    total = len(decode(NFS_ROCE))
+    term = terminal("tui", str(NFS_ROCE), width=80, height=24)
+    term.wait_for(rf"Packets: {total}")
+    term.keys("/")
+    time.sleep(0.3)
+    term.keys("-l", "bth.opcode ==")
+    term.wait_for(r"\^ .*column")
+    term.keys("Escape")
+    time.sleep(0.5)         # a terminal's Escape waits to see whether a sequence follows
+    term.keys("G")
+    term.wait_for(r"\b2238\b.*192\.0\.2")
+    term.keys("q")
+    term.wait_for(r"EXITED 0")
+
+
+def test_tui_refuses_a_pipe_with_one_line():
+    out = subprocess.run([sys.executable, "-m", "rdmaspy", "tui", str(NFS_ROCE)], capture_output=True, text=True,
+                         stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 1
+    assert out.stderr.startswith("rdmaspy: error: rdmaspy tui needs a terminal")
+    missing = subprocess.run([sys.executable, "-m", "rdmaspy", "tui", "no-such.pcap"], capture_output=True,
+                             text=True, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert missing.returncode == 1 and "no such file" in missing.stderr
