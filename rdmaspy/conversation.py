@@ -122,31 +122,6 @@ class Connection:
         self.inline_s2c = min(ss, cr)
         self.remote_invalidate = crinv and srinv
 
-    def record(self) -> dict[str, Any]:
-        """The connection as plain values (JSON-ready, no formatting)."""
-        def pd(p: Any) -> dict[str, Any] | None:
-            if p is None:
-                return None
-            return {"version": p.version, "remote_invalidate": p.remote_invalidate, "send_size": p.send_size,
-                    "recv_size": p.recv_size, "offset": p.offset, "valid": p.valid, "problem": p.problem}
-        return {
-            "id": self.conn_id, "transport": self.transport, "state": self.state, "setup_known": self.setup_known,
-            "service_id": self.service_id, "port_space": self.port_space, "port": self.port,
-            "client": {"address": self.client_addr, "gid": self.client_gid, "qpn": self.client_qpn,
-                       "tcp_port": self.client_port, "comm_id": self.client_comm},
-            "server": {"address": self.server_addr, "gid": self.server_gid, "qpn": self.server_qpn,
-                       "tcp_port": self.server_port, "comm_id": self.server_comm},
-            "start_psn_c2s": self.start_psn_c2s, "start_psn_s2c": self.start_psn_s2c, "path_mtu": self.path_mtu,
-            "t_start": self.t_start, "t_end": self.t_end, "t_requested": self.t_requested,
-            "t_established": self.t_established, "t_closed": self.t_closed, "closed_by": self.closed_by,
-            "reject_reason": self.reject_reason,
-            "packets_c2s": self.packets_c2s, "packets_s2c": self.packets_s2c,
-            "bytes_c2s": self.bytes_c2s, "bytes_s2c": self.bytes_s2c,
-            "inline_c2s": self.inline_c2s, "inline_s2c": self.inline_s2c,
-            "remote_invalidate": self.remote_invalidate,
-            "pdata_client": pd(self.pdata_client), "pdata_server": pd(self.pdata_server),
-        }
-
     def __repr__(self) -> str:
         return (f"<Connection {self.conn_id} {self.client_addr}/{self.client_qpn} -> "
                 f"{self.server_addr}/{self.server_qpn} {self.state}>")

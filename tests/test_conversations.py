@@ -112,9 +112,12 @@ def test_open_from_mpa_api():
 
 
 def test_direction_and_record():
+    from rdmaspy.analysis import model
+    from rdmaspy.output.flows import connection_record
+
     pkts, [c] = run(capture("rxe-ucmatose.pcap"))
     assert [c.direction(p) for p in pkts[3:7]] == ["s2c", "c2s", "s2c", "c2s"]
-    rec = c.record()
+    rec = connection_record(model.Connection.of(c))
     json.dumps(rec)
     assert rec["client"]["qpn"] == 0x1F and rec["state"] == "closed" and rec["inline_c2s"] == 1024
 

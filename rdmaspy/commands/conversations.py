@@ -1,8 +1,8 @@
 """``rdmaspy conversations FILE``: one row per RDMA connection, in the manner of ``tshark -z conv``.
 
 The table is built by rdmaspy.conversation while the capture is decoded; this
-module only presents it: a rich table on a terminal, plain columns when piped,
-or JSON (``-T json``).
+module presents its connections as the analysis model has them (``model.Connection``):
+a rich table on a terminal, plain columns when piped, or JSON (``-T json``).
 """
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..conversation import Connection, ConnectionTable, connections
+from ..analysis.model import Connection
+from ..conversation import ConnectionTable, connections
 
 COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "End",
            "Pkts c>s", "Bytes c>s", "Pkts s>c", "Bytes s>c", "Inline c>s", "Inline s>c", "R")
@@ -52,13 +53,13 @@ def _endpoint(addr: str, tcp_port: int | None) -> str:
 
 
 def row(c: Connection, t0: int) -> list[str]:
-    state = c.state
+    state = c.state.value
     if c.reject_reason is not None:
         from ..dissectors.ib_cm import REJ_REASONS
         state = f"{state} ({REJ_REASONS.get(c.reject_reason, c.reject_reason)})"
     return [
-        str(c.conn_id), _endpoint(c.client_addr, c.client_port), _qpn(c, c.client_qpn),
-        _endpoint(c.server_addr, c.server_port), _qpn(c, c.server_qpn), _service(c), state,
+        str(c.id), _endpoint(c.client.address, c.client.tcp_port), _qpn(c, c.client.qpn),
+        _endpoint(c.server.address, c.server.tcp_port), _qpn(c, c.server.qpn), _service(c), state,
         f"{(c.t_start - t0) / 1e9:.6f}", f"{(c.t_end - t0) / 1e9:.6f}",
         str(c.packets_c2s), str(c.bytes_c2s), str(c.packets_s2c), str(c.bytes_s2c),
         str(c.inline_c2s), str(c.inline_s2c), "1" if c.remote_invalidate else "0",
@@ -70,13 +71,16 @@ def cmd_conversations(args: argparse.Namespace) -> int:
 
     tab, cap, t0 = build_table(args.file)
     t0 = t0 or 0
+    conns = [Connection.of(c) for c in tab]
     if args.T == "json":
         import orjson
-        doc = {"file": args.file, "t0": t0, "connections": [c.record() for c in tab]}
+
+        from ..output.flows import connection_record
+        doc = {"file": args.file, "t0": t0, "connections": [connection_record(c) for c in conns]}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()
         return _report_problems(cap)
-    rows = [row(c, t0) for c in tab]
+    rows = [row(c, t0) for c in conns]
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table

@@ -140,6 +140,22 @@ def endpoint_record(p: Endpoint) -> JSON:
     return {"address": p.address, "gid": p.gid, "qpn": p.qpn, "tcp_port": p.tcp_port, "comm_id": p.comm_id}
 
 
+def connection_record(c: Connection) -> JSON:
+    """A connection as plain values (``conversations -T json``)."""
+    return {
+        "id": c.id, "transport": c.transport, "state": c.state.value, "setup_known": c.setup_known,
+        "service_id": c.service_id, "port_space": c.port_space, "port": c.port,
+        "client": endpoint_record(c.client), "server": endpoint_record(c.server),
+        "start_psn_c2s": c.start_psn_c2s, "start_psn_s2c": c.start_psn_s2c, "path_mtu": c.path_mtu,
+        "t_start": c.t_start, "t_end": c.t_end, "t_requested": c.t_requested, "t_established": c.t_established,
+        "t_closed": c.t_closed, "closed_by": None if c.closed_by is None else c.closed_by.value,
+        "reject_reason": c.reject_reason, "packets_c2s": c.packets_c2s, "packets_s2c": c.packets_s2c,
+        "bytes_c2s": c.bytes_c2s, "bytes_s2c": c.bytes_s2c, "inline_c2s": c.inline_c2s, "inline_s2c": c.inline_s2c,
+        "remote_invalidate": c.remote_invalidate,
+        "pdata_client": pdata_record(c.pdata_client), "pdata_server": pdata_record(c.pdata_server),
+    }
+
+
 def connection_head(c: Connection) -> JSON:
     """A connection's object in the flows document, before its transactions, credits and findings."""
     setup: JSON = {
