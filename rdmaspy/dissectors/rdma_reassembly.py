@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..fields import Field
 from ..packet import Layer, Note, Packet
+from ..budget import Budget
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
 
@@ -46,24 +47,26 @@ REBUILT_KIND: Final = Field("rpcrdma.rebuilt.kind", 0, "Rebuilt from", "str")
 _SEND_LIMIT: Final = 1 << 20          # a SEND message larger than this is not kept (thresholds stop at 256 KiB)
 _WANT_LIMIT: Final = 8192             # advertised handles followed at once
 _BYTES_LIMIT: Final = 64 << 20        # chunk data kept at once
+_ENTRY: Final = 256                   # what an entry costs beside its bytes, charged to the memory budget
 
 ib_payload: Final = table("ib.payload")
 
 
 class _Partial:
-    __slots__ = ("parts", "frames", "next_psn", "size")
+    __slots__ = ("parts", "frames", "next_psn", "size", "charged")
 
     def __init__(self, psn: int, data: bytes, frame: int) -> None:
         self.parts = [data]
         self.frames = [frame]
         self.next_psn = (psn + 1) & 0xFFFFFF
         self.size = len(data)
+        self.charged = 0          # bytes charged to the memory budget for it
 
 
 class _ReadJob:
     """The Read chunks of one message, waiting for their data."""
 
-    __slots__ = ("msg", "reduced", "flow", "pieces", "frames", "need")
+    __slots__ = ("msg", "reduced", "flow", "pieces", "frames", "need", "charged")
 
     def __init__(self, msg: Any, reduced: bytes, flow: Any) -> None:
         self.msg = msg
@@ -77,12 +80,13 @@ class _ReadJob:
             self.pieces = {i: [] for i in range(len(reads))}
             self.need = {i for i, s in enumerate(reads) if s.length}
         self.frames: list[int] = []
+        self.charged = 0
 
 
 class _Transfer:
     """An RDMA READ response or RDMA WRITE in progress (or a READ request waiting for its response)."""
 
-    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn", "kept")
+    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn", "kept", "charged")
 
     def __init__(self, handle: int, va: int, length: int, psn: int) -> None:
         self.handle = handle
@@ -92,23 +96,36 @@ class _Transfer:
         self.frames: list[int] = []
         self.next_psn = psn
         self.kept = 0
+        self.charged = 0
 
-    def take(self, buf: bytes, off: int, end: int) -> None:
+    def take(self, buf: bytes, off: int, end: int) -> int:
         """Keep this packet's payload, cut at the room the segment has left: bytes past it are an
-        overrun the chunk analysis reports, never state."""
+        overrun the chunk analysis reports, never state.  Returns the bytes kept."""
         room = self.length - self.kept
         if end - off > room:
             end = off + max(room, 0)
-        if end > off:
-            self.parts.append(bytes(buf[off:end]))
-            self.kept += end - off
+        if end <= off:
+            return 0
+        self.parts.append(bytes(buf[off:end]))
+        self.kept += end - off
+        return end - off
+
+
+_Charged = _Partial | _ReadJob | _Transfer
 
 
 class _State:
-    __slots__ = ("sends", "read_jobs", "read_reqs", "read_active", "write_wants", "write_active", "written",
-                 "kept")
+    """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
+    bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
-    def __init__(self) -> None:
+    __slots__ = ("sends", "read_jobs", "read_reqs", "read_active", "write_wants", "write_active", "written",
+                 "kept", "held", "budget", "name")
+
+    def __init__(self, budget: Budget) -> None:
+        self.name = "RDMA reassembly state (SEND fragments, chunk data)"
+        self.held = 0
+        self.budget = budget
+        budget.join(self)
         self.sends: dict[tuple, _Partial] = {}
         self.read_jobs: dict[int, _ReadJob] = {}          # handle -> job
         self.read_reqs: dict[tuple, _Transfer] = {}        # (requester of READ, target, PSN) -> request
@@ -117,20 +134,76 @@ class _State:
         self.write_wants: dict[int, tuple[int, int, int]] = {}
         self.write_active: dict[tuple, _Transfer] = {}
         self.written: dict[int, list[tuple[int, bytes, list[int]]]] = {}   # handle -> (va, data, frames)
-        self.kept = 0
+        self.kept = 0             # bytes in ``written``
+
+    def charge(self, obj: _Charged, n: int) -> None:
+        obj.charged += n
+        self.budget.charge(self, n)
+
+    def free(self, obj: _Charged | None) -> None:
+        if obj is not None and obj.charged:
+            self.budget.release(self, obj.charged)
+            obj.charged = 0
+
+    def forget_written(self, handle: int) -> None:
+        data = self.written.pop(handle, None)
+        if data:
+            n = sum(len(d) + _ENTRY for _, d, _f in data)
+            self.kept -= n
+            self.budget.release(self, n)
+
+    def shed(self, need: int) -> int:
+        """Memory budget: give up the oldest SEND messages, transfers, chunk data and Read jobs (their
+        messages are then shown without the rebuild)."""
+        start = self.held
+        gone = 0
+        for d in (self.sends, self.write_active, self.read_active, self.read_reqs):
+            for key in list(d):          # keys listed once: popping the first key again and again is quadratic
+                if start - self.held >= need:
+                    return gone
+                self.free(d.pop(key))
+                gone += 1
+        for handle in list(self.written):
+            if start - self.held >= need:
+                return gone
+            self.forget_written(handle)
+            gone += 1
+        for handle in list(self.read_jobs):
+            if start - self.held >= need:
+                return gone
+            if handle in self.read_jobs:
+                _drop_job(self, handle)
+                gone += 1
+        return gone
+
+
+def _drop_job(st: _State, handle: int) -> None:
+    """Give up the Read job under ``handle``, under every handle it is listed (a message's segments)."""
+    jobs = st.read_jobs
+    job = jobs.pop(handle)
+    for s in job.msg.reads:
+        if jobs.get(s.handle) is job:
+            del jobs[s.handle]
+    st.free(job)
 
 
 def _state(ctx: Session) -> _State:
-    return ctx.get("rdma_reassembly", _State)
+    st: _State | None = ctx.state.get("rdma_reassembly")
+    if st is None:
+        st = ctx.state["rdma_reassembly"] = _State(ctx.budget)
+    return st
 
 
-def _bound(d: dict, limit: int = _WANT_LIMIT) -> None:
+def _bound(d: dict, limit: int = _WANT_LIMIT, st: _State | None = None) -> None:
     """Keep at most ``limit`` entries.  Past it the oldest eighth goes at once: deleting a dict's first
     key one at a time makes each next lookup of the first key walk the holes the earlier deletions
-    left, so a capture with thousands of unanswered operations would slow down quadratically."""
+    left, so a capture with thousands of unanswered operations would slow down quadratically.  With
+    ``st`` the entries' charges go back to the memory budget."""
     if len(d) > limit:
         for key in list(islice(d, len(d) - limit + limit // 8)):
-            del d[key]
+            v = d.pop(key)
+            if st is not None:
+                st.free(v)
 
 
 def _offer(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
@@ -150,8 +223,10 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
     psn = ib.psn
     num = pkt.frame.num
     if pos == "first":
-        st.sends[key] = _Partial(psn, bytes(buf[off:end]), num)
-        _bound(st.sends)
+        st.free(st.sends.get(key))
+        part = st.sends[key] = _Partial(psn, bytes(buf[off:end]), num)
+        st.charge(part, end - off + _ENTRY)
+        _bound(st.sends, st=st)
         _fragment(pkt, buf, off, end, 1, "SEND First")
         return
     part = st.sends.get(key)
@@ -167,8 +242,10 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
     part.frames.append(num)
     part.size += end - off
     part.next_psn = (psn + 1) & 0xFFFFFF
+    st.charge(part, end - off)
     if part.size > _SEND_LIMIT:
         del st.sends[key]
+        st.free(part)
         pkt.add_expert("warning", "reassembly", f"SEND message over {_SEND_LIMIT} bytes: not reassembled")
         add_data(pkt, buf, off, end)
         return
@@ -176,6 +253,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
         _fragment(pkt, buf, off, end, len(part.frames), "SEND Middle")
         return
     del st.sends[key]
+    st.free(part)
     whole = b"".join(part.parts)
     lay = pkt.add_layer("rdma.reassembled", None, whole, 0, len(whole),
                         f"[{len(part.frames)} reassembled SEND fragments ({len(whole)} bytes)]")
@@ -201,8 +279,11 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
     st = _state(ctx)
     va, rkey, dlen = ib.reth
     if rkey in st.read_jobs:
-        st.read_reqs[(pkt.src, pkt.dst, ib.psn)] = _Transfer(rkey, va, dlen, ib.psn)
-        _bound(st.read_reqs)
+        t = _Transfer(rkey, va, dlen, ib.psn)
+        st.free(st.read_reqs.get((pkt.src, pkt.dst, ib.psn)))
+        st.read_reqs[(pkt.src, pkt.dst, ib.psn)] = t
+        st.charge(t, _ENTRY)
+        _bound(st.read_reqs, st=st)
 
 
 def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
@@ -226,19 +307,24 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
             return
     if ib.psn != t.next_psn:
         st.read_active.pop(akey, None)
+        st.free(t)
         pkt.add_expert("warning", "reassembly", f"READ response PSN {ib.psn}, expected {t.next_psn}: "
                        "the chunk is not rebuilt")
         return
-    t.take(buf, off, end)
+    st.charge(t, t.take(buf, off, end))
     t.frames.append(pkt.frame.num)
     t.next_psn = (ib.psn + 1) & 0xFFFFFF
     if pos == "first":
+        old = st.read_active.get(akey)
+        if old is not t:
+            st.free(old)
         st.read_active[akey] = t
-        _bound(st.read_active)
+        _bound(st.read_active, st=st)
         return
     if pos == "middle":
         return
     st.read_active.pop(akey, None)
+    st.free(t)
     _read_done(pkt, ctx, st, t)
 
 
@@ -247,6 +333,7 @@ def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
     if job is None:
         return
     data = b"".join(t.parts)
+    st.charge(job, len(data))
     job.frames.extend(t.frames)
     segs = job.msg.reads
     for i, s in enumerate(segs):
@@ -259,6 +346,7 @@ def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
         return
     for s in segs:
         st.read_jobs.pop(s.handle, None)
+    st.free(job)
     _rebuild_call(pkt, ctx, job)
 
 
@@ -417,22 +505,29 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         t = active
         if ib.psn != t.next_psn:
             del st.write_active[akey]
+            st.free(t)
             return
-    t.take(buf, off, end)
+    st.charge(t, t.take(buf, off, end))
     t.frames.append(pkt.frame.num)
     t.next_psn = (ib.psn + 1) & 0xFFFFFF
     if pos == "first":
+        st.free(st.write_active.get(akey))
         st.write_active[akey] = t
-        _bound(st.write_active)
+        _bound(st.write_active, st=st)
         return
     if pos == "middle":
         return
     st.write_active.pop(akey, None)
+    st.free(t)
     data = b"".join(t.parts)
-    if st.kept + len(data) > _BYTES_LIMIT:
-        st.written.clear()
-        st.kept = 0
-    st.kept += len(data)
+    if st.written and st.kept + len(data) > _BYTES_LIMIT:
+        for handle in list(st.written):       # the oldest chunk data goes first
+            st.forget_written(handle)
+            if st.kept + len(data) <= _BYTES_LIMIT:
+                break
+    n = len(data) + _ENTRY
+    st.kept += n
+    st.budget.charge(st, n)
     st.written.setdefault(t.handle, []).append((t.va, data, t.frames))
 
 
@@ -494,9 +589,16 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         if job.need:
             jobs = st.read_jobs
             for s in msg.reads:
+                if s.handle in jobs:
+                    # an older message's Read chunks under this handle cannot complete now: give them up
+                    _drop_job(st, s.handle)
+            for s in msg.reads:
                 jobs[s.handle] = job
+            st.charge(job, len(reduced) + _ENTRY)
             if len(jobs) > _WANT_LIMIT:
-                _bound(jobs)
+                for handle in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
+                    if handle in jobs:
+                        _drop_job(st, handle)
     chunks = list(msg.writes)
     if msg.reply is not None:
         chunks.append(msg.reply)
@@ -525,9 +627,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
     for c in chunks:
         for s in c:
             st.write_wants.pop(s.handle, None)
-            data = st.written.pop(s.handle, None)
-            if data:
-                st.kept -= sum(len(d) for _, d, _f in data)
+            st.forget_written(s.handle)
 
 
 def _register(key: str, fn: Any) -> None:
