@@ -58,6 +58,7 @@ _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST = 2048
+CONN_COST = 2048               # a connection's state (ledgers, chunk book, dictionaries), measured the same way
 
 
 def proc_name(msg: RpcRdmaMessage) -> str:
@@ -92,7 +93,7 @@ def rpc_summary(call: RpcInfo | None, reply: RpcInfo | None) -> RpcSummary | Non
 class Transactions:
     """The analysis module: follows every RPC-over-RDMA connection of the capture."""
 
-    name = "open RPC transactions"
+    name = "open RPC transactions (or idle RPC-over-RDMA connections)"
 
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer
@@ -116,6 +117,16 @@ class Transactions:
             for o in oldest:
                 self._give_up(st, o)
             given += len(oldest)
+        if given < want:
+            # then connections without an open transaction, their summary given out as at the end
+            for conn_id, st in list(self.conns.items()):
+                if given >= want:
+                    break
+                if not st.open:
+                    self._summarise(st)
+                    del self.conns[conn_id]
+                    self.budget.release(self, CONN_COST)
+                    given += 1
         return given
 
     # -- reporting -----------------------------------------------------------------------------------
@@ -149,6 +160,7 @@ class Transactions:
         st = self.conns.get(conv.conn_id)
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
+            self.budget.charge(self, CONN_COST)
         d = _DIRECTIONS[conv.direction(pkt)]
         inv = None
         self.cur = None
@@ -605,12 +617,15 @@ class Transactions:
             for o in list(st.open.values()):
                 self._give_up(st, o)
             self.cur = None
-            for led in st.ledgers.values():
-                led.flush()
-            if st.rpcrdma or st.messages:
-                self.an.emit(RpcRdmaSummary(
-                    st.conn_id, st.messages, st.closed, st.unanswered, sorted(set(st.version.values())),
-                    [led.summary() for _d, led in sorted(st.ledgers.items())], st.orphan_ops, st.orphan_bytes))
+            self._summarise(st)
+
+    def _summarise(self, st: ConnState) -> None:
+        for led in st.ledgers.values():
+            led.flush()
+        if st.rpcrdma or st.messages:
+            self.an.emit(RpcRdmaSummary(
+                st.conn_id, st.messages, st.closed, st.unanswered, sorted(set(st.version.values())),
+                [led.summary() for _d, led in sorted(st.ledgers.items())], st.orphan_ops, st.orphan_bytes))
 
 
 register("rpcrdma.transactions", Transactions)

@@ -141,6 +141,11 @@ ICRC_RULE = declare(
 _MASK = 0xFFFFFF
 _HALF = 0x800000
 _RING = 4096            # request PSNs remembered per requester (for original frames and RTTs)
+# What the state of a connection, a requester's stream and a ring slot cost, charged to the memory budget
+# (tracemalloc over 20,000 queue pairs of one packet each, rounded up).
+_CONN_COST = 512
+_STREAM_COST = 2048
+_SLOT_COST = 100
 _MAX_HOLES = 64         # gap ranges remembered per requester
 _MAX_READS = 256        # READ requests waiting for responses per requester
 # Below the smallest local ACK timeout (4.096 us * 2^1) a requester cannot resend on its own: the
@@ -276,10 +281,12 @@ class ReqStream:
 
 
 class _Conn:
-    __slots__ = ("conv", "streams", "mtu", "mtu_seen")
+    __slots__ = ("conv", "streams", "mtu", "mtu_seen", "last", "charged")
 
     def __init__(self, conv: LiveConnection) -> None:
         self.conv = conv
+        self.last = 0                # the last frame that touched it (the memory budget gives up the idlest)
+        self.charged = _CONN_COST    # bytes charged to the memory budget for it
         self.streams: dict[Direction, ReqStream] = {}      # made on first use: most queue pairs request one way
         self.mtu: int | None = conv.path_mtu or None
         self.mtu_seen = False        # True once a full-size packet showed the path MTU
@@ -318,8 +325,13 @@ def _layer(pkt: Packet) -> Layer:
 class Transport:
     """The analysis module: sees every packet, keeps per-connection PSN state."""
 
+    name = "queue pairs' PSN states"
+
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer
+        self.held = 0
+        self.budget = analyzer.budget
+        self.budget.join(self)
         self.conns: dict[int, _Conn] = {}
         self.flows: dict[tuple[str, str, int], list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
 
@@ -343,9 +355,12 @@ class Transport:
         cs = self.conns.get(conv.conn_id)
         if cs is None:
             cs = self.conns[conv.conn_id] = _Conn(conv)
+            cs.last = pkt.frame.num
+            self.budget.charge(self, _CONN_COST)
+        cs.last = pkt.frame.num
         d = _DIRECTIONS[conv.direction(pkt)]
         if kind in _REQUEST_KINDS:
-            st = cs.stream(d)
+            st = cs.streams.get(d) or self._new_stream(cs, d)
             if st.first is None:
                 # The first PSN seen starts the space: implementations disagree on which CM Starting
                 # PSN (the REQ's or the REP's) numbers which direction, so neither is assumed.
@@ -353,8 +368,29 @@ class Transport:
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
         elif kind in _RESPONSE_KINDS:
-            st = cs.stream(d.other)
+            st = cs.streams.get(d.other) or self._new_stream(cs, d.other)
             self._response(cs, st, pkt, ib, kind)
+
+    def _new_stream(self, cs: _Conn, d: Direction) -> ReqStream:
+        cs.charged += _STREAM_COST
+        self.budget.charge(self, _STREAM_COST)
+        return cs.stream(d)
+
+    def shed(self, need: int) -> int:
+        """Memory budget: give up the idlest connections' PSN state, their statistics given out as at
+        the end of the capture (a connection that goes on starts again from its next packet)."""
+        freed = 0
+        gone = 0
+        now = max((c.last for c in self.conns.values()), default=0)
+        for cs in sorted(self.conns.values(), key=lambda c: c.last):
+            if freed >= need or cs.last == now:      # never the connection of the packet at hand
+                break
+            self._emit_stats(cs)
+            del self.conns[cs.conv.conn_id]
+            freed += cs.charged
+            self.budget.release(self, cs.charged)
+            gone += 1
+        return gone
 
     def _event(self, st: ReqStream, kind: PsnEventKind, frame: int, ts: int, psn: int, count: int = 1,
                original: int | None = None) -> None:
@@ -471,7 +507,13 @@ class Transport:
                 del reads[0]
             reads.append(r)
             st.last_read = r
-        st.ring.put(psn, frame.num, ts)
+        ring = st.ring
+        size = ring.mask
+        ring.put(psn, frame.num, ts)
+        if ring.mask != size:
+            grown = (ring.mask - size) * _SLOT_COST
+            cs.charged += grown
+            self.budget.charge(self, grown)
         st.last_psn = psn
         st.last_op = plan.opcode
         st.last_ts = ts
@@ -700,11 +742,15 @@ class Transport:
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
         for cs in self.conns.values():
-            for _d, st in sorted(cs.streams.items()):    # c2s, then s2c, as before
-                if st.packets or st.acks or st.read_responses:
-                    self.an.emit(st.stats(cs.mtu))
+            self._emit_stats(cs)
         for (src, dst, qp), (cnps, marks) in self.flows.items():
             self.an.emit(CongestionFlow(src, dst, qp, cnps, marks))
+
+
+    def _emit_stats(self, cs: _Conn) -> None:
+        for _d, st in sorted(cs.streams.items()):    # c2s, then s2c, as before
+            if st.packets or st.acks or st.read_responses:
+                self.an.emit(st.stats(cs.mtu))
 
 
 register("ib.transport", Transport)

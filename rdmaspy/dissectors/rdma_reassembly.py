@@ -122,7 +122,7 @@ class _State:
                  "kept", "held", "budget", "name")
 
     def __init__(self, budget: Budget) -> None:
-        self.name = "RDMA reassembly state (SEND fragments, chunk data)"
+        self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"
         self.held = 0
         self.budget = budget
         budget.join(self)
