@@ -254,3 +254,35 @@ def test_deferred_calls_leave_as_one_burst():
     assert not b.inbox and len(cli.pending) == 5
     cli.flush()
     assert bursts == [5] and len(b.inbox) == 5 > cli.credits.granted
+
+
+def _hostile_read(srv_link_pair, size: int, writes=()):
+    a, b = srv_link_pair
+    call = P.rpc_call(0x77, P.PROC_READ, P.xdr_u32(size))
+    return P.build(P.Message(0x77, 1, 8, P.RDMA_MSG, chunks=P.Chunks(writes=writes), payload=call))
+
+
+def test_server_refuses_a_huge_read_before_making_its_data():
+    """A READ of 4 GiB - 1 is answered with an error at once: nothing the size of it is made."""
+    import tracemalloc
+    a, b, _log = LoopLink.pair()
+    srv = Server(b)
+    tracemalloc.start()
+    srv.handle(_hostile_read((a, b), 0xFFFFFFFF))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 1 << 20
+    m = P.parse(a.inbox.popleft())
+    assert (m.xid, m.proc, m.error[0]) == (0x77, P.RDMA_ERROR, P.ERR_CHUNK)
+
+
+def test_server_answers_a_write_chunk_too_small_and_serves_on():
+    """A READ of 100 bytes offering a 16-byte Write chunk gets RDMA_ERROR, and the next call is served."""
+    a, b, _log = LoopLink.pair()
+    srv = Server(b)
+    srv.handle(_hostile_read((a, b), 100, writes=((P.Segment(0x1234, 16, 0x1000),),)))
+    m = P.parse(a.inbox.popleft())
+    assert (m.proc, m.error[0]) == (P.RDMA_ERROR, P.ERR_CHUNK)
+    srv.handle(P.build(P.Message(0x78, 1, 8, P.RDMA_MSG, payload=P.rpc_call(0x78, P.PROC_NULL))))
+    m = P.parse(a.inbox.popleft())
+    assert (m.xid, m.proc) == (0x78, P.RDMA_MSG)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Sequence
 
+from ..budget import Budget
 from ..fields import Field
 from ..packet import Packet
 from ..registry import add_data
@@ -94,6 +95,48 @@ class _Sequence:
         self.parts: list[bytes] = []
         self.frames: list[int] = []
         self.size = 0
+
+
+class _Continuations:
+    """Message Continuations in progress, by direction of a connection; a holder of the memory budget
+    (each part's bytes are charged until its message completes or is given up)."""
+
+    __slots__ = ("by_flow", "held", "budget", "name")
+
+    def __init__(self, budget: Budget) -> None:
+        self.by_flow: dict[Any, _Sequence] = {}
+        self.held = 0
+        self.budget = budget
+        self.name = "RPC-over-RDMA v2 continued messages"
+        budget.join(self)
+
+    def add(self, seq: _Sequence, data: bytes, frame: int) -> None:
+        seq.parts.append(data)
+        seq.frames.append(frame)
+        seq.size += len(data)
+        self.budget.charge(self, len(data) + 64)
+
+    def drop(self, key: Any) -> _Sequence:
+        seq = self.by_flow.pop(key)
+        self.budget.release(self, seq.size + 64 * len(seq.parts))
+        return seq
+
+    def shed(self, need: int) -> int:
+        start = self.held
+        gone = 0
+        for key in list(self.by_flow):
+            if start - self.held >= need:
+                break
+            self.drop(key)
+            gone += 1
+        return gone
+
+
+def _continuations(ctx: Any) -> _Continuations:
+    c: _Continuations | None = ctx.state.get("rpcrdma2.continuations")
+    if c is None:
+        c = ctx.state["rpcrdma2.continuations"] = _Continuations(ctx.budget)
+    return c
 
 
 # --- parsing ------------------------------------------------------------------------------------------
@@ -400,22 +443,21 @@ def _show_props(pkt: Packet, lay, buf: bytes, msg: RpcRdmaMessage) -> str:
 def _msg_payload(pkt: Packet, buf: bytes, pstart: int, end: int, ctx: Any, msg: RpcRdmaMessage, lay) -> None:
     """RDMA2_MSG: the RPC message, or a part of it when Message Continuation is used."""
     flags = msg.flags or 0
-    seqs: dict = ctx.get("rpcrdma2.continuations", dict)
+    conts = _continuations(ctx)
+    seqs = conts.by_flow
     key = v1.flow_key(pkt)
     seq: _Sequence | None = seqs.get(key)
     if seq is not None and (seq.xid != msg.xid or seq.htype != msg.proc):
         pkt.add_expert("error", "protocol", f"continuation of XID 0x{seq.xid:08x} interrupted by XID "
                        f"0x{msg.xid:08x}: the receiver drops it and answers RDMA2_ERR_INVAL_CONT",
                        "draft-01 §6.2.2.2")
-        del seqs[key]
+        conts.drop(key)
         seq = None
     lay.add(v1.PAYLOAD_LEN, end - pstart)
     if flags & F_MORE:
         if seq is None:
             seq = seqs[key] = _Sequence(msg.xid, msg.proc)
-        seq.parts.append(bytes(buf[pstart:end]))
-        seq.frames.append(pkt.frame.num)
-        seq.size += end - pstart
+        conts.add(seq, bytes(buf[pstart:end]), pkt.frame.num)
         msg.continuation = list(seq.frames)
         lay.add(CONT_PART, True)
         msg.shape = "continued message (part)"
@@ -425,10 +467,10 @@ def _msg_payload(pkt: Packet, buf: bytes, pstart: int, end: int, ctx: Any, msg: 
         if seq.size > _CONT_LIMIT:
             pkt.add_expert("warning", "reassembly", f"continued message over {_CONT_LIMIT} bytes: not kept",
                            "draft-01 §6.2.2.2")
-            del seqs[key]
+            conts.drop(key)
         return
     if seq is not None:
-        del seqs[key]
+        conts.drop(key)
         seq.parts.append(bytes(buf[pstart:end]))
         seq.frames.append(pkt.frame.num)
         whole = b"".join(seq.parts)
@@ -458,8 +500,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     rest = end - off - msg.header_len
     if htype == 0:
-        seqs = ctx.get("rpcrdma2.continuations", dict)
-        seq = seqs.get(v1.flow_key(pkt))
+        seq = _continuations(ctx).by_flow.get(v1.flow_key(pkt))
         if seq is None or seq.xid != xid:
             p = off + msg.header_len
             if rest < 8 or buf[p:p + 4] != buf[off:off + 4] or buf[p + 4:p + 7] != b"\0\0\0" \

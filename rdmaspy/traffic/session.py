@@ -118,7 +118,11 @@ class Server:
             return
         self.stats.calls += 1
         self.stats.by_proc[rpc.proc] += 1
-        self._execute(m, rpc)
+        try:
+            self._execute(m, rpc)
+        except ProtocolError:
+            # chunks the results do not fit, a segment the peer did not register: answer, serve on
+            self._error(m, P.ERR_CHUNK if m.vers == 1 else P.RDMA2_ERR_REPLY_RESOURCE, 0)
 
     def props(self) -> tuple[tuple[int, bytes], ...]:
         return P.props_u32(((P.PROP_MAX_SEND, self.inline.reply), (P.PROP_RECV_BUF, self.inline.call),
@@ -151,6 +155,11 @@ class Server:
             results = body[:4 + P.pad4(n)]
         elif proc in (P.PROC_READ, P.PROC_BIGREPLY, P.PROC_PULLREPLY):
             n = P.read_u32(body)
+            if n > self._reply_room(m, proc):
+                # the size is the peer's to choose: check it against where the reply can go before
+                # making the data, so a hostile 4 GiB asks for nothing but this error
+                self._error(m, P.ERR_CHUNK if m.vers == 1 else P.RDMA2_ERR_REPLY_RESOURCE, n)
+                return
             data = P.pattern(n, xid)
             if proc == P.PROC_READ and m.chunks.writes:
                 # DDP: the data goes into the first Write chunk; the reply keeps the length.
@@ -172,6 +181,18 @@ class Server:
         # differ from the transport XID); the responder's own fault changes it.
         rxid = rpc.xid ^ 0x5A5A if "xid-mismatch" in self.faults else rpc.xid
         self._send_reply(m, P.rpc_reply(rxid, results), writes)
+
+    def _reply_room(self, m: Message, proc: int) -> int:
+        """The most result bytes this call's reply can carry: its first Write chunk for a READ that
+        offers one, else inline, its Reply chunk or (version 1) a responder-provided Read chunk."""
+        if proc == P.PROC_READ and m.chunks.writes:
+            return sum(s.length for s in m.chunks.writes[0])
+        room = self.inline.reply
+        if m.chunks.reply is not None:
+            room = max(room, sum(s.length for s in m.chunks.reply))
+        if m.vers == 1:
+            room = max(room, self.pull_size)
+        return room
 
     def _send_reply(self, m: Message, reply: bytes, writes) -> None:
         vers = m.vers
