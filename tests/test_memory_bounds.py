@@ -1,0 +1,140 @@
+"""Values from the wire never decide how much memory rdmaspy takes (issue: a 3-frame capture took 7.9 GB).
+
+Each hostile capture goes through every command in this process with tracemalloc on; the peak must stay
+within a constant factor of the capture's size plus a fixed allowance.  The shapes: Write list and Reply
+chunk segments written 1 MiB, 1 GiB, 4 GiB past their offset and reported 2^31-1 and 2^32-1 bytes long
+(tests/fixtures/hostile_build.py); 20,000 queue pairs of one SEND each; thousands of unanswered calls.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES
+
+sys.path.insert(0, str(FIXTURES))
+import hostile_build  # noqa: E402
+
+from rdmaspy import craft  # noqa: E402
+from rdmaspy.cli import main  # noqa: E402
+
+FACTOR = 400                  # bytes held per byte captured, at most (generous: the tree and JSON of a packet)
+ALLOWANCE = 24 << 20          # what any run may take whatever the capture (tables, buffers, caches)
+COMMANDS = {
+    "decode": ["decode"], "tree": ["decode", "-V"], "json": ["decode", "-T", "json"],
+    "flows": ["flows", "-o", "{out}"], "expert": ["expert"], "stats": ["stats"],
+    "conversations": ["conversations"], "annotate": ["annotate", "-o", "{out}"],
+}
+
+
+def peak_of(argv: list[str], tmp: Path) -> tuple[int, int]:
+    """(exit code, peak bytes traced) of one command run in this process, its output discarded."""
+    out = str(tmp / "out")
+    args = [out if a == "{out}" else a for a in argv]
+    sink = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
+        main(args)                       # once to load what a run loads (modules, tables)
+        tracemalloc.start()
+        try:
+            rc = main(args)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    if os.path.exists(out):
+        os.unlink(out)
+    return rc, peak
+
+
+@pytest.mark.parametrize("name", sorted(hostile_build.FIXTURE_BUILDERS))
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_claimed_lengths_and_offsets_cost_nothing(name, command, tmp_path):
+    path = FIXTURES / name
+    rc, peak = peak_of([*COMMANDS[command], str(path)], tmp_path)
+    assert rc == 0
+    assert peak < FACTOR * path.stat().st_size + ALLOWANCE, f"{command} {name}: {peak >> 20} MiB"
+
+
+def test_hostile_fixtures_are_what_the_builder_makes(tmp_path):
+    for p in hostile_build.build(tmp_path):
+        assert p.read_bytes() == (FIXTURES / p.name).read_bytes(), p.name
+
+
+def test_a_write_outside_its_segment_is_a_finding_not_a_rebuild():
+    from rdmaspy.commands.expert import collect
+    _cap, _frames, groups = collect(str(FIXTURES / "hostile_write_list.pcap"))
+    rules = {g.rule for g in groups}
+    assert {"chunk.write_overrun", "chunk.write_length_mismatch"} <= rules
+
+
+def _pcap(tmp: Path, name: str, frames) -> Path:
+    path = tmp / name
+    craft.write_pcap(str(path), frames)
+    return path
+
+
+def test_twenty_thousand_queue_pairs_cost_what_they_hold(tmp_path):
+    """20,000 empty SEND Only to distinct QPs (1.5 MB): 4 GB before the PSN state grew on use."""
+    path = _pcap(tmp_path, "qps.pcap", hostile_build.qps(20_000))
+    rc, peak = peak_of(["expert", str(path)], tmp_path)
+    assert rc == 0
+    assert peak < 100 * path.stat().st_size + ALLOWANCE, f"{peak >> 20} MiB"
+
+
+@pytest.mark.parametrize("command", ["tree", "flows", "stats", "annotate"])
+def test_many_queue_pairs_through_every_analysing_command(command, tmp_path):
+    path = _pcap(tmp_path, "qps.pcap", hostile_build.qps(3000))
+    rc, peak = peak_of([*COMMANDS[command], str(path)], tmp_path)
+    assert rc == 0
+    assert peak < FACTOR * path.stat().st_size + ALLOWANCE, f"{command}: {peak >> 20} MiB"
+
+
+def test_unanswered_calls_stay_within_the_memory_budget(tmp_path):
+    """Open transactions past the budget are given up oldest first, with a finding, and decoding goes on."""
+    path = _pcap(tmp_path, "calls.pcap", hostile_build.unanswered_calls(12_000))
+    from rdmaspy.commands.expert import collect
+    from rdmaspy import budget
+    budget.configure(4 << 20)
+    try:
+        _cap, frames, groups = collect(str(path))
+    finally:
+        budget.configure(None)
+    assert frames == 12_000
+    by_rule = {g.rule: g for g in groups}
+    assert len(by_rule["transaction.no_reply"].items) == 12_000     # every call still reported
+    shed = by_rule["memory.budget"]
+    assert shed.items and "open RPC transactions" in shed.items[0][1]
+
+
+def test_unanswered_calls_take_linear_time(tmp_path):
+    """Giving up the oldest calls past the per-connection limit is not quadratic: 4x the calls, ~4x the time."""
+    import time
+
+    from rdmaspy.analysis import transactions
+    from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.engine import Engine
+    from rdmaspy.readers import open_capture
+
+    def run(n: int) -> float:
+        path = _pcap(tmp_path, f"c{n}.pcap", hostile_build.unanswered_calls(n))
+        engine = Engine()
+        an = Analyzer(keep_findings=False, budget=engine.session.budget)
+        t = time.perf_counter()
+        with open_capture(str(path)) as cap:
+            for frame in cap:
+                an.feed(engine.dissect(frame))
+        an.finish()
+        return time.perf_counter() - t
+
+    limit = transactions._OPEN_LIMIT
+    transactions._OPEN_LIMIT = 256
+    try:
+        small, large = run(1500), run(6000)
+    finally:
+        transactions._OPEN_LIMIT = limit
+    assert large < 8 * small
