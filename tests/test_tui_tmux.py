@@ -33,7 +33,8 @@ class Terminal:
     def __init__(self, command: list[str], width: int = 140, height: int = 40) -> None:
         self.tmux = _tmux()
         self.name = f"rdmaspy-test-{uuid.uuid4().hex[:8]}"
-        env = f"PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color"
+        # COLUMNS/LINES inherited from the caller would override the terminal's own size
+        env = f"-u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color"
         # the shell stays after the command ends, so that what it printed last can be read
         line = f"cd {shlex.quote(str(ROOT))} && env {env} {shlex.join(command)}; echo EXITED $?; sleep 600"
         subprocess.run([self.tmux, "-L", self.name, "-f", os.devnull, "new-session", "-d", "-s", self.name,

@@ -234,8 +234,12 @@ class LiveCapture:
         rfd, wfd = socket.socketpair()
         rfd.setblocking(False)
         wfd.setblocking(False)
-        old_handlers = {sig: signal.signal(sig, self.request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-        old_wakeup = signal.set_wakeup_fd(wfd.fileno())
+        # Signals reach only the main thread: run elsewhere (under the TUI), the caller stops the
+        # capture with request_stop() and the loop sees it within one wait of the ring.
+        in_main = threading.current_thread() is threading.main_thread()
+        old_handlers = {sig: signal.signal(sig, self.request_stop)
+                        for sig in (signal.SIGINT, signal.SIGTERM)} if in_main else {}
+        old_wakeup = signal.set_wakeup_fd(wfd.fileno()) if in_main else -1
         old_switch = sys.getswitchinterval()
         # The display thread takes the GIL when this loop sleeps in poll(); a short forced switch
         # would leave the ring waiting for that thread's turn on a busy CPU.
@@ -283,7 +287,8 @@ class LiveCapture:
             if not self._limit_hit and s.error is None:
                 self._drain()
         finally:
-            signal.set_wakeup_fd(old_wakeup)
+            if in_main:
+                signal.set_wakeup_fd(old_wakeup)
             sys.setswitchinterval(old_switch)
             for sig, h in old_handlers.items():
                 signal.signal(sig, h)

@@ -88,6 +88,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-q", dest="quiet", action="store_true", help="print no packet lines (notices and the summary stay)")
     p.add_argument("-P", dest="print_too", action="store_true", help="print packet lines even when writing a file")
     p.add_argument("-Y", dest="display_filter", metavar="EXPR", help="display filter for the printed lines")
+    p.add_argument("--tui", action="store_true",
+                   help="show the capture in the terminal interface as it arrives (the file is written as "
+                        "without it; q stops the capture)")
     p.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
     p.add_argument("--display-queue", type=_positive_int, default=20000, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_capture)
@@ -145,6 +148,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if args.display_filter:
         from ..filter import compile_filter
         matcher = compile_filter(args.display_filter)
+    if args.tui and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise RdmaspyError("--tui needs a terminal")
 
     from ..capture.ring import is_cooked
     cooked = is_cooked(res.netdev)
@@ -156,14 +161,21 @@ def cmd_capture(args: argparse.Namespace) -> int:
         desc = f"RDMA device {res.rdma}" if res.rdma else None
         files = FileSet(args.write, ring, desc, expr, rb, limits) if args.write else None
         display = flush = None
-        if (not args.write or args.print_too) and not args.quiet:
+        if args.tui:
+            from ..tui.live import LiveModel
+            model = LiveModel(res.netdev, ring.linktype, snap)
+            display, flush = model.show, model.flush
+        elif (not args.write or args.print_too) and not args.quiet:
             display, flush = _display(matcher, ring.linktype)
         lt = "EN10MB (Ethernet)" if ring.linktype == bpf.LINKTYPE_ETHERNET else "LINUX_SLL (Linux cooked v1)"
         where = f", writing to {args.write}" if args.write and args.write != "-" else ""
         _note(f"listening on {res.netdev}, link-type {lt}, snapshot length {snap} bytes, "
               f"filter: {expr or '(none)'}{where}")
         live = LiveCapture(ring, files, limits, display, flush, args.display_queue)
-        s = live.run()
+        if args.tui:
+            s = _run_tui(model, live, args.display_filter or "")
+        else:
+            s = live.run()
     finally:
         ring.close()
     out = sys.stderr
@@ -181,6 +193,20 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if s.error:
         raise RdmaspyError(s.error)
     return 0
+
+
+def _run_tui(model, live, display_filter: str):
+    """The capture on a thread of its own, the TUI in front; quitting stops the capture cleanly."""
+    from ..tui.app import RdmaspyApp
+    model.capture = live
+    try:
+        RdmaspyApp(model, initial_filter=display_filter).run()
+    finally:
+        s = model.stop()
+        model.close()
+    if s is None:
+        raise RdmaspyError(model.error or "the capture ended without a summary")
+    return s
 
 
 def _display(matcher, linktype: int):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from array import array
-from typing import Callable
 
 from textual import work
 from textual.app import App, ComposeResult
@@ -135,7 +134,6 @@ class RdmaspyApp(App[None]):
         self._history: list[str] = []        # views shown before, for Escape
         self._views = load_views()
         self._told_done = False
-        self.on_tick: list[Callable[[], None]] = []   # live mode adds its counters here
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -196,12 +194,11 @@ class RdmaspyApp(App[None]):
         st.packets = index.count
         st.displayed = plist.rows if plist.rows >= 0 else 0
         st.filtering = run is not None and not run.done
-        st.loading = None if index.done else index.progress
+        st.loading = None if index.done or self.model.live else index.progress
         problem = index.error or "; ".join(index.problems)
         if problem:
             st.problem = problem
-        for fn in self.on_tick:
-            fn()
+        st.live = self.model.live_status()
         self._status_bar.show(st)
         if not self._told_done:
             self._told_done = index.done
@@ -297,16 +294,21 @@ class RdmaspyApp(App[None]):
         self.filter_expr = expr
         if not expr:
             self.filter_run = None
+            self.model.live_filter = None
             self.packet_list.set_displayed(None)
         else:
             run = self.filter_run = FilterRun(expr)
+            run.compile()
+            if self.model.live:
+                run.limit = self.model.index.count
+            self.model.live_filter = run
             self.packet_list.set_displayed(run.rows)
             self._filter(run)
         self._tick()
 
     @work(thread=True, group="filter")
     def _filter(self, run: FilterRun) -> None:
-        run.run(self.model.path, self.model.index.count if self.model.live is not None else 0)
+        run.run(self.model.path)
 
     # -- export, help, quit ---------------------------------------------------------------------
     def action_export(self) -> None:

@@ -9,9 +9,11 @@ from __future__ import annotations
 import threading
 from array import array
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..errors import RdmaspyError
 from ..filter import compile_filter
+from ..packet import Packet
 from .source import Pipeline, open_frames
 
 
@@ -29,15 +31,45 @@ class FilterRun:
     done: bool = False
     error: str | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    # Live mode: frames past ``limit`` are matched as they arrive (``offer``) and wait in ``pending``
+    # until the run over the frames before them is done, so that ``rows`` stays in order.
+    limit: int = 0
+    pending: list[int] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    match: Callable[[Packet, int], bool] | None = None
 
-    def run(self, path: str, limit: int = 0) -> None:
+    def compile(self) -> None:
+        self.match = compile_filter(self.expr)
+
+    def offer(self, row: int, pkt: Packet, t0: int) -> None:
+        """A frame that arrived live (row ``row``, 0-based): kept if it matches."""
+        match = self.match
+        if match is None or row < self.limit or not match(pkt, t0):
+            return
+        with self.lock:
+            if self.done:
+                self.rows.append(row)
+            else:
+                self.pending.append(row)
+
+    def _end(self) -> None:
+        with self.lock:
+            self.rows.extend(self.pending)
+            self.pending.clear()
+            self.done = True
+
+    def run(self, path: str) -> None:
         """Match every frame of ``path`` (the first ``limit`` only, when more than 0)."""
+        limit = self.limit
         try:
-            match = compile_filter(self.expr)
+            if self.match is None:
+                self.compile()
+            match = self.match
+            assert match is not None
             cap = open_frames(path)
         except RdmaspyError as exc:
             self.error = str(exc)
-            self.done = True
+            self._end()
             return
         pipe = Pipeline(analyze=needs_analysis(match.names))     # type: ignore[attr-defined]
         feed = pipe.feed
@@ -54,6 +86,8 @@ class FilterRun:
                     self.scanned = frame.num
                     if frame.num == limit or (frame.num & 1023 == 0 and self.stop.is_set()):
                         break
+                if limit and self.scanned < limit and not self.stop.is_set():
+                    self.error = f"the capture spool ended at frame {self.scanned} of {limit}"
         except OSError as exc:
             self.error = f"read error: {exc.strerror or exc}"
-        self.done = True
+        self._end()

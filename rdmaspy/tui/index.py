@@ -57,6 +57,7 @@ class PacketIndex:
         self.finished_at: float | None = None
         self._last_publish = 0.0
         self.pipeline: Pipeline | None = None  # the pass's pipeline: its analysis feeds the analysis views
+        self.before_publish: Callable[[], None] | None = None   # live mode: flush the frame spool first
 
     # -- writer side (the background thread) --------------------------------------------------------
     def add(self, pkt: Packet, t0: int) -> None:
@@ -81,6 +82,8 @@ class PacketIndex:
 
     def publish(self) -> None:
         """Put the pending rows on the spool and let the UI see them."""
+        if self.before_publish is not None:
+            self.before_publish()
         if self._pending:
             os.write(self._fd, b"".join(self._pending))
             self._pending.clear()

@@ -9,6 +9,7 @@ from ..analysis.analyzer import Analyzer
 from ..analysis.model import AnalysisModel
 from ..packet import Packet
 from .detail import DetailSource
+from .display import FilterRun
 from .index import PacketIndex, index_file
 from .source import Pipeline
 
@@ -33,7 +34,8 @@ class CaptureModel:
         self.packet_listeners: list[Callable[[Packet], None]] = []
         self.record_listeners: list[Callable[..., None]] = []
         self.finding_listeners: list[Callable[[Any], None]] = []
-        self.live: object | None = None       # a LiveSession in live mode (``rdmaspy capture --tui``)
+        self.live = False                    # True in live mode (``rdmaspy capture --tui``)
+        self.live_filter: FilterRun | None = None   # live mode: the display filter new frames are matched by
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -68,6 +70,10 @@ class CaptureModel:
     def _notify(self, pkt: Packet) -> None:
         for fn in self.packet_listeners:
             fn(pkt)
+
+    def live_status(self) -> str:
+        """What the status bar says of a live capture ('' for a file)."""
+        return ""
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the background pass to end (tests, export); says whether it has."""

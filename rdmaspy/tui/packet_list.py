@@ -80,11 +80,11 @@ class PacketList(ScrollView, can_focus=True):
     class Opened(Message):
         """Enter on a row: show its detail."""
 
-    def __init__(self, index: PacketIndex, *, id: str | None = None) -> None:
+    def __init__(self, index: PacketIndex, *, follow: bool = False, id: str | None = None) -> None:
         super().__init__(id=id)
         self.index = index
         self.displayed: array | None = None     # row numbers (0-based) shown, in order; None: all
-        self.follow = True                      # keep the last row in view while rows arrive
+        self.follow = follow                    # keep the last row selected while rows arrive (live)
         self._rows = 0
         self._styles: dict[int, Style] = {}
         self._width = len(HEADING)
@@ -99,7 +99,8 @@ class PacketList(ScrollView, can_focus=True):
         n = self.index.count if self.displayed is None else len(self.displayed)
         if n == self._rows:
             return
-        at_end = self.follow and self._rows > 0 and self.cursor >= self._rows - 1
+        at_end = self.follow and (self._rows <= 0 or self.cursor >= self._rows - 1)
+        was_empty = self._rows <= 0
         self._rows = n
         self.virtual_size = Size(max(self._width, 200), n)
         if at_end:
@@ -107,8 +108,8 @@ class PacketList(ScrollView, can_focus=True):
         elif self._rows and self.cursor >= n:
             self.cursor = n - 1
         self.refresh()
-        if self._rows == n and n and self.cursor == 0 and not at_end:
-            self._announce()
+        if was_empty and n and self.cursor == 0:
+            self._announce()        # the first row appeared under the cursor: show its detail
 
     def set_displayed(self, rows: array | None) -> None:
         """Show only these rows (a display filter's result), keeping the selected frame when it stays."""
@@ -159,6 +160,8 @@ class PacketList(ScrollView, can_focus=True):
                 self.cursor = clamped
                 return
         self.scroll_to_cursor()
+        # the list may just have grown: scroll again once the new size is laid out
+        self.call_after_refresh(self.scroll_to_cursor)
         self.refresh()
         self._announce()
 

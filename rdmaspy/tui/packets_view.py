@@ -28,7 +28,7 @@ class PacketsView(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(HEADING, id="heading")
-        yield PacketList(self.model.index, id="packet-list")
+        yield PacketList(self.model.index, follow=self.model.live, id="packet-list")
         with Horizontal(id="detail-panes"):
             yield DetailTree(id="detail-tree")
             yield HexPane(id="hex-pane")
