@@ -556,10 +556,10 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
         for va, _d, fr in pieces:
             if s.offset <= va < s.offset + max(s.length, 1):
                 frames.extend(fr)
-        data = _segment_bytes(inside, s.length)
-        if data is None:
+        piece = _segment_bytes(inside, s.length)
+        if piece is None:
             return None
-        out.append(data)
+        out.append(piece)
     return b"".join(out), frames
 
 
