@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from ..dissectors.infiniband import AETH_NAK_CODES, RNR_TIMER_MS, IBInfo
+from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NAK, AETH_TYPE_RNR_NAK, AETH_VALUE_MASK,
+                                     PATH_MTU_MAX, PATH_MTU_MIN, RNR_TIMER_MS, IBInfo)
 from ..fields import Field
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, register
@@ -347,7 +348,7 @@ class Transport:
         if kind == "cnp":
             self._cnp(pkt, ib)
             return
-        if ib.ecn == 3 or ib._b4 & 0x80:
+        if ib.ecn == 3 or ib.fecn:
             self._marked(pkt, ib)
         conv = pkt.conv
         if conv is None or plan.transport not in _CONNECTED:
@@ -408,7 +409,8 @@ class Transport:
             st.send_bytes += n
         elif kind == "write":
             st.write_bytes += n
-        if plan.pos in ("first", "middle") and n >= 256 and not n & (n - 1) and (cs.mtu is None or n < cs.mtu):
+        if plan.pos in ("first", "middle") and n >= PATH_MTU_MIN and not n & (n - 1) and (
+                cs.mtu is None or n < cs.mtu):
             # A First/Middle packet is exactly one path MTU (256..4096).  What the wire shows wins over
             # the CM's Path MTU: the QP's active MTU may be lower (rxe: 1024 on a 1500-byte netdev).
             cs.mtu = n
@@ -422,8 +424,8 @@ class Transport:
             else:
                 # Not seen on the wire yet: the responses number between ceil(length/MTU) for the
                 # largest MTU in question and ceil(length/256).
-                count = _ceil(length, cs.mtu or 4096)
-                slack = _ceil(length, 256) - count
+                count = _ceil(length, cs.mtu or PATH_MTU_MAX)
+                slack = _ceil(length, PATH_MTU_MIN) - count
         nxt = st.nxt
         assert nxt is not None                # set with the stream's first PSN, before its first request
         d = (psn - nxt) & _MASK
@@ -547,13 +549,13 @@ class Transport:
             return
         syn = aeth[0]
         t = (syn >> 5) & 3
-        if t == 0:
+        if t == AETH_TYPE_ACK:
             if kind != "read_response":
                 self._ack(st, pkt, psn)
             else:
                 self._advance_acked(st, psn)
-        elif t == 3:
-            code = syn & 31
+        elif t == AETH_TYPE_NAK:
+            code = syn & AETH_VALUE_MASK
             st.naks[code] = st.naks.get(code, 0) + 1
             if code == 0:
                 # the requester goes back to this PSN; the other codes are fatal to the QP (nothing is resent)
@@ -564,13 +566,13 @@ class Transport:
             self.an.report(rule, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, code=code)
             self._event(st, PsnEventKind.NAK, frame.num, frame.ts, psn, code)
             self._advance_acked(st, (psn - 1) & _MASK)
-        elif t == 1:
+        elif t == AETH_TYPE_RNR_NAK:
             st.rnr_naks += 1
             st.rnr = (psn, frame.num, frame.ts)
             lay = _layer(pkt)
             lay.add(RNR_NAK, True)
             self.an.report(RNR_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                           timer_ms=RNR_TIMER_MS[syn & 31])
+                           timer_ms=RNR_TIMER_MS[syn & AETH_VALUE_MASK])
             self._event(st, PsnEventKind.RNR_NAK, frame.num, frame.ts, psn)
             self._advance_acked(st, (psn - 1) & _MASK)
 
@@ -621,7 +623,7 @@ class Transport:
         size = ib.payload_end - ib.payload_off
         st.read_responses += 1
         st.read_bytes += size
-        if plan.pos in ("first", "middle") and size >= 256 and not size & (size - 1) and (
+        if plan.pos in ("first", "middle") and size >= PATH_MTU_MIN and not size & (size - 1) and (
                 cs.mtu is None or size < cs.mtu):
             cs.mtu = size
             cs.mtu_seen = True

@@ -68,6 +68,12 @@ _OPS_BY_TRANSPORT: Final = {
 AETH_NAK_CODES: Final = {0: "PSN Sequence Error", 1: "Invalid Request", 2: "Remote Access Error",
                   3: "Remote Operational Error", 4: "Invalid RD Request"}
 AETH_TYPES: Final = {0: "ACK", 1: "RNR NAK", 2: "Reserved", 3: "NAK"}
+AETH_TYPE_ACK: Final = 0        # the syndrome's type (its bits 6:5), IBTA 9.7.5.1.1 ...
+AETH_TYPE_RNR_NAK: Final = 1
+AETH_TYPE_NAK: Final = 3
+AETH_VALUE_MASK: Final = 31     # ... and its value: credit count, RNR timer or NAK code
+PATH_MTU_MIN: Final = 256       # the path MTUs IBTA defines run from 256 to 4096 bytes
+PATH_MTU_MAX: Final = 4096
 # RNR NAK timer field -> milliseconds (IBTA table 45)
 RNR_TIMER_MS: Final = (655.36, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08, 0.12, 0.16, 0.24, 0.32, 0.48, 0.64, 0.96, 1.28, 1.92,
                 2.56, 3.84, 5.12, 7.68, 10.24, 15.36, 20.48, 30.72, 40.96, 61.44, 81.92, 122.88, 163.84, 245.76,
