@@ -46,29 +46,40 @@ def _have_rdma_headers() -> bool:
     return all(any(os.path.exists(os.path.join(d, h)) for d in dirs) for h in need)
 
 
-def _compiled_modules() -> list:
+def _compile_wanted() -> bool:
     want = os.environ.get("RDMASPY_COMPILE", "auto")
     editable = any(a in ("editable_wheel", "develop") for a in sys.argv)
-    if want == "0" or (editable and want != "1"):
-        return []
+    return not (want == "0" or (editable and want != "1"))
+
+
+def _mypyc_modules() -> list:
+    """The compiled decoder's extensions: mypy's type check and mypyc's C generation run here.
+
+    Called when build_ext runs, not when setup.py is loaded: pip loads setup.py three times for one
+    wheel (requirements, metadata, build), and only the last one builds anything.
+    """
+    want = os.environ.get("RDMASPY_COMPILE", "auto")
     try:
         from mypyc.build import mypycify
     except ImportError:
         if want == "1":
             raise SystemExit("RDMASPY_COMPILE=1 but mypyc is not installed (pip install mypy)")
+        print("rdmaspy: mypyc is not installed; installing the decoder as pure Python", file=sys.stderr)
         return []
     try:
         # The build environment has the build requirements only (not orjson, rich, ...): their modules
         # are taken as untyped; errors in modules that are not compiled do not stop the build.
         options = ["--ignore-missing-imports", "--follow-imports=silent"]
-        return mypycify(options + COMPILED, opt_level="3", debug_level="0", group_name="rdmaspy") + [
-            Extension("rdmaspy.dissectors._icrc", ["rdmaspy/dissectors/_icrc.c"], libraries=["z"],
-                      extra_compile_args=["-O2"])]
+        return mypycify(options + COMPILED, opt_level="3", debug_level="0", group_name="rdmaspy")
     except (Exception, SystemExit) as exc:      # mypy refused a module: build the pure package
         if want == "1":
             raise
         print(f"rdmaspy: not compiling the decoder ({exc}); installing it as pure Python", file=sys.stderr)
         return []
+
+
+ICRC = Extension("rdmaspy.dissectors._icrc", ["rdmaspy/dissectors/_icrc.c"], libraries=["z"],
+                 extra_compile_args=["-O2"])
 
 
 class OptionalBuildExt(build_ext):
@@ -77,6 +88,13 @@ class OptionalBuildExt(build_ext):
     mypyc makes one shared library and a small module per source: either all of them are built,
     or none is kept, since a module whose shared library is missing cannot be imported.
     """
+
+    def run(self):
+        if any(e is ICRC for e in self.extensions):
+            # The decoder is wanted: mypyc's modules join the ICRC now (see _mypyc_modules).
+            self.extensions[:0] = _mypyc_modules()
+            self.distribution.ext_modules = self.extensions
+        super().run()
 
     def build_extensions(self):
         self.check_extensions_list(self.extensions)
@@ -107,7 +125,7 @@ have = _have_rdma_headers()
 if want_native == "1" and not have:
     raise SystemExit("RDMASPY_NATIVE=1 but the libibverbs/librdmacm headers are missing "
                      "(Debian: apt-get install libibverbs-dev librdmacm-dev)")
-ext_modules = _compiled_modules()
+ext_modules = [ICRC] if _compile_wanted() else []
 if have and want_native != "0":
     ext_modules.append(Extension("rdmaspy.traffic._hotpath", ["rdmaspy/traffic/_hotpath.c"],
                                  libraries=["ibverbs", "rdmacm"], extra_compile_args=["-O2", "-std=gnu11"]))
