@@ -55,8 +55,8 @@ def _compile_wanted() -> bool:
 def _mypyc_modules() -> list:
     """The compiled decoder's extensions: mypy's type check and mypyc's C generation run here.
 
-    Called when build_ext runs, not when setup.py is loaded: pip loads setup.py three times for one
-    wheel (requirements, metadata, build), and only the last one builds anything.
+    Called when build_ext is set up, not when setup.py is loaded, and not in pip's requirement and
+    metadata steps: pip loads setup.py three times for one wheel, and only the last one builds.
     """
     want = os.environ.get("RDMASPY_COMPILE", "auto")
     try:
@@ -78,6 +78,10 @@ def _mypyc_modules() -> list:
         return []
 
 
+# pip runs setup.py once for the build requirements (egg_info), once for the metadata (dist_info)
+# and once to build; the first two never build an extension, so they skip mypy and mypyc.
+_METADATA_ONLY = bool({"egg_info", "dist_info"} & set(sys.argv[1:2]))
+
 ICRC = Extension("rdmaspy.dissectors._icrc", ["rdmaspy/dissectors/_icrc.c"], libraries=["z"],
                  extra_compile_args=["-O2"])
 
@@ -89,12 +93,13 @@ class OptionalBuildExt(build_ext):
     or none is kept, since a module whose shared library is missing cannot be imported.
     """
 
-    def run(self):
-        if any(e is ICRC for e in self.extensions):
-            # The decoder is wanted: mypyc's modules join the ICRC now (see _mypyc_modules).
-            self.extensions[:0] = _mypyc_modules()
-            self.distribution.ext_modules = self.extensions
-        super().run()
+    def finalize_options(self):
+        modules = self.distribution.ext_modules or []
+        if any(e is ICRC for e in modules) and not _METADATA_ONLY:
+            # The decoder is wanted: mypyc's modules join the ICRC now, before setuptools notes what
+            # each extension needs (see _mypyc_modules).
+            modules[:0] = _mypyc_modules()
+        super().finalize_options()
 
     def build_extensions(self):
         self.check_extensions_list(self.extensions)
