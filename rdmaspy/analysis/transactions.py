@@ -32,8 +32,8 @@ from . import chunks as ck
 from . import credits as cr_rules
 from . import rpcrdma_rules as rr
 from .analyzer import Analyzer, register
-from .model import (CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary, RpcSummary, Rule, Side,
-                    Step, StepKind, Transaction, TransactionState)
+from .model import (DIRECTION_OF, CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary, RpcSummary,
+                    Rule, Side, Step, StepKind, Transaction, TransactionState)
 from .rpcrdma_state import ConnState, Op, OpenTransaction
 from .rules import declare
 
@@ -53,7 +53,6 @@ NO_REPLY = declare(
 _MASK = 0xFFFFFF
 _PENDING_LIMIT = 4096          # RDMA READ requests waiting for their responses, per connection
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
-_DIRECTIONS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
@@ -161,7 +160,7 @@ class Transactions:
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
-        d = _DIRECTIONS[conv.direction(pkt)]
+        d = DIRECTION_OF[conv.direction(pkt)]
         inv = None
         self.cur = None
         msg = pkt.noted(RPCRDMA)

@@ -30,7 +30,7 @@ from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NA
 from ..fields import Field
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, register
-from .model import CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
+from .model import DIRECTION_OF, CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
@@ -155,7 +155,6 @@ DUPLICATE_WINDOW_NS = 8192
 _REQUEST_KINDS = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
 _RESPONSE_KINDS = frozenset({"ack", "atomic_ack", "read_response"})
 _CONNECTED = frozenset({"RC", "UC", "XRC"})
-_DIRECTIONS = {"c2s": Direction.C2S, "s2c": Direction.S2C}
 
 
 def _ceil(a: int, b: int) -> int:
@@ -359,7 +358,7 @@ class Transport:
             cs.last = pkt.frame.num
             self.budget.charge(self, _CONN_COST)
         cs.last = pkt.frame.num
-        d = _DIRECTIONS[conv.direction(pkt)]
+        d = DIRECTION_OF[conv.direction(pkt)]
         if kind in _REQUEST_KINDS:
             st = cs.streams.get(d) or self._new_stream(cs, d)
             if st.first is None:
