@@ -224,8 +224,8 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
     num = pkt.frame.num
     if pos == "first":
         st.free(st.sends.get(key))
-        part = st.sends[key] = _Partial(psn, bytes(buf[off:end]), num)
-        st.charge(part, end - off + _ENTRY)
+        opened = st.sends[key] = _Partial(psn, bytes(buf[off:end]), num)
+        st.charge(opened, end - off + _ENTRY)
         _bound(st.sends, st=st)
         _fragment(pkt, buf, off, end, 1, "SEND First")
         return
