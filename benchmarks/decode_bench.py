@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Decode benchmark: rdmaspy against tshark on the same large RoCEv2 capture, in one run.
+"""Decode benchmark: rdmaspy against tshark on the same large captures, in one run.
 
-Builds (once, cached in benchmarks/out/) captures of the NFSv3-over-RDMA workload of traffic.py at
-100k and 1M frames, then runs at each size:
-  rdmaspy decode FILE          vs  tshark -r FILE          (summary lines)
-  rdmaspy decode -T json FILE  vs  tshark -r FILE -T ek    (every field)
-  rdmaspy flows FILE           (analysis; when the flows command exists)
-and prints packets per second, the ratios, and peak memory (RSS) of each.
+Two workloads, each at 100k and 1M frames (built once, cached in benchmarks/out/):
+  real       the SoftRoCE and soft-iWARP captures shipped in captures/, cycled (real_mix.py)
+  synthetic  the NFSv3-over-RDMA workload of traffic.py, made with the encoders
+At each size it runs, side by side with tshark:
+  rdmaspy decode FILE          vs  tshark -r FILE                  (summary lines)
+  rdmaspy decode -T json FILE  vs  tshark -r FILE -T ek            (every field)
+  rdmaspy decode -V FILE       vs  tshark -r FILE -V               (the full tree)
+  rdmaspy stats FILE           vs  tshark -q -z conv,udp           (statistics)
+  rdmaspy expert FILE          vs  tshark -q -z expert             (findings)
+  rdmaspy flows FILE           (the transaction analysis; tshark has none)
+and prints packets per second, the ratios against the targets, and peak memory (RSS) of each.
 
 rdmaspy is measured as ``pip install .`` installs it: the per-packet path compiled with mypyc
 (built from the working tree into benchmarks/out/compiled by scripts/compiled_tree.py).
 ``--build pure`` measures the Python source instead, ``--build installed`` the rdmaspy on PATH.
 
-    python3 benchmarks/decode_bench.py [--sizes 100000,1000000] [--repeat 1] [--skip-ek-above N]
-                                       [--build compiled|pure|installed]
+    python3 benchmarks/decode_bench.py [--workloads real,synthetic] [--sizes 100000,1000000]
+                                       [--repeat 1] [--skip-slow-above N] [--build compiled|pure|installed]
 """
 from __future__ import annotations
 
@@ -28,16 +33,23 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import real_mix  # noqa: E402
 import traffic  # noqa: E402
 from measure import Run, best_of  # noqa: E402
 
+WORKLOADS = {
+    "real": ("real_mix_{size}.pcapng", lambda path, size: real_mix.build(Path(path), size)),
+    "synthetic": ("nfs_rocev2_{size}.pcap", lambda path, size: traffic.build(path, size)),
+}
 
-def capture_for(size: int, out: Path) -> Path:
-    path = out / f"nfs_rocev2_{size}.pcap"
+
+def capture_for(workload: str, size: int, out: Path) -> Path:
+    pattern, build = WORKLOADS[workload]
+    path = out / pattern.format(size=size)
     if not path.exists():
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_name(path.name + ".tmp")
         print(f"building {path.name} ({size:,} frames) ...", flush=True)
-        traffic.build(str(tmp), size)
+        build(str(tmp), size)
         tmp.rename(path)
     return path
 
@@ -81,13 +93,64 @@ def row(r: Run) -> str:
            f"cpu {r.cpu:7.2f} s  peak RSS {r.maxrss_mb:8.1f} MiB"
 
 
+# (label, rdmaspy arguments ({file}: the capture), tshark arguments or None, target ratio rdmaspy/tshark, slow)
+COMMANDS: list[tuple[str, list[str], list[str] | None, float | None, bool]] = [
+    ("summary", ["decode", "{file}"], [], 2.0, False),
+    ("JSON", ["decode", "-T", "json", "{file}"], ["-T", "ek"], 4.0, True),
+    ("-V", ["decode", "-V", "{file}"], ["-V"], 1.0, True),
+    ("stats", ["stats", "{file}"], ["-q", "-z", "conv,udp"], 1.0, False),
+    ("expert", ["expert", "{file}"], ["-q", "-z", "expert"], None, False),
+    ("flows", ["flows", "{file}", "-o", os.devnull], None, None, False),
+]
+
+
+def measure(path: str, size: int, repeat: int, skip_slow: bool) -> list[tuple[str, Run, Run | None, float | None]]:
+    rows = []
+    for label, ours, theirs, target, slow in COMMANDS:
+        if slow and skip_slow:
+            continue
+        if ours[0] != "decode" and not has_command(ours[0]):
+            continue
+        tshark_run = None
+        if theirs is not None:
+            # tshark's slow outputs once whatever --repeat says: minutes a run at 1M frames
+            tshark_run = best_of(1 if slow else repeat, f"tshark {' '.join(theirs) or '-r'}",
+                                 ["tshark", "-n", "-r", path, *theirs], size)
+            print(row(tshark_run), flush=True)
+        argv = [path if a == "{file}" else a for a in ours]
+        name = " ".join(a for a in ours if a not in ("{file}", "-o", os.devnull))
+        ours_run = best_of(repeat, f"rdmaspy {name}", rdmaspy_cmd(*argv), size)
+        print(row(ours_run), flush=True)
+        if tshark_run is not None:
+            ratio = ours_run.pps / tshark_run.pps
+            goal = f" (target >= {target:.1f})" if target is not None else ""
+            print(f"  {label}: rdmaspy/tshark = {ratio:.2f}x{goal}", flush=True)
+        rows.append((label, ours_run, tshark_run, target))
+    return rows
+
+
+def table(results: dict[tuple[str, int], list]) -> str:
+    """The figures as a Markdown table (docs/performance.md keeps one)."""
+    lines = ["| workload | frames | command | rdmaspy pkt/s | tshark pkt/s | ratio | target | rdmaspy peak MiB | "
+             "tshark peak MiB |", "|---|---|---|---|---|---|---|---|---|"]
+    for (workload, size), rows in results.items():
+        for label, ours, theirs, target in rows:
+            ratio = f"{ours.pps / theirs.pps:.2f}x" if theirs is not None else ""
+            lines.append(f"| {workload} | {size:,} | {label} | {ours.pps:,.0f} | "
+                         f"{'' if theirs is None else f'{theirs.pps:,.0f}'} | {ratio} | "
+                         f"{'' if target is None else f'>= {target:.1f}x'} | {ours.maxrss_mb:.1f} | "
+                         f"{'' if theirs is None else f'{theirs.maxrss_mb:.1f}'} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workloads", default="real,synthetic", help="real, synthetic or both (comma-separated)")
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--repeat", type=int, default=1,
-                    help="runs of each command (tshark -T ek: one); the fastest is reported")
-    ap.add_argument("--skip-ek-above", type=int, default=10**9,
-                    help="skip tshark -T ek for captures larger than this (it is slow)")
+                    help="runs of each command (tshark's JSON and -V: one); the fastest is reported")
+    ap.add_argument("--skip-slow-above", type=int, default=10**9,
+                    help="skip the JSON and -V comparisons for captures larger than this (tshark takes minutes)")
     ap.add_argument("--out", default=str(HERE / "out"))
     ap.add_argument("--build", choices=("compiled", "pure", "installed"), default="compiled",
                     help="which rdmaspy to measure (default: compiled, as pip install . builds it)")
@@ -95,43 +158,32 @@ def main() -> int:
     if not shutil.which("tshark"):
         print("tshark is needed: apt-get install -y tshark", file=sys.stderr)
         return 1
+    workloads = [w for w in args.workloads.split(",") if w]
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        print(f"unknown workload {unknown[0]!r} (real, synthetic)", file=sys.stderr)
+        return 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    tshark_version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print("rdmaspy:", use_build(args.build, out), flush=True)
+    print("tshark:", tshark_version, flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
-    flows = has_command("flows")
-    results: dict[int, dict[str, Run]] = {}
-    for size in sizes:
-        path = str(capture_for(size, out))
-        print(f"\n{size:,} frames ({os.path.getsize(path) / 2**20:.0f} MiB)")
-        res: dict[str, Run] = {}
-        res["tshark -r"] = best_of(args.repeat, "tshark -r", ["tshark", "-n", "-r", path], size)
-        print(row(res["tshark -r"]), flush=True)
-        res["rdmaspy decode"] = best_of(args.repeat, "rdmaspy decode", rdmaspy_cmd("decode", path), size)
-        print(row(res["rdmaspy decode"]), flush=True)
-        if size <= args.skip_ek_above:
-            # once: it is the slow one, and a minute or two per run at 1M frames
-            res["tshark -T ek"] = best_of(1, "tshark -T ek", ["tshark", "-n", "-r", path, "-T", "ek"], size)
-            print(row(res["tshark -T ek"]), flush=True)
-        res["rdmaspy decode -T json"] = best_of(args.repeat, "rdmaspy decode -T json",
-                                                rdmaspy_cmd("decode", "-T", "json", path), size)
-        print(row(res["rdmaspy decode -T json"]), flush=True)
-        if flows:
-            res["rdmaspy flows"] = best_of(args.repeat, "rdmaspy flows",
-                                           rdmaspy_cmd("flows", path, "-o", os.devnull), size)
-            print(row(res["rdmaspy flows"]), flush=True)
-        results[size] = res
-        s = res["rdmaspy decode"].pps / res["tshark -r"].pps
-        print(f"  summary: rdmaspy/tshark = {s:.2f}x (target >= 1.0)")
-        if "tshark -T ek" in res:
-            j = res["rdmaspy decode -T json"].pps / res["tshark -T ek"].pps
-            print(f"  JSON:    rdmaspy/tshark ek = {j:.2f}x (target >= 3.0)")
+    results: dict[tuple[str, int], list] = {}
+    for workload in workloads:
+        for size in sizes:
+            path = str(capture_for(workload, size, out))
+            print(f"\n{workload}: {size:,} frames ({os.path.getsize(path) / 2**20:.0f} MiB)", flush=True)
+            results[(workload, size)] = measure(path, size, args.repeat, size > args.skip_slow_above)
     if len(sizes) > 1:
-        small, large = results[sizes[0]], results[sizes[-1]]
-        print(f"\npeak memory, {sizes[0]:,} -> {sizes[-1]:,} frames:")
-        for key in small:
-            if key in large:
-                print(f"  {key:<28} {small[key].maxrss_mb:8.1f} -> {large[key].maxrss_mb:8.1f} MiB")
+        for workload in workloads:
+            small, large = results[(workload, sizes[0])], results[(workload, sizes[-1])]
+            print(f"\n{workload}: peak memory, {sizes[0]:,} -> {sizes[-1]:,} frames:")
+            for (label, ours, theirs, _t), (_l, ours_l, theirs_l, _t2) in zip(small, large):
+                print(f"  rdmaspy {label:<10} {ours.maxrss_mb:8.1f} -> {ours_l.maxrss_mb:8.1f} MiB")
+                if theirs is not None and theirs_l is not None:
+                    print(f"  tshark  {label:<10} {theirs.maxrss_mb:8.1f} -> {theirs_l.maxrss_mb:8.1f} MiB")
+    print("\n" + table(results))
     return 0
 
 

@@ -1,0 +1,54 @@
+"""The real-traffic workload: the SoftRoCE and soft-iWARP captures shipped in captures/, cycled.
+
+Each copy of each capture is shifted in time to start just after the previous one ends, so the
+timestamps rise as in one long capture; link types keep their own pcapng interface.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rdmaspy.readers import open_capture  # noqa: E402
+from rdmaspy.writers.pcapng import PcapngWriter  # noqa: E402
+
+Record = tuple[int, int, bytes, int]      # link type, timestamp (ns), data, length on the wire
+
+
+def real_captures() -> list[Path]:
+    """The captures made on real stacks (SoftRoCE rxe-*, soft-iWARP siw-*)."""
+    return sorted(p for p in (ROOT / "captures").glob("*.pcap*") if p.name.startswith(("rxe-", "siw-")))
+
+
+def _records(path: Path) -> list[Record]:
+    with open_capture(str(path)) as cap:
+        return [(f.linktype, f.ts, f.data, f.wirelen) for f in cap]
+
+
+def build(out: Path, frames: int) -> Path:
+    """Write ``frames`` frames of the real captures, cycled, to ``out`` (pcapng)."""
+    sources = [r for r in (_records(p) for p in real_captures()) if r]
+    written = 0
+    shift = sources[0][0][1]                          # the first capture's own start
+    with PcapngWriter(str(out)) as writer:
+        ifaces: dict[int, int] = {}
+        while written < frames:
+            for records in sources:
+                first = last = records[0][1]
+                for linktype, ts, data, wirelen in records:
+                    idx = ifaces.get(linktype)
+                    if idx is None:
+                        idx = ifaces[linktype] = writer.add_interface(linktype, tsresol=9)
+                    writer.write_packet(idx, shift + ts - first, data, wirelen)
+                    last = ts
+                    written += 1
+                    if written == frames:
+                        return out
+                shift += last - first + 1_000_000     # the next copy starts 1 ms after this one ends
+    return out
+
+
+if __name__ == "__main__":
+    print(build(Path(sys.argv[1]), int(sys.argv[2])))
