@@ -14,7 +14,7 @@ import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..errors import RdmaspyError
 from ..fields import Field
@@ -152,20 +152,26 @@ class DetailSource:
                 self._cache.move_to_end(frame)
             return d
 
-    def detail(self, frame: int) -> Detail | None:
-        """The detail of frame ``frame`` (1-based), None if the capture has no such frame."""
+    def detail(self, frame: int, wanted: Callable[[], bool] | None = None) -> Detail | None:
+        """The detail of frame ``frame`` (1-based), None if the capture has no such frame or if
+        ``wanted()`` turns false on the way (the user moved on: the replay keeps its place)."""
         hit = self.cached(frame)
         if hit is not None:
             return hit
         with self._lock:
             if self._frames is None or frame <= self._last:
                 self._restart()
-            found = self._replay_to(frame)
-            if found is None and self._last < frame:
+            found = self._replay_to(frame, wanted)
+            if found is None and self._frames is None and (wanted is None or wanted()):
                 # the capture may have grown (live mode): read it again from the start
                 self._restart()
-                found = self._replay_to(frame)
+                found = self._replay_to(frame, wanted)
             return found
+
+    @property
+    def position(self) -> int:
+        """The last frame the replay has reached (its progress, while a detail is being made)."""
+        return self._last
 
     def _restart(self) -> None:
         self.close()
@@ -175,7 +181,7 @@ class DetailSource:
         self._last = 0
         self._t0 = -1
 
-    def _replay_to(self, frame: int) -> Detail | None:
+    def _replay_to(self, frame: int, wanted: Callable[[], bool] | None = None) -> Detail | None:
         assert self._frames is not None and self._pipe is not None
         feed = self._pipe.feed
         for f in self._frames:
@@ -191,6 +197,8 @@ class DetailSource:
                     self._cache.popitem(last=False)
                 if f.num == frame:
                     return d
+            if wanted is not None and f.num & 255 == 0 and not wanted():
+                return None         # the replay keeps its place: the next request may be further on
         self._frames = None
         return None
 

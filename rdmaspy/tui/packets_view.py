@@ -5,6 +5,7 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
+from textual.timer import Timer
 from textual.worker import get_current_worker
 
 from ..errors import RdmaspyError
@@ -13,6 +14,9 @@ from .detail_tree import DetailTree
 from .hex_pane import HexPane
 from .model import CaptureModel
 from .packet_list import HEADING, NARROW, NARROW_HEADING, PacketList
+
+
+DETAIL_DELAY = 0.08      # seconds the cursor rests on a row before its detail is dissected
 
 
 class PacketsView(Vertical):
@@ -25,6 +29,7 @@ class PacketsView(Vertical):
     def __init__(self, model: CaptureModel, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.model = model
+        self._pending: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(HEADING, id="heading")
@@ -58,14 +63,18 @@ class PacketsView(Vertical):
         hit = self.model.details.cached(frame)
         if hit is not None:
             self._show(hit)
-        else:
-            self.tree.show(None, f"Dissecting frame {frame}...")
-            self._load(frame)
+            return
+        self.tree.show(None, f"Dissecting frame {frame}...")
+        # Wait for the cursor to rest: holding a key down must not start a dissection per row.
+        if self._pending is not None:
+            self._pending.stop()
+        self._pending = self.set_timer(DETAIL_DELAY, lambda: self._load(frame))
 
     @work(thread=True, exclusive=True, group="detail")
     def _load(self, frame: int) -> None:
+        plist = self.packet_list
         try:
-            detail = self.model.details.detail(frame)
+            detail = self.model.details.detail(frame, lambda: plist.selected_frame() == frame)
             problem = "" if detail is not None else f"frame {frame} could not be read again"
         except (RdmaspyError, OSError) as exc:
             detail, problem = None, str(exc)
