@@ -28,6 +28,22 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 
 _MINIMUM = 1 << 20
 
 _configured: int | None = None
+# Memory kept back for the way out when an allocation fails: released at the first MemoryError so that
+# what runs while the stack unwinds (generators closing, files flushing) has room to finish quietly.
+_RESERVE_SIZE = 2 << 20
+_reserve: bytearray | None = None
+
+
+def arm_reserve() -> None:
+    global _reserve
+    if _reserve is None:
+        _reserve = bytearray(_RESERVE_SIZE)
+
+
+def out_of_memory() -> None:
+    """An allocation failed: give the reserve back (the caller raises the MemoryError on)."""
+    global _reserve
+    _reserve = None
 
 
 def parse_size(text: str) -> int:

@@ -293,10 +293,22 @@ def _take_memory_budget(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from . import budget
+    hook = sys.unraisablehook
+    sys.unraisablehook = _quiet_out_of_memory
+    budget.arm_reserve()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     finally:
+        sys.unraisablehook = hook
         budget.configure(None)
+
+
+def _quiet_out_of_memory(unraisable) -> None:
+    """Out of memory, a generator being closed on the way out fails again: the run already says
+    "out of memory" in one line, so that second failure is not printed as a traceback."""
+    if isinstance(unraisable.exc_value, MemoryError):
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def _main(argv: list[str]) -> int:
@@ -337,6 +349,8 @@ def _main(argv: list[str]) -> int:
             pass
         return EXIT_OK
     except MemoryError:
+        from . import budget
+        budget.out_of_memory()
         print("rdmaspy: error: out of memory", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:            # a full disk, an I/O error on the capture

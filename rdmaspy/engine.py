@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from .budget import RULE as BUDGET_RULE
 from .budget import SOURCE as BUDGET_SOURCE
-from .budget import Budget
+from .budget import Budget, out_of_memory
 from .packet import Frame, Packet
 from .registry import import_all, table
 
@@ -74,6 +74,9 @@ class Engine:
             try:
                 if fast(pkt, data, 0, len(data), self.session):
                     return pkt
+            except MemoryError:
+                out_of_memory()       # out of memory ends the run with one line (cli.main), not a packet
+                raise
             except Exception as exc:
                 if self.strict:
                     raise
@@ -92,6 +95,9 @@ class Engine:
             return pkt
         try:
             fn(pkt, data, 0, len(data), self.session)
+        except MemoryError:
+            out_of_memory()
+            raise
         except Exception as exc:  # a dissector bug must not stop the capture: report it on the packet
             last = pkt.layers[-1].proto if pkt.layers else "frame"
             pkt.set_malformed(f"{last}: dissector error: {type(exc).__name__}: {exc}")

@@ -138,3 +138,26 @@ def test_unanswered_calls_take_linear_time(tmp_path):
     finally:
         transactions._OPEN_LIMIT = limit
     assert large < 8 * small
+
+
+def test_out_of_memory_is_one_line_on_every_command(tmp_path):
+    """Under an address-space limit too small for the capture, each command ends with one clear line."""
+    import resource
+    import subprocess
+
+    path = _pcap(tmp_path, "calls.pcap", hostile_build.unanswered_calls(20_000))
+    limit = 64 << 20
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    ran_out = 0
+    for command, argv in COMMANDS.items():
+        args = [tmp_path / "out" if a == "{out}" else a for a in argv]
+        res = subprocess.run([sys.executable, "-m", "rdmaspy", *map(str, args), str(path)], preexec_fn=cap,
+                             capture_output=True, text=True, timeout=300)
+        if res.returncode == 0:
+            continue
+        assert res.stderr == "rdmaspy: error: out of memory\n", (command, res.stderr[-2000:])
+        ran_out += 1
+    assert ran_out >= 3, ran_out          # the limit is low enough to matter

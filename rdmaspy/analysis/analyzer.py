@@ -75,6 +75,9 @@ class Analyzer:
             for name, f in self._feeders:
                 try:
                     f(pkt)
+                except MemoryError:
+                    _budget.out_of_memory()
+                    raise
                 except Exception as exc:   # one packet's analysis failed: say so on it and go on
                     self.report(ANALYSIS_ERROR, pkt.frame.num, pkt.frame.ts, pkt=pkt, module=name,
                                 error=f"{type(exc).__name__}: {exc}")
