@@ -322,3 +322,21 @@ def test_views_switch_by_digit_and_escape_goes_back_and_jump_selects_a_frame():
             await settle(pilot, app)
             assert app.current_view == "packets" and app.selected_frame == 40
     run(go())
+
+
+def test_an_idle_tui_does_not_repaint_its_status_bar():
+    # Users keep the TUI open all day: once the capture is loaded, the ten-a-second status tick must
+    # not redraw an unchanged status bar (it cost 15% of a core while idle).
+    from rdmaspy.tui.status_bar import StatusBar
+
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot, app)
+            bar = app.query_one(StatusBar)
+            updates = []
+            real_update = bar.update
+            bar.update = lambda *a, **k: (updates.append(a), real_update(*a, **k))[1]
+            await pilot.pause(1.0)
+            assert updates == []
+    run(go())

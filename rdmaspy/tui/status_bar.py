@@ -45,7 +45,13 @@ class StatusBar(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.status = Status()
+        self._shown: Text | None = None
 
     def show(self, status: Status) -> None:
         self.status = status
-        self.update(status_text(status))
+        text = status_text(status)
+        # The app shows the status ten times a second: repaint only when it says something new, so
+        # an idle TUI left open all day costs no CPU.
+        if text != self._shown:
+            self._shown = text
+            self.update(text)
