@@ -31,5 +31,12 @@ def cmd_tui(args: argparse.Namespace) -> int:
     from ..tui.app import RdmaspyApp
     from ..tui.model import CaptureModel
     app = RdmaspyApp(CaptureModel(args.file), initial_filter=args.display_filter or "")
-    app.run()
+    # The index is built on a thread beside the interface: switch between them often, so that a key
+    # is answered within a few milliseconds however busy the index is (Python's default is 5 ms a turn).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)
+    try:
+        app.run()
+    finally:
+        sys.setswitchinterval(interval)
     return 0

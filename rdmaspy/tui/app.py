@@ -312,6 +312,10 @@ class RdmaspyApp(App[None]):
 
     # -- export, help, quit ---------------------------------------------------------------------
     def action_export(self) -> None:
+        if self.filter_run is not None and not self.filter_run.done:
+            self.status.note = "the filter is still being applied: export when Displayed is final"
+            self._tick()
+            return
         stem = os.path.splitext(self.model.name)[0] or "capture"
         default = f"{stem}-displayed.pcapng"
         self.push_screen(ExportScreen(default, self.status.displayed), self._export_to)
