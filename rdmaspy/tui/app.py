@@ -20,6 +20,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Label, Static
 
 from ..errors import RdmaspyError
 from .display import FilterRun
+from .detail_tree import DetailTree
 from .export import export_pcapng
 from .filter_bar import FilterBar, FilterInput
 from .messages import ApplyFilter, JumpToFrame, ModelUpdated
@@ -53,7 +54,7 @@ bytes pane) selects the field it belongs to.
 
 
 class HelpScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close")]
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 92; max-width: 100%; height: auto; max-height: 100%;
@@ -64,7 +65,7 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll():
             yield Static(HELP)
 
-    def action_dismiss(self) -> None:          # type: ignore[override]
+    def action_close(self) -> None:
         self.dismiss(None)
 
 
@@ -116,7 +117,7 @@ class RdmaspyApp(App[None]):
         Binding("6", "view('6')", "Expert"),
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("e", "export", "Export"),
-        Binding("escape", "back", "Back", show=False),
+        Binding("escape", "go_back", "Back", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
         # The packet list handles g/G itself; these show them in the footer and reach views without them.
@@ -238,7 +239,7 @@ class RdmaspyApp(App[None]):
             return
         getattr(target, f"action_{which}")()
 
-    def action_back(self) -> None:
+    def action_go_back(self) -> None:
         focused = self.focused
         if isinstance(focused, FilterInput) or (focused is not None and self.current_view == "packets"
                                                  and not isinstance(focused, PacketList)):
@@ -277,7 +278,7 @@ class RdmaspyApp(App[None]):
         self.apply_filter(event.expr)
         self.packet_list.focus()
 
-    def on_detail_tree_filter_from_field(self, event) -> None:
+    def on_detail_tree_filter_from_field(self, event: DetailTree.FilterFromField) -> None:
         event.stop()
         bar = self._filter_bar
         bar.set_expr(event.expr, focus=not event.apply)

@@ -46,25 +46,25 @@ class PacketsView(Vertical):
         return self.query_one(PacketList)
 
     @property
-    def tree(self) -> DetailTree:
+    def detail_tree(self) -> DetailTree:
         return self.query_one(DetailTree)
 
     @property
-    def hex(self) -> HexPane:
+    def hex_pane(self) -> HexPane:
         return self.query_one(HexPane)
 
     def on_packet_list_selected(self, event: PacketList.Selected) -> None:
         event.stop()
         frame = event.frame
         if frame <= 0:
-            self.tree.show(None)
-            self.hex.show(b"")
+            self.detail_tree.show(None)
+            self.hex_pane.show(b"")
             return
         hit = self.model.details.cached(frame)
         if hit is not None:
             self._show(hit)
             return
-        self.tree.show(None, f"Dissecting frame {frame}...")
+        self.detail_tree.show(None, f"Dissecting frame {frame}...")
         # Wait for the cursor to rest: holding a key down must not start a dissection per row.
         if self._pending is not None:
             self._pending.stop()
@@ -86,25 +86,25 @@ class PacketsView(Vertical):
         if self.packet_list.selected_frame() != frame:
             return          # the cursor moved on while this frame was dissected
         if detail is None:
-            self.tree.show(None, problem)
-            self.hex.show(b"")
+            self.detail_tree.show(None, problem)
+            self.hex_pane.show(b"")
         else:
             self._show(detail)
 
     def _show(self, detail: Detail) -> None:
-        if self.tree.detail is detail:
+        if self.detail_tree.detail is detail:
             return
-        self.hex.show(detail.data)
-        self.tree.show(detail)
+        self.hex_pane.show(detail.data)
+        self.detail_tree.show(detail)
 
     def on_packet_list_opened(self, event: PacketList.Opened) -> None:
         event.stop()
-        self.tree.focus()
+        self.detail_tree.focus()
 
     def on_detail_tree_field_chosen(self, event: DetailTree.FieldChosen) -> None:
         event.stop()
-        self.hex.highlight(event.node.start, event.node.length)
+        self.hex_pane.highlight(event.node.start, event.node.length)
 
     def on_hex_pane_byte_selected(self, event: HexPane.ByteSelected) -> None:
         event.stop()
-        self.tree.select_offset(event.offset)
+        self.detail_tree.select_offset(event.offset)
