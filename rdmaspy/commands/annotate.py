@@ -26,15 +26,26 @@ class Notes:
 
     def __init__(self) -> None:
         self.by_frame: dict[int, list[str]] = {}
+        # findings come as they are made, interleaved with the records: kept apart so that a frame's
+        # comments give its transactions first, then its findings
+        self.findings_by_frame: dict[int, list[str]] = {}
 
-    def add(self, frame: int | None, text: str) -> None:
+    def add(self, frame: int | None, text: str, into: dict[int, list[str]] | None = None) -> None:
         if frame is None:
             return
-        lst = self.by_frame.get(frame)
+        by_frame = self.by_frame if into is None else into
+        lst = by_frame.get(frame)
         if lst is None:
-            self.by_frame[frame] = [text]
+            by_frame[frame] = [text]
         elif text not in lst:
             lst.append(text)
+
+    def comments(self, frame: int) -> list[str] | None:
+        ours = self.by_frame.get(frame)
+        found = self.findings_by_frame.get(frame)
+        if found is None:
+            return ours
+        return found if ours is None else ours + found
 
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
@@ -89,7 +100,7 @@ class Notes:
         r = f.rule_def
         text = f"rdmaspy {r.severity}: {f.text} [{r.id}: {r.source}]"
         if f.frames:
-            self.add(f.frames[0], text)
+            self.add(f.frames[0], text, self.findings_by_frame)
 
 
 def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
@@ -105,10 +116,7 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
     if same:
         raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
     notes = Notes()
-    cap, an, frames, _t0 = analyse(path, on_record=notes.on_record)
-    for f in an.findings:
-        notes.finding(f)
-    by_frame = notes.by_frame
+    cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding, keep_findings=False)
     commented = 0
     with PcapngWriter(out_path, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
         ifaces: dict[tuple[int, int], int] = {}
@@ -118,7 +126,7 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
                 idx = ifaces.get(key)
                 if idx is None:
                     idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9)
-                ours = by_frame.get(frame.num)
+                ours = notes.comments(frame.num)
                 comments: list[str] | None = None
                 if ours:
                     commented += 1

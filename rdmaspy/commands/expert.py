@@ -9,7 +9,9 @@ module decodes, collects and presents.
 from __future__ import annotations
 
 import argparse
+import heapq
 import sys
+from array import array
 from typing import Any, Callable
 
 
@@ -20,11 +22,13 @@ SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "c
 
 
 def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
-            on_record: Callable[[Record], None] | None = None, keep_findings: bool = True):
+            on_record: Callable[[Record], None] | None = None, keep_findings: bool = True,
+            on_finding: Callable[[Finding], None] | None = None):
     """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
 
     ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
-    records (``analysis.model``: transactions, connection and transport summaries) as they become final.
+    records (``analysis.model``: transactions, connection and transport summaries) as they become final;
+    ``on_finding`` each finding as it is made (then ``keep_findings=False`` keeps no list of them).
     """
     from ..analysis.analyzer import Analyzer
     from ..engine import Engine
@@ -32,7 +36,8 @@ def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
 
     cap = open_capture(path)
     engine = Engine()
-    an = Analyzer(on_record=on_record, keep_findings=keep_findings, budget=engine.session.budget)
+    an = Analyzer(on_finding=on_finding, on_record=on_record, keep_findings=keep_findings,
+                  budget=engine.session.budget)
     feed = an.feed
     dissect = engine.dissect
     frames = 0
@@ -51,31 +56,61 @@ def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
     return cap, an, frames, t0
 
 
+Item = tuple[tuple[int, ...], str, int | None, int | None]     # frames, text, conn, xid
+
+
 class Group:
-    """The findings of one rule (or the dissector items of one text) at one severity."""
+    """The findings of one rule (or the dissector items of one text) at one severity.
 
-    __slots__ = ("severity", "group", "rule", "source", "items")
+    Every finding counts and its first frame is kept (4 bytes in an array); the items themselves only
+    up to ``keep`` (those of the earliest frames, as the output shows them), so that a capture of
+    millions of findings costs a few bytes each for a summary.  ``keep`` None keeps them all."""
 
-    def __init__(self, severity: str, group: str, rule: str | None, source: str) -> None:
+    __slots__ = ("severity", "group", "rule", "source", "keep", "count", "_heap", "_seq", "_frames")
+
+    def __init__(self, severity: str, group: str, rule: str | None, source: str, keep: int | None = None) -> None:
         self.severity = severity
         self.group = group
         self.rule = rule              # the rule id; None for a dissector's expert item
         self.source = source
-        self.items: list[tuple[tuple[int, ...], str, int | None, int | None]] = []   # frames, text, conn, xid
+        self.keep = keep
+        self.count = 0
+        self._heap: list[tuple[int, int, Item]] = []      # (-first frame, -arrival, item): the latest on top
+        self._seq = 0
+        self._frames = array("L")
+
+    def add(self, item: Item) -> None:
+        self.count += 1
+        fr = item[0]
+        first = fr[0] if fr else 0
+        if fr:
+            self._frames.append(first)
+        self._seq += 1
+        entry = (-first, -self._seq, item)
+        if self.keep is None or len(self._heap) < self.keep:
+            heapq.heappush(self._heap, entry)
+        elif entry > self._heap[0]:
+            heapq.heapreplace(self._heap, entry)
+
+    @property
+    def items(self) -> list[Item]:
+        """The items kept, by first frame (in arrival order for one frame)."""
+        return [it for _f, _s, it in sorted(self._heap, reverse=True)]
 
     @property
     def frames(self) -> list[int]:
-        return sorted({f[0] for f, _t, _c, _x in self.items if f})
+        return sorted(set(self._frames))
 
     def record(self, limit: int | None = None) -> dict[str, Any]:
         items = self.items if limit is None else self.items[:limit]
         return {"severity": self.severity, "group": self.group, "rule": self.rule, "source": self.source,
-                "count": len(self.items), "frames": self.frames,
+                "count": self.count, "frames": self.frames,
                 "findings": [{"frames": list(f), "message": t, "conn": c, "xid": x} for f, t, c, x in items]}
 
 
-def collect(path: str) -> tuple[Any, int, list[Group]]:
-    """(capture, frames, groups in presentation order) of a capture."""
+def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
+    """(capture, frames, groups in presentation order) of a capture; ``keep``: the items kept per group
+    (None: all)."""
     groups: dict[tuple, Group] = {}
 
     def dissector_items(pkt: Any) -> None:
@@ -90,21 +125,20 @@ def collect(path: str) -> tuple[Any, int, list[Group]]:
             key = (e.severity, "dissector", e.group, e.rule or e.text)
             g = groups.get(key)
             if g is None:
-                g = groups[key] = Group(e.severity, e.group, None, e.rule)
-            g.items.append(((num,), e.text, getattr(conv, "conn_id", None), None))
+                g = groups[key] = Group(e.severity, e.group, None, e.rule, keep)
+            g.add(((num,), e.text, getattr(conv, "conn_id", None), None))
 
-    cap, an, frames, _t0 = analyse(path, on_packet=dissector_items)
-    for f in an.findings:
+    def finding(f: Finding) -> None:
         r = f.rule_def
         key = (r.severity, "rule", r.group, r.id)
         g = groups.get(key)
         if g is None:
-            g = groups[key] = Group(r.severity, r.group, r.id, r.source)
-        g.items.append((f.frames, f.text, f.conn, f.xid))
-    for g in groups.values():
-        g.items.sort(key=lambda it: it[0][:1] or (0,))
+            g = groups[key] = Group(r.severity, r.group, r.id, r.source, keep)
+        g.add((f.frames, f.text, f.conn, f.xid))
+
+    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, keep_findings=False)
     order = {s: i for i, s in enumerate(SEVERITIES)}
-    out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -len(g.items), g.rule or g.items[0][1]))
+    out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
     return cap, frames, out
 
 
@@ -133,13 +167,14 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
         if not gs:
             continue
         lines.append("")
-        lines.append(f"{SEVERITY_TITLES[sev]} ({sum(len(g.items) for g in gs)})")
+        lines.append(f"{SEVERITY_TITLES[sev]} ({sum(g.count for g in gs)})")
         for g in gs:
             name = g.rule if g.rule is not None else g.items[0][1]
             source = f" — {g.source}" if g.source else ""
-            lines.append(f"  {len(g.items):>6}  [{g.group}] {name}{source}")
+            lines.append(f"  {g.count:>6}  [{g.group}] {name}{source}")
             if g.rule is not None:
-                items = g.items if shown == 0 else g.items[:shown]
+                kept = g.items
+                items = kept if shown == 0 else kept[:shown]
                 for fr, text, conn, xid in items:
                     where = f"frame {fr[0]}" if fr else "capture"
                     if len(fr) > 1:
@@ -147,8 +182,8 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
                     extra = "".join((f", conn {conn}" if conn is not None else "",
                                      f", XID 0x{xid:08x}" if xid is not None else ""))
                     lines.append(f"          {where}{extra}: {text}")
-                if len(items) < len(g.items):
-                    lines.append(f"          ... {len(g.items) - len(items)} more")
+                if len(items) < g.count:
+                    lines.append(f"          ... {g.count - len(items)} more")
             lines.append(f"          frames: {frame_ranges(g.frames, 40)}")
     return lines
 
@@ -156,13 +191,14 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
 def cmd_expert(args: argparse.Namespace) -> int:
     from ..cli import _report_problems
 
-    cap, frames, groups = collect(args.file)
+    # JSON and -n 0 show every finding; otherwise a group keeps only the items it shows
+    cap, frames, groups = collect(args.file, None if args.T == "json" or args.n == 0 else args.n)
     if args.severity:
         keep = SEVERITIES[:SEVERITIES.index(args.severity) + 1]
         groups = [g for g in groups if g.severity in keep]
     if args.T == "json":
         import orjson      # here, not at import: every command module is imported to build the parser
-        counts = {s: sum(len(g.items) for g in groups if g.severity == s) for s in SEVERITIES}
+        counts = {s: sum(g.count for g in groups if g.severity == s) for s in SEVERITIES}
         doc = {"file": args.file, "frames": frames, "counts": counts, "groups": [g.record() for g in groups]}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.buffer.flush()
