@@ -14,7 +14,7 @@ project's pcap writer.  Then, at each size:
 
 Not a timed test: figures depend on the machine.  docs/tui.md keeps the last ones.
 
-    python3 benchmarks/tui_bench.py [--sizes 100000,1000000]
+    python3 benchmarks/tui_bench.py [--sizes 100000,1000000] [--tree DIR]
 """
 from __future__ import annotations
 
@@ -30,7 +30,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
 
 LINKTYPE_ETHERNET = 1
 
@@ -122,9 +121,10 @@ def _rss_now_mib() -> float:
     return 0.0
 
 
-def measure_tui(path: Path) -> dict[str, float]:
-    res = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(path)],
-                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+def measure_tui(path: Path, tree: Path) -> dict[str, float]:
+    # -P: the current directory must not come before the tree measured
+    res = subprocess.run([sys.executable, "-P", str(Path(__file__).resolve()), "--child", str(path)],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
     if res.returncode != 0:
         raise SystemExit(f"the TUI run failed:\n{res.stderr[-3000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -164,18 +164,22 @@ def measure_psml(path: Path) -> dict[str, float] | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100000,1000000", help="frame counts, comma-separated")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="the rdmaspy to measure: a checkout (default: this one, pure Python) or a compiled "
+                         "tree made by scripts/compiled_tree.py DIR (what pip install . builds)")
     ap.add_argument("--child", metavar="FILE", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        child(a.child)
+        child(a.child)          # the rdmaspy of PYTHONPATH (--tree)
         return 0
+    sys.path.insert(0, str(ROOT))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
     print("size        what                          first screen    whole file   last row (G)   peak RSS")
     for size in (int(s) for s in a.sizes.split(",")):
         path = cycled_capture(size, out)
         mb = path.stat().st_size / 1e6
-        tui = measure_tui(path)
+        tui = measure_tui(path, a.tree)
         print(f"{size:>9,}  rdmaspy tui ({mb:,.0f} MB)".ljust(44) +
               f"{tui['first_screen_s']:9.2f} s {tui['index_s']:11.2f} s {tui['to_last_row_s']:12.3f} s "
               f"{tui['peak_rss_mib']:8.1f} MiB (RSS at first screen {tui['rss_first_screen_mib']:.1f}, "
