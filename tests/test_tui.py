@@ -48,6 +48,7 @@ def test_packet_list_rows_and_counts_are_decode_lines(path):
             assert index.count == len(expected)
             assert [index.row(i) for i in range(index.count)] == expected
             assert app.status.packets == app.status.displayed == len(expected)
+            assert app.status.problem == ""
             text = screen_text(app)
             assert f"Packets: {len(expected)}" in text and f"Displayed: {len(expected)}" in text
             assert expected[0][:100] in text

@@ -153,6 +153,7 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event,
             index.problems = list(cap.problems)
     except OSError as exc:
         index.problems.append(f"read error: {exc.strerror or exc}")
+    index.publish()
     if index.count == 0 and index.error is None and not index.problems:
         index.error = "the capture holds no packets"
     index.finish()
