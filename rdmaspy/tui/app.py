@@ -117,6 +117,8 @@ class RdmaspyApp(App[None]):
         Binding("6", "view('6')", "Expert"),
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("e", "export", "Export"),
+        Binding("n", "transaction_frame(1)", "Next of txn"),
+        Binding("N", "transaction_frame(-1)", "Prev of txn", show=False),
         Binding("escape", "go_back", "Back", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("q", "quit", "Quit"),
@@ -250,6 +252,16 @@ class RdmaspyApp(App[None]):
             key = next(k for k, (n, _t) in VIEW_NAMES.items() if n == name)
             self.action_view(key)
             self._history.pop()
+
+    def action_transaction_frame(self, direction: int) -> None:
+        """``n``/``N``: the next/previous packet of the transaction selected in the transactions view."""
+        for view in self._switcher.query("#transactions"):
+            step_frame = getattr(view, "step_frame", None)
+            frame = step_frame(direction) if step_frame is not None else None
+            if frame:
+                self.show_frame(frame)
+            else:
+                self.status.note = "no transaction selected (2: transactions)"
 
     def show_frame(self, frame: int) -> None:
         """Switch to the packet list and select frame ``frame`` (1-based)."""

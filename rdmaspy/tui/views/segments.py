@@ -1,0 +1,98 @@
+"""View 5, the segments: every chunk segment a message advertised (its list, handle, offset and
+length) and how much RDMA READ or WRITE moved into or out of it, with its state (full, partial,
+unused, overrun).  Enter opens the first frame that moved it (or the call that offered it)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from rich.style import Style
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from ...analysis.model import Segment, SegmentState
+from ..messages import JumpToFrame
+from . import register_view
+from .common import AnalysisView, xid_text
+from .rows import ERROR_STYLE, WARNING_STYLE, Column, RowSource, RowTable
+
+if TYPE_CHECKING:
+    from ..model import CaptureModel
+
+COLUMNS = (Column("XID", 10), Column("Conn", 4, True), Column("List", 6), Column("Chunk", 5, True),
+           Column("Seg", 3, True), Column("Pos", 5, True), Column("Handle", 10), Column("Offset", 18),
+           Column("Length", 9, True), Column("Moved", 9, True), Column("Ops", 3, True), Column("State", 10),
+           Column("Frames", 20))
+
+STATE_STYLES: dict[SegmentState, Style] = {SegmentState.OVERRUN: ERROR_STYLE, SegmentState.PARTIAL: WARNING_STYLE}
+
+
+def frames_text(frames: list[int]) -> str:
+    if not frames:
+        return ""
+    if len(frames) <= 3:
+        return " ".join(str(f) for f in frames)
+    return f"{frames[0]}..{frames[-1]} ({len(frames)})"
+
+
+class SegmentsView(AnalysisView):
+    DEFAULT_CSS = """
+    SegmentsView > #segments-title { height: 1; background: $primary-darken-2; text-style: bold; padding: 0 1; }
+    SegmentsView > RowTable { height: 1fr; }
+    """
+
+    def __init__(self, model: "CaptureModel", *, id: str | None = None) -> None:
+        super().__init__(model, id=id)
+        self.rows: list[Segment] = []
+        self._seen = (-1, None)
+
+    def compose(self) -> ComposeResult:
+        yield Static("Segments", id="segments-title")
+        yield RowTable(COLUMNS, RowSource(lambda: len(self.rows), self._cells, self._style), id="segments-table")
+
+    @property
+    def table(self) -> RowTable:
+        return self.query_one("#segments-table", RowTable)
+
+    def _cells(self, i: int) -> Sequence[str]:
+        s = self.rows[i]
+        t = s.transaction
+        return (xid_text(t.xid if t is not None else None), "" if t is None else str(t.conn), s.kind.value,
+                str(s.chunk), str(s.index), "" if s.position is None else str(s.position), f"0x{s.handle:08x}",
+                f"0x{s.offset:016x}", str(s.length), str(s.used), str(s.ops), s.state.value, frames_text(s.frames))
+
+    def _style(self, i: int) -> Style | None:
+        return STATE_STYLES.get(self.rows[i].state)
+
+    def refresh_view(self) -> None:
+        txns = self.model.analysis.transactions
+        key = (len(txns), self.focus_state.connection)
+        if key == self._seen:
+            return
+        self._seen = key
+        focus = self.focus_state
+        rows: list[Segment] = []
+        for t in txns[:key[0]]:
+            if focus.admits(t.conn):
+                rows.extend(t.segments)
+        self.rows = rows
+        states: dict[str, int] = {}
+        for s in rows:
+            states[s.state.value] = states.get(s.state.value, 0) + 1
+        parts = ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
+        title = f"Segments: {len(rows)}" + (f" ({parts})" if parts else "")
+        summaries = [r for c, r in list(self.model.analysis.rpcrdma.items()) if focus.admits(c)]
+        ops = sum(r.unadvertised_operations for r in summaries)
+        if ops:
+            title += f"; unadvertised R_Key/STag: {ops} operations, {sum(r.unadvertised_bytes for r in summaries)} bytes"
+        self.query_one("#segments-title", Static).update(title)
+        self.table.reload()
+
+    def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
+        event.stop()
+        s = self.rows[event.row]
+        frame = s.frames[0] if s.frames else (s.transaction.call_frame if s.transaction is not None else 0)
+        if frame > 0:
+            self.post_message(JumpToFrame(frame))
+
+
+register_view("5", lambda model: SegmentsView(model))

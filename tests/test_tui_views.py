@@ -1,0 +1,264 @@
+"""The TUI's analysis views driven by Textual's Pilot on the shipped captures: transactions with
+their timeline, connections and the focus on one, credits, segments and the expert, each checked
+against what ``rdmaspy flows``/``expert`` say of the same capture."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rdmaspy.tui.views.connections import ConnectionsView
+from rdmaspy.tui.views.credit_chart import chart_lines
+from rdmaspy.tui.views.credits import CreditsView
+from rdmaspy.tui.views.expert import ExpertView
+from rdmaspy.tui.views.segments import SegmentsView
+from rdmaspy.tui.views.transactions import TransactionsView, transaction_frames
+
+from conftest import ROOT, capture
+from tui_helpers import new_app, screen_text, settle
+
+NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
+NFS_IWARP = capture("siw-nfsv3-rdma.pcap")
+NFS4 = capture("rxe-nfsv42-rdma.pcap")
+PERFTEST = capture("rxe-ib_write_bw.pcap")
+V2 = capture("rpcrdma_v2_all.pcap")
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def flows(path) -> dict:
+    out = subprocess.run([sys.executable, "-m", "rdmaspy", "flows", "-T", "jsonl", str(path)], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode in (0, 2), out.stderr
+    conns = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return {"transactions": [t for c in conns for t in c.get("transactions", ())],
+            "connections": [c for c in conns if c.get("kind") == "connection"]}
+
+
+def expert_counts(path) -> dict[str, int]:
+    out = subprocess.run([sys.executable, "-m", "rdmaspy", "expert", "-T", "json", str(path)], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode in (0, 2), out.stderr
+    return {k: v for k, v in json.loads(out.stdout)["counts"].items() if v}
+
+
+@pytest.mark.parametrize("path", [NFS_ROCE, NFS_IWARP, NFS4, V2])
+def test_transactions_view_lists_every_transaction_flows_reports(path):
+    want = flows(path)["transactions"]
+
+    async def go():
+        app = new_app(path)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            assert [t.xid for t in view.rows] == [t["xid"] for t in want]
+            if want:
+                assert f"0x{want[0]['xid']:08x}" in screen_text(app)
+                assert f"Transactions: {len(want)}" in screen_text(app)
+    run(go())
+
+
+def test_a_timeline_step_opens_its_packet_and_n_walks_the_transaction():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            # the first transaction that pulled a Read chunk: its timeline has an RDMA READ step
+            row = next(i for i, t in enumerate(view.rows) if t.bytes_read)
+            view.table.move_to(row)
+            await pilot.pause()
+            txn = view.rows[row]
+            assert view.selected is txn
+            assert "RDMA READ" in screen_text(app) and f"Timeline of 0x{txn.xid:08x}" in screen_text(app)
+            await pilot.press("enter")                    # into the timeline
+            await pilot.pause()
+            assert app.focused is view.timeline
+            read = next(i for i, s in enumerate(view.steps) if s.kind.value == "read")
+            view.timeline.move_to(read)
+            await pilot.press("enter")                    # a step: its packet in the list
+            await pilot.pause()
+            assert app.current_view == "packets"
+            assert app.selected_frame == view.steps[read].frames[0]
+            frames = transaction_frames(txn)
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.selected_frame == frames[0]
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.selected_frame == frames[1]
+            await pilot.press("N")
+            await pilot.pause()
+            assert app.selected_frame == frames[0]
+    run(go())
+
+
+def test_connections_view_shows_the_setup_and_focusing_one_filters_every_view():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("3")
+            await pilot.pause()
+            view = app.query_one(ConnectionsView)
+            assert len(view.rows) == 1
+            text = screen_text(app)
+            assert "NFS/RDMA(20049)" in text and "0x000011" in text
+            assert "private data: client v1 send=4096 recv=4096 R=1" in text
+            await pilot.press("enter")
+            await settle(pilot, app)
+            assert view.focus_state.connection == view.rows[0].id
+            assert app.filter_expr.startswith("((ip.src == 192.0.2.2")
+            # the filter keeps every packet of the only connection
+            assert app.status.displayed == app.status.packets
+            await pilot.press("2")
+            await pilot.pause()
+            assert "on connection 1" in screen_text(app)
+            await pilot.press("3")
+            await pilot.press("enter")                    # again: every connection
+            await settle(pilot, app)
+            assert view.focus_state.connection is None and app.filter_expr == ""
+    run(go())
+
+
+def test_connection_focus_hides_other_connections_records():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            view = app.query_one(TransactionsView)
+            view.focus_state.connection = 999             # a connection this capture does not have
+            view.refresh_view()
+            assert view.rows == []
+            view.focus_state.connection = None
+            view.refresh_view()
+            assert view.rows
+    run(go())
+
+
+def test_segments_view_lists_every_advertised_segment_with_its_state():
+    want = [c for t in flows(NFS_ROCE)["transactions"] for c in t["chunks"]]
+
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("5")
+            await pilot.pause()
+            view = app.query_one(SegmentsView)
+            assert len(view.rows) == len(want) > 0
+            assert [s.handle for s in view.rows] == [c["handle"] for c in want]
+            assert f"Segments: {len(want)}" in screen_text(app)
+            full = next(i for i, s in enumerate(view.rows) if s.state.value == "full")
+            view.table.move_to(full)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.current_view == "packets" and app.selected_frame == view.rows[full].frames[0]
+    run(go())
+
+
+def test_credits_view_draws_each_series_and_lists_violations():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("4")
+            await pilot.pause()
+            view = app.query_one(CreditsView)
+            assert view.series and view.current == view.series[0]
+            text = screen_text(app)
+            assert "granted 64..64" in text and "outstanding peak" in text
+            assert "Violations: 0" in text
+    run(go())
+
+
+def test_credit_chart_marks_more_outstanding_than_granted():
+    from rdmaspy.analysis.model import CallDirection, CreditSample
+    samples = [CreditSample(1, CallDirection.FORWARD, t, t, 4, None, n) for t, n in enumerate([1, 2, 4, 6, 2])]
+    lines = chart_lines(samples, 5, 5)
+    assert len(lines) == 5
+    red = [span for line in lines for span in line.spans if "red" in str(span.style)]
+    assert red, "six calls outstanding against a grant of four is not drawn as a violation"
+    assert chart_lines([], 10, 4)[0].plain == "no credit samples"
+
+
+@pytest.mark.parametrize("path", [NFS_ROCE, NFS_IWARP, PERFTEST])
+def test_expert_view_counts_what_expert_reports(path):
+    want = expert_counts(path)
+
+    async def go():
+        app = new_app(path)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("6")
+            await pilot.pause()
+            view = app.query_one(ExpertView)
+            have: dict[str, int] = {}
+            for e in view.entries():
+                have[e.severity] = have.get(e.severity, 0) + 1
+            assert have == want
+    run(go())
+
+
+def test_an_expert_finding_opens_its_frame():
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("6")
+            await pilot.pause()
+            view = app.query_one(ExpertView)
+            tree = view.tree
+            tree.focus()
+            rule = tree.root.children[0].children[0]
+            rule.expand()
+            await pilot.pause()
+            leaf = rule.children[0]
+            tree.move_cursor(leaf)
+            await pilot.press("enter")
+            await pilot.pause()
+            assert app.current_view == "packets" and app.selected_frame == leaf.data.frame
+    run(go())
+
+
+def test_transactions_export_writes_a_flows_document(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    async def go():
+        app = new_app(NFS_ROCE)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            view.table.focus()
+            await pilot.press("e")
+            await pilot.pause()
+            return len(view.rows)
+    n = run(go())
+    doc = json.loads((tmp_path / "rxe-nfsv3-rdma-transactions.json").read_text())
+    assert doc["format"] == "rdmaspy-flows"
+    assert sum(len(c["transactions"]) for c in doc["connections"]) == n
+
+
+def test_views_work_at_80x24():
+    async def go():
+        app = new_app(NFS_IWARP)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            for key, words in (("2", "Transactions:"), ("3", "Connections:"), ("4", "Credits:"), ("5", "Segments:"),
+                               ("6", "Expert information")):
+                await pilot.press(key)
+                await pilot.pause()
+                assert words in screen_text(app), key
+    run(go())
