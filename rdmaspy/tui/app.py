@@ -44,10 +44,12 @@ HELP = """\
   n / N       next / previous packet of the selected transaction
   a           in the detail tree: apply the selected field as the filter
   p           in the detail tree: prepare the selected field as the filter (edit, then Enter)
-  e           export the displayed packets as pcapng
+  e           export the displayed packets as pcapng (in Transactions: the transactions shown as JSON flows)
   ?           this help
   q           quit
 
+[b]Analysis views[/b]  Enter on a transaction moves into its timeline, Enter on a step, segment, violation or
+finding opens its packet; Enter on a connection focuses every view on it (again: all connections).
 [b]Bytes[/b]  Selecting a field lights its bytes; clicking a byte (or moving with the arrows in the
 bytes pane) selects the field it belongs to.
 [b]Colours[/b]  red: errors (bad ICRC, malformed, error findings); yellow: warnings (NAKs, retransmissions...)."""
@@ -117,7 +119,7 @@ class RdmaspyApp(App[None]):
         Binding("6", "view('6')", "Expert"),
         Binding("slash", "focus_filter", "Filter", key_display="/"),
         Binding("e", "export", "Export"),
-        Binding("n", "transaction_frame(1)", "Next of txn"),
+        Binding("n", "transaction_frame(1)", "Next of txn", show=False),
         Binding("N", "transaction_frame(-1)", "Prev of txn", show=False),
         Binding("escape", "go_back", "Back", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
