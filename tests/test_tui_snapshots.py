@@ -83,3 +83,25 @@ def test_snapshot_help(tmp_path):
         await pilot.press("question_mark")
 
     _compare("help", asyncio.run(_shot(capture("rxe-ib_write_bw.pcap"), (100, 30), steps)), tmp_path)
+
+
+def _view_steps(key: str, *moves: str):
+    async def steps(app, pilot):
+        await pilot.press(key)
+        await settle(pilot, app)
+        if moves:
+            await pilot.press(*moves)
+    return steps
+
+
+@pytest.mark.parametrize("name,path,key,moves", [
+    ("transactions_timeline", "rxe-nfsv3-rdma.pcap", "2", ("down",) * 24),
+    ("connections", "siw-nfsv3-rdma.pcap", "3", ()),
+    ("credits", "rxe-nfsv42-rdma.pcap", "4", ()),
+    ("segments", "rxe-nfsv3-rdma.pcap", "5", ()),
+    ("expert", "rxe-ib_write_bw-loss.pcap", "6", ()),
+    ("transactions_v2_80x24", "rpcrdma_v2_all.pcap", "2", ()),
+])
+def test_snapshot_analysis_view(tmp_path, name, path, key, moves):
+    size = (80, 24) if name.endswith("80x24") else (130, 40)
+    _compare(name, asyncio.run(_shot(capture(path), size, _view_steps(key, *moves))), tmp_path)
