@@ -7,11 +7,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import capture
+from conftest import ROOT, capture
 from rdmaspy import readers
 from rdmaspy.cli import main
 
@@ -89,19 +91,36 @@ def test_unreadable_file_in_process(tmp_path, capsys, monkeypatch):
 
 
 def test_unreadable_file_as_a_command(tmp_path):
-    path = tmp_path / "secret.pcap"
-    shutil.copy(READ_BW, path)
-    path.chmod(0)
-    tmp_path.chmod(0o755)
-    cmd = ["rdmaspy", "decode", str(path)]
-    if os.geteuid() == 0:      # root reads anything: drop to nobody for this run
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.fail("setpriv (util-linux) is needed to test permissions as root")
+    if os.geteuid() != 0:
+        path = tmp_path / "secret.pcap"
+        shutil.copy(READ_BW, path)
+        path.chmod(0)
+        p = subprocess.run(["rdmaspy", "decode", str(path)], capture_output=True, text=True)
+        check_error((p.returncode, p.stdout, p.stderr), "permission denied")
+        return
+    # Root reads anything: the command runs as nobody.  Nobody may not be able to enter the checkout
+    # (a fresh clone under ``mktemp -d``) nor pytest's directory, so the package and the capture are
+    # copied to a directory of their own that nobody can enter, where only the capture is unreadable.
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("setpriv (util-linux) is needed to test permissions as root")
+    place = Path(tempfile.mkdtemp(prefix="rdmaspy-perm-", dir="/tmp"))
+    try:
+        place.chmod(0o755)
+        shutil.copytree(ROOT / "rdmaspy", place / "rdmaspy", ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        for d in (place / "rdmaspy").rglob("*"):
+            d.chmod(0o755 if d.is_dir() else 0o644)
+        path = place / "secret.pcap"
+        shutil.copy(READ_BW, path)
+        path.chmod(0)
         cmd = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "rdmaspy",
                "decode", str(path)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    check_error((p.returncode, p.stdout, p.stderr), "permission denied")
+        p = subprocess.run(cmd, capture_output=True, text=True, cwd=place,
+                           env={**os.environ, "PYTHONPATH": str(place), "PYTHONDONTWRITEBYTECODE": "1"})
+        assert "No module named" not in p.stderr, p.stderr
+        check_error((p.returncode, p.stdout, p.stderr), "permission denied")
+    finally:
+        shutil.rmtree(place, ignore_errors=True)
 
 
 def test_no_command_prints_help_and_exits_1(capsys):
