@@ -161,3 +161,26 @@ def test_out_of_memory_is_one_line_on_every_command(tmp_path):
         assert res.stderr == "rdmaspy: error: out of memory\n", (command, res.stderr[-2000:])
         ran_out += 1
     assert ran_out >= 3, ran_out          # the limit is low enough to matter
+
+
+@pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "rpcrdma_v1_shapes.pcap", "hostile_write_list.pcap"])
+def test_annotate_spooling_its_comments_writes_the_same_file(name, tmp_path, monkeypatch):
+    """Comments past the in-memory run go to sorted temporary runs merged in frame order: same output."""
+    from conftest import capture
+
+    from rdmaspy.commands import annotate as A
+    path = str(capture(name))
+    A.annotate(path, str(tmp_path / "held.pcapng"))
+    monkeypatch.setattr(A, "_RUN", 7)
+    A.annotate(path, str(tmp_path / "spooled.pcapng"))
+    assert (tmp_path / "held.pcapng").read_bytes() == (tmp_path / "spooled.pcapng").read_bytes()
+
+
+def test_annotate_memory_stays_bounded_with_many_unanswered_calls(tmp_path, monkeypatch):
+    """Annotate holds no more than the analysis it runs (as stats does): its comments are spooled."""
+    from rdmaspy.commands import annotate as A
+    monkeypatch.setattr(A, "_RUN", 1024)
+    path = _pcap(tmp_path, "calls.pcap", hostile_build.unanswered_calls(12_000))
+    _rc, peak_stats = peak_of(["stats", str(path)], tmp_path)
+    _rc, peak = peak_of(["annotate", "-o", "{out}", str(path)], tmp_path)
+    assert peak < peak_stats + (3 << 20), (peak_stats >> 20, peak >> 20)

@@ -12,8 +12,11 @@ and some findings come only at the end), the second copies the frames with the c
 from __future__ import annotations
 
 import argparse
+import heapq
 import os
-from typing import Any
+import struct
+import tempfile
+from typing import IO, Any, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
@@ -21,31 +24,78 @@ from ..errors import RdmaspyError
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 
 
+_RUN = 65536          # comments held in memory before a sorted run of them goes to a temporary file
+_ENTRY = struct.Struct("<IBII")   # frame, kind (0 transaction, 1 finding), arrival, text length
+
+
 class Notes:
-    """The comments of a capture, by frame number, built from the analysis records and findings."""
+    """The comments of a capture, built from the analysis records and findings as they come.
+
+    They come in no frame order (a transaction is complete at its reply, findings come at the end),
+    and a capture may need millions: past ``_RUN`` they are sorted by (frame, kind, arrival) and
+    spooled to a temporary file as a run, and the second pass merges the runs in frame order, so
+    memory stays bounded whatever the number of comments.  A frame's transaction comments come before
+    its findings, each in the order made, each text once."""
 
     def __init__(self) -> None:
-        self.by_frame: dict[int, list[str]] = {}
-        # findings come as they are made, interleaved with the records: kept apart so that a frame's
-        # comments give its transactions first, then its findings
-        self.findings_by_frame: dict[int, list[str]] = {}
+        self._held: list[tuple[int, int, int, str]] = []
+        self._runs: list[IO[bytes]] = []
+        self._seq = 0
 
-    def add(self, frame: int | None, text: str, into: dict[int, list[str]] | None = None) -> None:
+    def add(self, frame: int | None, text: str, kind: int = 0) -> None:
         if frame is None:
             return
-        by_frame = self.by_frame if into is None else into
-        lst = by_frame.get(frame)
-        if lst is None:
-            by_frame[frame] = [text]
-        elif text not in lst:
-            lst.append(text)
+        self._seq += 1
+        self._held.append((frame, kind, self._seq, text))
+        if len(self._held) >= _RUN:
+            self._spill()
 
-    def comments(self, frame: int) -> list[str] | None:
-        ours = self.by_frame.get(frame)
-        found = self.findings_by_frame.get(frame)
-        if found is None:
-            return ours
-        return found if ours is None else ours + found
+    def _spill(self) -> None:
+        self._held.sort()
+        fh = tempfile.TemporaryFile()
+        pack = _ENTRY.pack
+        for frame, kind, seq, text in self._held:
+            b = text.encode("utf-8", "surrogatepass")
+            fh.write(pack(frame, kind, seq, len(b)))
+            fh.write(b)
+        fh.seek(0)
+        self._runs.append(fh)
+        self._held = []
+
+    @staticmethod
+    def _read_run(fh: IO[bytes]) -> Iterator[tuple[int, int, int, str]]:
+        size = _ENTRY.size
+        unpack = _ENTRY.unpack
+        read = fh.read          # a buffered file: small reads cost no system call each
+        while True:
+            head = read(size)
+            if len(head) < size:
+                return
+            frame, kind, seq, n = unpack(head)
+            yield frame, kind, seq, read(n).decode("utf-8", "surrogatepass")
+
+    def by_frame(self) -> Iterator[tuple[int, list[str]]]:
+        """(frame, its comments) in frame order, once for each frame that has any."""
+        self._held.sort()
+        merged = heapq.merge(self._held, *(self._read_run(fh) for fh in self._runs))
+        frame = -1
+        texts: list[str] = []
+        for f, _kind, _seq, text in merged:
+            if f != frame:
+                if texts:
+                    yield frame, texts
+                frame = f
+                texts = [text]
+            elif text not in texts:
+                texts.append(text)
+        if texts:
+            yield frame, texts
+
+    def close(self) -> None:
+        for fh in self._runs:
+            fh.close()
+        self._runs = []
+        self._held = []
 
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
@@ -100,13 +150,11 @@ class Notes:
         r = f.rule_def
         text = f"rdmaspy {r.severity}: {f.text} [{r.id}: {r.source}]"
         if f.frames:
-            self.add(f.frames[0], text, self.findings_by_frame)
+            self.add(f.frames[0], text, 1)
 
 
 def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
     """Write ``out_path``; returns (the capture of the first pass, frames, frames commented)."""
-    from ..readers import open_capture
-    from ..writers.pcapng import PcapngWriter
     from .expert import analyse
 
     try:
@@ -116,8 +164,23 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
     if same:
         raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
     notes = Notes()
-    cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding, keep_findings=False)
+    try:
+        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding,
+                                        keep_findings=False)
+        commented = _write(path, out_path, notes)
+    finally:
+        notes.close()
+    return cap, frames, commented
+
+
+def _write(path: str, out_path: str, notes: Notes) -> int:
+    """The second pass: every frame copied, with its comments; returns the frames commented."""
+    from ..readers import open_capture
+    from ..writers.pcapng import PcapngWriter
+
     commented = 0
+    pending = notes.by_frame()
+    nxt = next(pending, None)
     with PcapngWriter(out_path, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
         ifaces: dict[tuple[int, int], int] = {}
         with open_capture(path) as again:
@@ -126,7 +189,9 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
                 idx = ifaces.get(key)
                 if idx is None:
                     idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9)
-                ours = notes.comments(frame.num)
+                while nxt is not None and nxt[0] < frame.num:
+                    nxt = next(pending, None)
+                ours = nxt[1] if nxt is not None and nxt[0] == frame.num else None
                 comments: list[str] | None = None
                 if ours:
                     commented += 1
@@ -134,7 +199,7 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
                 elif frame.comment:
                     comments = [frame.comment]
                 w.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=comments)
-    return cap, frames, commented
+    return commented
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
