@@ -207,3 +207,17 @@ def test_no_capture_of_n_bytes_makes_the_pipeline_hold_more_than_a_constant_time
     finally:
         tracemalloc.stop()
     assert peak < 200 * n + (4 << 20), f"{peak >> 20} MiB for {n} bytes"
+
+
+def test_outstanding_rpc_calls_are_charged_and_given_up_past_the_budget():
+    sys.path.insert(0, str(FIXTURES))
+    import hostile_build
+    session = Session(budget=budget.Budget(1 << 20))
+    engine = Engine(session)
+    notes = []
+    for i, d in enumerate(hostile_build.unanswered_calls(5000), 1):
+        pkt = engine.dissect(Frame(i, i, 1, d, len(d)))
+        notes += [e.text for e in pkt.expert or () if e.group == "memory"]
+    assert notes and all("outstanding RPC calls" in n for n in notes)
+    calls = session.state["rpc.calls"]
+    assert calls.held == 512 * len(calls.by_key) and session.budget.used <= session.budget.limit

@@ -19,6 +19,7 @@ import struct
 from collections import OrderedDict
 from typing import Any, Final
 
+from ..budget import Budget
 from ..fields import Field
 from ..packet import Layer, Note, Packet
 from ..registry import table
@@ -146,6 +147,9 @@ class RpcInfo:
                f"{self.prog}/{self.vers}/{self.proc}>"
 
 
+_CALL_COST: Final = 512     # an outstanding call's entry (key, list, strings), charged to the memory budget
+
+
 class _Calls:
     """Calls per (flow, xid): the outstanding ones, and the most recently answered.
 
@@ -153,37 +157,67 @@ class _Calls:
     oldest goes first.  A reply moves its call to the answered ones, themselves bounded (``answered``),
     so that a reply seen again (retransmitted, or rebuilt from its Reply chunk) still finds its call
     while memory follows the calls in flight, not the length of the capture.  Ordered dicts drop
-    their oldest entry in constant time.
+    their oldest entry in constant time.  With a memory budget, each outstanding call is charged to it
+    and the oldest are given up past it.
     """
 
-    __slots__ = ("by_key", "answered", "limit", "answered_limit")
+    __slots__ = ("by_key", "answered", "limit", "answered_limit", "budget", "held", "name")
 
-    def __init__(self, limit: int = 65536, answered: int = 4096) -> None:
+    def __init__(self, limit: int = 65536, answered: int = 4096, budget: Budget | None = None) -> None:
         # [prog, vers, proc, call frame, call time, label, program name, procedure name]
         self.by_key: OrderedDict[Any, Any] = OrderedDict()
         self.answered: OrderedDict[Any, Any] = OrderedDict()
         self.limit = limit
         self.answered_limit = answered
+        self.name = "outstanding RPC calls"
+        self.held = 0
+        self.budget = budget
+        if budget is not None:
+            budget.join(self)
 
     def add(self, key: Any, value: Any) -> None:
         d = self.by_key
         if key in d:
             del d[key]             # a call made again goes to the end
+        elif self.budget is not None:
+            self.budget.charge(self, _CALL_COST)
         d[key] = value
         if len(d) > self.limit:
             d.popitem(last=False)
+            self._released(1)
         self.answered.pop(key, None)
+
+    def _released(self, n: int) -> None:
+        if self.budget is not None:
+            self.budget.release(self, n * _CALL_COST)
+
+    def shed(self, need: int) -> int:
+        """Memory budget: forget the oldest outstanding calls (their replies show no procedure)."""
+        n = min(len(self.by_key), -(-need // _CALL_COST))
+        for _ in range(n):
+            self.by_key.popitem(last=False)
+        self._released(n)
+        return n
 
     def reply(self, key: Any) -> Any:
         """The call a reply answers, or None; the call moves to the answered ones."""
         value = self.by_key.pop(key, None)
         if value is None:
             return self.answered.get(key)
+        self._released(1)
         a = self.answered
         a[key] = value
         if len(a) > self.answered_limit:
             a.popitem(last=False)
         return value
+
+
+def calls_of(ctx: Any) -> _Calls:
+    """The session's table of RPC calls, charged to its memory budget."""
+    calls: _Calls | None = ctx.state.get("rpc.calls")
+    if calls is None:
+        calls = ctx.state["rpc.calls"] = _Calls(budget=ctx.budget)
+    return calls
 
 
 RPC: Final[Note[RpcInfo]] = Note("rpc")     # the RPC message of the packet
@@ -446,7 +480,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     if mtype > 1:
         pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
         return info
-    calls: _Calls = ctx.get("rpc.calls", _Calls)
+    calls = calls_of(ctx)
     key = (flow, xid)
     if mtype == 0:
         body = _call_facts(buf, off, end, info)

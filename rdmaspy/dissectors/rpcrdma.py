@@ -497,7 +497,7 @@ def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
     """Whether a message without an RPC payload is a reply: the flag in v2, else a pending call's XID."""
     if msg.flags is not None:
         return bool(msg.flags & 1)
-    calls = ctx.get("rpc.calls", onc_rpc._Calls)
+    calls = onc_rpc.calls_of(ctx)
     if (rpc_flow(pkt), msg.xid) in calls.by_key:
         return True
     conv = pkt.conv
