@@ -85,6 +85,7 @@ class PacketList(ScrollView, can_focus=True):
         self.index = index
         self.displayed: array | None = None     # row numbers (0-based) shown, in order; None: all
         self.follow = follow                    # keep the last row selected while rows arrive (live)
+        self._may_follow = follow               # live mode: G and the last row start following again
         self._rows = 0
         self._styles: dict[int, Style] = {}
         self._width = len(HEADING)
@@ -183,7 +184,7 @@ class PacketList(ScrollView, can_focus=True):
         pos = self.position_of(frame - 1)
         if pos < 0:
             return False
-        self.follow = pos >= self._rows - 1
+        self.follow = self._may_follow and pos >= self._rows - 1
         self.cursor = pos
         self.scroll_to_cursor(center=True)
         return True
@@ -192,7 +193,7 @@ class PacketList(ScrollView, can_focus=True):
         self.follow = False
         self.cursor = self.cursor + delta
         if self.cursor >= self._rows - 1:
-            self.follow = True
+            self.follow = self._may_follow
 
     def action_page(self, direction: int) -> None:
         self.action_cursor(direction * max(self.scrollable_content_region.height - 1, 1))
@@ -202,7 +203,7 @@ class PacketList(ScrollView, can_focus=True):
         self.cursor = 0
 
     def action_bottom(self) -> None:
-        self.follow = True
+        self.follow = self._may_follow
         self.cursor = max(self._rows - 1, 0)
 
     def action_open(self) -> None:
@@ -211,7 +212,7 @@ class PacketList(ScrollView, can_focus=True):
     def on_click(self, event: events.Click) -> None:
         y = event.y + round(self.scroll_y)
         if 0 <= y < self._rows:
-            self.follow = y >= self._rows - 1
+            self.follow = self._may_follow and y >= self._rows - 1
             self.cursor = y
 
     def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:

@@ -30,6 +30,10 @@ class PacketsView(Vertical):
         super().__init__(id=id)
         self.model = model
         self._pending: Timer | None = None
+        self._waiting = 0                    # the frame whose detail is being made (0: none)
+
+    def on_mount(self) -> None:
+        self.set_interval(0.5, self._progress)
 
     def compose(self) -> ComposeResult:
         yield Static(HEADING, id="heading")
@@ -62,13 +66,25 @@ class PacketsView(Vertical):
             return
         hit = self.model.details.cached(frame)
         if hit is not None:
+            self._waiting = 0
             self._show(hit)
             return
         self.detail_tree.show(None, f"Dissecting frame {frame}...")
+        self.hex_pane.show(b"")
         # Wait for the cursor to rest: holding a key down must not start a dissection per row.
         if self._pending is not None:
             self._pending.stop()
         self._pending = self.set_timer(DETAIL_DELAY, lambda: self._load(frame))
+        self._waiting = frame
+
+    def _progress(self) -> None:
+        """While a far frame is replayed, say how far the replay has come."""
+        frame = self._waiting
+        if not frame or self.detail_tree.detail is not None:
+            return
+        done = self.model.details.position
+        if done < frame - 1000:
+            self.detail_tree.show(None, f"Dissecting frame {frame}: replayed {done}...")
 
     @work(thread=True, exclusive=True, group="detail")
     def _load(self, frame: int) -> None:
@@ -85,6 +101,7 @@ class PacketsView(Vertical):
     def _arrived(self, frame: int, detail: Detail | None, problem: str) -> None:
         if self.packet_list.selected_frame() != frame:
             return          # the cursor moved on while this frame was dissected
+        self._waiting = 0
         if detail is None:
             self.detail_tree.show(None, problem)
             self.hex_pane.show(b"")
