@@ -95,6 +95,11 @@ def test_tui_in_tmux_counts_filter_and_quit(terminal):
     term.wait_for(rf"Packets: {total}\s+Displayed: {shown}\b")
     term.keys("/", "Home", "C-k", "Enter")
     term.wait_for(rf"Packets: {total}\s+Displayed: {total}\b")
+    # the transactions view: the first call of the capture (frame 4, answered by frame 6)
+    term.keys("2")
+    term.wait_for(r"0x7efff5fc\s+1\s+fwd\s+NFSv3 NULL\s+4\s+6\b")
+    term.keys("1")
+    term.wait_for(r"No\.\s+Time\s+Source")
     term.keys("q")
     term.wait_for(r"EXITED 0")
 
