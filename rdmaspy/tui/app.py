@@ -8,6 +8,7 @@ come from the pipeline through the model.
 from __future__ import annotations
 
 import os
+import time
 from array import array
 
 from textual import work
@@ -31,6 +32,7 @@ from .status_bar import Status, StatusBar
 from .views import VIEW_NAMES, load_views
 
 TICK_SECONDS = 0.1     # how often the app looks at the index and the filter growing
+MODEL_UPDATE_SECONDS = 0.5   # how often the analysis view on screen is told the model grew
 
 HELP = """\
 [b]Keys[/b]
@@ -139,6 +141,7 @@ class RdmaspyApp(App[None]):
         self._history: list[str] = []        # views shown before, for Escape
         self._views = load_views()
         self._told_done = False
+        self._views_told = 0.0
 
     # -- layout ---------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -205,11 +208,25 @@ class RdmaspyApp(App[None]):
             st.problem = problem
         st.live = self.model.live_status()
         self._status_bar.show(st)
-        if not self._told_done:
-            self._told_done = index.done
-            for key in "23456":
-                for view in self._switcher.query(f"#{VIEW_NAMES[key][0]}"):
-                    view.post_message(ModelUpdated(index.count, index.done))
+        self._update_views(index.count, index.done)
+
+    def _update_views(self, packets: int, done: bool) -> None:
+        """Tell the analysis views the model grew: the one on screen twice a second while the capture
+        is read (a hidden view catches up when shown), every view once when it has been read.  Views
+        redrawing ten times a second over a growing model took more time than indexing it."""
+        if self._told_done:
+            return
+        now = time.monotonic()
+        if not done and now - self._views_told < MODEL_UPDATE_SECONDS:
+            return
+        self._views_told = now
+        self._told_done = done
+        current = self.current_view
+        for key in "23456":
+            name = VIEW_NAMES[key][0]
+            if done or name == current:
+                for view in self._switcher.query(f"#{name}"):
+                    view.post_message(ModelUpdated(packets, done))
 
     # -- views ----------------------------------------------------------------------------------
     def action_view(self, key: str) -> None:
