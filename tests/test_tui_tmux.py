@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
@@ -33,21 +34,24 @@ class Terminal:
     def __init__(self, command: list[str], width: int = 140, height: int = 40) -> None:
         self.tmux = _tmux()
         self.name = f"rdmaspy-test-{uuid.uuid4().hex[:8]}"
+        # a socket of its own, removed on close (tmux leaves its socket file behind when killed)
+        self._dir = tempfile.mkdtemp(prefix="rdmaspy-tmux-")
+        self.socket = os.path.join(self._dir, "socket")
         # COLUMNS/LINES inherited from the caller would override the terminal's own size
         env = f"-u COLUMNS -u LINES PYTHONPATH={shlex.quote(str(ROOT))} TERM=xterm-256color"
         # the shell stays after the command ends, so that what it printed last can be read
         line = f"cd {shlex.quote(str(ROOT))} && env {env} {shlex.join(command)}; echo EXITED $?; sleep 600"
-        subprocess.run([self.tmux, "-L", self.name, "-f", os.devnull, "new-session", "-d", "-s", self.name,
+        subprocess.run([self.tmux, "-S", self.socket, "-f", os.devnull, "new-session", "-d", "-s", self.name,
                         "-x", str(width), "-y", str(height), line, ";", "set-option", "-g", "window-size", "manual",
                         ";", "resize-window", "-t", self.name, "-x", str(width), "-y", str(height)],
                        check=True, stdin=subprocess.DEVNULL)
 
     def keys(self, *keys: str) -> None:
-        subprocess.run([self.tmux, "-L", self.name, "send-keys", "-t", self.name, *keys], check=True,
+        subprocess.run([self.tmux, "-S", self.socket, "send-keys", "-t", self.name, *keys], check=True,
                        stdin=subprocess.DEVNULL)
 
     def text(self) -> str:
-        return subprocess.run([self.tmux, "-L", self.name, "capture-pane", "-p", "-t", self.name],
+        return subprocess.run([self.tmux, "-S", self.socket, "capture-pane", "-p", "-t", self.name],
                               capture_output=True, text=True, check=True, stdin=subprocess.DEVNULL).stdout
 
     def wait_for(self, pattern: str, timeout: float = 60.0) -> re.Match:
@@ -62,7 +66,8 @@ class Terminal:
         raise AssertionError(f"{pattern!r} never showed; the screen:\n{text}")
 
     def close(self) -> None:
-        subprocess.run([self.tmux, "-L", self.name, "kill-server"], capture_output=True, stdin=subprocess.DEVNULL)
+        subprocess.run([self.tmux, "-S", self.socket, "kill-server"], capture_output=True, stdin=subprocess.DEVNULL)
+        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 @pytest.fixture
