@@ -17,6 +17,7 @@ pyproject.toml holds the package metadata.
 import os
 import sys
 import sysconfig
+import tempfile
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -31,7 +32,8 @@ COMPILED = [
     "rdmaspy/dissectors/rdma_reassembly.py", "rdmaspy/dissectors/rpcrdma.py", "rdmaspy/dissectors/xdr.py",
     "rdmaspy/dissectors/onc_rpc.py", "rdmaspy/dissectors/nfs.py", "rdmaspy/dissectors/rpcrdma2.py",
     "rdmaspy/dissectors/rdma_cm.py", "rdmaspy/dissectors/rpcrdma_pdata.py",
-    "rdmaspy/output/jsonout.py", "rdmaspy/output/values.py",
+    "rdmaspy/output/jsonout.py", "rdmaspy/output/values.py", "rdmaspy/output/lines.py", "rdmaspy/output/sinks.py",
+    "rdmaspy/output/jsonlines.py",
     "rdmaspy/analysis/analyzer.py", "rdmaspy/analysis/rules.py", "rdmaspy/analysis/transport.py",
     "rdmaspy/analysis/transactions.py", "rdmaspy/analysis/chunks.py", "rdmaspy/analysis/credits.py",
     "rdmaspy/analysis/rpcrdma_fields.py", "rdmaspy/analysis/rpcrdma_rules.py", "rdmaspy/analysis/model.py",
@@ -70,12 +72,44 @@ def _mypyc_modules() -> list:
         # The build environment has the build requirements only (not orjson, rich, ...): their modules
         # are taken as untyped; errors in modules that are not compiled do not stop the build.
         options = ["--ignore-missing-imports", "--follow-imports=silent"]
-        return mypycify(options + COMPILED, opt_level="3", debug_level="0", group_name="rdmaspy")
+        modules, messages = _with_stdout_captured(
+            lambda: mypycify(options + COMPILED, opt_level="3", debug_level="0", group_name="rdmaspy"))
     except (Exception, SystemExit) as exc:      # mypy refused a module: build the pure package
         if want == "1":
             raise
         print(f"rdmaspy: not compiling the decoder ({exc}); installing it as pure Python", file=sys.stderr)
         return []
+    _refuse_materialised_generators(messages)
+    return modules
+
+
+def _with_stdout_captured(fn):
+    """(fn(), what it printed): mypy and mypyc print their messages on file descriptor 1."""
+    sys.stdout.flush()
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(1)
+        os.dup2(tmp.fileno(), 1)
+        try:
+            result = fn()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+            tmp.seek(0)
+            printed = tmp.read().decode(errors="replace")
+            sys.stdout.write(printed)
+            sys.stdout.flush()
+    return result, printed
+
+
+def _refuse_materialised_generators(messages: str) -> None:
+    """A generator comprehension that mypyc cannot compile as one becomes a list of all its items:
+    on the per-packet path that holds a whole output in memory.  It is a defect of the source, so the
+    build stops (whatever RDMASPY_COMPILE says): write the loop, or a list comprehension if bounded."""
+    found = [line for line in messages.splitlines() if "Treating generator comprehension as list" in line]
+    if found:
+        raise SystemExit("rdmaspy: mypyc would turn generator comprehensions of the compiled modules into "
+                         "lists:\n  " + "\n  ".join(found))
 
 
 # pip runs setup.py once for the build requirements (egg_info), once for the metadata (dist_info)

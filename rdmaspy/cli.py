@@ -9,197 +9,12 @@ import argparse
 import os
 import signal
 import sys
-from typing import Callable, Iterator, Sequence
+from types import ModuleType
+from typing import Sequence
 
 from . import __version__
+from .commands.common import EXIT_ERROR, EXIT_OK
 from .errors import RdmaspyError
-
-EXIT_OK = 0
-EXIT_ERROR = 1
-EXIT_DAMAGED = 2      # the capture was read only in part (as tshark)
-
-
-def _out_writer() -> tuple[Callable[[str], None], Callable[[], None]]:
-    """Buffered line output: the summary path prints hundreds of thousands of lines."""
-    buf: list[str] = []
-    write = sys.stdout.write
-
-    def emit(line: str) -> None:
-        buf.append(line)
-        if len(buf) >= 2048:
-            buf.append("")
-            write("\n".join(buf))
-            buf.clear()
-
-    def flush() -> None:
-        if buf:
-            buf.append("")
-            write("\n".join(buf))
-            buf.clear()
-        sys.stdout.flush()
-
-    return emit, flush
-
-
-def _packets(path: str, display_filter: str | None, count: int | None, analyze: bool = False):
-    """Open, dissect, analyse (when asked, or when the filter names an analysis or expert field),
-    filter: yields (packet, t0) and leaves the capture for its problems."""
-    from .engine import Engine
-    from .readers import open_capture
-
-    matcher = None
-    if display_filter:
-        from .filter import compile_filter
-        matcher = compile_filter(display_filter)   # before opening: a bad filter leaves nothing open
-        analyze = analyze or _filter_needs_analysis(matcher.names)
-    cap = open_capture(path)
-    engine = Engine()
-    feed = finish = None
-    if analyze:
-        from .analysis.analyzer import Analyzer
-        analyzer = Analyzer(keep_findings=False, budget=engine.session.budget)
-        feed, finish = analyzer.feed, analyzer.finish
-
-    from .pipeline import packets
-    return cap, packets(cap, engine, feed, finish, matcher, count or 0)
-
-
-def _filter_needs_analysis(names) -> bool:
-    """Whether a filter names an expert field or a field that an analysis module declares."""
-    from .filter import known_fields
-    origin = known_fields(False).origin
-    return any(n == "expert" or n.startswith("expert.") or origin.get(n, "").startswith("rdmaspy.analysis")
-               for n in names)
-
-
-def cmd_decode(args: argparse.Namespace) -> int:
-    # The analysis runs for the tree and JSON (they show its fields); for summary lines only with -A,
-    # since it costs about half again the time of a plain summary.
-    analyze = args.analyze or args.verbose or args.T == "json"
-    cap, packets = _packets(args.file, args.display_filter, args.count, analyze)
-    with cap:
-        _decode_to_stdout(args, packets)
-    return _report_problems(cap)
-
-
-def _decode_to_stdout(args: argparse.Namespace, packets: Iterator) -> None:
-    if args.T == "json":
-        from .pipeline import write_json_lines
-        try:
-            write_json_lines(packets, sys.stdout.buffer.write)
-        finally:
-            sys.stdout.buffer.flush()
-    elif sys.stdout.isatty():
-        _decode_console(packets, args.verbose, args.hex, args.analyze)
-    else:
-        from .output.text import hex_lines, summary_line, tree_lines
-        verbose, hexdump, flag = args.verbose, args.hex, args.analyze
-        if not (verbose or hexdump):
-            from .pipeline import write_summaries
-            try:
-                write_summaries(packets, sys.stdout.buffer.write, _with_findings_bytes if flag else None)
-            finally:
-                sys.stdout.buffer.flush()
-            return
-        emit, flush = _out_writer()
-        try:
-            for pkt, t0 in packets:
-                if verbose:
-                    for line in tree_lines(pkt, t0):
-                        emit(line)
-                else:
-                    emit(summary_line(pkt, t0) if not flag else _with_findings(summary_line(pkt, t0), pkt))
-                if hexdump:
-                    if not verbose:
-                        emit("")
-                    for line in hex_lines(pkt.frame.data):
-                        emit(line)
-                if verbose or hexdump:
-                    emit("")
-        finally:
-            flush()
-
-
-def _with_findings_bytes(line: bytes, pkt) -> bytes:
-    return _with_findings(line.decode(), pkt).encode()
-
-
-def _with_findings(line: str, pkt) -> str:
-    """A summary line with the messages of the analysis findings on its packet (``-A``)."""
-    from .analysis.rules import Finding
-    notes = [e.text for e in pkt.expert or () if isinstance(e, Finding)]
-    return f"{line} [{'; '.join(notes)}]" if notes else line
-
-
-def _decode_console(packets: Iterator, verbose: bool, hexdump: bool, flag: bool = False) -> None:
-    """A terminal: the same text, coloured (malformed and bad checksums red, warnings yellow, titles bold).
-
-    rich decides whether and how to colour (terminal type, NO_COLOR); each style is rendered once
-    into its escape sequences, and lines go out through the same buffered writer as plain text,
-    because printing line by line through rich is a hundred times slower.
-    """
-    from rich.color import ColorSystem
-    from rich.console import Console
-    from rich.style import Style
-
-    from .output.text import hex_lines, packet_style, summary_line, tree_lines
-    console = Console()
-    systems = {"standard": ColorSystem.STANDARD, "256": ColorSystem.EIGHT_BIT, "truecolor": ColorSystem.TRUECOLOR,
-               "windows": ColorSystem.STANDARD}
-    system = systems.get(console.color_system or "")
-    painters: dict[str | None, Callable[[str], str]] = {}
-
-    def painter(style: str | None) -> Callable[[str], str]:
-        fn = painters.get(style)
-        if fn is None:
-            if not style or system is None or console.no_color:
-                fn = str
-            else:
-                before, _, after = Style.parse(style).render("\0", color_system=system).partition("\0")
-                fn = (lambda b, a: lambda line: b + line + a)(before, after)
-            painters[style] = fn
-        return fn
-
-    emit, flush = _out_writer()
-    bold, red, yellow = painter("bold"), painter("red"), painter("yellow")
-    try:
-        for pkt, t0 in packets:
-            style = packet_style(pkt)
-            paint = painter(style)
-            if verbose:
-                head = painter(f"bold {style}" if style else "bold")
-                for line in tree_lines(pkt, t0):
-                    if line.startswith("Frame "):
-                        emit(head(line))
-                    elif line.startswith("    [Error/"):
-                        emit(red(line))
-                    elif line.startswith("    [Warning/"):
-                        emit(yellow(line))
-                    elif not line.startswith(" "):
-                        emit(bold(line))
-                    else:
-                        emit(line)
-            else:
-                line = summary_line(pkt, t0)
-                emit(paint(_with_findings(line, pkt) if flag else line))
-            if hexdump:
-                if not verbose:
-                    emit("")
-                hexpaint = painter("dim") if style is None else paint
-                for line in hex_lines(pkt.frame.data):
-                    emit(hexpaint(line))
-            if verbose or hexdump:
-                emit("")
-    finally:
-        flush()
-
-
-def _report_problems(cap) -> int:
-    if cap.problems:
-        for p in cap.problems:
-            print(f"rdmaspy: warning: {cap.path}: {p}; the frames before it were decoded", file=sys.stderr)
-        return EXIT_DAMAGED
-    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,33 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
                         " state is given up with a finding (default 256M, or $RDMASPY_MEMORY_BUDGET); accepted"
                         " before or after the command")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-
-    d = sub.add_parser("decode", help="decode a capture, one line per packet (like tshark -r)")
-    d.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
-    d.add_argument("-V", dest="verbose", action="store_true", help="print the full tree of every layer")
-    d.add_argument("-x", dest="hex", action="store_true", help="print hex and ASCII of each frame")
-    d.add_argument("-c", dest="count", type=_positive_int, metavar="N", help="stop after N packets (shown)")
-    d.add_argument("-T", choices=("text", "json"), default="text",
-                   help="output format: text (default) or json (JSON Lines, one object per packet)")
-    d.add_argument("-Y", dest="display_filter", metavar="EXPR",
-                   help="display filter, e.g. 'bth.opcode == 0x0a and reth.dma_length > 4096'")
-    d.add_argument("-A", "--analyze", action="store_true",
-                   help="run the analysis (PSNs, transactions, expert findings) for summary lines too; always on"
-                        " with -V, -T json and filters on analysis or expert fields")
-    d.set_defaults(func=cmd_decode)
-
-    import importlib
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    for module in command_modules():
+        module.register(sub)
     return p
 
 
-# Modules that add subcommands: each has ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ("rdmaspy.commands.fields", "rdmaspy.commands.capture",
-                                   "rdmaspy.commands.conversations", "rdmaspy.commands.traffic",
-                                   "rdmaspy.commands.flows", "rdmaspy.commands.expert",
-                                   "rdmaspy.commands.stats", "rdmaspy.commands.annotate",
-                                   "rdmaspy.commands.tui")
+def command_modules() -> tuple[ModuleType, ...]:
+    """The modules that add subcommands, in the order of the help: each has ``register(subparsers)``."""
+    from .commands import (annotate, capture, conversations, decode, expert, fields, flows, stats, traffic,
+                           tui)
+    return (decode, fields, capture, conversations, traffic, flows, expert, stats, annotate, tui)
 
 
 class UsageError(RdmaspyError):
@@ -251,19 +49,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text, 10)
-    except ValueError:
-        try:
-            v = int(text, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
-    return v
 
 
 def _take_memory_budget(argv: list[str]) -> list[str]:

@@ -1,4 +1,15 @@
-"""The per-packet loop of ``rdmaspy decode``: frames → dissection → analysis → filter → output.
+"""The one pipeline of every command: frames → dissection → analysis → display filter → sinks.
+
+``Pipeline(source, options, sinks)`` is what ``decode``, ``flows``, ``stats``, ``expert``,
+``conversations``, ``annotate``, live capture and the TUI run.  A frame source (a capture reader)
+is pulled with ``run()`` or ``packets()``; without one, frames are pushed with ``feed(frame)``
+(live capture, a background indexer).  ``finish()`` ends the analysis, then the sinks.
+
+A sink is a small object with ``packet(pkt)`` (each packet the display filter shows, in order) and
+``finish()``; it may also have ``attach(pipeline)`` (called once, before any frame: the sink reads
+``t0``, ``frames``, ``session`` from the pipeline), the analyzer's hooks ``on_finding(finding)`` and
+``on_record(kind, record)`` (a sink with one turns the analysis on), and ``flush()``, called when the
+source has to wait for input (``idle()``), so that output never waits for input.
 
 Kept apart from the command line so that it can be compiled with the dissectors (setup.py): the
 loop runs once per packet, and at a few hundred thousand packets a second its own overhead counts.
@@ -6,69 +17,166 @@ loop runs once per packet, and at a few hundred thousand packets a second its ow
 from __future__ import annotations
 
 import gc
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from .engine import Engine
+from .engine import Engine, Session
 from .packet import Frame, Packet
-from .output.text import summary_bytes
+
+if TYPE_CHECKING:
+    from .analysis.analyzer import Analyzer
+
+# A compiled display filter: does the packet match (t0: the first frame's time)?
+Matcher = Callable[[Packet, int], bool]
 
 
-def packets(frames: Iterable[Frame], engine: Engine, feed: Callable[[Packet], Any] | None,
-            finish: Callable[[], Any] | None, matcher: Any, count: int) -> Iterator[tuple[Packet, int]]:
-    """(packet, ts of the first frame) for each packet shown; ``count`` 0 means all."""
-    # What is loaded by now (modules, declarations, tables) outlives the decode: keep the cycle
-    # collector off it, and let it run less often, since packets are freed by their reference
-    # counts.  Both are undone when the decode ends (main() may run inside another program).
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(10_000, 20, 100)
-    try:
-        t0 = -1
-        shown = 0
-        dissect = engine.dissect
-        for frame in frames:
-            if t0 < 0:
-                t0 = frame.ts
-            pkt = dissect(frame)
-            if feed is not None:
-                feed(pkt)
-            if matcher is not None and not matcher(pkt, t0):
-                continue
-            yield pkt, t0
-            shown += 1
-            if shown == count:
-                return
-        if finish is not None:
-            finish()
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
+class Sink(Protocol):
+    """What a presentation gives the pipeline: every shown packet, then the end."""
+
+    def packet(self, pkt: Packet) -> None: ...
+
+    def finish(self) -> None: ...
 
 
-def _write_blocks(lines: Iterator[bytes], write: Callable[[bytes], Any], block: int) -> None:
-    """Lines joined and written ``block`` at a time: one write per block, not per line."""
-    buf: list[bytes] = []
-    for line in lines:
-        buf.append(line)
-        if len(buf) >= block:
-            buf.append(b"")
-            write(b"\n".join(buf))
-            buf.clear()
-    if buf:
-        buf.append(b"")
-        write(b"\n".join(buf))
+class Options:
+    """What the pipeline does besides dissecting: analysis, display filter, how many packets to show."""
+
+    __slots__ = ("analyze", "matcher", "count")
+
+    def __init__(self, analyze: bool = False, matcher: Matcher | None = None, count: int = 0) -> None:
+        self.analyze = analyze        # run the analysis (on by itself when a sink takes its findings or records)
+        self.matcher = matcher        # show only the packets it matches
+        self.count = count            # stop after this many shown packets; 0: all
 
 
-def write_summaries(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any],
-                    annotate: Callable[[bytes, Packet], bytes] | None = None) -> None:
-    """One summary line per packet in UTF-8 (``annotate`` adds the analysis findings)."""
-    if annotate is None:
-        _write_blocks((summary_bytes(pkt, t0) for pkt, t0 in pairs), write, 2048)
-    else:
-        _write_blocks((annotate(summary_bytes(pkt, t0), pkt) for pkt, t0 in pairs), write, 2048)
+class Pipeline:
+    """Dissects (and analyses) frames in capture order and hands the shown packets to the sinks."""
+
+    def __init__(self, source: Iterable[Frame] | None, options: Options | None = None,
+                 sinks: Sequence[Sink] = (), engine: Engine | None = None) -> None:
+        opts = options if options is not None else Options()
+        self.source = source
+        self.options = opts
+        self.sinks: list[Sink] = list(sinks)
+        self.engine = engine if engine is not None else Engine()
+        self._dissect = self.engine.dissect
+        self.t0 = -1                  # timestamp (ns) of the first frame; -1 before it
+        self.t_last = -1              # timestamp of the last frame seen
+        self.frames = 0               # frames seen
+        self.shown = 0                # packets the display filter let through
+        self.matched = False          # whether the last frame fed was shown
+        self.done = False             # the count of packets to show is reached
+        self._finished = False
+        self._matcher = opts.matcher
+        self._count = opts.count
+        self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in self.sinks]
+        findings: list[Any] = []
+        records: list[Any] = []
+        for s in self.sinks:
+            on_finding = getattr(s, "on_finding", None)
+            if on_finding is not None:
+                findings.append(on_finding)
+            on_record = getattr(s, "on_record", None)
+            if on_record is not None:
+                records.append(on_record)
+        self.analyzer: Analyzer | None = None
+        if opts.analyze or findings or records:
+            from .analysis.analyzer import Analyzer
+            self.analyzer = Analyzer(on_finding=_fan_out(findings), on_record=_fan_out(records), keep_findings=False,
+                                     budget=self.engine.session.budget)
+            self.analyzer.engine = self.engine
+        self._flushes: list[Callable[[], None]] = []
+        for s in self.sinks:
+            attach = getattr(s, "attach", None)
+            if attach is not None:
+                attach(self)
+            flush = getattr(s, "flush", None)
+            if flush is not None:
+                self._flushes.append(flush)
+        if source is not None and hasattr(source, "on_wait"):
+            # a reader about to wait for input (a pipe) lets the output made so far go out first
+            setattr(source, "on_wait", self.idle)
+
+    @property
+    def session(self) -> Session:
+        """The state kept across packets: the connection table, reassembly."""
+        return self.engine.session
+
+    def feed(self, frame: Frame) -> Packet:
+        """Dissect and analyse one frame; the sinks get it when the filter shows it (``matched``)."""
+        if self.t0 < 0:
+            self.t0 = frame.ts
+        self.t_last = frame.ts
+        self.frames += 1
+        pkt = self._dissect(frame)
+        an = self.analyzer
+        if an is not None:
+            an.feed(pkt)
+        matcher = self._matcher
+        if self.done or (matcher is not None and not matcher(pkt, self.t0)):
+            self.matched = False
+            return pkt
+        self.matched = True
+        for hook in self._packet_hooks:
+            hook(pkt)
+        self.shown += 1
+        if self.shown == self._count:
+            self.done = True
+        return pkt
+
+    def packets(self) -> Iterator[Packet]:
+        """Pull every frame from the source; yields each shown packet after the sinks have had it.
+        The pipeline is finished when the source ends or the count is reached."""
+        source = self.source
+        if source is None:
+            raise ValueError("this pipeline has no frame source: push frames with feed()")
+        # What is loaded by now (modules, declarations, tables) outlives the run: keep the cycle
+        # collector off it, and let it run less often, since packets are freed by their reference
+        # counts.  Both are undone at the end (a command may run inside another program).
+        thresholds = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(10_000, 20, 100)
+        try:
+            feed = self.feed
+            for frame in source:
+                pkt = feed(frame)
+                if self.matched:
+                    yield pkt
+                    if self.done:
+                        break
+        finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
+        self.finish()
+
+    def run(self) -> None:
+        """Pull every frame from the source through the sinks, then finish."""
+        for _pkt in self.packets():
+            pass
+
+    def idle(self) -> None:
+        """No frame is at hand (the source waits for input): the sinks send out what they hold."""
+        for flush in self._flushes:
+            flush()
+
+    def finish(self) -> None:
+        """End the analysis (its last records and findings reach the sinks), then the sinks; once."""
+        if self._finished:
+            return
+        self._finished = True
+        if self.analyzer is not None:
+            self.analyzer.finish()
+        for s in self.sinks:
+            s.finish()
 
 
-def write_json_lines(pairs: Iterable[tuple[Packet, int]], write: Callable[[bytes], Any]) -> None:
-    """One JSON object per packet and line (``-T json``)."""
-    from .output.jsonout import packet_json
-    _write_blocks((packet_json(pkt, t0) for pkt, t0 in pairs), write, 1024)
+def _fan_out(hooks: list[Any]) -> Any:
+    """One callable for the analyzer from the sinks' hooks (None when there are none)."""
+    if not hooks:
+        return None
+    if len(hooks) == 1:
+        return hooks[0]
+
+    def every(*args: Any) -> None:
+        for h in hooks:
+            h(*args)
+    return every

@@ -53,3 +53,17 @@ def tshark_fields(path: os.PathLike | str, fields: list[str], *extra: str) -> li
 def tshark_int(value: str) -> int:
     """tshark prints integers in decimal or 0x-hex depending on the field's base."""
     return int(value, 0) if value.lower().startswith("0x") else int(value)
+
+
+@pytest.fixture(scope="session")
+def compiled(tmp_path_factory) -> Path:
+    """The working tree built as ``pip install .`` builds it (mypyc), once per session: a directory
+    whose ``python -m rdmaspy`` runs the compiled decoder (scripts/compiled_tree.py)."""
+    import sys
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.fail("no C compiler: scripts/test installs gcc")
+    dest = tmp_path_factory.mktemp("compiled") / "tree"
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "compiled_tree.py"), str(dest)],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return dest

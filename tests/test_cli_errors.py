@@ -182,13 +182,12 @@ def test_ctrl_c_exits_130_without_traceback():
 
 
 def test_ctrl_c_in_process_returns_130(monkeypatch, capsys):
-    import rdmaspy.cli as cli
+    import rdmaspy.commands.decode as decode
 
     def interrupted(args):
         raise KeyboardInterrupt
-    monkeypatch.setattr(cli, "cmd_decode", interrupted)
-    parser_main = cli.main
-    assert parser_main(["decode", str(READ_BW)]) == 130
+    monkeypatch.setattr(decode, "cmd_decode", interrupted)
+    assert main(["decode", str(READ_BW)]) == 130
 
 
 def test_main_restores_sigpipe_handling(capsys):

@@ -6,7 +6,7 @@ as a wheel builds it (scripts/compiled_tree.py), every shipped capture and fixtu
 both, and the outputs must be the same bytes: summary lines, the ``-V`` tree, JSON, the expert
 list, the flows, the conversations and the statistics.  mypyc checks annotations at run time, so a value of another type than its
 annotation says (a None where the code promised a class) fails in the compiled build only: the
-fuzz tests run there too.
+fuzz tests run there too.  The build is the session's ``compiled`` fixture (conftest.py).
 """
 from __future__ import annotations
 
@@ -15,22 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from conftest import ROOT
 
 from digests import MODES, digests as _digests
-
-
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory) -> Path:
-    if shutil.which("gcc") is None and shutil.which("cc") is None:
-        pytest.fail("no C compiler: scripts/test installs gcc")
-    dest = tmp_path_factory.mktemp("compiled") / "tree"
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "compiled_tree.py"), str(dest)],
-                         capture_output=True, text=True, timeout=900)
-    assert res.returncode == 0, res.stderr[-3000:]
-    return dest
 
 
 def test_the_per_packet_modules_are_really_compiled(compiled):

@@ -5,7 +5,8 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, capture
-from rdmaspy.cli import _filter_needs_analysis, main
+from rdmaspy.cli import main
+from rdmaspy.commands.common import filter_needs_analysis
 from rdmaspy.filter import compile_filter
 
 LOSS = capture("rxe-ib_write_bw-loss.pcap")
@@ -56,7 +57,7 @@ def test_bad_icrc_is_an_error_finding(capsys):
 
 def test_which_filters_turn_the_analysis_on():
     def needs(expr: str) -> bool:
-        return _filter_needs_analysis(compile_filter(expr).names)
+        return filter_needs_analysis(compile_filter(expr).names)
     assert needs("ib.analysis.retransmission")
     assert needs("ib.analysis")
     assert needs('expert.severity == "error"')

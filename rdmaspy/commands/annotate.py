@@ -20,6 +20,7 @@ from typing import IO, Any, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
+from .common import report_problems
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 
@@ -203,10 +204,8 @@ def _write(path: str, out_path: str, notes: Notes) -> int:
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
-    from ..cli import _report_problems
-
     cap, _frames, _n = annotate(args.file, args.output)
-    return _report_problems(cap)
+    return report_problems(cap)
 
 
 def register(sub: Any) -> None:

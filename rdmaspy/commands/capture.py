@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Callable
 
 from ..errors import RdmaspyError
+from ..pipeline import Options
+from .common import pipeline_options, positive_int, stdout_lines
 
 DEFAULT_SNAPLEN = 262144
 ROCE_FILTER = "udp port 4791 or ether proto 0x8915"
@@ -61,7 +64,6 @@ def _snaplen(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..cli import _positive_int
     p = sub.add_parser("capture", help="capture live RDMA traffic (like tcpdump/dumpcap)",
                        description="Capture RoCEv2/RoCEv1 (and iWARP with --iwarp) from a network interface or an "
                                    "RDMA device's netdev, into pcapng or decoded on the screen.")
@@ -74,7 +76,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iwarp", dest="iwarp", type=_port, action="append", default=[], metavar="PORT",
                    help="also capture iWARP on this TCP port (repeatable)")
     p.add_argument("-w", dest="write", metavar="FILE", help="write pcapng to FILE ('-' for standard output)")
-    p.add_argument("-c", dest="count", type=_positive_int, metavar="N", help="stop after N packets")
+    p.add_argument("-c", dest="count", type=positive_int, metavar="N", help="stop after N packets")
     p.add_argument("-a", dest="autostop", type=_autostop, action="append", default=[], metavar="COND",
                    help="stop after duration:S seconds, filesize:KB (1 kB = 1000 bytes), files:N (ring buffer) or "
                         "packets:N")
@@ -82,7 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ring buffer: filesize:KB per file, files:N kept, duration:S per file")
     p.add_argument("-s", dest="snaplen", type=_snaplen, default=DEFAULT_SNAPLEN, metavar="SNAPLEN",
                    help=f"bytes kept of each packet (0: {DEFAULT_SNAPLEN})")
-    p.add_argument("-B", dest="buffer", type=_positive_int, default=32768, metavar="KIB",
+    p.add_argument("-B", dest="buffer", type=positive_int, default=32768, metavar="KIB",
                    help="kernel ring size in KiB (default 32768)")
     p.add_argument("-p", dest="no_promisc", action="store_true", help="do not put the interface in promiscuous mode")
     p.add_argument("-q", dest="quiet", action="store_true", help="print no packet lines (notices and the summary stay)")
@@ -92,7 +94,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="show the capture in the terminal interface as it arrives (the file is written as "
                         "without it; q stops the capture)")
     p.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
-    p.add_argument("--display-queue", type=_positive_int, default=20000, help=argparse.SUPPRESS)
+    p.add_argument("--display-queue", type=positive_int, default=20000, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_capture)
 
 
@@ -144,10 +146,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise RdmaspyError(f"{'-b' if rb.files else '-a'} files:N needs -b filesize:KB or -b duration:S to know when "
                            f"to switch files")
 
-    matcher = None
-    if args.display_filter:
-        from ..filter import compile_filter
-        matcher = compile_filter(args.display_filter)
+    options = pipeline_options(args.display_filter)
     if args.tui and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise RdmaspyError("--tui needs a terminal")
 
@@ -166,7 +165,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
             model = LiveModel(res.netdev, ring.linktype, snap)
             display, flush = model.show, model.flush
         elif (not args.write or args.print_too) and not args.quiet:
-            display, flush = _display(matcher, ring.linktype)
+            display, flush = _display(options, ring.linktype)
         lt = "EN10MB (Ethernet)" if ring.linktype == bpf.LINKTYPE_ETHERNET else "LINUX_SLL (Linux cooked v1)"
         where = f", writing to {args.write}" if args.write and args.write != "-" else ""
         _note(f"listening on {res.netdev}, link-type {lt}, snapshot length {snap} bytes, "
@@ -209,23 +208,16 @@ def _run_tui(model, live, display_filter: str):
     return s
 
 
-def _display(matcher, linktype: int):
+def _display(options: Options, linktype: int) -> tuple[Callable[[int, int, bytes, int], None], Callable[[], None]]:
     """(show, flush): decode one frame and print its summary line, as ``rdmaspy decode`` does."""
-    from ..cli import _out_writer
-    from ..engine import Engine
-    from ..output.text import summary_line
+    from ..output.sinks import SummarySink
     from ..packet import Frame
+    from ..pipeline import Pipeline
 
-    engine = Engine()
-    emit, flush = _out_writer()
-    t0: list[int] = []
+    out = stdout_lines()
+    pipe = Pipeline(None, options, [SummarySink(out)])
 
     def show(num: int, ts: int, data: bytes, wirelen: int) -> None:
-        if not t0:
-            t0.append(ts)
-        pkt = engine.dissect(Frame(num, ts, linktype, data, wirelen))
-        if matcher is not None and not matcher(pkt, t0[0]):
-            return
-        emit(summary_line(pkt, t0[0]))
+        pipe.feed(Frame(num, ts, linktype, data, wirelen))
 
-    return show, flush
+    return show, out.flush

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..analysis.model import Connection
 from ..conversation import ConnectionTable, connections
+from .common import report_problems
 
 COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "End",
            "Pkts c>s", "Bytes c>s", "Pkts s>c", "Bytes s>c", "Inline c>s", "Inline s>c", "R")
@@ -67,8 +68,6 @@ def row(c: Connection, t0: int) -> list[str]:
 
 
 def cmd_conversations(args: argparse.Namespace) -> int:
-    from ..cli import _report_problems
-
     tab, cap, t0 = build_table(args.file)
     t0 = t0 or 0
     conns = [Connection.of(c) for c in tab]
@@ -79,7 +78,7 @@ def cmd_conversations(args: argparse.Namespace) -> int:
         doc = {"file": args.file, "t0": t0, "connections": [connection_record(c) for c in conns]}
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()
-        return _report_problems(cap)
+        return report_problems(cap)
     rows = [row(c, t0) for c in conns]
     if sys.stdout.isatty():
         from rich.console import Console
@@ -95,7 +94,7 @@ def cmd_conversations(args: argparse.Namespace) -> int:
         print("  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)).rstrip())
         for r in rows:
             print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
-    return _report_problems(cap)
+    return report_problems(cap)
 
 
 def register(sub: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
+from .common import report_problems
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
@@ -189,8 +190,6 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
 
 
 def cmd_expert(args: argparse.Namespace) -> int:
-    from ..cli import _report_problems
-
     # JSON and -n 0 show every finding; otherwise a group keeps only the items it shows
     cap, frames, groups = collect(args.file, None if args.T == "json" or args.n == 0 else args.n)
     if args.severity:
@@ -205,7 +204,7 @@ def cmd_expert(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(text_lines(args.file, frames, groups, args.n)) + "\n")
         sys.stdout.flush()
-    return _report_problems(cap)
+    return report_problems(cap)
 
 
 def _count(text: str) -> int:

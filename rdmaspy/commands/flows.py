@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import RdmaspyError
+from .common import report_problems
 
 
 def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
@@ -48,8 +49,6 @@ def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
 
 
 def cmd_flows(args: argparse.Namespace) -> int:
-    from ..cli import _report_problems
-
     fmt = args.T
     if args.output is None and fmt != "jsonl":
         raise RdmaspyError("flows: give -o FILE for the JSON document, or -T jsonl for JSON Lines on stdout")
@@ -64,7 +63,7 @@ def cmd_flows(args: argparse.Namespace) -> int:
             raise RdmaspyError(f"{args.output}: {exc.strerror or exc}") from None
         with fh:
             cap, _n = run(args.file, fh, fmt)
-    return _report_problems(cap)
+    return report_problems(cap)
 
 
 def register(sub: Any) -> None:

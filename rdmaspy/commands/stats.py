@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
+from .common import report_problems
 
 
 def operation_name(t: Transaction) -> str:
@@ -247,8 +248,6 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from ..cli import _report_problems
-
     cap, doc = gather(args.file)
     if args.T == "json":
         import orjson      # here, not at import: every command module is imported to build the parser
@@ -257,7 +256,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(text_lines(doc)) + "\n")
         sys.stdout.flush()
-    return _report_problems(cap)
+    return report_problems(cap)
 
 
 def register(sub: Any) -> None:

@@ -695,4 +695,4 @@ def encode_compound(ops: list[tuple[int, bytes]], minor: int = 2, tag: str = "",
     results starting with their status)."""
     from .xdr import p32, pstring
     head = pstring(tag) + p32(minor) if status is None else p32(status) + pstring(tag)
-    return head + p32(len(ops)) + b"".join(p32(op) + body for op, body in ops)
+    return head + p32(len(ops)) + b"".join([p32(op) + body for op, body in ops])

@@ -401,7 +401,7 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
     taken = 0
     for pos, segs in sorted(msg.read_chunks, key=lambda c: c[0]):
         data = seg_data[index[id(segs[0])]] if len(segs) == 1 else \
-            b"".join(seg_data[index[id(s)]] for s in segs)
+            b"".join([seg_data[index[id(s)]] for s in segs])
         if pos == 0:
             parts = [data]
             taken = len(reduced)

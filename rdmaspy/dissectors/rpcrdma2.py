@@ -244,9 +244,9 @@ def encode(xid: int, htype: int = 0, *, max_credits: int = 128, granted: int = 1
     if htype == 4:
         args = error_args or {}
         defaults = {"vers_low": 1, "vers_high": 2}
-        return head + p32(errcode, *(args.get(n, defaults.get(n, 0)) for n in ERROR_ARMS.get(errcode, ()))) + payload
+        return head + p32(errcode, *[args.get(n, defaults.get(n, 0)) for n in ERROR_ARMS.get(errcode, ())]) + payload
     if htype == 5:
-        return head + p32(len(props)) + b"".join(encode_prop(w, v) for w, v in props) + payload
+        return head + p32(len(props)) + b"".join([encode_prop(w, v) for w, v in props]) + payload
     return head + payload
 
 

@@ -138,7 +138,7 @@ class Cursor:
 
 # --- encoding helpers (used by the encoders beside the decoders and by tests) -----------------------
 def p32(*values: int) -> bytes:
-    return b"".join(_U32.pack(v & 0xFFFFFFFF) for v in values)
+    return b"".join([_U32.pack(v & 0xFFFFFFFF) for v in values])
 
 
 def p64(value: int) -> bytes:

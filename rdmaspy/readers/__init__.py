@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import gzip
 import os
+import select
+import stat
 import zlib
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
@@ -45,6 +47,8 @@ class Capture:
         self.problems: list[str] = []
         self.linktypes: dict[int, int] = {}
         self.interfaces: list[dict] = []
+        # Called before the reader waits for input that has not arrived (a pipe): the pipeline's flush.
+        self.on_wait: Callable[[], None] | None = None
 
     def __iter__(self) -> Iterator[Frame]:
         raise TypeError(f"{type(self).__name__} is not a reader")
@@ -81,12 +85,19 @@ def _open_stream(path: str) -> tuple[Any, bytes]:           # a binary file, or 
         raise CaptureError(f"{path}: permission denied") from None
     except OSError as exc:
         raise CaptureError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    # A pipe (``tcpdump -w - | rdmaspy decode /dev/stdin``, a FIFO) cannot go back: its first bytes are
+    # looked at without taking them.
+    seekable = raw.seekable()
     try:
-        head = raw.read(4)
+        head = raw.read(4) if seekable else raw.peek(4)[:4]
     except OSError as exc:
         raw.close()
         raise CaptureError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if head[:2] == GZIP_MAGIC:
+        if not seekable:
+            raw.close()
+            raise CaptureError(f"{path}: a gzip-compressed capture is read from a file, not a pipe "
+                               f"(decompress it into the pipe with zcat)")
         raw.seek(0)
         gz = GzipStream(raw)
         head = gz.read(4)
@@ -95,8 +106,32 @@ def _open_stream(path: str) -> tuple[Any, bytes]:           # a binary file, or 
             raise CaptureError(f"{path}: {gz.damage}")
         raw.seek(0)            # start again: cheaper than keeping the peeked bytes in front of every read
         return GzipStream(raw), head
-    raw.seek(0)
+    if seekable:
+        raw.seek(0)
     return raw, head
+
+
+def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
+    """How a reader takes its next chunk: ``read`` from a file.  From a pipe or a terminal, ``read1``,
+    which returns what has arrived instead of waiting for a whole chunk, so frames are decoded as
+    they come; and before it waits for more, ``cap.on_wait()`` lets what was made from the frames so
+    far go out (the pipeline flushes its output)."""
+    read1 = getattr(stream, "read1", None)
+    if read1 is None:
+        return stream.read
+    try:
+        fd = stream.fileno()
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return stream.read
+    except (OSError, ValueError, AttributeError):
+        return stream.read
+
+    def read_arrived(n: int) -> bytes:
+        wait = cap.on_wait
+        if wait is not None and not select.select([fd], [], [], 0)[0]:
+            wait()
+        return read1(n)
+    return read_arrived
 
 
 class GzipStream:

@@ -6,7 +6,7 @@ from typing import BinaryIO, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from . import PCAP_MAGICS, Capture
+from . import PCAP_MAGICS, Capture, chunk_reader
 
 CHUNK: Final = 1 << 20
 # libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;
@@ -47,7 +47,7 @@ class PcapReader(Capture):
         return self._frames()
 
     def _frames(self) -> Iterator[Frame]:
-        read = self.stream.read
+        read = chunk_reader(self.stream, self)
         unpack = self._rec.unpack_from
         lt = self.linktype
         # sub-second units to nanoseconds: microsecond files count 1e6 per second, nanosecond files 1e9

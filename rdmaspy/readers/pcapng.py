@@ -17,7 +17,7 @@ from typing import BinaryIO, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from . import Capture
+from . import Capture, chunk_reader
 
 CHUNK = 1 << 20
 MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
@@ -104,8 +104,14 @@ class PcapngReader(Capture):
 
     def __init__(self, stream: BinaryIO, path: str) -> None:
         super().__init__(stream, path)
+        read = chunk_reader(stream, self)
         try:
-            first = stream.read(CHUNK)
+            first = read(CHUNK)
+            while 0 < len(first) < 12:        # a pipe may give the section header in pieces
+                more = read(CHUNK)
+                if not more:
+                    break
+                first += more
         except OSError as exc:
             stream.close()
             raise CaptureError(f"{path}: cannot read: {exc}") from None
@@ -128,7 +134,7 @@ class PcapngReader(Capture):
 
     # -- the block loop (hot path: one unpack per packet block header) -------------------------------
     def _frames(self, buf: bytes) -> Iterator[Frame]:
-        read = self.stream.read
+        read = chunk_reader(self.stream, self)
         blen = len(buf)
         pos = 0
         base = 0                   # file offset of buf[0]

@@ -18,8 +18,8 @@ from .source import Pipeline, open_frames
 
 
 def needs_analysis(names: frozenset[str]) -> bool:
-    from ..cli import _filter_needs_analysis
-    return _filter_needs_analysis(names)
+    from ..commands.common import filter_needs_analysis
+    return filter_needs_analysis(names)
 
 
 @dataclass(slots=True)

@@ -1,0 +1,64 @@
+"""Lines out as they are made, through a bounded buffer.
+
+One write per block rather than per line (a decode prints hundreds of thousands of lines), but
+never more than ``LIMIT`` bytes held, and, when the reader is a terminal or a pipe (a person, or a
+program such as ``head`` or ``jq`` waiting for each line), never a line held longer than
+``INTERVAL`` once the next one is made.  Memory does not grow with the capture, and an interrupted
+run leaves every line written before ``flush()``.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from time import monotonic
+from typing import BinaryIO, Final
+
+LIMIT: Final = 1 << 16          # bytes held at most before they are written
+INTERVAL: Final = 0.1           # seconds a line may wait for company, for a terminal or a pipe
+
+
+class LineWriter:
+    """Writes lines (bytes, without their newline) to a binary stream in blocks."""
+
+    __slots__ = ("stream", "timed", "_buf", "_size", "_due")
+
+    def __init__(self, stream: BinaryIO, timed: bool) -> None:
+        self.stream = stream
+        self.timed = timed            # flush by time too (a terminal or a pipe)
+        self._buf: list[bytes] = []
+        self._size = 0
+        self._due = monotonic() + INTERVAL
+
+    def line(self, data: bytes) -> None:
+        self._buf.append(data)
+        self._size += len(data) + 1
+        if self._size >= LIMIT:
+            self.flush()
+        elif self.timed and monotonic() >= self._due:
+            self.flush()
+
+    def text(self, line: str) -> None:
+        self.line(line.encode())
+
+    def flush(self) -> None:
+        """Write what is held and flush the stream."""
+        buf = self._buf
+        if buf:
+            buf.append(b"")
+            data = b"\n".join(buf)
+            buf.clear()
+            self._size = 0
+            self.stream.write(data)
+        self.stream.flush()
+        if self.timed:
+            self._due = monotonic() + INTERVAL
+
+
+def is_timed(stream: BinaryIO) -> bool:
+    """Whether lines written to ``stream`` are awaited as they come: anything but a regular file
+    (a terminal, a pipe, a socket); False for a stream with no file descriptor (one in memory)."""
+    try:
+        mode = os.fstat(stream.fileno()).st_mode
+    except (OSError, ValueError, AttributeError):
+        return False
+    return not stat.S_ISREG(mode)
