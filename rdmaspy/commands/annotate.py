@@ -166,8 +166,7 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
         raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
     notes = Notes()
     try:
-        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding,
-                                        keep_findings=False)
+        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding)
         commented = _write(path, out_path, notes)
     finally:
         notes.close()

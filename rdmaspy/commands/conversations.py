@@ -12,7 +12,7 @@ from typing import Any
 
 from ..analysis.model import Connection
 from ..conversation import ConnectionTable, connections
-from .common import report_problems
+from .common import report_problems, run_capture
 
 COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "End",
            "Pkts c>s", "Bytes c>s", "Pkts s>c", "Bytes s>c", "Inline c>s", "Inline s>c", "R")
@@ -20,18 +20,8 @@ COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "
 
 def build_table(path: str) -> tuple[ConnectionTable, Any, int | None]:
     """Decode the whole capture; returns the connection table, the capture (for its problems) and t0."""
-    from ..engine import Engine
-    from ..readers import open_capture
-
-    cap = open_capture(path)
-    engine = Engine()
-    t0 = None
-    with cap:
-        for frame in cap:
-            if t0 is None:
-                t0 = frame.ts
-            engine.dissect(frame)
-    return connections(engine.session), cap, t0
+    cap, pipe = run_capture(path, [])
+    return connections(pipe.session), cap, pipe.t0 if pipe.frames else None
 
 
 def _qpn(c: Connection, q: int | None) -> str:

@@ -17,44 +17,50 @@ from typing import Any, Callable
 
 from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
-from .common import report_problems
+from .common import report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
 
 def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
-            on_record: Callable[[Record], None] | None = None, keep_findings: bool = True,
+            on_record: Callable[[Record], None] | None = None,
             on_finding: Callable[[Finding], None] | None = None):
     """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
 
     ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
     records (``analysis.model``: transactions, connection and transport summaries) as they become final;
-    ``on_finding`` each finding as it is made (then ``keep_findings=False`` keeps no list of them).
+    ``on_finding`` each finding as it is made (the analyzer keeps no list of them).
     """
-    from ..analysis.analyzer import Analyzer
-    from ..engine import Engine
-    from ..readers import open_capture
+    from ..pipeline import Options
 
-    cap = open_capture(path)
-    engine = Engine()
-    an = Analyzer(on_finding=on_finding, on_record=on_record, keep_findings=keep_findings,
-                  budget=engine.session.budget)
-    feed = an.feed
-    dissect = engine.dissect
-    frames = 0
-    t0 = None
-    with cap:
-        for frame in cap:
-            if t0 is None:
-                t0 = frame.ts
-            frames += 1
-            pkt = dissect(frame)
-            feed(pkt)
-            if on_packet is not None:
-                on_packet(pkt)
-    an.finish()
-    an.engine = engine            # the connection table, for the commands
-    return cap, an, frames, t0
+    hooks = _Hooks(on_packet, on_record, on_finding)
+    cap, pipe = run_capture(path, [hooks], Options(analyze=True))
+    an = pipe.analyzer
+    assert an is not None
+    return cap, an, pipe.frames, pipe.t0 if pipe.frames else None
+
+
+class _Hooks:
+    """The pipeline's sink for ``analyse``: each packet, record and finding to the callers' functions."""
+
+    def __init__(self, on_packet: Callable[[Any], None] | None, on_record: Callable[[Record], None] | None,
+                 on_finding: Callable[[Finding], None] | None) -> None:
+        self._packet, self._record, self._finding = on_packet, on_record, on_finding
+
+    def packet(self, pkt: Any) -> None:
+        if self._packet is not None:
+            self._packet(pkt)
+
+    def on_record(self, rec: Record) -> None:
+        if self._record is not None:
+            self._record(rec)
+
+    def on_finding(self, f: Finding) -> None:
+        if self._finding is not None:
+            self._finding(f)
+
+    def finish(self) -> None:
+        pass
 
 
 Item = tuple[tuple[int, ...], str, int | None, int | None]     # frames, text, conn, xid
@@ -137,7 +143,7 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
             g = groups[key] = Group(r.severity, r.group, r.id, r.source, keep)
         g.add((f.frames, f.text, f.conn, f.xid))
 
-    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, keep_findings=False)
+    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding)
     order = {s: i for i, s in enumerate(SEVERITIES)}
     out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
     return cap, frames, out

@@ -12,40 +12,47 @@ import sys
 from typing import Any
 
 from ..errors import RdmaspyError
-from .common import report_problems
+from .common import report_problems, run_capture
+
+
+class FlowsSink:
+    """The pipeline's sink for the flows: the analysis records spooled per connection by the builder,
+    the document (``fmt`` "json") or JSON Lines ("jsonl") written to the binary stream ``out`` at the end."""
+
+    def __init__(self, builder: Any, out: Any, path: str, fmt: str = "json") -> None:
+        self.builder = builder
+        self.on_record = builder.on_record
+        self.on_finding = builder.on_finding
+        self.out = out
+        self.path = path
+        self.fmt = fmt
+        self._pipe: Any = None
+
+    def attach(self, pipe: Any) -> None:
+        self._pipe = pipe
+
+    def packet(self, pkt: Any) -> None:
+        pass
+
+    def finish(self) -> None:
+        from ..analysis.model import Connection
+        from ..conversation import connections
+        pipe = self._pipe
+        conns = [Connection.of(c) for c in connections(pipe.session)]
+        t0 = pipe.t0 if pipe.frames else None
+        if self.fmt == "jsonl":
+            self.builder.write_lines(self.out, conns, self.path, t0, pipe.frames)
+        else:
+            self.builder.write_document(self.out, conns, self.path, t0, pipe.frames)
 
 
 def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
     """Decode and analyse ``path``, write the flows to the binary stream ``out``; returns (capture, frames)."""
-    from ..analysis.analyzer import Analyzer
-    from ..analysis.model import Connection
-    from ..conversation import connections
     from ..output.flows import FlowBuilder
-    from ..engine import Engine
-    from ..readers import open_capture
 
-    cap = open_capture(path)
-    engine = Engine()
     with FlowBuilder() as builder:
-        analyzer = Analyzer(on_finding=builder.on_finding, on_record=builder.on_record, keep_findings=False,
-                            budget=engine.session.budget)
-        feed = analyzer.feed
-        dissect = engine.dissect
-        t0 = None
-        frames = 0
-        with cap:
-            for frame in cap:
-                if t0 is None:
-                    t0 = frame.ts
-                frames += 1
-                feed(dissect(frame))
-        analyzer.finish()
-        conns = [Connection.of(c) for c in connections(engine.session)]
-        if fmt == "jsonl":
-            builder.write_lines(out, conns, path, t0, frames)
-        else:
-            builder.write_document(out, conns, path, t0, frames)
-    return cap, frames
+        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)])
+    return cap, pipe.frames
 
 
 def cmd_flows(args: argparse.Namespace) -> int:

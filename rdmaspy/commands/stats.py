@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
-from .common import report_problems
+from .common import report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:
@@ -147,6 +147,13 @@ class Stats:
         assert b is not None
         return b
 
+    # -- as a sink of the pipeline: the analysis records and findings are all it reads ---------------
+    def packet(self, pkt: Any) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
     def on_finding(self, f: Finding) -> None:
         rid = f.rule_def.id
         for b in (self.overall, self.block(f.conn)):
@@ -156,35 +163,19 @@ class Stats:
 
 def gather(path: str) -> tuple[Any, dict[str, Any]]:
     """Decode and analyse ``path``; returns (capture, the statistics as plain data)."""
-    from ..analysis.analyzer import Analyzer
     from ..conversation import connections
-    from ..engine import Engine
-    from ..readers import open_capture
 
     stats = Stats()
-    cap = open_capture(path)
-    engine = Engine()
-    an = Analyzer(on_finding=stats.on_finding, on_record=stats.on_record, keep_findings=False,
-                  budget=engine.session.budget)
-    feed = an.feed
-    dissect = engine.dissect
-    frames = 0
-    t0 = t1 = None
-    with cap:
-        for frame in cap:
-            if t0 is None:
-                t0 = frame.ts
-            t1 = frame.ts
-            frames += 1
-            feed(dissect(frame))
-    an.finish()
+    cap, pipe = run_capture(path, [stats])
     conns = []
-    for c in connections(engine.session):
+    for c in connections(pipe.session):
         b = stats.conns.get(c.conn_id) or _Block()
         conns.append({"id": c.conn_id, "transport": c.transport, "client": c.client_addr, "server": c.server_addr,
                       "client_qpn": c.client_qpn, "server_qpn": c.server_qpn, "state": c.state,
                       "t_start": c.t_start, "t_end": c.t_end, **b.record()})
-    doc = {"file": path, "frames": frames, "t_first": t0, "t_last": t1,
+    t0 = pipe.t0 if pipe.frames else None
+    t1 = pipe.t_last if pipe.frames else None
+    doc = {"file": path, "frames": pipe.frames, "t_first": t0, "t_last": t1,
            "duration": (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0,
            "connections": conns, "overall": stats.overall.record(), "congestion": stats.congestion}
     return cap, doc
