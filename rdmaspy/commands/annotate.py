@@ -21,6 +21,7 @@ from typing import IO, Any, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
+from ..rules import RULES
 from .common import report_problems
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
@@ -157,8 +158,13 @@ class Notes:
         """The dissectors' expert items of a packet (malformed, checksums, CM rejects, TCP holes...),
         each a comment on it as ``rdmaspy expert`` lists them."""
         for e in pkt.expert or ():
-            if not isinstance(e, Finding):
-                self.add(pkt.frame.num, finding_comment(e.severity, e.text, None, e.rule), 1)
+            if isinstance(e, Finding):
+                continue
+            if e.id:
+                text = finding_comment(e.severity, e.text, e.id, RULES[e.id].source)
+            else:
+                text = finding_comment(e.severity, e.text, None, e.rule)
+            self.add(pkt.frame.num, text, 1)
 
 
 def finding_comment(severity: str, text: str, rule: str | None, source: str) -> str:
