@@ -108,7 +108,7 @@ def real_wires(name: str, count: int | None = None) -> list[lb.Wire]:
     return lb.Edit(name, count).wires
 
 
-@pytest.mark.parametrize("name", sorted(lb.FIXTURES))
+@pytest.mark.parametrize("name", sorted({**lb.FIXTURES, **lb.OTHERS}))
 def test_lossy_fixtures_are_what_the_builder_builds(name: str, tmp_path: Path) -> None:
     lb.build(tmp_path)
     assert (tmp_path / f"{name}.pcap").read_bytes() == (FIXTURES / f"{name}.pcap").read_bytes()
@@ -160,9 +160,10 @@ def _decoded_calls(run: Run) -> set[tuple[int | None, int]]:
     return {(t["conn"], t["xid"]) for t in run.transactions}
 
 
-@pytest.mark.parametrize("name", LOSSY + [f"{n}.pcap" for n in sorted(lb.FIXTURES)])
+@pytest.mark.parametrize("name", LOSSY + [f"{n}.pcap" for n in sorted({**lb.FIXTURES, **lb.OTHERS})])
 def test_no_false_finding_on_lossy_and_iwarp_captures(name: str) -> None:
-    wires = real_wires(name) if not name.startswith("lossy_") else lb.FIXTURES[name[:-5]]()
+    built = {**lb.FIXTURES, **lb.OTHERS}
+    wires = built[name[:-5]]() if name[:-5] in built else real_wires(name)
     run = Run(wires)
     calls = _decoded_calls(run)
     for f in run.findings:
