@@ -234,13 +234,49 @@ def test_analysis_is_the_same_with_packets_sent_again(case: tuple[tuple[str, int
     same_analysis(Run(e.wires), _real_run(src))
 
 
-@pytest.mark.parametrize("name", ["rxe-read-retry-stall.pcap", "rxe-ib_write_bw-loss.pcap"])
-def test_analysis_is_the_same_without_the_copies_a_real_capture_has(name: str) -> None:
+REAL_LOSSY = ["rxe-read-retry-stall.pcap", "rxe-ib_write_bw-loss.pcap"]
+
+
+def _marked(name: str) -> tuple[list[lb.Wire], Run]:
+    """The frames of a real lossy capture with its copies (a packet sent again whose first sending it
+    has) marked, and their analysis."""
     wires = real_wires(name)
-    run = Run(wires)
-    copies = {i for i, earlier in run.again.items() if earlier}
-    assert copies
-    for i in copies:
-        wires[i - 1].copy = True
-    kept = [w for w in wires if not w.copy]
-    same_analysis(Run(kept), Run(wires))
+    for i, earlier in Run(wires).again.items():
+        if earlier:
+            wires[i - 1].copy = True
+    return wires, Run(wires)
+
+
+_MARKED = {name: _marked(name) for name in REAL_LOSSY}
+
+
+@pytest.mark.parametrize("name", REAL_LOSSY)
+def test_analysis_is_the_same_without_the_copies_a_real_capture_has(name: str) -> None:
+    wires, run = _MARKED[name]
+    assert run.copies
+    same_analysis(Run([w for w in wires if not w.copy]), run)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(REAL_LOSSY), st.data())
+def test_analysis_is_the_same_without_any_of_the_copies_a_real_capture_has(name: str, data: st.DataObject) -> None:
+    wires, run = _MARKED[name]
+    copies = sorted(w.origin for w in wires if w.copy)
+    gone = set(data.draw(st.lists(st.sampled_from(copies), min_size=1, unique=True)))
+    same_analysis(Run([w for w in wires if w.origin not in gone]), run)
+
+
+def test_read_responses_lost_before_the_capture_point_are_accounted_from_the_retried_read() -> None:
+    """Responses 3 and 4 (frames 108, 109) of the READ of frame 105 (6000 bytes of a WRITE call's Read
+    chunk) lost before the capture point; the READ is retried at its PSN and answered whole again."""
+    e = lb.Edit("rxe-nfsv3-rdma.pcap", 130)
+    e.drop(108)
+    e.drop(109)
+    e.resend([105], 111, 40_000)
+    e.resend([106, 107, 108, 109, 110, 111], 111, 60_000)
+    run = Run(e.wires)
+    txn = next(t for t in run.transactions if t["xid"] == 0x95fff5fc)
+    assert [s["op"] for s in txn["steps"]].count("read") == 1
+    assert txn["bytes"]["rdma_read"] == 6000
+    assert [(c["status"], c["used"]) for c in txn["chunks"]] == [("full", 6000)]
+    assert [f.rule_def.id for f in run.findings if f.xid == 0x95fff5fc] == ["rpcrdma.invalidate_not_negotiated"]

@@ -541,11 +541,13 @@ class Transactions:
         (a First stays active for what follows), else the active one if the PSN is its next, else
         one that a lost packet cut short and that waits for this PSN (sent again, go-back-N)."""
         if pos == "first" or pos == "only":
+            if started is None:
+                return None       # a copy, or an operation nobody follows: the active one goes on
             cut = active.pop(d, None)
-            if cut is not None and started is not None:
+            if cut is not None:
                 # the active operation's Last was not seen: it waits for its packets to be sent again
                 Transactions._stall(st, d, cut)
-            if started is not None and pos == "first":
+            if pos == "first":
                 started.next_psn = (psn + 1) & _MASK
                 active[d] = started
             return started
