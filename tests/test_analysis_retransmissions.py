@@ -280,3 +280,12 @@ def test_read_responses_lost_before_the_capture_point_are_accounted_from_the_ret
     assert txn["bytes"]["rdma_read"] == 6000
     assert [(c["status"], c["used"]) for c in txn["chunks"]] == [("full", 6000)]
     assert [f.rule_def.id for f in run.findings if f.xid == 0x95fff5fc] == ["rpcrdma.invalidate_not_negotiated"]
+
+
+def test_a_read_retried_whole_and_answered_again_accounts_nothing_twice() -> None:
+    """The READ of frame 11 of the real stall capture (the call's Position Zero Read chunk, 8236 bytes)
+    sent again at its PSN after its responses, and all nine responses again."""
+    e = lb.Edit("rxe-read-retry-stall.pcap")
+    e.resend([11], 20, 40_000)
+    e.resend(list(range(12, 21)), 20, 60_000)
+    same_analysis(Run(e.wires), Run(real_wires("rxe-read-retry-stall.pcap")))
