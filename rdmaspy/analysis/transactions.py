@@ -552,7 +552,11 @@ class Transactions:
                 active[d] = started
             return started
         op = active.get(d)
-        if op is None or psn != op.next_psn:
+        if op is not None and psn == op.next_psn:
+            op.next_psn = (psn + 1) & _MASK
+            if pos == "last":
+                del active[d]
+        else:
             op = st.stalled.pop((d, StepKind.RDMA_WRITE if active is st.write_active else StepKind.RDMA_READ, psn),
                                 None)
             if op is None:
@@ -560,10 +564,9 @@ class Transactions:
             op.next_psn = (psn + 1) & _MASK
             if pos != "last":
                 Transactions._stall(st, d, op)
-            return op
-        op.next_psn = (psn + 1) & _MASK
-        if pos == "last":
-            del active[d]
+        txn = op.txn
+        if txn is not None and txn.state is not TransactionState.OPEN:
+            return None           # sent again after its transaction closed: no part of it any more
         return op
 
     @staticmethod
