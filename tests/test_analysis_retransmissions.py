@@ -289,3 +289,25 @@ def test_a_read_retried_whole_and_answered_again_accounts_nothing_twice() -> Non
     e.resend([11], 20, 40_000)
     e.resend(list(range(12, 21)), 20, 60_000)
     same_analysis(Run(e.wires), Run(real_wires("rxe-read-retry-stall.pcap")))
+
+
+@pytest.mark.parametrize("name", ["lossy_rxe_nfsv3.pcap", "lossy_siw_nfsv3.pcap", "siw-nfsv3-rdma.pcap"])
+def test_no_reply_without_call_where_tshark_saw_the_call(name: str) -> None:
+    """tshark as the oracle of which replies have their call earlier in the capture (same XID)."""
+    from conftest import capture, tshark_fields
+    path = capture(name)
+    rows = tshark_fields(path, ["frame.number", "rpc.xid", "rpc.msgtyp"])
+    called: set[str] = set()
+    answered: set[int] = set()
+    for r in rows:
+        for xid, kind in zip(r["rpc.xid"], r["rpc.msgtyp"]):
+            if kind == "0":
+                called.add(xid)
+            elif kind == "1" and xid in called:
+                answered.add(int(r["frame.number"][0]))
+    assert answered
+    built = {**lb.FIXTURES, **lb.OTHERS}
+    run = Run(built[name[:-5]]() if name[:-5] in built else real_wires(name))
+    false = [f.frames[0] for f in run.findings if f.rule_def.id == "transaction.reply_without_call"
+             and f.frames[0] in answered]
+    assert false == []
