@@ -64,7 +64,8 @@ class Op:
 class ConnState:
     """Everything followed on one connection."""
 
-    __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active", "stalled",
+    __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active",
+                 "stalled",
                  "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
                  "unanswered", "emit", "messages", "discard", "broken", "connprops")

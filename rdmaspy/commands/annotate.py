@@ -3,9 +3,10 @@
 Every packet that has something to say gets comments (pcapng ``opt_comment``, which Wireshark shows
 and filters as ``frame.comment``): the RPC-over-RDMA transaction it belongs to (XID, procedure,
 call or reply or the RDMA operation, the chunk segment it reads or writes, the latency) and each
-finding that names it first, with its rule and source: the analysis' and the dissectors' (a malformed
-packet, a bad checksum, a CM reject, a hole in a TCP stream), as ``rdmaspy expert`` lists them.  The frames themselves are
-copied unchanged, with their timestamps (nanoseconds), original lengths, interfaces and comments.
+finding that names it first, with its rule and source: the analysis' and the dissectors' (a
+malformed packet, a bad checksum, a CM reject, a hole in a TCP stream), as ``rdmaspy expert`` lists
+them.  The frames themselves are copied unchanged, with their timestamps (nanoseconds), original
+lengths, interfaces and comments.
 
 Two passes: the first decodes and analyses (a transaction is complete only when its reply is seen,
 and some findings come only at the end), the second copies the frames with the comments.
