@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Final, Generic, Iterator, TypeVar, cast
 
 from .fields import Field, Header
+from .rules import Rule
 
 T = TypeVar("T")
 
@@ -177,7 +178,8 @@ class Expert:
     severity: str   # "error" | "warning" | "note" | "chat"
     group: str      # "malformed" | "checksum" | "protocol" | "sequence" | ...
     text: str
-    rule: str = ""  # the rule and its source, e.g. "RFC 8166 §4.2"
+    rule: str = ""  # the rule and its source, e.g. "RFC 8166 §4.2" (declared: "tcp.retransmission (RFC ...)")
+    id: str = ""    # the id of its declared rule (``rdmaspy.rules``), "" for an item without one
 
 
 class Note(Generic[T]):
@@ -240,6 +242,13 @@ class Packet:
         if self.expert is None:
             self.expert = []
         self.expert.append(Expert(severity, group, text, rule))
+
+    def add_finding(self, rule: Rule, **args: object) -> None:
+        """A breach of a declared rule, seen in this packet alone."""
+        if self.expert is None:
+            self.expert = []
+        self.expert.append(Expert(rule.severity.value, rule.group, rule.text(args), f"{rule.id} ({rule.source})",
+                                  rule.id))
 
     def set_info(self, text: str) -> None:
         self.info = [text]

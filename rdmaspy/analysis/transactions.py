@@ -36,6 +36,7 @@ from .model import (DIRECTION_OF, CallSide, ChunkList, Direction, Finding, Reply
                     Rule, Side, Step, StepKind, Transaction, TransactionState)
 from .rpcrdma_state import ConnState, Op, OpenTransaction
 from .rules import declare
+from .transport import Transport   # registered before this module: its verdict on a packet comes first
 
 RETRANSMITTED = declare(
     "transaction.retransmitted_call", "note", "transaction",
@@ -52,8 +53,10 @@ NO_REPLY = declare(
 
 _MASK = 0xFFFFFF
 _PENDING_LIMIT = 4096          # RDMA READ requests waiting for their responses, per connection
+_STALLED_LIMIT = 64            # READs and WRITEs cut short by a lost packet, per connection
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
 _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
+_APPLIED_LIMIT = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST = 2048
@@ -103,6 +106,11 @@ class Transactions:
         self.held = 0                            # bytes charged to the memory budget for open transactions
         self.budget = analyzer.budget
         self.budget.join(self)
+        psn = analyzer.modules.get("ib.transport")
+        self.psn: Transport | None = psn if isinstance(psn, Transport) else None
+        # Frames whose RPC-over-RDMA message (or rebuilt message) was taken, and the copies of them
+        # that were left alone: a later copy of one of these carries a message already accounted.
+        self.applied: dict[int, None] = {}
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest open transactions (of the busiest connections first)
@@ -164,14 +172,27 @@ class Transactions:
         inv = None
         self.cur = None
         msg = pkt.noted(RPCRDMA)
+        rb = pkt.noted(REBUILT)
+        again = False
         if ib is not None:
+            psn = self.psn
+            if psn is not None and psn.again:
+                # The InfiniBand layer sent this packet again (same PSN, same bytes) or it is a copy
+                # of a READ response already received: it opens, closes and accounts nothing (the
+                # transport analysis says it, once).  Only a message its earlier copy did not deliver
+                # (that copy's Send was incomplete) is taken from it.
+                again = True
+                if self._seen_again(psn.again_of, pkt.frame.num):
+                    msg = None
+                    rb = None
             if kind == "send":
                 inv = ib.ieth
             elif st.rpcrdma:
                 if kind == "write":
-                    self._ib_write(st, pkt, d)
+                    self._ib_write(st, pkt, d, again)
                 elif kind == "read_request":
-                    self._ib_read_request(st, pkt, d)
+                    if not again:
+                        self._ib_read_request(st, pkt, d)
                 elif kind == "read_response":
                     self._ib_read_response(st, pkt, d)
         else:
@@ -189,8 +210,9 @@ class Transactions:
                         self._iwarp_op(st, pkt, iw, d)
         if msg is not None:
             self._message(st, pkt, msg, d, inv)
-        rb = pkt.noted(REBUILT)
+            self._applied(pkt.frame.num)
         if rb is not None:
+            self._applied(pkt.frame.num)
             o = st.open.get((d, rb.xid)) if not rb.is_reply else st.open.get((d.other, rb.xid))
             self.cur = o.txn if o is not None else None
             rr.check_rebuilt(self, st, pkt, rb)
@@ -202,6 +224,20 @@ class Transactions:
                     o.txn.rpc = rpc_summary(o.call_rpc, None)
                 self._belongs(o.txn)
         self.cur = None
+
+    def _applied(self, frame: int) -> None:
+        applied = self.applied
+        applied[frame] = None
+        if len(applied) > _APPLIED_LIMIT:
+            del applied[next(iter(applied))]
+
+    def _seen_again(self, earlier: int, frame: int) -> bool:
+        """True when the earlier copy (frame ``earlier``; 0: a READ response already received) of the
+        packet ``frame`` delivered its message; the copy is then remembered as delivering it too."""
+        if earlier and earlier not in self.applied:
+            return False
+        self._applied(frame)
+        return True
 
     # -- messages ------------------------------------------------------------------------------------
     def _message(self, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, inv: int | None) -> None:
@@ -499,32 +535,59 @@ class Transactions:
                             outside=outside)
 
     @staticmethod
-    def _in_sequence(active: dict[Direction, Op], d: Direction, pos: str, psn: int, started: Op | None) -> Op | None:
+    def _in_sequence(st: ConnState, active: dict[Direction, Op], d: Direction, pos: str, psn: int,
+                     started: Op | None) -> Op | None:
         """The operation a First/Middle/Last/Only packet belongs to: ``started`` for a First or Only
-        (a First stays active for what follows), else the active one if the PSN is its next."""
+        (a First stays active for what follows), else the active one if the PSN is its next, else
+        one that a lost packet cut short and that waits for this PSN (sent again, go-back-N)."""
         if pos == "first" or pos == "only":
-            if started is not None and pos == "first":
+            if started is None:
+                return None       # a copy, or an operation nobody follows: the active one goes on
+            cut = active.pop(d, None)
+            if cut is not None:
+                # the active operation's Last was not seen: it waits for its packets to be sent again
+                Transactions._stall(st, d, cut)
+            if pos == "first":
                 started.next_psn = (psn + 1) & _MASK
                 active[d] = started
             return started
         op = active.get(d)
-        if op is None or psn != op.next_psn:
-            return None
-        op.next_psn = (psn + 1) & _MASK
-        if pos == "last":
-            del active[d]
+        if op is not None and psn == op.next_psn:
+            op.next_psn = (psn + 1) & _MASK
+            if pos == "last":
+                del active[d]
+        else:
+            op = st.stalled.pop((d, StepKind.RDMA_WRITE if active is st.write_active else StepKind.RDMA_READ, psn),
+                                None)
+            if op is None:
+                return None
+            op.next_psn = (psn + 1) & _MASK
+            if pos != "last":
+                Transactions._stall(st, d, op)
+        txn = op.txn
+        if txn is not None and txn.state is not TransactionState.OPEN:
+            return None           # sent again after its transaction closed: no part of it any more
         return op
 
-    def _ib_write(self, st: ConnState, pkt: Packet, d: Direction) -> None:
+    @staticmethod
+    def _stall(st: ConnState, d: Direction, op: Op) -> None:
+        stalled = st.stalled
+        stalled[(d, op.kind, op.next_psn)] = op
+        if len(stalled) > _STALLED_LIMIT:
+            del stalled[next(iter(stalled))]
+
+    def _ib_write(self, st: ConnState, pkt: Packet, d: Direction, again: bool) -> None:
+        """A WRITE packet; one sent ``again`` starts nothing (its Middle and Last fall out of sequence
+        unless their first sending is missing)."""
         ib = pkt.ib
         pos = ib.plan.pos
         started = None
         if pos == "first" or pos == "only":
-            if ib.reth is None:
+            if ib.reth is None or again:
                 return
             va, rkey, dlen = ib.reth
             started = self._start(st, pkt, d, StepKind.RDMA_WRITE, rkey, va, dlen)
-        op = self._in_sequence(st.write_active, d, pos, ib.psn, started)
+        op = self._in_sequence(st, st.write_active, d, pos, ib.psn, started)
         if op is None:
             return
         if started is None and op.step is not None:
@@ -547,7 +610,7 @@ class Transactions:
         ib = pkt.ib
         pos = ib.plan.pos
         started = st.reads_pending.pop((d.other, ib.psn), None) if pos == "first" or pos == "only" else None
-        op = self._in_sequence(st.read_active, d, pos, ib.psn, started)
+        op = self._in_sequence(st, st.read_active, d, pos, ib.psn, started)
         if op is None:
             return
         step = op.step

@@ -334,9 +334,16 @@ class Transport:
         self.budget.join(self)
         self.conns: dict[int, _Conn] = {}
         self.flows: dict[tuple[str, str, int], list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
+        # The packet being analysed repeats one already captured (a request PSN sent again whose first
+        # sending is in the capture, or a READ response already received): the modules after this one
+        # (transactions, chunks, credits) leave such a copy alone, so that it is one event, said once.
+        self.again = False
+        self.again_of = 0            # the frame of the earlier copy (0: not known)
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
+        self.again = False
+        self.again_of = 0
         ib = pkt.ib
         if ib is None:
             return
@@ -472,12 +479,16 @@ class Transport:
                 lay.add(ORIGINAL_FRAME, st.last_frame)
                 self.an.report(DUPLICATE_RULE, (frame.num, st.last_frame), ts, conn=st.conn_id, pkt=pkt, psn=psn,
                                original=f"frame {st.last_frame}")
+                self.again = True
+                self.again_of = st.last_frame
                 self._event(st, PsnEventKind.DUPLICATE, frame.num, ts, psn, original=st.last_frame)
             else:
                 st.retransmissions += 1
                 lay.add(RETRANSMISSION, True)
                 if original is not None:
                     first = f"first in frame {original}"
+                    self.again = True
+                    self.again_of = original
                 elif resumed is not None:
                     original = resumed.frame
                     first = (f"resumes the READ request of frame {original} "
@@ -632,6 +643,13 @@ class Transport:
                 r = cand
                 break
         if r is None:
+            done = st.done_reads
+            if done is not None:
+                for cand in reversed(done):
+                    if ((psn - cand.psn) & _MASK) < cand.packets:
+                        # a copy of a response to a READ already complete
+                        self._response_again(st, pkt, cand)
+                        return
             return                        # its request is not in the capture
         lay = _layer(pkt)
         lay.add(READ_REQUEST_FRAME, r.frame)
@@ -652,11 +670,7 @@ class Transport:
             self.an.report(LOST, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, count=d, expected=r.next)
             self._event(st, PsnEventKind.LOST, frame.num, frame.ts, psn, d)
         elif d:
-            st.duplicates += 1
-            lay.add(DUPLICATE, True)
-            self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                           original=f"a response already received to the READ request of frame {r.frame}")
-            self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, psn, original=r.frame)
+            self._response_again(st, pkt, r)
             return
         r.next = (psn + 1) & _MASK
         r.packets += 1
@@ -693,6 +707,18 @@ class Transport:
         del st.reads[:i + 1]
         if st.last_read is r:
             st.last_read = None
+
+    def _response_again(self, st: ReqStream, pkt: Packet, r: _Read) -> None:
+        """A READ response whose PSN was received already: a duplicate, said here and left alone after."""
+        frame = pkt.frame
+        st.duplicates += 1
+        lay = _layer(pkt)
+        lay.add(READ_REQUEST_FRAME, r.frame)
+        lay.add(DUPLICATE, True)
+        self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=pkt.ib.psn,
+                       original=f"a response already received to the READ request of frame {r.frame}")
+        self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, pkt.ib.psn, original=r.frame)
+        self.again = True
 
     # -- congestion and checksums --------------------------------------------------------------------
     def _flow_counts(self, pkt: Packet, ib: IBInfo) -> list[int]:

@@ -3,8 +3,10 @@
 Every packet that has something to say gets comments (pcapng ``opt_comment``, which Wireshark shows
 and filters as ``frame.comment``): the RPC-over-RDMA transaction it belongs to (XID, procedure,
 call or reply or the RDMA operation, the chunk segment it reads or writes, the latency) and each
-finding of the analysis that names it first, with its rule and source.  The frames themselves are
-copied unchanged, with their timestamps (nanoseconds), original lengths, interfaces and comments.
+finding that names it first, with its rule and source: the analysis' and the dissectors' (a
+malformed packet, a bad checksum, a CM reject, a hole in a TCP stream), as ``rdmaspy expert`` lists
+them.  The frames themselves are copied unchanged, with their timestamps (nanoseconds), original
+lengths, interfaces and comments.
 
 Two passes: the first decodes and analyses (a transaction is complete only when its reply is seen,
 and some findings come only at the end), the second copies the frames with the comments.
@@ -20,6 +22,7 @@ from typing import IO, Any, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
+from ..rules import RULES
 from .common import report_problems
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
@@ -149,9 +152,28 @@ class Notes:
 
     def finding(self, f: Finding) -> None:
         r = f.rule_def
-        text = f"rdmaspy {r.severity}: {f.text} [{r.id}: {r.source}]"
         if f.frames:
-            self.add(f.frames[0], text, 1)
+            self.add(f.frames[0], finding_comment(r.severity, f.text, r.id, r.source), 1)
+
+    def dissector_items(self, pkt: Any) -> None:
+        """The dissectors' expert items of a packet (malformed, checksums, CM rejects, TCP holes...),
+        each a comment on it as ``rdmaspy expert`` lists them."""
+        for e in pkt.expert or ():
+            if isinstance(e, Finding):
+                continue
+            if e.id:
+                text = finding_comment(e.severity, e.text, e.id, RULES[e.id].source)
+            else:
+                text = finding_comment(e.severity, e.text, None, e.rule)
+            self.add(pkt.frame.num, text, 1)
+
+
+def finding_comment(severity: str, text: str, rule: str | None, source: str) -> str:
+    """The comment of one finding: ``rdmaspy warning: TEXT [RULE: SOURCE]`` (a dissector's item without a
+    rule id: ``[SOURCE]``, or nothing when it names none)."""
+    if rule is not None:
+        return f"rdmaspy {severity}: {text} [{rule}: {source}]"
+    return f"rdmaspy {severity}: {text} [{source}]" if source else f"rdmaspy {severity}: {text}"
 
 
 def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
@@ -166,7 +188,8 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
         raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
     notes = Notes()
     try:
-        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding)
+        cap, _an, frames, _t0 = analyse(path, on_packet=notes.dissector_items, on_record=notes.on_record,
+                                        on_finding=notes.finding)
         commented = _write(path, out_path, notes)
     finally:
         notes.close()

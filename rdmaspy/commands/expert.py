@@ -1,10 +1,10 @@
 """``rdmaspy expert FILE``: every finding of the capture, grouped like Wireshark's Expert Information.
 
 By severity (errors first), then by rule: the count, the rule with its source, a few of the
-messages with their frames, and the list of frames.  The dissectors' own expert items (malformed
-packets, bad checksums) stand beside the analysis findings, grouped by their text.  ``-T json``
-gives the same groups as one JSON document.  The analysis itself runs in rdmaspy.analysis; this
-module decodes, collects and presents.
+messages with their frames, and the list of frames.  The dissectors' own expert items stand beside
+the analysis findings: by their rule where they declare one (``tcp.retransmission``), else by their
+text (malformed packets, bad checksums).  ``-T json`` gives the same groups as one JSON document.
+The analysis itself runs in rdmaspy.analysis; this module decodes, collects and presents.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 
 from ..analysis.model import Record
-from ..analysis.rules import SEVERITIES, Finding
+from ..analysis.rules import RULES, SEVERITIES, Finding
 from .common import report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
@@ -129,10 +129,16 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
         for e in ex:
             if isinstance(e, Finding):
                 continue
-            key = (e.severity, "dissector", e.group, e.rule or e.text)
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = Group(e.severity, e.group, None, e.rule, keep)
+            if e.id:            # a declared rule: grouped with its own, like the analysis' findings
+                key = (e.severity, "rule", e.group, e.id)
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = Group(e.severity, e.group, e.id, RULES[e.id].source, keep)
+            else:
+                key = (e.severity, "dissector", e.group, e.rule or e.text)
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = Group(e.severity, e.group, None, e.rule, keep)
             g.add(((num,), e.text, getattr(conv, "conn_id", None), None))
 
     def finding(f: Finding) -> None:

@@ -184,6 +184,8 @@ class IWarpInfo:
 
 # The DDP segments of a packet, in stream order (an MPA FPDU may hold several).
 IWARP: Final[Note[list[IWarpInfo]]] = Note("iwarp")
+# The summary line as the upper layer left it after the last Send message of this packet.
+UPPER_LINE: Final[Note[list[str]]] = Note("iwarp.upper_line")
 
 
 class UntaggedAssembly:
@@ -438,9 +440,18 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
 
 def _upper(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, port: int | None) -> None:
     """A whole Send message to the protocol of the connection's port.  One TCP segment may carry several
-    Sends: each keeps the RPC-over-RDMA message it carried, so that the analysis sees them all."""
+    Sends: each keeps the RPC-over-RDMA message it carried, so that the analysis sees them all, and the
+    summary line shows them all, ``; ``-separated (as tshark shows several PDUs of one frame)."""
     before = pkt.noted(RPCRDMA)
+    shown = list(pkt.info)
     dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
     after = pkt.noted(RPCRDMA)
     if after is not before:
         info.rpcrdma = after
+    if pkt.info[:len(shown)] == shown:
+        return                    # the upper layer added to the line: nothing of it was replaced
+    earlier = pkt.noted(UPPER_LINE)
+    if earlier is not None and pkt.info:
+        # the upper layer starts the line anew for its message: the earlier messages of the segment stay
+        pkt.info = earlier[:-1] + [earlier[-1] + ";"] + pkt.info
+    pkt.note(UPPER_LINE, list(pkt.info))
