@@ -564,8 +564,8 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
             parts.append(b"\0" * pad)
     parts.append(reduced[taken:])
     whole = b"".join(parts)
-    kind = "RDMA READ (Position Zero Read chunk)" if any(p == 0 for p, _ in msg.read_chunks) \
-        else "RDMA READ (Read chunks)"
+    kind = ("RDMA READ" if pkt.ib is not None else "RDMAP Read") + \
+        (" (Position Zero Read chunk)" if any(p == 0 for p, _ in msg.read_chunks) else " (Read chunks)")
     _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + sorted(set(job.frames)), kind, job.flow)
 
 
@@ -595,7 +595,12 @@ def _rebuild_reply(pkt: Packet, ctx: Session, msg: Any, got: list, frames: list[
             parts.append(b"\0" * pad)
         shift += (item.length + 3) & ~3
     parts.append(rbuf[taken:rend])
-    _show_rebuilt(pkt, ctx, msg, b"".join(parts), frames, "RDMA WRITE (Write chunks)", msg.rpc_flow, quiet=True)
+    _show_rebuilt(pkt, ctx, msg, b"".join(parts), frames, _writes(pkt) + " (Write chunks)", msg.rpc_flow, quiet=True)
+
+
+def _writes(pkt: Packet) -> str:
+    """What moved a Write or Reply chunk, named as the reply's transport names it."""
+    return "RDMA WRITE" if pkt.ib is not None else "RDMAP Write"
 
 
 def _fill_rebuilt(lay: Layer) -> None:
@@ -700,7 +705,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
-                          "RDMA WRITE (Reply chunk)", _rpc_flow(pkt))
+                          _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
         got_all = [_written(st, c) for c in msg.writes]
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
