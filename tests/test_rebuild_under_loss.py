@@ -13,10 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from conftest import FIXTURES, capture, tshark_fields, tshark_int
+from rdmaspy import craft
+from rdmaspy.dissectors import onc_rpc, rpcrdma
+from rdmaspy.dissectors.nfs import encode_v3_read_res, encode_v3_write_args
+from rdmaspy.dissectors.xdr import p32, p64, popaque
 from rdmaspy.engine import Engine
-from rdmaspy.packet import Packet
+from rdmaspy.packet import Frame, Packet
 from rdmaspy.readers import open_capture
 
 # Every iWARP capture and every capture with loss or retransmissions in the test set.
@@ -152,3 +158,89 @@ def test_fixtures_are_what_the_script_builds(tmp_path):
     mod.main()
     for p in Path(tmp_path).glob("*.pcap"):
         assert p.read_bytes() == (FIXTURES / p.name).read_bytes(), p.name
+
+
+# --- order and repeats do not matter: every packet is placed at its own address ----------------------------
+A, B = "192.0.2.10", "192.0.2.20"
+DATA = bytes(range(251)) * 16                      # 4016 bytes: three full 1 KiB packets and a short last one
+PARTS = [DATA[i:i + 1024] for i in range(0, len(DATA), 1024)]
+HANDLE, VA = 0x88, 0x5000
+
+
+def run(frames: list[bytes]) -> list[Packet]:
+    engine = Engine(strict=True)
+    return [engine.dissect(Frame(i + 1, i * 1000, 1, f, len(f))) for i, f in enumerate(frames)]
+
+
+def write_packet(i: int) -> bytes:
+    op = 0x06 if i == 0 else 0x08 if i == len(PARTS) - 1 else 0x07
+    ext = {"va": VA, "r_key": HANDLE, "dma_length": len(DATA)} if i == 0 else {}
+    return craft.rocev2(op, 0x22, 70 + i, PARTS[i], src=B, dst=A, **ext)
+
+
+def read_response(i: int) -> bytes:
+    op = 0x0D if i == 0 else 0x0F if i == len(PARTS) - 1 else 0x0E
+    ext = {"syndrome": 0, "msn": 1} if op != 0x0E else {}
+    return craft.rocev2(op, 0x22, 50 + i, PARTS[i], src=A, dst=B, **ext)
+
+
+def nfs_read_exchange(writes: list[int]) -> list[bytes]:
+    """An NFSv3 READ whose 4016 bytes go into a Write chunk by the WRITE packets ``writes`` (indices)."""
+    call = onc_rpc.encode_call(0x71, 100003, 3, 6, popaque(b"f" * 32) + p64(0) + p32(len(DATA)))
+    reply = onc_rpc.encode_reply(0x71, encode_v3_read_res(DATA, reduced=True))
+    return [craft.rocev2(0x04, 0x11, 1, rpcrdma.encode_v1(0x71, 0, 128, writes=[[(HANDLE, len(DATA), VA)]],
+                                                          payload=call), src=A, dst=B),
+            *[write_packet(i) for i in writes],
+            craft.rocev2(0x04, 0x22, 90, rpcrdma.encode_v1(0x71, 0, 8, writes=[[(HANDLE, len(DATA), VA)]],
+                                                           payload=reply), src=B, dst=A)]
+
+
+def nfs_write_exchange(responses: list[int]) -> tuple[list[bytes], bytes]:
+    """An NFSv3 WRITE whose 4016 bytes the server pulls by one RDMA READ, answered by ``responses``."""
+    reduced = onc_rpc.encode_call(0x72, 100003, 3, 7, encode_v3_write_args(b"f" * 32, 0, DATA, reduced=True))
+    call = rpcrdma.encode_v1(0x72, 0, 128, reads=[(len(reduced), HANDLE, len(DATA), VA)], payload=reduced)
+    return [craft.rocev2(0x04, 0x11, 1, call, src=A, dst=B),
+            craft.rocev2(0x0C, 0x11, 50, b"", src=B, dst=A, va=VA, r_key=HANDLE, dma_length=len(DATA)),
+            *[read_response(i) for i in responses]], reduced
+
+
+EVERY = list(range(len(PARTS)))
+PACKETS = st.lists(st.sampled_from(EVERY), max_size=10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(first_copy=PACKETS)
+@example(first_copy=EVERY)                          # the whole WRITE twice
+@example(first_copy=[0, 1, 3])                      # a Middle lost, then everything again
+def test_write_chunk_rebuilt_once_whatever_came_before_a_whole_copy(first_copy):
+    """Any WRITE packets, in any order, repeated or missing, then the whole WRITE again: one rebuild,
+    the chunk's bytes once."""
+    pkts = run(nfs_read_exchange(first_copy + EVERY))
+    done = [p for p in pkts if p.extra and "rpcrdma.rebuilt" in p.extra]
+    assert len(done) == 1 and done[0] is pkts[-1]
+    rpc = done[0].extra["rpcrdma.rebuilt"].rebuilt_rpc
+    lay = done[0].layer("rpcrdma.rebuilt")
+    assert rpc.ddp[0].length == len(DATA) and DATA in bytes(lay.buf[lay.off:lay.off + lay.length])
+    assert len(done[0].extra["rpcrdma.rebuilt"].rebuilt_frames) == len(PARTS)      # each packet's bytes once
+
+
+@settings(max_examples=60, deadline=None)
+@given(rest=st.permutations(EVERY[1:]), repeats=PACKETS)
+def test_write_chunk_rebuilt_from_packets_in_any_order_after_the_first(rest, repeats):
+    pkts = run(nfs_read_exchange([0] + list(rest) + repeats))
+    msg = pkts[-1].extra["rpcrdma.rebuilt"]
+    assert msg.rebuilt_rpc.ddp[0].length == len(DATA) and len(msg.rebuilt_frames) == len(PARTS)
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.permutations(EVERY), repeats=PACKETS)
+def test_read_chunk_rebuilt_from_responses_in_any_order_and_repeated(order, repeats):
+    """READ responses in any order (the First anywhere), with repeats: the call is rebuilt once, in the
+    packet that filled the last hole, with the chunk's bytes in place."""
+    cut = len(order) // 2
+    frames, reduced = nfs_write_exchange(list(order[:cut]) + repeats + list(order[cut:]) + repeats)
+    pkts = run(frames)
+    done = [p for p in pkts if p.extra and "rpcrdma.rebuilt" in p.extra]
+    assert len(done) == 1
+    lay = done[0].layer("rpcrdma.rebuilt")
+    assert bytes(lay.buf[lay.off + len(reduced):lay.off + lay.length]) == DATA
