@@ -651,12 +651,17 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
     return b"".join(out), sorted(frames)
 
 
-def _want(wants: dict[int, tuple[int, int, int]], handle: int, xid: int, lo: int, hi: int) -> None:
-    """Follow WRITEs to ``handle`` within [lo, hi); a handle offered twice by one call covers both."""
+def _want(st: _State, handle: int, xid: int, lo: int, hi: int) -> None:
+    """Follow WRITEs to ``handle`` within [lo, hi); a handle offered twice by one call covers both, and
+    what WRITEs left under it for an earlier call goes."""
+    wants = st.write_wants
     old = wants.get(handle)
-    if old is not None and old[0] == xid:
-        lo = min(lo, old[1])
-        hi = max(hi, old[2])
+    if old is not None:
+        if old[0] == xid:
+            lo = min(lo, old[1])
+            hi = max(hi, old[2])
+        else:
+            st.forget_written(handle)
     wants[handle] = (xid, lo, hi)
 
 
@@ -692,26 +697,33 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         chunks.append(msg.reply)
     if not msg.is_reply:
         if chunks:
-            wants = st.write_wants
             xid = msg.xid
             for c in chunks:
                 for s in c:
-                    _want(wants, s.handle, xid, s.offset, s.offset + s.length)
+                    _want(st, s.handle, xid, s.offset, s.offset + s.length)
+            wants = st.write_wants
             if len(wants) > _WANT_LIMIT:
                 _bound(wants)
         return
+    holes = False
     if msg.reply is not None and msg.proc == 1:
         got = _written(st, msg.reply)
+        holes = got is None
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
                           _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
         got_all = [_written(st, c) for c in msg.writes]
+        holes = any(g is None for g in got_all)
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
             msg.rebuilt_frames = frames
             _rebuild_reply(pkt, ctx, msg, got_all, frames)
+    if holes:
+        # WRITE packets lost before the reply are sent again after it, and the reply with them: the
+        # chunks stay followed (until the handle is advertised again, or the bounds give them up).
+        return
     for c in chunks:
         for s in c:
             st.write_wants.pop(s.handle, None)
