@@ -27,14 +27,15 @@ from rdmaspy.readers import open_capture
 
 # Every iWARP capture and every capture with loss or retransmissions in the test set.
 LOSSY_AND_IWARP = ["siw-nfsv3-rdma.pcap", "siw-nfsv41-rdma.pcap", "siw-nfsv3-loss.pcap", "rxe-nfsv3-loss.pcap",
-                   "siw-rping.pcap", "siw-ib_write_bw-rdmacm.pcap", "rxe-read-retry-stall.pcap",
-                   "rxe-ib_write_bw-loss.pcap", "rxe-ib_send_bw-rnr.pcap", "rebuild_ib_read_reordered.pcap",
-                   "rebuild_ib_write_retransmitted.pcap", "rebuild_iwarp_tcp_retransmitted.pcap"]
+                   "rxe-nfsv3-loss-after.pcap", "siw-rping.pcap", "siw-ib_write_bw-rdmacm.pcap",
+                   "rxe-read-retry-stall.pcap", "rxe-ib_write_bw-loss.pcap", "rxe-ib_send_bw-rnr.pcap",
+                   "rebuild_ib_read_reordered.pcap", "rebuild_ib_write_retransmitted.pcap",
+                   "rebuild_iwarp_tcp_retransmitted.pcap"]
 # tshark's Read-chunk calls with holes squeezed out (see glued()), on real captures with loss.
 GLUED = {"rxe-nfsv3-loss.pcap": 2}
 # Those where tshark rebuilds messages (the others carry no RPC-over-RDMA chunk).
 WITH_REBUILDS = {"siw-nfsv3-rdma.pcap", "siw-nfsv41-rdma.pcap", "siw-nfsv3-loss.pcap", "rxe-nfsv3-loss.pcap",
-                 "rebuild_ib_read_reordered.pcap", "rebuild_ib_write_retransmitted.pcap",
+                 "rxe-nfsv3-loss-after.pcap", "rebuild_ib_read_reordered.pcap", "rebuild_ib_write_retransmitted.pcap",
                  "rebuild_iwarp_tcp_retransmitted.pcap"}
 
 
@@ -287,3 +288,14 @@ def test_real_write_chunk_replies_rebuilt_from_writes_sent_again_after_the_reply
         assert [f for f, _d in ours[xid]] == [frame]
         msg = pkts[frame - 1].extra["rpcrdma.rebuilt"]
         assert msg.rebuilt_rpc.ddp[0].length == length and len(msg.rebuilt_frames) == len(set(msg.rebuilt_frames))
+
+
+def test_real_write_chunk_replies_rebuilt_from_writes_retransmitted_before_the_reply():
+    """rxe with 2% loss after the capture point: each lost WRITE packet and its retransmission are both
+    in the capture before the reply; every NFS READ reply is rebuilt at its first copy."""
+    pkts = decode("rxe-nfsv3-loss-after.pcap")
+    ours = rebuilt(pkts)
+    for xid, frame, length in ((0x5706E38B, 612, 65536), (0x5806E38B, 800, 131072), (0x5906E38B, 999, 65536)):
+        assert [f for f, _d in ours[xid]] == [frame]
+        msg = pkts[frame - 1].extra["rpcrdma.rebuilt"]
+        assert msg.rebuilt_rpc.ddp[0].length == length and len(msg.rebuilt_frames) == length // 1024

@@ -1,7 +1,7 @@
 # Kernel NFS over RDMA (proto=rdma, port 20049): mount, write, read, list, unmount for
 # NFS v3, 4.0, 4.1 and 4.2 over rxe or siw, one pcap per version.
-# Arguments: KIND (rxe or siw; default rxe), LOSS (percent of the packets each NIC drops on its way
-# out, netem; default 0), then the versions (default 3 4.0 4.1 4.2).
+# Arguments: KIND (rxe or siw; default rxe), LOSS (percent of the packets each NIC drops, default 0:
+# N drops them before the capture point, Na after it), then the versions (default 3 4.0 4.1 4.2).
 . /lab/share/guest/lib.sh
 OUT=/lab/share/out
 kind=${1:-rxe}
@@ -24,13 +24,24 @@ echo rdma 20049 > /proc/fs/nfsd/portlist
 cat /proc/fs/nfsd/portlist
 sleep 11          # let the grace period pass
 tag=""
-if [ "$loss" != 0 ]; then
-  # Both NICs drop on their way out: eth0's drops happen before the capture point (its egress is seen
-  # after the qdisc), eth1's packets never reach eth0; the retransmissions are captured.
-  tc qdisc add dev eth0 root netem loss $loss%
-  tc qdisc add dev eth1 root netem loss $loss%
-  tag=-loss$loss
-fi
+case $loss in
+  0) ;;
+  *a)
+    # After the capture point: each NIC drops on its way in (a tc ingress filter, 1 packet in 100/N),
+    # after tcpdump on eth0 has seen the packet: a lost packet and its retransmission are both captured.
+    pct=${loss%a}
+    for n in 0 1; do
+      tc qdisc add dev eth$n ingress
+      tc filter add dev eth$n parent ffff: matchall action gact ok random netrand drop $((100 / pct))
+    done
+    tag=-loss$pct-after ;;
+  *)
+    # Before the capture point: both NICs drop on their way out (eth0's egress is seen after its qdisc,
+    # eth1's packets never reach eth0); the retransmissions are captured.
+    tc qdisc add dev eth0 root netem loss $loss%
+    tc qdisc add dev eth1 root netem loss $loss%
+    tag=-loss$loss ;;
+esac
 fail=0
 for v in $versions; do
   pcap=$OUT/nfs-$kind-v$v$tag.pcap
