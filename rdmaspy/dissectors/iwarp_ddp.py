@@ -6,7 +6,9 @@ untagged; the next byte is RDMAP's control field.  Untagged Send messages that
 span several DDP segments are put back together here (by queue number and
 message sequence number) and the whole message goes to ``rdmacm.port``, keyed
 by the server's TCP port, where RPC-over-RDMA registers 20049.  The facts of
-every segment go to ``pkt.note(IWARP, [IWarpInfo, ...])`` for analysis.
+every segment go to ``pkt.note(IWARP, [IWarpInfo, ...])`` for analysis.  RDMAP Read Requests,
+Read Responses and Writes go to ``rdma_reassembly``, which puts the chunks of RPC-over-RDMA
+messages back together from them (by STag and tagged offset) as it does over InfiniBand.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any, Final
 from ..fields import F, Field, Header
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, dissect_with, table
+from . import rdma_reassembly
 from .rpcrdma import RPCRDMA
 
 RDMAP_OPCODES = {
@@ -347,8 +350,13 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         return info       # this segment is bad: its payload is not handed on
     if op in SEND_OPS and not tagged:
         _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
-    elif plen > 0:
+        return info
+    if plen > 0:
         add_data(pkt, buf, pos, end)
+    if tagged and (op == 0 or op == 2) and info.stag is not None and info.to is not None:
+        rdma_reassembly.iwarp_tagged(pkt, op, info.stag, info.to, buf, pos, end, ctx)
+    elif info.read_request is not None:
+        rdma_reassembly.iwarp_read_request(pkt, info.read_request, ctx)
     return info
 
 
