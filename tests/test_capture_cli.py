@@ -63,6 +63,22 @@ def test_unwritable_file(where, says):
 
 
 @ROOT_ONLY
+def test_output_through_a_symbolic_link_is_refused(tmp_path):
+    """Run as root, -w must not follow a link planted where the file goes (to /etc/passwd, say)."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    link = tmp_path / "out.pcapng"
+    link.symlink_to(victim)
+    msg = one_error(run("-i", "lo", "-w", str(link), "-c", "1"))
+    assert msg == f"{link}: cannot write: it is a symbolic link, which capture does not follow (name the file itself)"
+    assert victim.read_bytes() == b"precious" and link.is_symlink()
+    # the file itself, named: it is overwritten as before
+    r = run("-i", "lo", "-w", str(victim), "-a", "duration:0.2", "-q")
+    assert r.returncode == 0, r.stderr
+    assert victim.read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+@ROOT_ONLY
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) is not installed")
 def test_no_permission_names_the_capability():
     msg = one_error(run("-i", "lo", without_net_raw=True))
