@@ -8,7 +8,7 @@ lists, error arms and properties are read and written by the dissectors' own XDR
 ``bind_layers`` joins them as rdmaspy's dissector tables do, so scapy builds and dissects RDMA traffic:
 
     from rdmaspy.scapy import BTH, RETH
-    pkt = Ether() / IP(dst="192.0.2.2") / UDP() / BTH(opcode=0x0A, destqp=0x11) / RETH(dma_length=8) / (b"x" * 8)
+    pkt = Ether(dst="02:00:00:00:00:02") / IP(dst="192.0.2.2") / UDP() / BTH(opcode=0x0A, destqp=0x11) / RETH(dma_length=8) / (b"x" * 8)
     wrpcap("out.pcap", pkt)                  # the ICRC, pad count and lengths are filled on build
     rdpcap("captures/rxe-nfsv3-rdma.pcap")   # dissected down to the CM, RFC 8797 data and RPC-over-RDMA
 
@@ -44,7 +44,6 @@ Declared = _fields.Field
 # Modules whose headers become layers; Ethernet, IP, UDP, TCP, ICMP, SLL and ERF are scapy's own.
 _MODULES = (infiniband, mad, ib_cm, rdma_cm, rpcrdma_pdata, iwarp_mpa, iwarp_ddp)
 _SCAPY_HAS = (ethernet, ip, transport, icmp, sll, erf)
-_BYTE_DISPLAYS = ("bytes", "str", "ipv4", "ipv6", "gid", "mac")
 # Values a new packet starts with where 0 would not be a valid header (the dissectors' own constants).
 _DEFAULTS: dict[str, Any] = {
     "bth.p_key": 0xFFFF, "grh.ipver": 6, "grh.nxthdr": 0x1B, "grh.hoplmt": 64, "mad.baseversion": 1,

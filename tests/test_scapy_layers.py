@@ -37,6 +37,10 @@ SAMPLES = sorted(p.name for p in CAPTURES.glob("*.pcap")) + [
 OVERLAPPING = {id(iwarp_ddp.RDMAP_CTRL), id(mad.SMP_DR_HEAD), *map(id, mad.SMP_ATTRIBUTE_HEADERS.values())}
 
 
+# Addresses given, so that scapy does not resolve them on the network (ARP) while building.
+SMAC, DMAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
+
+
 def sample(name: str) -> Path:
     return CAPTURES / name if (CAPTURES / name).exists() else FIXTURES / name
 # ICMP errors quote the packet they answer: rdmaspy shows the quote as ICMP data, scapy dissects it.
@@ -186,11 +190,11 @@ def test_scapy_builds_valid_icrc_on_every_carrier(carrier: str) -> None:
         / rs.IMMDT(imm=0xCAFEF00D) / b"hello"
     linktype = 1
     if carrier == "ipv4":
-        p = Ether() / IP(src="192.0.2.1", dst="192.0.2.2", tos=0x02) / UDP(sport=49152) / transport
+        p = Ether(src=SMAC, dst=DMAC) / IP(src="192.0.2.1", dst="192.0.2.2", tos=0x02) / UDP(sport=49152) / transport
     elif carrier == "ipv6":
-        p = Ether() / IPv6(src="2001:db8::1", dst="2001:db8::2", fl=0x12345) / UDP(sport=49152) / transport
+        p = Ether(src=SMAC, dst=DMAC) / IPv6(src="2001:db8::1", dst="2001:db8::2", fl=0x12345) / UDP(sport=49152) / transport
     elif carrier == "rocev1":
-        p = Ether() / rs.GRH(sgid="::ffff:192.0.2.1", dgid="::ffff:192.0.2.2") / transport
+        p = Ether(src=SMAC, dst=DMAC) / rs.GRH(sgid="::ffff:192.0.2.1", dgid="::ffff:192.0.2.2") / transport
     elif carrier == "ib-local":
         p, linktype = rs.LRH(dlid=3, slid=4, sl=2) / transport, 247
     else:
@@ -218,7 +222,7 @@ def test_scapy_builds_a_cm_request_with_ip_cm_and_rfc8797_data() -> None:
     req = rs.CM_REQ(localcommid=0x1234, serviceid=0x0000000001064E51, localqpn=0x11, startpsn=5)
     cm = rs.MAD(mgmtclass=0x07, classversion=2, method=0x03, transactionid=9, attributeid=0x0010) / req / ip_cm \
         / pdata / bytes(232 - ib_cm.REQ.size - 36 - 8)
-    p = Ether() / IP(src="192.0.2.2", dst="192.0.2.1") / UDP() / rs.BTH(opcode=0x64, destqp=1) \
+    p = Ether(src=SMAC, dst=DMAC) / IP(src="192.0.2.2", dst="192.0.2.1") / UDP() / rs.BTH(opcode=0x64, destqp=1) \
         / rs.DETH(q_key=0x80010000, src_qp=1) / cm
     data = bytes(p)
     pkt = _decode(data)
@@ -242,7 +246,7 @@ def test_scapy_builds_rpc_over_rdma_with_chunk_lists(version: int) -> None:
         expected = rpcrdma2.encode(0x7EFFF5FC, 1, max_credits=64, granted=32, inv_handle=7, reads=chunks[0],
                                    writes=chunks[1], reply=chunks[2])
     assert bytes(rpc) == expected
-    p = Ether() / IP(src="192.0.2.2", dst="192.0.2.1") / UDP() / rs.BTH(opcode=0x04, destqp=0x11) / rpc
+    p = Ether(src=SMAC, dst=DMAC) / IP(src="192.0.2.2", dst="192.0.2.1") / UDP() / rs.BTH(opcode=0x04, destqp=0x11) / rpc
     data = bytes(p)
     pkt = _decode(data)
     assert pkt.ib.icrc_ok is True
@@ -271,7 +275,7 @@ def _tcp_exchange(client: list[ScapyPacket], server: list[ScapyPacket]) -> list[
     cseq, sseq = 1000, 5000
 
     def seg(src: str, dst: str, sp: int, dp: int, seq: int, ack: int, flags: str, pay: bytes = b"") -> bytes:
-        return bytes(Ether() / IP(src=src, dst=dst) / TCP(sport=sp, dport=dp, seq=seq, ack=ack, flags=flags) / pay)
+        return bytes(Ether(src=SMAC, dst=DMAC) / IP(src=src, dst=dst) / TCP(sport=sp, dport=dp, seq=seq, ack=ack, flags=flags) / pay)
     out = [seg(c, s, cport, sport, cseq, 0, "S"), seg(s, c, sport, cport, sseq, cseq + 1, "SA")]
     cseq, sseq = cseq + 1, sseq + 1
     out.append(seg(c, s, cport, sport, cseq, sseq, "A"))
@@ -312,6 +316,28 @@ def test_scapy_builds_iwarp_that_rdmaspy_decodes() -> None:
     again = Ether(frames[5])
     assert isinstance(again[rs.MPA_FPDU].payload, rs.DDP_UNTAGGED)
     assert again[rs.RPCRDMA].chunks == chunks and again[rs.Pad].pad == b"\0"
+
+
+@pytest.mark.parametrize("opcode", sorted(iwarp_ddp.HEADER_OF_OPCODE))
+def test_the_rdmap_header_of_each_opcode_is_where_rdmaspy_decodes_it(opcode: int) -> None:
+    """iwarp_ddp.HEADER_OF_OPCODE, which scapy follows, agrees with the dissector: built by scapy after a
+    DDP untagged header with that opcode, rdmaspy decodes the same header with the same values."""
+    rs.bind_iwarp(20049)
+    hdr = iwarp_ddp.HEADER_OF_OPCODE[opcode]
+    values = {rs.short_name(f, hdr): (0x5A5A5A5A5A5A5A5A + i) & ((1 << f.bits) - 1) for i, f in enumerate(hdr.fields)}
+    if hdr is iwarp_ddp.TERMINATE:
+        values.update(layer=0, etype=1, errcode=0, hdrct_m=0, hdrct_d=0, hdrct_r=0)
+    req = rs.MPA_REQREP(crc_flag=1, rev=1)
+    rep = rs.MPA_REQREP(key=iwarp_mpa.KEY_REP, crc_flag=1, rev=1)
+    queue = {1: 1, 7: 2}.get(opcode, 0)
+    segment = rs.MPA_FPDU() / rs.DDP_UNTAGGED(last_flag=1, rsvdulp=bytes([0x40 | opcode, 0, 0, 0, 0]), qn=queue,
+                                              msn=1) / rs.layer_of(hdr)(**values)
+    frames = _tcp_exchange([req, segment], [rep, None])
+    engine = Engine(strict=True)
+    pkts = [engine.dissect(Frame(i, i * 1000, 1, d, len(d))) for i, d in enumerate(frames, 1)]
+    _same(pkts[-1], Ether(frames[-1]))
+    ours = rdmaspy_layers(pkts[-1])
+    assert any(key[1] == id(hdr) for key in ours), f"rdmaspy decodes no {hdr.name}"
 
 
 def test_scapy_builds_an_rdma_read_request_over_iwarp() -> None:
