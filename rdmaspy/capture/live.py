@@ -76,20 +76,27 @@ class BlockFile:
                                        f"follow (name the file itself)") from None
                 raise RdmaspyError(f"{name}: cannot write: {exc.strerror or exc}") from None
             self.owned = True
-        self.pending = bytearray()
+        self.parts: list[bytes | bytearray] = []     # gathered blocks, written in one go
+        self.pending = 0               # their bytes
         self.on_disk = 0               # bytes written whole
         self.kept_epbs = 0             # after a failed write: the packets of it that are on disk whole
         self.flushed_at = time.monotonic()
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        self.pending += data
+        # Kept as given, not copied (a batch of blocks is written as it came); a view into the capture
+        # ring is copied, since the ring's block goes back to the kernel before the write.
+        self.parts.append(bytes(data) if isinstance(data, memoryview) else data)
+        self.pending += len(data)
 
     def flush(self) -> None:
         """Write what is gathered; on failure the file is cut back to its last whole block, then the error."""
         self.flushed_at = time.monotonic()
-        if not self.pending:
+        if not self.parts:
             return
-        view = memoryview(self.pending)
+        data = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        self.parts = []
+        self.pending = 0
+        view = memoryview(data)
         done = 0
         try:
             while done < len(view):
@@ -97,7 +104,6 @@ class BlockFile:
         except OSError:
             whole, self.kept_epbs = _whole_blocks(view, done)
             view.release()
-            self.pending.clear()
             if self.owned:
                 try:
                     os.ftruncate(self.fd, self.on_disk + whole)
@@ -107,7 +113,6 @@ class BlockFile:
             raise
         view.release()
         self.on_disk += done
-        self.pending.clear()
 
     def close(self) -> None:
         try:
@@ -259,7 +264,7 @@ class FileSet:
 
     def flush_due(self) -> bool:
         f = self.file
-        return f is not None and bool(f.pending) and time.monotonic() - f.flushed_at >= FLUSH_EVERY
+        return f is not None and f.pending > 0 and time.monotonic() - f.flushed_at >= FLUSH_EVERY
 
 
 class LiveCapture:
@@ -558,7 +563,7 @@ class LiveCapture:
         f.written_total += k
         f.file_packets += k
         self.summary.written += k
-        if f.file is not None and len(f.file.pending) >= CHUNK:
+        if f.file is not None and f.file.pending >= CHUNK:
             f.flush()
 
     def _block_general(self, pos: int, n: int, ignore: bool) -> bool:
@@ -593,7 +598,7 @@ class LiveCapture:
                 f.written_total += 1
                 f.file_packets += 1
                 s.written += 1
-                if f.file is not None and len(f.file.pending) >= CHUNK:
+                if f.file is not None and f.file.pending >= CHUNK:
                     f.flush()
             if q is not None:
                 if len(q) < qmax:
