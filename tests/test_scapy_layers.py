@@ -9,9 +9,12 @@
 """
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+from scapy.config import conf
 from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -360,3 +363,32 @@ def test_every_declared_header_has_a_generated_layer() -> None:
                 assert names[:len(value.fields)] == [rs.short_name(f, value) for f in value.fields]
                 trailer = {id(infiniband.BTH): 4, id(infiniband.LRH): 2, id(iwarp_mpa.FPDU): 2 + 4}.get(id(value), 0)
                 assert len(bytes(cls())) == value.size + trailer + (32 if cls.__name__ == "CM_REQ_IP_CM" else 0)
+
+
+_MUTABLE = [bytes(f.data) for name in ("rxe-nfsv3-rdma.pcap", "siw-nfsv3-rdma.pcap", "rxe-pyverbs-rc-verbs.pcap")
+            for f in open_capture(str(CAPTURES / name))]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(_MUTABLE) - 1), st.lists(st.tuples(st.integers(14, 1 << 16), st.integers(0, 255)),
+                                                    min_size=1, max_size=8), st.integers(14, 1 << 16))
+def test_hostile_frames_dissect_rebuild_and_show_without_an_exception(which: int, changes: list, cut: int) -> None:
+    """Real frames with bytes changed and cut short: the generated layers (and the dissectors' parsers they
+    call) never raise out of scapy's dissection, rebuilding or display."""
+    frame = bytearray(_MUTABLE[which])
+    for at, value in changes:
+        frame[at % len(frame)] = value
+    data = bytes(frame[:max(14, cut % (len(frame) + 1))])
+    debug = conf.debug_dissector
+    conf.debug_dissector = True           # scapy would otherwise turn any exception into a Raw layer
+    try:
+        Ether(data)
+    except Exception as exc:              # scapy's own fields on short input may raise; rdmaspy's code may not
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        assert "rdmaspy" not in Path(where.filename).parts, f"{type(exc).__name__}: {exc} at {where.filename}:" \
+                                                            f"{where.lineno}"
+    finally:
+        conf.debug_dissector = debug
+    p = Ether(data)
+    bytes(p)
+    p.show(dump=True)
