@@ -80,7 +80,9 @@ def scapy_field(field: Declared, name: str, as_bytes: bool) -> ScapyField:
 
 
 def header_fields(header: Header) -> list[ScapyField]:
-    return [scapy_field(f, short_name(f, header), i in header._byte_fields) for i, f in enumerate(header.fields)]
+    # A field the declaration decodes as bytes (addresses, GIDs, opaque data) stays bytes in scapy.
+    kinds = header.decode(bytes(header.size))
+    return [scapy_field(f, short_name(f, header), isinstance(v, bytes)) for f, v in zip(header.fields, kinds)]
 
 
 def raw_value(layer: Packet, name: str) -> Any:
