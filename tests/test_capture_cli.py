@@ -56,7 +56,8 @@ def test_bad_capture_filter():
 @ROOT_ONLY
 @pytest.mark.parametrize("where, says", [("/nonexistent-dir/x.pcapng", "no such directory"),
                                          ("/proc/x.pcapng", "cannot write"),
-                                         ("/", "cannot write")])
+                                         ("/", "cannot write"),
+                                         ("/dev/full", "/dev/full: write failed: No space left on device")])
 def test_unwritable_file(where, says):
     msg = one_error(run("-i", "lo", "-w", where, "-c", "1"))
     assert says in msg

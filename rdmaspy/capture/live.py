@@ -204,7 +204,10 @@ class FileSet:
                         filter=self.filter_text, tsresol=9, os_name=None)
         self.writer = w
         self.opened_at = time.monotonic()
-        self.flush()
+        try:
+            self.flush()
+        except OSError as exc:
+            raise RdmaspyError(f"{name}: write failed: {exc.strerror or exc}") from None
         if name != "-":
             self.all_files.append(name)
             self.kept.append(name)
