@@ -75,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"'{ROCE_FILTER}'")
     p.add_argument("--iwarp", dest="iwarp", type=_port, action="append", default=[], metavar="PORT",
                    help="also capture iWARP on this TCP port (repeatable)")
-    p.add_argument("-w", dest="write", metavar="FILE", help="write pcapng to FILE ('-' for standard output)")
+    p.add_argument("-w", dest="write", metavar="FILE",
+                   help="write pcapng to FILE ('-' for standard output); a symbolic link is not followed")
     p.add_argument("-c", dest="count", type=positive_int, metavar="N", help="stop after N packets")
     p.add_argument("-a", dest="autostop", type=_autostop, action="append", default=[], metavar="COND",
                    help="stop after duration:S seconds, filesize:KB (1 kB = 1000 bytes), files:N (ring buffer) or "
