@@ -122,6 +122,9 @@ ATOMIC_RESPONSE = Header("rdmap.atomic_resp", "Atomic Response", [
     F("original_remote_data_value", 64, "Original Remote Data Value", "hex"),
 ])
 IMMEDIATE = Header("rdmap.immediate", "Immediate Data", [F("data", 64, "Immediate Data", "hex")])
+# The header each untagged opcode carries after the DDP header (what _segment below reads).
+HEADER_OF_OPCODE = {1: READ_REQUEST, 7: TERMINATE, 8: IMMEDIATE, 9: IMMEDIATE, 10: ATOMIC_REQUEST,
+                    11: ATOMIC_RESPONSE}
 
 INVAL_STAG = Field("rdmap.inval_stag", 32, "Invalidate STag", "hex")
 RDMAP_RESERVED = Field("rdmap.reserved", 32, "Reserved", "hex")
