@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Sequence
 
 from . import __version__
-from .commands.common import EXIT_ERROR, EXIT_OK
+from .commands.common import EXIT_ERROR, EXIT_OK, resolve_capture_argument
 from .errors import RdmaspyError
 
 
@@ -101,6 +101,7 @@ def _main(argv: list[str]) -> int:
         argv = _take_memory_budget(argv)
         parser = build_parser()
         args = parser.parse_args(argv)
+        resolve_capture_argument(args)
     except RdmaspyError as exc:
         print(f"rdmaspy: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -20,7 +20,7 @@ from typing import IO, Any, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
-from .common import report_problems
+from .common import add_capture_argument, report_problems
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 
@@ -203,6 +203,8 @@ def _write(path: str, out_path: str, notes: Notes) -> int:
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        raise RdmaspyError("annotate reads the capture twice (analysis, then copy): give a file, not -")
     cap, _frames, _n = annotate(args.file, args.output)
     return report_problems(cap)
 
@@ -210,6 +212,6 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("annotate", help="rewrite the capture as pcapng with the analysis as packet comments "
                                         "(Wireshark shows them; filter with frame.comment)")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-o", dest="output", metavar="OUT.pcapng", required=True, help="the annotated pcapng to write")
     p.set_defaults(func=cmd_annotate)

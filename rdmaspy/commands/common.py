@@ -10,7 +10,7 @@ import sys
 from typing import Any, BinaryIO, Iterable
 
 from ..errors import RdmaspyError
-from ..output.lines import LineWriter, is_timed
+from ..output.lines import LIMIT, LineWriter, is_timed
 from ..pipeline import Matcher, Options, Pipeline, Sink
 from ..readers import Capture, open_capture
 
@@ -19,9 +19,44 @@ EXIT_ERROR = 1
 EXIT_DAMAGED = 2      # the capture was read only in part (as tshark)
 
 
+CAPTURE_HELP = "pcap or pcapng file (optionally gzip-compressed); - reads standard input"
+
+
+def add_capture_argument(p: argparse.ArgumentParser) -> None:
+    """The capture a command reads: the positional FILE, or ``-r FILE`` as tshark takes it."""
+    p.add_argument("file", nargs="?", metavar="FILE", help=CAPTURE_HELP)
+    p.add_argument("-r", dest="read_file", metavar="FILE", help="the capture to read (the same as FILE, as tshark -r)")
+
+
+def resolve_capture_argument(args: argparse.Namespace) -> None:
+    """``args.file`` from FILE or ``-r FILE`` (given once); RdmaspyError when neither or both are."""
+    if not hasattr(args, "read_file"):
+        return
+    given = [p for p in (args.file, args.read_file) if p is not None]
+    if not given:
+        raise RdmaspyError(f"{args.command}: give the capture to read: FILE or -r FILE")
+    if len(given) == 2:
+        raise RdmaspyError(f"{args.command}: give the capture once, as FILE or -r FILE, not both")
+    args.file = given[0]
+
+
 def open_source(path: str) -> Capture:
     """The capture at ``path`` as a frame source (CaptureError, one clear line, when it is none)."""
     return open_capture(path)
+
+
+def undecoded_linktypes(cap: Capture, told: set[int]) -> None:
+    """Warn once for each link type of the capture that no dissector decodes (its frames are shown
+    as data); ``told``: the link types warned about already."""
+    from ..engine import load_dissectors
+    from ..registry import table
+    load_dissectors()
+    known = table("linktype").by_key
+    for lt in sorted(set(cap.linktypes.values())):
+        if lt not in known and lt not in told:
+            told.add(lt)
+            print(f"rdmaspy: warning: {cap.path}: link type {lt} is not decoded; its frames are shown as data",
+                  file=sys.stderr)
 
 
 def report_problems(cap: Capture) -> int:
@@ -63,23 +98,28 @@ def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
     """Open ``path`` and run it through the sinks; ``out`` is flushed however the run ends (an
     interrupt leaves every line made so far).  Returns the capture (for its problems) and the pipeline."""
     cap = open_source(path)
+    told: set[int] = set()
     with cap:
+        undecoded_linktypes(cap, told)
         pipe = Pipeline(cap, options, sinks)
         try:
             pipe.run()
         finally:
             if out is not None:
                 out.flush()
+        undecoded_linktypes(cap, told)           # interfaces described later in a pcapng
     return cap, pipe
 
 
-def stdout_lines() -> LineWriter:
-    """Standard output as a ``LineWriter``: blocks of 64 KiB, and every 100 ms to a terminal or a pipe."""
+def stdout_lines(each_line: bool = False) -> LineWriter:
+    """Standard output as a ``LineWriter``: blocks of 64 KiB, and every 100 ms to a terminal or a pipe;
+    ``each_line``: every line as soon as it is made (``-l``)."""
     sys.stdout.flush()
     stream = getattr(sys.stdout, "buffer", None)
+    limit = 1 if each_line else LIMIT
     if stream is None:                  # a text stream in memory (a program running main())
-        return LineWriter(_TextSink(sys.stdout), False)
-    return LineWriter(stream, is_timed(stream))
+        return LineWriter(_TextSink(sys.stdout), False, limit)
+    return LineWriter(stream, is_timed(stream), limit)
 
 
 class _TextSink:

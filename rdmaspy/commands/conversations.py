@@ -12,7 +12,7 @@ from typing import Any
 
 from ..analysis.model import Connection
 from ..conversation import ConnectionTable, connections
-from .common import report_problems, run_capture
+from .common import add_capture_argument, report_problems, run_capture
 
 COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "End",
            "Pkts c>s", "Bytes c>s", "Pkts s>c", "Bytes s>c", "Inline c>s", "Inline s>c", "R")
@@ -89,6 +89,6 @@ def cmd_conversations(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("conversations", help="list RDMA connections, one row each (like tshark -z conv)")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="output format: text (default) or json")
     p.set_defaults(func=cmd_conversations)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
-from .common import report_problems, run_capture
+from .common import add_capture_argument, report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
@@ -226,7 +226,7 @@ def _count(text: str) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("expert", help="findings of the analysis grouped by severity and rule (like Wireshark's "
                                       "Expert Information)")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("-n", type=_count, default=3, metavar="N",
                    help="messages shown per rule in text (default 3; 0: all)")

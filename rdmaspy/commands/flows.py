@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import RdmaspyError
-from .common import report_problems, run_capture
+from .common import add_capture_argument, report_problems, run_capture
 
 
 class FlowsSink:
@@ -75,7 +75,7 @@ def cmd_flows(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     p = sub.add_parser("flows", help="annotated JSON flows: per connection its setup, transactions, credits, findings")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-o", dest="output", metavar="FILE", help="write the flows to FILE (JSON document; JSON Lines "
                    "with -T jsonl)")
     p.add_argument("-T", choices=("json", "jsonl"), default="json",

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
-from .common import report_problems, run_capture
+from .common import add_capture_argument, report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:
@@ -253,6 +253,6 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("stats", help="per connection and overall: operations with latency percentiles, bytes "
                                      "inline / RDMA READ / RDMA WRITE, credits, PSN counters, findings by rule")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
     p.set_defaults(func=cmd_stats)

@@ -20,11 +20,12 @@ INTERVAL: Final = 0.1           # seconds a line may wait for company, for a ter
 class LineWriter:
     """Writes lines (bytes, without their newline) to a binary stream in blocks."""
 
-    __slots__ = ("stream", "timed", "_buf", "_size", "_due")
+    __slots__ = ("stream", "timed", "limit", "_buf", "_size", "_due")
 
-    def __init__(self, stream: BinaryIO, timed: bool) -> None:
+    def __init__(self, stream: BinaryIO, timed: bool, limit: int = LIMIT) -> None:
         self.stream = stream
         self.timed = timed            # flush by time too (a terminal or a pipe)
+        self.limit = limit            # bytes held at most (1: every line as it is made, ``-l``)
         self._buf: list[bytes] = []
         self._size = 0
         self._due = monotonic() + INTERVAL
@@ -32,7 +33,7 @@ class LineWriter:
     def line(self, data: bytes) -> None:
         self._buf.append(data)
         self._size += len(data) + 1
-        if self._size >= LIMIT:
+        if self._size >= self.limit:
             self.flush()
         elif self.timed and monotonic() >= self._due:
             self.flush()

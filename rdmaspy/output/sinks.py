@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..analysis.rules import Finding
 from ..packet import Packet
+from .clock import Clock
 from .lines import LineWriter
 from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines
 
@@ -28,13 +29,15 @@ def with_findings(line: str, pkt: Packet) -> str:
 
 
 class TimedSink:
-    """A sink whose lines show times since the first frame of its pipeline."""
+    """A sink whose lines show times since the first frame of its pipeline, or in the format of a
+    ``clock`` (``-t``)."""
 
-    __slots__ = ("out", "_pipe")
+    __slots__ = ("out", "_pipe", "clock")
 
-    def __init__(self, out: LineWriter) -> None:
+    def __init__(self, out: LineWriter, clock: Clock | None = None) -> None:
         self.out = out
         self._pipe: Pipeline | None = None
+        self.clock = clock
 
     def attach(self, pipe: Pipeline) -> None:
         self._pipe = pipe
@@ -42,6 +45,16 @@ class TimedSink:
     def t0(self) -> int:
         pipe = self._pipe
         return pipe.t0 if pipe is not None else 0
+
+    def when(self, pkt: Packet) -> bytes | None:
+        """The time column of a summary line when a clock makes it (None: the default)."""
+        clock = self.clock
+        if clock is None:
+            return None
+        pipe = self._pipe
+        if pipe is None:
+            return clock.column(pkt.frame.ts, pkt.frame.ts, -1)
+        return clock.column(pkt.frame.ts, pipe.t0, pipe.t_prev)
 
     def flush(self) -> None:
         self.out.flush()
@@ -55,12 +68,12 @@ class SummarySink(TimedSink):
 
     __slots__ = ("findings",)
 
-    def __init__(self, out: LineWriter, findings: bool = False) -> None:
-        super().__init__(out)
+    def __init__(self, out: LineWriter, findings: bool = False, clock: Clock | None = None) -> None:
+        super().__init__(out, clock)
         self.findings = findings
 
     def packet(self, pkt: Packet) -> None:
-        line = summary_bytes(pkt, self.t0())
+        line = summary_bytes(pkt, self.t0(), self.when(pkt))
         if self.findings and pkt.expert:
             line = with_findings(line.decode(), pkt).encode()
         self.out.line(line)
@@ -73,8 +86,8 @@ class TextSink(TimedSink):
     __slots__ = ("verbose", "hexdump", "findings", "painter")
 
     def __init__(self, out: LineWriter, verbose: bool, hexdump: bool, findings: bool = False,
-                 painter: Painter | None = None) -> None:
-        super().__init__(out)
+                 painter: Painter | None = None, clock: Clock | None = None) -> None:
+        super().__init__(out, clock)
         self.verbose = verbose
         self.hexdump = hexdump
         self.findings = findings
@@ -89,7 +102,7 @@ class TextSink(TimedSink):
             for line in tree_lines(pkt, self.t0()):
                 text(line)
         else:
-            line = summary_line(pkt, self.t0())
+            line = summary_line(pkt, self.t0(), self.when(pkt))
             text(with_findings(line, pkt) if self.findings else line)
         if self.hexdump:
             if not self.verbose:
@@ -118,7 +131,7 @@ class TextSink(TimedSink):
                 else:
                     text(line)
         else:
-            line = summary_line(pkt, self.t0())
+            line = summary_line(pkt, self.t0(), self.when(pkt))
             text(paint(with_findings(line, pkt) if self.findings else line))
         if self.hexdump:
             if not self.verbose:
