@@ -63,7 +63,7 @@ class Engine:
         budget = self.session.budget
         if budget.notices and not budget.analysis_reports:
             for n in budget.take_notices():
-                pkt.add_expert("warning", "memory", n.text, f"{BUDGET_RULE} ({BUDGET_SOURCE})")
+                pkt.add_expert("warning", "memory", n.text, BUDGET_SOURCE, BUDGET_RULE)
         return pkt
 
     def _dissect(self, frame: Frame) -> Packet:

@@ -129,10 +129,10 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
         for e in ex:
             if isinstance(e, Finding):
                 continue
-            key = (e.severity, "dissector", e.group, e.rule or e.text)
+            key = (e.severity, "dissector", e.group, e.source or e.text)
             g = groups.get(key)
             if g is None:
-                g = groups[key] = Group(e.severity, e.group, None, e.rule, keep)
+                g = groups[key] = Group(e.severity, e.group, None, e.source, keep)
             g.add(((num,), e.text, getattr(conv, "conn_id", None), None))
 
     def finding(f: Finding) -> None:

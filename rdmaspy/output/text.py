@@ -59,8 +59,15 @@ def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
     if pkt.expert:
         yield "Expert Info"
         for e in pkt.expert:
-            rule = f" [{e.rule}]" if e.rule else ""
-            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{rule}"
+            cited = citation(e.rule, e.source)
+            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}"
+
+
+def citation(rule: str, source: str) -> str:
+    """An expert item's rule and source as the tree shows them: "ib.duplicate (IBTA 9.7)"."""
+    if rule and source:
+        return f"{rule} ({source})"
+    return rule or source
 
 
 def _layer_lines(lay: Layer) -> Iterator[str]:
