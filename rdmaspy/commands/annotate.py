@@ -16,11 +16,12 @@ import heapq
 import os
 import struct
 import tempfile
-from typing import IO, Any, Iterator
+from typing import IO, Any, BinaryIO, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
 from .common import add_capture_argument, report_problems
+from .outfile import OutputFile
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 
@@ -158,22 +159,19 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
     """Write ``out_path``; returns (the capture of the first pass, frames, frames commented)."""
     from .expert import analyse
 
-    try:
-        same = os.path.exists(out_path) and os.path.samefile(path, out_path)
-    except OSError:
-        same = False
-    if same:
-        raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
+    output = OutputFile(out_path, [path])          # refuses the input capture, before any work
     notes = Notes()
     try:
         cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding)
-        commented = _write(path, out_path, notes)
+        # Written whole or not at all: under a temporary name beside the output, renamed at the end.
+        with output as stream:
+            commented = _write(path, stream, notes)
     finally:
         notes.close()
     return cap, frames, commented
 
 
-def _write(path: str, out_path: str, notes: Notes) -> int:
+def _write(path: str, out: BinaryIO, notes: Notes) -> int:
     """The second pass: every frame copied, with its comments; returns the frames commented."""
     from ..readers import open_capture
     from ..writers.pcapng import PcapngWriter
@@ -181,7 +179,7 @@ def _write(path: str, out_path: str, notes: Notes) -> int:
     commented = 0
     pending = notes.by_frame()
     nxt = next(pending, None)
-    with PcapngWriter(out_path, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
+    with PcapngWriter(out, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
         ifaces: dict[tuple[int, int], int] = {}
         with open_capture(path) as again:
             for frame in again:
