@@ -20,7 +20,7 @@ from typing import IO, Any, BinaryIO, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
-from .common import add_capture_argument, report_problems
+from .common import add_capture_argument, report_problems, report_writer
 from .outfile import OutputFile
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
@@ -165,13 +165,13 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
         cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding)
         # Written whole or not at all: under a temporary name beside the output, renamed at the end.
         with output as stream:
-            commented = _write(path, stream, notes)
+            commented = _write(path, stream, notes, out_path)
     finally:
         notes.close()
     return cap, frames, commented
 
 
-def _write(path: str, out: BinaryIO, notes: Notes) -> int:
+def _write(path: str, out: BinaryIO, notes: Notes, out_path: str) -> int:
     """The second pass: every frame copied, with its comments; returns the frames commented."""
     from ..readers import open_capture
     from ..writers.pcapng import PcapngWriter
@@ -186,7 +186,8 @@ def _write(path: str, out: BinaryIO, notes: Notes) -> int:
                 key = (frame.iface, frame.linktype)
                 idx = ifaces.get(key)
                 if idx is None:
-                    idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9)
+                    info = again.interfaces[frame.iface] if frame.iface < len(again.interfaces) else {}
+                    idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9, tsoffset=info.get("tsoffset", 0))
                 while nxt is not None and nxt[0] < frame.num:
                     nxt = next(pending, None)
                 ours = nxt[1] if nxt is not None and nxt[0] == frame.num else None
@@ -197,6 +198,7 @@ def _write(path: str, out: BinaryIO, notes: Notes) -> int:
                 elif frame.comment:
                     comments = [frame.comment]
                 w.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=comments)
+    report_writer(out_path, w)
     return commented
 
 

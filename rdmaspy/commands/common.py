@@ -59,8 +59,27 @@ def undecoded_linktypes(cap: Capture, told: set[int]) -> None:
                   file=sys.stderr)
 
 
+def report_writer(path: str, writer: Any) -> None:
+    """Say what a capture writer could not write as it was given: times it clamped, comments it split."""
+    clamped = getattr(writer, "clamped", 0)
+    if clamped:
+        print(f"rdmaspy: warning: {path}: {clamped} frame time{'s' if clamped != 1 else ''} cannot be written in "
+              f"pcapng (before 1970 or past 64 bits of ticks) and {'were' if clamped != 1 else 'was'} clamped",
+              file=sys.stderr)
+    split = getattr(writer, "split_comments", 0)
+    if split:
+        print(f"rdmaspy: warning: {path}: {split} packet comment{'s' if split != 1 else ''} longer than one pcapng "
+              f"option (65,535 bytes) {'were' if split != 1 else 'was'} split across several comments",
+              file=sys.stderr)
+
+
 def report_problems(cap: Capture) -> int:
-    """Warn about the damage that stopped the reading of a capture; the exit code that says so."""
+    """Warn about the damage that stopped the reading of a capture; the exit code that says so.
+    Times the capture gives beyond what 64-bit nanoseconds hold are a warning, not damage."""
+    if cap.clamped:
+        print(f"rdmaspy: warning: {cap.path}: {cap.clamped} frame{'s' if cap.clamped != 1 else ''} give a time more "
+              f"than 292 years from 1970 (a wrong if_tsresol or if_tsoffset?); clamped to the nearest time that "
+              f"64-bit nanoseconds hold", file=sys.stderr)
     if cap.problems:
         for p in cap.problems:
             print(f"rdmaspy: warning: {cap.path}: {p}; the frames before it were decoded", file=sys.stderr)

@@ -14,7 +14,7 @@ from ..output.lines import LineWriter
 from ..output.sinks import SummarySink, TextSink
 from ..pipeline import Options, Sink
 from .common import (add_capture_argument, filter_needs_analysis, pipeline_options, positive_int, report_problems,
-                     run_capture, stdout_lines)
+                     report_writer, run_capture, stdout_lines)
 from .outfile import OutputFile
 
 
@@ -86,13 +86,15 @@ def _write(args: argparse.Namespace, options: Options) -> int:
     if args.write == "-" and args.print_summary:
         raise RdmaspyError("decode: -w - writes the packets on standard output, where -P would print lines")
     with OutputFile(args.write, inputs) as stream:
-        sinks: list[Sink] = [PcapngSink(stream, comment=f"written by rdmaspy from {os.path.basename(args.file)}"
-                                        + (f" with filter {args.display_filter}" if args.display_filter else ""))]
+        written = PcapngSink(stream, comment=f"written by rdmaspy from {os.path.basename(args.file)}"
+                             + (f" with filter {args.display_filter}" if args.display_filter else ""))
+        sinks: list[Sink] = [written]
         out = None
         if args.print_summary:
             out = stdout_lines(args.line_buffered)
             sinks.append(_sink(args, out, options))
         cap, _pipe = run_capture(args.file, sinks, options, out)
+    report_writer(args.write, written.writer)
     return report_problems(cap)
 
 

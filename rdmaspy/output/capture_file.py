@@ -39,7 +39,8 @@ class PcapngSink:
     def _describe(self, iface: int, linktype: int) -> int:
         info = self._interfaces[iface] if 0 <= iface < len(self._interfaces) else {}
         return self.writer.add_interface(linktype, info.get("snaplen") or 262144, name=info.get("name") or None,
-                                         description=info.get("description") or None, tsresol=9)
+                                         description=info.get("description") or None, tsresol=9,
+                                         tsoffset=info.get("tsoffset") or 0)
 
     def flush(self) -> None:
         self.writer.flush()

@@ -45,6 +45,7 @@ class Capture:
         self.stream = stream
         self.path = path
         self.problems: list[str] = []
+        self.clamped = 0               # frames whose time lies beyond 64-bit nanoseconds (clamped to the bound)
         self.linktypes: dict[int, int] = {}
         self.interfaces: list[dict] = []
         # Called before the reader waits for input that has not arrived (a pipe): the pipeline's flush.
