@@ -130,15 +130,23 @@ def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
     return cap, pipe
 
 
-def stdout_lines(each_line: bool = False) -> LineWriter:
+def stdout_lines(each_line: bool = False, safe: bool = False) -> LineWriter:
     """Standard output as a ``LineWriter``: blocks of 64 KiB, and every 100 ms to a terminal or a pipe;
-    ``each_line``: every line as soon as it is made (``-l``)."""
+    ``each_line``: every line as soon as it is made (``-l``); ``safe``: control characters in the lines
+    (text from the capture) shown as escapes."""
     sys.stdout.flush()
     stream = getattr(sys.stdout, "buffer", None)
     limit = 1 if each_line else LIMIT
     if stream is None:                  # a text stream in memory (a program running main())
-        return LineWriter(_TextSink(sys.stdout), False, limit)
-    return LineWriter(stream, is_timed(stream), limit)
+        return LineWriter(_TextSink(sys.stdout), False, limit, safe)
+    return LineWriter(stream, is_timed(stream), limit, safe)
+
+
+def print_text(lines: list[str]) -> None:
+    """Lines of a text report on standard output, with the text from the capture made safe."""
+    from ..output.safe import safe_text
+    sys.stdout.write("".join(safe_text(line) + "\n" for line in lines))
+    sys.stdout.flush()
 
 
 class _TextSink:

@@ -29,10 +29,17 @@ def cmd_decode(args: argparse.Namespace) -> int:
     options = pipeline_options(args.display_filter, args.count, analyze)
     if args.write is not None:
         return _write(args, options)
-    out = stdout_lines(args.line_buffered)
+    out = stdout_lines(args.line_buffered, safe=_checked(args))
     sink = _sink(args, out, options)
     cap, _pipe = run_capture(args.file, [sink], options, out)
     return report_problems(cap)
+
+
+def _checked(args: argparse.Namespace) -> bool:
+    """Whether the output is checked for control characters from the capture: text that is not painted
+    (painted lines are made safe one by one before the colour goes on; JSON and -T fields escape them)."""
+    from ..output.console import color_wanted
+    return args.T == "text" and not color_wanted(args.color)
 
 
 def _sink(args: argparse.Namespace, out: LineWriter, options: Options) -> Sink:
@@ -91,7 +98,7 @@ def _write(args: argparse.Namespace, options: Options) -> int:
         sinks: list[Sink] = [written]
         out = None
         if args.print_summary:
-            out = stdout_lines(args.line_buffered)
+            out = stdout_lines(args.line_buffered, safe=_checked(args))
             sinks.append(_sink(args, out, options))
         cap, _pipe = run_capture(args.file, sinks, options, out)
     report_writer(args.write, written.writer)

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
-from .common import add_capture_argument, report_problems, run_capture
+from .common import add_capture_argument, print_text, report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
@@ -208,8 +208,7 @@ def cmd_expert(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write("\n".join(text_lines(args.file, frames, groups, args.n)) + "\n")
-        sys.stdout.flush()
+        print_text(text_lines(args.file, frames, groups, args.n))
     return report_problems(cap)
 
 

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
-from .common import add_capture_argument, report_problems, run_capture
+from .common import add_capture_argument, print_text, report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:
@@ -238,6 +238,29 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def folded(lines: list[str], width: int) -> list[str]:
+    """Lines longer than ``width`` folded at spaces, the continuation indented under the line's text
+    (a list of findings by rule runs to hundreds of characters)."""
+    import textwrap
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "    ",
+                             break_long_words=False, break_on_hyphens=False) or [line]
+    return out
+
+
+def text_width() -> int:
+    """The width text reports fold at: the terminal's, or 100 columns for a file or a pipe."""
+    import shutil
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size().columns)
+    return 100
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     cap, doc = gather(args.file)
     if args.T == "json":
@@ -245,8 +268,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write("\n".join(text_lines(doc)) + "\n")
-        sys.stdout.flush()
+        print_text(folded(text_lines(doc), text_width()))
     return report_problems(cap)
 
 

@@ -13,6 +13,7 @@ from ..analysis.rules import Finding
 from ..packet import Packet
 from .clock import Clock
 from .lines import LineWriter
+from .safe import safe_text
 from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class TextSink(TimedSink):
             text("")
 
     def _painted(self, pkt: Packet, painter: Painter) -> None:
-        text = self.out.text
+        text = self.out.text              # each line made safe before it is painted (the output is not checked)
         style = packet_style(pkt)
         paint = painter(style)
         if self.verbose:
@@ -121,18 +122,18 @@ class TextSink(TimedSink):
             bold, red, yellow = painter("bold"), painter("red"), painter("yellow")
             for line in tree_lines(pkt, self.t0()):
                 if line.startswith("Frame "):
-                    text(head(line))
+                    text(head(safe_text(line)))
                 elif line.startswith("    [Error/"):
-                    text(red(line))
+                    text(red(safe_text(line)))
                 elif line.startswith("    [Warning/"):
-                    text(yellow(line))
+                    text(yellow(safe_text(line)))
                 elif not line.startswith(" "):
-                    text(bold(line))
+                    text(bold(safe_text(line)))
                 else:
-                    text(line)
+                    text(safe_text(line))
         else:
             line = summary_line(pkt, self.t0(), self.when(pkt))
-            text(paint(with_findings(line, pkt) if self.findings else line))
+            text(paint(safe_text(with_findings(line, pkt) if self.findings else line)))
         if self.hexdump:
             if not self.verbose:
                 text("")
