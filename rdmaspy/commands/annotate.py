@@ -162,7 +162,8 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
     output = OutputFile(out_path, [path])          # refuses the input capture, before any work
     notes = Notes()
     try:
-        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding)
+        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding,
+                                        progress="annotate: analysis")
         # Written whole or not at all: under a temporary name beside the output, renamed at the end.
         with output as stream:
             commented = _write(path, stream, notes, out_path)
@@ -173,6 +174,7 @@ def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
 
 def _write(path: str, out: BinaryIO, notes: Notes, out_path: str) -> int:
     """The second pass: every frame copied, with its comments; returns the frames commented."""
+    from ..output.progress import Progress
     from ..readers import open_capture
     from ..writers.pcapng import PcapngWriter
 
@@ -181,7 +183,7 @@ def _write(path: str, out: BinaryIO, notes: Notes, out_path: str) -> int:
     nxt = next(pending, None)
     with PcapngWriter(out, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
         ifaces: dict[tuple[int, int], int] = {}
-        with open_capture(path) as again:
+        with open_capture(path) as again, Progress("annotate: writing", again, lambda: w.packets):
             for frame in again:
                 key = (frame.iface, frame.linktype)
                 idx = ifaces.get(key)

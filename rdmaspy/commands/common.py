@@ -113,16 +113,20 @@ def pipeline_options(expr: str | None, count: int | None = None, analyze: bool =
 
 
 def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
-                out: LineWriter | None = None) -> tuple[Capture, Pipeline]:
+                out: LineWriter | None = None, progress: str | None = None) -> tuple[Capture, Pipeline]:
     """Open ``path`` and run it through the sinks; ``out`` is flushed however the run ends (an
-    interrupt leaves every line made so far).  Returns the capture (for its problems) and the pipeline."""
+    interrupt leaves every line made so far).  ``progress``: the label of a progress bar on stderr
+    (rdmaspy.output.progress: a terminal only, and long work only).  Returns the capture (for its
+    problems) and the pipeline."""
+    from ..output.progress import Progress
     cap = open_source(path)
     told: set[int] = set()
     with cap:
         undecoded_linktypes(cap, told)
         pipe = Pipeline(cap, options, sinks)
         try:
-            pipe.run()
+            with Progress(progress or "", cap, lambda: pipe.frames, enabled=None if progress else False):
+                pipe.run()
         finally:
             if out is not None:
                 out.flush()

@@ -31,7 +31,8 @@ def cmd_decode(args: argparse.Namespace) -> int:
         return _write(args, options)
     out = stdout_lines(args.line_buffered, safe=_checked(args))
     sink = _sink(args, out, options)
-    cap, _pipe = run_capture(args.file, [sink], options, out)
+    # a bar on stderr while the lines go to a file (not to the terminal, nor to a program reading them)
+    cap, _pipe = run_capture(args.file, [sink], options, out, progress=None if out.timed else "decode")
     return report_problems(cap)
 
 
@@ -100,7 +101,7 @@ def _write(args: argparse.Namespace, options: Options) -> int:
         if args.print_summary:
             out = stdout_lines(args.line_buffered, safe=_checked(args))
             sinks.append(_sink(args, out, options))
-        cap, _pipe = run_capture(args.file, sinks, options, out)
+        cap, _pipe = run_capture(args.file, sinks, options, out, progress="decode -w")
     report_writer(args.write, written.writer)
     return report_problems(cap)
 

@@ -62,7 +62,7 @@ def run(path: str, out: Any, fmt: str = "json", spool: str | None = None) -> tup
     from ..output.flows import FlowBuilder
 
     with FlowBuilder(spool) as builder:
-        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)])
+        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)], progress="flows")
     return cap, pipe.frames
 
 

@@ -166,7 +166,7 @@ def gather(path: str) -> tuple[Any, dict[str, Any]]:
     from ..conversation import connections
 
     stats = Stats()
-    cap, pipe = run_capture(path, [stats])
+    cap, pipe = run_capture(path, [stats], progress="stats")
     conns = []
     for c in connections(pipe.session):
         b = stats.conns.get(c.conn_id) or _Block()
