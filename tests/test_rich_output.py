@@ -1,5 +1,6 @@
 """rich where people expect it: progress on stderr for long work (drawn on a terminal once the work takes more
-than a second, never on a pipe or a file, gone when the work ends), tables that fold rather than cut (conversations), and the folded text of stats."""
+than a second, never on a pipe or a file, gone when the work ends), tables that fold rather than cut
+(conversations), and the folded text of stats."""
 from __future__ import annotations
 
 import io

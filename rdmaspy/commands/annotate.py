@@ -20,8 +20,8 @@ from typing import IO, Any, BinaryIO, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
+from ..writers.outfile import OutputFile
 from .common import add_capture_argument, report_problems, report_writer
-from .outfile import OutputFile
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 

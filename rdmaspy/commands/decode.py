@@ -13,9 +13,9 @@ from ..output.clock import FORMATS, HELP as TIME_HELP, Clock
 from ..output.lines import LineWriter
 from ..output.sinks import SummarySink, TextSink
 from ..pipeline import Options, Sink
+from ..writers.outfile import OutputFile
 from .common import (add_capture_argument, filter_needs_analysis, pipeline_options, positive_int, report_problems,
                      report_writer, run_capture, stdout_lines)
-from .outfile import OutputFile
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

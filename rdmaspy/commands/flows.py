@@ -12,8 +12,8 @@ import os
 from typing import Any
 
 from ..errors import RdmaspyError
+from ..writers.outfile import STDOUT, OutputFile
 from .common import add_capture_argument, report_problems, run_capture
-from .outfile import STDOUT, OutputFile
 
 
 class FlowsSink:

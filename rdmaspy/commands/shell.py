@@ -45,8 +45,8 @@ def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
 
 def register(sub: Any) -> None:
     c = sub.add_parser("completion", help="print the shell completion script (bash or zsh)",
-                       description="Print a completion script for rdmaspy's commands, options and files. "
-                                   "bash: rdmaspy completion bash > ~/.local/share/bash-completion/completions/rdmaspy; "
+                       description="Print a completion script for rdmaspy's commands, options and files. bash: "
+                                   "rdmaspy completion bash > ~/.local/share/bash-completion/completions/rdmaspy; "
                                    "zsh: rdmaspy completion zsh > a directory of your $fpath, named _rdmaspy.")
     c.add_argument("shell", choices=SHELLS, help="the shell to complete for")
     c.set_defaults(func=cmd_completion)
