@@ -32,7 +32,7 @@ def roff_text(text: str) -> str:
 
 def _option_label(action: argparse.Action) -> str:
     if not action.option_strings:
-        return f"\\fI{roff_text(action.metavar or action.dest)}\\fR"
+        return f"\\fI{roff_text(str(action.metavar or action.dest))}\\fR"
     names = ", ".join(f"\\fB{roff_text(o)}\\fR" for o in action.option_strings)
     if action.nargs == 0:
         return names

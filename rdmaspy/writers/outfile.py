@@ -12,7 +12,7 @@ import os
 import stat
 import sys
 from types import TracebackType
-from typing import BinaryIO, Iterable
+from typing import BinaryIO, Iterable, cast
 
 from ..errors import RdmaspyError
 
@@ -80,12 +80,13 @@ class OutputFile:
         self.temporary: str | None = None
         self.stream: NamedStream | None = None
 
-    def __enter__(self) -> NamedStream:
+    def __enter__(self) -> BinaryIO:
+        """The stream to write: a ``NamedStream``, which does what the writers ask of a binary file."""
         path = self.path
         if path == STDOUT:
             sys.stdout.flush()
             self.stream = NamedStream(sys.stdout.buffer, "standard output")
-            return self.stream
+            return cast(BinaryIO, self.stream)
         try:
             mode = os.stat(path).st_mode
         except FileNotFoundError:
@@ -102,7 +103,7 @@ class OutputFile:
         except OSError as exc:
             raise RdmaspyError(f"{path}: {exc.strerror or exc}") from None
         self.stream = NamedStream(raw, path)
-        return self.stream
+        return cast(BinaryIO, self.stream)
 
     def _temporary(self) -> BinaryIO:
         head, tail = os.path.split(os.path.abspath(self.path))
