@@ -200,3 +200,28 @@ def test_an_undecoded_link_type_is_one_warning_not_a_line_per_packet(tmp_path, c
         args = [cmd, str(path)] + (["-T", "jsonl"] if cmd == "flows" else [])
         assert main(args) == 0
         assert capsys.readouterr().err.count("link type 147") == 1
+
+
+def test_ek_with_fields_is_what_tshark_writes(capsys):
+    import orjson
+    for path in (READ_BW, NFS):
+        args = [a for f in SHARED_FIELDS for a in ("-e", f)]
+        assert main(["decode", str(path), "-T", "ek", *args]) == 0
+        ours = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+        theirs = [orjson.loads(line) for line in tshark("-n", "-r", str(path), "-T", "ek", *args).splitlines()]
+        assert ours == theirs and len(ours) == 2 * len(list(open_capture(str(path))))
+
+
+def test_ek_without_fields_groups_every_field_by_protocol(capsys):
+    import orjson
+    assert main(["decode", str(READ_BW), "-c", "2", "-T", "ek"]) == 0
+    lines = [orjson.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [list(x) for x in lines[::2]] == [["index"], ["index"]]
+    assert lines[0]["index"] == {"_index": "packets-2026-11-21", "_type": "doc"}
+    doc = lines[1]
+    assert doc["timestamp"] == "1795243000879"
+    layers = doc["layers"]
+    assert list(layers)[:4] == ["frame", "eth", "ip", "udp"]
+    assert layers["bth"]["bth_bth_opcode"] == "12" and layers["bth"]["bth_bth_destqp"] == "0x000019"
+    assert layers["bth"]["bth_bth_se"] is False
+    assert layers["frame"]["frame_frame_time_epoch"] == "1795243000.879627000"

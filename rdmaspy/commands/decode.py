@@ -6,26 +6,32 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ..errors import RdmaspyError
+from ..fields import Field
 from ..output.clock import FORMATS, HELP as TIME_HELP, Clock
 from ..output.lines import LineWriter
 from ..output.sinks import SummarySink, TextSink
+from ..packet import Packet
 from ..pipeline import Options, Sink
 from ..writers.outfile import OutputFile
 from .common import (add_capture_argument, filter_needs_analysis, pipeline_options, positive_int, report_problems,
                      report_writer, run_capture, stdout_lines)
 
 
+# a packet's values of the named fields (rdmaspy.filter.make_extractor)
+Extractor = Callable[[Packet, int], dict[str, list[Any]]]
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
-    if args.T != "fields" and args.fields:
-        raise RdmaspyError("decode: -e names the fields of -T fields; add -T fields")
+    if args.T not in ("fields", "ek") and args.fields:
+        raise RdmaspyError("decode: -e names the fields of -T fields (or -T ek); add -T fields")
     if args.T == "fields" and not args.fields:
         raise RdmaspyError("decode: -T fields needs at least one -e NAME")
     # The analysis runs for the tree and JSON (they show its fields); for summary lines only with -A,
     # since it costs about half again the time of a plain summary.
-    analyze = args.analyze or args.verbose or args.T == "json"
+    analyze = args.analyze or args.verbose or args.T == "json" or (args.T == "ek" and not args.fields)
     options = pipeline_options(args.display_filter, args.count, analyze)
     if args.write is not None:
         return _write(args, options)
@@ -51,6 +57,12 @@ def _sink(args: argparse.Namespace, out: LineWriter, options: Options) -> Sink:
         return JsonLinesSink(out)
     if args.T == "fields":
         return _field_columns(args, out, options)
+    if args.T == "ek":
+        from ..output.ek import EkSink
+        if not args.fields:
+            return EkSink(out, [], {}, None)
+        fields, extract = _named_fields(args, options)
+        return EkSink(out, list(args.fields), fields, extract)
     from ..output.console import color_wanted
     if color_wanted(args.color):
         from ..output.console import color_forced, terminal_painter
@@ -62,12 +74,19 @@ def _sink(args: argparse.Namespace, out: LineWriter, options: Options) -> Sink:
 
 
 def _field_columns(args: argparse.Namespace, out: LineWriter, options: Options) -> Sink:
+    from ..output.field_columns import FieldColumns, parse_layout
+    layout = parse_layout(args.layout)
+    fields, extract = _named_fields(args, options)
+    return FieldColumns(out, list(args.fields), layout, fields, extract)
+
+
+def _named_fields(args: argparse.Namespace, options: Options) -> tuple[dict[str, Field], Extractor]:
+    """The declarations of the ``-e`` fields and a function that takes their values from a packet (an
+    unknown name is an error naming the nearest one); the analysis runs when one of them is its."""
     import difflib
 
     from ..filter import known_fields, make_extractor
     from ..fieldview import presence_field
-    from ..output.field_columns import FieldColumns, parse_layout
-    layout = parse_layout(args.layout)
     cat = known_fields()
     fields = {}
     for name in args.fields:
@@ -81,7 +100,7 @@ def _field_columns(args: argparse.Namespace, out: LineWriter, options: Options) 
             raise RdmaspyError(f"decode: -e {name}: no such field{hint} (see 'rdmaspy fields')")
     if filter_needs_analysis(args.fields):
         options.analyze = True
-    return FieldColumns(out, list(args.fields), layout, fields, make_extractor(args.fields, cat))
+    return fields, make_extractor(args.fields, cat)
 
 
 def _write(args: argparse.Namespace, options: Options) -> int:
@@ -112,9 +131,10 @@ def register(sub: Any) -> None:
     d.add_argument("-V", dest="verbose", action="store_true", help="print the full tree of every layer")
     d.add_argument("-x", dest="hex", action="store_true", help="print hex and ASCII of each frame")
     d.add_argument("-c", dest="count", type=positive_int, metavar="N", help="stop after N packets (shown)")
-    d.add_argument("-T", choices=("text", "json", "fields"), default="text",
-                   help="output format: text (default), json (JSON Lines, one object per packet) or fields "
-                        "(the -e fields, one line per packet)")
+    d.add_argument("-T", choices=("text", "json", "fields", "ek"), default="text",
+                   help="output format: text (default), json (JSON Lines, one object per packet), fields "
+                        "(the -e fields, one line per packet) or ek (Elasticsearch bulk lines, as tshark -T ek;"
+                        " every field, or the -e fields)")
     d.add_argument("-e", dest="fields", action="append", default=[], metavar="NAME",
                    help="a field to print with -T fields (repeat for more), e.g. -e frame.number -e bth.psn")
     d.add_argument("-E", dest="layout", action="append", default=[], metavar="OPTION=VALUE",

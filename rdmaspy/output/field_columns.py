@@ -104,6 +104,15 @@ def field_text(field: Field, value: Any) -> str:
     return _CONTROL.sub(_escape, text) if _CONTROL.search(text) else text
 
 
+def field_texts(name: str, field: Field, values: list[Any] | None, pkt: Packet, t0: int) -> list[str]:
+    """Every value of the field ``name`` in a packet as ``-T fields`` prints it (frame times exact)."""
+    if name == _EPOCH:
+        return [_seconds(pkt.frame.ts)]
+    if name == _RELATIVE:
+        return [_seconds(pkt.frame.ts - t0)]
+    return [field_text(field, x) for x in values or ()]
+
+
 class FieldColumns:
     """The pipeline's sink for ``-T fields``: a line of the named fields' values per shown packet."""
 
@@ -134,22 +143,13 @@ class FieldColumns:
         lay = self.layout
         cols: list[str] = []
         for name in self.names:
-            if name == _EPOCH:
-                texts = [_seconds(pkt.frame.ts)]
-            elif name == _RELATIVE:
-                texts = [_seconds(pkt.frame.ts - t0)]
-            else:
-                xs = values.get(name)
-                if not xs:
-                    cols.append("")
-                    continue
-                if lay.occurrence == "f":
-                    xs = xs[:1]
-                elif lay.occurrence == "l":
-                    xs = xs[-1:]
-                field = self._fields[name]
-                texts = [field_text(field, x) for x in xs]
-            cols.append(self._quoted(lay.aggregator.join(texts)))
+            xs = values.get(name)
+            if lay.occurrence == "f" and xs:
+                xs = xs[:1]
+            elif lay.occurrence == "l" and xs:
+                xs = xs[-1:]
+            texts = field_texts(name, self._fields[name], xs, pkt, t0)
+            cols.append(self._quoted(lay.aggregator.join(texts)) if texts else "")
         self.out.text(lay.separator.join(cols))
 
     def flush(self) -> None:
