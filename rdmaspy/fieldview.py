@@ -20,6 +20,7 @@ EXPERT_SEVERITY = Field("expert.severity", 0, "Severity", "str")
 EXPERT_GROUP = Field("expert.group", 0, "Group", "str")
 EXPERT_MESSAGE = Field("expert.message", 0, "Message", "str")
 EXPERT_RULE = Field("expert.rule", 0, "Rule", "str")
+EXPERT_SOURCE = Field("expert.source", 0, "Source (specification)", "str")
 
 
 def packet_fields(pkt: Packet, t0: int) -> dict[str, tuple[Field, list[Any]]]:
@@ -45,6 +46,7 @@ def packet_fields(pkt: Packet, t0: int) -> dict[str, tuple[Field, list[Any]]]:
             put(EXPERT_GROUP, e.group)
             put(EXPERT_MESSAGE, e.text)
             put(EXPERT_RULE, e.rule)
+            put(EXPERT_SOURCE, e.source)
     return out
 
 

@@ -889,6 +889,7 @@ def _frame_getters() -> dict[str, Callable[[Packet, int], list | None]]:
         fv.EXPERT_GROUP.name: lambda p, t0: [e.group for e in p.expert] if p.expert else None,
         fv.EXPERT_MESSAGE.name: lambda p, t0: [e.text for e in p.expert] if p.expert else None,
         fv.EXPERT_RULE.name: lambda p, t0: [e.rule for e in p.expert] if p.expert else None,
+        fv.EXPERT_SOURCE.name: lambda p, t0: [e.source for e in p.expert] if p.expert else None,
         "frame": lambda p, t0: [True],
         FRAME_BYTES.name: lambda p, t0: [p.frame.data],
         "expert": lambda p, t0: [True] if p.expert else None,

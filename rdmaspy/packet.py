@@ -178,8 +178,8 @@ class Expert:
     severity: str   # "error" | "warning" | "note" | "chat"
     group: str      # "malformed" | "checksum" | "protocol" | "sequence" | ...
     text: str
-    rule: str = ""  # the rule and its source, e.g. "RFC 8166 §4.2" (declared: "tcp.retransmission (RFC ...)")
-    id: str = ""    # the id of its declared rule (``rdmaspy.rules``), "" for an item without one
+    source: str = ""  # the specification it cites, e.g. "RFC 8166 §4.2"
+    rule: str = ""    # the id of a declared rule, when the item stands for one
 
 
 class Note(Generic[T]):
@@ -238,17 +238,16 @@ class Packet:
     def truncated(self, what: str, have: int, need: int) -> None:
         self.set_malformed(f"{what}: truncated ({max(have, 0)} of {need} bytes)")
 
-    def add_expert(self, severity: str, group: str, text: str, rule: str = "") -> None:
+    def add_expert(self, severity: str, group: str, text: str, source: str = "", rule: str = "") -> None:
         if self.expert is None:
             self.expert = []
-        self.expert.append(Expert(severity, group, text, rule))
+        self.expert.append(Expert(severity, group, text, source, rule))
 
     def add_finding(self, rule: Rule, **args: object) -> None:
         """A breach of a declared rule, seen in this packet alone."""
         if self.expert is None:
             self.expert = []
-        self.expert.append(Expert(rule.severity.value, rule.group, rule.text(args), f"{rule.id} ({rule.source})",
-                                  rule.id))
+        self.expert.append(Expert(rule.severity.value, rule.group, rule.text(args), rule.source, rule.id))
 
     def set_info(self, text: str) -> None:
         self.info = [text]

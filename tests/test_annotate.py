@@ -109,7 +109,7 @@ def test_refuses_to_overwrite_its_input(capsys, tmp_path):
     src.write_bytes((FIXTURES / "analysis_transport_clean.pcap").read_bytes())
     rc = main(["annotate", str(src), "-o", str(src)])
     err = capsys.readouterr().err
-    assert rc == 1 and "is the input capture" in err
+    assert rc == 1 and "is the capture being read" in err
     assert src.read_bytes() == (FIXTURES / "analysis_transport_clean.pcap").read_bytes()
     rc = main(["annotate", str(src)])
     assert rc == 1 and "-o" in capsys.readouterr().err

@@ -162,8 +162,13 @@ class Finding:
 
     @property
     def rule(self) -> str:
-        """The rule and its source, as a dissector's expert item names it."""
-        return f"{self.rule_def.id} ({self.rule_def.source})"
+        """The rule's id, as a dissector's expert item names it (``expert.rule``)."""
+        return self.rule_def.id
+
+    @property
+    def source(self) -> str:
+        """The specification the rule comes from (``expert.source``)."""
+        return self.rule_def.source
 
     def __repr__(self) -> str:
         return f"<Finding {self.rule_def.id} frames={self.frames}>"

@@ -760,7 +760,7 @@ class Transport:
         # The finding takes the place of the dissector's own expert item for the same check.
         if pkt.expert:
             pkt.expert = [e for e in pkt.expert if not (getattr(e, "group", "") == "checksum"
-                                                         and getattr(e, "rule", "").startswith("IBTA 7.8.1"))]
+                                                         and getattr(e, "source", "").startswith("IBTA 7.8.1"))]
         _layer(pkt).add(BAD_ICRC, True)
         conv = pkt.conv
         self.an.report(ICRC_RULE, pkt.frame.num, pkt.frame.ts, conn=conv.conn_id if conv is not None else None,

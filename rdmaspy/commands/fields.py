@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..errors import RdmaspyError
 from ..fields import Field
 from ..filter import Catalog, known_fields
 
@@ -131,6 +132,8 @@ def markdown(entries: list[dict[str, Any]]) -> str:
 
 def cmd_fields(args: argparse.Namespace) -> int:
     entries = rows(known_fields(), args.prefix)
+    if not entries:
+        raise RdmaspyError(f"fields: no field or protocol matches {args.prefix!r}")
     if args.markdown:
         sys.stdout.write(markdown(entries))
     elif args.T == "json":

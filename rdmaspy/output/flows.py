@@ -213,7 +213,8 @@ class FlowBuilder:
     """Collects analysis output per connection and writes the flows document."""
 
     def __init__(self, directory: str | None = None) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="rdmaspy-flows-", dir=directory)
+        # named for the program and process that own it, should a hard kill leave it behind
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"rdmaspy-flows-{os.getpid()}-", dir=directory)
         self._spools: dict[tuple[int | None, str], _Spool] = {}
         self.summaries: dict[int, RpcRdmaSummary] = {}
         self.severities: dict[str, int] = {}

@@ -48,6 +48,7 @@ def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
             _put(obj, multi, "expert.group", e.group)
             _put(obj, multi, "expert.message", e.text)
             _put(obj, multi, "expert.rule", e.rule)
+            _put(obj, multi, "expert.source", e.source)
     obj["_summary"] = {"src": pkt.src, "dst": pkt.dst, "protocol": pkt.proto, "info": pkt.info_text}
     return obj
 

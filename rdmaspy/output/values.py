@@ -58,7 +58,10 @@ def text_value(field: Field, value: Any) -> str:
     d = field.display
     if isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value)
-        if d in ("ipv4", "ipv6", "gid", "mac", "str"):
+        if d == "str":
+            # a fixed-size text field is padded with NULs (a MAD's NodeString): the text ends at them
+            return b.rstrip(b"\0").decode("utf-8", "replace")
+        if d in ("ipv4", "ipv6", "gid", "mac"):
             return str(json_value(field, b))
         if len(b) > 48:
             return f"{b[:48].hex()}… ({len(b)} bytes)"

@@ -19,6 +19,12 @@ from ..errors import CaptureError
 from ..packet import Frame
 from . import Capture, chunk_reader
 
+# A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
+# reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to
+# the bound and counted (``Capture.clamped``); within it, times are exact.
+MAX_NS = (1 << 63) - 1
+MIN_NS = -(1 << 63)
+
 CHUNK = 1 << 20
 MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
 
@@ -161,8 +167,11 @@ class PcapngReader(Capture):
                             gi, lt, mul, den, toff, _snap = local[iface]
                             opt = dend + (-caplen & 3)
                             num += 1
-                            yield frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend],
-                                        wirelen, gi, _comment(buf, opt, bend - 4, order, base, "enhanced packet block")
+                            ts = (((hi << 32) | lo) * mul) // den + toff
+                            if ts > MAX_NS or ts < MIN_NS:
+                                ts = self._clamp(ts)
+                            yield frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi,
+                                        _comment(buf, opt, bend - 4, order, base, "enhanced packet block")
                                         if opt < bend - 4 else None, base + pos)
                             pos = bend
                             continue
@@ -281,8 +290,14 @@ class PcapngReader(Capture):
             return None
         opt = dend + (-caplen & 3)
         comment = _comment(buf, opt, bend - 4, order, base, what) if opt < bend - 4 else None
-        return Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi, comment,
-                     base + pos)
+        ts = (((hi << 32) | lo) * mul) // den + toff
+        if ts > MAX_NS or ts < MIN_NS:
+            ts = self._clamp(ts)
+        return Frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi, comment, base + pos)
+
+    def _clamp(self, ts: int) -> int:
+        self.clamped += 1
+        return MAX_NS if ts > MAX_NS else MIN_NS
 
     def _section(self, buf: bytes, pos: int, bend: int, order: _Order, base: int) -> None:
         if bend - pos < 28:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator
 from ..errors import RdmaspyError
 from ..fields import Field
 from ..fieldview import FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME
-from ..output.text import tree_lines
+from ..output.text import citation, tree_lines
 from ..output.values import json_value, text_value
 from ..packet import Layer, Packet
 from ..readers import Capture
@@ -91,7 +91,8 @@ def detail_of(pkt: Packet, t0: int) -> Detail:
     if pkt.expert:
         nodes.append(Node(0, "Expert Info", -1, 0, "expert", "expert"))
         for e in pkt.expert:
-            rule = f" [{e.rule}]" if e.rule else ""
+            cited = citation(e.rule, e.source)
+            rule = f" [{cited}]" if cited else ""
             nodes.append(Node(1, f"[{e.severity.capitalize()}/{e.group}] {e.text}{rule}", -1, 0,
                               "expert.severity", f'expert.severity == "{e.severity}"'))
     return Detail(f.num, data, tuple(nodes))

@@ -54,7 +54,7 @@ class DissectorFindings:
         for item in items:
             if hasattr(item, "rule_def"):
                 continue            # an analysis finding: the AnalysisModel has it
-            rule = item.rule.split(" (", 1)[0] if item.rule else item.group
+            rule = item.rule or item.source or item.group
             entry = Entry(item.severity, rule, item.group, pkt.frame.num, conn, item.text)
             with self._lock:
                 self.entries.append(entry)
