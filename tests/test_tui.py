@@ -347,14 +347,16 @@ def test_a_live_filter_keeps_rows_in_order_across_the_run_and_new_frames():
     # Live mode: frames up to ``limit`` are matched by the run over the spool, later ones as they
     # arrive (offer), before and after the run ends; the rows come out in frame order either way.
     from rdmaspy.tui.display import FilterRun
-    from rdmaspy.tui.source import Pipeline, open_frames, packets_of
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.tui.source import open_frames
 
     expr = "nfs"
     expected = [int(line.split()[0]) - 1 for line in decode(NFS_ROCE, "-Y", expr)]
     run = FilterRun(expr, limit=1000)
     run.compile()
     with open_frames(str(NFS_ROCE)) as cap:
-        arrived = [(pkt.frame.num - 1, pkt, t0) for pkt, t0 in packets_of(cap, Pipeline())]
+        pipe = Pipeline(cap, Options(analyze=True))
+        arrived = [(pkt.frame.num - 1, pkt, pipe.t0) for pkt in pipe.packets()]
     for row, pkt, t0 in arrived[1000:1500]:        # arrive while the run has not ended
         run.offer(row, pkt, t0)
     run.run(str(NFS_ROCE))

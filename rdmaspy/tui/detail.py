@@ -22,8 +22,9 @@ from ..fieldview import FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TI
 from ..output.text import tree_lines
 from ..output.values import json_value, text_value
 from ..packet import Layer, Packet
+from ..pipeline import Options, Pipeline
 from ..readers import Capture
-from .source import Pipeline, open_frames
+from .source import open_frames
 
 KEEP_BEHIND = 32      # frames before the one asked for whose detail is kept on the way
 
@@ -143,7 +144,6 @@ class DetailSource:
         self._frames: Iterator[Any] | None = None
         self._pipe: Pipeline | None = None
         self._last = 0          # number of the last frame fed to the replay pipeline
-        self._t0 = -1
 
     def cached(self, frame: int) -> Detail | None:
         with self._lock:
@@ -177,20 +177,18 @@ class DetailSource:
         self.close()
         self._cap = open_frames(self.path)
         self._frames = iter(self._cap)
-        self._pipe = Pipeline()
+        self._pipe = Pipeline(None, Options(analyze=True))     # as ``decode -V`` runs it
         self._last = 0
-        self._t0 = -1
 
     def _replay_to(self, frame: int, wanted: Callable[[], bool] | None = None) -> Detail | None:
         assert self._frames is not None and self._pipe is not None
-        feed = self._pipe.feed
+        pipe = self._pipe
+        feed = pipe.feed
         for f in self._frames:
-            if self._t0 < 0:
-                self._t0 = f.ts
             pkt = feed(f)
             self._last = f.num
             if f.num >= frame - KEEP_BEHIND:
-                d = detail_of(pkt, self._t0)
+                d = detail_of(pkt, pipe.t0)
                 self._cache[f.num] = d
                 self._cache.move_to_end(f.num)
                 while len(self._cache) > self.keep:

@@ -1,0 +1,92 @@
+"""Where the TUI keeps what would not fit in memory: records on disk, read back by their offset.
+
+Every temporary file of one opened capture lives in one private directory (``SpoolDir``: mode 0700,
+removed when the capture is closed and, failing that, when the process exits).  Its files are
+unlinked as soon as they are made, so nothing stays behind even when the process is killed.
+
+A ``RecordSpool`` is append-only: one writer thread (the background pass) adds pickled records,
+any thread reads one back by the offset ``add`` returned.  Records are buffered and written in
+blocks; a read of a record still in the buffer writes the buffer first.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import pickle
+import shutil
+import struct
+import tempfile
+import threading
+from typing import IO
+
+_LENGTH = struct.Struct("<I")
+_FLUSH_BYTES = 1 << 16          # the buffer is written when it holds this much
+_READ_AHEAD = 4096              # most records are read in one call
+
+
+class SpoolDir:
+    """A private temporary directory for one capture's spools."""
+
+    def __init__(self) -> None:
+        self.path = tempfile.mkdtemp(prefix="rdmaspy-tui-")
+        atexit.register(self.remove)
+
+    def file(self, prefix: str) -> IO[bytes]:
+        """A new temporary file in the directory (already unlinked: it goes when it is closed)."""
+        return tempfile.TemporaryFile(prefix=prefix, dir=self.path)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        atexit.unregister(self.remove)
+
+
+class RecordSpool:
+    """Pickled records on a temporary file: ``add(obj)`` gives the offset that ``get`` reads it at."""
+
+    def __init__(self, directory: SpoolDir, prefix: str) -> None:
+        self._file = directory.file(prefix)
+        self._fd = self._file.fileno()
+        self._pending = bytearray()
+        self._flushed = 0               # bytes on the file; records past it are in ``_pending``
+        self._lock = threading.Lock()
+        self.closed = False
+
+    @property
+    def size(self) -> int:
+        return self._flushed + len(self._pending)
+
+    def add(self, obj: object) -> int:
+        data = pickle.dumps(obj, pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            offset = self._flushed + len(self._pending)
+            self._pending += _LENGTH.pack(len(data))
+            self._pending += data
+            if len(self._pending) >= _FLUSH_BYTES:
+                self._flush()
+        return offset
+
+    def flush(self) -> None:
+        with self._lock:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._pending and not self.closed:
+            os.pwrite(self._fd, self._pending, self._flushed)
+            self._flushed += len(self._pending)
+            self._pending.clear()
+
+    def get(self, offset: int) -> object:
+        if offset + _LENGTH.size > self._flushed:
+            self.flush()
+        head = os.pread(self._fd, _READ_AHEAD, offset)
+        (length,) = _LENGTH.unpack_from(head)
+        end = _LENGTH.size + length
+        data = head[_LENGTH.size:end] if end <= len(head) else \
+            head[_LENGTH.size:] + os.pread(self._fd, end - len(head), offset + len(head))
+        return pickle.loads(data)
+
+    def close(self) -> None:
+        with self._lock:
+            self.closed = True
+            self._pending.clear()
+            self._file.close()
