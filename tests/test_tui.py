@@ -13,9 +13,10 @@ from rdmaspy.tui.detail_tree import DetailTree
 from rdmaspy.tui.filter_bar import FilterInput, complete
 from rdmaspy.tui.hex_pane import HexPane
 from rdmaspy.tui.messages import JumpToFrame
+from rdmaspy.tui.model import CaptureModel
 from rdmaspy.tui.packet_list import PacketList
 
-from conftest import capture
+from conftest import ROOT, capture
 from tui_helpers import decode, new_app, screen_text, settle, verbose_blocks
 
 NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
@@ -80,6 +81,27 @@ def test_selected_packet_tree_is_decode_V(path, frames):
             await settle(pilot, app)
             assert tree_text(app) == blocks[frames[-1] - 1]
     run(go())
+
+
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "captures").glob("*.pcap*")), ids=lambda p: p.name)
+def test_a_tree_made_from_a_checkpoint_is_decode_V(path):
+    # The background pass keeps its state every 50 frames; going down the capture from its end, a
+    # frame just after a checkpoint and one a whole spacing after it are made from that checkpoint.
+    blocks = verbose_blocks(path)
+    model = CaptureModel(str(path), checkpoint_every=50)
+    try:
+        model.start()
+        assert model.wait(60)
+        assert model.checkpoints.failed is None
+        assert len(model.checkpoints) == len(blocks) // 50
+        frames = sorted((f for f in blocks if f % 50 in (0, 1, 2, 49) or f == len(blocks)), reverse=True)
+        for frame in frames:
+            detail = model.details.detail(frame)
+            assert detail is not None
+            assert [indent_text(n) for n in detail.nodes] == blocks[frame], frame
+            assert model.details.started_after == (frame - 1) // 50 * 50
+    finally:
+        model.close()
 
 
 def _tree_node(app, name: str):

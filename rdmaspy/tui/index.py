@@ -19,6 +19,7 @@ from ..errors import RdmaspyError
 from ..output.text import packet_style, summary_bytes
 from ..packet import Frame, Packet
 from ..pipeline import Pipeline
+from .checkpoints import Checkpoints
 from .source import open_frames
 from .spool import SpoolDir
 
@@ -153,9 +154,9 @@ class IndexSink:
 
 
 def index_file(index: PacketIndex, path: str, stop: threading.Event, pipe: Pipeline,
-               on_frame: Callable[[int], None] | None = None) -> None:
+               checkpoints: Checkpoints | None = None) -> None:
     """The background pass over a capture file: every frame through ``pipe`` (whose sinks fill
-    ``index``); ``on_frame(n)`` is called after frame ``n`` has been through it."""
+    ``index``), its state kept now and then in ``checkpoints``."""
     try:
         cap = open_frames(path)
     except RdmaspyError as exc:
@@ -167,7 +168,7 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event, pipe: Pipel
         size = 0
     try:
         with cap:
-            _run(index, cap, pipe, stop, lambda f: file_progress(cap, f, size), on_frame)
+            _run(index, cap, pipe, stop, lambda f: file_progress(cap, f, size), checkpoints)
             index.problems = list(cap.problems)
     except OSError as exc:
         index.problems.append(f"read error: {exc.strerror or exc}")
@@ -178,14 +179,16 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event, pipe: Pipel
 
 
 def _run(index: PacketIndex, frames: Iterable[Frame], pipe: Pipeline, stop: threading.Event,
-         where: Callable[[Frame], float], on_frame: Callable[[int], None] | None) -> None:
+         where: Callable[[Frame], float], checkpoints: Checkpoints | None) -> None:
     feed = pipe.feed
     n = 0
+    next_checkpoint = checkpoints.next_at if checkpoints is not None else -1
     for frame in frames:
         feed(frame)
         n += 1
-        if on_frame is not None:
-            on_frame(n)
+        if n == next_checkpoint and checkpoints is not None:
+            checkpoints.take(pipe, n)
+            next_checkpoint = checkpoints.next_at
         if n & 1023 == 0:
             index.progress = where(frame)
             if stop.is_set():

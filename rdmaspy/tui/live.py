@@ -46,6 +46,8 @@ class LiveModel(CaptureModel):
         self._num += 1
         self._writer.write_packet(self._iface, ts, data, wirelen)
         pkt = self._pipe.feed(Frame(self._num, ts, self.linktype, bytes(data), wirelen))
+        if self._num == self.checkpoints.next_at:
+            self.checkpoints.take(self._pipe, self._num)
         run = self.live_filter
         if run is not None:
             run.offer(self._num - 1, pkt, self._pipe.t0)

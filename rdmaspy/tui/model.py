@@ -6,6 +6,7 @@ import threading
 
 from ..pipeline import Options, Pipeline
 from .analysis_store import AnalysisStore
+from .checkpoints import EVERY as CHECKPOINT_EVERY, Checkpoints
 from .detail import DetailSource
 from .display import FilterRun
 from .index import IndexSink, PacketIndex, index_file
@@ -17,17 +18,19 @@ class CaptureModel:
 
     The pass is the one pipeline (``rdmaspy.pipeline``) with the analysis on and two sinks: the
     packet index (a row per packet, for the list) and the analysis store (``analysis``: the
-    transactions, connections, credits and findings the analysis views read).  Both keep their
+    transactions, connections, credits and findings the analysis views read); now and then it
+    keeps its state (``checkpoints``), from which a frame's detail is made.  All of them keep their
     records in the capture's private spool directory, removed on ``close``.
     """
 
-    def __init__(self, path: str, name: str | None = None) -> None:
+    def __init__(self, path: str, name: str | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> None:
         self.path = path
         self.name = name or os.path.basename(path)
         self.spool_dir = SpoolDir()
         self.index = PacketIndex(self.name, self.spool_dir)
         self.analysis = AnalysisStore(self.spool_dir)
-        self.details = DetailSource(path)
+        self.checkpoints = Checkpoints(self.spool_dir, checkpoint_every)
+        self.details = DetailSource(path, checkpoints=self.checkpoints)
         self.live = False                    # True in live mode (``rdmaspy capture --tui``)
         self.live_filter: FilterRun | None = None   # live mode: the display filter new frames are matched by
         self._stop = threading.Event()
@@ -42,7 +45,7 @@ class CaptureModel:
         return Pipeline(None, Options(analyze=True), [IndexSink(self.index), self.analysis])
 
     def _index(self) -> None:
-        index_file(self.index, self.path, self._stop, self.pipeline())
+        index_file(self.index, self.path, self._stop, self.pipeline(), self.checkpoints)
 
     def live_status(self) -> str:
         """What the status bar says of a live capture ('' for a file)."""
@@ -61,4 +64,5 @@ class CaptureModel:
         self.details.close()
         self.index.close()
         self.analysis.close()
+        self.checkpoints.close()
         self.spool_dir.remove()

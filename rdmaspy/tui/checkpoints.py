@@ -1,0 +1,100 @@
+"""Checkpoints of the background pass: how a far frame's detail is made without replaying the file.
+
+What ``decode -V`` prints for a frame depends on every frame before it, so a detail is made by
+running frames through a pipeline up to it (``detail.py``).  Every ``every`` frames the background
+pass pickles its pipeline's state (the engine's session: connections, reassembly, outstanding
+calls; the analysis: open transactions, credits, PSN spaces) to the spool; a detail then starts
+from the last checkpoint before its frame, reading the frames before it without dissecting them,
+and dissects at most ``every`` frames.  The state after frame k is the state any pipeline has after
+frame k: a frame's tree made from a checkpoint is the tree ``decode -V`` prints (tests check it).
+
+At most ``keep`` checkpoints are kept: past that, every other one is dropped and the spacing
+doubles, so a file of any size costs a bounded index (and a spool that grows by the logarithm).
+A state that cannot be pickled turns checkpoints off (``failed`` says why); details are then made
+from the start of the file, as before.
+"""
+from __future__ import annotations
+
+import pickle
+import threading
+from array import array
+
+from ..pipeline import Options, Pipeline
+from .spool import RecordSpool, SpoolDir
+
+EVERY = 8192            # frames between checkpoints at first
+KEEP = 128              # checkpoints kept at most
+
+
+class Checkpoints:
+    def __init__(self, directory: SpoolDir, every: int = EVERY, keep: int = KEEP) -> None:
+        self.spool = RecordSpool(directory, "rdmaspy-checkpoints-")
+        self.every = every
+        self.keep = max(keep, 2)
+        self.next_at = every             # the frame after which the next checkpoint is taken
+        self.failed: str | None = None
+        self._frames = array("Q")        # checkpoint i holds the state after frame _frames[i] ...
+        self._offsets = array("Q")       # ... at this offset of the spool
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    # -- the background pass's thread ---------------------------------------------------------------
+    def take(self, pipe: Pipeline, frame: int) -> None:
+        """Keep the state of ``pipe`` after frame ``frame`` (it has fed frames 1..frame)."""
+        self.next_at = frame + self.every
+        if self.failed is not None:
+            return
+        an = pipe.analyzer
+        hooks = (an.on_record, an.on_finding) if an is not None else None
+        try:
+            if an is not None:
+                # the hooks are the sinks' (files, locks): the state is what the pipeline holds
+                an.on_record = an.on_finding = None
+            state = (pipe.engine, an, pipe.t0, pipe.t_last, pipe.frames)
+            offset = self.spool.add(state)
+        except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError) as exc:
+            self.failed = f"the pipeline's state cannot be kept ({exc})"
+            return
+        finally:
+            if an is not None and hooks is not None:
+                an.on_record, an.on_finding = hooks
+        with self._lock:
+            self._frames.append(frame)
+            self._offsets.append(offset)
+            if len(self._frames) > self.keep:
+                self._thin()
+
+    def _thin(self) -> None:
+        """Drop every other checkpoint and double the spacing."""
+        self.every *= 2
+        keep = [i for i, f in enumerate(self._frames) if f % self.every == 0]
+        self._frames = array("Q", (self._frames[i] for i in keep))
+        self._offsets = array("Q", (self._offsets[i] for i in keep))
+        self.next_at = (self._frames[-1] if self._frames else 0) + self.every
+
+    # -- the detail's thread ------------------------------------------------------------------------
+    def before(self, frame: int) -> tuple[int, int] | None:
+        """The last checkpoint before frame ``frame``: (the frame it follows, its spool offset)."""
+        with self._lock:
+            frames, offsets = self._frames, self._offsets
+            lo, hi = 0, len(frames)
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if frames[mid] < frame:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return (frames[lo - 1], offsets[lo - 1]) if lo else None
+
+    def load(self, offset: int) -> Pipeline:
+        """A pipeline in the state of the checkpoint at ``offset``, as ``decode -V`` runs it (no sinks)."""
+        engine, an, t0, t_last, frames = self.spool.get(offset)       # type: ignore[misc]
+        pipe = Pipeline(None, Options(analyze=False), engine=engine)
+        pipe.analyzer = an
+        pipe.t0, pipe.t_last, pipe.frames = t0, t_last, frames
+        return pipe
+
+    def close(self) -> None:
+        self.spool.close()
