@@ -3,12 +3,15 @@
 The analysis of a big capture emits a transaction every few frames and a finding every other
 frame; kept as objects they took most of the memory of a million-frame capture.  So, like the
 packet list's rows, they are spooled (``RecordSpool``) as they come and read back when a view shows
-them; memory keeps only what the views count and sort by:
+them, and the numbers the views count and sort by are in ``SpooledArray``s (their last block in
+memory, the rest on disk), so that memory does not grow with the capture:
 
-- transactions: the offset of each, its connection and latency (20 bytes); a row is unpickled when
-  drawn (a few hundred are cached).  Segments are rows of their transaction (8 bytes each).
-- findings (the analysis' and the dissectors'): the offset and frame of each, in groups by
-  severity, rule and connection (12 bytes); the expert view's counts are the groups' sizes.
+- transactions: the offset of each, its connection and latency; a row is unpickled when drawn (a
+  few hundred are cached).  Segments are rows of their transaction (its number and the place).
+- findings (the analysis' and the dissectors'): the offset, frame and group of each, in the order
+  they were reported; a group is a severity, rule and connection, and the expert view's counts
+  are the groups' sizes, kept in memory.  Credit findings are indexed a second time, for the
+  credits view.
 - credit samples: the offsets of the pieces of each series, and per series its count, time span,
   range of grants and peak outstanding; the chart reads its series back when shown.
 - connections and the per-connection summaries, which are few, as objects.
@@ -28,7 +31,7 @@ from typing import Callable, Generic, Iterator, NamedTuple, TypeVar
 from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, RpcRdmaSummary, Segment,
                               Transaction)
 from ..packet import Packet
-from .spool import RecordSpool, SpoolDir
+from .spool import RecordSpool, SpooledArray, SpoolDir
 
 NO_LATENCY = -(1 << 63)         # a transaction without a reply
 NO_CONNECTION = -1
@@ -57,13 +60,13 @@ class Point(NamedTuple):
 
 @dataclass(slots=True)
 class FindingGroup:
-    """The findings of one severity, rule and connection: their frames and spool offsets."""
+    """The findings of one severity, rule and connection: how many, and their number in the store."""
+    severity: str
+    rule: str
+    conn: int | None
     group: str
-    frames: array = field(default_factory=lambda: array("I"))
-    offsets: array = field(default_factory=lambda: array("Q"))
-
-    def __len__(self) -> int:
-        return len(self.offsets)
+    number: int
+    count: int = 0
 
 
 @dataclass(slots=True)
@@ -85,8 +88,13 @@ class AnalysisStore:
         self.spool = RecordSpool(directory, "rdmaspy-records-")
         self.connections: dict[int, Connection] = {}
         self.rpcrdma: dict[int, RpcRdmaSummary] = {}
-        self.transactions = TransactionIndex(self.spool)
+        self.transactions = TransactionIndex(self.spool, directory)
         self.findings: dict[tuple[str, str, int], FindingGroup] = {}
+        self.finding_offsets = SpooledArray(directory, "Q")     # finding i: where it is on the spool,
+        self.finding_frames = SpooledArray(directory, "I")      # its first frame,
+        self.finding_groups = SpooledArray(directory, "I")      # its group's number
+        self.credit_offsets = SpooledArray(directory, "Q")      # the credit findings again: where,
+        self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
         self.credits: dict[tuple[int, CallDirection], CreditTrack] = {}
         self._lock = threading.Lock()      # the dicts grow on the writer thread; views copy them under it
@@ -123,14 +131,20 @@ class AnalysisStore:
         self.spool.flush()
 
     def _entry(self, e: Entry) -> None:
-        key = (e.severity, e.rule, NO_CONNECTION if e.conn is None else e.conn)
+        conn = NO_CONNECTION if e.conn is None else e.conn
+        key = (e.severity, e.rule, conn)
         group = self.findings.get(key)
         if group is None:
             with self._lock:
-                group = self.findings[key] = FindingGroup(e.group)
+                group = self.findings[key] = FindingGroup(e.severity, e.rule, e.conn, e.group, len(self.findings))
         offset = self.spool.add(e)
-        group.frames.append(e.frame)
-        group.offsets.append(offset)
+        if e.group == "credits":
+            self.credit_offsets.append(offset)
+            self.credit_conns.append(conn)
+        self.finding_frames.append(e.frame)
+        self.finding_groups.append(group.number)
+        self.finding_offsets.append(offset)
+        group.count += 1
         self.finding_count += 1
 
     def _credits(self, rec: CreditSeries) -> None:
@@ -164,9 +178,29 @@ class AnalysisStore:
         with self._lock:
             return list(self.rpcrdma.items())
 
-    def finding_groups(self) -> list[tuple[tuple[str, str, int], FindingGroup]]:
+    def groups(self) -> list[FindingGroup]:
         with self._lock:
-            return list(self.findings.items())
+            return list(self.findings.values())
+
+    def findings_of(self, numbers: set[int], start: int = 0) -> Iterator[tuple[int, int]]:
+        """(position, spool offset) of each finding of the groups ``numbers``, in the order they were
+        reported, from position ``start`` on."""
+        offsets, groups = self.finding_offsets, self.finding_groups
+        n = len(offsets)
+        for i in range(start, n):
+            if groups[i] in numbers:
+                yield i, offsets[i]
+
+    def credit_findings(self, admits: Callable[[int | None], bool]) -> array:
+        """The spool offsets of the credit findings of the connections ``admits`` lets through."""
+        offsets, conns = self.credit_offsets, self.credit_conns
+        n = len(offsets)
+        out = array("Q")
+        for i in range(n):
+            c = conns[i]
+            if admits(None if c == NO_CONNECTION else c):
+                out.append(offsets[i])
+        return out
 
     def credit_tracks(self) -> list[tuple[tuple[int, CallDirection], CreditTrack]]:
         with self._lock:
@@ -187,18 +221,22 @@ class AnalysisStore:
 
     def close(self) -> None:
         self.spool.close()
+        self.transactions.close()
+        for a in (self.finding_offsets, self.finding_frames, self.finding_groups, self.credit_offsets,
+                  self.credit_conns):
+            a.close()
 
 
 class TransactionIndex:
     """Every transaction, in the order the analysis closed them: on the spool, indexed in memory."""
 
-    def __init__(self, spool: RecordSpool) -> None:
+    def __init__(self, spool: RecordSpool, directory: SpoolDir) -> None:
         self.spool = spool
-        self.offsets = array("Q")
-        self.conns = array("i")
-        self.latencies = array("q")
-        self.seg_txn = array("I")           # segment i: its transaction's number ...
-        self.seg_pos = array("I")           # ... and its place among the transaction's segments
+        self.offsets = SpooledArray(directory, "Q")
+        self.conns = SpooledArray(directory, "i")
+        self.latencies = SpooledArray(directory, "q")
+        self.seg_txn = SpooledArray(directory, "I")      # segment i: its transaction's number ...
+        self.seg_pos = SpooledArray(directory, "I")      # ... and its place among the transaction's segments
         self.seg_states: dict[int, dict[str, int]] = {}   # connection -> segment state -> count
         self._cache: OrderedDict[int, Transaction] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -242,12 +280,16 @@ class TransactionIndex:
     def segment(self, i: int) -> Segment:
         return self.get(self.seg_txn[i]).segments[self.seg_pos[i]]
 
+    def close(self) -> None:
+        for a in (self.offsets, self.conns, self.latencies, self.seg_txn, self.seg_pos):
+            a.close()
+
 
 class Rows(Generic[T]):
     """A view's rows: numbers into a store's index (all of them, or those of one connection), each
     read back as its record when asked for; a sequence, as the views and tests use a list."""
 
-    def __init__(self, numbers: array | range, read: Callable[[int], T]) -> None:
+    def __init__(self, numbers: array | range | SpooledArray, read: Callable[[int], T]) -> None:
         self.numbers = numbers
         self._read = read
 

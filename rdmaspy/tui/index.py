@@ -2,17 +2,16 @@
 
 A background thread runs the pipeline over the capture once.  Per frame it keeps only what the list
 needs to draw a row without decoding again: the summary line ``rdmaspy decode`` prints, spooled to
-a temporary file (its end offset in an ``array('Q')``), and one byte for its colour (protocol and
-expert severity).  A million frames cost about 9 MB of memory plus the spool on disk; rows are read
-back from the spool (``os.pread``) only when they are drawn.  The detail of a frame is dissected again
-on demand (``detail.py``).
+a temporary file, its end offset and one byte for its colour (protocol and expert severity) in
+``SpooledArray``s, whose older blocks wait on disk too: memory stays the same however many frames
+the capture holds.  Rows are read back from the spool (``os.pread``) only when they are drawn.
+The detail of a frame is dissected again on demand (``detail.py``).
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
-from array import array
 from typing import Callable, Iterable
 
 from ..errors import RdmaspyError
@@ -21,7 +20,7 @@ from ..packet import Frame, Packet
 from ..pipeline import Pipeline
 from .checkpoints import Checkpoints
 from .source import open_frames
-from .spool import SpoolDir
+from .spool import SpooledArray, SpoolDir
 
 # The colour byte: bits 0-5 the protocol's number in ``PacketIndex.protocols``, bits 6-7 the severity.
 SEVERITY_NONE = 0
@@ -44,8 +43,8 @@ class PacketIndex:
         self.name = name                     # what the status bar calls the capture
         self._spool = directory.file("rdmaspy-rows-")
         self._fd = self._spool.fileno()
-        self._ends = array("Q")              # end offset of row i's text in the spool
-        self._codes = bytearray()            # colour byte of row i
+        self._ends = SpooledArray(directory, "Q", 16384)     # end offset of row i's text in the spool
+        self._codes = SpooledArray(directory, "B", 65536)    # colour byte of row i
         self._pending: list[bytes] = []
         self._written = 0                    # spool bytes written
         self.protocols: list[str] = []       # protocol number -> name, as the rows use them
@@ -121,6 +120,8 @@ class PacketIndex:
 
     def close(self) -> None:
         self._spool.close()
+        self._ends.close()
+        self._codes.close()
 
 
 def file_progress(cap: object, frame: Frame, size: int) -> float:

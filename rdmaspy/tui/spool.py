@@ -17,7 +17,9 @@ import shutil
 import struct
 import tempfile
 import threading
-from typing import IO
+from array import array
+from collections import OrderedDict
+from typing import IO, Iterator
 
 _LENGTH = struct.Struct("<I")
 _FLUSH_BYTES = 1 << 16          # the buffer is written when it holds this much
@@ -90,3 +92,74 @@ class RecordSpool:
             self.closed = True
             self._pending.clear()
             self._file.close()
+
+
+class SpooledArray:
+    """An append-only array of numbers of one type (``array`` type codes) whose older items wait on
+    disk: the last ``block`` items are in memory, the rest on a temporary file, read back a block
+    at a time (the last few blocks read are kept).  Memory stays the same however long it grows.
+
+    One thread appends; any thread reads.  The count on disk and the block in memory change
+    together (one attribute), so a reader always sees a pair that belongs together.
+    """
+
+    def __init__(self, directory: SpoolDir, typecode: str, block: int = 4096, cached: int = 4) -> None:
+        self._file = directory.file("rdmaspy-array-")
+        self._fd = self._file.fileno()
+        self.typecode = typecode
+        self.block = block
+        self._itemsize = array(typecode).itemsize
+        self._state: tuple[int, array] = (0, array(typecode))    # (items on disk, the items after them)
+        self._cache: OrderedDict[int, array] = OrderedDict()
+        self._cached = cached
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        on_disk, tail = self._state
+        return on_disk + len(tail)
+
+    def append(self, value: int) -> None:
+        on_disk, tail = self._state
+        tail.append(value)
+        if len(tail) >= self.block:
+            os.pwrite(self._fd, tail.tobytes(), on_disk * self._itemsize)
+            self._state = (on_disk + len(tail), array(self.typecode))
+
+    def __getitem__(self, i: int) -> int:
+        on_disk, tail = self._state
+        if i < 0:
+            i += on_disk + len(tail)
+        if i >= on_disk:
+            return tail[i - on_disk]
+        if i < 0:
+            raise IndexError(i)
+        n, at = divmod(i, self.block)
+        return self._block(n)[at]
+
+    def _block(self, n: int) -> array:
+        with self._lock:
+            data = self._cache.get(n)
+            if data is not None:
+                self._cache.move_to_end(n)
+                return data
+        data = array(self.typecode)
+        size = self.block * self._itemsize
+        data.frombytes(os.pread(self._fd, size, n * size))
+        with self._lock:
+            self._cache[n] = data
+            while len(self._cache) > self._cached:
+                self._cache.popitem(last=False)
+        return data
+
+    def __iter__(self) -> Iterator[int]:
+        """The items there are now, in order (a block read at a time, bypassing the cache)."""
+        on_disk, tail = self._state
+        size = self.block * self._itemsize
+        for n in range(on_disk // self.block):
+            data = array(self.typecode)
+            data.frombytes(os.pread(self._fd, size, n * size))
+            yield from data
+        yield from tail[:]
+
+    def close(self) -> None:
+        self._file.close()

@@ -9,14 +9,13 @@ the data.  A series' samples are read back from the analysis store's spool when 
 """
 from __future__ import annotations
 
-from array import array
 from typing import TYPE_CHECKING, Sequence
 
 from textual.app import ComposeResult
 from textual.widgets import Static
 
 from ...analysis.model import CallDirection
-from ..analysis_store import NO_CONNECTION, CreditTrack, Entry, Rows
+from ..analysis_store import CreditTrack, Entry, Rows
 from ..messages import JumpToFrame
 from . import register_view
 from .common import AnalysisView, duration_text
@@ -73,16 +72,11 @@ class CreditsView(AnalysisView):
                 granted_text(track), str(track.peak), str(self._violations_of.get(conn, 0)))
 
     def _credit_findings(self, conn: int | None) -> Rows[Entry]:
-        """The credit findings of connection ``conn`` (None: of every connection in focus), by frame."""
-        pairs: list[tuple[int, int]] = []
-        for (_sev, _rule, c), group in self.model.analysis.finding_groups():
-            owner = None if c == NO_CONNECTION else c
-            if group.group != "credits" or not self.focus_state.admits(owner) or (conn is not None and owner != conn):
-                continue
-            n = len(group)
-            pairs.extend(zip(group.frames[:n], group.offsets[:n]))
-        pairs.sort()
-        return Rows(array("Q", (off for _frame, off in pairs)), self.model.analysis.entry)
+        """The credit findings of connection ``conn`` (None: of every connection in focus)."""
+        focus = self.focus_state
+        offsets = self.model.analysis.credit_findings(
+            lambda c: focus.admits(c) and (conn is None or c == conn))
+        return Rows(offsets, self.model.analysis.entry)
 
     def _violation_cells(self, i: int) -> Sequence[str]:
         e = self.violations[i]
@@ -109,9 +103,9 @@ class CreditsView(AnalysisView):
         self.series = sorted(((k, t) for k, t in tracks if self.focus_state.admits(k[0])),
                              key=lambda kt: (kt[0][0], kt[0][1].value))
         self._violations_of = {}
-        for (_sev, _rule, c), group in self.model.analysis.finding_groups():
-            if group.group == "credits" and c != NO_CONNECTION:
-                self._violations_of[c] = self._violations_of.get(c, 0) + len(group)
+        for group in self.model.analysis.groups():
+            if group.group == "credits" and group.conn is not None:
+                self._violations_of[group.conn] = self._violations_of.get(group.conn, 0) + group.count
         self.query_one("#credits-title", Static).update(
             f"Credits: {len(self.series)} series (granted and outstanding over time)")
         table = self.query_one("#series-table", RowTable)

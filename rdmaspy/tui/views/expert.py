@@ -3,18 +3,18 @@ Information; a finding opens its frame in the packet list.
 
 The findings (the analysis' and the dissectors': malformed packets, bad checksums, TCP holes) are
 in the analysis store, counted in memory and spooled on disk: the counts come from the store, and
-a rule's findings are read back when it is opened, a page at a time (a capture can hold millions).
+a rule's findings are read back when it is opened, a page at a time in the order they were reported
+(a capture can hold millions).
 """
 from __future__ import annotations
 
-from array import array
 from typing import TYPE_CHECKING, Iterator
 
 from textual.app import ComposeResult
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from ..analysis_store import NO_CONNECTION, Entry, FindingGroup
+from ..analysis_store import Entry, FindingGroup
 from ..messages import JumpToFrame
 from . import register_view
 from .common import AnalysisView
@@ -30,12 +30,14 @@ PAGE = 500          # findings listed under a rule at a time; a last leaf shows 
 
 
 class More:
-    """The leaf after a page of findings: selecting it lists the next page."""
+    """The leaf after a page of findings: selecting it lists the next page, from the store's
+    finding ``start`` on (``listed`` of the rule's are listed above it)."""
 
-    __slots__ = ("start",)
+    __slots__ = ("start", "listed")
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, listed: int) -> None:
         self.start = start
+        self.listed = listed
 
 
 class ExpertView(AnalysisView):
@@ -48,7 +50,6 @@ class ExpertView(AnalysisView):
         super().__init__(model, id=id)
         self._shown: tuple[int, int | None] | None = None
         self._groups: dict[tuple[str, str], list[FindingGroup]] = {}
-        self._order: dict[tuple[str, str], array] = {}     # a rule's findings' offsets, by frame
 
     def compose(self) -> ComposeResult:
         yield Static("Expert information", id="expert-summary")
@@ -62,19 +63,18 @@ class ExpertView(AnalysisView):
 
     def entries(self) -> Iterator[Entry]:
         """Every finding in focus (read back from the spool)."""
-        read = self.model.analysis.entry
-        for groups in self._admitted().values():
-            for group in groups:
-                for i in range(len(group)):
-                    yield read(group.offsets[i])
+        store = self.model.analysis
+        numbers = {g.number for groups in self._admitted().values() for g in groups}
+        for _pos, offset in store.findings_of(numbers):
+            yield store.entry(offset)
 
     def _admitted(self) -> dict[tuple[str, str], list[FindingGroup]]:
         """The finding groups of the connection in focus, by severity and rule."""
         focus = self.focus_state
         out: dict[tuple[str, str], list[FindingGroup]] = {}
-        for (severity, rule, conn), group in self.model.analysis.finding_groups():
-            if focus.admits(None if conn == NO_CONNECTION else conn):
-                out.setdefault((severity, rule), []).append(group)
+        for group in self.model.analysis.groups():
+            if focus.admits(group.conn):
+                out.setdefault((group.severity, group.rule), []).append(group)
         return out
 
     def refresh_view(self) -> None:
@@ -83,10 +83,9 @@ class ExpertView(AnalysisView):
             return
         self._shown = key
         self._groups = self._admitted()
-        self._order.clear()
         by_severity: dict[str, list[tuple[str, int, str]]] = {}
         for (severity, rule), groups in self._groups.items():
-            by_severity.setdefault(severity, []).append((rule, sum(len(g) for g in groups), groups[0].group))
+            by_severity.setdefault(severity, []).append((rule, sum(g.count for g in groups), groups[0].group))
         tree = self.tree
         expanded = {n.data for n in _walk(tree.root) if n.is_expanded and isinstance(n.data, tuple)}
         tree.clear()
@@ -104,42 +103,36 @@ class ExpertView(AnalysisView):
                 node = top.add(f"{rule} [dim]({group})[/] — {n}", data=key2)
                 node.allow_expand = True
                 if key2 in expanded:
-                    self._fill(node, 0)
+                    self._fill(node, More(0, 0))
                     node.expand()
         scope = "" if self.focus_state.connection is None else f" (connection {self.focus_state.connection})"
         summary = "   ".join(counts) if counts else "No findings"
         self.query_one("#expert-summary", Static).update(f"Expert information{scope}: {summary}")
 
-    def _offsets(self, key: tuple[str, str]) -> array:
-        """The spool offsets of a rule's findings, in frame order (computed when the rule is opened)."""
-        order = self._order.get(key)
-        if order is None:
-            pairs: list[tuple[int, int]] = []
-            for group in self._groups.get(key, ()):
-                n = len(group)
-                pairs.extend(zip(group.frames[:n], group.offsets[:n]))
-            pairs.sort()
-            order = self._order[key] = array("Q", (off for _frame, off in pairs))
-        return order
-
-    def _fill(self, node: TreeNode, start: int) -> None:
-        """List a page of the rule's findings under ``node`` from the ``start``-th on."""
+    def _fill(self, node: TreeNode, start: More) -> None:
+        """List a page of the rule's findings under ``node`` from where ``start`` says."""
         key = node.data
         if not isinstance(key, tuple):
             return
-        offsets = self._offsets(key)
-        read = self.model.analysis.entry
-        end = min(start + PAGE, len(offsets))
-        for i in range(start, end):
-            e = read(offsets[i])
+        groups = self._groups.get(key, [])
+        total = sum(g.count for g in groups)
+        store = self.model.analysis
+        listed = start.listed
+        after = start.start
+        for pos, offset in store.findings_of({g.number for g in groups}, start.start):
+            e = store.entry(offset)
             node.add_leaf(f"frame {e.frame}: {e.text}", data=e)
-        if end < len(offsets):
-            node.add_leaf(f"[dim]{len(offsets) - end} more (Enter: the next {min(PAGE, len(offsets) - end)})[/]",
-                          data=More(end))
+            listed += 1
+            after = pos + 1
+            if listed - start.listed >= PAGE:
+                break
+        if listed < total:
+            node.add_leaf(f"[dim]{total - listed} more (Enter: the next {min(PAGE, total - listed)})[/]",
+                          data=More(after, listed))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         if not event.node.children:
-            self._fill(event.node, 0)
+            self._fill(event.node, More(0, 0))
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         node = event.node
@@ -151,7 +144,7 @@ class ExpertView(AnalysisView):
             event.stop()
             parent = node.parent
             node.remove()
-            self._fill(parent, data.start)
+            self._fill(parent, data)
 
 
 def _walk(node: TreeNode) -> list[TreeNode]:

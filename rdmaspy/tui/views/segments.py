@@ -4,6 +4,7 @@ unused, overrun).  Enter opens the first frame that moved it (or the call that o
 from __future__ import annotations
 
 from array import array
+from itertools import islice
 from typing import TYPE_CHECKING, Sequence
 
 from rich.style import Style
@@ -76,8 +77,8 @@ class SegmentsView(AnalysisView):
         if focus.connection is None:
             numbers: array | range = range(n)
         else:
-            conns, owner = txns.conns, txns.seg_txn
-            numbers = array("I", (i for i in range(n) if conns[owner[i]] == focus.connection))
+            conns = txns.conns
+            numbers = array("I", (i for i, t in enumerate(islice(txns.seg_txn, n)) if conns[t] == focus.connection))
         self.rows = Rows(numbers, txns.segment)
         states: dict[str, int] = {}
         for conn, counts in list(txns.seg_states.items()):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from array import array
+from itertools import islice
 from typing import TYPE_CHECKING, Sequence
 
 from rich.style import Style
@@ -146,14 +147,20 @@ class TransactionsView(AnalysisView):
             return
         self._seen = key
         focus = self.focus_state
+        lats = islice(txns.latencies, n)
         if focus.connection is None:
             numbers: array | range = range(n)
+            lat = sorted(v for v in lats if v != NO_LATENCY)
         else:
-            conns = txns.conns
-            numbers = array("I", (i for i in range(n) if conns[i] == focus.connection))
+            numbers = array("I")
+            lat = []
+            for i, (conn, v) in enumerate(zip(islice(txns.conns, n), lats)):
+                if conn == focus.connection:
+                    numbers.append(i)
+                    if v != NO_LATENCY:
+                        lat.append(v)
+            lat.sort()
         self.rows = Rows(numbers, txns.get)
-        lats = txns.latencies
-        lat = sorted(v for v in (lats[i] for i in numbers) if v != NO_LATENCY)
         median = f", median latency {duration_text(lat[len(lat) // 2])}" if lat else ""
         scope = "" if focus.connection is None else f" on connection {focus.connection}"
         self.query_one("#transactions-title", Static).update(
