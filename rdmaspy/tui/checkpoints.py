@@ -53,7 +53,7 @@ class Checkpoints:
                 # the hooks are the sinks' (files, locks): the state is what the pipeline holds
                 an.on_record = an.on_finding = None
             state = (pipe.engine, an, pipe.t0, pipe.t_last, pipe.frames)
-            offset = self.spool.add(state)
+            offset = self.spool.add_streamed(state)
         except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError) as exc:
             self.failed = f"the pipeline's state cannot be kept ({exc})"
             return

@@ -67,6 +67,18 @@ class RecordSpool:
                 self._flush()
         return offset
 
+    def add_streamed(self, obj: object) -> int:
+        """``add`` for a big record (a checkpoint): pickled straight to the file, a frame of the
+        pickle at a time, instead of whole into memory first."""
+        with self._lock:
+            self._flush()
+            offset = self._flushed
+            out = _FileAt(self._fd, offset + _LENGTH.size)
+            pickle.dump(obj, out, pickle.HIGHEST_PROTOCOL)
+            os.pwrite(self._fd, _LENGTH.pack(out.at - offset - _LENGTH.size), offset)
+            self._flushed = out.at
+        return offset
+
     def flush(self) -> None:
         with self._lock:
             self._flush()
@@ -92,6 +104,24 @@ class RecordSpool:
             self.closed = True
             self._pending.clear()
             self._file.close()
+
+
+class _FileAt:
+    """A file descriptor written from an offset on, as a file object for ``pickle.dump``."""
+
+    __slots__ = ("fd", "at")
+
+    def __init__(self, fd: int, at: int) -> None:
+        self.fd = fd
+        self.at = at
+
+    def write(self, data: bytes) -> int:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(self.fd, view, self.at)
+            self.at += n
+            view = view[n:]
+        return len(data)
 
 
 class SpooledArray:
