@@ -89,17 +89,38 @@ def test_a_tree_made_from_a_checkpoint_is_decode_V(path):
     # frame just after a checkpoint and one a whole spacing after it are made from that checkpoint.
     blocks = verbose_blocks(path)
     model = CaptureModel(str(path), checkpoint_every=50)
+    model.checkpoints.bytes_per_frame = 0           # every 50 frames, however big the state
     try:
         model.start()
         assert model.wait(60)
         assert model.checkpoints.failed is None
-        assert len(model.checkpoints) == len(blocks) // 50
+        assert model.checkpoints.frames() == list(range(50, len(blocks) + 1, 50))
         frames = sorted((f for f in blocks if f % 50 in (0, 1, 2, 49) or f == len(blocks)), reverse=True)
         for frame in frames:
             detail = model.details.detail(frame)
             assert detail is not None
             assert [indent_text(n) for n in detail.nodes] == blocks[frame], frame
             assert model.details.started_after == (frame - 1) // 50 * 50
+    finally:
+        model.close()
+
+
+def test_checkpoints_stay_few_and_still_make_exact_trees():
+    # Past ``keep`` checkpoints every other one goes and the spacing doubles; the last one stays.
+    blocks = verbose_blocks(NFS_ROCE)
+    model = CaptureModel(str(NFS_ROCE), checkpoint_every=50)
+    cps = model.checkpoints
+    cps.keep, cps.bytes_per_frame = 4, 0
+    try:
+        model.start()
+        assert model.wait(60)
+        kept = cps.frames()
+        assert 2 <= len(kept) <= 4 and cps.every > 50
+        assert kept == sorted(kept) and len(blocks) - kept[-1] <= cps.every
+        for frame in (len(blocks), kept[0] + 1, kept[-1] - 3):
+            detail = model.details.detail(frame)
+            assert detail is not None and [indent_text(n) for n in detail.nodes] == blocks[frame]
+            assert model.details.started_after == max(k for k in kept if k < frame)
     finally:
         model.close()
 

@@ -9,7 +9,9 @@ and dissects at most ``every`` frames.  The state after frame k is the state any
 frame k: a frame's tree made from a checkpoint is the tree ``decode -V`` prints (tests check it).
 
 At most ``keep`` checkpoints are kept: past that, every other one is dropped and the spacing
-doubles, so a file of any size costs a bounded index (and a spool that grows by the logarithm).
+doubles, so a file of any size costs a bounded index.  A big state is kept less often (at most
+``BYTES_PER_FRAME`` bytes of checkpoint for each frame between two), so that pickling it costs
+the pass little time and the spool little disk.
 A state that cannot be pickled turns checkpoints off (``failed`` says why); details are then made
 from the start of the file, as before.
 """
@@ -24,6 +26,7 @@ from .spool import RecordSpool, SpoolDir
 
 EVERY = 8192            # frames between checkpoints at first
 KEEP = 128              # checkpoints kept at most
+BYTES_PER_FRAME = 128   # a big state is kept less often: at most this many bytes of checkpoint a frame
 
 
 class Checkpoints:
@@ -31,6 +34,7 @@ class Checkpoints:
         self.spool = RecordSpool(directory, "rdmaspy-checkpoints-")
         self.every = every
         self.keep = max(keep, 2)
+        self.bytes_per_frame = BYTES_PER_FRAME
         self.next_at = every             # the frame after which the next checkpoint is taken
         self.failed: str | None = None
         self._frames = array("Q")        # checkpoint i holds the state after frame _frames[i] ...
@@ -39,6 +43,11 @@ class Checkpoints:
 
     def __len__(self) -> int:
         return len(self._frames)
+
+    def frames(self) -> list[int]:
+        """The frames after which the checkpoints kept were taken."""
+        with self._lock:
+            return list(self._frames)
 
     # -- the background pass's thread ---------------------------------------------------------------
     def take(self, pipe: Pipeline, frame: int) -> None:
@@ -60,6 +69,8 @@ class Checkpoints:
         finally:
             if an is not None and hooks is not None:
                 an.on_record, an.on_finding = hooks
+        size = self.spool.size - offset
+        self.next_at = frame + max(self.every, size // self.bytes_per_frame if self.bytes_per_frame else 0)
         with self._lock:
             self._frames.append(frame)
             self._offsets.append(offset)
@@ -67,12 +78,13 @@ class Checkpoints:
                 self._thin()
 
     def _thin(self) -> None:
-        """Drop every other checkpoint and double the spacing."""
+        """Drop every other checkpoint (the last one stays) and double the spacing."""
         self.every *= 2
-        keep = [i for i, f in enumerate(self._frames) if f % self.every == 0]
+        n = len(self._frames)
+        keep = [i for i in range(n) if (n - 1 - i) % 2 == 0]
         self._frames = array("Q", (self._frames[i] for i in keep))
         self._offsets = array("Q", (self._offsets[i] for i in keep))
-        self.next_at = (self._frames[-1] if self._frames else 0) + self.every
+        self.next_at = max(self.next_at, self._frames[-1] + self.every)
 
     # -- the detail's thread ------------------------------------------------------------------------
     def before(self, frame: int) -> tuple[int, int] | None:
