@@ -265,10 +265,10 @@ class TransactionIndex:
 
     def get(self, i: int) -> Transaction:
         with self._cache_lock:
-            t = self._cache.get(i)
-            if t is not None:
+            hit = self._cache.get(i)
+            if hit is not None:
                 self._cache.move_to_end(i)
-                return t
+                return hit
         t = self.spool.get(self.offsets[i])
         assert isinstance(t, Transaction)
         with self._cache_lock:

@@ -12,8 +12,10 @@ At most ``keep`` checkpoints are kept: past that, every other one is dropped and
 doubles, so a file of any size costs a bounded index.  A big state is kept less often (at most
 ``BYTES_PER_FRAME`` bytes of checkpoint for each frame between two), so that pickling it costs
 the pass little time and the spool little disk.
-A state that cannot be pickled turns checkpoints off (``failed`` says why); details are then made
-from the start of the file, as before.
+A state that cannot be pickled, or read back (the first checkpoint is tried at once), turns
+checkpoints off (``failed`` says why); details are then made from the start of the file.  That is
+the case of the compiled build: mypyc's classes call ``__init__`` when they are unpickled, which
+fails without its arguments.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import pickle
 import threading
 from array import array
 
+from ..analysis.analyzer import Analyzer
+from ..engine import Engine
 from ..pipeline import Options, Pipeline
 from .spool import RecordSpool, SpoolDir
 
@@ -69,6 +73,8 @@ class Checkpoints:
         finally:
             if an is not None and hooks is not None:
                 an.on_record, an.on_finding = hooks
+        if not self._frames and not self._loads(offset):
+            return
         size = self.spool.size - offset
         self.next_at = frame + max(self.every, size // self.bytes_per_frame if self.bytes_per_frame else 0)
         with self._lock:
@@ -76,6 +82,16 @@ class Checkpoints:
             self._offsets.append(offset)
             if len(self._frames) > self.keep:
                 self._thin()
+
+    def _loads(self, offset: int) -> bool:
+        """Whether the first checkpoint can be read back; checkpoints are turned off if not (the
+        compiled build's classes are not made for pickling: mypyc calls ``__init__`` on unpickling)."""
+        try:
+            self.load(offset)
+        except (pickle.UnpicklingError, TypeError, AttributeError, ValueError, EOFError, AssertionError) as exc:
+            self.failed = f"the pipeline's state cannot be read back ({exc})"
+            return False
+        return True
 
     def _thin(self) -> None:
         """Drop every other checkpoint (the last one stays) and double the spacing."""
@@ -102,10 +118,13 @@ class Checkpoints:
 
     def load(self, offset: int) -> Pipeline:
         """A pipeline in the state of the checkpoint at ``offset``, as ``decode -V`` runs it (no sinks)."""
-        engine, an, t0, t_last, frames = self.spool.get(offset)       # type: ignore[misc]
+        state = self.spool.get(offset)
+        assert isinstance(state, tuple) and len(state) == 5
+        engine, an, t0, t_last, frames = state
+        assert isinstance(engine, Engine) and (an is None or isinstance(an, Analyzer))
         pipe = Pipeline(None, Options(analyze=False), engine=engine)
         pipe.analyzer = an
-        pipe.t0, pipe.t_last, pipe.frames = t0, t_last, frames
+        pipe.t0, pipe.t_last, pipe.frames = int(t0), int(t_last), int(frames)
         return pipe
 
     def close(self) -> None:
