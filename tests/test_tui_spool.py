@@ -45,12 +45,16 @@ def test_a_record_spool_reads_back_every_record_by_its_offset(records, streamed)
         d.remove()
 
 
-def test_closing_a_capture_removes_its_spool_directory():
+def test_a_spool_directory_is_private_and_a_capture_leaves_nothing_behind():
+    d = SpoolDir()
+    assert oct(os.stat(d.path).st_mode & 0o777) == "0o700"
+    f = d.file("test-")
+    assert os.listdir(d.path) == []             # made unlinked
+    f.close()
+    d.remove()
     model = CaptureModel(str(capture("rxe-nfsv3-rdma.pcap")))
+    assert not os.path.exists(model.spool_dir.path)      # gone once the spools are made
     model.start()
     assert model.wait(60)
-    path = model.spool_dir.path
-    assert os.path.isdir(path) and oct(os.stat(path).st_mode & 0o777) == "0o700"
-    assert len(model.analysis.transactions) > 0
+    assert len(model.analysis.transactions) > 0 and model.index.row(0)
     model.close()
-    assert not os.path.exists(path)

@@ -20,7 +20,8 @@ class CaptureModel:
     packet index (a row per packet, for the list) and the analysis store (``analysis``: the
     transactions, connections, credits and findings the analysis views read); now and then it
     keeps its state (``checkpoints``), from which a frame's detail is made.  All of them keep their
-    records in the capture's private spool directory, removed on ``close``.
+    records in files made in a private temporary directory and unlinked at once (the directory is
+    removed as soon as they are made): they go when they are closed or the process ends.
     """
 
     def __init__(self, path: str, name: str | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> None:
@@ -30,6 +31,9 @@ class CaptureModel:
         self.index = PacketIndex(self.name, self.spool_dir)
         self.analysis = AnalysisStore(self.spool_dir)
         self.checkpoints = Checkpoints(self.spool_dir, checkpoint_every)
+        # Every spool file is made (and unlinked): the directory can go now, so that not even an
+        # empty directory is left behind when the process is killed.
+        self.spool_dir.remove()
         self.details = DetailSource(path, checkpoints=self.checkpoints)
         self.live = False                    # True in live mode (``rdmaspy capture --tui``)
         self.live_filter: FilterRun | None = None   # live mode: the display filter new frames are matched by
@@ -65,4 +69,3 @@ class CaptureModel:
         self.index.close()
         self.analysis.close()
         self.checkpoints.close()
-        self.spool_dir.remove()

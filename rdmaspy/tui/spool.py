@@ -1,8 +1,8 @@
 """Where the TUI keeps what would not fit in memory: records on disk, read back by their offset.
 
-Every temporary file of one opened capture lives in one private directory (``SpoolDir``: mode 0700,
-removed when the capture is closed and, failing that, when the process exits).  Its files are
-unlinked as soon as they are made, so nothing stays behind even when the process is killed.
+Every temporary file of one opened capture is made in one private directory (``SpoolDir``: mode
+0700) and unlinked as soon as it is made; the directory is removed once the files are made (and,
+failing that, when the process exits), so nothing stays behind even when the process is killed.
 
 A ``RecordSpool`` is append-only: one writer thread (the background pass) adds pickled records,
 any thread reads one back by the offset ``add`` returned.  Records are buffered and written in
