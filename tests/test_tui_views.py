@@ -175,7 +175,7 @@ def test_credits_view_draws_each_series_and_lists_violations():
             await pilot.press("4")
             await pilot.pause()
             view = app.query_one(CreditsView)
-            assert view.series and view.current == view.series[0]
+            assert view.series and view.current == view.series[0][0]
             text = screen_text(app)
             assert "granted 64..64" in text and "outstanding peak" in text
             assert "Violations: 0" in text
