@@ -44,7 +44,7 @@ def display_filter(expr: str | None) -> Matcher | None:
 def filter_needs_analysis(names: Iterable[str]) -> bool:
     """Whether a filter names an expert field or a field that an analysis module declares."""
     from ..filter import known_fields
-    origin = known_fields(False).origin
+    origin = known_fields().origin
     return any(n == "expert" or n.startswith("expert.") or origin.get(n, "").startswith("rdmaspy.analysis")
                for n in names)
 

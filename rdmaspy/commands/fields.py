@@ -6,7 +6,8 @@ import sys
 from typing import Any
 
 from ..fields import Field
-from ..filter import Catalog, known_fields
+from ..fields import Catalog
+from ..filter import known_fields
 
 MARKDOWN_COMMAND = "rdmaspy fields --markdown > docs/fields.md"
 _INLINE_NAMES = 6      # enumerations longer than this get their own table in the markdown

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import Field
+from ..fields import Field, declaring
 from ..packet import Layer, Packet
+
+declaring(__name__)
 
 DATA: Final = Field("data.data", 0, "Data", "bytes")
 DATA_LEN: Final = Field("data.len", 0, "Length", "dec", unit="bytes")

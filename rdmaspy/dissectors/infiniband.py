@@ -14,12 +14,14 @@ import zlib
 from struct import unpack_from as _unpack_words
 from typing import Any, Callable, Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 from .ethernet import ETH
 from .ip import IPV4, ipv4_text as _ip_text
 from .transport import UDP
+
+declaring(__name__)
 
 # --- header declarations --------------------------------------------------------------------------
 LNH_NAMES: Final = {0: "Raw (IPv6)", 1: "Raw (IPv4/Eth)", 2: "IBA local (BTH)", 3: "IBA global (GRH)"}

@@ -13,11 +13,18 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Final
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError
+
+declaring(__name__)
+protocol("nfs", "Network File System")
+protocol("nfs.op", "NFS operation")
+protocol("mount", "MOUNT")
+protocol("nlm", "NLM")
+protocol("nfsacl", "NFSACL")
 
 NFS_PROG: Final = 100003
 MOUNT_PROG: Final = 100005

@@ -20,10 +20,13 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from ..budget import Budget
-from ..fields import Field
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Note, Packet
 from ..registry import table
 from .xdr import Cursor, XdrError
+
+declaring(__name__)
+protocol("rpc", "Remote Procedure Call")
 
 MSG_TYPES: Final = {0: "Call", 1: "Reply"}
 REPLY_STATS: Final = {0: "accepted", 1: "denied"}

@@ -24,11 +24,13 @@ from itertools import islice
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ..fields import Field
+from ..fields import Field, declaring
 from ..packet import Layer, Note, Packet
 from ..budget import Budget
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
+
+declaring(__name__)
 
 if TYPE_CHECKING:
     from ..engine import Session

@@ -20,11 +20,22 @@ from __future__ import annotations
 import struct
 from typing import Any, Final, Sequence
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
 from .xdr import Cursor, XdrError, p32, p64
+
+declaring(__name__)
+protocol("rpcrdma", "RPC over RDMA")
+# Sub-trees of the chunk lists
+protocol("rpcrdma.read_list", "Read list")
+protocol("rpcrdma.read_chunk", "Read chunk")
+protocol("rpcrdma.read_segment", "Read segment")
+protocol("rpcrdma.write_chunk", "Write chunk")
+protocol("rpcrdma.write_segment", "RDMA segment")
+protocol("rpcrdma.reply_chunk", "Reply chunk")
+protocol("rpcrdma.reply_segment", "RDMA segment")
 
 NFS_RDMA_PORT: Final = 20049
 
@@ -401,11 +412,6 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
     if msg.reply is not None:
         _segment_chunk(lay, "rpcrdma.reply_chunk", "rpcrdma.reply_segment", "Reply chunk", msg.reply, start,
                        REPLY_SEGS, REPLY_LEN, REPLY_HANDLE, REPLY_LENGTH, REPLY_OFFSET)
-
-
-# Layers made by _segment_chunk, whose names it is given: declared here for the field catalog.
-PROTOCOLS: Final = {"rpcrdma.write_chunk": "Write chunk", "rpcrdma.write_segment": "RDMA segment",
-             "rpcrdma.reply_chunk": "Reply chunk", "rpcrdma.reply_segment": "RDMA segment"}
 
 
 def _segment_chunk(lay: Layer, proto: str, seg_proto: str, label: str, segs: list, start: int,

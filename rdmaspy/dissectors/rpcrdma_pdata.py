@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Note, Packet
 from ..registry import table
+
+declaring(__name__)
 
 FORMAT_ID = 0xF6AB0E18
 _MAGIC = FORMAT_ID.to_bytes(4, "big")

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
+
+declaring(__name__)
 
 UDP: Final = Header("udp", "User Datagram Protocol", [
     F("srcport", 16, "Source Port"),

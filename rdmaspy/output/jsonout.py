@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import orjson
 
 from ..fields import Field, Header
-from ..fieldview import presence_field
+from ..fieldview import EVERY_FIELD, FRAME_FIELDS, Plan, packet_items, presence_field
 from ..packet import Layer, Packet
 from .values import json_value
 
@@ -28,50 +28,36 @@ def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]:
     return p
 
 
-def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
-    f = pkt.frame
-    obj: dict[str, Any] = {
-        "frame.number": f.num, "frame.time_epoch": f.ts / 1e9, "frame.time_relative": (f.ts - t0) / 1e9,
-        "frame.len": f.wirelen, "frame.cap_len": len(f.data), "frame.interface_id": f.iface,
-        "frame.linktype": f.linktype, "frame.protocols": ":".join([lay.proto for lay in pkt.layers]),
-    }
-    if f.comment:
-        obj["frame.comment"] = f.comment
-    multi: set[str] = set()
-    for lay in pkt.layers:
-        _layer(lay, obj, multi)
-    if pkt.malformed:
-        _put(obj, multi, "_malformed", pkt.malformed)
-    if pkt.expert:
-        for e in pkt.expert:
-            _put(obj, multi, "expert.severity", e.severity)
-            _put(obj, multi, "expert.group", e.group)
-            _put(obj, multi, "expert.message", e.text)
-            _put(obj, multi, "expert.rule", e.rule)
-    obj["_summary"] = {"src": pkt.src, "dst": pkt.dst, "protocol": pkt.proto, "info": pkt.info_text}
-    return obj
+class _JsonSink:
+    """Fills one packet's object: a name seen again has its values made a list, in packet order."""
 
+    __slots__ = ("obj", "multi")
 
-def _put(obj: dict[str, Any], multi: set[str], name: str, value: Any) -> None:
-    """A name seen again: its values become a list, in packet order."""
-    if name in obj:
-        if name in multi:
-            obj[name].append(value)
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self.multi: set[str] = set()
+
+    def put(self, name: str, value: Any) -> None:
+        obj = self.obj
+        if name in obj:
+            if name in self.multi:
+                obj[name].append(value)
+            else:
+                obj[name] = [obj[name], value]
+                self.multi.add(name)
         else:
-            obj[name] = [obj[name], value]
-            multi.add(name)
-    else:
-        obj[name] = value
+            obj[name] = value
 
+    def layer(self, lay: Layer, depth: int) -> None:
+        name = lay.proto
+        if name in self.obj:
+            self.put(name, True)
+        else:
+            self.obj[name] = True
 
-def _layer(lay: Layer, obj: dict[str, Any], multi: set[str]) -> None:
-    name = lay.proto
-    if name in obj:
-        _put(obj, multi, name, True)
-    else:
-        obj[name] = True
-    hdr = lay.header
-    if hdr is not None:
+    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+        hdr = lay.header
+        assert hdr is not None
         names, conv = _plan(hdr)
         vals: Sequence[Any] = lay.values
         if conv:
@@ -79,25 +65,37 @@ def _layer(lay: Layer, obj: dict[str, Any], multi: set[str]) -> None:
             for i, f in conv:
                 conv_vals[i] = json_value(f, conv_vals[i])
             vals = conv_vals
+        obj = self.obj
         if obj.keys().isdisjoint(names):
             obj.update(zip(names, vals))
         else:                      # the same header again in this packet: its values join lists
             for name, v in zip(names, vals):
-                _put(obj, multi, name, v)
-    items = lay.items
-    if items:
-        for f, v, _o, _l in items:
-            if v.__class__ is not int or f.display not in _PLAIN or f.bits > 64:
-                v = json_value(f, v)
-            name = f.name
-            if name in obj:
-                _put(obj, multi, name, v)
-            else:
-                obj[name] = v
-    children = lay.children
-    if children:
-        for c in children:
-            _layer(c, obj, multi)
+                self.put(name, v)
+
+    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
+        if value.__class__ is not int or field.display not in _PLAIN or field.bits > 64:
+            value = json_value(field, value)
+        name = field.name
+        if name in self.obj:
+            self.put(name, value)
+        else:
+            self.obj[name] = value
+
+
+
+def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for field, get in FRAME_FIELDS:
+        v = get(pkt, t0)
+        if v is not None:
+            obj[field.name] = v
+    sink = _JsonSink(obj)
+    EVERY_FIELD.layers(pkt, sink)
+    if pkt.malformed or pkt.expert:
+        for field, v in packet_items(pkt):
+            sink.put(field.name, v)
+    obj["_summary"] = {"src": pkt.src, "dst": pkt.dst, "protocol": pkt.proto, "info": pkt.info_text}
+    return obj
 
 
 def packet_json(pkt: Packet, t0: int) -> bytes:
