@@ -58,6 +58,13 @@ def known_fields() -> Catalog:
     return CATALOG
 
 
+def filter_needs_analysis(names: Iterable[str]) -> bool:
+    """Whether a filter names an expert field or a field that an analysis module declares."""
+    origin = known_fields().origin
+    return any(n == "expert" or n.startswith("expert.") or origin.get(n, "").startswith("rdmaspy.analysis")
+               for n in names)
+
+
 # --- tokens ---------------------------------------------------------------------------------------
 _WORD = re.compile(r"[A-Za-z0-9_.:/\-+]+")
 _PUNCT = ("===", "!==", "==", "!=", "~=", "<=", ">=", "&&", "||", "^^", "<", ">", "!", "~", "(", ")", "{", "}", ",",

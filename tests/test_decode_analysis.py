@@ -6,7 +6,7 @@ import pytest
 
 from conftest import FIXTURES, capture
 from rdmaspy.cli import main
-from rdmaspy.commands.common import filter_needs_analysis
+from rdmaspy.filter import filter_needs_analysis
 from rdmaspy.filter import compile_filter
 
 LOSS = capture("rxe-ib_write_bw-loss.pcap")

@@ -5,6 +5,7 @@ from typing import Final
 
 from ..fields import Field, declaring
 from ..packet import Layer, Packet
+from ..registry import table
 
 declaring(__name__)
 
@@ -38,3 +39,6 @@ def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     lay = DataLayer("data", None, buf, off, end - off)
     lay._fill = _fill_data
     pkt.layers.append(lay)
+
+
+table("data").register("data", add_data_layer)

@@ -226,6 +226,15 @@ def calls_of(ctx: Any) -> _Calls:
 RPC: Final[Note[RpcInfo]] = Note("rpc")     # the RPC message of the packet
 
 
+def rpc_flow(pkt: Packet) -> tuple:
+    """Both directions of one connection: where a call and its reply meet."""
+    conv = pkt.conv
+    if conv is not None:
+        return ("conn", conv.conn_id)
+    a, b = pkt.src, pkt.dst
+    return (a, b) if a <= b else (b, a)
+
+
 def current_rpc(pkt: Packet) -> RpcInfo | None:
     return pkt.noted(RPC)
 

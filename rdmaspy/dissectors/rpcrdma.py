@@ -24,6 +24,7 @@ from ..fields import Field, declaring, protocol
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
+from .onc_rpc import rpc_flow
 from .xdr import Cursor, XdrError, p32, p64
 
 declaring(__name__)
@@ -172,7 +173,7 @@ class RpcRdmaMessage:
 # while the RPC message is dissected, which items the chunks took out: (Read chunk XDR positions,
 # number of Write chunks).
 RPCRDMA: Final[Note[RpcRdmaMessage]] = Note("rpcrdma")
-REBUILT: Final[Note[RpcRdmaMessage]] = Note("rpcrdma.rebuilt")
+REBUILT: Final[Note[RpcRdmaMessage]] = rdma_reassembly.REBUILT
 CHUNKS: Final[Note[tuple[frozenset[int], int]]] = Note("rpcrdma.chunks")
 
 
@@ -490,15 +491,6 @@ def flow_key(pkt: Packet) -> tuple:
     return (pkt.src, pkt.dst, ib.destqp if ib is not None else None)
 
 
-def rpc_flow(pkt: Packet) -> tuple:
-    """Both directions of one connection: where a call and its reply meet."""
-    conv = pkt.conv
-    if conv is not None:
-        return ("conn", conv.conn_id)
-    a, b = pkt.src, pkt.dst
-    return (a, b) if a <= b else (b, a)
-
-
 def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
     """Whether a message without an RPC payload is a reply: the flag in v2, else a pending call's XID."""
     if msg.flags is not None:
@@ -541,11 +533,18 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
 
 
 # --- dissection -------------------------------------------------------------------------------------
+# Versions other than 1 register here (rpcrdma2.py: 2), as dissector and as heuristic, by version number.
+VERSIONS: Final = table("rpcrdma.version", "RPC-over-RDMA versions after 1")
+VERSION_HEURISTICS: Final = table("rpcrdma.version.heuristic", "RPC-over-RDMA versions after 1, recognised")
+
+
 def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """Any version: the dissector of the NFS/RDMA port."""
     if end - off >= 8 and buf[off + 4] == 0 and buf[off + 5] == 0 and buf[off + 6] == 0 and buf[off + 7] == 2:
-        rpcrdma2.dissect_v2(pkt, buf, off, end, ctx)
-        return
+        v2 = VERSIONS.by_key.get(2)
+        if v2 is not None:
+            v2(pkt, buf, off, end, ctx)
+            return
     msg = None
     if end - off >= 28:
         xid, vers, credits, proc = _HDR.unpack_from(buf, off)
@@ -668,7 +667,8 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     if vers > 255 or proc > 255:
         return False
     if vers == 2:
-        return rpcrdma2.heuristic(pkt, buf, off, end, ctx)
+        v2 = VERSION_HEURISTICS.by_key.get(2)
+        return v2 is not None and bool(v2(pkt, buf, off, end, ctx))
     if vers != 1:
         return False
     if proc > 4:
@@ -730,4 +730,3 @@ table("ib.payload").add_heuristic("rpcrdma", heuristic)
 
 
 # Version 2 builds on this module's message and chunk types; bound last, the import cycle resolves.
-from . import rpcrdma2  # noqa: E402

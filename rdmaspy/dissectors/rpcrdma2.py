@@ -23,6 +23,7 @@ from ..budget import Budget
 from ..fields import Field, declaring, protocol
 from ..packet import Packet
 from ..registry import add_data
+from . import rdma_reassembly
 from . import rpcrdma as v1
 from .rpcrdma import RpcRdmaMessage
 from .xdr import Cursor, XdrError, p32, popaque
@@ -360,7 +361,6 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         msg.shape = v1.shape_of(msg, msg.is_reply)
     if msg.shape:
         lay.add(v1.SHAPE, msg.shape)
-    from . import rdma_reassembly
     rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
     msg.rpc_span = None       # the buffer is not kept alive by the facts
 
@@ -515,3 +515,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     show_v2(pkt, buf, off, end, ctx, msg, None)
     return True
+
+
+v1.VERSIONS.register(2, dissect_v2)
+v1.VERSION_HEURISTICS.register(2, heuristic)

@@ -17,7 +17,7 @@ from typing import BinaryIO, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from . import Capture, chunk_reader
+from .base import Capture, chunk_reader
 
 CHUNK = 1 << 20
 MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
