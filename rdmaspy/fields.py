@@ -208,7 +208,7 @@ class Catalog:
     """Every name a packet can carry: fields, and protocols (layers or sub-trees whose presence can be
     tested).  Filled by declarations as modules load; the first declaration of a name wins."""
 
-    __slots__ = ("fields", "declared", "origin", "standalone", "module", "_protocols")
+    __slots__ = ("fields", "declared", "origin", "standalone", "module", "repeating", "_protocols", "_repeats")
 
     def __init__(self) -> None:
         self.fields: dict[str, Field] = {}
@@ -216,7 +216,10 @@ class Catalog:
         self.origin: dict[str, str] = {}        # name -> module that declares it
         self.standalone: set[str] = set()       # fields declared outside a Header (a layer's variable items)
         self.module = ""                        # the module declaring now (``declaring``)
+        # name -> whether what it names can occur more than once in one packet (see ``repeats``)
+        self.repeating: dict[str, bool] = {}
         self._protocols: dict[str, str] | None = None
+        self._repeats: dict[str, bool] = {}
 
     def add_field(self, f: Field, standalone: bool = False) -> None:
         if standalone:
@@ -226,11 +229,37 @@ class Catalog:
             self.origin[f.name] = self.module
             self._protocols = None
 
-    def add_protocol(self, name: str, label: str) -> None:
+    def add_protocol(self, name: str, label: str, repeats: bool | None = None) -> None:
         if name not in self.declared:
             self.declared[name] = label
             self.origin.setdefault(name, self.module)
             self._protocols = None
+        if repeats is not None:
+            self.set_repeats(name, repeats)
+
+    def set_repeats(self, name: str, repeats: bool) -> None:
+        self.repeating.setdefault(name, repeats)
+        self._repeats.clear()
+
+    def repeats(self, name: str) -> bool:
+        """Whether a field or protocol can occur more than once in one packet: as declared for the name, else
+        for its longest dotted prefix declared either way (a sub-tree of a layer that repeats repeats too);
+        nothing declared: no.  JSON writes the values of such a name as an array, always."""
+        got = self._repeats.get(name)
+        if got is None:
+            n = name
+            while True:
+                r = self.repeating.get(n)
+                if r is not None:
+                    got = r
+                    break
+                cut = n.rfind(".")
+                if cut < 0:
+                    got = False
+                    break
+                n = n[:cut]
+            self._repeats[name] = got
+        return got
 
     def add_header(self, hdr: "Header") -> None:
         self.add_protocol(hdr.name, hdr.label)
@@ -261,7 +290,9 @@ class Catalog:
             self.fields.pop(name, None)
             self.declared.pop(name, None)
             self.standalone.discard(name)
+            self.repeating.pop(name, None)
         self._protocols = None
+        self._repeats.clear()
 
 
 CATALOG: Final = Catalog()
@@ -272,7 +303,21 @@ def declaring(module: str) -> None:
     CATALOG.module = module
 
 
-def protocol(name: str, label: str) -> str:
-    """Declare a layer or sub-tree made without a Header (``icrc``, ``nfs.op``); returns its name."""
-    CATALOG.add_protocol(name, label)
+def protocol(name: str, label: str, repeats: bool | None = None) -> str:
+    """Declare a layer or sub-tree made without a Header (``icrc``, ``nfs.op``); returns its name.
+    ``repeats``: whether it can occur more than once in one packet (None: as the layer it is named under)."""
+    CATALOG.add_protocol(name, label, repeats)
     return name
+
+
+def repeatable(*names: str) -> None:
+    """Declare that these protocols (or fields), and what is named under them, can occur more than once in
+    one packet: an IP header inside an ICMP error, several MPA FPDUs in one TCP segment."""
+    for name in names:
+        CATALOG.set_repeats(name, True)
+
+
+def single(*names: str) -> None:
+    """Declare that these, though named under a layer that repeats, occur at most once in one packet."""
+    for name in names:
+        CATALOG.set_repeats(name, False)

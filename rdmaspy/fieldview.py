@@ -15,8 +15,8 @@ from .packet import Layer, Packet
 
 declaring(__name__)
 
-FRAME: Final = protocol("frame", "Frame")
-EXPERT: Final = protocol("expert", "Expert Info")
+FRAME: Final = protocol("frame", "Frame", repeats=False)
+EXPERT: Final = protocol("expert", "Expert Info", repeats=True)   # one of each per finding
 FRAME_NUMBER: Final = Field("frame.number", 0, "Frame Number")
 FRAME_TIME: Final = Field("frame.time_epoch", 0, "Epoch Time", "float", unit="seconds")
 FRAME_RELATIVE: Final = Field("frame.time_relative", 0, "Time since first frame", "float", unit="seconds")
@@ -57,6 +57,9 @@ EXPERT_FIELDS: Final[tuple[tuple[Field, Callable[[Any], Any]], ...]] = (
     (EXPERT_MESSAGE, lambda e: e.text),
     (EXPERT_RULE, lambda e: e.rule),
 )
+
+
+_PACKET_NAMES: Final = frozenset([MALFORMED.name] + [f.name for f, _ in EXPERT_FIELDS])
 
 
 def packet_items(pkt: Packet) -> list[tuple[Field, Any]]:
@@ -126,7 +129,7 @@ class Visitor:
         w = self.wanted
         self._plans: dict[Header, Plan] = {}
         self.frame_fields = FRAME_FIELDS if w is None else tuple(x for x in FRAME_FIELDS if x[0].name in w)
-        self.packet_fields = w is None or bool(w & {MALFORMED.name, *(f.name for f, _ in EXPERT_FIELDS)})
+        self.packet_fields = w is None or not w.isdisjoint(_PACKET_NAMES)
         # A layer's variable part (possibly filled on first use) matters only for names that are not
         # fields of a Header: ``bth.opcode == 4`` never makes a layer fill in its items.  Sub-trees
         # (``nfs.op``) are made by those fills too.

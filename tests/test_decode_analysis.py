@@ -74,7 +74,7 @@ def test_json_carries_analysis_fields_and_findings(capsys):
     assert len(dup) == 1
     (o,) = dup
     assert o["frame.number"] == 6 and o["ib.analysis.original_frame"] == 5
-    assert o["expert.severity"] == "warning" and o["expert.rule"].startswith("ib.duplicate ")
+    assert o["expert.severity"] == ["warning"] and o["expert.rule"][0].startswith("ib.duplicate ")
     assert "ib.analysis" not in o["frame.protocols"].split(":")
     # ACKs carry how many PSNs they cover
     acks = [o for o in objs if "ib.analysis.ack_psns" in o]

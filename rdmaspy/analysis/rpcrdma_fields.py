@@ -17,7 +17,7 @@ from .model import PacketRole
 from .transactions import Transactions   # registered before this module: it sees each packet first
 
 declaring(__name__)
-protocol("rpcrdma.analysis", "RPC-over-RDMA transaction")
+protocol("rpcrdma.analysis", "RPC-over-RDMA transaction", repeats=False)   # one transaction a packet
 
 XID = Field("rpcrdma.analysis.xid", 32, "Transaction XID", "hex")
 ROLE = Field("rpcrdma.analysis.role", 0, "Part of the transaction", "str")

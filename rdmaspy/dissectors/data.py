@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import Field, declaring
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from ..registry import table
 
 declaring(__name__)
+protocol("data", "Data", repeats=True)    # what several dissectors leave undissected in one packet
 
 DATA: Final = Field("data.data", 0, "Data", "bytes")
 DATA_LEN: Final = Field("data.len", 0, "Length", "dec", unit="bytes")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Final
 
-from ..fields import Field, declaring, protocol
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
@@ -25,6 +25,7 @@ protocol("nfs.op", "NFS operation")
 protocol("mount", "MOUNT")
 protocol("nlm", "NLM")
 protocol("nfsacl", "NFSACL")
+repeatable("nfs", "mount", "nlm", "nfsacl")   # one per RPC message; an NFSv4 COMPOUND has many ops
 
 NFS_PROG: Final = 100003
 MOUNT_PROG: Final = 100005

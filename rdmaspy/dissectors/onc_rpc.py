@@ -20,13 +20,14 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from ..budget import Budget
-from ..fields import Field, declaring, protocol
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
 from .xdr import Cursor, XdrError
 
 declaring(__name__)
 protocol("rpc", "Remote Procedure Call")
+repeatable("rpc")                 # several messages in a TCP segment, a rebuilt message beside a Send
 
 MSG_TYPES: Final = {0: "Call", 1: "Reply"}
 REPLY_STATS: Final = {0: "accepted", 1: "denied"}

@@ -24,13 +24,14 @@ from itertools import islice
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ..fields import Field, declaring
+from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
 
 declaring(__name__)
+repeatable("rdma")                # a fragment layer and its flag share the name; one per message
 
 if TYPE_CHECKING:
     from ..session import Session

@@ -20,7 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Final, Sequence
 
-from ..fields import Field, declaring, protocol
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
@@ -37,6 +37,7 @@ protocol("rpcrdma.write_chunk", "Write chunk")
 protocol("rpcrdma.write_segment", "RDMA segment")
 protocol("rpcrdma.reply_chunk", "Reply chunk")
 protocol("rpcrdma.reply_segment", "RDMA segment")
+repeatable("rpcrdma")             # several FPDUs in a TCP segment; segments of a chunk list
 
 NFS_RDMA_PORT: Final = 20049
 

@@ -20,7 +20,7 @@ import struct
 from typing import Any, Sequence
 
 from ..budget import Budget
-from ..fields import Field, declaring, protocol
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Packet
 from ..registry import add_data
 from . import rdma_reassembly
@@ -30,6 +30,7 @@ from .xdr import Cursor, XdrError, p32, popaque
 
 declaring(__name__)
 protocol("rpcrdma2", "RPC over RDMA version 2")
+repeatable("rpcrdma2")
 
 HTYPES = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
 HTYPE_MSG, HTYPE_NOMSG, HTYPE_ERROR, HTYPE_CONNPROP = 0, 1, 4, 5

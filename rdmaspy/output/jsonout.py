@@ -1,7 +1,9 @@
 """JSON Lines: one object per packet, every decoded field under its dotted name.
 
-A name that occurs once maps to its value; a name that occurs several times (segments of a
-chunk list, IP options) maps to the list of its values in packet order.
+Whether a name holds one value or an array is decided by its declaration (``fields.Catalog.repeats``): a
+name that can occur more than once in a packet (segments of a chunk list, the IP header an ICMP error
+quotes, the FPDUs of a TCP segment) always holds an array of its values in packet order, even of one;
+any other name always holds its value.
 """
 from __future__ import annotations
 
@@ -9,56 +11,75 @@ from typing import Any, Sequence
 
 import orjson
 
-from ..fields import Field, Header
+from ..fields import CATALOG, Field, Header
 from ..fieldview import EVERY_FIELD, FRAME_FIELDS, Plan, packet_items, presence_field
 from ..packet import Layer, Packet
 from .values import json_value
 
 # Displays whose integer values JSON takes as they are: no conversion call per value.
 _PLAIN = frozenset({"dec", "hex", "float", "time"})
-# Per header, computed once: its field names, and the (index, field) of the values that need converting.
-_PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]] = {}
+# Per header, computed once: its field names, the (index, field) of the values that need converting, and
+# whether its fields repeat (1: all, 0: none, -1: some).
+_PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]] = {}
+# name -> whether its values are written as an array (the catalog's declaration), looked up once
+_REPEATS: dict[str, bool] = {}
 
 
-def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]:
+def _repeats(name: str) -> bool:
+    r = _REPEATS.get(name)
+    if r is None:
+        r = _REPEATS[name] = CATALOG.repeats(name)
+    return r
+
+
+def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]:
     p = _PLANS.get(id(hdr))
     if p is None:
         conv = tuple((i, f) for i, f in enumerate(hdr.fields) if f.display not in _PLAIN or f.bits > 64)
-        p = _PLANS[id(hdr)] = (tuple(f.name for f in hdr.fields), conv)
+        names = tuple(f.name for f in hdr.fields)
+        rep = [_repeats(n) for n in names]
+        p = _PLANS[id(hdr)] = (names, conv, 1 if all(rep) else 0 if not any(rep) else -1)
     return p
 
 
 class _JsonSink:
-    """Fills one packet's object: a name seen again has its values made a list, in packet order."""
+    """Fills one packet's object: an array for a name that repeats, the value for any other."""
 
-    __slots__ = ("obj", "multi")
+    __slots__ = ("obj", "extra")
 
     def __init__(self, obj: dict[str, Any]) -> None:
         self.obj = obj
-        self.multi: set[str] = set()
+        self.extra: set[str] | None = None     # names declared single that came again (kept, as arrays)
 
     def put(self, name: str, value: Any) -> None:
         obj = self.obj
-        if name in obj:
-            if name in self.multi:
+        if _repeats(name):
+            xs = obj.get(name)
+            if xs is None:
+                obj[name] = [value]
+            else:
+                xs.append(value)
+        elif name in obj:
+            # a declaration says once, the packet says twice: keep every value (tests/test_json_output.py
+            # fails on any shipped capture where this happens)
+            extra = self.extra
+            if extra is None:
+                extra = self.extra = set()
+            if name in extra:
                 obj[name].append(value)
             else:
                 obj[name] = [obj[name], value]
-                self.multi.add(name)
+                extra.add(name)
         else:
             obj[name] = value
 
     def layer(self, lay: Layer, depth: int) -> None:
-        name = lay.proto
-        if name in self.obj:
-            self.put(name, True)
-        else:
-            self.obj[name] = True
+        self.put(lay.proto, True)
 
     def header(self, lay: Layer, plan: Plan, depth: int) -> None:
         hdr = lay.header
         assert hdr is not None
-        names, conv = _plan(hdr)
+        names, conv, repeating = _plan(hdr)
         vals: Sequence[Any] = lay.values
         if conv:
             conv_vals = list(vals)
@@ -66,21 +87,16 @@ class _JsonSink:
                 conv_vals[i] = json_value(f, conv_vals[i])
             vals = conv_vals
         obj = self.obj
-        if obj.keys().isdisjoint(names):
-            obj.update(zip(names, vals))
-        else:                      # the same header again in this packet: its values join lists
+        if repeating >= 0 and obj.keys().isdisjoint(names):
+            obj.update(zip(names, vals) if repeating == 0 else zip(names, [[v] for v in vals]))
+        else:
             for name, v in zip(names, vals):
                 self.put(name, v)
 
     def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
         if value.__class__ is not int or field.display not in _PLAIN or field.bits > 64:
             value = json_value(field, value)
-        name = field.name
-        if name in self.obj:
-            self.put(name, value)
-        else:
-            self.obj[name] = value
-
+        self.put(field.name, value)
 
 
 def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
