@@ -245,3 +245,41 @@ def packet_fields(pkt: Packet, t0: int) -> dict[str, tuple[Field, list[Any]]]:
     """name -> (field, values in packet order), for every name of the packet."""
     values = field_values(EVERY_FIELD, pkt, t0)
     return {name: (CATALOG.fields.get(name) or presence_field(name), vals) for name, vals in values.items()}
+
+
+# (depth, field or sub-layer, value or None, offset in the layer's buffer, length)
+Node = tuple[int, "Field | Layer", Any, int, int]
+
+
+class _Nodes:
+    """A layer's fields and sub-trees in tree order: its own fields at depth 0, a sub-layer at the depth of
+    its parent's fields and its fields one deeper."""
+
+    __slots__ = ("out",)
+
+    def __init__(self) -> None:
+        self.out: list[Node] = []
+
+    def layer(self, lay: Layer, depth: int) -> None:
+        if depth:
+            self.out.append((depth - 1, lay, None, lay.off, lay.length))
+
+    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+        hdr = lay.header
+        assert hdr is not None
+        vals = lay.values
+        spans = hdr.spans
+        base = lay.off
+        for i, f in plan:
+            bo, bl, _bit = spans[i]
+            self.out.append((depth, f, vals[i], base + bo, bl))
+
+    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
+        self.out.append((depth, field, value, start, length))
+
+
+def layer_nodes(lay: Layer) -> list[Node]:
+    """Every field and sub-tree of one layer, with where each stands in the layer's buffer."""
+    nodes = _Nodes()
+    EVERY_FIELD.visit_layer(lay, nodes, 0)
+    return nodes.out
