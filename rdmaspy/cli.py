@@ -29,6 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
         module.register(sub)
+    # Commands that describe the program itself (completion, manual page) are handed the parser.
+    p.set_defaults(root_parser=p)
     return p
 
 

@@ -10,7 +10,7 @@ the dissector that produces them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Generic, Iterator, TypeVar, cast
+from typing import Any, Callable, Final, Generic, TypeVar, cast
 
 from .fields import Field, Header
 from .rules import Rule
@@ -145,28 +145,6 @@ class Layer:
         else:
             children.append(lay)
         return lay
-
-    # -- walking (tree, JSON, filters, hex highlighting) ---------------------------------------
-    def walk(self, depth: int = 0) -> Iterator[tuple[int, Any, Any, int, int]]:
-        """Yield (depth, field-or-layer, value, offset, length) in tree order.
-
-        For a sub-layer the second element is the ``Layer`` and the value is None.
-        """
-        hdr = self.header
-        if hdr is not None:
-            base = self.off
-            vals = self.values
-            for f, v, (bo, bl, _bit) in zip(hdr.fields, vals, hdr.spans):
-                yield depth, f, v, base + bo, bl
-        items = self.items
-        if items:
-            for f, v, o, ln in items:
-                yield depth, f, v, o, ln
-        children = self.children
-        if children:
-            for c in children:
-                yield depth, c, None, c.off, c.length
-                yield from c.walk(depth + 1)
 
     def __repr__(self) -> str:
         return f"<Layer {self.proto} @{self.off}+{self.length}>"

@@ -10,13 +10,14 @@ The role and step come from the typed record (``Transaction.role_of``).
 """
 from __future__ import annotations
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, register
 from .model import PacketRole
 from .transactions import Transactions   # registered before this module: it sees each packet first
 
-PROTOCOLS = {"rpcrdma.analysis": "RPC-over-RDMA transaction"}
+declaring(__name__)
+protocol("rpcrdma.analysis", "RPC-over-RDMA transaction", repeats=False)   # one transaction a packet
 
 XID = Field("rpcrdma.analysis.xid", 32, "Transaction XID", "hex")
 ROLE = Field("rpcrdma.analysis.role", 0, "Part of the transaction", "str")

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NAK, AETH_TYPE_RNR_NAK, AETH_VALUE_MASK,
                                      PATH_MTU_MAX, PATH_MTU_MIN, RNR_TIMER_MS, IBInfo)
-from ..fields import Field
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, register
 from .model import DIRECTION_OF, CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
 from .rules import declare
 
-PROTOCOLS = {"ib.analysis": "InfiniBand transport analysis"}
-
+declaring(__name__)
+protocol("ib.analysis", "InfiniBand transport analysis")
 # --- per-packet fields --------------------------------------------------------------------------------
 RETRANSMISSION = Field("ib.analysis.retransmission", 0, "Retransmission (PSN already sent)", "bool")
 DUPLICATE = Field("ib.analysis.duplicate", 0, "Duplicate packet", "bool")

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, BinaryIO, Iterable
+from typing import Any, BinaryIO
 
 from ..errors import RdmaspyError
+from ..filter import filter_needs_analysis
 from ..output.lines import LIMIT, LineWriter, is_timed
 from ..pipeline import Matcher, Options, Pipeline, Sink
 from ..readers import Capture, open_capture
@@ -93,14 +94,6 @@ def display_filter(expr: str | None) -> Matcher | None:
         return None
     from ..filter import compile_filter
     return compile_filter(expr)
-
-
-def filter_needs_analysis(names: Iterable[str]) -> bool:
-    """Whether a filter names an expert field or a field that an analysis module declares."""
-    from ..filter import known_fields
-    origin = known_fields(False).origin
-    return any(n == "expert" or n.startswith("expert.") or origin.get(n, "").startswith("rdmaspy.analysis")
-               for n in names)
 
 
 def pipeline_options(expr: str | None, count: int | None = None, analyze: bool = False) -> Options:

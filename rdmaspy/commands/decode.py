@@ -100,7 +100,7 @@ def _named_fields(args: argparse.Namespace, options: Options) -> tuple[dict[str,
             raise RdmaspyError(f"decode: -e {name}: no such field{hint} (see 'rdmaspy fields')")
     if filter_needs_analysis(args.fields):
         options.analyze = True
-    return fields, make_extractor(args.fields, cat)
+    return fields, make_extractor(args.fields)
 
 
 def _write(args: argparse.Namespace, options: Options) -> int:

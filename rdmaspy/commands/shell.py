@@ -15,8 +15,7 @@ _PATHS = frozenset({"file", "read_file", "output", "write", "filter_file"})
 def cmd_completion(args: argparse.Namespace) -> int:
     import shtab
 
-    from ..cli import build_parser
-    parser = build_parser()
+    parser: argparse.ArgumentParser = args.root_parser
     for p in _parsers(parser):
         for action in p._actions:
             if action.dest in _PATHS:
@@ -27,9 +26,8 @@ def cmd_completion(args: argparse.Namespace) -> int:
 
 
 def cmd_manpage(args: argparse.Namespace) -> int:
-    from ..cli import build_parser
     from ..manpage import manpage
-    sys.stdout.write(manpage(build_parser()))
+    sys.stdout.write(manpage(args.root_parser))
     sys.stdout.flush()
     return 0
 

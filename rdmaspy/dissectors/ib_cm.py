@@ -11,13 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from .. import conversation
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Packet
 from ..registry import table
 from . import mad as _mad
 from . import rdma_cm
 from .infiniband import fmt_gid
 from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
+
+declaring(__name__)
 
 ATTRIBUTES = {
     0x0001: "ClassPortInfo", 0x0010: "ConnectRequest", 0x0011: "MsgRcptAck", 0x0012: "ConnectReject",

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, dissect_with, table
 from . import rdma_reassembly
 from .rpcrdma import RPCRDMA
+
+declaring(__name__)
+repeatable("ddp", "rdmap")        # one per FPDU
 
 RDMAP_OPCODES = {
     0: "Write", 1: "Read Request", 2: "Read Response", 3: "Send", 4: "Send with Invalidate",

@@ -27,12 +27,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Packet
 from ..registry import add_data, dissect_with, table
 from ..rules import declare
 from . import iwarp_ddp
 from .rpcrdma_pdata import RPCRDMA_PDATA
+
+declaring(__name__)
+protocol("tcp_stream", "TCP stream reassembly")
+protocol("mpa.marker", "MPA Marker")
+protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
+repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
 try:
     from .. import conversation as _conversation
 except ImportError:      # the connection table is optional: dissection does not need it

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Note, Packet
 from ..registry import table
+
+declaring(__name__)
+protocol("smpdirected.route", "Directed route data")
 
 MAD_SIZE = 256
 MGMT_CLASSES = {

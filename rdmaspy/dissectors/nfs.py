@@ -13,11 +13,19 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Final
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError
+
+declaring(__name__)
+protocol("nfs", "Network File System")
+protocol("nfs.op", "NFS operation")
+protocol("mount", "MOUNT")
+protocol("nlm", "NLM")
+protocol("nfsacl", "NFSACL")
+repeatable("nfs", "mount", "nlm", "nfsacl")   # one per RPC message; an NFSv4 COMPOUND has many ops
 
 NFS_PROG: Final = 100003
 MOUNT_PROG: Final = 100005

@@ -30,20 +30,25 @@ from itertools import islice
 
 from typing import TYPE_CHECKING, Any, Final
 
-from ..fields import Field
+from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
 
+declaring(__name__)
+repeatable("rdma")                # a fragment layer and its flag share the name; one per message
+
 if TYPE_CHECKING:
-    from ..engine import Session
+    from ..session import Session
     from .infiniband import IBInfo
 
 FRAGMENT: Final = Field("rdma.fragment", 0, "SEND fragment of a message", "bool")
 FRAG_INDEX: Final = Field("rdma.fragment.index", 0, "Fragment number")
 REASM_FRAMES: Final = Field("rdma.reassembled.frames", 0, "Reassembled from frames", "str")
 REASM_LEN: Final = Field("rdma.reassembled.length", 0, "Reassembled length", unit="bytes")
+# The RPC-over-RDMA message (rpcrdma.RpcRdmaMessage) whose whole RPC message was rebuilt here.
+REBUILT: Final[Note[Any]] = Note("rpcrdma.rebuilt")
 SEND_FRAMES: Final[Note[list[int]]] = Note("rdma.send_frames")   # the frames of a Send made of several
 REBUILT_XID: Final = Field("rpcrdma.rebuilt.xid", 32, "XID", "hex")
 REBUILT_FRAMES: Final = Field("rpcrdma.rebuilt.frames", 0, "Rebuilt from frames", "str")
@@ -619,7 +624,7 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: lis
     lay._fill = _fill_rebuilt
     msg.rebuilt_frames = frames
     msg.rebuilt_frame = pkt.frame.num
-    pkt.note(rpcrdma.REBUILT, msg)
+    pkt.note(REBUILT, msg)
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
     if not quiet:
@@ -666,7 +671,7 @@ def _want(st: _State, handle: int, xid: int, lo: int, hi: int) -> None:
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
-    return rpcrdma.rpc_flow(pkt)
+    return onc_rpc.rpc_flow(pkt)
 
 
 def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg: Any) -> None:
@@ -742,4 +747,3 @@ infiniband.bth_observers.append(observe_read_request)
 
 
 # rpcrdma imports this module; bound last, the cycle resolves whichever is imported first.
-from . import rpcrdma  # noqa: E402

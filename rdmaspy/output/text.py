@@ -1,9 +1,10 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..fields import Field
+from ..fieldview import EVERY_FIELD, Plan
 from ..packet import Layer, Packet
 from .values import text_value
 
@@ -54,8 +55,9 @@ def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
     if f.comment:
         yield f"    Comment: {f.comment}"
     yield f"    Protocols in frame: {':'.join(lay.proto for lay in pkt.layers)}"
-    for lay in pkt.layers:
-        yield from _layer_lines(lay)
+    tree = _TreeLines()
+    EVERY_FIELD.layers(pkt, tree)
+    yield from tree.lines
     if pkt.expert:
         yield "Expert Info"
         for e in pkt.expert:
@@ -70,15 +72,25 @@ def citation(rule: str, source: str) -> str:
     return rule or source
 
 
-def _layer_lines(lay: Layer) -> Iterator[str]:
-    yield lay.label
-    for depth, item, value, _off, _len in lay.walk(1):
-        pad = "    " * depth
-        if isinstance(item, Layer):
-            yield f"{pad}{item.label}"
-        else:
-            assert isinstance(item, Field)
-            yield f"{pad}{item.label}: {text_value(item, value)}"
+class _TreeLines:
+    """The layers' lines of the tree: a layer's label, then its fields one level in."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def layer(self, lay: Layer, depth: int) -> None:
+        self.lines.append("    " * depth + lay.label)
+
+    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+        pad = "    " * (depth + 1)
+        vals = lay.values
+        self.lines.extend([f"{pad}{f.label}: {text_value(f, vals[i])}" for i, f in plan])
+
+    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
+        self.lines.append(f"{'    ' * (depth + 1)}{field.label}: {text_value(field, value)}")
+
 
 
 def hex_lines(data: bytes) -> Iterator[str]:

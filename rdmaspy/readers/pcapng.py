@@ -17,7 +17,7 @@ from typing import BinaryIO, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from . import Capture, chunk_reader
+from .base import Capture, chunk_reader
 
 # A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
 # reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to

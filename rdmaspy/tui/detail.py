@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import RdmaspyError
 from ..fields import Field
-from ..fieldview import FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME
+from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan
 from ..output.text import citation, tree_lines
 from ..output.values import json_value, text_value
 from ..packet import Layer, Packet
@@ -90,9 +90,7 @@ def detail_of(pkt: Packet, t0: int) -> Detail:
     if f.comment:
         nodes.append(Node(1, next(lines)[4:], -1, 0, FRAME_COMMENT.name, field_filter(FRAME_COMMENT, f.comment)))
     nodes.append(Node(1, next(lines)[4:], -1, 0, FRAME_PROTOCOLS.name))
-    for lay in pkt.layers:
-        nodes.append(_layer_node(lay, 0, data))
-        _walk(lay, 1, data, nodes)
+    EVERY_FIELD.layers(pkt, _DetailNodes(data, nodes))
     if pkt.expert:
         nodes.append(Node(0, "Expert Info", -1, 0, "expert", "expert"))
         for e in pkt.expert:
@@ -103,28 +101,35 @@ def detail_of(pkt: Packet, t0: int) -> Detail:
     return Detail(f.num, data, tuple(nodes))
 
 
-def _layer_node(lay: Layer, depth: int, data: bytes) -> Node:
-    own = lay.buf is data
-    return Node(depth, lay.label, lay.off if own else -1, lay.length if own else 0, lay.proto, lay.proto)
+class _DetailNodes:
+    """Nodes of the layers, in the visit's (and ``decode -V``'s) order, each with where its bytes stand in
+    the frame: a field of a message rebuilt from several frames stands in none of this frame's bytes."""
 
+    __slots__ = ("data", "out")
 
-def _walk(lay: Layer, depth: int, data: bytes, out: list[Node]) -> None:
-    """Layer.walk's order, keeping which buffer each field's offset is in."""
-    own = lay.buf is data
-    hdr = lay.header
-    if hdr is not None:
+    def __init__(self, data: bytes, out: list[Node]) -> None:
+        self.data = data
+        self.out = out
+
+    def layer(self, lay: Layer, depth: int) -> None:
+        own = lay.buf is self.data
+        self.out.append(Node(depth, lay.label, lay.off if own else -1, lay.length if own else 0, lay.proto,
+                             lay.proto))
+
+    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+        hdr = lay.header
+        assert hdr is not None
+        own = lay.buf is self.data
         base = lay.off
-        for f, v, (bo, bl, _bit) in zip(hdr.fields, lay.values, hdr.spans):
-            out.append(_field_node(f, v, depth, base + bo if own else -1, bl))
-    items = lay.items
-    if items:
-        for f, v, o, ln in items:
-            out.append(_field_node(f, v, depth, o if own and o >= 0 else -1, ln))
-    children = lay.children
-    if children:
-        for c in children:
-            out.append(_layer_node(c, depth, data))
-            _walk(c, depth + 1, data, out)
+        vals = lay.values
+        spans = hdr.spans
+        for i, f in plan:
+            bo, bl, _bit = spans[i]
+            self.out.append(_field_node(f, vals[i], depth + 1, base + bo if own else -1, bl))
+
+    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
+        own = lay.buf is self.data
+        self.out.append(_field_node(field, value, depth + 1, start if own and start >= 0 else -1, length))
 
 
 def _field_node(f: Field, v: Any, depth: int, start: int, length: int) -> Node:

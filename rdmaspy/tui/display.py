@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import RdmaspyError
-from ..filter import compile_filter
+from ..filter import compile_filter, filter_needs_analysis
 from ..packet import Packet
 from ..pipeline import Options, Pipeline
 from .source import open_frames
 
 
 def needs_analysis(names: frozenset[str]) -> bool:
-    from ..commands.common import filter_needs_analysis
     return filter_needs_analysis(names)
 
 
