@@ -63,13 +63,18 @@ class _Partial:
         self.charged = 0          # bytes charged to the memory budget for it
 
 
+# A handle's owner: the host whose memory it names, and the peer it was given to.
+Pair = tuple[str, str]
+
+
 class _ReadJob:
     """The Read chunks of one message, waiting for their data."""
 
-    __slots__ = ("msg", "reduced", "flow", "pieces", "frames", "need", "charged")
+    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "frames", "need", "charged")
 
-    def __init__(self, msg: Any, reduced: bytes, flow: Any) -> None:
+    def __init__(self, msg: Any, owner: Pair, reduced: bytes, flow: Any) -> None:
         self.msg = msg
+        self.owner = owner        # whose memory the chunks are in (who advertised them), and to whom
         self.reduced = reduced
         self.flow = flow
         reads = msg.reads
@@ -86,9 +91,10 @@ class _ReadJob:
 class _Transfer:
     """An RDMA READ response or RDMA WRITE in progress (or a READ request waiting for its response)."""
 
-    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn", "kept", "charged")
+    __slots__ = ("owner", "handle", "va", "length", "parts", "frames", "next_psn", "kept", "charged")
 
-    def __init__(self, handle: int, va: int, length: int, psn: int) -> None:
+    def __init__(self, owner: Pair, handle: int, va: int, length: int, psn: int) -> None:
+        self.owner = owner        # whose memory ``handle`` names (the READ's or WRITE's target), and who moves it
         self.handle = handle
         self.va = va
         self.length = length      # the most bytes kept: the advertised room from ``va`` on, not the claimed length
@@ -127,13 +133,16 @@ class _State:
         self.budget = budget
         budget.join(self)
         self.sends: dict[tuple, _Partial] = {}
-        self.read_jobs: dict[int, _ReadJob] = {}          # handle -> job
+        # Handles are keyed with the host whose memory they name and the peer it gave them to: R_Keys
+        # are small numbers of each device, two clients of one server use the same ones.
+        self.read_jobs: dict[tuple[Pair, int], _ReadJob] = {}   # (owner, handle) -> job
         self.read_reqs: dict[tuple, _Transfer] = {}        # (requester of READ, target, PSN) -> request
         self.read_active: dict[tuple, _Transfer] = {}      # (src, dst, QP) -> response in progress
-        # handle -> (XID of the call that advertised it, lowest offset, end of its highest segment)
-        self.write_wants: dict[int, tuple[int, int, int]] = {}
+        # (owner, handle) -> (XID of the call that advertised it, lowest offset, end of its highest segment)
+        self.write_wants: dict[tuple[Pair, int], tuple[int, int, int]] = {}
         self.write_active: dict[tuple, _Transfer] = {}
-        self.written: dict[int, list[tuple[int, bytes, list[int]]]] = {}   # handle -> (va, data, frames)
+        # (owner, handle) -> (va, data, frames)
+        self.written: dict[tuple[Pair, int], list[tuple[int, bytes, list[int]]]] = {}
         self.kept = 0             # bytes in ``written``
 
     def charge(self, obj: _Charged, n: int) -> None:
@@ -145,8 +154,8 @@ class _State:
             self.budget.release(self, obj.charged)
             obj.charged = 0
 
-    def forget_written(self, handle: int) -> None:
-        data = self.written.pop(handle, None)
+    def forget_written(self, key: tuple[Pair, int]) -> None:
+        data = self.written.pop(key, None)
         if data:
             n = sum(len(d) + _ENTRY for _, d, _f in data)
             self.kept -= n
@@ -163,27 +172,28 @@ class _State:
                     return gone
                 self.free(d.pop(key))
                 gone += 1
-        for handle in list(self.written):
+        for key in list(self.written):
             if start - self.held >= need:
                 return gone
-            self.forget_written(handle)
+            self.forget_written(key)
             gone += 1
-        for handle in list(self.read_jobs):
+        for key in list(self.read_jobs):
             if start - self.held >= need:
                 return gone
-            if handle in self.read_jobs:
-                _drop_job(self, handle)
+            if key in self.read_jobs:
+                _drop_job(self, key)
                 gone += 1
         return gone
 
 
-def _drop_job(st: _State, handle: int) -> None:
-    """Give up the Read job under ``handle``, under every handle it is listed (a message's segments)."""
+def _drop_job(st: _State, key: tuple[Pair, int]) -> None:
+    """Give up the Read job under ``key``, under every handle it is listed (a message's segments)."""
     jobs = st.read_jobs
-    job = jobs.pop(handle)
+    job = jobs.pop(key)
     for s in job.msg.reads:
-        if jobs.get(s.handle) is job:
-            del jobs[s.handle]
+        k = (job.owner, s.handle)
+        if jobs.get(k) is job:
+            del jobs[k]
     st.free(job)
 
 
@@ -278,8 +288,9 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
         return
     st = _state(ctx)
     va, rkey, dlen = ib.reth
-    if rkey in st.read_jobs:
-        t = _Transfer(rkey, va, dlen, ib.psn)
+    owner = (pkt.dst, pkt.src)
+    if (owner, rkey) in st.read_jobs:
+        t = _Transfer(owner, rkey, va, dlen, ib.psn)
         st.free(st.read_reqs.get((pkt.src, pkt.dst, ib.psn)))
         st.read_reqs[(pkt.src, pkt.dst, ib.psn)] = t
         st.charge(t, _ENTRY)
@@ -329,7 +340,7 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
 
 
 def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
-    job = st.read_jobs.get(t.handle)
+    job = st.read_jobs.get((t.owner, t.handle))
     if job is None:
         return
     data = b"".join(t.parts)
@@ -345,7 +356,7 @@ def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
     if job.need:
         return
     for s in segs:
-        st.read_jobs.pop(s.handle, None)
+        st.read_jobs.pop((job.owner, s.handle), None)
     st.free(job)
     _rebuild_call(pkt, ctx, job)
 
@@ -491,13 +502,14 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if ib.reth is None:
             return
         va, rkey, dlen = ib.reth
-        want = st.write_wants.get(rkey)
+        owner = (pkt.dst, pkt.src)
+        want = st.write_wants.get((owner, rkey))
         if want is None:
             return
         _xid, lo, hi = want
         if not lo <= va < hi:
             return      # outside every segment advertised with this handle: a finding of the analysis, no state
-        t = _Transfer(rkey, va, min(dlen, hi - va), ib.psn)
+        t = _Transfer(owner, rkey, va, min(dlen, hi - va), ib.psn)
     else:
         active = st.write_active.get(akey)
         if active is None:
@@ -521,23 +533,24 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
     st.free(t)
     data = b"".join(t.parts)
     if st.written and st.kept + len(data) > _BYTES_LIMIT:
-        for handle in list(st.written):       # the oldest chunk data goes first
-            st.forget_written(handle)
+        for key in list(st.written):          # the oldest chunk data goes first
+            st.forget_written(key)
             if st.kept + len(data) <= _BYTES_LIMIT:
                 break
     n = len(data) + _ENTRY
     st.kept += n
     st.budget.charge(st, n)
-    st.written.setdefault(t.handle, []).append((t.va, data, t.frames))
+    st.written.setdefault((t.owner, t.handle), []).append((t.va, data, t.frames))
 
 
-def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
-    """The bytes RDMA WRITEs put in these segments (lengths as the reply reports them), or None."""
+def _written(st: _State, segs: list, owner: Pair) -> tuple[bytes, list[int]] | None:
+    """The bytes RDMA WRITEs put in these segments of ``owner``'s memory (lengths as the reply reports
+    them), or None."""
     written = st.written
     if len(segs) == 1:
         # one segment filled by one WRITE from its start: the common case, no copy
         s = segs[0]
-        pieces = written.get(s.handle)
+        pieces = written.get((owner, s.handle))
         if pieces is not None and len(pieces) == 1:
             va, data, fr = pieces[0]
             if va == s.offset:
@@ -547,7 +560,7 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
     out = []
     frames: list[int] = []
     for s in segs:
-        pieces = written.get(s.handle)
+        pieces = written.get((owner, s.handle))
         if not pieces:
             if s.length:
                 return None
@@ -563,13 +576,15 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
     return b"".join(out), frames
 
 
-def _want(wants: dict[int, tuple[int, int, int]], handle: int, xid: int, lo: int, hi: int) -> None:
-    """Follow WRITEs to ``handle`` within [lo, hi); a handle offered twice by one call covers both."""
-    old = wants.get(handle)
+def _want(wants: dict[tuple[Pair, int], tuple[int, int, int]], key: tuple[Pair, int], xid: int, lo: int,
+          hi: int) -> None:
+    """Follow WRITEs to ``key`` (owner, handle) within [lo, hi); a handle offered twice by one call covers
+    both."""
+    old = wants.get(key)
     if old is not None and old[0] == xid:
         lo = min(lo, old[1])
         hi = max(hi, old[2])
-    wants[handle] = (xid, lo, hi)
+    wants[key] = (xid, lo, hi)
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
@@ -585,20 +600,21 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
     st = _state(ctx)
     if msg.reads:
         reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
-        job = _ReadJob(msg, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
+        owner = (pkt.src, pkt.dst)
+        job = _ReadJob(msg, owner, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
         if job.need:
             jobs = st.read_jobs
             for s in msg.reads:
-                if s.handle in jobs:
+                if (owner, s.handle) in jobs:
                     # an older message's Read chunks under this handle cannot complete now: give them up
-                    _drop_job(st, s.handle)
+                    _drop_job(st, (owner, s.handle))
             for s in msg.reads:
-                jobs[s.handle] = job
+                jobs[(owner, s.handle)] = job
             st.charge(job, len(reduced) + _ENTRY)
             if len(jobs) > _WANT_LIMIT:
-                for handle in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
-                    if handle in jobs:
-                        _drop_job(st, handle)
+                for key in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
+                    if key in jobs:
+                        _drop_job(st, key)
     chunks = list(msg.writes)
     if msg.reply is not None:
         chunks.append(msg.reply)
@@ -606,28 +622,30 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         if chunks:
             wants = st.write_wants
             xid = msg.xid
+            owner = (pkt.src, pkt.dst)
             for c in chunks:
                 for s in c:
-                    _want(wants, s.handle, xid, s.offset, s.offset + s.length)
+                    _want(wants, (owner, s.handle), xid, s.offset, s.offset + s.length)
             if len(wants) > _WANT_LIMIT:
                 _bound(wants)
         return
+    client = (pkt.dst, pkt.src)   # a reply's Write list and Reply chunk are in its receiver's memory
     if msg.reply is not None and msg.proc == 1:
-        got = _written(st, msg.reply)
+        got = _written(st, msg.reply, client)
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
                           "RDMA WRITE (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
-        got_all = [_written(st, c) for c in msg.writes]
+        got_all = [_written(st, c, client) for c in msg.writes]
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
             msg.rebuilt_frames = frames
             _rebuild_reply(pkt, ctx, msg, got_all, frames)
     for c in chunks:
         for s in c:
-            st.write_wants.pop(s.handle, None)
-            st.forget_written(s.handle)
+            st.write_wants.pop((client, s.handle), None)
+            st.forget_written((client, s.handle))
 
 
 def _register(key: str, fn: Any) -> None:
