@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import RdmaspyError
-from .common import EXIT_DAMAGED, EXIT_OK
+from .common import EXIT_DAMAGED, EXIT_OK, positive_int
 
 
 def check_inputs(paths: list[str]) -> None:
@@ -51,6 +51,29 @@ def export_single(paths: list[str], directory: str) -> tuple[dict[str, int], int
     return sink.rows, pipe.frames, cap.problems
 
 
+def export_tables(paths: list[str], directory: str, workers: int | None,
+                  cluster: str | None) -> tuple[dict[str, int], int, list[str], int]:
+    """One process, or shards on the engine: asked for (``--workers N`` above 1, ``--cluster``), or by
+    default when the machine has several cores and the capture is big enough and has several host pairs.
+    Returns the rows of each table, the frames, the damage met and the shards."""
+    plan = None
+    if workers is None and cluster is None:
+        cores = os.cpu_count() or 1
+        if cores > 1:
+            from ..scale.parallel import MIN_PARALLEL_FRAMES, make_plan
+            plan = make_plan(paths, cores)
+            if plan.frames < MIN_PARALLEL_FRAMES or plan.shards == 1:
+                plan = None
+            else:
+                workers = cores
+    if (workers is None or workers == 1) and cluster is None and plan is None:
+        rows, frames, problems = export_single(paths, directory)
+        return rows, frames, problems, 1
+    from ..scale.parallel import export_parallel
+    result = export_parallel(paths, directory, workers, cluster, plan)
+    return result.rows, result.frames, result.problems, result.workers
+
+
 def write_manifest(directory: str, paths: list[str], frames: int, rows: dict[str, int], workers: int) -> None:
     import orjson
     from ..output.parquet import MANIFEST, SCHEMA_NAME, SCHEMA_VERSION
@@ -66,8 +89,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     paths: list[str] = args.files
     check_inputs(paths)
     prepare_directory(args.output)
-    rows, frames, problems = export_single(paths, args.output)
-    write_manifest(args.output, paths, frames, rows, 1)
+    rows, frames, problems, workers = export_tables(paths, args.output, args.workers, args.cluster)
+    write_manifest(args.output, paths, frames, rows, workers)
     if not args.quiet:
         counts = ", ".join(f"{n} {t}" for t, n in rows.items())
         print(f"rdmaspy: {frames} frames exported to {args.output}: {counts}", file=sys.stderr)
@@ -81,5 +104,10 @@ def register(sub: Any) -> None:
                                       "connections, findings (docs/export.md)")
     p.add_argument("files", nargs="+", metavar="FILE", help="pcap or pcapng files, read as one capture in this order")
     p.add_argument("-o", dest="output", required=True, metavar="DIR", help="directory for the tables")
+    p.add_argument("--workers", type=positive_int, metavar="N",
+                   help="decode in N shards by host pair on the distributed engine (Dask); default: the machine's "
+                        "cores for a capture of 200,000 frames or more with several host pairs, else one process")
+    p.add_argument("--cluster", metavar="ADDRESS", help="run the shards on the Dask scheduler at ADDRESS "
+                   "(tcp://host:8786) instead of a local cluster; the files must be at the same path on its workers")
     p.add_argument("-q", dest="quiet", action="store_true", help="print no summary line")
     p.set_defaults(func=cmd_export)

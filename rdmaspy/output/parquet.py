@@ -272,18 +272,22 @@ class ExportSink:
                         for name, schema in SCHEMAS.items()}
         self._packets = self.writers["packets"].add
         self.file_of = file_of if file_of is not None else (lambda _n: "")
-        self.first_frame: dict[int, int] = {}
+        # connection id -> the frame that made the connection known (ids follow these frames: a parallel
+        # run numbers the connections of its shards by them)
+        self.created: dict[int, int] = {}
         self._pipe: Any = None
+        self._table: Any = None
 
     def attach(self, pipe: Any) -> None:
+        from ..conversation import connections
         self._pipe = pipe
+        self._table = connections(pipe.session)
 
     def packet(self, pkt: Packet) -> None:
-        conv = pkt.conv
-        if conv is not None:
-            cid = conv.conn_id
-            if cid not in self.first_frame:
-                self.first_frame[cid] = pkt.frame.num
+        table = self._table
+        if table is not None and len(table.conns) > len(self.created):
+            for c in table.conns[len(self.created):]:
+                self.created[c.conn_id] = pkt.frame.num
         self._packets(packet_row(pkt, self.file_of(pkt.frame.num)))
         if pkt.expert:
             add = self.writers["findings"].add
@@ -311,7 +315,7 @@ class ExportSink:
         if pipe is not None:
             add = self.writers["connections"].add
             for live in connections(pipe.session):
-                add(connection_row(Connection.of(live), self.first_frame.get(live.conn_id)))
+                add(connection_row(Connection.of(live), self.created.get(live.conn_id)))
         self.close()
 
     def close(self) -> None:
