@@ -133,20 +133,30 @@ _ITEM_FIELDS = frozenset({"rpcrdma.xid", "rpcrdma.version", "rpcrdma.credits", "
                           "rpcrdma2.version", "rpcrdma2.credits", "rpcrdma2.proc", "rpcrdma2.type"})
 
 
+_ADDRESS_TEXT: dict[bytes, str] = {}       # a capture has few addresses and many packets (bounded)
+
+
 def _address(v: Any) -> str | None:
+    """An address value of a header (bytes) as its usual text."""
     if v is None:
         return None
-    if isinstance(v, (bytes, bytearray)):
-        b = bytes(v)
-        if len(b) == 4:
-            return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
-        if len(b) == 6:
-            return ":".join(f"{x:02x}" for x in b)
-        if len(b) == 16:
+    if v.__class__ is not bytes:
+        return str(v)
+    text = _ADDRESS_TEXT.get(v)
+    if text is None:
+        if len(_ADDRESS_TEXT) >= 65536:
+            _ADDRESS_TEXT.clear()
+        if len(v) == 4:
+            text = f"{v[0]}.{v[1]}.{v[2]}.{v[3]}"
+        elif len(v) == 6:
+            text = ":".join(f"{x:02x}" for x in v)
+        elif len(v) == 16:
             import ipaddress
-            return str(ipaddress.IPv6Address(b))
-        return b.hex()
-    return str(v)
+            text = str(ipaddress.IPv6Address(v))
+        else:
+            text = v.hex()
+        _ADDRESS_TEXT[v] = text
+    return text
 
 
 def _u32(v: Any) -> int | None:
