@@ -21,7 +21,7 @@ from ..packet import Expert, Packet
 
 SCHEMA_NAME = "rdmaspy-export"
 SCHEMA_VERSION = 1
-BATCH = 65_536          # rows a table holds before they go to disk as one row group
+BATCH = 16_384          # rows a table holds before they go to disk as one row group
 MANIFEST = "rdmaspy-export.json"
 
 TS = pa.timestamp("ns", tz="UTC")
