@@ -125,3 +125,15 @@ def test_an_unreachable_cluster_is_one_line(tmp_path, capsys, built, monkeypatch
     rc = cli.main(["export", str(built["many-hosts"]), "-o", str(tmp_path / "x"), "--cluster", "tcp://127.0.0.1:9"])
     err = capsys.readouterr().err
     assert rc == 1 and err.count("\n") == 1 and "cannot reach the cluster" in err
+
+
+def test_a_damaged_capture_is_reported_once_and_exported_up_to_the_damage(built, tmp_path, capsys, cluster):
+    data = built["many-hosts"].read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[:len(data) * 2 // 3 + 7])
+    assert cli.main(["export", str(cut), "-o", str(tmp_path / "a"), "-q", "--workers", "1"]) == 2
+    one_err = capsys.readouterr().err
+    assert cli.main(["export", str(cut), "-o", str(tmp_path / "b"), "-q", "--workers", "2", "--cluster", cluster]) == 2
+    err = capsys.readouterr().err
+    assert err == one_err and err.count("\n") == 1 and "warning" in err
+    _same(_tables(tmp_path / "a"), _tables(tmp_path / "b"))

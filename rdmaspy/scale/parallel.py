@@ -177,8 +177,12 @@ class _Engine:
         return max(1, sum(self.client.nthreads().values()))
 
     def map(self, fn: Any, calls: list[tuple]) -> list[Any]:
+        from distributed import KilledWorker
         futures = [self.client.submit(fn, *args, pure=False) for args in calls]
-        return self.client.gather(futures)
+        try:
+            return self.client.gather(futures)
+        except KilledWorker as exc:
+            raise RdmaspyError(f"a worker died running {fn.__name__} (out of memory?): {exc}") from None
 
     def close(self) -> None:
         self.client.close()
