@@ -21,7 +21,10 @@ from ..packet import Expert, Packet
 
 SCHEMA_NAME = "rdmaspy-export"
 SCHEMA_VERSION = 1
-BATCH = 16_384          # rows a table holds before they go to disk as one row group
+BATCH = 16_384          # rows a table holds before they go to disk as one row group ...
+# ... fewer for the tables whose rows are big (a transaction with its steps is some 2 KiB of Python values):
+# what the export holds is bounded by these, whatever the capture's size.
+BATCHES = {"transactions": 2048, "segments": 4096, "credits": 8192, "findings": 4096, "connections": 4096}
 MANIFEST = "rdmaspy-export.json"
 
 TS = pa.timestamp("ns", tz="UTC")
@@ -278,7 +281,8 @@ class ExportSink:
                  batch: int = BATCH) -> None:
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
-        self.writers = {name: TableWriter(os.path.join(directory, f"{name}{suffix}.parquet"), schema, batch)
+        self.writers = {name: TableWriter(os.path.join(directory, f"{name}{suffix}.parquet"), schema,
+                                          min(batch, BATCHES.get(name, batch)))
                         for name, schema in SCHEMAS.items()}
         self._packets = self.writers["packets"].add
         self.file_of = file_of if file_of is not None else (lambda _n: "")
