@@ -48,7 +48,8 @@ class ShardResult:
     rows: dict[str, int]
     created: dict[int, int]             # the shard's connection id -> the frame that made it known
     problems: list[str]
-    peak_rss_kib: int
+    peak_rss_kib: int                   # the worker process's peak
+    cpu_s: float                        # CPU time the task took
 
 
 @dataclass(slots=True)
@@ -105,14 +106,17 @@ def run_shard(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
     """One task: the shard's frames through the one pipeline into its tables in ``staging``."""
     from ..output.parquet import ExportSink
     from ..pipeline import Options, Pipeline
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = usage.ru_utime + usage.ru_stime
     source = ShardSource(paths, shard, assignment)
     sink = ExportSink(staging, suffix=f"-{shard:04d}", file_of=source.capture.file_of)
     with source.capture:
         pipe = Pipeline(source, Options(analyze=True), [sink])
         pipe.run()
     problems = source.capture.problems if shard == 0 else []
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return ShardResult(shard, pipe.frames, sink.rows, sink.created, problems, peak)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return ShardResult(shard, pipe.frames, sink.rows, sink.created, problems, usage.ru_maxrss,
+                       usage.ru_utime + usage.ru_stime - cpu)
 
 
 def renumber_part(src: str, dst: str, lookup: list[int | None]) -> int:
