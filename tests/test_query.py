@@ -79,10 +79,14 @@ def test_table_on_a_terminal(tables, capsys):
     (("{tables}", "SELECT no_such_column FROM packets"), "no_such_column"),
     (("{tables}", "SELECT * FROM no_such_table"), "no_such_table"),
     (("{empty}", "SELECT 1"), "holds no tables"),
+    (("{damaged}", "SELECT count(*) FROM packets"), "packets.parquet"),
 ])
 def test_mistakes_are_one_line_and_exit_1(tables, capsys, tmp_path, argv, says):
     (tmp_path / "empty").mkdir()
-    names = {"missing": str(tmp_path / "nothing"), "tables": tables, "empty": str(tmp_path / "empty")}
+    (tmp_path / "damaged").mkdir()
+    (tmp_path / "damaged" / "packets.parquet").write_bytes(b"not a parquet file")
+    names = {"missing": str(tmp_path / "nothing"), "tables": tables, "empty": str(tmp_path / "empty"),
+             "damaged": str(tmp_path / "damaged")}
     rc, out, err = _run(capsys, *[a.format(**names) for a in argv])
     assert rc == 1 and not out
     assert err.count("\n") == 1 and err.startswith("rdmaspy: error:") and says in err

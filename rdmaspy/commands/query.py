@@ -48,12 +48,23 @@ _FETCH = 4096
 
 def connect(directory: str) -> Any:
     """A DuckDB connection with a view per table of the export in ``directory``."""
-    from ..output.parquet import TABLES
     from ..scale import need
     duckdb = need("duckdb", "query")
     if not os.path.isdir(directory):
         raise RdmaspyError(f"{directory}: no such directory (make one with rdmaspy export FILE -o {directory})")
     con = duckdb.connect()
+    try:
+        found = _views(con, directory)
+    except duckdb.Error as exc:
+        raise RdmaspyError(f"{directory}: {_first_line(exc)}") from None
+    if not found:
+        raise RdmaspyError(f"{directory}: holds no tables of rdmaspy export")
+    return con
+
+
+def _views(con: Any, directory: str) -> int:
+    """A view per table found in ``directory``; returns how many."""
+    from ..output.parquet import TABLES
     found = 0
     for name in TABLES:
         files = sorted(glob.glob(os.path.join(glob.escape(directory), f"{name}.parquet"))
@@ -62,9 +73,7 @@ def connect(directory: str) -> Any:
             found += 1
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)
             con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{listed}])")
-    if not found:
-        raise RdmaspyError(f"{directory}: holds no tables of rdmaspy export")
-    return con
+    return found
 
 
 def run_sql(con: Any, sql: str) -> tuple[list[str], Iterator[tuple]]:
