@@ -36,9 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def command_modules() -> tuple[ModuleType, ...]:
     """The modules that add subcommands, in the order of the help: each has ``register(subparsers)``."""
-    from .commands import (annotate, capture, conversations, decode, expert, fields, flows, shell, stats, traffic,
-                           tui)
-    return (decode, fields, capture, conversations, traffic, flows, expert, stats, annotate, tui, shell)
+    from .commands import (annotate, capture, conversations, decode, expert, export, extract, fields, flows, query,
+                           shell, stats, traffic, tui)
+    return (decode, fields, capture, conversations, traffic, flows, expert, stats, annotate, tui, export, query,
+            extract, shell)
 
 
 class UsageError(RdmaspyError):

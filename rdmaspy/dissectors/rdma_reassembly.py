@@ -77,14 +77,22 @@ class _Partial:
         self.charged = 0          # bytes charged to the memory budget for it
 
 
+# A handle's owner: the host whose memory it names, and the peer it was given to.
+Pair = tuple[str, str]
+# R_Keys and STags are small numbers of each device: two clients of one server use the same ones, so a
+# handle is known by its owner and itself.
+Key = tuple[Pair, int]
+
+
 class _ReadJob:
     """The Read chunks of one message, waiting for their data: per segment, the bytes placed so far
     by offset in the segment (a packet repeated or out of order lands where it belongs)."""
 
-    __slots__ = ("msg", "reduced", "flow", "pieces", "filled", "frames", "need", "charged")
+    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need", "charged")
 
-    def __init__(self, msg: Any, reduced: bytes, flow: Any) -> None:
+    def __init__(self, msg: Any, owner: Pair, reduced: bytes, flow: Any) -> None:
         self.msg = msg
+        self.owner = owner        # whose memory the chunks are in (who advertised them), and to whom
         self.reduced = reduced
         self.flow = flow
         reads = msg.reads
@@ -100,10 +108,10 @@ class _Request:
     of its first byte, its length, and what the packets that follow are matched by (the PSN of the
     request on InfiniBand, the Data Sink tagged offset of a Read Request on iWARP)."""
 
-    __slots__ = ("handle", "va", "length", "base")
+    __slots__ = ("key", "va", "length", "base")
 
-    def __init__(self, handle: int, va: int, length: int, base: int) -> None:
-        self.handle = handle
+    def __init__(self, key: Key, va: int, length: int, base: int) -> None:
+        self.key = key
         self.va = va
         self.length = length
         self.base = base
@@ -146,14 +154,14 @@ class _State:
         self.budget = budget
         budget.join(self)
         self.sends: dict[tuple, _Partial] = {}
-        self.read_jobs: dict[int, _ReadJob] = {}          # handle -> job
+        self.read_jobs: dict[Key, _ReadJob] = {}
         # READ requests for an advertised Read chunk: (requester, responder) on InfiniBand,
         # (requester, responder, Data Sink STag) on iWARP
         self.read_reqs: dict[tuple, _Recent] = {}
         self.write_reqs: dict[tuple, _Recent] = {}         # (src, dst, QP) -> WRITE First packets
-        # handle -> (XID of the call that advertised it, lowest offset, end of its highest segment)
-        self.write_wants: dict[int, tuple[int, int, int]] = {}
-        self.written: dict[int, _Placed] = {}
+        # (XID of the call that advertised it, lowest offset, end of its highest segment)
+        self.write_wants: dict[Key, tuple[int, int, int]] = {}
+        self.written: dict[Key, _Placed] = {}
         self.kept = 0             # bytes charged for ``written``
 
     def charge(self, obj: _Charged, n: int) -> None:
@@ -169,8 +177,8 @@ class _State:
             self.budget.release(self, obj.charged)
             obj.charged = 0
 
-    def forget_written(self, handle: int) -> None:
-        placed = self.written.pop(handle, None)
+    def forget_written(self, key: Key) -> None:
+        placed = self.written.pop(key, None)
         if placed is not None:
             self.kept -= placed.charged
             self.free(placed)
@@ -186,27 +194,28 @@ class _State:
                     return gone
                 self.free(d.pop(key))
                 gone += 1
-        for handle in list(self.written):
+        for key in list(self.written):
             if start - self.held >= need:
                 return gone
-            self.forget_written(handle)
+            self.forget_written(key)
             gone += 1
-        for handle in list(self.read_jobs):
+        for key in list(self.read_jobs):
             if start - self.held >= need:
                 return gone
-            if handle in self.read_jobs:
-                _drop_job(self, handle)
+            if key in self.read_jobs:
+                _drop_job(self, key)
                 gone += 1
         return gone
 
 
-def _drop_job(st: _State, handle: int) -> None:
-    """Give up the Read job under ``handle``, under every handle it is listed (a message's segments)."""
+def _drop_job(st: _State, key: Key) -> None:
+    """Give up the Read job under ``key``, under every handle it is listed (a message's segments)."""
     jobs = st.read_jobs
-    job = jobs.pop(handle)
+    job = jobs.pop(key)
     for s in job.msg.reads:
-        if jobs.get(s.handle) is job:
-            del jobs[s.handle]
+        k = (job.owner, s.handle)
+        if jobs.get(k) is job:
+            del jobs[k]
     st.free(job)
 
 
@@ -338,8 +347,9 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
         return
     st = _state(ctx)
     va, rkey, dlen = ib.reth
-    if rkey in st.read_jobs:
-        _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(rkey, va, dlen, ib.psn))
+    key = ((pkt.dst, pkt.src), rkey)      # the responder's memory, read by the requester
+    if key in st.read_jobs:
+        _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
 
 def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
@@ -357,22 +367,23 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
     if pos in ("first", "only"):
         for r in reversed(rec.items):
             if r.base == ib.psn:
-                _place_read(pkt, ctx, st, r.handle, r.va, buf, off, end)
+                _place_read(pkt, ctx, st, r.key, r.va, buf, off, end)
                 return
         return
     found = _ib_address(rec, ib.psn, pos, end - off)
     if found is not None:
-        _place_read(pkt, ctx, st, found[0].handle, found[1], buf, off, end)
+        _place_read(pkt, ctx, st, found[0].key, found[1], buf, off, end)
 
 
-def _place_read(pkt: Packet, ctx: Session, st: _State, handle: int, addr: int, buf: bytes, off: int,
+def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf: bytes, off: int,
                 end: int) -> None:
     """Put a READ response packet's bytes in the Read chunk segments they belong to (cut at each
     segment's length: bytes past it are an overrun the chunk analysis reports, never state); the
     packet that leaves no segment with a hole rebuilds the call."""
-    job = st.read_jobs.get(handle)
+    job = st.read_jobs.get(key)
     if job is None:
         return
+    handle = key[1]
     segs = job.msg.reads
     stop = addr + end - off
     placed = False
@@ -404,15 +415,16 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, handle: int, addr: int, b
     if job.need:
         return
     for s in segs:
-        if st.read_jobs.get(s.handle) is job:
-            del st.read_jobs[s.handle]
+        k = (job.owner, s.handle)
+        if st.read_jobs.get(k) is job:
+            del st.read_jobs[k]
     st.free(job)
     _rebuild_call(pkt, ctx, job)
 
 
-def _place_written(st: _State, handle: int, addr: int, buf: bytes, off: int, end: int, frame: int) -> None:
-    """Keep a WRITE packet's bytes at their address, within the segments advertised under ``handle``."""
-    want = st.write_wants.get(handle)
+def _place_written(st: _State, key: Key, addr: int, buf: bytes, off: int, end: int, frame: int) -> None:
+    """Keep a WRITE packet's bytes at their address, within the segments advertised under ``key``."""
+    want = st.write_wants.get(key)
     if want is None:
         return
     _xid, lo, hi = want
@@ -422,9 +434,9 @@ def _place_written(st: _State, handle: int, addr: int, buf: bytes, off: int, end
         end = off + hi - addr
     if end <= off:
         return
-    placed = st.written.get(handle)
+    placed = st.written.get(key)
     if placed is None:
-        placed = st.written[handle] = _Placed()
+        placed = st.written[key] = _Placed()
     old = placed.pieces.get(addr)
     if old is not None and len(old[0]) >= end - off:
         return        # a retransmission of bytes already placed
@@ -432,7 +444,7 @@ def _place_written(st: _State, handle: int, addr: int, buf: bytes, off: int, end
     grown = len(data) - (len(old[0]) if old is not None else -_PIECE)
     if st.kept + grown > _BYTES_LIMIT:
         for other in list(st.written):       # the oldest chunk data goes first
-            if other != handle:
+            if other != key:
                 st.forget_written(other)
             if st.kept + grown <= _BYTES_LIMIT:
                 break
@@ -455,18 +467,19 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if ib.reth is None:
             return
         va, rkey, dlen = ib.reth
-        if rkey not in st.write_wants:
+        key = ((pkt.dst, pkt.src), rkey)      # the receiver's memory, written by the sender
+        if key not in st.write_wants:
             return
         if pos == "first":
-            _remember(st, st.write_reqs, akey, _Request(rkey, va, dlen, ib.psn))
-        _place_written(st, rkey, va, buf, off, end, pkt.frame.num)
+            _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
+        _place_written(st, key, va, buf, off, end, pkt.frame.num)
         return
     rec = st.write_reqs.get(akey)
     if rec is None:
         return
     found = _ib_address(rec, ib.psn, pos, end - off)
     if found is not None:
-        _place_written(st, found[0].handle, found[1], buf, off, end, pkt.frame.num)
+        _place_written(st, found[0].key, found[1], buf, off, end, pkt.frame.num)
 
 
 # --- the same over iWARP: a tagged DDP segment carries its own STag and tagged offset -----------------
@@ -475,9 +488,12 @@ def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
     chunk: its Read Responses come to the sink STag at the sink TO on."""
     st: _State | None = ctx.state.get("rdma_reassembly")
     sink_stag, sink_to, size, src_stag, src_to = request
-    if st is None or src_stag not in st.read_jobs:
+    if st is None:
         return
-    _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(src_stag, src_to, size, sink_to))
+    key = ((pkt.dst, pkt.src), src_stag)      # the responder's memory, read by the requester
+    if key not in st.read_jobs:
+        return
+    _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(key, src_to, size, sink_to))
 
 
 def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: int, end: int,
@@ -488,15 +504,16 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
     if st is None or end <= off:
         return
     if opcode == 0:
-        if stag in st.write_wants:
-            _place_written(st, stag, to, buf, off, end, pkt.frame.num)
+        key = ((pkt.dst, pkt.src), stag)
+        if key in st.write_wants:
+            _place_written(st, key, to, buf, off, end, pkt.frame.num)
         return
     rec = st.read_reqs.get((pkt.dst, pkt.src, stag)) if opcode == 2 else None
     if rec is None:
         return
     for r in reversed(rec.items):
         if r.base <= to < r.base + r.length:
-            _place_read(pkt, ctx, st, r.handle, r.va + to - r.base, buf, off, end)
+            _place_read(pkt, ctx, st, r.key, r.va + to - r.base, buf, off, end)
             return
 
 
@@ -632,13 +649,13 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: lis
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
-def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
-    """The bytes RDMA WRITEs put in these segments (lengths as the reply reports them) and the frames
-    they came in, or None while a segment has a hole."""
+def _written(st: _State, segs: list, owner: Pair) -> tuple[bytes, list[int]] | None:
+    """The bytes RDMA WRITEs put in these segments of ``owner``'s memory (lengths as the reply reports
+    them) and the frames they came in, or None while a segment has a hole."""
     out = []
     frames: set[int] = set()
     for s in segs:
-        placed = st.written.get(s.handle)
+        placed = st.written.get((owner, s.handle))
         if placed is None:
             if s.length:
                 return None
@@ -656,18 +673,18 @@ def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
     return b"".join(out), sorted(frames)
 
 
-def _want(st: _State, handle: int, xid: int, lo: int, hi: int) -> None:
-    """Follow WRITEs to ``handle`` within [lo, hi); a handle offered twice by one call covers both, and
+def _want(st: _State, key: Key, xid: int, lo: int, hi: int) -> None:
+    """Follow WRITEs to ``key`` within [lo, hi); a handle offered twice by one call covers both, and
     what WRITEs left under it for an earlier call goes."""
     wants = st.write_wants
-    old = wants.get(handle)
+    old = wants.get(key)
     if old is not None:
         if old[0] == xid:
             lo = min(lo, old[1])
             hi = max(hi, old[2])
         else:
-            st.forget_written(handle)
-    wants[handle] = (xid, lo, hi)
+            st.forget_written(key)
+    wants[key] = (xid, lo, hi)
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
@@ -683,43 +700,46 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
     st = _state(ctx)
     if msg.reads:
         reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
-        job = _ReadJob(msg, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
+        owner = (pkt.src, pkt.dst)
+        job = _ReadJob(msg, owner, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
         if job.need:
             jobs = st.read_jobs
             for s in msg.reads:
-                if s.handle in jobs:
+                if (owner, s.handle) in jobs:
                     # an older message's Read chunks under this handle cannot complete now: give them up
-                    _drop_job(st, s.handle)
+                    _drop_job(st, (owner, s.handle))
             for s in msg.reads:
-                jobs[s.handle] = job
+                jobs[(owner, s.handle)] = job
             st.charge(job, len(reduced) + _ENTRY)
             if len(jobs) > _WANT_LIMIT:
-                for handle in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
-                    if handle in jobs:
-                        _drop_job(st, handle)
+                for key in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
+                    if key in jobs:
+                        _drop_job(st, key)
     chunks = list(msg.writes)
     if msg.reply is not None:
         chunks.append(msg.reply)
     if not msg.is_reply:
         if chunks:
             xid = msg.xid
+            owner = (pkt.src, pkt.dst)
             for c in chunks:
                 for s in c:
-                    _want(st, s.handle, xid, s.offset, s.offset + s.length)
+                    _want(st, (owner, s.handle), xid, s.offset, s.offset + s.length)
             wants = st.write_wants
             if len(wants) > _WANT_LIMIT:
                 _bound(wants)
         return
+    client = (pkt.dst, pkt.src)   # a reply's Write list and Reply chunk are in its receiver's memory
     holes = False
     if msg.reply is not None and msg.proc == 1:
-        got = _written(st, msg.reply)
+        got = _written(st, msg.reply, client)
         holes = got is None
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
                           _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
-        got_all = [_written(st, c) for c in msg.writes]
+        got_all = [_written(st, c, client) for c in msg.writes]
         holes = any(g is None for g in got_all)
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
@@ -731,8 +751,8 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         return
     for c in chunks:
         for s in c:
-            st.write_wants.pop(s.handle, None)
-            st.forget_written(s.handle)
+            st.write_wants.pop((client, s.handle), None)
+            st.forget_written((client, s.handle))
 
 
 def _register(key: str, fn: Any) -> None:
