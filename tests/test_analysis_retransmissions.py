@@ -88,6 +88,11 @@ class Run:
         steps' frames are left out)."""
         txns = [self.real(t) for t in self.transactions]
         for t in txns:
+            # a reply dropped by its responder (sent beyond a lost packet) is taken from its copy, later
+            for when in ("latency_ns", "latency"):
+                t.pop(when, None)
+            if t.get("reply"):
+                t["reply"].pop("ts", None)
             for step in t["steps"]:
                 step.pop("ts", None)        # a step moved by a copy that stands in for a lost packet
                 if held:
@@ -180,9 +185,19 @@ SOURCES = [("rxe-nfsv3-rdma.pcap", 700), ("rxe-nfsv42-rdma.pcap", 500), ("rxe-nf
            ("siw-rping.pcap", None)]
 
 
-def _candidates(name: str, count: int | None) -> tuple[dict[int, lb.IbRequest], list[int]]:
+def _candidates(name: str, count: int | None) -> tuple[dict[int, lb.IbRequest], list[int], list[tuple[int, int]]]:
+    """A real capture's InfiniBand requests, its TCP segments with a payload, and its WRITE Middles each with
+    the Send that follows it on its stream (within 40 requests: a reply after its Write chunk's WRITEs)."""
     e = lb.Edit(name, count)
     reqs = lb.ib_requests(e.real)
+    frames = sorted(reqs)
+    before_send = []
+    for i, o in enumerate(frames):
+        if reqs[o].kind == "write" and reqs[o].pos == "middle":
+            later = [n for n in frames[i + 1:i + 41] if reqs[n].stream == reqs[o].stream]
+            send = next((n for n in later if reqs[n].kind == "send" and reqs[n].pos in ("only", "last")), None)
+            if send is not None:
+                before_send.append((o, send))
     eng = Engine()
     segments = []
     for o, data in sorted(e.real.items()):
@@ -190,7 +205,7 @@ def _candidates(name: str, count: int | None) -> tuple[dict[int, lb.IbRequest], 
         tcp = pkt.layer("tcp")
         if tcp is not None and len(data) > tcp.off + tcp.length + 60 and pkt.conv is not None:
             segments.append(o)
-    return reqs, segments
+    return reqs, segments, before_send
 
 
 _CANDIDATES = {src: _candidates(*src) for src in SOURCES}
@@ -207,10 +222,15 @@ def _real_run(src: tuple[str, int | None]) -> Run:
 def resent(draw: st.DrawFn) -> tuple[tuple[str, int | None], lb.Edit]:
     """A real capture with some of its packets sent again: an InfiniBand requester going back to a PSN
     (go-back-N: every request of its stream from there to a later one, sent again after it), or a TCP
-    segment sent again whole a few frames later."""
+    segment sent again whole a few frames later; on InfiniBand, maybe first a WRITE Middle lost before
+    the capture point, the requests after it through a Send dropped by the responder (their ACKs never
+    come) and sent again from it, as rxe does after its NAK."""
     src = draw(st.sampled_from(SOURCES))
-    reqs, segments = _CANDIDATES[src]
+    reqs, segments, before_send = _CANDIDATES[src]
     e = lb.Edit(*src)
+    if before_send and draw(st.booleans()):
+        middle, send = draw(st.sampled_from(before_send))
+        e.lose(middle, send, draw(st.sampled_from([20_000, 300_000, 2_000_000])))
     picks = draw(st.lists(st.integers(0, 10**6), min_size=1, max_size=4, unique=True))
     for p in picks:
         delay = draw(st.sampled_from([1000, 20_000, 2_000_000]))
@@ -311,3 +331,55 @@ def test_no_reply_without_call_where_tshark_saw_the_call(name: str) -> None:
     false = [f.frames[0] for f in run.findings if f.rule_def.id == "transaction.reply_without_call"
              and f.frames[0] in answered]
     assert false == []
+
+
+# --- requests the responder dropped: sent beyond a PSN it had not taken -----------------------------------
+def test_a_reply_sent_beyond_a_lost_write_is_taken_from_its_copy_in_sequence() -> None:
+    """The WRITE Middle of frame 392 (a READ reply's Write chunk) lost before the capture point: the
+    WRITEs after it and the reply (415) go by and are dropped by the client, and the server sends them
+    all again from 392.  The reply taken is the copy, after every byte of its Write chunk."""
+    e = lb.Edit("rxe-nfsv3-rdma.pcap", 700)
+    e.lose(392, 415, 300_000)
+    run = Run(e.wires)
+    copy = next(i for i, w in enumerate(e.wires, 1) if w.copy and w.origin == 415)
+    txn = next(t for t in run.transactions if t["reply"] and run.origin[t["reply"]["frame"]] == 415)
+    assert txn["reply"]["frame"] == copy
+    assert not [f.text for f in run.findings if f.rule_def.id.startswith("chunk.")]
+    same_analysis(run, _real_run(("rxe-nfsv3-rdma.pcap", 700)))
+
+
+def test_a_packet_the_capture_missed_holds_the_reply_only_until_its_ack() -> None:
+    """The same WRITE Middle missed by the capture only, and the client's ACKs after it but the one of the
+    reply (416): nothing is sent again, the client took them all.  The reply, beyond a PSN not seen taken,
+    is held until that ACK shows it taken, then taken from its own frame; the transactions come out in
+    the order of the real capture."""
+    e = lb.Edit("rxe-nfsv3-rdma.pcap", 700)
+    for missed in (392, 413, 414):
+        e.drop(missed)
+    run = Run(e.wires)
+    real = _real_run(("rxe-nfsv3-rdma.pcap", 700))
+    assert [t["xid"] for t in run.transactions] == [t["xid"] for t in real.transactions]
+    txn = next(t for t in run.transactions if t["reply"] and run.origin[t["reply"]["frame"]] == 415)
+    assert txn["reply"]["ts"] == e.ts[415]
+
+
+@pytest.mark.parametrize("name, replies", [("rxe-nfsv3-loss.pcap", {0xdc76e04b: 1152, 0xdb76e04b: 1491}),
+                                           ("rxe-nfsv3-loss-after.pcap", {})])
+def test_expert_has_no_chunk_finding_on_real_captures_with_loss(name: str, replies: dict[int, int]) -> None:
+    """rxe-nfsv3-loss.pcap: the server's WRITEs lose a PSN before the capture point; the client NAKs it and
+    drops what follows, the reply too (frames 1072, 1286); the copies sent again from the lost PSN are what
+    it takes (frames 1152, 1491).  rxe-nfsv3-loss-after.pcap: the loss is after the capture point."""
+    from conftest import capture
+    from rdmaspy.commands.expert import analyse
+    findings: list[Finding] = []
+    txns: dict[int, int] = {}
+
+    def record(rec: model.Record) -> None:
+        if isinstance(rec, model.Transaction) and rec.xid in replies and rec.reply is not None:
+            txns[rec.xid] = rec.reply.frame
+    analyse(str(capture(name)), on_finding=findings.append, on_record=record)
+    assert findings
+    false = [f.text for f in findings
+             if f.rule_def.id.startswith("chunk.") or f.rule_def.id == "transaction.reply_without_call"]
+    assert false == []
+    assert txns == replies

@@ -57,9 +57,11 @@ _STALLED_LIMIT = 64            # READs and WRITEs cut short by a lost packet, pe
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
 _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 _APPLIED_LIMIT = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
+_PROVISIONAL_LIMIT = 64        # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST = 2048
+HELD_COST = 8192               # a packet held with its message until the responder shows whether it took it
 CONN_COST = 2048               # a connection's state (ledgers, chunk book, dictionaries), measured the same way
 
 
@@ -111,6 +113,11 @@ class Transactions:
         # Frames whose RPC-over-RDMA message (or rebuilt message) was taken, and the copies of them
         # that were left alone: a later copy of one of these carries a message already accounted.
         self.applied: dict[int, None] = {}
+        # Messages of request packets the responder dropped unless the capture missed what it took (beyond
+        # the PSN it takes next), by (connection, requester, PSN): taken when it is seen to take that PSN
+        # (or at the end), replaced by the copy sent again in sequence.
+        self.provisional: dict[tuple[int, Direction, int], tuple[Packet, RpcRdmaMessage | None,
+                                                                RpcRdmaMessage | None, int | None]] = {}
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest open transactions (of the busiest connections first)
@@ -155,6 +162,8 @@ class Transactions:
         conv = pkt.conv
         if conv is None:
             return
+        if self.provisional and self.psn is not None:
+            self._settle(self.psn, pkt)
         ib = pkt.ib
         extra = pkt.extra
         kind = ""
@@ -208,6 +217,16 @@ class Transactions:
                         inv = iw.inv_stag
                     elif st.rpcrdma:
                         self._iwarp_op(st, pkt, iw, d)
+        if ib is not None and self.provisional:
+            # sent again: this copy stands for the one held (taken, or held in its place)
+            self._release(self.provisional.pop((st.conn_id, d, ib.psn), None))
+        if (msg is not None or rb is not None) and self.psn is not None and self.psn.provisional:
+            self._hold(st, pkt, msg, rb, d, inv)
+            return
+        self._take(st, pkt, msg, rb, d, inv)
+
+    def _take(self, st: ConnState, pkt: Packet, msg: RpcRdmaMessage | None, rb: RpcRdmaMessage | None,
+              d: Direction, inv: int | None) -> None:
         if msg is not None:
             self._message(st, pkt, msg, d, inv)
             self._applied(pkt.frame.num)
@@ -224,6 +243,39 @@ class Transactions:
                     o.txn.rpc = rpc_summary(o.call_rpc, None)
                 self._belongs(o.txn)
         self.cur = None
+
+    def _hold(self, st: ConnState, pkt: Packet, msg: RpcRdmaMessage | None, rb: RpcRdmaMessage | None,
+              d: Direction, inv: int | None) -> None:
+        held = self.provisional
+        held[(st.conn_id, d, pkt.ib.psn)] = (pkt, msg, rb, inv)
+        self.budget.charge(self, HELD_COST)
+        if len(held) > _PROVISIONAL_LIMIT:
+            self._take_held(next(iter(held)))
+
+    def _release(self, entry: object) -> None:
+        if entry is not None:
+            self.budget.release(self, HELD_COST)
+
+    def _settle(self, transport: Transport, pkt: Packet) -> None:
+        """Take the held messages whose PSN the responder is now seen to have taken (the capture missed
+        the packets before them), but the one this packet sends again."""
+        ib = pkt.ib
+        conv = pkt.conv
+        here = None
+        if ib is not None and conv is not None:
+            here = (conv.conn_id, DIRECTION_OF[conv.direction(pkt)], ib.psn)
+        for key in [k for k in self.provisional if k != here and transport.taken(*k)]:
+            self._take_held(key)
+
+    def _take_held(self, key: tuple[int, Direction, int]) -> None:
+        pkt, msg, rb, inv = self.provisional.pop(key)
+        self.budget.release(self, HELD_COST)
+        st = self.conns.get(key[0])
+        if st is None:
+            return
+        current = self.current
+        self._take(st, pkt, msg, rb, key[1], inv)
+        self.current = current
 
     def _applied(self, frame: int) -> None:
         applied = self.applied
@@ -675,6 +727,8 @@ class Transactions:
 
     def finish(self) -> None:
         self.current = None
+        while self.provisional:
+            self._take_held(next(iter(self.provisional)))
         for st in self.conns.values():
             for o in list(st.open.values()):
                 self._give_up(st, o)
