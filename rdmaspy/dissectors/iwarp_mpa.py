@@ -32,10 +32,7 @@ from ..packet import Packet
 from ..registry import add_data, dissect_with, table
 from . import iwarp_ddp
 from .rpcrdma_pdata import RPCRDMA_PDATA
-try:
-    from .. import conversation as _conversation
-except ImportError:      # the connection table is optional: dissection does not need it
-    _conversation = None
+from .. import conversation as _conversation
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView
 
 KEY_REQ = b"MPA ID Req Frame"
@@ -482,7 +479,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     Called at the Request with the client's RFC 8797 data and at the Reply with the server's;
     the table takes the inline thresholds from the pair.
     """
-    if _conversation is None or conn.midstream:
+    if conn.midstream:
         return
     pdata = pkt.noted(RPCRDMA_PDATA)
     tab = _conversation.connections(ctx)
@@ -493,7 +490,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
 
 def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
     c = d.conn.connection
-    if c is not None and _conversation is not None:
+    if c is not None:
         _conversation.connections(ctx).account(pkt, c, bool(d.is_initiator))
 
 
