@@ -63,6 +63,7 @@ class Layer:
         self._items: list[Item] | None = None
         self._children: list[Layer] | None = None
         self._fill: Callable[[Layer], None] | None = None
+        self._label: str | None = None   # None: the header's label (an unset attribute would cost an exception)
 
     # -- values -------------------------------------------------------------------------------
     @property
@@ -75,10 +76,10 @@ class Layer:
 
     @property
     def label(self) -> str:
-        try:
-            return self._label
-        except AttributeError:
-            return self.header.label if self.header is not None else self.proto
+        label = self._label
+        if label is not None:
+            return label
+        return self.header.label if self.header is not None else self.proto
 
     @label.setter
     def label(self, text: str) -> None:

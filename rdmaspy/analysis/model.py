@@ -150,7 +150,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return self.rule_def.severity.value
+        return str(self.rule_def.severity)       # its value, without enum's descriptor (Python code)
 
     @property
     def group(self) -> str:

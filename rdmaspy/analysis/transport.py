@@ -352,7 +352,8 @@ class Transport:
         self.again = False
         self.again_of = 0
         self.provisional = False
-        ib = pkt.ib
+        # typed (Packet.ib and .conv are Any): compiled, their attributes are read directly
+        ib: IBInfo | None = pkt.ib
         if ib is None:
             return
         plan = ib.plan
@@ -364,7 +365,7 @@ class Transport:
             return
         if ib.ecn == 3 or ib.fecn:
             self._marked(pkt, ib)
-        conv = pkt.conv
+        conv: LiveConnection | None = pkt.conv
         if conv is None or plan.transport not in _CONNECTED:
             return
         cs = self.conns.get(conv.conn_id)

@@ -190,7 +190,7 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
     out: list[str] = []
     ops = b["operations"]
     if ops:
-        width = max(len("Operation"), *(len(o["operation"]) for o in ops))
+        width = max([len("Operation")] + [len(o["operation"]) for o in ops])
         out.append(f"  {'Operation':<{width}}  {'Count':>7}  {'Answered':>8}  {'p50 ms':>9}  {'p90 ms':>9}  "
                    f"{'p99 ms':>9}  {'max ms':>9}")
         for o in ops:

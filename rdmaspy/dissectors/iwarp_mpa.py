@@ -514,7 +514,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     Called at the Request with the client's RFC 8797 data and at the Reply with the server's;
     the table takes the inline thresholds from the pair.
     """
-    if _conversation is None or conn.midstream:
+    if conn.midstream:
         return
     pdata = pkt.noted(RPCRDMA_PDATA)
     tab = _conversation.connections(ctx)
@@ -525,7 +525,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
 
 def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
     c = d.conn.connection
-    if c is not None and _conversation is not None:
+    if c is not None:
         _conversation.connections(ctx).account(pkt, c, bool(d.is_initiator))
 
 

@@ -44,6 +44,17 @@ class LineWriter:
     def text(self, line: str) -> None:
         self.line(line.encode())
 
+    def block(self, lines: list[str]) -> None:
+        """Several lines at once (a packet's tree): one encode and one hand-over rather than one per
+        line; held as lines, so that making them safe still sees each one alone."""
+        data = "\n".join(lines).encode()
+        self._buf.extend(data.split(b"\n"))
+        self._size += len(data) + 1
+        if self._size >= self.limit:
+            self.flush()
+        elif self.timed and monotonic() >= self._due:
+            self.flush()
+
     def flush(self) -> None:
         """Write what is held and flush the stream."""
         buf = self._buf

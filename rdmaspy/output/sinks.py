@@ -98,20 +98,21 @@ class TextSink(TimedSink):
         if self.painter is not None:
             self._painted(pkt, self.painter)
             return
-        text = self.out.text
+        # A packet's lines go to the writer as one block: one encode and one hand-over per packet
+        # rather than per line (a tree has dozens), the same bytes out.
+        lines: list[str] = []
         if self.verbose:
-            for line in tree_lines(pkt, self.t0()):
-                text(line)
+            lines.extend(tree_lines(pkt, self.t0()))
         else:
             line = summary_line(pkt, self.t0(), self.when(pkt))
-            text(with_findings(line, pkt) if self.findings else line)
+            lines.append(with_findings(line, pkt) if self.findings else line)
         if self.hexdump:
             if not self.verbose:
-                text("")
-            for line in hex_lines(pkt.frame.data):
-                text(line)
+                lines.append("")
+            lines.extend(hex_lines(pkt.frame.data))
         if self.verbose or self.hexdump:
-            text("")
+            lines.append("")
+        self.out.block(lines)
 
     def _painted(self, pkt: Packet, painter: Painter) -> None:
         text = self.out.text              # each line made safe before it is painted (the output is not checked)

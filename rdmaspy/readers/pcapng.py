@@ -58,6 +58,11 @@ class Damage(Exception):
         self.offset = offset
 
 
+# An interface of the section being read: global index, link type, timestamp ticks to ns as
+# (ticks * mul) // den, offset in ns, snapshot length.
+Interface = tuple[int, int, int, int, int, int]
+
+
 class _Order:
     """The structs of one byte order, built once per order."""
 
@@ -149,7 +154,15 @@ class PcapngReader(Capture):
         hdr = order.hdr
         u32 = order.u32
         epb = order.epb
-        local: list[tuple] = []    # this section's interfaces: (global index, linktype, mul, den, offset ns, snaplen)
+        local: list[Interface] = []    # this section's interfaces
+        # The unpacked words, typed: compiled, they stay machine integers (unpack_from gives Any).
+        btype: int
+        length: int
+        iface: int
+        hi: int
+        lo: int
+        caplen: int
+        wirelen: int
         seen_shb = False
         nlocal = 0                 # len(local), kept by the code that changes it
         frame = Frame
@@ -275,7 +288,7 @@ class PcapngReader(Capture):
             self.problem(f"read error ({exc})", base + pos)
 
     # -- the description blocks ----------------------------------------------------------------------
-    def _packet(self, what: str, buf: bytes, pos: int, bend: int, length: int, local: list, order: _Order,
+    def _packet(self, what: str, buf: bytes, pos: int, bend: int, length: int, local: list[Interface], order: _Order,
                 base: int, num: int, iface: int, hi: int, lo: int, caplen: int, wirelen: int) -> Frame | None:
         """The frame of an Enhanced or obsolete Packet Block (data at offset 28), or None with the problem."""
         dend = pos + 28 + caplen
@@ -314,7 +327,7 @@ class PcapngReader(Capture):
                 info[key] = _text(v) if key not in info else f"{info[key]}; {_text(v)}"
         self.sections.append(info)
 
-    def _interface(self, buf: bytes, pos: int, bend: int, order: _Order, base: int, local: list) -> None:
+    def _interface(self, buf: bytes, pos: int, bend: int, order: _Order, base: int, local: list[Interface]) -> None:
         if bend - pos < 20:
             raise Damage(f"interface description block: length {bend - pos} is shorter than 20", base + pos)
         _t, _l, linktype, _res, snaplen = order.idb(buf, pos)
