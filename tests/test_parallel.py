@@ -20,6 +20,7 @@ import scale_build as sb  # noqa: E402
 from rdmaspy import cli  # noqa: E402
 from rdmaspy.output.parquet import TABLES  # noqa: E402
 from rdmaspy.scale import parallel  # noqa: E402
+from rdmaspy.scale.source import ChainedCapture  # noqa: E402
 
 # Sort keys that order every table the same way whichever shard wrote a row.
 KEYS = {"packets": ["frame"], "transactions": ["first_frame", "call_frame", "connection", "xid"],
@@ -27,6 +28,12 @@ KEYS = {"packets": ["frame"], "transactions": ["first_frame", "call_frame", "con
         "credits": ["connection", "direction", "frame", "time", "outstanding", "granted", "requested"],
         "connections": ["connection"],
         "findings": ["frame", "origin", "rule", "message", "severity", "connection"]}
+
+
+@pytest.fixture(autouse=True)
+def short_slices(monkeypatch):
+    """Time slices of a few hundred frames, so that the small captures of the tests are cut too."""
+    monkeypatch.setattr(parallel, "MIN_SLICE_FRAMES", 300)
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +94,64 @@ def test_many_hosts_are_dealt_to_shards_and_give_the_same_tables(built, tmp_path
 def test_one_connection_gives_the_same_tables(built, tmp_path, cluster):
     one = _check(built["one-connection"], tmp_path, cluster)
     assert one["connections"].num_rows == 1 and one["transactions"].num_rows > 400
+
+
+def test_one_connection_is_cut_into_time_slices_whose_tasks_write_its_packets(built, tmp_path, cluster):
+    one = _export(built["one-connection"], tmp_path / "w1", "--workers", "1")
+    two = _export(built["one-connection"], tmp_path / "w2", "--workers", "2", "--cluster", cluster)
+    slices = sorted(glob.glob(str(tmp_path / "w2" / "packets-0000-*.parquet")))
+    # a few thousand frames in slices of at least 300: 8 slices (4 a worker), each with its packets
+    assert len(slices) == 8 and all(pq.read_metadata(f).num_rows > 250 for f in slices)
+    assert pq.read_metadata(str(tmp_path / "w2" / "packets-0000.parquet")).num_rows == 0
+    _same(one, two)
+
+
+def test_a_state_that_cannot_be_pickled_leaves_the_packets_to_the_shards_task(built, tmp_path, monkeypatch):
+    """mypyc's classes cannot be read back: nothing is handed after slice 0, the answer is the same."""
+    path = [str(built["one-connection"])]
+    plan = parallel.make_plan(path, 2)
+    plan.cuts = parallel.slice_cuts(plan, 2)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    monkeypatch.setattr(parallel, "_pickled_state", lambda pipe: None)
+    shard = parallel.run_shard(path, 0, plan.assignment, str(staging), plan.cuts, plan.files)
+    slices = [parallel.run_slice(path, 0, plan.assignment, str(staging), k, lo, hi, plan.files)
+              for k, (lo, hi) in enumerate(plan.slices())]
+    assert shard.handed == 1 and [bool(s.rows) for s in slices] == [True] + [False] * (len(slices) - 1)
+    lo, hi = plan.slices()[0]
+    assert slices[0].frames == hi and shard.rows["packets"] == plan.frames - hi
+    got = pq.read_table([str(staging / "packets-0000-0000.parquet"), str(staging / "packets-0000.parquet")])
+    one = _export(built["one-connection"], tmp_path / "w1", "--workers", "1")
+    assert got.sort_by("frame").equals(one["packets"])
+
+
+def _ring(frames: list[tuple[int, bytes]], directory: Path, files: int) -> list[str]:
+    """The capture cut into ``files`` files, as ``capture -b`` leaves a ring buffer."""
+    directory.mkdir()
+    step = -(-len(frames) // files)
+    return [str(ab.write(directory / f"ring_{i:05d}.pcap", frames[i * step:(i + 1) * step])) for i in range(files)]
+
+
+def test_a_ring_buffer_is_counted_and_sliced_file_by_file_with_the_same_tables(tmp_path, cluster):
+    ring = _ring(sb.one_connection(120), tmp_path / "ring", 3)
+    assert cli.main(["export", *ring, "-o", str(tmp_path / "w1"), "-q", "--workers", "1"]) == 0
+    one = _tables(tmp_path / "w1")
+    assert sorted(set(one["packets"]["file"].to_pylist())) == ring
+    for n in ("2", "8"):
+        assert cli.main(["export", *ring, "-o", str(tmp_path / f"w{n}"), "-q", "--workers", n,
+                         "--cluster", cluster]) == 0
+        _same(one, _tables(tmp_path / f"w{n}"))
+
+
+def test_a_slice_reads_only_the_files_that_hold_its_frames(tmp_path):
+    ring = _ring(sb.one_connection(30), tmp_path / "ring", 3)
+    counts = [parallel.count_file(p)[0] for p in ring]
+    whole = [(f.num, f.data) for f in ChainedCapture(ring)]
+    Path(ring[0]).unlink()            # the first file is not opened for frames after it
+    lo, hi = counts[0] + 5, counts[0] + counts[1] + 7
+    cap = ChainedCapture(ring, counts)
+    got = [(f.num, f.data) for f in cap.between(lo, hi)]
+    assert got == whole[lo:hi] and cap.file_of(hi) == ring[2] and cap.file_of(lo + 1) == ring[1]
 
 
 def test_a_local_cluster_of_workers_by_default_engine(built, tmp_path):

@@ -276,6 +276,39 @@ def _plain(v: object) -> object:
 TransactionFilter = Callable[[Transaction], bool]
 
 
+def write_packet(pkt: Packet, file: str, packets: Callable[[tuple[Any, ...]], None],
+                 findings: Callable[[tuple[Any, ...]], None]) -> None:
+    """The packet's row, and a row of ``findings`` for each of its dissectors' expert items."""
+    packets(packet_row(pkt, file))
+    if pkt.expert:
+        for item in pkt.expert:
+            if isinstance(item, Expert):
+                findings(dissector_item_row(pkt, item))
+
+
+class PacketSink:
+    """The sink of a time slice of a parallel export: the ``packets`` table and the dissectors' rows of
+    ``findings`` (the slice starts from the state its shard's task kept; that task writes the rest)."""
+
+    def __init__(self, directory: str, suffix: str, file_of: Callable[[int], str]) -> None:
+        self.writers = {name: TableWriter(os.path.join(directory, f"{name}{suffix}.parquet"), SCHEMAS[name],
+                                          BATCHES.get(name, BATCH)) for name in ("packets", "findings")}
+        self.file_of = file_of
+        self._packets = self.writers["packets"].add
+        self._findings = self.writers["findings"].add
+
+    def packet(self, pkt: Packet) -> None:
+        write_packet(pkt, self.file_of(pkt.frame.num), self._packets, self._findings)
+
+    def finish(self) -> None:
+        for w in self.writers.values():
+            w.close()
+
+    @property
+    def rows(self) -> dict[str, int]:
+        return {name: w.rows for name, w in self.writers.items()}
+
+
 class ExportSink:
     """The pipeline's sink that writes the six tables into ``directory`` (files ``<table><suffix>.parquet``)."""
 
@@ -293,6 +326,8 @@ class ExportSink:
         self.created: dict[int, int] = {}
         self._pipe: Any = None
         self._table: Any = None
+        # False while a time slice of a parallel export writes the packets (rdmaspy.scale.parallel)
+        self.packet_rows = True
 
     def attach(self, pipe: Any) -> None:
         from ..conversation import connections
@@ -304,12 +339,8 @@ class ExportSink:
         if table is not None and len(table.conns) > len(self.created):
             for c in table.conns[len(self.created):]:
                 self.created[c.conn_id] = pkt.frame.num
-        self._packets(packet_row(pkt, self.file_of(pkt.frame.num)))
-        if pkt.expert:
-            add = self.writers["findings"].add
-            for item in pkt.expert:
-                if isinstance(item, Expert):
-                    add(dissector_item_row(pkt, item))
+        if self.packet_rows:
+            write_packet(pkt, self.file_of(pkt.frame.num), self._packets, self.writers["findings"].add)
 
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
