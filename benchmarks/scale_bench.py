@@ -77,10 +77,12 @@ if workers == 1:
 else:
     from rdmaspy.scale.parallel import export_parallel
     r = export_parallel(paths, out, workers, None)
-    frames, peak, shards = r.frames, max(s.peak_rss_kib for s in r.shards), r.workers
+    tasks = [*r.shards, *r.slices]
+    frames, peak, shards = r.frames, max(s.peak_rss_kib for s in tasks), r.workers
     cpu = max(s.cpu_s for s in r.shards)
+    slices, total = len([s for s in r.slices if s.rows]), sum(s.cpu_s for s in tasks)
 print(json.dumps({"wall": time.perf_counter() - t, "frames": frames, "peak_kib": peak, "shards": shards,
-                  "cpu": cpu}))
+                  "cpu": cpu, "slices": slices if workers > 1 else 0, "total_cpu": total if workers > 1 else cpu}))
 """
 
 
@@ -156,9 +158,9 @@ def main() -> None:
     if args.engines:
         engines(build(directory, "many-hosts", max(args.frames)), max(args.workers))
         return
-    print("| workload | frames | workers | shards | wall s | us/frame | speed-up | CPU s of the biggest shard | CPU speed-up "
-          "| peak MiB/worker | tshark -T fields s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| workload | frames | workers | shards | slices | wall s | us/frame | speed-up | CPU s of the biggest shard "
+          "| CPU speed-up | CPU s of all tasks | peak MiB/worker | tshark -T fields s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for workload in args.workloads:
         for frames in args.frames:
             path = build(directory, workload, frames)
@@ -168,9 +170,9 @@ def main() -> None:
                 r = export_run(path, w)
                 base = base or r["wall"]
                 base_cpu = base_cpu or r["cpu"]
-                print(f"| {workload} | {frames:,} | {w} | {r['shards']} | {r['wall']:.2f} | "
+                print(f"| {workload} | {frames:,} | {w} | {r['shards']} | {r['slices']} | {r['wall']:.2f} | "
                       f"{r['wall'] / frames * 1e6:.1f} | {base / r['wall']:.2f} | {r['cpu']:.2f} | "
-                      f"{base_cpu / r['cpu']:.2f} | {r['peak_kib'] / 1024:.0f} | "
+                      f"{base_cpu / r['cpu']:.2f} | {r['total_cpu']:.2f} | {r['peak_kib'] / 1024:.0f} | "
                       f"{'-' if ts is None else f'{ts:.2f}'} |", flush=True)
 
 

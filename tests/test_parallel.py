@@ -120,9 +120,37 @@ def test_a_state_that_cannot_be_pickled_leaves_the_packets_to_the_shards_task(bu
     assert shard.handed == 1 and [bool(s.rows) for s in slices] == [True] + [False] * (len(slices) - 1)
     lo, hi = plan.slices()[0]
     assert slices[0].frames == hi and shard.rows["packets"] == plan.frames - hi
-    got = pq.read_table([str(staging / "packets-0000-0000.parquet"), str(staging / "packets-0000.parquet")])
+    # slice 0's packets, their expert items counted with the analysis' (which the shard's task ran)
+    lookup = parallel.connection_numbers([shard])[0]
+    items = {f: n for f, n in shard.analysis_items.items() if f <= hi}
+    parallel.renumber_part(str(staging / "packets-0000-0000.parquet"), str(tmp_path / "s0.parquet"), lookup, items)
+    parallel.renumber_part(str(staging / "packets-0000.parquet"), str(tmp_path / "s.parquet"), lookup)
+    got = pq.read_table([str(tmp_path / "s0.parquet"), str(tmp_path / "s.parquet")])
     one = _export(built["one-connection"], tmp_path / "w1", "--workers", "1")
     assert got.sort_by("frame").equals(one["packets"])
+
+
+class _InProcess:
+    """The engine's ``map`` run in this process."""
+
+    def map(self, fn, calls):
+        return [fn(*args) for args in calls]
+
+
+def test_a_shard_whose_memory_budget_gave_up_state_is_made_again_without_slices(built, tmp_path):
+    path = [str(built["one-connection"])]
+    plan = parallel.make_plan(path, 2)
+    plan.cuts = parallel.slice_cuts(plan, 2)
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    shard = parallel.run_shard(path, 0, plan.assignment, str(staging), plan.cuts, plan.files)
+    slices = [parallel.run_slice(path, 0, plan.assignment, str(staging), k, lo, hi, plan.files)
+              for k, (lo, hi) in enumerate(plan.slices())]
+    assert shard.handed == len(slices) and not shard.shed and not any(s.shed for s in slices)
+    slices[3].shed = True             # as a slice reports when the budget gave up state in it
+    results, kept = parallel._redo_shed(_InProcess(), [shard], slices, path, plan, str(staging))
+    assert kept == [] and results[0].handed == 0 and results[0].rows["packets"] == plan.frames
+    assert sorted(p.name for p in staging.iterdir()) == sorted(f"{t}-0000.parquet" for t in TABLES)
 
 
 def _ring(frames: list[tuple[int, bytes]], directory: Path, files: int) -> list[str]:

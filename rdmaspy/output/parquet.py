@@ -288,7 +288,7 @@ def write_packet(pkt: Packet, file: str, packets: Callable[[tuple[Any, ...]], No
 
 class PacketSink:
     """The sink of a time slice of a parallel export: the ``packets`` table and the dissectors' rows of
-    ``findings`` (the slice starts from the state its shard's task kept; that task writes the rest)."""
+    ``findings`` (the slice decodes from the state its shard's task kept; that task writes the rest)."""
 
     def __init__(self, directory: str, suffix: str, file_of: Callable[[int], str]) -> None:
         self.writers = {name: TableWriter(os.path.join(directory, f"{name}{suffix}.parquet"), SCHEMAS[name],
@@ -326,8 +326,10 @@ class ExportSink:
         self.created: dict[int, int] = {}
         self._pipe: Any = None
         self._table: Any = None
-        # False while a time slice of a parallel export writes the packets (rdmaspy.scale.parallel)
+        # False while a time slice of a parallel export writes the packets (rdmaspy.scale.parallel): this
+        # sink then keeps how many expert items the analysis gave each packet (the slice has no analysis)
         self.packet_rows = True
+        self.analysis_items: dict[int, int] = {}
 
     def attach(self, pipe: Any) -> None:
         from ..conversation import connections
@@ -341,6 +343,10 @@ class ExportSink:
                 self.created[c.conn_id] = pkt.frame.num
         if self.packet_rows:
             write_packet(pkt, self.file_of(pkt.frame.num), self._packets, self.writers["findings"].add)
+        elif pkt.expert:
+            n = sum(1 for item in pkt.expert if not isinstance(item, Expert))
+            if n:
+                self.analysis_items[pkt.frame.num] = n
 
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):

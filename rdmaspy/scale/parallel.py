@@ -9,13 +9,16 @@ analysed together, as in one process.
 
 When there are fewer shards than workers (one big connection is one host pair, hence one shard), the
 capture is also cut into time slices at frame boundaries and the ``packets`` table of each shard is
-written by one task per slice, on the other workers.  A slice starts from the pipeline's state (the
-engine: connection table, reassembly, TCP streams; the analysis: open transactions, credits, PSN
-sequences, open chunks; the memory budget they share) that its shard's task pickles as it passes the
-slice's first frame, as the TUI's checkpoints do, so its packets are those of one process exactly, with
-no window to guess; the shard's task, which needs the whole history anyway, writes the other tables.
-A state that cannot be pickled (mypyc's compiled classes) hands nothing: the shard's task writes the
-packets itself.
+written by one task per slice, on the other workers.  A slice decodes from the pipeline's state (the
+engine: connection table, reassembly, TCP streams; with the analysis' state, which the memory budget
+they share reaches) that its shard's task pickles as it passes the slice's first frame, as the TUI's
+checkpoints do, so its packets are those of one process exactly, with no window to guess.  The
+slice does not run the analysis: the shard's task, which needs the whole history for it (credits, PSN
+sequences, open chunks), writes the other tables and counts the analysis' expert items of each packet,
+added to the slice's ``expert`` column when the connections are numbered.  Where the memory budget
+gave up state (its shedding depends on what the analysis holds too), the shard is made again without
+slices.  A state that cannot be pickled (mypyc's compiled classes) hands nothing: the shard's task
+writes the packets itself.
 
 A second round of tasks numbers the connections as one process does (in the order of the frames that
 made them known) and writes the final part files ``<table>-<shard>[-<slice>].parquet``.  The files must
@@ -79,6 +82,8 @@ class ShardResult:
     peak_rss_kib: int                   # the worker process's peak
     cpu_s: float                        # CPU time the task took
     handed: int = 0                     # time slices whose packets the slices' tasks write
+    analysis_items: dict[int, int] = field(default_factory=dict)   # frame -> the analysis' expert items
+    shed: bool = False                  # the memory budget gave up state
 
 
 @dataclass(slots=True)
@@ -89,6 +94,7 @@ class SliceResult:
     rows: dict[str, int]                # empty: the shard's task wrote these packets itself
     peak_rss_kib: int
     cpu_s: float
+    shed: bool = False                  # the memory budget gave up state
 
 
 @dataclass(slots=True)
@@ -270,7 +276,8 @@ def run_shard(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
     problems = source.capture.problems if shard == 0 else []
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return ShardResult(shard, pipe.frames, sink.rows, sink.created, problems, usage.ru_maxrss,
-                       usage.ru_utime + usage.ru_stime - cpu, handoff.handed)
+                       usage.ru_utime + usage.ru_stime - cpu, handoff.handed, sink.analysis_items,
+                       pipe.session.budget.shed_count > 0)
 
 
 def run_slice(paths: list[str], shard: int, assignment: dict[bytes, int], staging: str, k: int,
@@ -280,26 +287,25 @@ def run_slice(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
     from ..output.parquet import PacketSink
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime
-    state = (Engine(), None) if k == 0 else _wait_for_state(staging, shard, k)
+    engine = Engine() if k == 0 else _wait_for_state(staging, shard, k)
     rows: dict[str, int] = {}
     frames = 0
-    if state is not None:
+    shed = False
+    if engine is not None:
+        budget = engine.session.budget
+        before = budget.shed_count
         source = ShardSource(paths, shard, assignment, counts)
         sink = PacketSink(staging, f"-{shard:04d}-{k:04d}", source.capture.file_of)
         with source.capture:
-            # the analysis runs as in the shard's task (its records go nowhere): the packets' expert
-            # items, and the memory budget the dissectors share with it, are those of one process
-            pipe = Pipeline(source.between(lo, hi), Options(analyze=k == 0), [sink], engine=state[0])
-            if k:
-                pipe.analyzer = state[1]
+            pipe = Pipeline(source.between(lo, hi), Options(), [sink], engine=engine)
             pipe.run()
-        rows, frames = sink.rows, pipe.frames
+        rows, frames, shed = sink.rows, pipe.frames, budget.shed_count > before
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return SliceResult(shard, k, frames, rows, usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu)
+    return SliceResult(shard, k, frames, rows, usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu, shed)
 
 
-def _wait_for_state(staging: str, shard: int, k: int) -> tuple[Engine, Analyzer | None] | None:
-    """The state the shard's task kept for slice k, once it is there; None: nothing to do."""
+def _wait_for_state(staging: str, shard: int, k: int) -> Engine | None:
+    """The engine the shard's task kept for slice k, once it is there; None: nothing to do."""
     path = _state_path(staging, shard, k, "state")
     while True:
         if os.path.exists(path):
@@ -308,14 +314,15 @@ def _wait_for_state(staging: str, shard: int, k: int) -> tuple[Engine, Analyzer 
             os.remove(path)
             if not isinstance(engine, Engine) or not (analyzer is None or isinstance(analyzer, Analyzer)):
                 raise RdmaspyError(f"{path}: not the state of a slice")
-            return engine, analyzer
+            return engine
         if os.path.exists(_state_path(staging, shard, k, "none")):
             return None
         time.sleep(POLL_S)
 
 
-def renumber_part(src: str, dst: str, lookup: list[int | None]) -> int:
-    """One task: copy a part file with its ``connection`` column numbered as in one process; returns rows."""
+def renumber_part(src: str, dst: str, lookup: list[int | None], items: dict[int, int] | None = None) -> int:
+    """One task: copy a part file with its ``connection`` column numbered as in one process (and, for the
+    packets of a time slice, the analysis' expert items of each packet added to ``expert``); returns rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -325,10 +332,16 @@ def renumber_part(src: str, dst: str, lookup: list[int | None]) -> int:
     pf = pq.ParquetFile(src)
     schema = pf.schema_arrow
     col = schema.get_field_index("connection")
+    frames = pa.array(list(items), type=pa.uint64()) if items else None
+    added = pa.array(list(items.values()), type=pa.uint16()) if items else None
     rows = 0
     with pq.ParquetWriter(dst, schema, compression="zstd") as out:
         for batch in pf.iter_batches(batch_size=BATCH):
             batch = batch.set_column(col, schema.field(col), pc.take(table, batch.column(col)))
+            if frames is not None and added is not None:
+                at = schema.get_field_index("expert")
+                more = pc.fill_null(pc.take(added, pc.index_in(batch.column("frame"), value_set=frames)), 0)
+                batch = batch.set_column(at, schema.field(at), pc.add(batch.column(at), more))
             out.write_batch(batch)
             rows += batch.num_rows
     os.remove(src)
@@ -393,6 +406,22 @@ class _Engine:
             self.cluster.close()
 
 
+def _redo_shed(engine: _Engine, results: list[ShardResult], slices: list[SliceResult], paths: list[str],
+               plan: Plan, staging: str) -> tuple[list[ShardResult], list[SliceResult]]:
+    """Shards cut into slices where the memory budget gave up state, made again without slices: what it
+    gives up depends on what the analysis holds, which a slice does not run."""
+    redo = {r.shard for r in results if r.handed and r.shed} | {sl.shard for sl in slices if sl.shed}
+    if not redo:
+        return results, slices
+    for name in os.listdir(staging):
+        # <table>-<shard>[-<slice>].parquet, slice-<shard>-<slice>.state|none
+        if int(name.split(".", 1)[0].split("-")[1]) in redo:
+            os.remove(os.path.join(staging, name))
+    again = engine.map(run_shard, [(paths, s, plan.assignment, staging, [], plan.files) for s in sorted(redo)])
+    by_shard = {r.shard: r for r in again}
+    return ([by_shard.get(r.shard, r) for r in results], [sl for sl in slices if sl.shard not in redo])
+
+
 def export_parallel(paths: list[str], directory: str, workers: int | None, address: str | None,
                     plan: Plan | None = None) -> ExportResult:
     """The tables of ``paths`` in ``directory``, decoded in shards (and time slices) on the engine."""
@@ -415,13 +444,18 @@ def export_parallel(paths: list[str], directory: str, workers: int | None, addre
             done = engine.run(tasks)
             results: list[ShardResult] = done[:plan.shards]
             slices: list[SliceResult] = done[plan.shards:]
+            results, slices = _redo_shed(engine, results, slices, paths, plan, staging)
             lookups = connection_numbers(results)
             calls: list[tuple] = [(os.path.join(staging, f"{t}-{r.shard:04d}.parquet"),
                                    os.path.join(directory, f"{t}-{r.shard:04d}.parquet"), lookups[r.shard])
                                   for r in results for t in TABLES]
-            calls += [(os.path.join(staging, f"{t}-{sl.shard:04d}-{sl.slice:04d}.parquet"),
-                       os.path.join(directory, f"{t}-{sl.shard:04d}-{sl.slice:04d}.parquet"), lookups[sl.shard])
-                      for sl in slices for t in sl.rows]
+            bounds = plan.slices()
+            for sl in slices:
+                lo, hi = bounds[sl.slice]
+                items = {f: c for f, c in results[sl.shard].analysis_items.items() if lo < f <= hi}
+                calls += [(os.path.join(staging, f"{t}-{sl.shard:04d}-{sl.slice:04d}.parquet"),
+                           os.path.join(directory, f"{t}-{sl.shard:04d}-{sl.slice:04d}.parquet"),
+                           lookups[sl.shard], items if t == "packets" else None) for t in sl.rows]
             engine.map(renumber_part, calls)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
