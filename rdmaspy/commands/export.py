@@ -105,8 +105,9 @@ def register(sub: Any) -> None:
     p.add_argument("files", nargs="+", metavar="FILE", help="pcap or pcapng files, read as one capture in this order")
     p.add_argument("-o", dest="output", required=True, metavar="DIR", help="directory for the tables")
     p.add_argument("--workers", type=positive_int, metavar="N",
-                   help="decode in N shards by host pair on the distributed engine (Dask); default: the machine's "
-                        "cores for a capture of 200,000 frames or more with several host pairs, else one process")
+                   help="decode in N shards by host pair on the distributed engine (Dask), the packets of a shard "
+                        "in time slices when there are fewer host pairs than N; default: the machine's cores for a "
+                        "capture of 200,000 frames or more with several host pairs, else one process")
     p.add_argument("--cluster", metavar="ADDRESS", help="run the shards on the Dask scheduler at ADDRESS "
                    "(tcp://host:8786) instead of a local cluster; the files must be at the same path on its workers")
     p.add_argument("-q", dest="quiet", action="store_true", help="print no summary line")
