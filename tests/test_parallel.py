@@ -153,6 +153,16 @@ def test_a_shard_whose_memory_budget_gave_up_state_is_made_again_without_slices(
     assert sorted(p.name for p in staging.iterdir()) == sorted(f"{t}-0000.parquet" for t in TABLES)
 
 
+def test_a_slice_whose_export_ended_without_its_state_stops_waiting(built, tmp_path):
+    """The shard's task failed and the export removed its staging directory: the slice's task ends."""
+    path = [str(built["one-connection"])]
+    plan = parallel.make_plan(path, 2)
+    plan.cuts = parallel.slice_cuts(plan, 2)
+    lo, hi = plan.slices()[2]
+    done = parallel.run_slice(path, 0, plan.assignment, str(tmp_path / "gone"), 2, lo, hi, plan.files)
+    assert done.rows == {} and done.frames == 0
+
+
 def _ring(frames: list[tuple[int, bytes]], directory: Path, files: int) -> list[str]:
     """The capture cut into ``files`` files, as ``capture -b`` leaves a ring buffer."""
     directory.mkdir()

@@ -315,8 +315,8 @@ def _wait_for_state(staging: str, shard: int, k: int) -> Engine | None:
             if not isinstance(engine, Engine) or not (analyzer is None or isinstance(analyzer, Analyzer)):
                 raise RdmaspyError(f"{path}: not the state of a slice")
             return engine
-        if os.path.exists(_state_path(staging, shard, k, "none")):
-            return None
+        if os.path.exists(_state_path(staging, shard, k, "none")) or not os.path.isdir(staging):
+            return None             # nothing to do, or the export ended without it (its shard's task failed)
         time.sleep(POLL_S)
 
 
@@ -399,6 +399,8 @@ class _Engine:
             return self.client.gather(futures)
         except KilledWorker as exc:
             raise RdmaspyError(f"a worker died (out of memory?): {exc}") from None
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
 
     def close(self) -> None:
         self.client.close()
