@@ -106,6 +106,17 @@ def test_one_connection_is_cut_into_time_slices_whose_tasks_write_its_packets(bu
     _same(one, two)
 
 
+def test_a_few_hosts_on_more_workers_are_sharded_and_sliced_with_the_same_tables(tmp_path, cluster, monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_SLICE_FRAMES", 30)          # 3 conversations of some 45 frames
+    path = ab.write(tmp_path / "three.pcap", sb.many_hosts(3))
+    plan = parallel.make_plan([str(path)], 8)
+    assert plan.shards == 3 and len(parallel.slice_cuts(plan, 8)) == 3
+    one = _export(path, tmp_path / "w1", "--workers", "1")
+    eight = _export(path, tmp_path / "w8", "--workers", "8", "--cluster", cluster)
+    assert glob.glob(str(tmp_path / "w8" / "packets-0002-0001.parquet"))
+    _same(one, eight)
+
+
 def test_a_state_that_cannot_be_pickled_leaves_the_packets_to_the_shards_task(built, tmp_path, monkeypatch):
     """mypyc's classes cannot be read back: nothing is handed after slice 0, the answer is the same."""
     path = [str(built["one-connection"])]
