@@ -282,11 +282,10 @@ class FlowBuilder:
                 first = False
         out.write(b"]")
 
-    def write_connection(self, out: BinaryIO, conn: Connection) -> None:
-        """One connection object (kind "connection"), streamed from the spools."""
-        cid = conn.id
+    def _head(self, conn: Connection) -> tuple[JSON, dict[str, JSON]]:
+        """A connection's own fields with its RPC-over-RDMA summary, and its credit ledgers by direction."""
         head = connection_head(conn)
-        summary = self.summaries.get(cid)
+        summary = self.summaries.get(conn.id)
         credits: dict[str, JSON] = {}
         if summary is not None:
             srec = summary_record(summary)
@@ -295,6 +294,12 @@ class FlowBuilder:
             head["rpcrdma"] = {k: srec[k] for k in _SUMMARY_KEYS}
         else:
             head["rpcrdma"] = None
+        return head, credits
+
+    def write_connection(self, out: BinaryIO, conn: Connection) -> None:
+        """One connection object (kind "connection"), streamed from the spools."""
+        cid = conn.id
+        head, credits = self._head(conn)
         text = orjson.dumps(head, default=_plain)
         out.write(text[:-1])
         out.write(b',"transactions":')
@@ -349,16 +354,7 @@ class FlowBuilder:
 
     def _connection_lines(self, out: BinaryIO, conn: Connection) -> None:
         cid = conn.id
-        head = connection_head(conn)
-        summary = self.summaries.get(cid)
-        credits: JSON = {}
-        if summary is not None:
-            srec = summary_record(summary)
-            for c in summary.credits:
-                credits[c.direction.value] = credit_summary_record(c)
-            head["rpcrdma"] = {k: srec[k] for k in _SUMMARY_KEYS}
-        else:
-            head["rpcrdma"] = None
+        head, credits = self._head(conn)
         head["credits"] = dict(sorted(credits.items()))
         out.write(orjson.dumps(head, default=_plain) + b"\n")
         self._tagged(out, cid, "transactions", b'{"kind":"transaction",')
