@@ -109,7 +109,7 @@ class ExportResult:
 
 def count_file(path: str) -> tuple[int, dict[bytes, int]]:
     """One task of the first read: the frames of one file, and how many of them each host pair has
-    (None: the frames of no host pair)."""
+    (the key ``b""``: the frames of no host pair)."""
     counts: dict[bytes | None, int] = {}
     frames = 0
     cap = ChainedCapture([path])
