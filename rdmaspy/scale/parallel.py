@@ -37,8 +37,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..dissectors.hostpair import host_pair
 from ..analysis.analyzer import Analyzer
+from ..dissectors.hostpair import host_pair
 from ..engine import Engine
 from ..errors import RdmaspyError
 from ..packet import Frame
