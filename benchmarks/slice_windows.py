@@ -15,6 +15,7 @@ that come out exactly as in one process: a window is wide enough when every slic
 from __future__ import annotations
 
 import argparse
+import collections
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rdmaspy.analysis.model import CreditSeries, Record, Transaction  # noqa: E402
-from rdmaspy.output.parquet import packet_row, transaction_row  # noqa: E402
+from rdmaspy.output.parquet import SCHEMAS, packet_row, transaction_row  # noqa: E402
 from rdmaspy.packet import Packet  # noqa: E402
 from rdmaspy.pipeline import Options, Pipeline  # noqa: E402
 from rdmaspy.readers import open_capture  # noqa: E402
@@ -65,10 +66,20 @@ def rows_of(frames: list[Any], first: int, last: int) -> Rows:
     return rows
 
 
-def share(want: dict, got: dict, keep: Any) -> tuple[int, int]:
-    """(rows exactly as in one process, rows in one process) of the keys ``keep`` accepts."""
+def share(want: dict, got: dict, keep: Any, names: list[str] | None = None,
+          differ: collections.Counter | None = None) -> tuple[int, int]:
+    """(rows exactly as in one process, rows in one process) of the keys ``keep`` accepts; the columns
+    that differ are counted in ``differ`` (a missing row as "missing")."""
     keys = [k for k in want if keep(k)]
-    return sum(1 for k in keys if got.get(k) == want[k]), len(keys)
+    same = 0
+    for k in keys:
+        row = got.get(k)
+        if row == want[k]:
+            same += 1
+        elif differ is not None and names is not None:
+            differ.update(["missing"] if row is None else
+                          [names[i] for i, (a, b) in enumerate(zip(want[k], row)) if a != b])
+    return same, len(keys)
 
 
 def measure(path: Path, slices: int) -> None:
@@ -78,11 +89,12 @@ def measure(path: Path, slices: int) -> None:
     ref = rows_of(frames, 1, n)
     cuts = [n * k // slices for k in range(slices + 1)]
     print(f"\n{path.name}: {n:,} frames, {slices} slices, {len(ref.transactions)} transactions")
-    print("| window | frames | packets exact | transactions exact | credit samples exact |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+    print("| window | frames | packets exact | transactions exact | credit samples exact | columns that differ most |")
+    print("| --- | ---: | ---: | ---: | ---: | --- |")
     for kind, widths in (("warm-up", WARM_UPS), ("look-ahead", LOOK_AHEADS)):
         for w in widths:
             total = [0, 0, 0, 0, 0, 0]
+            differ: collections.Counter = collections.Counter()
             for k in range(1, slices + 1) if kind == "warm-up" else range(slices):
                 lo, hi = cuts[k - 1] if kind == "warm-up" else cuts[k], cuts[k] if kind == "warm-up" else cuts[k + 1]
                 if kind == "warm-up":          # a look-ahead to the end: only the warm-up is short
@@ -91,17 +103,20 @@ def measure(path: Path, slices: int) -> None:
                     first, last = 1, (n if w < 0 else min(n, hi + w))
                 got = rows_of(frames, first, last)
                 inside = (lambda f, lo=lo, hi=hi: lo < f <= hi)
-                for i, (want, have, key) in enumerate((
-                        (ref.packets, got.packets, inside),
-                        (ref.transactions, got.transactions, lambda t, inside=inside: inside(t[0])),
-                        (ref.credits, got.credits, lambda c, inside=inside: inside(c[0])))):
-                    same, of = share(want, have, key)
+                for i, (want, have, key, names) in enumerate((
+                        (ref.packets, got.packets, inside, [f"packets.{n}" for n in SCHEMAS["packets"].names]),
+                        (ref.transactions, got.transactions, lambda t, inside=inside: inside(t[0]),
+                         [f"transactions.{n}" for n in SCHEMAS["transactions"].names]),
+                        (ref.credits, got.credits, lambda c, inside=inside: inside(c[0]),
+                         ["credits.connection", "credits.granted", "credits.requested", "credits.outstanding"]))):
+                    same, of = share(want, have, key, names, differ)
                     total[2 * i] += same
                     total[2 * i + 1] += of
             label = "whole capture" if w < 0 else f"{w:,}"
             cells = " | ".join(f"{100 * s / o:.1f} % ({o - s:,} differ)" if o else "-"
                                for s, o in zip(total[0::2], total[1::2]))
-            print(f"| {kind} | {label} | {cells} |", flush=True)
+            most = ", ".join(f"{name} {n:,}" for name, n in differ.most_common(3))
+            print(f"| {kind} | {label} | {cells} | {most} |", flush=True)
 
 
 def main() -> None:
