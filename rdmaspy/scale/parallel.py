@@ -17,8 +17,8 @@ slice does not run the analysis: the shard's task, which needs the whole history
 sequences, open chunks), writes the other tables and counts the analysis' expert items of each packet,
 added to the slice's ``expert`` column when the connections are numbered.  Where the memory budget
 gave up state (its shedding depends on what the analysis holds too), the shard is made again without
-slices.  A state that cannot be pickled (mypyc's compiled classes) hands nothing: the shard's task
-writes the packets itself.
+slices.  A state that cannot be pickled and read back (as the TUI's checkpoints find mypyc's compiled
+classes) hands nothing: the shard's task writes the packets itself.
 
 A second round of tasks numbers the connections as one process does (in the order of the frames that
 made them known) and writes the final part files ``<table>-<shard>[-<slice>].parquet``.  The files must
