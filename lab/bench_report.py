@@ -60,7 +60,7 @@ def _difference(first: int | None, second: int | None, n: int) -> float | None:
 
 def per_op(d: Path, name: str, side: str, n: int) -> PerOp:
     cg, st = d / "cg", d / "st"
-    if name.startswith("perftest"):
+    if name.startswith("perftest") or "-rpc-" in name:
         ir = _difference(callgrind_total(cg / f"{name}.{side}.{n}.out"),
                          callgrind_total(cg / f"{name}.{side}.{2 * n}.out"), n)
     else:

@@ -3,7 +3,8 @@
 #     its peer runs at full speed, so that neither waits long for a slowed-down peer:
 #     rdmaspy's loops (native hot path, pure pyverbs, and a whole RPC call with a Write chunk)
 #     switch callgrind's instrumentation on around the loop (--instr-atstart=no), which leaves
-#     start-up out; perftest is counted whole at N and 2N operations and differenced.
+#     start-up out; perftest is counted whole at N and 2N operations and differenced, and so is
+#     the RPC call (serve's count includes the client's set-up and disconnect).
 #  2. System calls per operation: strace -c -f of both sides at N and 2N, differenced.
 #  3. Wall-clock rates (meaningless under TCG, kept for the record; see docs/generator.md).
 # Usage: lab/run bench [N]   (default N=500; lab/bench_report.py prints the table)
@@ -47,6 +48,8 @@ at() { echo "$1" | sed "s/@N@/$2/g"; }
 echo "$BENCHES" | while IFS='|' read -r name srv cli; do
   case $name in
     perftest-*) counts="$N $((2 * N))"; cg="valgrind --tool=callgrind" ;;
+    # serve counts from the accept: the client's set-up and disconnect are in it, differenced away
+    *-rpc-*) counts="$N $((2 * N))"; cg="valgrind --tool=callgrind --instr-atstart=no" ;;
     *) counts=$N; cg="valgrind --tool=callgrind --instr-atstart=no" ;;
   esac
   GUARD=180
