@@ -34,14 +34,14 @@ RS="rdmaspy serve --addr $B --bench-size 64"
 RL="rdmaspy load --src $A --dst $B --bench-size 64"
 BENCHES="native-send|$RS --bench native --iterations @N@|$RL --bench native --iterations @N@
 pyverbs-send|$RS --bench pyverbs --iterations @N@|$RL --bench pyverbs --iterations @N@
-native-write|$RS --bench native --bench-op write --bench-depth 16 --iterations @N@|$RL --bench native --bench-op write --bench-depth 16 --iterations @N@
-pyverbs-write|$RS --bench pyverbs --bench-op write --bench-depth 16 --iterations @N@|$RL --bench pyverbs --bench-op write --bench-depth 16 --iterations @N@
+perftest-send|ib_send_lat -d rxe1 -x 1 -s 64 -n @N@|ib_send_lat -d rxe0 -x 1 -s 64 -n @N@ $B
 native-read|$RS --bench native --bench-op read --iterations @N@|$RL --bench native --bench-op read --iterations @N@
 pyverbs-read|$RS --bench pyverbs --bench-op read --iterations @N@|$RL --bench pyverbs --bench-op read --iterations @N@
-native-rpc-write-chunk|rdmaspy serve --addr $B|rdmaspy load --src $A --dst $B --quiet --mix read --size 4096 --count @N@ --concurrency 1
-perftest-send|ib_send_lat -d rxe1 -x 1 -s 64 -n @N@|ib_send_lat -d rxe0 -x 1 -s 64 -n @N@ $B
+perftest-read|ib_read_lat -d rxe1 -x 1 -s 64 -n @N@|ib_read_lat -d rxe0 -x 1 -s 64 -n @N@ $B
+native-write|$RS --bench native --bench-op write --bench-depth 16 --iterations @N@|$RL --bench native --bench-op write --bench-depth 16 --iterations @N@
+pyverbs-write|$RS --bench pyverbs --bench-op write --bench-depth 16 --iterations @N@|$RL --bench pyverbs --bench-op write --bench-depth 16 --iterations @N@
 perftest-write|ib_write_bw -d rxe1 -x 1 -s 64 -t 16 -n @N@|ib_write_bw -d rxe0 -x 1 -s 64 -t 16 -n @N@ $B
-perftest-read|ib_read_lat -d rxe1 -x 1 -s 64 -n @N@|ib_read_lat -d rxe0 -x 1 -s 64 -n @N@ $B"
+native-rpc-write-chunk|rdmaspy serve --addr $B|rdmaspy load --src $A --dst $B --quiet --mix read --size 4096 --count @N@ --concurrency 1"
 
 at() { echo "$1" | sed "s/@N@/$2/g"; }
 
