@@ -2,7 +2,7 @@
 
 The CM dissector reports REQ/REP/RTU/REJ/DREQ/DREP here; the iWARP dissector
 reports MPA exchanges.  Every RC/UC/XRC packet is then attributed to its
-connection by a BTH observer: one dict lookup on the destination address, one on
+connection by the InfiniBand dissector (``account``): one dict lookup on the destination address, one on
 the destination QPN.  A packet whose connection was set up before the capture
 began opens a connection known by its QPN pair only (``setup_known`` False).
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from .dissectors.infiniband import IBInfo
-    from .engine import Session
+    from .session import Session
     from .packet import Packet
 
 DEFAULT_INLINE: Final = 1024          # RFC 8166 §3.3.2; RFC 8797 §5.1 when the private data is absent or malformed
@@ -24,9 +23,6 @@ ESTABLISHED: Final = "established"
 REJECTED: Final = "rejected"
 CLOSED: Final = "closed"
 UNKNOWN_SETUP: Final = "unknown-setup"
-
-# Opcodes of connected transports: RC (0), UC (1), XRC (5).
-_CONNECTED: Final = tuple((op >> 5) in (0, 1, 5) for op in range(256))
 
 
 class Connection:
@@ -355,16 +351,16 @@ def connections(ctx: Any) -> ConnectionTable:
     return ctx.get(KEY, ConnectionTable)
 
 
-def observe_bth(pkt: Packet, ib: IBInfo, ctx: Session | None) -> None:
-    """BTH observer: attribute an RC/UC/XRC packet to its connection."""
-    if not _CONNECTED[ib.opcode] or ctx is None:
+def account(pkt: Packet, destqp: int, ctx: Session | None) -> None:
+    """Attribute a packet of a connected transport (RC, UC, XRC), sent to ``destqp``, to its connection."""
+    if ctx is None:
         return
     found = ctx.state.get(KEY)
     tab: ConnectionTable = connections(ctx) if found is None else found
     d = tab.by_dst.get(pkt.dst)
-    hit = d.get(ib.destqp) if d is not None else None
+    hit = d.get(destqp) if d is not None else None
     if hit is None:
-        hit = tab._from_traffic(pkt, ib.destqp)
+        hit = tab._from_traffic(pkt, destqp)
     conn, c2s = hit
     pkt.conv = conn
     frame = pkt.frame
@@ -379,12 +375,3 @@ def observe_bth(pkt: Packet, ib: IBInfo, ctx: Session | None) -> None:
         # The responder may send before the RTU arrives (IBTA 12.9.7.2: the first packet counts as RTU).
         conn.state = ESTABLISHED
         conn.t_established = frame.ts
-
-
-def _register() -> None:
-    from .dissectors import infiniband
-    if observe_bth not in infiniband.bth_observers:
-        infiniband.bth_observers.append(observe_bth)
-
-
-_register()

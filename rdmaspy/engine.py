@@ -8,13 +8,14 @@ exception: it becomes a malformed packet with the reason.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from .budget import RULE as BUDGET_RULE
 from .budget import SOURCE as BUDGET_SOURCE
-from .budget import Budget, out_of_memory
+from .budget import out_of_memory
 from .packet import Frame, Packet
 from .registry import import_all, table
+from .session import Session
 
 _LOADED = False
 
@@ -27,23 +28,6 @@ def load_dissectors() -> None:
     from . import dissectors
     import_all(dissectors)
     _LOADED = True
-
-
-class Session:
-    """State kept across the packets of one capture."""
-
-    __slots__ = ("state", "options", "budget")
-
-    def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
-        self.state: dict[str, Any] = {}
-        self.options: dict[str, Any] = options or {}
-        self.budget = budget if budget is not None else Budget()   # shared by every holder of state
-
-    def get(self, key: str, factory: Callable[[], Any]) -> Any:
-        v = self.state.get(key)
-        if v is None:
-            v = self.state[key] = factory()
-        return v
 
 
 class Engine:
@@ -63,7 +47,7 @@ class Engine:
         budget = self.session.budget
         if budget.notices and not budget.analysis_reports:
             for n in budget.take_notices():
-                pkt.add_expert("warning", "memory", n.text, f"{BUDGET_RULE} ({BUDGET_SOURCE})")
+                pkt.add_expert("warning", "memory", n.text, BUDGET_SOURCE, BUDGET_RULE)
         return pkt
 
     def _dissect(self, frame: Frame) -> Packet:
@@ -85,8 +69,8 @@ class Engine:
                 return pkt
         fn = self._linktypes.by_key.get(frame.linktype)
         if fn is None:
+            # said once per capture by the command (a warning), not on every packet
             pkt.proto = "UNKNOWN"
-            pkt.set_info(f"Link type {frame.linktype} is not supported")
             from .registry import add_data
             add_data(pkt, data, 0, len(data))
             return pkt

@@ -5,12 +5,18 @@ declaration is compiled at import time into one precompiled ``struct.Struct``
 plus a generated decode function (shifts and masks only) and an encoder, so the
 same description serves decoding, building, the verbose tree, JSON, display
 filters and hex highlighting.
+
+Declaring is registering (as Wireshark's ``proto_register_field_array``): every
+``Header``, every ``Field`` with a full name and every ``protocol()`` goes into
+``CATALOG``, the one list of names that filters, JSON, the tree, ``rdmaspy
+fields`` and docs/fields.md read.  A module calls ``declaring(__name__)`` before
+its declarations, so each name knows the module that declares it.
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Final, Mapping
 
 # How a value is shown.  Presentation code interprets these; dissectors only declare them.
 DISPLAYS = frozenset({
@@ -29,12 +35,15 @@ class Field:
     names: Mapping[int, str] | None = None   # value -> name (enumerations)
     unit: str = ""                # shown after the value ("bytes", "words")
     doc: str = ""
+    catalogued: bool = True       # False: a part of a Header (registered with it) or a value derived by a filter
 
     def __post_init__(self) -> None:
         if self.display not in DISPLAYS:
             raise ValueError(f"{self.name}: unknown display {self.display!r}")
         if not self.label:
             self.label = self.name.rsplit(".", 1)[-1]
+        if self.catalogued:
+            CATALOG.add_field(self, standalone=True)
 
     def name_of(self, value: Any) -> str | None:
         names = self.names
@@ -46,7 +55,7 @@ class Field:
 def F(name: str, bits: int, label: str = "", display: str = "dec",
       names: Mapping[int, str] | None = None, unit: str = "", doc: str = "") -> Field:
     """Shorthand used in header declarations (``name`` is relative to the header)."""
-    return Field(name, bits, label, display, names, unit, doc)
+    return Field(name, bits, label, display, names, unit, doc, catalogued=False)
 
 
 # Byte lengths that struct can unpack directly as unsigned integers.
@@ -79,12 +88,14 @@ class Header:
         self.name = name
         self.label = label
         self.fields: tuple[Field, ...] = tuple(
-            Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc) for f in fields)
+            Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False)
+            for f in fields)
         self.index: dict[str, int] = {}
         for i, f in enumerate(self.fields):
             self.index[f.name] = i
             self.index[f.name.rsplit(".", 1)[-1]] = i
         self._compile()
+        CATALOG.add_header(self)
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self) -> None:
@@ -191,3 +202,122 @@ class Header:
 
     def __repr__(self) -> str:
         return f"<Header {self.name} {self.size} bytes>"
+
+
+class Catalog:
+    """Every name a packet can carry: fields, and protocols (layers or sub-trees whose presence can be
+    tested).  Filled by declarations as modules load; the first declaration of a name wins."""
+
+    __slots__ = ("fields", "declared", "origin", "standalone", "module", "repeating", "_protocols", "_repeats")
+
+    def __init__(self) -> None:
+        self.fields: dict[str, Field] = {}
+        self.declared: dict[str, str] = {}      # protocol name -> label, as declared
+        self.origin: dict[str, str] = {}        # name -> module that declares it
+        self.standalone: set[str] = set()       # fields declared outside a Header (a layer's variable items)
+        self.module = ""                        # the module declaring now (``declaring``)
+        # name -> whether what it names can occur more than once in one packet (see ``repeats``)
+        self.repeating: dict[str, bool] = {}
+        self._protocols: dict[str, str] | None = None
+        self._repeats: dict[str, bool] = {}
+
+    def add_field(self, f: Field, standalone: bool = False) -> None:
+        if standalone:
+            self.standalone.add(f.name)
+        if f.name not in self.fields:
+            self.fields[f.name] = f
+            self.origin[f.name] = self.module
+            self._protocols = None
+
+    def add_protocol(self, name: str, label: str, repeats: bool | None = None) -> None:
+        if name not in self.declared:
+            self.declared[name] = label
+            self.origin.setdefault(name, self.module)
+            self._protocols = None
+        if repeats is not None:
+            self.set_repeats(name, repeats)
+
+    def set_repeats(self, name: str, repeats: bool) -> None:
+        self.repeating.setdefault(name, repeats)
+        self._repeats.clear()
+
+    def repeats(self, name: str) -> bool:
+        """Whether a field or protocol can occur more than once in one packet: as declared for the name, else
+        for its longest dotted prefix declared either way (a sub-tree of a layer that repeats repeats too);
+        nothing declared: no.  JSON writes the values of such a name as an array, always."""
+        got = self._repeats.get(name)
+        if got is None:
+            n = name
+            while True:
+                r = self.repeating.get(n)
+                if r is not None:
+                    got = r
+                    break
+                cut = n.rfind(".")
+                if cut < 0:
+                    got = False
+                    break
+                n = n[:cut]
+            self._repeats[name] = got
+        return got
+
+    def add_header(self, hdr: "Header") -> None:
+        self.add_protocol(hdr.name, hdr.label)
+        for f in hdr.fields:
+            self.add_field(f)
+
+    @property
+    def protocols(self) -> dict[str, str]:
+        """Protocol name -> label: the declared ones, then every proper prefix of a field name (a sub-tree
+        such as ``nfs.ddp`` is known by its fields)."""
+        got = self._protocols
+        if got is None:
+            got = dict(self.declared)
+            for fname in self.fields:
+                parts = fname.split(".")
+                for i in range(1, len(parts)):
+                    p = ".".join(parts[:i])
+                    if p not in got and p not in self.fields:
+                        got[p] = p
+                        self.origin.setdefault(p, self.origin[fname])
+            self._protocols = got
+        return got
+
+    def forget_module(self, module: str) -> None:
+        """Withdraw every name a module declared (a module loaded for a test and gone again)."""
+        for name in [n for n, m in self.origin.items() if m == module]:
+            del self.origin[name]
+            self.fields.pop(name, None)
+            self.declared.pop(name, None)
+            self.standalone.discard(name)
+            self.repeating.pop(name, None)
+        self._protocols = None
+        self._repeats.clear()
+
+
+CATALOG: Final = Catalog()
+
+
+def declaring(module: str) -> None:
+    """The names declared from now on are declared by ``module`` (``declaring(__name__)``)."""
+    CATALOG.module = module
+
+
+def protocol(name: str, label: str, repeats: bool | None = None) -> str:
+    """Declare a layer or sub-tree made without a Header (``icrc``, ``nfs.op``); returns its name.
+    ``repeats``: whether it can occur more than once in one packet (None: as the layer it is named under)."""
+    CATALOG.add_protocol(name, label, repeats)
+    return name
+
+
+def repeatable(*names: str) -> None:
+    """Declare that these protocols (or fields), and what is named under them, can occur more than once in
+    one packet: an IP header inside an ICMP error, several MPA FPDUs in one TCP segment."""
+    for name in names:
+        CATALOG.set_repeats(name, True)
+
+
+def single(*names: str) -> None:
+    """Declare that these, though named under a layer that repeats, occur at most once in one packet."""
+    for name in names:
+        CATALOG.set_repeats(name, False)

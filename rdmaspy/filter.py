@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from .errors import RdmaspyError
-from .fields import Field, Header
-from .packet import Layer, Packet
+from .fields import CATALOG, Catalog, Field
+from .fieldview import Visitor, field_values
+from .packet import Packet
 
 Matcher = Callable[[Packet, int], bool]
 # ``frame`` compared or sliced stands for the frame's bytes (``frame contains "NFS"``, ``frame[12:2] == 08:00``).
-FRAME_BYTES = Field("frame\0bytes", 0, "Frame bytes", "bytes")
+FRAME_BYTES = Field("frame\0bytes", 0, "Frame bytes", "bytes", catalogued=False)
 
 
 class FilterError(RdmaspyError):
@@ -48,140 +49,20 @@ class FilterError(RdmaspyError):
 
 
 # --- what names exist ---------------------------------------------------------------------------
-@dataclass(slots=True)
-class Catalog:
-    """Every filterable name: declared fields and protocols (layers whose presence can be tested)."""
-    fields: dict[str, Field]
-    protocols: dict[str, str]          # name -> label
-    origin: dict[str, str]             # name -> module that declares it
-    standalone: set[str]               # names of Field objects declared outside a Header (layer items)
-
-
-_CATALOGS: dict[tuple, Catalog] = {}
-
-
-def known_fields(layer_names: bool = True) -> Catalog:
-    """Collect the fields of every loaded dissector, plus frame.*, expert.* and protocol names.
-
-    Found automatically: every ``Header`` and ``Field`` at module level (or one level down in a
-    module-level list, tuple, dict or class) of every module under ``rdmaspy.dissectors`` and
-    ``rdmaspy.analysis``, the
-    names in a module-level ``PROTOCOLS = {name: label}`` (for layers whose name is computed), and
-    (unless ``layer_names`` is False, which saves reading the sources) the names of layers made
-    without a Header by a call with a literal name.
-    """
-    from . import engine, fieldview
+def known_fields() -> Catalog:
+    """The catalog of every filterable name, once every dissector and analysis module has declared its own."""
+    from . import engine, fieldview  # noqa: F401  (fieldview declares frame.* and expert.*)
     engine.load_dissectors()
     from .analysis.analyzer import load_modules
     load_modules()          # analysis modules declare fields too (ib.analysis.*, rpcrdma.analysis.*)
-    mods = sorted(name for name in sys.modules if name.startswith(("rdmaspy.dissectors.", "rdmaspy.analysis.")))
-    key = (layer_names, *mods)
-    cached = _CATALOGS.get(key)
-    if cached is not None:
-        return cached
-    fields: dict[str, Field] = {}
-    protocols: dict[str, str] = {"frame": "Frame", "expert": "Expert Info"}
-    origin: dict[str, str] = {}
-    standalone: set[str] = set()
-
-    def take(obj: Any, mod: str) -> None:
-        if isinstance(obj, Header):
-            if obj.name not in protocols:
-                protocols[obj.name] = obj.label
-                origin.setdefault(obj.name, mod)
-            for f in obj.fields:
-                if f.name not in fields:
-                    fields[f.name] = f
-                    origin[f.name] = mod
-        elif isinstance(obj, Field) and ("." in obj.name or mod == "rdmaspy.fieldview"):
-            standalone.add(obj.name)
-            if obj.name not in fields:
-                fields[obj.name] = obj
-                origin[obj.name] = mod
-
-    for name in ["rdmaspy.fieldview", *mods]:
-        mod = fieldview if name == "rdmaspy.fieldview" else sys.modules[name]
-        # Layers whose name is computed (``add_layer(proto.lower(), ...)``) are declared by name.
-        declared = getattr(mod, "PROTOCOLS", None)
-        if isinstance(declared, dict):
-            for proto, label in declared.items():
-                if isinstance(proto, str) and proto not in protocols:
-                    protocols[proto] = str(label)
-                    origin[proto] = name
-        for obj in list(vars(mod).values()):
-            if isinstance(obj, (Header, Field)):
-                take(obj, name)
-            elif isinstance(obj, (list, tuple)):
-                for x in obj:
-                    if isinstance(x, (Header, Field)):
-                        take(x, name)
-            elif isinstance(obj, dict):
-                for x in obj.values():
-                    if isinstance(x, (Header, Field)):
-                        take(x, name)
-            elif isinstance(obj, type) and getattr(obj, "__module__", None) == name:
-                for x in vars(obj).values():
-                    if isinstance(x, (Header, Field)):
-                        take(x, name)
-    # Layers made without a Header (icrc, data, mpa.v2) are named where they are made: read the
-    # names from the dissectors' source (calls to add_layer / child / Layer with a literal name).
-    for name in mods if layer_names else ():
-        for proto, label in _layer_names(sys.modules[name]):
-            if proto not in protocols and proto not in fields:
-                protocols[proto] = label or proto
-                origin[proto] = name
-    # A layer without a Header (icrc, data) is known by the prefix of its fields: every proper
-    # prefix of a field name is a protocol or sub-tree name whose presence may be tested.
-    for fname, f in list(fields.items()):
-        parts = fname.split(".")
-        for i in range(1, len(parts)):
-            p = ".".join(parts[:i])
-            if p not in protocols and p not in fields:
-                protocols[p] = p
-                origin.setdefault(p, origin[fname])
-    cat = _CATALOGS[key] = Catalog(fields, protocols, origin, standalone)
-    return cat
+    return CATALOG
 
 
-def _layer_names(mod: Any) -> list[tuple[str, str]]:
-    """(name, label) of the layers a module makes with a literal name: ``pkt.add_layer("x", ...)``,
-    ``lay.child("x", ...)``, ``Layer("x", ...)`` or a subclass of Layer."""
-    import ast
-    path = getattr(mod, "__file__", None) or ""
-    from importlib.machinery import EXTENSION_SUFFIXES
-    for suffix in EXTENSION_SUFFIXES:
-        if path.endswith(suffix):
-            # compiled (setup.py): its source is installed beside it
-            path = path[:-len(suffix)] + ".py"
-            break
-    if not path.endswith(".py"):
-        return []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read())
-    except (OSError, SyntaxError, ValueError):
-        return []
-    makers = {"Layer"} | {n for n, v in vars(mod).items() if isinstance(v, type) and issubclass(v, Layer)}
-    label_at = {"add_layer": 5, "child": 4}
-    out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not node.args:
-            continue
-        fn = node.func
-        what = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else None
-        if what not in label_at and what not in makers:
-            continue
-        first = node.args[0]
-        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
-            continue
-        label = ""
-        idx = label_at.get(what, 5)
-        arg = node.args[idx] if len(node.args) > idx else next(
-            (k.value for k in node.keywords if k.arg == "label"), None)
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            label = arg.value
-        out.append((first.value, label))
-    return out
+def filter_needs_analysis(names: Iterable[str]) -> bool:
+    """Whether a filter names an expert field or a field that an analysis module declares."""
+    origin = known_fields().origin
+    return any(n == "expert" or n.startswith("expert.") or origin.get(n, "").startswith("rdmaspy.analysis")
+               for n in names)
 
 
 # --- tokens ---------------------------------------------------------------------------------------
@@ -264,12 +145,11 @@ Node = Callable[[dict], bool]
 
 
 class _Parser:
-    def __init__(self, expr: str, catalog: Catalog, complete: bool = True) -> None:
+    def __init__(self, expr: str, catalog: Catalog) -> None:
         self.expr = expr
         self.toks = _tokenize(expr)
         self.i = 0
         self.cat = catalog
-        self.complete = complete
         self.depth = 0
         self.names: set[str] = set()
         self.derived: dict[str, tuple[str, Callable[[Any], Any]]] = {}   # key -> (field name, function)
@@ -401,11 +281,6 @@ class _Parser:
         name = t.text
         cat = self.cat
         f = cat.fields.get(name)
-        if f is None and name not in cat.protocols and not self.complete:
-            # not a declared field: it may be a layer named where it is made; read the sources
-            self.cat = cat = known_fields(True)
-            self.complete = True
-            f = cat.fields.get(name)
         if f is None and name not in cat.protocols:
             raise self.err(f"unknown field {name!r}{_suggest(name, cat)}", t)
         self.names.add(name)
@@ -436,7 +311,7 @@ class _Parser:
         self.next()
         if field is None or _kind(field) not in ("bytes", "addr", "str"):
             raise self.err(f"len() needs a bytes, address or string field; {name} is not one", ft)
-        return self.derive(f"len({name})", name, _length, Field(f"len({name})", 0, f"Length of {name}"))
+        return self.derive(f"len({name})", name, _length, Field(f"len({name})", 0, f"Length of {name}", catalogued=False))
 
     def slice_of(self, name: str, field: Field | None, open_tok: Tok) -> tuple[str, Field]:
         self.next()
@@ -455,7 +330,7 @@ class _Parser:
             raise self.err(f"{spec.text!r} is not a range: write offset:length, first-last, offset, offset: or "
                            f":length", spec)
         key = f"{name}[{spec.text}]"
-        return self.derive(key, name, cut, Field(key, 0, f"{name} bytes {spec.text}", "bytes"))
+        return self.derive(key, name, cut, Field(key, 0, f"{name} bytes {spec.text}", "bytes", catalogued=False))
 
     def presence(self, name: str) -> Node:
         return lambda v: name in v
@@ -872,114 +747,17 @@ def _suggest(name: str, cat: Catalog) -> str:
 
 
 # --- collecting only what the expression needs --------------------------------------------------
-def _frame_getters() -> dict[str, Callable[[Packet, int], list | None]]:
-    from . import fieldview as fv
-    return {
-        fv.FRAME_NUMBER.name: lambda p, t0: [p.frame.num],
-        fv.FRAME_TIME.name: lambda p, t0: [p.frame.ts / 1e9],
-        fv.FRAME_RELATIVE.name: lambda p, t0: [(p.frame.ts - t0) / 1e9],
-        fv.FRAME_LEN.name: lambda p, t0: [p.frame.wirelen],
-        fv.FRAME_CAPLEN.name: lambda p, t0: [len(p.frame.data)],
-        fv.FRAME_INTERFACE.name: lambda p, t0: [p.frame.iface],
-        fv.FRAME_LINKTYPE.name: lambda p, t0: [p.frame.linktype],
-        fv.FRAME_PROTOCOLS.name: lambda p, t0: [":".join(lay.proto for lay in p.layers)],
-        fv.FRAME_COMMENT.name: lambda p, t0: [p.frame.comment] if p.frame.comment else None,
-        fv.MALFORMED.name: lambda p, t0: [p.malformed] if p.malformed else None,
-        fv.EXPERT_SEVERITY.name: lambda p, t0: [e.severity for e in p.expert] if p.expert else None,
-        fv.EXPERT_GROUP.name: lambda p, t0: [e.group for e in p.expert] if p.expert else None,
-        fv.EXPERT_MESSAGE.name: lambda p, t0: [e.text for e in p.expert] if p.expert else None,
-        fv.EXPERT_RULE.name: lambda p, t0: [e.rule for e in p.expert] if p.expert else None,
-        "frame": lambda p, t0: [True],
-        FRAME_BYTES.name: lambda p, t0: [p.frame.data],
-        "expert": lambda p, t0: [True] if p.expert else None,
-    }
-
-
-# Layer keeps its variable part in slots that stay unset until used (see packet.Layer); read them
-# directly when they are there, through the public properties otherwise.
-_LAZY_SLOTS = {"_items", "_children", "_fill"} <= set(getattr(Layer, "__slots__", ()))
-
-
-def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Callable[[Packet, int], dict]:
-    """A function giving, for a packet, ``name -> values in packet order`` for just ``names``.
-
-    The same values as ``fieldview.packet_fields`` gives for those names, without building the rest.
-    """
-    from . import fieldview
-    cat = catalog or known_fields()
-    getters = _frame_getters()
+def make_extractor(names: Iterable[str]) -> Callable[[Packet, int], dict]:
+    """A function giving, for a packet, ``name -> values in packet order`` for just ``names``: one visit
+    of the packet that reads nothing else.  ``frame\0bytes`` is the frame's bytes (``frame contains``)."""
     wanted = set(names)
-    special = [(n, getters[n]) for n in sorted(wanted) if n in getters]
-    # Names declared in fieldview that this module has no getter for: ask packet_fields (slow, rare).
-    slow = sorted(n for n in wanted if n not in getters and cat.origin.get(n) == "rdmaspy.fieldview")
-    layer_names = frozenset(n for n in wanted if n not in getters and n not in slow)
-    # A layer's variable part (possibly filled on first use) matters only for names that are not
-    # fields of a Header: ``bth.opcode == 4`` never makes a layer fill in its items.
-    need_items = any(n in cat.standalone or (n not in cat.fields and n not in cat.protocols) for n in layer_names)
-    plans: dict[Header, tuple[tuple[str, int], ...]] = {}   # per header: (name, index) of the wanted fields
-
-    def plan_of(hdr: Header) -> tuple[tuple[str, int], ...]:
-        p = plans.get(hdr)
-        if p is None:
-            p = plans[hdr] = tuple((f.name, i) for i, f in enumerate(hdr.fields) if f.name in layer_names)
-        return p
-
-    def visit(lay: Layer, out: dict) -> None:
-        proto = lay.proto
-        if proto in layer_names:
-            xs = out.get(proto)
-            if xs is None:
-                out[proto] = [True]
-            else:
-                xs.append(True)
-        hdr = lay.header
-        if hdr is not None:
-            plan = plan_of(hdr)
-            if plan:
-                vals = lay.values
-                for n, i in plan:
-                    xs = out.get(n)
-                    if xs is None:
-                        out[n] = [vals[i]]
-                    else:
-                        xs.append(vals[i])
-        if not need_items:
-            items = None
-        elif _LAZY_SLOTS:
-            # read the slots directly: the property is only needed when a fill is pending
-            items = lay._items
-            if items is None and lay._fill is not None:
-                items = lay.items
-        else:
-            items = lay.items
-        if items:
-            for f, val, _o, _l in items:
-                n = f.name
-                if n in layer_names:
-                    xs = out.get(n)
-                    if xs is None:
-                        out[n] = [val]
-                    else:
-                        xs.append(val)
-        children = lay._children if _LAZY_SLOTS else lay.children
-        if children:
-            for c in children:
-                visit(c, out)
+    whole_frame = FRAME_BYTES.name in wanted
+    visitor = Visitor(wanted - {FRAME_BYTES.name})
 
     def extract(pkt: Packet, t0: int) -> dict:
-        out: dict[str, list] = {}
-        for n, get in special:
-            xs = get(pkt, t0)
-            if xs is not None:
-                out[n] = xs
-        if layer_names:
-            for lay in pkt.layers:
-                visit(lay, out)
-        if slow:
-            pf = fieldview.packet_fields(pkt, t0)
-            for n in slow:
-                if n in pf:
-                    out[n] = pf[n][1]
+        out = field_values(visitor, pkt, t0)
+        if whole_frame:
+            out[FRAME_BYTES.name] = [pkt.frame.data]
         return out
 
     return extract
@@ -987,9 +765,9 @@ def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Call
 
 def compile_filter(expr: str) -> Matcher:
     """Compile a display filter into ``match(packet, t0) -> bool``; raises FilterError."""
-    parser = _Parser(expr, known_fields(False), complete=False)
+    parser = _Parser(expr, known_fields())
     node = parser.parse()
-    extract = make_extractor(parser.names, parser.cat)
+    extract = make_extractor(parser.names)
     derived = [(key, base, fn) for key, (base, fn) in parser.derived.items()]
 
     if not derived:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any, Callable, Final
 
-from .dissectors.data import add_data_layer
 from .packet import Packet
 
 # (pkt, buf, off, end, ctx) -> None; a heuristic returns whether it took the bytes.  Plain callables:
@@ -78,9 +77,14 @@ def try_heuristics(tab: DissectorTable, pkt: Packet, buf: bytes, off: int, end: 
     return False
 
 
+# The dissector of bytes nothing else takes, registered under "data" by dissectors/data.py (which the
+# dissectors package loads first).
+fallback: Final = table("data", "Undissected bytes")
+
+
 def add_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     """Record undissected bytes as a ``data`` layer (the data "protocol" is a dissector like any other)."""
-    add_data_layer(pkt, buf, off, end)
+    fallback.by_key["data"](pkt, buf, off, end)
 
 
 def import_all(package: Any, skip: tuple[str, ...] = ()) -> None:

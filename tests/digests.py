@@ -58,7 +58,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 if os.path.exists(target):
                     os.unlink(target)
             name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
-            out.setdefault(name, {})[mode] = [rc, hashlib.sha256(data).hexdigest(), err.getvalue()]
+            # a message naming the output file names it as the command line does, not its temporary place
+            out.setdefault(name, {})[mode] = [rc, hashlib.sha256(data).hexdigest(),
+                                              err.getvalue().replace(target, "{out}")]
 print(json.dumps(out, sort_keys=True))
 """
 

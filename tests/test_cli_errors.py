@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import ROOT, capture
-from rdmaspy import readers
+from rdmaspy.readers import base as readers_base
 from rdmaspy.cli import main
 
 READ_BW = capture("rxe-ib_read_bw.pcap")
@@ -66,7 +66,7 @@ CASES = [
     (["decode", str(READ_BW), "-c", "-3"], ["argument -c"]),
     (["decode", str(READ_BW), "-c", "many"], ["'many' is not a whole number"]),
     (["decode", str(READ_BW), "-T", "xml"], ["argument -T: invalid choice: 'xml'"]),
-    (["decode"], ["the following arguments are required: file"]),
+    (["decode"], ["give the capture to read: FILE or -r FILE"]),
     (["decode", str(READ_BW), "--bogus"], ["unrecognized arguments: --bogus"]),
     (["frobnicate"], ["invalid choice: 'frobnicate'"]),
     (["fields", "-T", "yaml"], ["invalid choice: 'yaml'"]),
@@ -86,7 +86,7 @@ def test_errors_are_one_line_and_exit_1_as_a_command(args, needles, bad_files):
 def test_unreadable_file_in_process(tmp_path, capsys, monkeypatch):
     def denied(path, mode="r", *a, **kw):
         raise PermissionError(13, "Permission denied", path)
-    monkeypatch.setattr(readers, "open", denied, raising=False)
+    monkeypatch.setattr(readers_base, "open", denied, raising=False)   # where the capture is opened
     check_error(via_main(["decode", str(READ_BW)], capsys), "permission denied")
 
 

@@ -17,6 +17,7 @@ from conftest import capture, require_tshark, tshark_fields, tshark_int
 from cm_build import ERF_FIXTURE, FIXTURE, build_cm_fixture, build_native_fixture
 from rdmaspy.engine import Engine
 from rdmaspy.fields import Field
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.readers import open_capture
 
 PREFIXES = ("mad.", "cm.", "smplid.", "smpdirected.", "sa.", "rmpp.", "classportinfo.", "portcounters.",
@@ -129,7 +130,7 @@ def fields_of(pkt) -> dict[str, tuple[Field, list]]:
     """name -> (field, values in packet order) for the management fields of a packet."""
     out: dict[str, tuple[Field, list]] = {}
     for lay in pkt.layers:
-        for _depth, item, value, _o, _l in lay.walk():
+        for _depth, item, value, _o, _l in layer_nodes(lay):
             if isinstance(item, Field) and item.name.startswith(PREFIXES):
                 out.setdefault(item.name, (item, []))[1].append(value)
     return out

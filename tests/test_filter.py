@@ -1,49 +1,45 @@
 """Display filters: the language, Wireshark 4.0's semantics for repeated fields, errors that point at the column."""
 from __future__ import annotations
 
-import sys
-import types
-
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import capture
 from rdmaspy.engine import Engine
-from rdmaspy.fields import Field
+from rdmaspy.fields import CATALOG, Field, declaring, protocol
 from rdmaspy.fieldview import packet_fields
 from rdmaspy.filter import FilterError, compile_filter, known_fields, make_extractor
 from rdmaspy.packet import Frame, Packet
 from rdmaspy.readers import open_capture
 
-# Fields of a made-up protocol, declared the way a dissector module declares them.
-N = Field("probe.n", 16, "Number")
-K = Field("probe.kind", 8, "Kind", names={1: "Request", 2: "Reply", 3: "Reply"})
-S = Field("probe.s", 0, "Text", "str")
-B = Field("probe.b", 0, "Bytes", "bytes")
-A4 = Field("probe.a4", 32, "IPv4", "ipv4")
-A6 = Field("probe.a6", 128, "IPv6", "ipv6")
-G = Field("probe.g", 128, "GID", "gid")
-MAC = Field("probe.mac", 48, "MAC", "mac")
-FLAG = Field("probe.flag", 1, "Flag", "bool")
-FL = Field("probe.f", 0, "Float", "float")
-M = Field("probe.m", 16, "Other number")
+# Fields of a made-up protocol, declared by the fixture below as a dissector module declares them.
+N = Field("probe.n", 16, "Number", catalogued=False)
+K = Field("probe.kind", 8, "Kind", names={1: "Request", 2: "Reply", 3: "Reply"}, catalogued=False)
+S = Field("probe.s", 0, "Text", "str", catalogued=False)
+B = Field("probe.b", 0, "Bytes", "bytes", catalogued=False)
+A4 = Field("probe.a4", 32, "IPv4", "ipv4", catalogued=False)
+A6 = Field("probe.a6", 128, "IPv6", "ipv6", catalogued=False)
+G = Field("probe.g", 128, "GID", "gid", catalogued=False)
+MAC = Field("probe.mac", 48, "MAC", "mac", catalogued=False)
+FLAG = Field("probe.flag", 1, "Flag", "bool", catalogued=False)
+FL = Field("probe.f", 0, "Float", "float", catalogued=False)
+M = Field("probe.m", 16, "Other number", catalogued=False)
 T0 = 1_000_000_000
 
 
 @pytest.fixture(scope="module", autouse=True)
 def probe_module():
-    """A dissector module appearing after start-up: its fields must become filterable without registration."""
+    """A dissector module loaded after start-up: its fields become filterable by being declared."""
     name = "rdmaspy.dissectors.zz_filter_probe"
-    mod = types.ModuleType(name)
-    for k, v in dict(N=N, K=K, S=S, B=B, A4=A4, A6=A6, G=G, MAC=MAC, FLAG=FLAG, FL=FL).items():
-        setattr(mod, k, v)
-    mod.MORE = [M]       # fields kept in a module-level list count too
-    mod.PROTOCOLS = {"probe.extra": "A layer whose name the module computes"}
     known_fields()       # load the real dissectors first
-    sys.modules[name] = mod
-    yield mod
-    del sys.modules[name]
-    known_fields()
+    declaring(name)
+    for f in (N, K, S, B, A4, A6, G, MAC, FLAG, FL, M):
+        CATALOG.add_field(f, standalone=True)
+    protocol("probe.extra", "A layer whose name the module computes")
+    declaring("")
+    yield name
+    CATALOG.forget_module(name)
+    assert "probe.n" not in known_fields().fields
 
 
 def probe(*items, ts: int = T0 + 2_500_000, num: int = 7, proto: str = "probe") -> Packet:
@@ -107,7 +103,7 @@ def test_presence_of_protocols_and_fields():
     assert m("probe", p) and m("probe.flag", p) and m("frame", p)
     assert not m("expert", p) and not m("probe.n", p)
     p.add_expert("warning", "sequence", "PSN gap", "IBTA 9.7")
-    assert m("expert", p) and m('expert.severity == "warning"', p) and m('expert.rule contains "IBTA"', p)
+    assert m("expert", p) and m('expert.severity == "warning"', p) and m('expert.source contains "IBTA"', p)
     assert m('expert.message matches "^psn"', p)      # matches is case-insensitive, as in Wireshark
 
 

@@ -25,6 +25,7 @@ import pytest
 from conftest import CAPTURES, FIXTURES, tshark_fields, tshark_int
 from rdmaspy.dissectors import infiniband as ib
 from rdmaspy.engine import Engine
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.packet import Frame
 from rdmaspy.readers import open_capture
 
@@ -89,7 +90,7 @@ def _ours(pkt) -> tuple[dict[str, list], list[str]]:
     protos = []
     for lay in pkt.layers:
         protos.append(lay.proto)
-        for _d, item, value, _o, _l in lay.walk():
+        for _d, item, value, _o, _l in layer_nodes(lay):
             if not hasattr(item, "bits"):
                 continue
             short = item.name.rsplit(".", 1)[-1]

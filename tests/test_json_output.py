@@ -6,9 +6,12 @@ import subprocess
 
 import pytest
 
-from conftest import capture, tshark_fields, tshark_int
+from conftest import CAPTURES, FIXTURES, capture, tshark_fields, tshark_int
 from rdmaspy.cli import main
 from rdmaspy.filter import known_fields
+from rdmaspy.output.jsonout import packet_object
+from rdmaspy.pipeline import Options, Pipeline
+from rdmaspy.readers import open_capture
 
 # our name(s) -> (tshark's name, how to read tshark's text)
 INT = tshark_int
@@ -97,7 +100,7 @@ def test_json_lines_from_the_command_parse_and_hold_every_declared_name():
                 assert key in known.fields or key in known.protocols, key
     first = objs[0]
     # the value conventions of docs/json.md
-    assert first["ip.src"] == "192.0.2.2" and first["eth.src"] == "52:54:00:00:00:02"
+    assert first["ip.src"] == ["192.0.2.2"] and first["eth.src"] == "52:54:00:00:00:02"   # ip repeats (ICMP)
     assert first["bth.ackreq"] is True and first["reth"] is True and first["icrc.valid"] is True
     assert isinstance(first["frame.time_epoch"], float) and first["frame.time_relative"] == 0.0
     assert first["frame.protocols"] == "eth:ip:udp:bth:reth:icrc"
@@ -109,9 +112,42 @@ def test_json_with_a_filter_and_a_count(capsysbinary):
     assert len(objs) == 3 and all(o["aeth.syndrome"] == 0x60 and o["aeth.type"] == 3 for o in objs)
 
 
-def test_json_repeated_names_become_lists_and_bytes_become_hex(capsysbinary):
+def test_json_bytes_become_hex(capsysbinary):
     objs = json_lines(capture("rocev2_cnp_cx4lx.pcap"), capsysbinary=capsysbinary)
     cnp = objs[0]
     assert cnp["bth.opcode"] == 0x81 and cnp["bth.becn"] is True
     assert cnp["cnp.reserved"] == "00" * 16        # bytes: lower-case hex without separators
     assert cnp["icrc.value"] == int.from_bytes(bytes.fromhex("82fd002a"), "little")
+
+
+def _every_file() -> list:
+    return sorted(CAPTURES.glob("*.pcap*")) + sorted(FIXTURES.glob("*.pcap*"))
+
+
+@pytest.mark.parametrize("path", _every_file(), ids=lambda p: p.name)
+def test_a_name_is_an_array_exactly_when_its_declaration_says_it_repeats(path):
+    """Never a value in one packet and an array in another: the catalog decides, per name, for every packet
+    of every shipped capture and fixture (with the analysis fields)."""
+    cat = known_fields()
+    arrays: set[str] = set()
+    values: set[str] = set()
+    try:
+        cap = open_capture(str(path))
+    except Exception:          # the fixtures that are not captures at all are other tests' business
+        pytest.skip("not a capture")
+    with cap:
+        t0 = None
+        for pkt in Pipeline(cap, Options(analyze=True)).packets():
+            t0 = pkt.frame.ts if t0 is None else t0
+            for key, v in packet_object(pkt, t0).items():
+                if key != "_summary":
+                    (arrays if isinstance(v, list) else values).add(key)
+    assert not {k for k in arrays if not cat.repeats(k)}, "arrays of names declared single"
+    assert not {k for k in values if cat.repeats(k)}, "single values of names declared to repeat"
+
+
+def test_names_that_repeat_are_arrays_even_of_one(capsysbinary):
+    objs = json_lines(capture("rxe-nfsv42-rdma.pcap"), "-Y", "nfs.op", "-c", "8", capsysbinary=capsysbinary)
+    assert objs and all(isinstance(o["nfs.opcode"], list) and isinstance(o["rpc.xid"], list) for o in objs)
+    assert all(isinstance(o["bth.opcode"], int) and o["bth"] is True for o in objs)
+    assert any(len(o["nfs.opcode"]) > 1 for o in objs)

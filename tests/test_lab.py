@@ -17,6 +17,7 @@ import pytest
 
 from rdmaspy.analysis.analyzer import Analyzer
 from rdmaspy.analysis.model import Transaction
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.output.flows import transaction_record
 from rdmaspy.engine import Engine
 from rdmaspy.readers import open_capture
@@ -73,7 +74,7 @@ def _rpcrdma(pkts) -> list[tuple[str, object, object]]:
 
 
 def _vals(layer, name: str) -> list:
-    return [v for _d, f, v, _o, _l in layer.walk() if getattr(f, "name", None) == name]
+    return [v for _d, f, v, _o, _l in layer_nodes(layer) if getattr(f, "name", None) == name]
 
 
 def _get(lay, name: str):

@@ -8,13 +8,14 @@ from hypothesis import given, settings, strategies as st
 from rdmaspy.dissectors import onc_rpc
 from rdmaspy.dissectors.xdr import p32, popaque, pstring
 from rdmaspy.engine import Session, load_dissectors
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.packet import Frame, Packet
 
 load_dissectors()      # the program dissectors (nfs.py) register the names
 
 
 def values(lay, name: str) -> list:
-    return [v for _d, f, v, _o, _l in lay.walk() if getattr(f, "name", "") == name]
+    return [v for _d, f, v, _o, _l in layer_nodes(lay) if getattr(f, "name", "") == name]
 
 
 def dissect(body: bytes, session: Session | None = None, num: int = 1, ts: int = 0):

@@ -10,6 +10,7 @@ from rdmaspy import craft
 from rdmaspy.dissectors import nfs, onc_rpc, rpcrdma, rpcrdma2
 from rdmaspy.dissectors.xdr import p32
 from rdmaspy.engine import Engine, Session
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.packet import Frame, Packet
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -44,7 +45,7 @@ def _run(body: bytes) -> Packet:
     rpcrdma.heuristic(q, body, 0, len(body), Session())
     for pkt in (p, q):            # the trees are built on demand: build them all
         for lay in pkt.layers:
-            list(lay.walk())
+            list(layer_nodes(lay))
     return p
 
 

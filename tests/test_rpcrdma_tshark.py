@@ -23,6 +23,7 @@ import pytest
 
 from conftest import capture, tshark_fields, tshark_int
 from rdmaspy.engine import Engine
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.packet import Layer
 from rdmaspy.readers import open_capture
 
@@ -67,7 +68,7 @@ TSHARK_FIELDS = sorted(set(RDMA_MAP.values()) | set(RPC_MAP.values()) | {FRAGMEN
 
 
 def _ours(lay: Layer, out: dict[str, list]) -> None:
-    for _d, item, value, _o, _l in lay.walk():
+    for _d, item, value, _o, _l in layer_nodes(lay):
         if isinstance(item, Layer):
             continue
         t = RDMA_MAP.get(item.name) or RPC_MAP.get(item.name)

@@ -14,6 +14,7 @@ import pytest
 
 from rdmaspy import craft
 from rdmaspy.engine import Engine
+from rdmaspy.fieldview import layer_nodes
 from rdmaspy.readers import open_capture
 from rdmaspy.traffic import protocol as P
 from rdmaspy.traffic.session import OVERRUN_BYTES, Client, LoopLink, Server
@@ -109,7 +110,7 @@ def decoded(tmp_path: Path, log) -> list:
 
 
 def values(layer, name: str) -> list:
-    return [v for _d, f, v, _o, _l in layer.walk() if getattr(f, "name", None) == name]
+    return [v for _d, f, v, _o, _l in layer_nodes(layer) if getattr(f, "name", None) == name]
 
 
 def headers(pkts) -> list:

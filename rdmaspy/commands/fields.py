@@ -5,8 +5,10 @@ import argparse
 import sys
 from typing import Any
 
+from ..errors import RdmaspyError
 from ..fields import Field
-from ..filter import Catalog, known_fields
+from ..fields import Catalog
+from ..filter import known_fields
 
 MARKDOWN_COMMAND = "rdmaspy fields --markdown > docs/fields.md"
 _INLINE_NAMES = 6      # enumerations longer than this get their own table in the markdown
@@ -31,16 +33,17 @@ def rows(cat: Catalog, prefix: str | None = None) -> list[dict[str, Any]]:
         entries: list[dict[str, Any]] = []
         if proto in cat.protocols:
             entries.append({"kind": "protocol", "name": proto, "label": cat.protocols[proto],
-                            "module": cat.origin.get(proto, "")})
+                            "repeats": cat.repeats(proto), "module": cat.origin.get(proto, "")})
         subs = sorted(p for p in cat.protocols if p.startswith(proto + "."))
         for p in subs:
-            entries.append({"kind": "protocol", "name": p, "label": cat.protocols[p], "module": cat.origin.get(p, "")})
+            entries.append({"kind": "protocol", "name": p, "label": cat.protocols[p], "repeats": cat.repeats(p),
+                            "module": cat.origin.get(p, "")})
         for f in groups.get(proto, []):
             entries.append({
                 "kind": "field", "name": f.name, "label": f.label, "type": field_type(f), "display": f.display,
                 "bits": f.bits, "unit": f.unit, "doc": f.doc,
                 "names": {str(k): v for k, v in sorted(f.names.items(), key=_key)} if f.names else {},
-                "module": cat.origin.get(f.name, ""),
+                "repeats": cat.repeats(f.name), "module": cat.origin.get(f.name, ""),
             })
         if prefix:
             entries = [e for e in entries if e["name"] == prefix or e["name"].startswith(prefix + ".")]
@@ -82,6 +85,10 @@ def markdown(entries: list[dict[str, Any]]) -> str:
         "colons in filters), `str`, `ipv4`, `ipv6`, `gid` (an IPv6 address, or an IPv4 address for an IPv4-mapped",
         "GID), `mac`. Bits: the width on the wire (0: variable or computed).",
         "",
+        "JSON: `array` for a name that can occur more than once in one packet (its values, in packet order, always",
+        "as an array, even of one), `value` for any other (always a single value); see [json.md](json.md).",
+        "Sub-trees marked *(array)* repeat likewise.",
+        "",
     ]
     i = 0
     while i < len(entries):
@@ -95,15 +102,19 @@ def markdown(entries: list[dict[str, Any]]) -> str:
         label = e["label"] if e["kind"] == "protocol" else top
         out.append(f"## {top}: {_md(label)}" if label != top else f"## {top}")
         out.append("")
-        subs = [g["name"] for g in group if g["kind"] == "protocol" and g["name"] != top]
+        if e["kind"] == "protocol":
+            out.append(f"Presence `{top}`: JSON {'array' if e['repeats'] else 'value'}.")
+            out.append("")
+        subs = [g for g in group if g["kind"] == "protocol" and g["name"] != top]
         if subs:
-            out.append("Sub-trees: " + ", ".join(f"`{s}`" for s in subs) + ".")
+            out.append("Sub-trees: " + ", ".join(f"`{s['name']}`" + (" *(array)*" if s["repeats"] else "")
+                                                 for s in subs) + ".")
             out.append("")
         fields = [g for g in group if g["kind"] == "field"]
         long_names = []
         if fields:
-            out.append("| Field | Label | Type | Bits | Unit | Values / description |")
-            out.append("|---|---|---|---|---|---|")
+            out.append("| Field | Label | Type | Bits | Unit | JSON | Values / description |")
+            out.append("|---|---|---|---|---|---|---|")
             for g in fields:
                 desc = []
                 if g["names"]:
@@ -115,7 +126,7 @@ def markdown(entries: list[dict[str, Any]]) -> str:
                 if g["doc"]:
                     desc.append(g["doc"])
                 out.append(f"| `{g['name']}` | {_md(g['label'])} | {g['type']} | {g['bits']} | {_md(g['unit'])} |"
-                           f" {_md('. '.join(desc))} |")
+                           f" {'array' if g['repeats'] else 'value'} | {_md('. '.join(desc))} |")
             out.append("")
         for g in long_names:
             out.append(f"Values of `{g['name']}`:")
@@ -131,6 +142,8 @@ def markdown(entries: list[dict[str, Any]]) -> str:
 
 def cmd_fields(args: argparse.Namespace) -> int:
     entries = rows(known_fields(), args.prefix)
+    if not entries:
+        raise RdmaspyError(f"fields: no field or protocol matches {args.prefix!r}")
     if args.markdown:
         sys.stdout.write(markdown(entries))
     elif args.T == "json":

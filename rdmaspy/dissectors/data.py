@@ -3,8 +3,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
+from ..registry import table
+
+declaring(__name__)
+protocol("data", "Data", repeats=True)    # what several dissectors leave undissected in one packet
 
 DATA: Final = Field("data.data", 0, "Data", "bytes")
 DATA_LEN: Final = Field("data.len", 0, "Length", "dec", unit="bytes")
@@ -22,10 +26,10 @@ class DataLayer(Layer):
 
     @property
     def label(self) -> str:
-        try:
-            return self._label
-        except AttributeError:
-            return f"Data ({self.length} bytes)"
+        label = self._label
+        if label is not None:
+            return label
+        return f"Data ({self.length} bytes)"
 
     @label.setter
     def label(self, text: str) -> None:
@@ -36,3 +40,6 @@ def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     lay = DataLayer("data", None, buf, off, end - off)
     lay._fill = _fill_data
     pkt.layers.append(lay)
+
+
+table("data").register("data", add_data_layer)

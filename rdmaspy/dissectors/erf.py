@@ -14,12 +14,15 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Packet
 from ..registry import dissect_with, table
 from .ethernet import dissect_ethernet
 from .infiniband import dissect_lrh
 from .ip import dissect_ipv4, dissect_ipv6
+
+declaring(__name__)
+repeatable("erf")                 # the record and its header are both "erf"; extension headers repeat
 
 RECORD_TYPES = {
     0: "LEGACY", 1: "HDLC_POS", 2: "ETH", 3: "ATM", 4: "AAL5", 5: "MC_HDLC", 6: "MC_RAW", 7: "MC_ATM",

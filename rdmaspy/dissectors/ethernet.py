@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import F, Header
+from ..fields import F, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
+
+declaring(__name__)
+repeatable("vlan")                # QinQ stacks
 
 ETHERTYPES: Final = {
     0x0800: "IPv4", 0x86DD: "IPv6", 0x0806: "ARP", 0x8100: "802.1Q", 0x88A8: "802.1ad", 0x9100: "QinQ",

@@ -11,13 +11,15 @@ from __future__ import annotations
 from typing import Any
 
 from .. import conversation
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Packet
 from ..registry import table
 from . import mad as _mad
 from . import rdma_cm
 from .infiniband import fmt_gid
 from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
+
+declaring(__name__)
 
 ATTRIBUTES = {
     0x0001: "ClassPortInfo", 0x0010: "ConnectRequest", 0x0011: "MsgRcptAck", 0x0012: "ConnectReject",
@@ -231,6 +233,9 @@ APR = Header("cm.apr", "CM AlternatePathResponse", [
 APR_PRIVATE = Field("cm.apr.private", 0, "PrivateData", "bytes")
 
 CM_DATA_SIZE = 232
+# The message each CM attribute ID carries (its fixed part; the private data fills the rest of the MAD).
+MESSAGE_HEADERS = {0x0010: REQ, 0x0011: MRA, 0x0012: REJ, 0x0013: REP, 0x0014: RTU, 0x0015: DREQ, 0x0016: DREP,
+                   0x0017: SIDR_REQ, 0x0018: SIDR_REP, 0x0019: LAP, 0x001A: APR}
 cm_attribute = table("cm.attribute", "CM attribute ID")
 
 

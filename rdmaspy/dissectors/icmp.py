@@ -8,12 +8,12 @@ in it is a copy, and the PSN analysis must not see it as traffic.
 """
 from __future__ import annotations
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from .ip import IPV4, IPV6, IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
 from .transport import TCP, UDP
 
-PROTOCOLS = {"icmp": "Internet Control Message Protocol", "icmpv6": "Internet Control Message Protocol v6"}
+declaring(__name__)
 
 ICMP_TYPES = {0: "Echo (ping) reply", 3: "Destination unreachable", 4: "Source quench", 5: "Redirect",
               8: "Echo (ping) request", 9: "Router advertisement", 10: "Router solicitation", 11: "Time-to-live exceeded",

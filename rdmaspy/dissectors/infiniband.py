@@ -14,12 +14,15 @@ import zlib
 from struct import unpack_from as _unpack_words
 from typing import Any, Callable, Final
 
-from ..fields import F, Field, Header
+from .. import conversation
+from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 from .ethernet import ETH
 from .ip import IPV4, ipv4_text as _ip_text
 from .transport import UDP
+
+declaring(__name__)
 
 # --- header declarations --------------------------------------------------------------------------
 LNH_NAMES: Final = {0: "Raw (IPv6)", 1: "Raw (IPv4/Eth)", 2: "IBA local (BTH)", 3: "IBA global (GRH)"}
@@ -276,8 +279,18 @@ class IBInfo:
 
 
 # Called with (pkt, ib, ctx) for every BTH once its headers are parsed and before its payload is
-# dissected: the connection tracker attributes the packet to its connection here.
+# dissected: the packet is attributed to its connection here.
 bth_observers: Final[list] = []
+# Opcodes of connected transports: RC (0), UC (1), XRC (5).
+_CONNECTED: Final = tuple((op >> 5) in (0, 1, 5) for op in range(256))
+
+
+def _attribute_connection(pkt: Packet, ib: IBInfo, ctx: Any) -> None:
+    if _CONNECTED[ib.opcode]:
+        conversation.account(pkt, ib.destqp, ctx)
+
+
+bth_observers.append(_attribute_connection)
 
 ib_qp: Final = table("ib.qp", "InfiniBand destination QP")
 ib_payload: Final = table("ib.payload", "InfiniBand payload")
@@ -398,6 +411,12 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         return None
     bth = BthLayer("bth", BTH, buf, off, _BTH_SIZE)
     pkt.layers.append(bth)
+    # typed, so that mypyc keeps the words as machine integers (unpack_from returns a tuple of Any)
+    opcode: int
+    b1: int
+    pkey: int
+    w1: int
+    w2: int
     opcode, b1, pkey, w1, w2 = _BTH_WORDS(buf, off)
     plan = PLANS[opcode]
     pkt.ib = bth.ib = ib = IBInfo(opcode, plan, b1, pkey, w1, w2)
@@ -417,7 +436,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     # ICRC first: it covers everything, including headers we may fail to parse.
     if expected_icrc >= 0:
         expected = expected_icrc
-        got = _U32LE(buf, icrc_off)[0]
+        got: int = _U32LE(buf, icrc_off)[0]
         ib.icrc_ok = ok = expected == got
         icrc_layer = Layer("icrc", None, buf, icrc_off, 4)
         icrc_layer._vals = (got, ok, expected)

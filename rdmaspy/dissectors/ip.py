@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
+
+declaring(__name__)
+repeatable("ip", "ipv6")          # the headers an ICMP error quotes, besides the packet's own
 
 IP_PROTOS: Final = {0: "HOPOPT", 1: "ICMP", 2: "IGMP", 6: "TCP", 17: "UDP", 41: "IPv6", 43: "IPv6-Route",
              44: "IPv6-Frag", 47: "GRE", 50: "ESP", 51: "AH", 58: "ICMPv6", 59: "IPv6-NoNxt", 60: "IPv6-Opts",

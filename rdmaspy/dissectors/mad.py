@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Note, Packet
 from ..registry import table
+
+declaring(__name__)
+protocol("smpdirected.route", "Directed route data")
 
 MAD_SIZE = 256
 MGMT_CLASSES = {
@@ -310,6 +313,7 @@ PORTCOUNTERS_EXT = Header("portcounters_ext", "PortCountersExtended", [
     F("portmulticastxmitpkts", 64, "PortMulticastXmitPkts"),
     F("portmulticastrcvpkts", 64, "PortMulticastRcvPkts"),
 ])
+PERF_ATTRIBUTE_HEADERS = {0x0012: PORTCOUNTERS, 0x001D: PORTCOUNTERS_EXT}
 PERF_DATA = Field("perf.data", 0, "Performance Management data (not decoded)", "bytes")
 
 mad_class = table("mad.class", "MAD management class")
@@ -507,7 +511,7 @@ def dissect_perf(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     if end < pos:
         pkt.truncated("perf", end - off, PERF_RESERVED)
         return
-    hdr = {0x0012: PORTCOUNTERS, 0x001D: PORTCOUNTERS_EXT}.get(info.attribute)
+    hdr = PERF_ATTRIBUTE_HEADERS.get(info.attribute)
     if info.attribute == 0x0001:
         dissect_classportinfo(pkt, buf, pos, end)
         return

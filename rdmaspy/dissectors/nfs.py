@@ -13,11 +13,19 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Final
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError
+
+declaring(__name__)
+protocol("nfs", "Network File System")
+protocol("nfs.op", "NFS operation")
+protocol("mount", "MOUNT")
+protocol("nlm", "NLM")
+protocol("nfsacl", "NFSACL")
+repeatable("nfs", "mount", "nlm", "nfsacl")   # one per RPC message; an NFSv4 COMPOUND has many ops
 
 NFS_PROG: Final = 100003
 MOUNT_PROG: Final = 100005
@@ -161,6 +169,8 @@ def _nfs3(cur: Cursor, w: _Walk, proc: int | None) -> None:
             _sattr3(cur)
             w.ddp(cur, "symlink")
         return
+    if proc == 0:            # NULL: a void result, no status (RFC 1813 §3.3.0)
+        return
     status = cur.u32("status")
     w.lay.add(STATUS, status, cur.pos - 4, 4)
     w.info.nfs_status = status
@@ -184,6 +194,8 @@ def _nfs2(cur: Cursor, w: _Walk, proc: int | None) -> None:
             cur.skip(32, "dir fh")
             cur.skip_opaque("name")
             w.ddp(cur, "symlink")
+        return
+    if proc in (0, 3, 7):    # NULL, ROOT, WRITECACHE: void results, no status (RFC 1094 §2.2)
         return
     status = cur.u32("status")
     w.lay.add(STATUS, status, cur.pos - 4, 4)

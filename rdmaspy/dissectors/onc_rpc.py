@@ -20,10 +20,14 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from ..budget import Budget
-from ..fields import Field
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
 from .xdr import Cursor, XdrError
+
+declaring(__name__)
+protocol("rpc", "Remote Procedure Call")
+repeatable("rpc")                 # several messages in a TCP segment, a rebuilt message beside a Send
 
 MSG_TYPES: Final = {0: "Call", 1: "Reply"}
 REPLY_STATS: Final = {0: "accepted", 1: "denied"}
@@ -221,6 +225,15 @@ def calls_of(ctx: Any) -> _Calls:
 
 
 RPC: Final[Note[RpcInfo]] = Note("rpc")     # the RPC message of the packet
+
+
+def rpc_flow(pkt: Packet) -> tuple:
+    """Both directions of one connection: where a call and its reply meet."""
+    conv = pkt.conv
+    if conv is not None:
+        return ("conn", conv.conn_id)
+    a, b = pkt.src, pkt.dst
+    return (a, b) if a <= b else (b, a)
 
 
 def current_rpc(pkt: Packet) -> RpcInfo | None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Layer, Packet
 from ..registry import table
+
+declaring(__name__)
+protocol("rdmacm", "IP CM ServiceID")
 
 SID_PREFIX = 0x0000000001
 PORT_SPACES = {0x02: "IPoIB", 0x06: "TCP", 0x11: "UDP", 0x3F: "IB"}

@@ -20,11 +20,24 @@ from __future__ import annotations
 import struct
 from typing import Any, Final, Sequence
 
-from ..fields import Field
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
+from .onc_rpc import rpc_flow
 from .xdr import Cursor, XdrError, p32, p64
+
+declaring(__name__)
+protocol("rpcrdma", "RPC over RDMA")
+# Sub-trees of the chunk lists
+protocol("rpcrdma.read_list", "Read list")
+protocol("rpcrdma.read_chunk", "Read chunk")
+protocol("rpcrdma.read_segment", "Read segment")
+protocol("rpcrdma.write_chunk", "Write chunk")
+protocol("rpcrdma.write_segment", "RDMA segment")
+protocol("rpcrdma.reply_chunk", "Reply chunk")
+protocol("rpcrdma.reply_segment", "RDMA segment")
+repeatable("rpcrdma")             # several FPDUs in a TCP segment; segments of a chunk list
 
 NFS_RDMA_PORT: Final = 20049
 
@@ -161,7 +174,7 @@ class RpcRdmaMessage:
 # while the RPC message is dissected, which items the chunks took out: (Read chunk XDR positions,
 # number of Write chunks).
 RPCRDMA: Final[Note[RpcRdmaMessage]] = Note("rpcrdma")
-REBUILT: Final[Note[RpcRdmaMessage]] = Note("rpcrdma.rebuilt")
+REBUILT: Final[Note[RpcRdmaMessage]] = rdma_reassembly.REBUILT
 CHUNKS: Final[Note[tuple[frozenset[int], int]]] = Note("rpcrdma.chunks")
 
 
@@ -403,11 +416,6 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
                        REPLY_SEGS, REPLY_LEN, REPLY_HANDLE, REPLY_LENGTH, REPLY_OFFSET)
 
 
-# Layers made by _segment_chunk, whose names it is given: declared here for the field catalog.
-PROTOCOLS: Final = {"rpcrdma.write_chunk": "Write chunk", "rpcrdma.write_segment": "RDMA segment",
-             "rpcrdma.reply_chunk": "Reply chunk", "rpcrdma.reply_segment": "RDMA segment"}
-
-
 def _segment_chunk(lay: Layer, proto: str, seg_proto: str, label: str, segs: list, start: int,
                    count_f: Field, len_f: Field, handle_f: Field, length_f: Field, offset_f: Field) -> None:
     """A Write chunk or the Reply chunk: its segment count, then each (handle, length, offset) segment."""
@@ -484,15 +492,6 @@ def flow_key(pkt: Packet) -> tuple:
     return (pkt.src, pkt.dst, ib.destqp if ib is not None else None)
 
 
-def rpc_flow(pkt: Packet) -> tuple:
-    """Both directions of one connection: where a call and its reply meet."""
-    conv = pkt.conv
-    if conv is not None:
-        return ("conn", conv.conn_id)
-    a, b = pkt.src, pkt.dst
-    return (a, b) if a <= b else (b, a)
-
-
 def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
     """Whether a message without an RPC payload is a reply: the flag in v2, else a pending call's XID."""
     if msg.flags is not None:
@@ -535,11 +534,18 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
 
 
 # --- dissection -------------------------------------------------------------------------------------
+# Versions other than 1 register here (rpcrdma2.py: 2), as dissector and as heuristic, by version number.
+VERSIONS: Final = table("rpcrdma.version", "RPC-over-RDMA versions after 1")
+VERSION_HEURISTICS: Final = table("rpcrdma.version.heuristic", "RPC-over-RDMA versions after 1, recognised")
+
+
 def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """Any version: the dissector of the NFS/RDMA port."""
     if end - off >= 8 and buf[off + 4] == 0 and buf[off + 5] == 0 and buf[off + 6] == 0 and buf[off + 7] == 2:
-        rpcrdma2.dissect_v2(pkt, buf, off, end, ctx)
-        return
+        v2 = VERSIONS.by_key.get(2)
+        if v2 is not None:
+            v2(pkt, buf, off, end, ctx)
+            return
     msg = None
     if end - off >= 28:
         xid, vers, credits, proc = _HDR.unpack_from(buf, off)
@@ -662,7 +668,8 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     if vers > 255 or proc > 255:
         return False
     if vers == 2:
-        return rpcrdma2.heuristic(pkt, buf, off, end, ctx)
+        v2 = VERSION_HEURISTICS.by_key.get(2)
+        return v2 is not None and bool(v2(pkt, buf, off, end, ctx))
     if vers != 1:
         return False
     if proc > 4:
@@ -724,4 +731,3 @@ table("ib.payload").add_heuristic("rpcrdma", heuristic)
 
 
 # Version 2 builds on this module's message and chunk types; bound last, the import cycle resolves.
-from . import rpcrdma2  # noqa: E402

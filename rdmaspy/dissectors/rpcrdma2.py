@@ -20,12 +20,17 @@ import struct
 from typing import Any, Sequence
 
 from ..budget import Budget
-from ..fields import Field
+from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Packet
 from ..registry import add_data
+from . import rdma_reassembly
 from . import rpcrdma as v1
 from .rpcrdma import RpcRdmaMessage
 from .xdr import Cursor, XdrError, p32, popaque
+
+declaring(__name__)
+protocol("rpcrdma2", "RPC over RDMA version 2")
+repeatable("rpcrdma2")
 
 HTYPES = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
 HTYPE_MSG, HTYPE_NOMSG, HTYPE_ERROR, HTYPE_CONNPROP = 0, 1, 4, 5
@@ -357,7 +362,6 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         msg.shape = v1.shape_of(msg, msg.is_reply)
     if msg.shape:
         lay.add(v1.SHAPE, msg.shape)
-    from . import rdma_reassembly
     rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
     msg.rpc_span = None       # the buffer is not kept alive by the facts
 
@@ -512,3 +516,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     show_v2(pkt, buf, off, end, ctx, msg, None)
     return True
+
+
+v1.VERSIONS.register(2, dissect_v2)
+v1.VERSION_HEURISTICS.register(2, heuristic)

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, single
 from ..packet import Note, Packet
 from ..registry import table
+
+declaring(__name__)
+single("rpcrdma.pdata")           # in a CM or MPA exchange, once
 
 FORMAT_ID = 0xF6AB0E18
 _MAGIC = FORMAT_ID.to_bytes(4, "big")

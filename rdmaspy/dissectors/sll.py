@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring
 from ..packet import Packet
 from ..registry import dissect_with, table
 from .ethernet import ETHERTYPES, fmt_mac
+
+declaring(__name__)
 
 PACKET_TYPES = {0: "Unicast to us", 1: "Broadcast", 2: "Multicast", 3: "Unicast to another host",
                 4: "Sent by us", 5: "Unicast looped back", 6: "Fast route"}

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..fields import F, Field, Header
+from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
+
+declaring(__name__)
+repeatable("udp", "tcp")          # the headers an ICMP error quotes, besides the packet's own
 
 UDP: Final = Header("udp", "User Datagram Protocol", [
     F("srcport", 16, "Source Port"),

@@ -1,7 +1,9 @@
 """JSON Lines: one object per packet, every decoded field under its dotted name.
 
-A name that occurs once maps to its value; a name that occurs several times (segments of a
-chunk list, IP options) maps to the list of its values in packet order.
+Whether a name holds one value or an array is decided by its declaration (``fields.Catalog.repeats``): a
+name that can occur more than once in a packet (segments of a chunk list, the IP header an ICMP error
+quotes, the FPDUs of a TCP segment) always holds an array of its values in packet order, even of one;
+any other name always holds its value.
 """
 from __future__ import annotations
 
@@ -9,95 +11,107 @@ from typing import Any, Sequence
 
 import orjson
 
-from ..fields import Field, Header
-from ..fieldview import presence_field
+from ..fields import CATALOG, Field, Header
+from ..fieldview import EVERY_FIELD, FRAME_FIELDS, Plan, packet_items, presence_field
 from ..packet import Layer, Packet
 from .values import json_value
 
 # Displays whose integer values JSON takes as they are: no conversion call per value.
 _PLAIN = frozenset({"dec", "hex", "float", "time"})
-# Per header, computed once: its field names, and the (index, field) of the values that need converting.
-_PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]] = {}
+# Per header, computed once: its field names, the (index, field) of the values that need converting, and
+# whether its fields repeat (1: all, 0: none, -1: some).
+_PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]] = {}
+# name -> whether its values are written as an array (the catalog's declaration), looked up once
+_REPEATS: dict[str, bool] = {}
 
 
-def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...]]:
+def _repeats(name: str) -> bool:
+    r = _REPEATS.get(name)
+    if r is None:
+        r = _REPEATS[name] = CATALOG.repeats(name)
+    return r
+
+
+def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]:
     p = _PLANS.get(id(hdr))
     if p is None:
         conv = tuple((i, f) for i, f in enumerate(hdr.fields) if f.display not in _PLAIN or f.bits > 64)
-        p = _PLANS[id(hdr)] = (tuple(f.name for f in hdr.fields), conv)
+        names = tuple(f.name for f in hdr.fields)
+        rep = [_repeats(n) for n in names]
+        p = _PLANS[id(hdr)] = (names, conv, 1 if all(rep) else 0 if not any(rep) else -1)
     return p
 
 
-def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
-    f = pkt.frame
-    obj: dict[str, Any] = {
-        "frame.number": f.num, "frame.time_epoch": f.ts / 1e9, "frame.time_relative": (f.ts - t0) / 1e9,
-        "frame.len": f.wirelen, "frame.cap_len": len(f.data), "frame.interface_id": f.iface,
-        "frame.linktype": f.linktype, "frame.protocols": ":".join([lay.proto for lay in pkt.layers]),
-    }
-    if f.comment:
-        obj["frame.comment"] = f.comment
-    multi: set[str] = set()
-    for lay in pkt.layers:
-        _layer(lay, obj, multi)
-    if pkt.malformed:
-        _put(obj, multi, "_malformed", pkt.malformed)
-    if pkt.expert:
-        for e in pkt.expert:
-            _put(obj, multi, "expert.severity", e.severity)
-            _put(obj, multi, "expert.group", e.group)
-            _put(obj, multi, "expert.message", e.text)
-            _put(obj, multi, "expert.rule", e.rule)
-    obj["_summary"] = {"src": pkt.src, "dst": pkt.dst, "protocol": pkt.proto, "info": pkt.info_text}
-    return obj
+class _JsonSink:
+    """Fills one packet's object: an array for a name that repeats, the value for any other."""
 
+    __slots__ = ("obj", "extra")
 
-def _put(obj: dict[str, Any], multi: set[str], name: str, value: Any) -> None:
-    """A name seen again: its values become a list, in packet order."""
-    if name in obj:
-        if name in multi:
-            obj[name].append(value)
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self.extra: set[str] | None = None     # names declared single that came again (kept, as arrays)
+
+    def put(self, name: str, value: Any) -> None:
+        obj = self.obj
+        if _repeats(name):
+            xs = obj.get(name)
+            if xs is None:
+                obj[name] = [value]
+            else:
+                xs.append(value)
+        elif name in obj:
+            # a declaration says once, the packet says twice: keep every value (tests/test_json_output.py
+            # fails on any shipped capture where this happens)
+            extra = self.extra
+            if extra is None:
+                extra = self.extra = set()
+            if name in extra:
+                obj[name].append(value)
+            else:
+                obj[name] = [obj[name], value]
+                extra.add(name)
         else:
-            obj[name] = [obj[name], value]
-            multi.add(name)
-    else:
-        obj[name] = value
+            obj[name] = value
 
+    def layer(self, lay: Layer, depth: int) -> None:
+        self.put(lay.proto, True)
 
-def _layer(lay: Layer, obj: dict[str, Any], multi: set[str]) -> None:
-    name = lay.proto
-    if name in obj:
-        _put(obj, multi, name, True)
-    else:
-        obj[name] = True
-    hdr = lay.header
-    if hdr is not None:
-        names, conv = _plan(hdr)
+    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+        hdr = lay.header
+        assert hdr is not None
+        names, conv, repeating = _plan(hdr)
         vals: Sequence[Any] = lay.values
         if conv:
             conv_vals = list(vals)
             for i, f in conv:
                 conv_vals[i] = json_value(f, conv_vals[i])
             vals = conv_vals
-        if obj.keys().isdisjoint(names):
-            obj.update(zip(names, vals))
-        else:                      # the same header again in this packet: its values join lists
+        obj = self.obj
+        if repeating >= 0 and obj.keys().isdisjoint(names):
+            obj.update(zip(names, vals) if repeating == 0 else zip(names, [[v] for v in vals]))
+        else:
             for name, v in zip(names, vals):
-                _put(obj, multi, name, v)
-    items = lay.items
-    if items:
-        for f, v, _o, _l in items:
-            if v.__class__ is not int or f.display not in _PLAIN or f.bits > 64:
-                v = json_value(f, v)
-            name = f.name
-            if name in obj:
-                _put(obj, multi, name, v)
-            else:
-                obj[name] = v
-    children = lay.children
-    if children:
-        for c in children:
-            _layer(c, obj, multi)
+                self.put(name, v)
+
+    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
+        if value.__class__ is not int or field.display not in _PLAIN or field.bits > 64:
+            value = json_value(field, value)
+        self.put(field.name, value)
+
+
+def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for field, get in FRAME_FIELDS:
+        v = get(pkt, t0)
+        if v is not None:
+            obj[field.name] = v
+    sink = _JsonSink(obj)
+    EVERY_FIELD.layers(pkt, sink)
+    if pkt.malformed or pkt.expert:
+        for field, v in packet_items(pkt):
+            sink.put(field.name, v)
+    obj["_summary"] = {"src": pkt.src, "dst": pkt.dst, "protocol": pkt.proto, "info": pkt.info_text}
+    return obj
 
 
 def packet_json(pkt: Packet, t0: int) -> bytes:

@@ -1,9 +1,10 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..fields import Field
+from ..fieldview import EVERY_FIELD, Plan
 from ..packet import Layer, Packet
 from .values import text_value
 
@@ -11,8 +12,9 @@ from .values import text_value
 _columns: dict[tuple[str, str, str], bytes] = {}
 
 
-def summary_bytes(pkt: Packet, t0: int) -> bytes:
-    """The summary line in UTF-8, as it is written out.
+def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
+    """The summary line in UTF-8, as it is written out; ``when``: its time column, made by the caller
+    (another format than seconds since the first frame).
 
     Bytes rather than text: the arrow between the addresses would make every line a two-byte-per-
     character string, to be widened, joined and encoded again line by line."""
@@ -28,6 +30,8 @@ def summary_bytes(pkt: Packet, t0: int) -> bytes:
         if len(_columns) >= 4096:
             _columns.clear()
         middle = _columns[key] = ("%15s → %-15s %-9s" % key).encode()
+    if when is not None:
+        return b"%7d %s %s %5d %s" % (f.num, when, middle, len(f.data), text.encode())
     d = f.ts - t0
     if 0 <= d < 1_000_000_000_000 and d % 1000 != 500:
         # Microseconds in integers, as %12.6f of d/1e9 would print them (no tie, so the same rounding):
@@ -38,8 +42,8 @@ def summary_bytes(pkt: Packet, t0: int) -> bytes:
     return b"%7d %12.6f %s %5d %s" % (f.num, d / 1e9, middle, len(f.data), text.encode())
 
 
-def summary_line(pkt: Packet, t0: int) -> str:
-    return summary_bytes(pkt, t0).decode()
+def summary_line(pkt: Packet, t0: int, when: bytes | None = None) -> str:
+    return summary_bytes(pkt, t0, when).decode()
 
 
 def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
@@ -51,24 +55,42 @@ def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
     if f.comment:
         yield f"    Comment: {f.comment}"
     yield f"    Protocols in frame: {':'.join(lay.proto for lay in pkt.layers)}"
-    for lay in pkt.layers:
-        yield from _layer_lines(lay)
+    tree = _TreeLines()
+    EVERY_FIELD.layers(pkt, tree)
+    yield from tree.lines
     if pkt.expert:
         yield "Expert Info"
         for e in pkt.expert:
-            rule = f" [{e.rule}]" if e.rule else ""
-            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{rule}"
+            cited = citation(e.rule, e.source)
+            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}"
 
 
-def _layer_lines(lay: Layer) -> Iterator[str]:
-    yield lay.label
-    for depth, item, value, _off, _len in lay.walk(1):
-        pad = "    " * depth
-        if isinstance(item, Layer):
-            yield f"{pad}{item.label}"
-        else:
-            assert isinstance(item, Field)
-            yield f"{pad}{item.label}: {text_value(item, value)}"
+def citation(rule: str, source: str) -> str:
+    """An expert item's rule and source as the tree shows them: "ib.duplicate (IBTA 9.7)"."""
+    if rule and source:
+        return f"{rule} ({source})"
+    return rule or source
+
+
+class _TreeLines:
+    """The layers' lines of the tree: a layer's label, then its fields one level in."""
+
+    __slots__ = ("lines",)
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def layer(self, lay: Layer, depth: int) -> None:
+        self.lines.append("    " * depth + lay.label)
+
+    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+        pad = "    " * (depth + 1)
+        vals = lay.values
+        self.lines.extend([f"{pad}{f.label}: {text_value(f, vals[i])}" for i, f in plan])
+
+    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
+        self.lines.append(f"{'    ' * (depth + 1)}{field.label}: {text_value(field, value)}")
+
 
 
 def hex_lines(data: bytes) -> Iterator[str]:

@@ -6,7 +6,7 @@ from typing import BinaryIO, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from . import PCAP_MAGICS, Capture, chunk_reader
+from .base import PCAP_MAGICS, Capture, chunk_reader
 
 CHUNK: Final = 1 << 20
 # libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;

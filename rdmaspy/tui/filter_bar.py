@@ -29,7 +29,7 @@ class FieldNames(Suggester):
 
     def names(self) -> list[str]:
         if self._names is None:
-            cat = known_fields(False)
+            cat = known_fields()
             self._names = sorted(set(cat.fields) | set(cat.protocols))
         return self._names
 

@@ -1,0 +1,183 @@
+"""What every capture reader shares: the magic numbers, the ``Capture`` base class, the stream a file
+(or a pipe, or a gzip stream) is read through, and the chunked reader over it."""
+from __future__ import annotations
+
+import gzip
+import os
+import select
+import stat
+import zlib
+from typing import Any, BinaryIO, Callable, Iterator
+
+from ..errors import CaptureError
+from ..packet import Frame
+
+PCAP_MAGICS = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1000),      # little-endian, microseconds
+    b"\xa1\xb2\xc3\xd4": (">", 1000),
+    b"\x4d\x3c\xb2\xa1": ("<", 1),         # little-endian, nanoseconds
+    b"\xa1\xb2\x3c\x4d": (">", 1),
+}
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+class Capture:
+    """Base of the readers: an iterator of frames plus what went wrong on the way.
+
+    ``interfaces`` holds one dict per interface (pcapng: in the order of their
+    description blocks over all sections; pcap: one): name, description,
+    linktype, snaplen, ns_per_tick, filter.  ``linktypes`` maps the interface
+    index (``Frame.iface``) to its link type.  A capture is iterated once.
+    """
+
+    format = "capture"
+
+    def __init__(self, stream: BinaryIO, path: str) -> None:
+        self.stream = stream
+        self.path = path
+        self.problems: list[str] = []
+        self.clamped = 0               # frames whose time lies beyond 64-bit nanoseconds (clamped to the bound)
+        self.linktypes: dict[int, int] = {}
+        self.interfaces: list[dict] = []
+        # Called before the reader waits for input that has not arrived (a pipe): the pipeline's flush.
+        self.on_wait: Callable[[], None] | None = None
+
+    def __iter__(self) -> Iterator[Frame]:
+        raise TypeError(f"{type(self).__name__} is not a reader")
+
+    def problem(self, message: str, offset: int) -> None:
+        self.problems.append(f"{message} at byte offset {offset}")
+
+    def ended(self, message: str | None, offset: int) -> None:
+        """The data stopped at ``offset``: say why (a broken gzip stream explains a cut record)."""
+        damage = getattr(self.stream, "damage", None)
+        if damage:
+            self.problem(f"{damage}; reading stopped", offset)
+        elif message:
+            self.problem(message, offset)
+
+    def close(self) -> None:
+        self.stream.close()
+
+    def __enter__(self) -> "Capture":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+STDIN = "-"       # the path that names standard input, as tshark -r - does
+
+
+def _open_raw(path: str) -> Any:
+    """The binary file at ``path``; standard input for ``-`` (a copy of its descriptor, so that closing
+    the capture leaves the process's standard input alone)."""
+    if path == STDIN:
+        import sys
+        try:
+            return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+        except (OSError, ValueError, AttributeError):
+            raise CaptureError("-: standard input cannot be read") from None
+    return open(path, "rb")
+
+
+def _open_stream(path: str) -> tuple[Any, bytes]:           # a binary file, or a GzipStream over one
+    if path != STDIN and os.path.isdir(path):
+        raise CaptureError(f"{path}: is a directory, not a capture file")
+    try:
+        raw = _open_raw(path)
+    except FileNotFoundError:
+        raise CaptureError(f"{path}: no such file") from None
+    except PermissionError:
+        raise CaptureError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise CaptureError(f"{path}: cannot open: {exc.strerror or exc}") from None
+    # A pipe (``tcpdump -w - | rdmaspy decode /dev/stdin``, a FIFO) cannot go back: its first bytes are
+    # looked at without taking them.
+    seekable = raw.seekable()
+    try:
+        head = raw.read(4) if seekable else raw.peek(4)[:4]
+    except OSError as exc:
+        raw.close()
+        raise CaptureError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if head[:2] == GZIP_MAGIC:
+        if not seekable:
+            raw.close()
+            raise CaptureError(f"{path}: a gzip-compressed capture is read from a file, not a pipe "
+                               f"(decompress it into the pipe with zcat)")
+        raw.seek(0)
+        gz = GzipStream(raw)
+        head = gz.read(4)
+        if len(head) < 4 and gz.damage:
+            gz.close()
+            raise CaptureError(f"{path}: {gz.damage}")
+        raw.seek(0)            # start again: cheaper than keeping the peeked bytes in front of every read
+        return GzipStream(raw), head
+    if seekable:
+        raw.seek(0)
+    return raw, head
+
+
+def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
+    """How a reader takes its next chunk: ``read`` from a file.  From a pipe or a terminal, ``read1``,
+    which returns what has arrived instead of waiting for a whole chunk, so frames are decoded as
+    they come; and before it waits for more, ``cap.on_wait()`` lets what was made from the frames so
+    far go out (the pipeline flushes its output)."""
+    read1 = getattr(stream, "read1", None)
+    if read1 is None:
+        return stream.read
+    try:
+        fd = stream.fileno()
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return stream.read
+    except (OSError, ValueError, AttributeError):
+        return stream.read
+
+    def read_arrived(n: int) -> bytes:
+        wait = cap.on_wait
+        if wait is not None and not select.select([fd], [], [], 0)[0]:
+            wait()
+        return read1(n)
+    return read_arrived
+
+
+class GzipStream:
+    """Decompressed gzip data as a plain stream that never raises.
+
+    Damaged or cut compressed data ends the stream; everything decompressed
+    before the damage is still returned, and ``damage`` says what went wrong, so
+    a reader yields the frames before it and reports the problem.
+    """
+
+    __slots__ = ("raw", "inner", "damage")
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.inner: gzip.GzipFile | None = gzip.GzipFile(fileobj=raw, mode="rb")
+        self.damage: str | None = None
+
+    def read(self, n: int) -> bytes:
+        inner = self.inner
+        if inner is None:
+            return b""
+        parts: list[bytes] = []
+        need = n
+        while need > 0:
+            try:
+                # read1: one decompression step at a time, so a failure loses nothing already inflated
+                piece = inner.read1(min(need, 1 << 18))
+            except (OSError, EOFError, ValueError, zlib.error) as exc:
+                self.damage = f"damaged gzip data ({exc})"
+                self.inner = None
+                break
+            if not piece:
+                break
+            parts.append(piece)
+            need -= len(piece)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        if self.inner is not None:
+            self.inner.close()
+        self.raw.close()
