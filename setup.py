@@ -173,4 +173,13 @@ if have and want_native != "0":
     ext_modules.append(Extension("rdmaspy.traffic._hotpath", ["rdmaspy/traffic/_hotpath.c"],
                                  libraries=["ibverbs", "rdmacm"], extra_compile_args=["-O2", "-std=gnu11"]))
 
-setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt})
+# The manual page and the shell completions, generated from the parser (`rdmaspy manpage`, `rdmaspy
+# completion bash|zsh`; tests/test_shell_integration.py checks they are current), installed where man and the
+# shells look: <prefix>/share/man/man1, bash-completion's and zsh's site directories.
+DATA_FILES = [
+    ("share/man/man1", ["share/man/man1/rdmaspy.1"]),
+    ("share/bash-completion/completions", ["share/bash-completion/completions/rdmaspy"]),
+    ("share/zsh/site-functions", ["share/zsh/site-functions/_rdmaspy"]),
+]
+
+setup(ext_modules=ext_modules, cmdclass={"build_ext": OptionalBuildExt}, data_files=DATA_FILES)

@@ -70,6 +70,14 @@ class _Group:
     members: list[tuple[int, int, int]] = dc_field(default_factory=list)  # (field index, shift, width)
 
 
+_DECLARED: dict[str, "Header"] = {}
+
+
+def declared_header(key: str) -> "Header":
+    """The Header declared under ``key`` (how a pickled Header comes back)."""
+    return _DECLARED[key]
+
+
 class Header:
     """A fixed-layout header compiled from field declarations.
 
@@ -82,7 +90,7 @@ class Header:
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields")
+                 "struct", "_groups", "_byte_fields", "_key")
 
     def __init__(self, name: str, label: str, fields: list[Field]) -> None:
         self.name = name
@@ -96,6 +104,16 @@ class Header:
             self.index[f.name.rsplit(".", 1)[-1]] = i
         self._compile()
         CATALOG.add_header(self)
+        # Pickled by reference (a checkpoint of the pipeline holds packets, and their layers their
+        # Header): its generated decoder cannot be pickled, and a copy would not be the declaration.
+        key = name
+        while key in _DECLARED:
+            key += "+"
+        self._key = key
+        _DECLARED[key] = self
+
+    def __reduce__(self) -> tuple[Callable[[str], "Header"], tuple[str]]:
+        return declared_header, (self._key,)
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self) -> None:

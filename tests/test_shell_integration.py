@@ -102,3 +102,37 @@ def test_the_manual_page_has_every_command_and_option_and_man_reads_it(tmp_path,
 def test_every_parser_is_walked_for_file_completion():
     names = [p.prog for p in _parsers(build_parser())]
     assert "rdmaspy decode" in names and "rdmaspy flows" in names and names[0] == "rdmaspy"
+
+
+INSTALLED = {
+    "share/man/man1/rdmaspy.1": ("manpage",),
+    "share/bash-completion/completions/rdmaspy": ("completion", "bash"),
+    "share/zsh/site-functions/_rdmaspy": ("completion", "zsh"),
+}
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.mark.parametrize("path", sorted(INSTALLED))
+def test_the_installed_page_and_completions_are_what_the_parser_makes(path, capsys):
+    """The files `pip install .` puts under <prefix>/share are the parser's current output: regenerate them
+    with the command in INSTALLED when an option changes."""
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        assert f.read() == output_of(capsys, *INSTALLED[path]), f"{path}: run rdmaspy {' '.join(INSTALLED[path])} > {path}"
+
+
+def test_the_wheel_installs_the_manual_page_and_completions(tmp_path):
+    """`pip install .` puts the page where man looks (<prefix>/share/man/man1) and the completions where
+    bash-completion and zsh look; the build (isolated, as `pip install .` does) skips mypyc (RDMASPY_COMPILE=0) for speed: the data files
+    do not depend on it."""
+    env = dict(os.environ, RDMASPY_COMPILE="0", RDMASPY_NATIVE="0")
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__", "captures",
+                                                             ".hypothesis", ".pytest_cache"))
+    p = subprocess.run([os.sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                        "-w", str(tmp_path / "wheel"), str(src)], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    import zipfile
+    (wheel,) = (tmp_path / "wheel").glob("rdmaspy-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for path in INSTALLED:
+        assert any(n.endswith(".data/data/" + path) for n in names), (path, [n for n in names if ".data/" in n])

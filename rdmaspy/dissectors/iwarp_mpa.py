@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import conversation as _conversation
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Packet
 from ..registry import add_data, dissect_with, table
@@ -39,10 +40,6 @@ protocol("tcp_stream", "TCP stream reassembly")
 protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
-try:
-    from .. import conversation as _conversation
-except ImportError:      # the connection table is optional: dissection does not need it
-    _conversation = None
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView
 
 KEY_REQ = b"MPA ID Req Frame"

@@ -45,11 +45,11 @@ class LineWriter:
         self.line(line.encode())
 
     def block(self, lines: list[str]) -> None:
-        """Several lines at once (a packet's tree): one encode and one hand-over rather than one per
-        line; held as lines, so that making them safe still sees each one alone."""
-        data = "\n".join(lines).encode()
-        self._buf.extend(data.split(b"\n"))
-        self._size += len(data) + 1
+        """Several lines at once (a packet's tree): one hand-over rather than one per line.  Each is
+        encoded alone: a line may hold a newline from the capture, which the safe pass shows escaped."""
+        data = [line.encode() for line in lines]
+        self._buf.extend(data)
+        self._size += sum(map(len, data)) + len(data)
         if self._size >= self.limit:
             self.flush()
         elif self.timed and monotonic() >= self._due:

@@ -46,6 +46,11 @@ class Capture:
     def __iter__(self) -> Iterator[Frame]:
         raise TypeError(f"{type(self).__name__} is not a reader")
 
+    def count_clamped(self) -> None:
+        """One more frame whose time was clamped.  A method of the base: a compiled reader (mypyc) cannot
+        update an attribute that an interpreted base class sets."""
+        self.clamped += 1
+
     def problem(self, message: str, offset: int) -> None:
         self.problems.append(f"{message} at byte offset {offset}")
 
