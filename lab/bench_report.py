@@ -132,6 +132,48 @@ def strace_calls(path: Path) -> int | None:
     return None
 
 
+def strace_by_name(path: Path) -> dict[str, int]:
+    """The calls of each system call of an `strace -c` summary ({} if the file is missing)."""
+    counts: dict[str, int] = {}
+    if not path.exists():
+        return counts
+    for line in path.read_text(errors="replace").splitlines():
+        cols = line.split()
+        # % time, seconds, usecs/call, calls, [errors,] name
+        if len(cols) in (5, 6) and cols[0][:1].isdigit() and cols[3].isdigit() and cols[-1] != "total":
+            counts[cols[-1]] = int(cols[3])
+    return counts
+
+
+def syscalls_by_name(d: Path, name: str, side: str, n: int, least: float = 0.01) -> dict[str, float]:
+    """The system calls per operation of one side, by name (difference of N and 2N), those of at
+    least `least` an operation, most first."""
+    first, second = strace_by_name(d / "st" / f"{name}.{side}.{n}.txt"), \
+        strace_by_name(d / "st" / f"{name}.{side}.{2 * n}.txt")
+    if not first or not second:
+        return {}
+    per = {k: (second.get(k, 0) - first.get(k, 0)) / n for k in set(first) | set(second)}
+    return dict(sorted(((k, v) for k, v in per.items() if v >= least), key=lambda kv: (-kv[1], kv[0])))
+
+
+def syscall_lines(d: Path, n: int) -> list[str]:
+    """Which system calls each loop makes per operation (rxe's doorbell is a write() per ibv_post_send)."""
+    out = []
+    for key, label, _perftest in KINDS:
+        for loop in ("native", "pyverbs", "perftest"):
+            sides = []
+            for side, who in (("client", "requester"), ("server", "responder")):
+                calls = syscalls_by_name(d, f"{loop}-{key}", side, n)
+                if calls:
+                    sides.append(f"{who} " + ", ".join(f"{k} {v:.2f}" for k, v in calls.items()))
+                elif strace_by_name(d / "st" / f"{loop}-{key}.{side}.{n}.txt"):
+                    sides.append(f"{who} none")
+            if sides:
+                out.append(f"  {label + ', ' + loop + ':':28} " + "; ".join(sides))
+    return ["system calls per operation by name (strace -c, N and 2N differenced; rxe rings its doorbell "
+            "with a write() per ibv_post_send):"] + out if out else []
+
+
 def _difference(first: int | None, second: int | None, n: int) -> float | None:
     return None if first is None or second is None else (second - first) / n
 
@@ -197,7 +239,7 @@ def instruction_table(d: Path) -> list[str]:
     out.append(f"{'RPC, Write chunk':16} {'rdmaspy load/serve 4 KiB':25} {cols(cli)}{cols(srv)}".rstrip())
     out.append("Ir: all user-space instructions; polls: CQ polls (calls of the provider's poll_cq, for pyverbs "
                "of its CQ.poll); Ir-polls: Ir outside those calls (the wait for the peer is mostly polls)")
-    return out + ratios
+    return out + ratios + syscall_lines(d, n)
 
 
 def _json(d: Path, name: str) -> dict | None:

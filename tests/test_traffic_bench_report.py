@@ -104,3 +104,14 @@ def test_host_mode_without_a_device_says_so_in_one_line(tmp_path):
     r = subprocess.run([sys.executable, str(REPORT), "--host"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 1 and r.stdout == ""
     assert len(r.stderr.strip().splitlines()) == 1 and "/sys/class/infiniband is empty" in r.stderr
+
+
+def test_system_calls_are_named_per_operation(tmp_path):
+    d = _results(tmp_path, 500)
+    # the server's openat grows by 3 an operation; its read stays at 100: left out
+    assert bench_report.syscalls_by_name(d, "native-send", "server", 500) == pytest.approx({"openat": 3.0})
+    assert bench_report.syscalls_by_name(d, "native-send", "client", 500) == {}
+    assert bench_report.syscalls_by_name(d, "pyverbs-send", "client", 500) == {}     # not measured
+    lines = bench_report.syscall_lines(d, 500)
+    assert lines[0].startswith("system calls per operation by name")
+    assert lines[1:] == ["  Send/Recv, native:           requester none; responder openat 3.00"]
