@@ -115,3 +115,14 @@ def test_system_calls_are_named_per_operation(tmp_path):
     lines = bench_report.syscall_lines(d, 500)
     assert lines[0].startswith("system calls per operation by name")
     assert lines[1:] == ["  Send/Recv, native:           requester none; responder openat 3.00"]
+
+
+def test_differenced_polls_fewer_in_the_longer_run_are_not_shown(tmp_path):
+    d = _results(tmp_path, 100)
+    # the RPC call's 2N run waited less than its N run: 50 fewer polls in all
+    _callgrind(d / "cg" / "native-rpc-write-chunk.server.100.out", 9_000_000 + 30_000 * 100, 2_000, 100_000)
+    _callgrind(d / "cg" / "native-rpc-write-chunk.server.200.out", 9_000_000 + 30_000 * 200, 1_950, 97_500)
+    rpc = bench_report.per_op(d, "native-rpc-write-chunk", "server", 100)
+    assert rpc.instructions == pytest.approx(30_000) and rpc.polls is None and rpc.outside is None
+    row = next(line for line in bench_report.instruction_table(d) if line.startswith("RPC, Write chunk"))
+    assert row.split()[-4:] == ["30,000", "-", "-", "-"]
