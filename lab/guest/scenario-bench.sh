@@ -7,10 +7,10 @@
 #     the RPC call (serve's count includes the client's set-up and disconnect).
 #  2. System calls per operation: strace -c -f of both sides at N and 2N, differenced.
 #  3. Wall-clock rates (meaningless under TCG, kept for the record; see docs/generator.md).
-# Usage: lab/run bench [N]   (default N=500; lab/bench_report.py prints the table)
+# Usage: lab/run bench [N]   (default N=300; lab/bench_report.py prints the table)
 . /lab/share/guest/lib.sh
 OUT=/lab/share/out
-N=${1:-500}
+N=${1:-300}
 mkdir -p $OUT/cg $OUT/st
 lab_rdma_links rxe > $OUT/links.log 2>&1
 GUARD=30
