@@ -10,7 +10,8 @@ import argparse
 import json
 import sys
 import time
-from typing import Iterator
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
 
 from ..errors import RdmaspyError
 
@@ -53,6 +54,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "drive the same pyverbs-made QP and CQ; native-cm runs the native loop on the QP "
                         "RDMA-CM creates for serve/load")
     p.add_argument("--bench-size", type=_size, default=64, help="message size of --bench (default 64)")
+    p.add_argument("--bench-op", choices=("send", "write", "read"), default="send",
+                   help="what --bench native/pyverbs does: a Send/Receive ping-pong (default), or RDMA WRITEs "
+                        "or READs of the responder's buffer")
+    p.add_argument("--bench-depth", type=int, default=1, choices=range(1, 17), metavar="1..16",
+                   help="WRITEs or READs posted together, behind one doorbell, before waiting (default 1)")
     p.add_argument("--json", metavar="FILE", help="write the summary as JSON to FILE")
 
 
@@ -91,9 +97,16 @@ def register(sub) -> None:
                     help="misbehave on purpose, for testing analyzers (repeatable)")
     ld.add_argument("--iterations", type=int, default=10000, help="messages of --bench")
     ld.add_argument("--quiet", action="store_true", help="no progress bar")
+    ld.add_argument("-T", choices=("text", "json"), default="text", dest="format",
+                    help="final report as text (default) or JSON on stdout, for scripts")
     _common(ld)
     ld.set_defaults(func=cmd_load)
     s.add_argument("--iterations", type=int, default=10000, help="messages of --bench")
+
+
+def _check_bench(args) -> None:
+    if args.bench == "native-cm" and args.bench_op != "send":
+        raise TrafficUsage("--bench native-cm runs the Send/Receive ping-pong only (--bench-op send)")
 
 
 def _pdata(args):
@@ -137,14 +150,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     layout = _layout(msg, args.credits + 8, 16, args.max_size + 4096,
                      pull_slots * (args.max_size + 4096 + REGION_SLACK))
     versions = (1,) if args.version == "1" else (1, 2)
+    _check_bench(args)
     summary = []
     announce = lambda: print(f"rdmaspy serve: listening on {args.addr}:{args.port}",  # noqa: E731
                              file=sys.stderr, flush=True)
     for _ in range(args.connections):
         if args.bench in ("native", "pyverbs"):
             pair, listener = verbs.pyverbs_bench_accept(args.addr, args.port, args.bench_size, announce)
-            run = pair.run if args.bench == "pyverbs" else pair.run_native
-            summary.append(_bench_result(args, *run(args.iterations, False), initiator=False))
+            summary.append(_bench_result(args, *verbs.run_bench(pair, args.bench, args.iterations, False,
+                                                                args.bench_op, args.bench_depth),
+                                         initiator=False))
             time.sleep(0.5)
             pair.cmid.close()
             listener.close()
@@ -159,21 +174,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         inline = Inline.negotiate(conn.peer_pdata, pdata)
         srv = Server(conn.link, versions=versions, credits=args.credits, inline=inline, max_seg=args.max_seg,
                      pull_slots=pull_slots, pull_size=args.max_size + 4096, faults=args.fault)
-        held: list[bytes] = []
-        held_since = 0.0
         try:
-            while True:
-                data = conn.link.recv(timeout=0.2)
-                if data is not None:
-                    if not held:
-                        held_since = time.monotonic()
-                    held.append(data)
-                if held and (len(held) >= args.hold or time.monotonic() - held_since > 1.0):
-                    for msg in held:
-                        srv.handle(msg)
-                    held.clear()
-                elif data is None and not held and conn.link.ep.cm_event_pending():
-                    break            # the client disconnected
+            with verbs.counted_by_callgrind():
+                _serve_loop(args, conn, srv)
         except ConnectionError as exc:
             print(f"rdmaspy serve: connection ended: {exc}", file=sys.stderr)
         st = srv.stats
@@ -186,6 +189,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
         conn.close()
     _write_json(args.json, {"connections": summary})
     return 0
+
+
+def _serve_loop(args, conn, srv) -> None:
+    """Answer calls until the client disconnects; --hold N answers N messages at a time."""
+    held: list[bytes] = []
+    held_since = 0.0
+    while True:
+        data = conn.link.recv(timeout=0.2)
+        if data is not None:
+            if not held:
+                held_since = time.monotonic()
+            held.append(data)
+        if held and (len(held) >= args.hold or time.monotonic() - held_since > 1.0):
+            for msg in held:
+                srv.handle(msg)
+            held.clear()
+        elif data is None and not held and conn.link.ep.cm_event_pending():
+            break            # the client disconnected
 
 
 # ---------------------------------------------------------------- load
@@ -238,24 +259,39 @@ def percentile(sorted_vals: list[float], q: float) -> float:
     return sorted_vals[k]
 
 
+PERCENTILES = (50, 90, 99, 99.9)
+
+
+def latency_us(latencies: list[float]) -> dict[str, float]:
+    """p50, p90, p99, p99.9 and max of latencies (seconds), in microseconds."""
+    lat = sorted(latencies)
+    return {f"p{q:g}": percentile(lat, q) * 1e6 for q in PERCENTILES} | {"max": lat[-1] * 1e6 if lat else 0.0}
+
+
+def _rates(results: list, elapsed: float) -> dict:
+    """Calls, operations per second, data moved and latency percentiles of results."""
+    moved = sum(r.size for r in results if r.ok)
+    return {"calls": len(results), "ok": sum(r.ok for r in results), "failed": sum(not r.ok for r in results),
+            "ops_per_s": len(results) / elapsed if elapsed > 0 else 0.0,
+            "bytes": moved, "mb_per_s": moved / elapsed / 1e6 if elapsed > 0 else 0.0,
+            "latency_us": latency_us([r.latency for r in results])}
+
+
 def summarize(results: list, elapsed: float) -> dict:
     from ..traffic import protocol as P
-    lat = sorted(r.latency for r in results)
-    moved = sum(r.size for r in results if r.ok)
     by_op: dict[str, dict[str, int]] = {}
+    kinds: dict[str, list] = {}
     hows: dict[str, int] = {}
     for r in results:
         d = by_op.setdefault(P.PROC_NAMES[r.proc], {"ok": 0, "failed": 0})
         d["ok" if r.ok else "failed"] += 1
+        kinds.setdefault(P.PROC_NAMES[r.proc], []).append(r)
         hows[r.how] = hows.get(r.how, 0) + 1
-    return {"calls": len(results), "ok": sum(r.ok for r in results),
-            "failed": sum(not r.ok for r in results), "seconds": elapsed,
-            "ops_per_s": len(results) / elapsed if elapsed > 0 else 0.0,
-            "bytes": moved, "mb_per_s": moved / elapsed / 1e6 if elapsed > 0 else 0.0,
-            "latency_us": {f"p{q}": percentile(lat, q) * 1e6 for q in (50, 90, 99)} |
-                          {"max": (lat[-1] * 1e6 if lat else 0.0)},
-            "by_op": by_op, "transfers": hows,
-            "failures": [f"{r.xid:#x} {P.PROC_NAMES[r.proc]}: {r.detail}" for r in results if not r.ok][:20]}
+    # Each kind's rate is over the whole run: the kinds ran interleaved, sharing its time.
+    return _rates(results, elapsed) | {
+        "seconds": elapsed, "by_op": by_op, "transfers": hows,
+        "per_op": {name: _rates(rs, elapsed) for name, rs in kinds.items()},
+        "failures": [f"{r.xid:#x} {P.PROC_NAMES[r.proc]}: {r.detail}" for r in results if not r.ok][:20]}
 
 
 def cmd_load(args: argparse.Namespace) -> int:
@@ -267,6 +303,7 @@ def cmd_load(args: argparse.Namespace) -> int:
     version = int(args.version)
     seq = _parse_mix(args.mix, 1)      # validated for v1; v2 drops pullreply below
     sizes = _parse_sizes(args.sizes, args.size)
+    _check_bench(args)
     verbs.require_rdma()
     pdata = _pdata(args)
     max_size = max(sizes.values())
@@ -278,8 +315,8 @@ def cmd_load(args: argparse.Namespace) -> int:
     layout = _layout(msg, args.credits + 8, slots + 8, max_size + 8192, slots * (slot_size + REGION_SLACK))
     if args.bench in ("native", "pyverbs"):
         pair = verbs.pyverbs_bench_connect(args.src, args.dst, args.port, args.bench_size)
-        run = pair.run if args.bench == "pyverbs" else pair.run_native
-        out = _bench_result(args, *run(args.iterations, True), initiator=True)
+        out = _bench_result(args, *verbs.run_bench(pair, args.bench, args.iterations, True, args.bench_op,
+                                                   args.bench_depth), initiator=True)
         time.sleep(0.5)
         pair.cmid.close()
         _write_json(args.json, out)
@@ -310,7 +347,8 @@ def cmd_load(args: argparse.Namespace) -> int:
                 raise ConnectionError("the server did not answer the version exchange")
         if cli.vers != 1:
             seq = [p for p in seq if p != P.PROC_PULLREPLY] or [P.PROC_NULL]
-        results, elapsed = _run(args, cli, conn, seq, sizes)
+        with verbs.counted_by_callgrind():
+            results, elapsed = _run(args, cli, conn, seq, sizes)
     finally:
         conn.close()
     summary = summarize(results, elapsed)
@@ -319,14 +357,38 @@ def cmd_load(args: argparse.Namespace) -> int:
                    private_data={"sent": pdata.encode().hex() if pdata else "",
                                  "received": conn.raw_peer_pdata.rstrip(b"\0").hex()},
                    faults=list(args.fault))
-    _print_summary(summary)
+    _report(summary, args.format)
     _write_json(args.json, summary)
     if summary["failed"] and not args.fault:
         return 1
     return 0
 
 
+@dataclass(slots=True)
+class LiveRate:
+    """The rate of the last quarter second or so, for the progress bar: what the load does now,
+    not its average since the start."""
+    since: float
+    calls: int = 0
+    moved: int = 0
+    ops_per_s: float = 0.0
+    mb_per_s: float = 0.0
+    PERIOD: ClassVar[float] = 0.25
+
+    def add(self, size: int, now: float) -> bool:
+        """Count one finished call; True when a new rate is out."""
+        self.calls += 1
+        self.moved += size
+        span = now - self.since
+        if span < self.PERIOD:
+            return False
+        self.ops_per_s, self.mb_per_s = self.calls / span, self.moved / span / 1e6
+        self.since, self.calls, self.moved = now, 0, 0
+        return True
+
+
 def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, float]:
+    from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     results: list = []
     ops = _ops(seq)
@@ -341,10 +403,11 @@ def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, 
     # A reply (or a call sent) is progress; 30 s without any while calls wait means the
     # connection is stuck (a peer gone, a QP wedged), not slow.
     last_progress = time.perf_counter()
+    live = LiveRate(t0)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed} calls"),
-                  TextColumn("{task.fields[rate]:>8.0f} ops/s"), TimeElapsedColumn(),
-                  disable=quiet, transient=True) as bar:
-        task = bar.add_task(f"RPC-over-RDMA v{cli.vers}", total=total, rate=0.0)
+                  TextColumn("{task.fields[rate]:>8.0f} ops/s"), TextColumn("{task.fields[mbps]:>8.2f} MB/s"),
+                  TimeElapsedColumn(), console=Console(stderr=True), disable=quiet, transient=True) as bar:
+        task = bar.add_task(f"RPC-over-RDMA v{cli.vers}", total=total, rate=0.0, mbps=0.0)
         while True:
             now = time.perf_counter()
             more = (total is None or issued < total) and (end is None or now < end)
@@ -372,10 +435,18 @@ def _run(args, cli, conn, seq: list[int], sizes: dict[int, int]) -> tuple[list, 
             res = cli.on_message(data)
             if res is not None:
                 results.append(res)
-                if len(results) % 64 == 0:
-                    el = time.perf_counter() - t0
-                    bar.update(task, completed=len(results), rate=len(results) / el if el else 0.0)
+                if not quiet and live.add(res.size if res.ok else 0, time.perf_counter()):
+                    bar.update(task, completed=len(results), rate=live.ops_per_s, mbps=live.mb_per_s)
     return results, time.perf_counter() - t0
+
+
+def _report(summary: dict, fmt: str) -> None:
+    """The final report on stdout: text for people, JSON (-T json) for scripts."""
+    if fmt == "json":
+        json.dump(summary, sys.stdout, indent=1, sort_keys=True)
+        print()
+    else:
+        _print_summary(summary)
 
 
 def _print_summary(s: dict) -> None:
@@ -383,7 +454,13 @@ def _print_summary(s: dict) -> None:
     print(f"RPC-over-RDMA v{s['version']}{' (fell back from v2)' if s['fell_back'] else ''}: "
           f"{s['calls']} calls ({s['ok']} ok, {s['failed']} failed) in {s['seconds']:.3f} s")
     print(f"  {s['ops_per_s']:.1f} ops/s, {s['mb_per_s']:.2f} MB/s of data; latency p50 {lat['p50']:.0f} us, "
-          f"p90 {lat['p90']:.0f} us, p99 {lat['p99']:.0f} us, max {lat['max']:.0f} us")
+          f"p90 {lat['p90']:.0f} us, p99 {lat['p99']:.0f} us, p99.9 {lat['p99.9']:.0f} us, max {lat['max']:.0f} us")
+    print(f"  {'operation':10} {'calls':>8} {'ops/s':>10} {'MB/s':>9} {'p50 us':>9} {'p99 us':>9} "
+          f"{'p99.9 us':>9} {'max us':>9}")
+    for name, k in sorted(s["per_op"].items()):
+        kl = k["latency_us"]
+        print(f"  {name:10} {k['calls']:8} {k['ops_per_s']:10.1f} {k['mb_per_s']:9.2f} {kl['p50']:9.0f} "
+              f"{kl['p99']:9.0f} {kl['p99.9']:9.0f} {kl['max']:9.0f}")
     print(f"  inline {s['inline'][0]}/{s['inline'][1]} bytes, credits granted {s['credits_granted']}, "
           f"most outstanding {s['max_outstanding']}")
     print("  " + ", ".join(f"{k} {v['ok']}/{v['ok'] + v['failed']}" for k, v in sorted(s["by_op"].items())))
@@ -402,10 +479,14 @@ def _bench(args, conn, initiator: bool) -> dict:
 
 def _bench_result(args, secs: float, done: int, initiator: bool) -> dict:
     size = args.bench_size
-    out = {"mode": args.bench, "iterations": done, "size": size, "seconds": secs,
+    op = getattr(args, "bench_op", "send") if args.bench != "native-cm" else "send"
+    out = {"mode": args.bench, "op": op, "iterations": done, "size": size, "seconds": secs,
            "round_trips_per_s": done / secs if secs else 0.0,
            "half_round_trip_us": secs / done / 2 * 1e6 if done else 0.0}
-    if initiator:
-        print(f"bench {args.bench}: {done} round trips of {size} bytes in {secs:.3f} s: "
+    if initiator and getattr(args, "format", "text") == "json":
+        _report(out, "json")
+    elif initiator:
+        what = "round trips" if op == "send" else f"RDMA {op.upper()}s"
+        print(f"bench {args.bench} {op}: {done} {what} of {size} bytes in {secs:.3f} s: "
               f"{out['round_trips_per_s']:.0f}/s, {out['half_round_trip_us']:.1f} us one way")
     return out

@@ -10,9 +10,11 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import struct
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ..errors import RdmaspyError
 from .protocol import PrivateData, ProtocolError, Segment
@@ -367,6 +369,10 @@ def connect(src: str, dst: str, port: int, layout: Layout, pdata: PrivateData | 
 
 # ---------------------------------------------------------------- benchmark loops
 
+# The one-sided operations of the benchmark, by name: the native module's opcodes.
+BENCH_OPS = {"write": 2, "read": 3}
+
+
 class PyverbsPair:
     """The benchmark's connection: a CQ and an RC QP made by pyverbs, connected through
     RDMA-CM's external-QP flow. ``run`` drives it with a Python loop of post_send/post_recv/
@@ -381,9 +387,10 @@ class PyverbsPair:
         cap = pv.qp.QPCap(max_send_wr=depth, max_recv_wr=depth, max_send_sge=1, max_recv_sge=1)
         self.qp = pv.qp.QP(pd, pv.qp.QPInitAttr(qp_type=pv.e.IBV_QPT_RC, scq=self.cq, rcq=self.cq, cap=cap,
                                                 sq_sig_all=1))
-        access = pv.e.IBV_ACCESS_LOCAL_WRITE
-        self.smr = pv.mr.MR(pd, size, access)
-        self.rmr = pv.mr.MR(pd, size, access)
+        # The receive buffer is also the target of the peer's RDMA WRITEs and READs.
+        self.smr = pv.mr.MR(pd, size, pv.e.IBV_ACCESS_LOCAL_WRITE)
+        self.rmr = pv.mr.MR(pd, size, pv.e.IBV_ACCESS_LOCAL_WRITE | pv.e.IBV_ACCESS_REMOTE_WRITE
+                            | pv.e.IBV_ACCESS_REMOTE_READ)
         self.smr.write(b"p" * size, size)
         self.recv_wr = wr.RecvWR(0, 1, [wr.SGE(self.rmr.buf, size, self.rmr.lkey)])
         self.send_wr = wr.SendWR(2, pv.e.IBV_WR_SEND, 1, sg=[wr.SGE(self.smr.buf, size, self.smr.lkey)])
@@ -404,11 +411,83 @@ class PyverbsPair:
                     raise ConnectionError(f"completion error {WC_STATUS.get(wcs[0].status, wcs[0].status)}")
                 return
 
-    def run_native(self, iters: int, initiator: bool) -> tuple[float, int]:
+    def run_native(self, iters: int, initiator: bool, op: str = "send", depth: int = 1) -> tuple[float, int]:
         """The same loop on the same QP and CQ, in the native module."""
         ep = native_module().Endpoint(self.qp, self.qp.qp_num)
-        return ep.pingpong(iters, initiator, self.smr.buf, self.size, self.smr.lkey, self.rmr.buf, self.size,
-                           self.rmr.lkey, 30.0, (os.cpu_count() or 1) < 2)
+        if op != "send":
+            return self._one_sided(iters, initiator, lambda raddr, rkey: ep.rdma_loop(
+                iters, BENCH_OPS[op], self.smr.buf, self.size, self.smr.lkey, raddr, rkey, depth, 30.0,
+                (os.cpu_count() or 1) < 2))
+        with counted_by_callgrind():
+            return ep.pingpong(iters, initiator, self.smr.buf, self.size, self.smr.lkey, self.rmr.buf,
+                               self.size, self.rmr.lkey, 30.0, (os.cpu_count() or 1) < 2)
+
+    # -- one-sided benchmarks: the requester learns the responder's buffer in a Send, drives
+    #    its WRITEs or READs, and ends with a Send; the responder only waits for that end.
+
+    _HELLO = struct.Struct("<QI")
+
+    def _send_now(self, data: bytes) -> None:
+        self.smr.write(data, len(data))
+        swr = self.wr.SendWR(3, self.pv.e.IBV_WR_SEND, 1, sg=[self.wr.SGE(self.smr.buf, len(data), self.smr.lkey)])
+        self.qp.post_send(swr)
+
+    def _wait_quietly(self, timeout: float) -> None:
+        """One completion, polled 100 times a second: the responder's wait costs no work per operation."""
+        deadline = time.monotonic() + timeout
+        while True:
+            n, wcs = self.cq.poll()
+            if n:
+                if wcs[0].status:
+                    raise ConnectionError(f"completion error {WC_STATUS.get(wcs[0].status, wcs[0].status)}")
+                return
+            if time.monotonic() > deadline:
+                raise ConnectionError(f"no completion in {timeout:g} s")
+            time.sleep(0.01)
+
+    def _one_sided(self, iters: int, initiator: bool, loop) -> tuple[float, int]:
+        if not initiator:
+            self._wait_quietly(30)                  # the requester's hello
+            self.qp.post_recv(self.recv_wr)
+            self._send_now(self._HELLO.pack(self.rmr.buf, self.rmr.rkey))
+            self._wait_quietly(30)                  # that Send
+            t0 = time.perf_counter()
+            with counted_by_callgrind():
+                self._wait_quietly(600)             # the requester's end
+            return time.perf_counter() - t0, iters
+        self._send_now(b"hello")
+        self._wait(); self._wait()                  # the hello, and the responder's buffer
+        raddr, rkey = self._HELLO.unpack(self.rmr.read(self._HELLO.size, 0))
+        self.qp.post_recv(self.recv_wr)
+        with counted_by_callgrind():
+            result = loop(raddr, rkey)
+        self._send_now(b"end")
+        self._wait()
+        return result
+
+    def run_rdma(self, iters: int, initiator: bool, op: str, depth: int = 1) -> tuple[float, int]:
+        """The one-sided loop in pure pyverbs: a batch of depth WRITEs or READs, then its completions."""
+        def loop(raddr: int, rkey: int) -> tuple[float, int]:
+            wr, qp, poll = self.wr, self.qp, self.cq.poll
+            opcode = self.pv.e.IBV_WR_RDMA_WRITE if op == "write" else self.pv.e.IBV_WR_RDMA_READ
+            swr = wr.SendWR(4, opcode, 1, sg=[wr.SGE(self.smr.buf, self.size, self.smr.lkey)])
+            swr.set_wr_rdma(rkey, raddr)
+            t0 = time.perf_counter()
+            done = 0
+            while done < iters:
+                batch = min(depth, iters - done)
+                for _ in range(batch):
+                    qp.post_send(swr)
+                got = 0
+                while got < batch:
+                    n, wcs = poll(batch - got)
+                    for wc in wcs:
+                        if wc.status:
+                            raise ConnectionError(f"completion error {WC_STATUS.get(wc.status, wc.status)}")
+                    got += n
+                done += batch
+            return time.perf_counter() - t0, done
+        return self._one_sided(iters, initiator, loop)
 
     def run(self, iters: int, initiator: bool) -> tuple[float, int]:
         qp, rwr, swr, wait = self.qp, self.recv_wr, self.send_wr, self._wait
@@ -425,6 +504,31 @@ class PyverbsPair:
                 qp.post_send(swr)
                 wait()
         return time.perf_counter() - t0, iters
+
+
+@contextmanager
+def counted_by_callgrind() -> Iterator[None]:
+    """Under `valgrind --tool=callgrind --instr-atstart=no`, count the instructions of this block only
+    (start-up and teardown excluded); elsewhere nothing happens."""
+    hp = native_module()
+    if hp is not None:
+        hp.callgrind_loop(True)
+    try:
+        yield
+    finally:
+        if hp is not None:
+            hp.callgrind_loop(False)
+
+
+def run_bench(pair: PyverbsPair, mode: str, iters: int, initiator: bool, op: str = "send",
+              depth: int = 1) -> tuple[float, int]:
+    """The benchmark loop of mode (native or pyverbs) for op (send, write or read) on pair."""
+    if mode == "native":
+        return pair.run_native(iters, initiator, op, depth)
+    if op == "send":
+        with counted_by_callgrind():
+            return pair.run(iters, initiator)
+    return pair.run_rdma(iters, initiator, op, depth)
 
 
 def pyverbs_bench_accept(addr: str, port: int, size: int, on_listen=None):
