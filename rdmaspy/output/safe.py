@@ -40,7 +40,7 @@ def safe_lines(lines: list[bytes]) -> list[bytes]:
     One pass over all of them in C for the common case, a regular expression only when it finds a
     suspect byte."""
     joined = b"".join(lines)
-    if len(joined.translate(None, _SUSPECT)) == len(joined):
-        return lines
+    if len(joined.translate(None, _SUSPECT)) == len(joined) or _UNSAFE_BYTES.search(joined) is None:
+        return lines              # the suspect bytes were harmless characters ("§"): one search, not one a line
     sub = _UNSAFE_BYTES.sub
     return [sub(_bytes_escape, line) if _UNSAFE_BYTES.search(line) else line for line in lines]

@@ -68,13 +68,15 @@ def text_value(field: Field, value: Any) -> str:
     # tuple of types, which compiled costs a tuple and three look-ups of builtins.
     cls = value.__class__
     if cls is int:
+        n: int = value              # typed: compiled, str() and the comparisons take the machine-word path
         if d == "bool":
-            return "True" if value else "False"
+            return "True" if n else "False"
         if d == "hex":
             width = (field.bits + 3) // 4 if field.bits else 0
-            text = f"0x{value:0{width}x}"
+            # hex() and zfill rather than a nested format spec, which compiled goes through str.format
+            text = "0x" + hex(n)[2:].zfill(width) if n >= 0 else f"0x{n:0{width}x}"
         else:
-            text = str(value)
+            text = str(n)
     elif cls is bytes or isinstance(value, (bytes, bytearray, memoryview)):
         b = value if cls is bytes else bytes(value)
         if d == "str":
