@@ -42,7 +42,8 @@ def safe_lines(lines: list[bytes]) -> list[bytes]:
     Two passes over all of them in C for the common case, a regular expression a line only when one of
     them holds something unsafe."""
     joined = b"".join(lines)
-    if len(joined.translate(None, _C0_DEL)) == len(joined) and _C1_BYTES.search(joined) is None:
+    if len(joined.translate(None, _C0_DEL)) == len(joined) and (
+            b"\xc2" not in joined or _C1_BYTES.search(joined) is None):   # "in": memchr, the search only if needed
         return lines
     sub = _UNSAFE_BYTES.sub
     return [sub(_bytes_escape, line) if _UNSAFE_BYTES.search(line) else line for line in lines]
