@@ -179,7 +179,12 @@ def main() -> int:
         for workload in workloads:
             small, large = results[(workload, sizes[0])], results[(workload, sizes[-1])]
             print(f"\n{workload}: peak memory, {sizes[0]:,} -> {sizes[-1]:,} frames:")
-            for (label, ours, theirs, _t), (_l, ours_l, theirs_l, _t2) in zip(small, large):
+            # by command: the large size may have skipped the slow ones (--skip-slow-above)
+            large_of = {row[0]: row for row in large}
+            for label, ours, theirs, _t in small:
+                if label not in large_of:
+                    continue
+                _l, ours_l, theirs_l, _t2 = large_of[label]
                 print(f"  rdmaspy {label:<10} {ours.maxrss_mb:8.1f} -> {ours_l.maxrss_mb:8.1f} MiB")
                 if theirs is not None and theirs_l is not None:
                     print(f"  tshark  {label:<10} {theirs.maxrss_mb:8.1f} -> {theirs_l.maxrss_mb:8.1f} MiB")

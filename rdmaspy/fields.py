@@ -180,9 +180,15 @@ class Header:
                     e = f"({e} & {mask:#x})"
                 exprs[idx] = e
         lines.append(f"    return ({', '.join(exprs)},)")
+        self.decode: Callable[..., tuple]
+        if exprs == [f"g{k}" for k in range(len(groups))] and len(lines) == 3:
+            # Every field is a whole group (no shift, mask or conversion): the unpack is the decoder,
+            # a call in C rather than a Python function around it.
+            self.decode = self.struct.unpack_from
+            return
         ns: dict[str, Any] = {"_unpack": self.struct.unpack_from, "_fb": int.from_bytes}
         exec("\n".join(lines), ns)
-        self.decode: Callable[..., tuple] = ns["decode"]
+        self.decode = ns["decode"]
 
     # -- building --------------------------------------------------------------------------------
     def encode(self, values: Mapping[str, Any] | None = None, **kw: Any) -> bytes:

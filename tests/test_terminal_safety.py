@@ -84,6 +84,14 @@ def test_safe_lines_leave_nothing_a_terminal_obeys_and_change_clean_lines_not(te
             assert after == before
 
 
+def test_safe_lines_find_a_c1_control_among_harmless_characters_of_the_same_lead_byte():
+    # "§" (0xC2 0xA7) and "\x85" (0xC2 0x85) share their first byte: a block of "§" lines stays as it is,
+    # one C1 control among them is escaped, and the clean lines beside it are left alone.
+    clean = ["RFC 8166 §4.1".encode(), "Time: 1 µs".encode()]
+    assert safe_lines(list(clean)) == clean
+    assert safe_lines([*clean, "next\x85line".encode()]) == [*clean, b"next\\x85line"]
+
+
 @given(st.text())
 def test_safe_text_escapes_every_control_and_only_them(text):
     out = safe_text(text)

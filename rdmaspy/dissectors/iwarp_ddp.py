@@ -12,6 +12,7 @@ messages back together from them (by STag and tagged offset) as it does over Inf
 """
 from __future__ import annotations
 
+import struct
 from typing import Any, Final
 
 from ..fields import F, Field, Header, declaring, repeatable
@@ -142,6 +143,10 @@ MSG_FRAMES = Field("rdmap.send.fragment_count", 0, "DDP segments in the message"
 
 _TAGGED_HDR = 14
 _UNTAGGED_HDR = 18
+# The header words after the two control bytes, in one unpack each (precompiled): STag and TO of a
+# tagged segment; the reserved/Invalidate STag word, QN, MSN and MO of an untagged one.
+_TAGGED_WORDS: Final = struct.Struct(">IQ").unpack_from
+_UNTAGGED_WORDS: Final = struct.Struct(">IIII").unpack_from
 # Untagged messages being put together: bounded so that bogus MSNs cannot hoard memory.
 MAX_PARTIAL_MESSAGES = 64
 MAX_MESSAGE_BYTES = 1 << 20
@@ -289,15 +294,23 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         pkt.add_expert("error", "protocol", f"{info.name} must use the {'tagged' if _TAGGED_OPS[op] else 'untagged'}"
                        " buffer model", "RFC 5040 / RFC 7306")
     pos = off + hlen
+    # typed, so that compiled they stay machine integers (unpack_from gives a tuple of Any)
+    w: int
+    qn: int
+    msn: int
+    mo: int
+    stag: int
+    to: int
     if tagged:
-        info.stag = int.from_bytes(buf[off + 2:off + 6], "big")
-        info.to = int.from_bytes(buf[off + 6:off + 14], "big")
-        text = f"iWARP RDMAP {info.name} STag=0x{info.stag:08x} TO=0x{info.to:x}"
+        stag, to = _TAGGED_WORDS(buf, off + 2)
+        info.stag = stag
+        info.to = to
+        text = f"iWARP RDMAP {info.name} STag=0x{stag:08x} TO=0x{to:x}"
     else:
-        w = int.from_bytes(buf[off + 2:off + 6], "big")
-        info.qn = int.from_bytes(buf[off + 6:off + 10], "big")
-        info.msn = int.from_bytes(buf[off + 10:off + 14], "big")
-        info.mo = int.from_bytes(buf[off + 14:off + 18], "big")
+        w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + 2)
+        info.qn = qn
+        info.msn = msn
+        info.mo = mo
         if op in INVALIDATE_OPS:
             info.inv_stag = w
             rdmap.add(INVAL_STAG, w, off + 2, 4)

@@ -5,6 +5,7 @@ stream itself, keyed on the connection.
 """
 from __future__ import annotations
 
+import struct
 from typing import Final
 
 from ..fields import F, Field, Header, declaring, repeatable
@@ -49,6 +50,9 @@ _udp_ports: Final = udp_port.by_key
 tcp_port: Final = table("tcp.port", "TCP port")
 _TCP_FLAGS: Final = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
               (0x40, "ECE"), (0x80, "CWR"))
+# The flag names of each value of the flags byte, made once: "ACK", "PSH, ACK", ...
+_TCP_FLAG_NAMES: Final[list[str]] = [", ".join([n for bit, n in _TCP_FLAGS if value & bit]) for value in range(256)]
+_U32BE: Final = struct.Struct(">I").unpack_from
 
 
 def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
@@ -95,9 +99,8 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     sport = (buf[off] << 8) | buf[off + 1]
     dport = (buf[off + 2] << 8) | buf[off + 3]
     flags = buf[off + 13]
-    seq = int.from_bytes(buf[off + 4:off + 8], "big")
-    names = ", ".join(n for bit, n in _TCP_FLAGS if flags & bit)
-    pkt.set_info(f"{sport} → {dport} [{names}] Seq={seq} Len={seglen}")
+    seq: int = _U32BE(buf, off + 4)[0]
+    pkt.set_info(f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq={seq} Len={seglen}")
     if seglen <= 0:
         return
     fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)

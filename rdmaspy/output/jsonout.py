@@ -94,7 +94,7 @@ class _JsonSink:
                 self.put(name, v)
 
     def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        if value.__class__ is not int or field.display not in _PLAIN or field.bits > 64:
+        if type(value) is not int or field.display not in _PLAIN or field.bits > 64:
             value = json_value(field, value)
         self.put(field.name, value)
 

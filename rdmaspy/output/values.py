@@ -21,7 +21,7 @@ _ADDR_DISPLAYS = frozenset({"ipv4", "ipv6", "gid", "mac"})
 def json_value(field: Field, value: Any) -> Any:
     """A value as JSON wants it: numbers stay numbers, addresses become their usual text, bytes hex."""
     d = field.display
-    cls = value.__class__
+    cls = type(value)
     if cls is int:          # nearly every value: no isinstance with a tuple of types (see text_value)
         if d == "bool":
             return bool(value)
@@ -44,7 +44,7 @@ def json_value(field: Field, value: Any) -> Any:
         return _json_bytes(d, b)
     if d == "bool":
         return bool(value)
-    if value.__class__ is int and not -(1 << 63) <= value < (1 << 64):
+    if type(value) is int and not -(1 << 63) <= value < (1 << 64):
         return f"{value:#x}"        # JSON readers lose wider integers: such values go as hex text
     return value
 
@@ -65,16 +65,19 @@ def text_value(field: Field, value: Any) -> str:
     """A value as the verbose tree shows it, with its name for enumerations."""
     d = field.display
     # Exact class tests first: a plain int or bytes (nearly every value) takes no isinstance with a
-    # tuple of types, which compiled costs a tuple and three look-ups of builtins.
-    cls = value.__class__
+    # tuple of types, which compiled costs a tuple and three look-ups of builtins; type(), which compiled
+    # reads the object's type pointer, where .__class__ is a generic attribute look-up.
+    cls = type(value)
     if cls is int:
+        n: int = value              # typed: compiled, str() and the comparisons take the machine-word path
         if d == "bool":
-            return "True" if value else "False"
+            return "True" if n else "False"
         if d == "hex":
             width = (field.bits + 3) // 4 if field.bits else 0
-            text = f"0x{value:0{width}x}"
+            # hex() and zfill rather than a nested format spec, which compiled goes through str.format
+            text = "0x" + hex(n)[2:].zfill(width) if n >= 0 else f"0x{n:0{width}x}"
         else:
-            text = str(value)
+            text = str(n)
     elif cls is bytes or isinstance(value, (bytes, bytearray, memoryview)):
         b = value if cls is bytes else bytes(value)
         if d == "str":
@@ -98,7 +101,7 @@ def text_value(field: Field, value: Any) -> str:
         text = str(value)
     names = field.names
     return _named(field, text, None if names is None else
-                  (names.get(value) if names.__class__ is not dict else _dict_get(names, value)))
+                  (names.get(value) if type(names) is not dict else _dict_get(names, value)))
 
 
 def _dict_get(names: Any, value: Any) -> str | None:

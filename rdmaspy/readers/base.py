@@ -46,10 +46,11 @@ class Capture:
     def __iter__(self) -> Iterator[Frame]:
         raise TypeError(f"{type(self).__name__} is not a reader")
 
-    def count_clamped(self) -> None:
-        """One more frame whose time was clamped.  A method of the base: a compiled reader (mypyc) cannot
-        update an attribute that an interpreted base class sets."""
+    def clamp(self, bound: int) -> int:
+        """``bound``, counted as a clamped frame time.  Here rather than in a reader: mypyc cannot
+        compile the update of an attribute of this (pure Python) base from a compiled subclass."""
         self.clamped += 1
+        return bound
 
     def problem(self, message: str, offset: int) -> None:
         self.problems.append(f"{message} at byte offset {offset}")

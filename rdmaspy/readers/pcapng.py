@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import struct
 from math import gcd
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
@@ -24,6 +24,10 @@ from .base import Capture, chunk_reader
 # the bound and counted (``Capture.clamped``); within it, times are exact.
 MAX_NS = (1 << 63) - 1
 MIN_NS = -(1 << 63)
+# Compiled, an integer within ±2**62 is a machine word: times compared against these first take no
+# arbitrary-precision comparison (every time of this century is within them).
+_SMALL_MAX: Final = (1 << 62) - 1
+_SMALL_MIN: Final = -(1 << 62)
 
 CHUNK = 1 << 20
 MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
@@ -165,7 +169,6 @@ class PcapngReader(Capture):
         wirelen: int
         seen_shb = False
         nlocal = 0                 # len(local), kept by the code that changes it
-        frame = Frame
         try:
             while True:
                 avail = blen - pos
@@ -180,10 +183,15 @@ class PcapngReader(Capture):
                             gi, lt, mul, den, toff, _snap = local[iface]
                             opt = dend + (-caplen & 3)
                             num += 1
-                            ts = (((hi << 32) | lo) * mul) // den + toff
-                            if ts > MAX_NS or ts < MIN_NS:
+                            ts = (hi << 32) | lo
+                            if mul != 1:            # the usual resolutions (µs, ns) skip the big product
+                                ts *= mul
+                            if den != 1:
+                                ts //= den
+                            ts += toff
+                            if (ts > _SMALL_MAX or ts < _SMALL_MIN) and (ts > MAX_NS or ts < MIN_NS):
                                 ts = self._clamp(ts)
-                            yield frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi,
+                            yield Frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi,
                                         _comment(buf, opt, bend - 4, order, base, "enhanced packet block")
                                         if opt < bend - 4 else None, base + pos)
                             pos = bend
@@ -309,8 +317,7 @@ class PcapngReader(Capture):
         return Frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi, comment, base + pos)
 
     def _clamp(self, ts: int) -> int:
-        self.count_clamped()
-        return MAX_NS if ts > MAX_NS else MIN_NS
+        return self.clamp(MAX_NS if ts > MAX_NS else MIN_NS)
 
     def _section(self, buf: bytes, pos: int, bend: int, order: _Order, base: int) -> None:
         if bend - pos < 28:
