@@ -39,10 +39,7 @@ protocol("tcp_stream", "TCP stream reassembly")
 protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
-try:
-    from .. import conversation as _conversation
-except ImportError:      # the connection table is optional: dissection does not need it
-    _conversation = None
+from .. import conversation as _conversation
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView
 
 KEY_REQ = b"MPA ID Req Frame"
