@@ -401,6 +401,7 @@ class Transaction:
     findings: list[Finding] = field(default_factory=list)
     bytes_read: int = 0                 # moved by RDMA READ
     bytes_written: int = 0              # moved by RDMA WRITE
+    dropped: int = 0                    # steps, findings and resendings past the caps: counted, not kept
 
     @property
     def direction(self) -> CallDirection:
