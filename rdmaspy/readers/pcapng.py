@@ -309,7 +309,8 @@ class PcapngReader(Capture):
         return Frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi, comment, base + pos)
 
     def _clamp(self, ts: int) -> int:
-        self.clamped += 1
+        # not ``+=``: mypyc 2.4 fails on an augmented assignment to an attribute of the interpreted base
+        self.clamped = self.clamped + 1
         return MAX_NS if ts > MAX_NS else MIN_NS
 
     def _section(self, buf: bytes, pos: int, bend: int, order: _Order, base: int) -> None:
