@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from ..dissectors.rpcrdma2 import PROP_DEFAULTS, PROP_RBSIZ_ID
 from . import chunks as ck
 from . import credits as cr
@@ -28,6 +30,7 @@ class Reporter(Protocol):
                xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding: ...
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class OpenTransaction:
     """A transaction being followed: its record and the messages the rules still compare."""
 
@@ -43,6 +46,7 @@ class OpenTransaction:
         self.pulling = False          # the reply waits to be pulled through a responder-provided Read chunk
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Op:
     """An RDMA READ or WRITE in progress."""
 
@@ -62,6 +66,7 @@ class Op:
         self.kind = kind              # RDMA_READ or RDMA_WRITE
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ConnState:
     """Everything followed on one connection."""
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from itertools import islice
 
+from mypy_extensions import mypyc_attr
+
 from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
@@ -106,6 +108,7 @@ def rpc_summary(call: RpcInfo | None, reply: RpcInfo | None) -> RpcSummary | Non
     return r
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transactions:
     """The analysis module: follows every RPC-over-RDMA connection of the capture."""
 
