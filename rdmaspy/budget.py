@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
+from mypy_extensions import mypyc_attr
+
 from .errors import RdmaspyError
 
 DEFAULT_LIMIT = 256 << 20
@@ -108,6 +110,7 @@ class Notice:
                 f"given up ({self.freed >> 10} KiB); raise it with --memory-budget")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Budget:
     """The bytes all holders keep, against the limit."""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from mypy_extensions import mypyc_attr
+
 if TYPE_CHECKING:
     from .session import Session
     from .packet import Packet
@@ -25,6 +27,7 @@ CLOSED: Final = "closed"
 UNKNOWN_SETUP: Final = "unknown-setup"
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Connection:
     """One RDMA connection.  "client" is the side that sent the REQ (or MPA Request); for a
     connection known by traffic only it is the side seen sending first."""
@@ -129,6 +132,7 @@ def _advertised(p: Any) -> tuple[int, int, bool]:
     return p.send_size, p.recv_size, bool(p.remote_invalidate)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ConnectionTable:
     """The connections of one capture, in order of appearance."""
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+from mypy_extensions import mypyc_attr
+
 from .budget import RULE as BUDGET_RULE
 from .budget import SOURCE as BUDGET_SOURCE
 from .budget import out_of_memory
@@ -30,6 +32,7 @@ def load_dissectors() -> None:
     _LOADED = True
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Engine:
     """Dissects frames.  ``fast_paths=False`` turns the fused fast paths off (tests compare both ways)."""
 

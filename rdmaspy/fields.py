@@ -18,12 +18,15 @@ import struct
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Callable, Final, Mapping
 
+from mypy_extensions import mypyc_attr
+
 # How a value is shown.  Presentation code interprets these; dissectors only declare them.
 DISPLAYS = frozenset({
     "dec", "hex", "bool", "ipv4", "ipv6", "mac", "bytes", "gid", "str", "time", "float",
 })
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True, eq=False)
 class Field:
     """One named value.  ``name`` is the full dotted filter name (``bth.opcode``)."""
@@ -70,14 +73,7 @@ class _Group:
     members: list[tuple[int, int, int]] = dc_field(default_factory=list)  # (field index, shift, width)
 
 
-_DECLARED: dict[str, "Header"] = {}
-
-
-def declared_header(key: str) -> "Header":
-    """The Header declared under ``key`` (how a pickled Header comes back)."""
-    return _DECLARED[key]
-
-
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Header:
     """A fixed-layout header compiled from field declarations.
 
@@ -90,7 +86,7 @@ class Header:
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields", "_key")
+                 "struct", "_groups", "_byte_fields")
 
     def __init__(self, name: str, label: str, fields: list[Field]) -> None:
         self.name = name
@@ -104,16 +100,11 @@ class Header:
             self.index[f.name.rsplit(".", 1)[-1]] = i
         self._compile()
         CATALOG.add_header(self)
-        # Pickled by reference (a checkpoint of the pipeline holds packets, and their layers their
-        # Header): its generated decoder cannot be pickled, and a copy would not be the declaration.
-        key = name
-        while key in _DECLARED:
-            key += "+"
-        self._key = key
-        _DECLARED[key] = self
 
-    def __reduce__(self) -> tuple[Callable[[str], "Header"], tuple[str]]:
-        return declared_header, (self._key,)
+    def __reduce__(self) -> tuple[Callable[[str, int], Header], tuple[str, int]]:
+        """Pickled as a reference to the declaration (the pipeline's checkpoints): its decoder is
+        generated code, and packets are compared with the declaration itself, not a copy."""
+        return header_declared, (self.name, CATALOG.headers[self.name].index(self))
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self) -> None:
@@ -232,7 +223,8 @@ class Catalog:
     """Every name a packet can carry: fields, and protocols (layers or sub-trees whose presence can be
     tested).  Filled by declarations as modules load; the first declaration of a name wins."""
 
-    __slots__ = ("fields", "declared", "origin", "standalone", "module", "repeating", "_protocols", "_repeats")
+    __slots__ = ("fields", "declared", "origin", "standalone", "module", "repeating", "_protocols", "_repeats",
+                 "headers")
 
     def __init__(self) -> None:
         self.fields: dict[str, Field] = {}
@@ -244,6 +236,7 @@ class Catalog:
         self.repeating: dict[str, bool] = {}
         self._protocols: dict[str, str] | None = None
         self._repeats: dict[str, bool] = {}
+        self.headers: dict[str, list[Header]] = {}   # name -> the headers of that name, in declaration order
 
     def add_field(self, f: Field, standalone: bool = False) -> None:
         if standalone:
@@ -286,6 +279,7 @@ class Catalog:
         return got
 
     def add_header(self, hdr: "Header") -> None:
+        self.headers.setdefault(hdr.name, []).append(hdr)
         self.add_protocol(hdr.name, hdr.label)
         for f in hdr.fields:
             self.add_field(f)
@@ -345,3 +339,8 @@ def single(*names: str) -> None:
     """Declare that these, though named under a layer that repeats, occur at most once in one packet."""
     for name in names:
         CATALOG.set_repeats(name, False)
+
+
+def header_declared(name: str, nth: int) -> Header:
+    """The ``nth`` header declared with ``name`` (what a pickled Header stands for)."""
+    return CATALOG.headers[name][nth]

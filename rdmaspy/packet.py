@@ -12,12 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Generic, TypeVar, cast
 
+from mypy_extensions import mypyc_attr
+
 from .fields import Field, Header
 from .rules import Rule
 
 T = TypeVar("T")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Frame:
     """One captured record, as a reader yields it."""
 
@@ -42,6 +45,7 @@ class Frame:
 Item = tuple  # (Field, value, offset, length)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Layer:
     """One protocol layer or sub-tree of a packet.
 
@@ -181,6 +185,7 @@ class Note(Generic[T]):
 NOTES: dict[str, Note[Any]] = {}
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Packet:
     """A frame and everything the dissectors found in it."""
 

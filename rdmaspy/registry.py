@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Final
 
+from mypy_extensions import mypyc_attr
+
 from .packet import Packet
 
 # (pkt, buf, off, end, ctx) -> None; a heuristic returns whether it took the bytes.  Plain callables:
@@ -18,6 +20,7 @@ Dissector = Callable[..., Any]
 Heuristic = Callable[..., bool]
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class DissectorTable:
     __slots__ = ("name", "label", "by_key", "heuristics")
 

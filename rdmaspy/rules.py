@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Callable
+
+from mypy_extensions import mypyc_attr
 
 
 class Severity(StrEnum):
@@ -20,6 +23,7 @@ class Severity(StrEnum):
     CHAT = "chat"
 
 
+@mypyc_attr(serializable=True)
 @dataclass(frozen=True, slots=True)
 class Rule:
     """An expert rule, declared once (``declare``), like Wireshark's ``ei_register_info``."""
@@ -37,10 +41,19 @@ class Rule:
         except (KeyError, IndexError, ValueError):
             return f"{self.message} {args}"
 
+    def __reduce__(self) -> tuple[Callable[[str], Rule], tuple[str]]:
+        """Pickled as a reference to the declaration (the pipeline's checkpoints), not a copy."""
+        return rule_declared, (self.id,)
+
 
 SEVERITIES = tuple(s.value for s in Severity)   # most severe first
 
 RULES: dict[str, Rule] = {}
+
+
+def rule_declared(id: str) -> Rule:
+    """The rule declared with ``id`` (what a pickled Rule stands for)."""
+    return RULES[id]
 
 
 def declare(id: str, severity: str, group: str, message: str, source: str) -> Rule:

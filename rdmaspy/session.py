@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from mypy_extensions import mypyc_attr
+
 from .budget import Budget
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Session:
     """State kept across the packets of one capture."""
 

@@ -10,6 +10,7 @@ fuzz tests run there too.  The build is the session's ``compiled`` fixture (conf
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -46,3 +47,22 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
                          cwd=compiled, capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stdout[-4000:]
+
+
+def test_checkpoints_of_the_compiled_pipeline_decode_on_as_decoding_straight_through(compiled):
+    # The TUI's checkpoints pickle the pipeline's state (compiled classes: @mypyc_attr(serializable=True))
+    # every 50 frames of every shipped capture; a frame's tree decoded on from the unpickled copy must be
+    # the tree ``decode -V`` prints decoding straight through (tests/test_tui.py, run on the compiled tree).
+    for d in ("tests", "captures"):
+        if not (compiled / d).exists():
+            shutil.copytree(ROOT / d, compiled / d, ignore=shutil.ignore_patterns("__pycache__"))
+    probe = "from rdmaspy.fields import Header; import rdmaspy.analysis.transport as t; " \
+            "print(Header.__module__, t.__file__)"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}        # the compiled tree, not the source
+    res = subprocess.run([sys.executable, "-c", probe], cwd=compiled, env=env, capture_output=True, text=True,
+                         check=True)
+    assert not res.stdout.split()[1].endswith(".py"), res.stdout          # the analysis really is compiled
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_tui.py",
+                          "-k", "checkpoint"], cwd=compiled, env=env, capture_output=True, text=True, timeout=1200)
+    assert res.returncode == 0, res.stdout[-4000:]
+    assert " passed" in res.stdout and "deselected" in res.stdout, res.stdout[-2000:]

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from .. import budget as _budget
 from ..budget import Budget
 from ..packet import Packet
@@ -46,6 +48,7 @@ def register(name: str, factory: Callable[["Analyzer"], AnalysisModule]) -> None
     MODULES.append((name, factory))
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Analyzer:
     def __init__(self, on_finding: Callable[[Finding], None] | None = None,
                  on_record: Callable[[Record], None] | None = None,

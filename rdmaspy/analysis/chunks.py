@@ -14,6 +14,8 @@ This module holds the accounting and declares its rules; the transactions module
 """
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from .model import ChunkList, Segment, Side
 from .rules import Rule, declare
 
@@ -53,6 +55,7 @@ OVERRUN_RULES: dict[ChunkList, Rule] = {ChunkList.WRITE: WRITE_OVERRUN, ChunkLis
                                         ChunkList.READ: READ_OVERRUN, ChunkList.RESPONDER_READ: READ_OVERRUN}
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ChunkBook:
     """The open advertised segments of one connection, by (whose memory, handle)."""
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from ..packet import Packet
 from .analyzer import Analyzer, register
 from .model import Connection
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 REFRESH = 4096          # packets between two refreshes of the snapshots
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Connections:
     """The analysis module: one snapshot per connection, kept up to date."""
 

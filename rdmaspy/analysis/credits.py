@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from mypy_extensions import mypyc_attr
+
 from .model import CallDirection, CreditSample, CreditSeries, CreditSummary, Record
 from .rules import declare
 
@@ -40,6 +42,7 @@ REFRESH = declare(
 SERIES_CHUNK = 1024      # points kept before they go to the record sink
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditLedger:
     """Credits of one direction of calls on one connection."""
 

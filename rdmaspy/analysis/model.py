@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Callable, Union
 
+from mypy_extensions import mypyc_attr
+
 from ..rules import Rule, Severity   # declared below the dissectors, which declare rules too
 
 if TYPE_CHECKING:
@@ -132,6 +134,7 @@ class PsnEventKind(StrEnum):
 
 
 # --- rules and findings --------------------------------------------------------------------------------
+@mypyc_attr(serializable=True)
 @dataclass(slots=True, eq=False)
 class Finding:
     """One breach of a rule, with the frames and values that show it.  Its message is rendered
@@ -175,6 +178,7 @@ class Finding:
 
 
 # --- connections ---------------------------------------------------------------------------------------
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class Endpoint:
     address: str
@@ -184,6 +188,7 @@ class Endpoint:
     comm_id: int | None = None
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True, eq=False)
 class Connection:
     """An RDMA connection as the analysis last saw it (a snapshot of the connection table's entry)."""
@@ -258,6 +263,7 @@ class Connection:
 
 
 # --- transactions --------------------------------------------------------------------------------------
+@mypyc_attr(serializable=True)
 @dataclass(slots=True, eq=False)
 class Segment:
     """One advertised RDMA segment (handle, offset, length) and what the RDMA operations did to it."""
@@ -320,6 +326,7 @@ class Segment:
             self.spans = merged
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True, eq=False)
 class Step:
     """One step of a transaction: a Send of the call or reply, an RDMA READ or WRITE, the RDMA_DONE."""
@@ -335,6 +342,7 @@ class Step:
     invalidated: int | None = None      # reply Send With Invalidate: the handle invalidated
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class CallSide:
     """The call of a transaction."""
@@ -351,6 +359,7 @@ class CallSide:
         return self.frames[-1]
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class ReplySide:
     """The reply of a transaction."""
@@ -369,6 +378,7 @@ class ReplySide:
         return self.frames[-1]
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class RpcSummary:
     """The RPC message a transaction carried: program, procedure, and from the reply its status."""
@@ -385,6 +395,7 @@ class RpcSummary:
     reply_ops: list[str] | None = None
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True, eq=False)
 class Transaction:
     """One RPC call on one connection, its reply and everything that moved its data between them."""
@@ -401,6 +412,7 @@ class Transaction:
     findings: list[Finding] = field(default_factory=list)
     bytes_read: int = 0                 # moved by RDMA READ
     bytes_written: int = 0              # moved by RDMA WRITE
+    dropped: int = 0                    # steps, findings and resendings past the caps: counted, not kept
 
     @property
     def direction(self) -> CallDirection:
@@ -454,6 +466,7 @@ class Transaction:
 
 
 # --- credits -------------------------------------------------------------------------------------------
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class CreditSample:
     """Credits of one direction of calls at one instant (the state after everything at ``ts``)."""
@@ -466,6 +479,7 @@ class CreditSample:
     outstanding: int                    # calls sent and not answered
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class CreditSeries:
     """A piece of a credit time series, in time order; the pieces of one direction follow each other."""
@@ -474,6 +488,7 @@ class CreditSeries:
     samples: list[CreditSample]
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class CreditSummary:
     """Credits of one direction of calls over the whole capture."""
@@ -492,6 +507,7 @@ class CreditSummary:
     refreshes: int
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class RpcRdmaSummary:
     """The RPC-over-RDMA traffic of one connection, at the end of the capture."""
@@ -506,6 +522,7 @@ class RpcRdmaSummary:
 
 
 # --- transport -----------------------------------------------------------------------------------------
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class PsnEvent:
     """A sequence event in one requester's PSN space."""
@@ -519,6 +536,7 @@ class PsnEvent:
     original_frame: int | None = None   # RETRANSMISSION / DUPLICATE: the first sending
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class PsnStats:
     """One requester's PSN space on one connection, at the end of the capture."""
@@ -546,6 +564,7 @@ class PsnStats:
     path_mtu: int | None
 
 
+@mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class CongestionFlow:
     """Congestion notifications on one flow (source, destination, destination QP)."""

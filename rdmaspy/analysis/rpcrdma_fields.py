@@ -10,6 +10,8 @@ The role and step come from the typed record (``Transaction.role_of``).
 """
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, register
@@ -41,6 +43,7 @@ def _parent(pkt: Packet) -> Layer:
     return lay
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class TransactionFields:
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
+from mypy_extensions import mypyc_attr
+
 from ..dissectors.rpcrdma2 import PROP_DEFAULTS, PROP_RBSIZ_ID
 from . import chunks as ck
 from . import credits as cr
@@ -28,13 +30,15 @@ class Reporter(Protocol):
                xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding: ...
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class OpenTransaction:
     """A transaction being followed: its record and the messages the rules still compare."""
 
-    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling")
+    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling", "seq")
 
-    def __init__(self, txn: Transaction, call_msg: RpcRdmaMessage) -> None:
+    def __init__(self, txn: Transaction, call_msg: RpcRdmaMessage, seq: int) -> None:
         self.txn = txn
+        self.seq = seq                # the number of calls opened on its connection before it
         self.call_msg = call_msg
         self.reply_msg: RpcRdmaMessage | None = None
         self.call_rpc: RpcInfo | None = call_msg.rpc        # the call's RPC message (rebuilt when it was cut)
@@ -42,6 +46,7 @@ class OpenTransaction:
         self.pulling = False          # the reply waits to be pulled through a responder-provided Read chunk
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Op:
     """An RDMA READ or WRITE in progress."""
 
@@ -61,6 +66,7 @@ class Op:
         self.kind = kind              # RDMA_READ or RDMA_WRITE
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ConnState:
     """Everything followed on one connection."""
 
@@ -68,12 +74,13 @@ class ConnState:
                  "stalled",
                  "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
-                 "unanswered", "emit", "messages", "discard", "broken", "connprops")
+                 "unanswered", "emit", "messages", "discard", "broken", "connprops", "calls")
 
     def __init__(self, conn: LiveConnection, emit: Callable[[Record], None]) -> None:
         self.conn = conn
         self.conn_id: int = conn.conn_id
         self.open: dict[tuple[Direction, int], OpenTransaction] = {}
+        self.calls = 0                # calls opened on it: how old an open transaction is
         self.book = ck.ChunkBook()
         self.ledgers: dict[Direction, cr.CreditLedger] = {}
         self.reads_pending: dict[tuple[Direction, int], Op] = {}

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from itertools import islice
 
+from mypy_extensions import mypyc_attr
+
 from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
@@ -50,11 +52,23 @@ NO_REPLY = declare(
     "transaction.no_reply", "warning", "transaction",
     "call XID 0x{rxid:08x} has no reply in the capture",
     "RFC 5531 §8")
+REPLY_OVERDUE = declare(
+    "transaction.reply_overdue", "warning", "transaction",
+    "call XID 0x{rxid:08x} has no reply after {window} later calls on its connection: closed as unanswered",
+    "RFC 8166 §3.3.1 (a requester has at most its credit grant of calls outstanding)")
 
 _MASK = 0xFFFFFF
 _PENDING_LIMIT = 4096          # RDMA READ requests waiting for their responses, per connection
 _STALLED_LIMIT = 64            # READs and WRITEs cut short by a lost packet, per connection
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
+# A call still unanswered after this many later calls on its connection (many times any credit grant:
+# their slots were long reused) is closed as unanswered, so that a long capture keeps no call for ever.
+CALL_WINDOW = 4096
+_SWEEP_EVERY = 64              # calls between two looks for overdue ones (the oldest are first in ``open``)
+# What an open transaction keeps at most of each list; past that they are counted in ``dropped``.
+STEPS_KEPT = 1024
+FINDINGS_KEPT = 64
+RESENDINGS_KEPT = 16
 _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 _APPLIED_LIMIT = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
 _PROVISIONAL_LIMIT = 64        # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
@@ -94,6 +108,7 @@ def rpc_summary(call: RpcInfo | None, reply: RpcInfo | None) -> RpcSummary | Non
     return r
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transactions:
     """The analysis module: follows every RPC-over-RDMA connection of the capture."""
 
@@ -147,8 +162,12 @@ class Transactions:
     def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
                xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding:
         f = self.an.report(rule, frames, ts, conn=conn, xid=xid, pkt=pkt, **args)
-        if self.cur is not None:
-            self.cur.findings.append(f)
+        cur = self.cur
+        if cur is not None:
+            if len(cur.findings) < FINDINGS_KEPT:
+                cur.findings.append(f)
+            else:
+                cur.dropped += 1
         return f
 
     def _belongs(self, txn: Transaction | None) -> None:
@@ -356,7 +375,11 @@ class Transactions:
         key = (d, xid)
         old = st.open.get(key)
         if old is not None and old.reply_msg is None:
-            old.txn.call.retransmissions.append(frames)
+            resent = old.txn.call.retransmissions
+            if len(resent) < RESENDINGS_KEPT:
+                resent.append(frames)
+            else:
+                old.txn.dropped += 1
             self.cur = old.txn
             self.report(RETRANSMITTED, frame, ts, conn=st.conn_id, xid=xid, pkt=pkt, rxid=xid,
                         first=old.txn.call_frame)
@@ -371,9 +394,12 @@ class Transactions:
         size = rr.message_size(msg)
         call = CallSide(frames, ts, proc_name(msg), msg.shape or None, size, _credit_value(msg))
         txn = Transaction(st.conn_id, xid, d, msg.version, call, rpc=rpc_summary(msg.rpc, None))
-        o = OpenTransaction(txn, msg)
+        o = OpenTransaction(txn, msg, st.calls)
+        st.calls += 1
         self.budget.charge(self, TXN_COST)      # before it is open, so that a shed leaves it alone
         st.open[key] = o
+        if st.calls % _SWEEP_EVERY == 0:
+            self._overdue(st)
         if len(st.open) > _OPEN_LIMIT:
             # An eighth at once: giving up the first one at a time makes each next look-up of the
             # first walk the holes the earlier deletions left (quadratic over millions of calls).
@@ -393,7 +419,7 @@ class Transactions:
         if msg.reply is not None:
             for i, s in enumerate(msg.reply):
                 self._advertise(st, txn, ChunkList.REPLY, 0, i, None, s.handle, s.offset, s.length, side)
-        txn.steps.append(Step(StepKind.CALL_SEND, frames, ts, size))
+        _add_step(txn, Step(StepKind.CALL_SEND, frames, ts, size))
         led = st.ledger(d)
         if led.call(ts, frame, msg.credits if msg.version == 1 else None):
             if led.granted is None:
@@ -448,7 +474,7 @@ class Transactions:
         if msg.rpc is not None:
             o.reply_rpc = msg.rpc
         st.ledger(cd).answered(ts, frame)
-        txn.steps.append(Step(StepKind.REPLY_SEND, frames, ts, size, invalidated=inv))
+        _add_step(txn, Step(StepKind.REPLY_SEND, frames, ts, size, invalidated=inv))
         rr.check_message(self, st, pkt, msg, d, True)
         rr.check_reply(self, st, pkt, msg, o)
         if inv is not None:
@@ -501,7 +527,7 @@ class Transactions:
             self._belongs(txn)
             if txn.reply is not None:
                 txn.reply.done_frame = frame
-            txn.steps.append(Step(StepKind.DONE, [frame], ts))
+            _add_step(txn, Step(StepKind.DONE, [frame], ts))
             rr.check_message(self, st, pkt, msg, d, False)
             self._close(st, o, TransactionState.COMPLETE)
             return
@@ -543,7 +569,7 @@ class Transactions:
         txn = seg.transaction
         reading = kind is StepKind.RDMA_READ
         step = Step(kind, [frame], pkt.frame.ts, 0, handle, va, length, seg, [] if reading else None)
-        txn.steps.append(step)
+        _add_step(txn, step)
         self._belongs(txn)
         op = Op(txn, seg, step, kind, handle, va, side)
         hits, outside = st.book.cut(side, handle, va, length)
@@ -711,14 +737,29 @@ class Transactions:
                 del st.iw_reads[key]
 
     # -- end of capture ------------------------------------------------------------------------------
-    def _give_up(self, st: ConnState, o: OpenTransaction) -> None:
-        """Close a transaction still open: no reply (or no RDMA_DONE) came."""
+    def _overdue(self, st: ConnState) -> None:
+        """Close the open transactions older than the window of calls (the first ones of ``open``)."""
+        oldest = st.calls - CALL_WINDOW
+        stale = []
+        for o in st.open.values():
+            if o.seq >= oldest:
+                break
+            stale.append(o)
+        for o in stale:
+            self._give_up(st, o, overdue=True)
+
+    def _give_up(self, st: ConnState, o: OpenTransaction, overdue: bool = False) -> None:
+        """Close a transaction still open: no reply (or no RDMA_DONE) came (``overdue``: nor will)."""
         txn = o.txn
         keep = self.cur
         self.cur = txn
         if o.reply_msg is None:
             st.unanswered += 1
-            self.report(NO_REPLY, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+            if overdue:
+                self.report(REPLY_OVERDUE, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid,
+                            window=CALL_WINDOW)
+            else:
+                self.report(NO_REPLY, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
             self._close(st, o, TransactionState.UNANSWERED)
         else:
             self._done_missing(st, o)
@@ -742,6 +783,13 @@ class Transactions:
             self.an.emit(RpcRdmaSummary(
                 st.conn_id, st.messages, st.closed, st.unanswered, sorted(set(st.version.values())),
                 [led.summary() for _d, led in sorted(st.ledgers.items())], st.orphan_ops, st.orphan_bytes))
+
+
+def _add_step(txn: Transaction, step: Step) -> None:
+    if len(txn.steps) < STEPS_KEPT:
+        txn.steps.append(step)
+    else:
+        txn.dropped += 1
 
 
 register("rpcrdma.transactions", Transactions)

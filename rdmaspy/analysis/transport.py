@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+from mypy_extensions import mypyc_attr
+
 from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NAK, AETH_TYPE_RNR_NAK, AETH_VALUE_MASK,
                                      PATH_MTU_MAX, PATH_MTU_MIN, RNR_TIMER_MS, IBInfo)
 from ..fields import Field, declaring, protocol
@@ -161,6 +163,7 @@ def _ceil(a: int, b: int) -> int:
     return max(1, -(-a // b))
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Read:
     __slots__ = ("psn", "length", "frame", "ts", "nmax", "next", "packets", "bytes")
 
@@ -175,6 +178,7 @@ class _Read:
         self.bytes = 0
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PsnRing:
     """Frame and time of the request PSNs last sent, as a ring of ``_RING`` slots indexed by the PSN's
     low bits holds them, grown on use: it starts with 8 slots and doubles only when two PSNs that the
@@ -225,6 +229,7 @@ class PsnRing:
         return self.mask + 1
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ReqStream:
     """One requester's PSN space on one connection: its requests and the responses to them."""
 
@@ -283,6 +288,7 @@ class ReqStream:
                         self.write_bytes, self.read_bytes, path_mtu)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Conn:
     __slots__ = ("conv", "streams", "mtu", "mtu_seen", "last", "charged")
 
@@ -325,6 +331,7 @@ def _layer(pkt: Packet) -> Layer:
     return bth.child("ib.analysis", None, 0, 0, label="InfiniBand transport analysis")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transport:
     """The analysis module: sees every packet, keeps per-connection PSN state."""
 

@@ -14,6 +14,8 @@ import zlib
 from struct import unpack_from as _unpack_words
 from typing import Any, Callable, Final
 
+from mypy_extensions import mypyc_attr
+
 from .. import conversation
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
@@ -179,6 +181,7 @@ OP_POS: Final = {0: "first", 1: "middle", 2: "last", 3: "last", 4: "only", 5: "o
           22: "last", 23: "only"}
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class OpcodePlan:
     __slots__ = ("opcode", "transport", "op", "name", "exts", "kind", "pos", "valid")
 
@@ -210,6 +213,7 @@ class OpcodePlan:
 PLANS: Final = tuple(OpcodePlan(i) for i in range(256))
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class IBInfo:
     """The transport facts of a packet, for upper layers and analysis (no text).
 
@@ -522,6 +526,7 @@ def _fill_icrc(lay: Layer) -> None:
     lay.add(ICRC_EXPECTED, expected, off, 4)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class BthLayer(Layer):
     """The BTH layer keeps its packet's IBInfo, from which its computed items are filled on demand."""
 

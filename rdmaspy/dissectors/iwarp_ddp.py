@@ -15,6 +15,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, dissect_with, table
@@ -202,6 +204,7 @@ IWARP: Final[Note[list[IWarpInfo]]] = Note("iwarp")
 UPPER_LINE: Final[Note[list[str]]] = Note("iwarp.upper_line")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class UntaggedAssembly:
     """Segments of untagged messages still missing their last segment, per direction."""
 

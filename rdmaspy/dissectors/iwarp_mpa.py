@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from .. import conversation as _conversation
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Packet
@@ -120,6 +122,7 @@ def crc_field_value(crc: int) -> int:
 
 
 # --- connection state ----------------------------------------------------------------------------
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class MpaConn:
     """One iWARP connection: what the MPA exchange negotiated."""
 
@@ -146,6 +149,7 @@ class MpaConn:
         self.full_operation = False
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class MpaParams:
     """What one Request or Reply said."""
 
@@ -177,6 +181,7 @@ class MpaParams:
 STARTUP, FULL, LOST, CLOSED = "startup", "full", "lost", "closed"
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class MpaDir:
     """One direction of an iWARP connection."""
 

@@ -19,6 +19,8 @@ import struct
 from collections import OrderedDict
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from ..budget import Budget
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
@@ -85,6 +87,7 @@ rpc_program: Final = table("rpc.program", "ONC RPC program number")
 _XID_TYPE: Final = struct.Struct(">II")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class DdpItem:
     """A DDP-eligible data item of an NFS message (RFC 8267), located in the RPC message.
 
@@ -106,6 +109,7 @@ class DdpItem:
         return f"<DdpItem {self.kind} pos={self.position} len={self.length} inline={self.inline}>"
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class RpcInfo:
     """The facts of one RPC message, for upper dissectors and analysis (no text formatting)."""
 
@@ -154,6 +158,7 @@ class RpcInfo:
 _CALL_COST: Final = 512     # an outstanding call's entry (key, list, strings), charged to the memory budget
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Calls:
     """Calls per (flow, xid): the outstanding ones, and the most recently answered.
 

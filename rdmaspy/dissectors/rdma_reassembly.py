@@ -30,6 +30,8 @@ from itertools import islice
 
 from typing import TYPE_CHECKING, Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget
@@ -66,6 +68,7 @@ _MIN_MTU: Final = 256                 # the smallest InfiniBand path MTU
 ib_payload: Final = table("ib.payload")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Partial:
     __slots__ = ("parts", "frames", "next_psn", "size", "charged")
 
@@ -84,6 +87,7 @@ Pair = tuple[str, str]
 Key = tuple[Pair, int]
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _ReadJob:
     """The Read chunks of one message, waiting for their data: per segment, the bytes placed so far
     by offset in the segment (a packet repeated or out of order lands where it belongs)."""
@@ -103,6 +107,7 @@ class _ReadJob:
         self.charged = 0
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Request:
     """Where an RDMA READ's or a multi-packet RDMA WRITE's data goes: the advertised handle and address
     of its first byte, its length, and what the packets that follow are matched by (the PSN of the
@@ -117,6 +122,7 @@ class _Request:
         self.base = base
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Recent:
     """The last requests of one direction (a retransmitted one replaces its first copy)."""
 
@@ -127,6 +133,7 @@ class _Recent:
         self.charged = 0
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Placed:
     """The bytes RDMA WRITEs put under one advertised handle, by address: a packet carries its own
     address, so neither order nor repeats matter; a repeat of bytes already placed is not kept."""
@@ -141,6 +148,7 @@ class _Placed:
 _Charged = _Partial | _ReadJob | _Recent | _Placed
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _State:
     """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""

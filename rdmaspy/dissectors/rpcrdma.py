@@ -20,6 +20,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Final, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
@@ -84,6 +86,7 @@ SEND_FRAMES: Final = Field("rpcrdma.send_frames", 0, "Reassembled from SEND fram
 _HDR: Final = struct.Struct(">IIII")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Segment:
     """One RDMA segment; ``position`` is set for read segments only.  ``at`` is its offset in the buffer."""
 
@@ -101,6 +104,7 @@ class Segment:
         return f"<Segment {pos}handle=0x{self.handle:x} len={self.length} off=0x{self.offset:x}>"
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class RpcRdmaMessage:
     """The facts of one RPC-over-RDMA message (v1 or v2), noted on the packet as ``rpcrdma``.
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from ..budget import Budget
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Packet
@@ -102,6 +104,7 @@ class _Sequence:
         self.size = 0
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Continuations:
     """Message Continuations in progress, by direction of a connection; a holder of the memory budget
     (each part's bytes are charged until its message completes or is given up)."""
@@ -366,6 +369,7 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     msg.rpc_span = None       # the buffer is not kept alive by the facts
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _FlowState:
     """What one direction of a connection has sent so far, for the checks that span messages."""
 

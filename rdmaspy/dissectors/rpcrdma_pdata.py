@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import F, Field, Header, declaring, single
 from ..packet import Note, Packet
 from ..registry import table
@@ -43,6 +45,7 @@ RULE_SEARCH = "RFC 8797 §5.2"
 RULE_VERSION = "RFC 8797 §4 (Version)"
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class RpcRdmaPdata:
     """What one peer advertised.  ``valid`` False: act as if absent (RFC 8797 §5.1)."""
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 SEQ_MOD = 1 << 32
 # A hole the capture never fills: give up on it once this much is held behind it.
 HOLD_MAX_SEGMENTS = 32
@@ -75,6 +77,7 @@ class StreamView:
         return self.stream_off + (o - self.off)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class HalfStream:
     """One direction of a TCP connection."""
 

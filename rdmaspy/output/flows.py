@@ -93,7 +93,7 @@ def transaction_record(t: Transaction) -> JSON:
         reply = {"frame": rep.frame, "frames": list(rep.frames), "ts": rep.ts, "proc": rep.proc, "shape": rep.shape,
                  "size": rep.size, "credits": rep.credits, "invalidated": rep.invalidated, "error": rep.error,
                  "done_frame": rep.done_frame}
-    return {
+    record: JSON = {
         "conn": t.conn, "xid": t.xid, "direction": t.direction.value, "version": t.version, "state": t.state.value,
         "call": {"frame": call.frame, "frames": list(call.frames), "ts": call.ts, "proc": call.proc,
                  "shape": call.shape, "size": call.size, "credits": call.credits,
@@ -107,6 +107,9 @@ def transaction_record(t: Transaction) -> JSON:
                   "rdma_read": t.bytes_read, "rdma_write": t.bytes_written},
         "findings": [{"rule": f.rule_def.id, "severity": f.severity, "frames": list(f.frames)} for f in t.findings],
     }
+    if t.dropped:
+        record["dropped"] = t.dropped
+    return record
 
 
 def credit_summary_record(c: CreditSummary) -> JSON:

@@ -13,9 +13,12 @@ doubles, so a file of any size costs a bounded index.  A big state is kept less 
 ``BYTES_PER_FRAME`` bytes of checkpoint for each frame between two), so that pickling it costs
 the pass little time and the spool little disk.
 A state that cannot be pickled, or read back (the first checkpoint is tried at once), turns
-checkpoints off (``failed`` says why); details are then made from the start of the file.  That is
-the case of the compiled build: mypyc's classes call ``__init__`` when they are unpickled, which
-fails without its arguments.
+checkpoints off (``failed`` says why); details are then made from the start of the file.  The
+compiled build keeps them too: every class of the state compiled by mypyc is declared
+``@mypyc_attr(serializable=True)`` (those that are not dataclasses with
+``allow_interpreted_subclasses=True`` as well: mypyc 2.4 then calls ``__init__`` when interpreted
+code makes one, and not when one is unpickled), and declarations (headers, rules) are pickled as
+references to themselves.
 """
 from __future__ import annotations
 
@@ -84,8 +87,8 @@ class Checkpoints:
                 self._thin()
 
     def _loads(self, offset: int) -> bool:
-        """Whether the first checkpoint can be read back; checkpoints are turned off if not (the
-        compiled build's classes are not made for pickling: mypyc calls ``__init__`` on unpickling)."""
+        """Whether the first checkpoint can be read back; checkpoints are turned off if not (a class
+        of the state compiled by mypyc without ``serializable``: it calls ``__init__`` on unpickling)."""
         try:
             self.load(offset)
         except (pickle.UnpicklingError, TypeError, AttributeError, ValueError, EOFError, AssertionError) as exc:
