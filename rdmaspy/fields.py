@@ -82,7 +82,7 @@ class Header:
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields")
+                 "struct", "_groups", "_byte_fields", "every_field")
 
     def __init__(self, name: str, label: str, fields: list[Field]) -> None:
         self.name = name
@@ -90,6 +90,7 @@ class Header:
         self.fields: tuple[Field, ...] = tuple(
             Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False)
             for f in fields)
+        self.every_field: tuple[tuple[int, Field], ...] = tuple(enumerate(self.fields))   # (index, field)
         self.index: dict[str, int] = {}
         for i, f in enumerate(self.fields):
             self.index[f.name] = i
