@@ -209,10 +209,12 @@ class Catalog:
     """Every name a packet can carry: fields, and protocols (layers or sub-trees whose presence can be
     tested).  Filled by declarations as modules load; the first declaration of a name wins."""
 
-    __slots__ = ("fields", "declared", "origin", "standalone", "module", "repeating", "_protocols", "_repeats")
+    __slots__ = ("fields", "headers", "declared", "origin", "standalone", "module", "repeating", "_protocols",
+                 "_repeats")
 
     def __init__(self) -> None:
         self.fields: dict[str, Field] = {}
+        self.headers: list["Header"] = []       # every Header, in the order declared (scapy layers, craft)
         self.declared: dict[str, str] = {}      # protocol name -> label, as declared
         self.origin: dict[str, str] = {}        # name -> module that declares it
         self.standalone: set[str] = set()       # fields declared outside a Header (a layer's variable items)
@@ -263,6 +265,7 @@ class Catalog:
         return got
 
     def add_header(self, hdr: "Header") -> None:
+        self.headers.append(hdr)
         self.add_protocol(hdr.name, hdr.label)
         for f in hdr.fields:
             self.add_field(f)
@@ -286,6 +289,7 @@ class Catalog:
 
     def forget_module(self, module: str) -> None:
         """Withdraw every name a module declared (a module loaded for a test and gone again)."""
+        self.headers = [h for h in self.headers if self.origin.get(h.fields[0].name if h.fields else h.name) != module]
         for name in [n for n, m in self.origin.items() if m == module]:
             del self.origin[name]
             self.fields.pop(name, None)
