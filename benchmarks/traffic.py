@@ -31,7 +31,10 @@ FH = bytes(range(32))
 
 
 class _Conn:
-    def __init__(self) -> None:
+    def __init__(self, client: str = CLIENT, server: str = SERVER, server_qp: int = SQP) -> None:
+        self.client = client
+        self.server = server
+        self.server_qp = server_qp
         self.c_psn = 1000        # client's send queue
         self.s_psn = 500000      # server's send queue
         self.c_msn = 0
@@ -47,15 +50,15 @@ class _Conn:
         if psn is None:
             psn = self.c_psn
             self.c_psn = (self.c_psn + 1) & 0xFFFFFF
-        return self.tick(2), rocev2(opcode, SQP, psn, payload, src=CLIENT, dst=SERVER, smac=CMAC, dmac=SMAC,
-                                    sport=self.sport, **kw)
+        return self.tick(2), rocev2(opcode, self.server_qp, psn, payload, src=self.client, dst=self.server, smac=CMAC,
+                                    dmac=SMAC, sport=self.sport, **kw)
 
     def s2c(self, opcode: int, payload: bytes = b"", psn: int | None = None, **kw) -> tuple[int, bytes]:
         if psn is None:
             psn = self.s_psn
             self.s_psn = (self.s_psn + 1) & 0xFFFFFF
-        return self.tick(2), rocev2(opcode, CQP, psn, payload, src=SERVER, dst=CLIENT, smac=SMAC, dmac=CMAC,
-                                    sport=self.sport, **kw)
+        return self.tick(2), rocev2(opcode, CQP, psn, payload, src=self.server, dst=self.client, smac=SMAC,
+                                    dmac=CMAC, sport=self.sport, **kw)
 
 
 def _segments(data_len: int) -> list[int]:
@@ -73,10 +76,12 @@ def _multi(send, first: int, middle: int, last: int, only: int, data_len: int, *
         yield send(op, b"\x5a" * n, **(first_kw if i == 0 else {}))
 
 
-def transactions(seed: int = 1) -> Iterator[tuple[int, bytes]]:
-    """An endless stream of (timestamp ns, frame) for the NFSv3 workload."""
+def transactions(seed: int = 1, client: str = CLIENT, server: str = SERVER,
+                 server_qp: int = SQP) -> Iterator[tuple[int, bytes]]:
+    """An endless stream of (timestamp ns, frame) for the NFSv3 workload (one connection, ``client`` to
+    ``server``'s QP ``server_qp``)."""
     rnd = random.Random(seed)
-    c = _Conn()
+    c = _Conn(client, server, server_qp)
     xid = 0x10000000
     cred = onc_rpc.encode_auth_sys(machine="client", uid=0, gid=0)
     while True:

@@ -7,7 +7,8 @@ project's pcap writer.  Then, at each size:
 
 - rdmaspy tui (the app, headless, 160x50, in a fresh process): time to the first screen (the packet
   list has a screen of rows and has drawn them), time to index the whole file, time to show the last
-  row after ``G``, peak memory (RSS) of the process;
+  row after ``G``, time to show a far frame's detail tree (the last frame's, then a jump back to the
+  frame 50,000 before it), peak memory (RSS) of the process;
 - termshark's approach, tshark's PSML of the whole file (``tshark -r FILE -T psml``, what termshark
   reads before it shows its list): time to its first 64 KiB of PSML (about its first screen), time to
   the end, peak memory.
@@ -32,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 LINKTYPE_ETHERNET = 1
+FAR_JUMP = 50_000          # frames back from the last one for the far jump
 
 
 def cycled_capture(size: int, out: Path) -> Path:
@@ -107,10 +109,27 @@ def child(path: str) -> None:
             out["to_last_row_s"] = drawn["last"] - t
             out["rows"] = float(app.packet_list.rows)
             out["rss_indexed_mib"] = _rss_now_mib()
+            last = int(out["rows"])
+            out["detail_last_s"] = await _detail_time(app, last)
+            out["far_jump_back_s"] = await _detail_time(app, max(last - FAR_JUMP, 1))
         out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return out
 
     print(json.dumps(asyncio.run(go())))
+
+
+async def _detail_time(app, frame: int) -> float:
+    """Seconds from selecting ``frame`` to its tree on the screen."""
+    import asyncio
+
+    from rdmaspy.tui.detail_tree import DetailTree
+
+    t = time.perf_counter()
+    app.show_frame(frame)
+    tree = app.query_one(DetailTree)
+    while tree.detail is None or tree.detail.frame != frame:
+        await asyncio.sleep(0.005)
+    return time.perf_counter() - t
 
 
 def _rss_now_mib() -> float:
@@ -175,13 +194,15 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     out = HERE / "out"
     out.mkdir(exist_ok=True)
-    print("size        what                          first screen    whole file   last row (G)   peak RSS")
+    print("size        what                          first screen    whole file   last row (G)   "
+          "last tree / far jump back   peak RSS")
     for size in (int(s) for s in a.sizes.split(",")):
         path = cycled_capture(size, out)
         mb = path.stat().st_size / 1e6
         tui = measure_tui(path, a.tree)
         print(f"{size:>9,}  rdmaspy tui ({mb:,.0f} MB)".ljust(44) +
               f"{tui['first_screen_s']:9.2f} s {tui['index_s']:11.2f} s {tui['to_last_row_s']:12.3f} s "
+              f"{tui['detail_last_s']:9.2f} s / {tui['far_jump_back_s']:6.2f} s      "
               f"{tui['peak_rss_mib']:8.1f} MiB (RSS at first screen {tui['rss_first_screen_mib']:.1f}, "
               f"indexed {tui['rss_indexed_mib']:.1f})", flush=True)
         psml = measure_psml(path)
@@ -189,7 +210,7 @@ def main() -> int:
             print(f"{size:>9,}  tshark -T psml: tshark is not installed")
         else:
             print(f"{size:>9,}  tshark -T psml (termshark)".ljust(44) +
-                  f"{psml['first_screen_s']:9.2f} s {psml['index_s']:11.2f} s {'':>14} "
+                  f"{psml['first_screen_s']:9.2f} s {psml['index_s']:11.2f} s {'':>14} {'':>28}"
                   f"{psml['peak_rss_mib']:8.1f} MiB", flush=True)
     return 0
 

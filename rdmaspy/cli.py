@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Sequence
 
 from . import __version__
-from .commands.common import EXIT_ERROR, EXIT_OK
+from .commands.common import EXIT_ERROR, EXIT_OK, resolve_capture_argument
 from .errors import RdmaspyError
 
 
@@ -29,14 +29,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
         module.register(sub)
+    # Commands that describe the program itself (completion, manual page) are handed the parser.
+    p.set_defaults(root_parser=p)
     return p
 
 
 def command_modules() -> tuple[ModuleType, ...]:
     """The modules that add subcommands, in the order of the help: each has ``register(subparsers)``."""
-    from .commands import (annotate, capture, conversations, decode, expert, fields, flows, stats, traffic,
-                           tui)
-    return (decode, fields, capture, conversations, traffic, flows, expert, stats, annotate, tui)
+    from .commands import (annotate, capture, conversations, decode, expert, export, extract, fields, flows, query,
+                           shell, stats, traffic, tui)
+    return (decode, fields, capture, conversations, traffic, flows, expert, stats, annotate, tui, export, query,
+            extract, shell)
 
 
 class UsageError(RdmaspyError):
@@ -101,6 +104,7 @@ def _main(argv: list[str]) -> int:
         argv = _take_memory_budget(argv)
         parser = build_parser()
         args = parser.parse_args(argv)
+        resolve_capture_argument(args)
     except RdmaspyError as exc:
         print(f"rdmaspy: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -115,6 +119,12 @@ def _main(argv: list[str]) -> int:
         old_pipe = signal.signal(signal.SIGPIPE, signal.SIG_DFL) if hasattr(signal, "SIGPIPE") else None
     except ValueError:                # not the main thread
         old_pipe = None
+    # SIGTERM (kill, a service manager) ends the run as Ctrl-C does: through the code that removes
+    # temporary files and spools, not past it.
+    try:
+        old_term = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:
+        old_term = None
     try:
         return args.func(args)
     except RdmaspyError as exc:
@@ -125,6 +135,8 @@ def _main(argv: list[str]) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except Terminated:
+        return 128 + signal.SIGTERM
     except BrokenPipeError:
         # Point stdout at /dev/null so that the interpreter's last flush does not complain.
         try:
@@ -139,11 +151,23 @@ def _main(argv: list[str]) -> int:
         print("rdmaspy: error: out of memory", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:            # a full disk, an I/O error on the capture
-        print(f"rdmaspy: error: {exc.strerror or exc}", file=sys.stderr)
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"rdmaspy: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR
     finally:
         if old_pipe is not None:
             signal.signal(signal.SIGPIPE, old_pipe)
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: the run unwinds (its ``finally`` blocks and context managers clean up)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)         # a second SIGTERM ends the process at once
+    raise Terminated()
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ class Engine:
         budget = self.session.budget
         if budget.notices and not budget.analysis_reports:
             for n in budget.take_notices():
-                pkt.add_expert("warning", "memory", n.text, f"{BUDGET_RULE} ({BUDGET_SOURCE})")
+                pkt.add_expert("warning", "memory", n.text, BUDGET_SOURCE, BUDGET_RULE)
         return pkt
 
     def _dissect(self, frame: Frame) -> Packet:
@@ -69,8 +69,8 @@ class Engine:
                 return pkt
         fn = self._linktypes.by_key.get(frame.linktype)
         if fn is None:
+            # said once per capture by the command (a warning), not on every packet
             pkt.proto = "UNKNOWN"
-            pkt.set_info(f"Link type {frame.linktype} is not supported")
             from .registry import add_data
             add_data(pkt, data, 0, len(data))
             return pkt

@@ -31,6 +31,7 @@ EXPERT_SEVERITY: Final = Field("expert.severity", 0, "Severity", "str")
 EXPERT_GROUP: Final = Field("expert.group", 0, "Group", "str")
 EXPERT_MESSAGE: Final = Field("expert.message", 0, "Message", "str")
 EXPERT_RULE: Final = Field("expert.rule", 0, "Rule", "str")
+EXPERT_SOURCE: Final = Field("expert.source", 0, "Source (specification)", "str")
 
 
 def protocols_text(pkt: Packet) -> str:
@@ -62,12 +63,13 @@ def frame_object(pkt: Packet, t0: int) -> dict[str, Any]:
     return obj
 
 
-# What follows the layers: the malformed reason, then per finding its severity, group, message and rule.
+# What follows the layers: the malformed reason, then per finding its severity, group, message, rule and source.
 EXPERT_FIELDS: Final[tuple[tuple[Field, Callable[[Any], Any]], ...]] = (
     (EXPERT_SEVERITY, lambda e: e.severity),
     (EXPERT_GROUP, lambda e: e.group),
     (EXPERT_MESSAGE, lambda e: e.text),
     (EXPERT_RULE, lambda e: e.rule),
+    (EXPERT_SOURCE, lambda e: e.source),
 )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Final, Generic, TypeVar, cast
 
 from .fields import Field, Header
+from .rules import Rule
 
 T = TypeVar("T")
 
@@ -62,6 +63,7 @@ class Layer:
         self._items: list[Item] | None = None
         self._children: list[Layer] | None = None
         self._fill: Callable[[Layer], None] | None = None
+        self._label: str | None = None   # None: the header's label (an unset attribute would cost an exception)
 
     # -- values -------------------------------------------------------------------------------
     @property
@@ -74,10 +76,10 @@ class Layer:
 
     @property
     def label(self) -> str:
-        try:
-            return self._label
-        except AttributeError:
-            return self.header.label if self.header is not None else self.proto
+        label = self._label
+        if label is not None:
+            return label
+        return self.header.label if self.header is not None else self.proto
 
     @label.setter
     def label(self, text: str) -> None:
@@ -155,7 +157,8 @@ class Expert:
     severity: str   # "error" | "warning" | "note" | "chat"
     group: str      # "malformed" | "checksum" | "protocol" | "sequence" | ...
     text: str
-    rule: str = ""  # the rule and its source, e.g. "RFC 8166 §4.2"
+    source: str = ""  # the specification it cites, e.g. "RFC 8166 §4.2"
+    rule: str = ""    # the id of a declared rule, when the item stands for one
 
 
 class Note(Generic[T]):
@@ -214,10 +217,16 @@ class Packet:
     def truncated(self, what: str, have: int, need: int) -> None:
         self.set_malformed(f"{what}: truncated ({max(have, 0)} of {need} bytes)")
 
-    def add_expert(self, severity: str, group: str, text: str, rule: str = "") -> None:
+    def add_expert(self, severity: str, group: str, text: str, source: str = "", rule: str = "") -> None:
         if self.expert is None:
             self.expert = []
-        self.expert.append(Expert(severity, group, text, rule))
+        self.expert.append(Expert(severity, group, text, source, rule))
+
+    def add_finding(self, rule: Rule, **args: object) -> None:
+        """A breach of a declared rule, seen in this packet alone."""
+        if self.expert is None:
+            self.expert = []
+        self.expert.append(Expert(rule.severity.value, rule.group, rule.text(args), rule.source, rule.id))
 
     def set_info(self, text: str) -> None:
         self.info = [text]

@@ -61,6 +61,7 @@ class Pipeline:
         self._dissect = self.engine.dissect
         self.t0 = -1                  # timestamp (ns) of the first frame; -1 before it
         self.t_last = -1              # timestamp of the last frame seen
+        self.t_prev = -1              # timestamp of the frame before it (-1: none)
         self.frames = 0               # frames seen
         self.shown = 0                # packets the display filter let through
         self.matched = False          # whether the last frame fed was shown
@@ -105,6 +106,7 @@ class Pipeline:
         """Dissect and analyse one frame; the sinks get it when the filter shows it (``matched``)."""
         if self.t0 < 0:
             self.t0 = frame.ts
+        self.t_prev = self.t_last
         self.t_last = frame.ts
         self.frames += 1
         pkt = self._dissect(frame)

@@ -32,6 +32,8 @@ _DIGESTS = r"""
 import contextlib, hashlib, io, json, os, sys, tempfile
 sys.path.insert(0, os.getcwd())
 from rdmaspy.cli import main
+import platform   # pcapng's section header names the OS: the same output on every machine
+platform.system, platform.release, platform.machine = (lambda: 'Linux'), (lambda: 'any'), (lambda: 'x86_64')
 modes = json.loads(sys.argv[1])
 os.chdir(sys.argv[2])      # the files are named relative to the checkout: outputs do not depend on where it is
 out = {}
@@ -56,7 +58,9 @@ with tempfile.TemporaryDirectory() as tmp:
                 if os.path.exists(target):
                     os.unlink(target)
             name = os.path.basename(os.path.dirname(path)) + "/" + os.path.basename(path)
-            out.setdefault(name, {})[mode] = [rc, hashlib.sha256(data).hexdigest(), err.getvalue()]
+            # a message naming the output file names it as the command line does, not its temporary place
+            out.setdefault(name, {})[mode] = [rc, hashlib.sha256(data).hexdigest(),
+                                              err.getvalue().replace(target, "{out}")]
 print(json.dumps(out, sort_keys=True))
 """
 

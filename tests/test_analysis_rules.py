@@ -17,6 +17,7 @@ from rdmaspy.analysis.analyzer import load_modules  # noqa: E402
 from rdmaspy.analysis.rules import RULES  # noqa: E402
 from rdmaspy.dissectors import onc_rpc, rpcrdma, rpcrdma2  # noqa: E402
 from rdmaspy.dissectors.xdr import p32, popaque  # noqa: E402
+from rdmaspy.engine import load_dissectors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESP = rpcrdma2.F_RESPONSE
@@ -305,15 +306,17 @@ def test_docs_list_every_rule_with_its_severity_and_source():
     rows = {m.group(1): (m.group(2), m.group(3)) for m in
             re.finditer(r"^\| `([a-z0-9_.]+)` \| (\w+) \| ([^|]+) \|", doc, re.M)}
     rules = _own_rules()
-    assert set(rows) == set(rules)
-    for rid, r in rules.items():
+    load_dissectors()                  # the dissectors' declared rules are documented in the same way
+    assert set(rules) <= set(rows) <= set(RULES)
+    for rid in rows:
+        r = RULES[rid]
         sev, source = rows[rid]
         assert sev == r.severity, rid
         # The documented source names the same documents and sections as the declaration.
         for ref in re.findall(r"(RFC \d+ §[\d.]+|draft-01 §[\d.]+|seeds/\d+)", source):
             assert ref.split(" §")[0] in r.source, (rid, ref)
         sections = re.findall(r"§[\d.]+", r.source)
-        assert "seeds/" in r.source or sections[0] in source, rid
+        assert "seeds/" in r.source or not sections or sections[0] in source, rid
 
 
 # --- the synthetic captures of captures/: each finding is a fault the capture holds ----------------------

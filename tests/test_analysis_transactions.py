@@ -138,8 +138,18 @@ def test_a_duplicated_call_is_a_retransmission_of_the_same_transaction():
     res = analyse_frames(ab.scenario_v1(dup_call=True))
     assert res.rules() == ["transaction.retransmitted_call"]
     t = next(t for t in res.transactions if t["xid"] == 0x1001)
-    assert t["call"]["retransmissions"] == [[5]] and t["call"]["frame"] == 4
+    assert t["call"]["retransmissions"] == [[6]] and t["call"]["frame"] == 4
     assert t["state"] == "complete"
+
+
+def test_a_call_the_infiniband_layer_sends_twice_is_one_call():
+    """The same packet (same PSN) again is the transport's duplicate, said once as ib.duplicate: no
+    RPC retransmission, and the reply still closes the call."""
+    res = analyse_frames(ab.scenario_v1(ib_dup_call=True))
+    assert res.rules() == []
+    assert [f.rule_def.id for f in res.findings if f.frames[0] == 5] == ["ib.duplicate"]
+    t = next(t for t in res.transactions if t["xid"] == 0x1001)
+    assert t["call"]["retransmissions"] == [] and t["state"] == "complete"
 
 
 def test_responder_provided_read_chunk_ends_with_rdma_done():

@@ -1,6 +1,8 @@
 """``rdmaspy annotate FILE -o out.pcapng``: the same frames, with the analysis as comments tshark reads back."""
 from __future__ import annotations
 
+import pytest
+
 from conftest import FIXTURES, capture, tshark_fields
 from rdmaspy.analysis.analyzer import Analyzer
 from rdmaspy.cli import main
@@ -107,7 +109,33 @@ def test_refuses_to_overwrite_its_input(capsys, tmp_path):
     src.write_bytes((FIXTURES / "analysis_transport_clean.pcap").read_bytes())
     rc = main(["annotate", str(src), "-o", str(src)])
     err = capsys.readouterr().err
-    assert rc == 1 and "is the input capture" in err
+    assert rc == 1 and "is the capture being read" in err
     assert src.read_bytes() == (FIXTURES / "analysis_transport_clean.pcap").read_bytes()
     rc = main(["annotate", str(src)])
     assert rc == 1 and "-o" in capsys.readouterr().err
+
+
+# Captures whose findings come from the dissectors too: malformed frames (a truncated RDMA_ERROR, an NFS
+# reply cut short), the CM's REJ and its bad private data, TCP retransmissions and holes, bad checksums.
+EXPERT_CASES = ["synth_rocev2_rpcrdma_write.pcap", "cm_all_messages.pcap", "siw-nfsv3-rdma.pcap",
+                "lossy_siw_nfsv3.pcap", "rxe-read-retry-stall.pcap", "iwarp_stream_cases.pcap",
+                "iwarp_markers_crc.pcap", "hostile_write_list.pcap"]
+
+
+@pytest.mark.parametrize("name", EXPERT_CASES)
+def test_every_finding_expert_lists_is_a_comment_on_its_frame(capsys, tmp_path, name):
+    import json
+
+    from rdmaspy.commands.annotate import finding_comment
+    src = capture(name)
+    assert main(["expert", "-T", "json", "-n", "0", str(src)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    want = {(f["frames"][0], finding_comment(g["severity"], f["message"], g["rule"], g["source"]))
+            for g in doc["groups"] for f in g["findings"] if f["frames"]}
+    assert want
+    out = tmp_path / "out.pcapng"
+    annotate(capsys, src, out)
+    rows = tshark_fields(out, ["frame.number", "frame.comment"])
+    got = {(int(r["frame.number"][0]), c) for r in rows for c in r["frame.comment"]
+           if c.startswith(("rdmaspy error:", "rdmaspy warning:", "rdmaspy note:", "rdmaspy chat:"))}
+    assert got == want

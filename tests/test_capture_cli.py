@@ -56,10 +56,27 @@ def test_bad_capture_filter():
 @ROOT_ONLY
 @pytest.mark.parametrize("where, says", [("/nonexistent-dir/x.pcapng", "no such directory"),
                                          ("/proc/x.pcapng", "cannot write"),
-                                         ("/", "cannot write")])
+                                         ("/", "cannot write"),
+                                         ("/dev/full", "/dev/full: write failed: No space left on device")])
 def test_unwritable_file(where, says):
     msg = one_error(run("-i", "lo", "-w", where, "-c", "1"))
     assert says in msg
+
+
+@ROOT_ONLY
+def test_output_through_a_symbolic_link_is_refused(tmp_path):
+    """Run as root, -w must not follow a link planted where the file goes (to /etc/passwd, say)."""
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    link = tmp_path / "out.pcapng"
+    link.symlink_to(victim)
+    msg = one_error(run("-i", "lo", "-w", str(link), "-c", "1"))
+    assert msg == f"{link}: cannot write: it is a symbolic link, which capture does not follow (name the file itself)"
+    assert victim.read_bytes() == b"precious" and link.is_symlink()
+    # the file itself, named: it is overwritten as before
+    r = run("-i", "lo", "-w", str(victim), "-a", "duration:0.2", "-q")
+    assert r.returncode == 0, r.stderr
+    assert victim.read_bytes()[:4] == b"\x0a\x0d\x0d\x0a"
 
 
 @ROOT_ONLY

@@ -7,11 +7,15 @@ listens in the other.  The file must hold the sent frames byte for byte and in o
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import secrets
+import shutil
 import signal
+import struct
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -408,8 +412,97 @@ def test_full_disk_is_a_clear_error(net, tmp_path):
         assert 0 < on_disk < 200
         assert s["written"] == on_disk                       # the summary says what the file holds
         assert s["dropped by rdmaspy"] == s["captured"] - on_disk > 0
+        # the file ends on a whole block: every packet in it is the packet sent, and nothing is cut short
+        assert block_types(mnt / "x.pcapng")[-1] == 6
+        assert frames_of(mnt / "x.pcapng") == frames_of("rxe-nfsv3-rdma.pcap")[:on_disk]
+        info = subprocess.run(["capinfos", str(mnt / "x.pcapng")], capture_output=True, text=True)
+        assert info.returncode == 0 and "cut short" not in info.stderr + info.stdout, info.stderr
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+def block_types(path: Path) -> list[int]:
+    """The pcapng file's block types, asserting that its blocks fill it exactly (none cut short)."""
+    data = path.read_bytes()
+    types, pos = [], 0
+    while pos < len(data):
+        btype, total = struct.unpack_from("=II", data, pos)
+        assert total >= 12 and pos + total <= len(data), f"block at {pos} is cut short"
+        types.append(btype)
+        pos += total
+    return types
+
+
+def test_sigkill_after_traffic_loses_nothing_older_than_100_ms(net, tmp_path):
+    """Blocks reach the disk at least every 50 ms and the kernel hands a block over within 50 ms: a capture
+    killed hard 200 ms after the last packet has written every packet, and its file ends on a whole block."""
+    sent = frames_of("rxe-nfsv3-rdma.pcap")
+    out = tmp_path / "killed.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-q")
+    assert replay(net, ["rxe-nfsv3-rdma.pcap"], rate=20000) == len(sent)
+    time.sleep(0.2)
+    cap.proc.send_signal(signal.SIGKILL)
+    cap.wait()
+    types = block_types(out)
+    assert types[:2] == [0x0A0D0D0A, 1] and set(types[2:]) == {6}    # no statistics: it was killed
+    assert frames_of(out) == sent
+
+
+def _loopback_sender(net: Net, count: int, dport: int = 4791) -> None:
+    """``count`` UDP datagrams to 127.0.0.1 sent from the capturing namespace."""
+    code = ("import socket, time\n"
+            "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            f"for i in range({count}):\n"
+            f"    s.sendto(i.to_bytes(4, 'big') * 8, ('127.0.0.1', {dport}))\n"
+            "    time.sleep(0.001)\n")
+    subprocess.run(["ip", "netns", "exec", net.ns_b, sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("iface", ["lo", "any"])
+def test_loopback_packets_are_captured_once(net, tmp_path, iface):
+    """The kernel shows a loopback packet leaving and arriving; like dumpcap, capture keeps it once."""
+    out = tmp_path / "lo.pcapng"
+    cap = Capturer(net, tmp_path, "-w", str(out), "-q", "-f", "udp port 4791", iface=iface)
+    _loopback_sender(net, 50)
+    time.sleep(0.3)
+    cap.proc.send_signal(signal.SIGINT)
+    assert cap.wait() == 0, cap.err.read_text()
+    got = frames_of(out)
+    payloads = [g[-32:] for g in got]
+    assert payloads == [i.to_bytes(4, "big") * 8 for i in range(50)]
+    s = cap.summary()
+    assert s["captured"] == s["received by filter"] == s["written"] == 50
+
+
+def test_z_drops_root_after_opening_the_socket(net, tmp_path):
+    """-Z USER: the capture runs as USER once its socket is open, and its file belongs to USER."""
+    user = pwd.getpwnam("nobody")
+    d = Path(tempfile.mkdtemp(prefix="rdmaspy-z-"))       # a directory the user can reach and write
+    try:
+        d.chmod(0o777)
+        out = d / "z.pcapng"
+        sent = frames_of("rxe-ucmatose.pcap")
+        cap = Capturer(net, tmp_path, "-w", str(out), "-q", "-Z", "nobody")
+        status = Path(f"/proc/{cap.proc.pid}/status").read_text()
+        uids = re.search(r"^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", status, re.M).groups()
+        gids = re.search(r"^Gid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", status, re.M).groups()
+        assert set(map(int, uids)) == {user.pw_uid} and set(map(int, gids)) == {user.pw_gid}
+        replay(net, ["rxe-ucmatose.pcap"])
+        time.sleep(0.3)
+        cap.proc.send_signal(signal.SIGINT)
+        assert cap.wait() == 0, cap.err.read_text()
+        assert (out.stat().st_uid, out.stat().st_gid) == (user.pw_uid, user.pw_gid)
+        assert frames_of(out) == sent
+    finally:
+        shutil.rmtree(d)
+
+
+def test_z_with_an_unknown_user_is_a_clear_error(net):
+    r = subprocess.run(["ip", "netns", "exec", net.ns_b, sys.executable, "-m", "rdmaspy", "capture", "-i", net.dev_b,
+                        "-Z", "no-such-user-here", "-c", "1"], capture_output=True, text=True, cwd=str(ROOT),
+                       timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == "rdmaspy: error: -Z no-such-user-here: no such user"
 
 
 def test_ring_buffer_by_duration_switches_under_steady_traffic(net, tmp_path):

@@ -66,7 +66,7 @@ CASES = [
     (["decode", str(READ_BW), "-c", "-3"], ["argument -c"]),
     (["decode", str(READ_BW), "-c", "many"], ["'many' is not a whole number"]),
     (["decode", str(READ_BW), "-T", "xml"], ["argument -T: invalid choice: 'xml'"]),
-    (["decode"], ["the following arguments are required: file"]),
+    (["decode"], ["give the capture to read: FILE or -r FILE"]),
     (["decode", str(READ_BW), "--bogus"], ["unrecognized arguments: --bogus"]),
     (["frobnicate"], ["invalid choice: 'frobnicate'"]),
     (["fields", "-T", "yaml"], ["invalid choice: 'yaml'"]),

@@ -50,9 +50,12 @@ def test_bad_icrc_is_an_error_finding(capsys):
     rc, lines = run(capsys, "decode", "-Y", 'expert.severity == "error"',
                     str(FIXTURES / "analysis_transport_badicrc.pcap"))
     assert rc == 0 and frame_numbers(lines) == [5]
-    _, rule = run(capsys, "decode", "-Y", 'expert.rule contains "ib.bad_icrc"',
+    _, rule = run(capsys, "decode", "-Y", 'expert.rule == "ib.bad_icrc"',
                   str(FIXTURES / "analysis_transport_badicrc.pcap"))
     assert frame_numbers(rule) == [5]
+    _, source = run(capsys, "decode", "-Y", 'expert.source contains "IBTA" and expert.rule == "ib.bad_icrc"',
+                    str(FIXTURES / "analysis_transport_badicrc.pcap"))
+    assert frame_numbers(source) == [5]
 
 
 def test_which_filters_turn_the_analysis_on():
@@ -74,7 +77,8 @@ def test_json_carries_analysis_fields_and_findings(capsys):
     assert len(dup) == 1
     (o,) = dup
     assert o["frame.number"] == 6 and o["ib.analysis.original_frame"] == 5
-    assert o["expert.severity"] == ["warning"] and o["expert.rule"][0].startswith("ib.duplicate ")
+    assert o["expert.severity"] == ["warning"] and o["expert.rule"] == ["ib.duplicate"]
+    assert o["expert.source"][0].startswith("IBTA")
     assert "ib.analysis" not in o["frame.protocols"].split(":")
     # ACKs carry how many PSNs they cover
     acks = [o for o in objs if "ib.analysis.ack_psns" in o]

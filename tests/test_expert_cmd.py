@@ -95,3 +95,28 @@ def test_errors_are_one_line(capsys, tmp_path):
     assert rc == 1 and err.startswith("rdmaspy: error: ") and len(err.splitlines()) == 1
     rc, _, err = run(capsys, "expert", "-n", "-1", str(LOSS))
     assert rc == 1 and "must be 0 or more" in err
+
+
+def test_tcp_findings_are_grouped_by_their_rule_with_its_source(capsys):
+    """Before, each byte count of a TCP retransmission was a group of its own, named by its text."""
+    doc = as_json(capsys, FIXTURES / "lossy_siw_nfsv3.pcap")
+    by_rule = {g["rule"]: g for g in doc["groups"]}
+    retrans = by_rule["tcp.retransmission"]
+    sizes = {f["message"] for f in retrans["findings"]}
+    assert len(sizes) > 1 and all(m.startswith("TCP retransmission of ") for m in sizes)
+    assert retrans["count"] == 5 and retrans["severity"] == "note" and retrans["source"].startswith("RFC 9293")
+    assert by_rule["tcp.held"]["source"].startswith("RFC 9293")
+    # every group of the capture has a rule now: none is named by its text alone
+    assert all(g["rule"] for g in doc["groups"])
+
+
+def test_declared_dissector_rules_are_documented():
+    from pathlib import Path
+
+    from rdmaspy.engine import load_dissectors
+    from rdmaspy.rules import RULES
+    load_dissectors()
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "expert.md").read_text()
+    for rid in ("tcp.retransmission", "tcp.held", "tcp.overlap", "tcp.missing", "mpa.resync"):
+        r = RULES[rid]
+        assert f"| `{rid}` | {r.severity} | {r.source.split(' (')[0]} |" in doc, rid

@@ -103,7 +103,7 @@ def test_presence_of_protocols_and_fields():
     assert m("probe", p) and m("probe.flag", p) and m("frame", p)
     assert not m("expert", p) and not m("probe.n", p)
     p.add_expert("warning", "sequence", "PSN gap", "IBTA 9.7")
-    assert m("expert", p) and m('expert.severity == "warning"', p) and m('expert.rule contains "IBTA"', p)
+    assert m("expert", p) and m('expert.severity == "warning"', p) and m('expert.source contains "IBTA"', p)
     assert m('expert.message matches "^psn"', p)      # matches is case-insensitive, as in Wireshark
 
 

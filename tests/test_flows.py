@@ -61,17 +61,53 @@ def test_flows_json_lines_validate_line_by_line(tmp_path, capsysbinary):
     assert cli.main(["flows", str(pcap), "-T", "jsonl"]) == 0
     lines = capsysbinary.readouterr().out.splitlines()
     objs = [json.loads(x) for x in lines]
-    assert [o["kind"] for o in objs] == ["connection", "capture"]
-    _validator("connection").validate(objs[0])
-    _validator("capture").validate(objs[1])
+    kinds = [o["kind"] for o in objs]
+    assert kinds[0] == "connection" and kinds[-1] == "capture" and kinds.count("connection") == 1
+    assert kinds.index("transaction") < kinds.index("credits") < kinds.index("finding")
+    ref = {"connection": "connection_line", "transaction": "transaction_line", "credits": "credits_line",
+           "finding": "finding_line", "capture": "capture"}
     for o in objs:
-        _validator().validate(o)
-    rules = sorted(f["rule"] for f in objs[0]["findings"] if not f["rule"].startswith("ib."))
+        _validator(ref[o["kind"]]).validate(o)
+        _validator().validate(o)        # the schema as shipped: exactly one of its forms
+    cid = objs[0]["id"]
+    assert all(o["conn"] == cid for o in objs if o["kind"] in ("transaction", "credits"))
+    rules = sorted(o["rule"] for o in objs if o["kind"] == "finding" and not o["rule"].startswith("ib."))
     assert rules == ["chunk.reply_overrun", "rpcrdma.responder_read_chunk"]
-    t = next(t for t in objs[0]["transactions"] if t["xid"] == 0x1004)
+    t = next(o for o in objs if o["kind"] == "transaction" and o["xid"] == 0x1004)
     assert [f["rule"] for f in t["findings"]] == ["chunk.reply_overrun"]
     assert t["chunks"][0]["status"] == "overrun"
-    assert objs[1]["frames"] == len(frames)
+    assert objs[-1]["frames"] == len(frames)
+    assert objs[-1]["summary"]["transactions"] == kinds.count("transaction")
+
+
+def test_flows_json_lines_hold_what_the_document_holds(tmp_path, capsysbinary):
+    """Every transaction, credit sample and finding of the document, one record a line."""
+    path = str(ROOT / "captures" / "rxe-nfsv3-concurrent.pcap")
+    out = tmp_path / "f.json"
+    assert cli.main(["flows", path, "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    capsysbinary.readouterr()
+    assert cli.main(["flows", path, "-T", "jsonl"]) == 0
+    lines = capsysbinary.readouterr().out.splitlines()
+    objs = [json.loads(x) for x in lines]
+    assert len(objs) > 2 * doc["summary"]["transactions"] // 2 and max(map(len, lines)) < 1 << 16
+    for conn in doc["connections"]:
+        mine = [o for o in objs if o.get("conn") == conn["id"] or o.get("id") == conn["id"]]
+        assert [o for o in mine if o["kind"] == "transaction"] == [{"kind": "transaction", **t}
+                                                                   for t in conn["transactions"]]
+        for direction, ledger in conn["credits"].items():
+            series = [p for o in mine if o["kind"] == "credits" and o["direction"] == direction for p in o["series"]]
+            assert series == ledger["series"]
+        assert [o for o in mine if o["kind"] == "finding"] == [{"kind": "finding", **f} for f in conn["findings"]]
+
+
+def test_duckdb_reads_the_json_lines(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    out = tmp_path / "f.jsonl"
+    assert cli.main(["flows", str(ROOT / "captures" / "rxe-nfsv3-rdma.pcap"), "-T", "jsonl", "-o", str(out)]) == 0
+    con = duckdb.connect()
+    (n,), = con.sql(f"SELECT count(*) FROM read_json_auto('{out}') WHERE kind = 'transaction'").fetchall()
+    assert n == 328
 
 
 def test_flows_needs_an_output_for_the_document(capsys):

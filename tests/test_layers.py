@@ -20,6 +20,7 @@ RANKS: dict[str, int] = {
     # what everything stands on: declarations, frames and packets, sources and sinks of bytes, memory
     "rdmaspy.fields": 1, "rdmaspy.packet": 1, "rdmaspy.budget": 1, "rdmaspy.readers": 1, "rdmaspy.writers": 1,
     "rdmaspy.capture": 1, "rdmaspy.traffic": 1,
+    "rdmaspy.scale.source": 1,      # several capture files read as one
     # what the dissectors are given: the tables they register into, a capture's state and its connections,
     # the visitor of what they produce
     "rdmaspy.registry": 2, "rdmaspy.session": 2, "rdmaspy.conversation": 2, "rdmaspy.fieldview": 2,
@@ -27,9 +28,11 @@ RANKS: dict[str, int] = {
     "rdmaspy.engine": 4, "rdmaspy.craft": 4,
     "rdmaspy.analysis": 5,
     "rdmaspy.pipeline": 6, "rdmaspy.filter": 6,
-    "rdmaspy.output": 7,
+    "rdmaspy.output": 7, "rdmaspy.scapy": 7,     # scapy layers: a presentation of the declarations
     # the TUI presents the model; a command chooses a presentation (``rdmaspy tui`` starts the app)
     "rdmaspy.tui": 8,
+    # parallel export runs the pipeline in shards and writes their tables: beside the TUI, below the commands
+    "rdmaspy.scale": 8,
     "rdmaspy.commands": 9,
     "rdmaspy.cli": 10, "rdmaspy.__main__": 10,
 }

@@ -92,8 +92,8 @@ def test_smp_attributes(pkts):
 def test_mad_status_is_reported(pkts):
     p = pkts[30]
     assert p.info_text.endswith("[status 0x000c: method/attribute combination not supported]")
-    assert any(e.rule == "IBTA 13.4.7" and e.severity == "warning" for e in p.expert)
-    assert not any(e.rule == "IBTA 13.4.7" for e in pkts[23].expert or ())   # DR: the D bit is not a status
+    assert any(e.source == "IBTA 13.4.7" and e.severity == "warning" for e in p.expert)
+    assert not any(e.source == "IBTA 13.4.7" for e in pkts[23].expert or ())   # DR: the D bit is not a status
 
 
 def test_base_version_other_than_one_is_reported():

@@ -132,9 +132,12 @@ def _state_cost(session: Session) -> dict[str, int]:
     st = session.state.get("rdma_reassembly")
     if st is None:
         return {}
-    charged = sum(o.charged for d in (st.sends, st.read_reqs, st.read_active, st.write_active) for o in d.values())
-    charged += sum(j.charged for j in {id(j): j for j in st.read_jobs.values()}.values())
-    kept = sum(len(d) + R._ENTRY for pieces in st.written.values() for _va, d, _f in pieces)
+    charged = sum(len(s.parts[0]) + R._ENTRY + sum(len(p) for p in s.parts[1:]) for s in st.sends.values())
+    charged += sum(R._ENTRY * len(r.items) for d in (st.read_reqs, st.write_reqs) for r in d.values())
+    for job in {id(j): j for j in st.read_jobs.values()}.values():
+        charged += len(job.reduced) + R._ENTRY + sum(len(d) + R._PIECE for ps in job.pieces for d in ps.values())
+    kept = sum(len(d) + R._PIECE for placed in st.written.values() for d, _f in placed.pieces.values())
+    assert kept == st.kept
     return {"held": st.held, "recounted": charged + kept}
 
 

@@ -170,3 +170,26 @@ def test_callback_program_learnt_from_create_session():
     assert other.ops is None and q.layer("nfs") is None
     r, again = call(0x40000123, 1, 1, args, 33, session=Session())  # learnt per capture only
     assert again.ops is None
+
+
+@pytest.mark.parametrize("vers, proc", [(3, 0), (2, 0), (2, 3), (2, 7)])
+def test_a_void_reply_has_no_status(vers, proc):
+    """NULL (and NFSv2's ROOT and WRITECACHE) answer with nothing: no status to miss."""
+    s = Session()
+    call(100003, vers, proc, b"", xid=9, session=s)
+    p, info = reply(9, b"", s)
+    assert info.nfs_status is None and not p.expert and p.malformed is None
+    s = Session()
+    call(100003, vers, 1, b"", xid=9, session=s)     # GETATTR: its status is due, and missed
+    p, info = reply(9, b"", s)
+    assert [e.text for e in p.expert] == ["nfs: status: truncated (0 of 4 bytes)"]
+
+
+@pytest.mark.parametrize("name, frame", [("rxe-nfsv3-rdma.pcap", 6), ("siw-nfsv3-rdma.pcap", 9)])
+def test_the_real_nfsv3_null_replies_are_not_malformed(name, frame):
+    eng = Engine()
+    with open_capture(str(capture(name))) as cap:
+        pkts = [eng.dissect(f) for f in cap if f.num <= frame]
+    p = pkts[-1]
+    assert "NFSv3 NULL Reply" in p.info_text
+    assert p.malformed is None and not [e for e in p.expert or () if e.group == "malformed"]

@@ -23,8 +23,10 @@ section = st.tuples(st.sampled_from("<>"), st.lists(interface, min_size=1, max_s
 
 
 def ns(ticks: int, tsresol: int, offset: int) -> int:
+    """The time in nanoseconds, exact within signed 64 bits and clamped to them beyond (as the reader does)."""
     per_second = (1 << (tsresol & 0x7F)) if tsresol & 0x80 else 10 ** tsresol
-    return ticks * 1_000_000_000 // per_second + offset * 1_000_000_000
+    exact = ticks * 1_000_000_000 // per_second + offset * 1_000_000_000
+    return max(-(1 << 63), min((1 << 63) - 1, exact))
 
 
 @settings(max_examples=120, deadline=None)

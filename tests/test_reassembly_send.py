@@ -92,8 +92,10 @@ def test_real_send_first_middle_last_nfs_write():
     assert msg.frames == [84, 85, 86, 87] and msg.rpc.proc == 7 and msg.rpc.ddp[0].length == 3000
 
 
-def test_read_response_psn_gap_stops_the_rebuild():
-    data = bytes(3000)
+def test_read_response_psn_gap_waits_for_the_missing_packet():
+    """A READ response packet missing leaves a hole: no rebuild until the packet comes (here the Middle,
+    retransmitted after the Last), then the call is rebuilt in the packet that filled the hole."""
+    data = bytes(range(250)) * 12
     reduced = onc_rpc.encode_call(0x61, 100003, 3, 7, encode_v3_write_args(b"f" * 32, 0, data, reduced=True))
     call = rpcrdma.encode_v1(0x61, 0, 128, reads=[(len(reduced), 0x77, 3000, 0x9000)], payload=reduced)
     frames = [craft.rocev2(0x04, 0x22, 1, call, src=A, dst=B),
@@ -102,7 +104,9 @@ def test_read_response_psn_gap_stops_the_rebuild():
               craft.rocev2(0x0F, 0x22, 52, data[2048:], src=A, dst=B, syndrome=0, msn=1)]
     pkts = run(frames)
     assert not any(p.extra and "rpcrdma.rebuilt" in p.extra for p in pkts)
-    assert any("READ response PSN 52, expected 51" in e.text for e in pkts[3].expert or [])
+    pkts = run(frames + [craft.rocev2(0x0E, 0x22, 51, data[1024:2048], src=A, dst=B)])
+    assert [i for i, p in enumerate(pkts) if p.extra and "rpcrdma.rebuilt" in p.extra] == [4]
+    assert pkts[4].layer("rpcrdma.rebuilt").buf[len(reduced):] == data
 
 
 def test_chunked_call_rebuilt_in_segment_pieces():

@@ -66,7 +66,7 @@ def test_wrong_version_is_reported_and_ignored():
     pkt = run(b"\0\0" + pdata(2, 1, 8192, 8192), 20049)
     p = pkt.noted(RPCRDMA_PDATA)
     assert p.version == 2 and not p.valid and p.send_size == 1024 and p.recv_size == 1024
-    assert any(e.rule.startswith("RFC 8797") and "version 2" in e.text for e in pkt.expert)
+    assert any(e.source.startswith("RFC 8797") and "version 2" in e.text for e in pkt.expert)
     assert pkt.layer("rpcrdma.pdata")["rpcrdma.pdata.valid"] is False
 
 

@@ -25,3 +25,32 @@ def test_time_column_is_what_a_float_format_prints(d):
 
 def test_columns_line_up_as_tshark_prints_them():
     assert _line(1_500_000_123, 0) == "      7     1.500000       192.0.2.1 → 192.0.2.2       RoCEv2       60 RC Acknowledge"
+
+
+def test_a_segment_with_two_rpc_messages_shows_both():
+    """siw_two_calls.pcap (tests/fixtures/lossy_build.py): real frames 566 and 568 of the soft-iWARP NFSv3
+    capture, an ACCESS call and a READ call, sent in one TCP segment.  Before, the line showed the READ
+    call alone; now both, in stream order, ``; ``-separated, and the analysis has both calls."""
+    from conftest import capture
+    from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.analysis.model import Transaction
+    from rdmaspy.engine import Engine
+    from rdmaspy.readers import open_capture
+
+    calls: dict[int, int] = {}
+    an = Analyzer(strict=True, on_record=lambda r: calls.update({r.xid: r.call_frame})
+                  if isinstance(r, Transaction) else None)
+    eng = Engine()
+    lines = {}
+    with open_capture(str(capture("siw_two_calls.pcap"))) as cap:
+        for f in cap:
+            pkt = eng.dissect(f)
+            an.feed(pkt)
+            lines[f.num] = pkt.info_text
+    an.finish()
+    assert lines[566] == ("RPC-over-RDMA v1 RDMA_MSG xid=0x1d6ee814 credits=128 | NFSv3 ACCESS Call; "
+                          "RPC-over-RDMA v1 RDMA_MSG xid=0x1e6ee814 credits=128 writes=1 chunk(1 seg 8192B) | "
+                          "NFSv3 READ Call")
+    assert calls[0x1d6ee814] == calls[0x1e6ee814] == 566
+    # a segment with one message keeps its line as it was
+    assert lines[567] == "RPC-over-RDMA v1 RDMA_MSG xid=0x1d6ee814 credits=64 | NFSv3 ACCESS Reply"

@@ -13,9 +13,10 @@ from rdmaspy.tui.detail_tree import DetailTree
 from rdmaspy.tui.filter_bar import FilterInput, complete
 from rdmaspy.tui.hex_pane import HexPane
 from rdmaspy.tui.messages import JumpToFrame
+from rdmaspy.tui.model import CaptureModel
 from rdmaspy.tui.packet_list import PacketList
 
-from conftest import capture
+from conftest import ROOT, capture
 from tui_helpers import decode, new_app, screen_text, settle, verbose_blocks
 
 NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
@@ -80,6 +81,48 @@ def test_selected_packet_tree_is_decode_V(path, frames):
             await settle(pilot, app)
             assert tree_text(app) == blocks[frames[-1] - 1]
     run(go())
+
+
+@pytest.mark.parametrize("path", sorted(p for p in (ROOT / "captures").glob("*.pcap*")), ids=lambda p: p.name)
+def test_a_tree_made_from_a_checkpoint_is_decode_V(path):
+    # The background pass keeps its state every 50 frames; going down the capture from its end, a
+    # frame just after a checkpoint and one a whole spacing after it are made from that checkpoint.
+    blocks = verbose_blocks(path)
+    model = CaptureModel(str(path), checkpoint_every=50)
+    model.checkpoints.bytes_per_frame = 0           # every 50 frames, however big the state
+    try:
+        model.start()
+        assert model.wait(60)
+        assert model.checkpoints.failed is None
+        assert model.checkpoints.frames() == list(range(50, len(blocks) + 1, 50))
+        frames = sorted((f for f in blocks if f % 50 in (0, 1, 2, 49) or f == len(blocks)), reverse=True)
+        for frame in frames:
+            detail = model.details.detail(frame)
+            assert detail is not None
+            assert [indent_text(n) for n in detail.nodes] == blocks[frame], frame
+            assert model.details.started_after == (frame - 1) // 50 * 50
+    finally:
+        model.close()
+
+
+def test_checkpoints_stay_few_and_still_make_exact_trees():
+    # Past ``keep`` checkpoints every other one goes and the spacing doubles; the last one stays.
+    blocks = verbose_blocks(NFS_ROCE)
+    model = CaptureModel(str(NFS_ROCE), checkpoint_every=50)
+    cps = model.checkpoints
+    cps.keep, cps.bytes_per_frame = 4, 0
+    try:
+        model.start()
+        assert model.wait(60)
+        kept = cps.frames()
+        assert 2 <= len(kept) <= 4 and cps.every > 50
+        assert kept == sorted(kept) and len(blocks) - kept[-1] <= cps.every
+        for frame in (len(blocks), kept[0] + 1, kept[-1] - 3):
+            detail = model.details.detail(frame)
+            assert detail is not None and [indent_text(n) for n in detail.nodes] == blocks[frame]
+            assert model.details.started_after == max(k for k in kept if k < frame)
+    finally:
+        model.close()
 
 
 def _tree_node(app, name: str):
@@ -347,14 +390,16 @@ def test_a_live_filter_keeps_rows_in_order_across_the_run_and_new_frames():
     # Live mode: frames up to ``limit`` are matched by the run over the spool, later ones as they
     # arrive (offer), before and after the run ends; the rows come out in frame order either way.
     from rdmaspy.tui.display import FilterRun
-    from rdmaspy.tui.source import Pipeline, open_frames, packets_of
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.tui.source import open_frames
 
     expr = "nfs"
     expected = [int(line.split()[0]) - 1 for line in decode(NFS_ROCE, "-Y", expr)]
     run = FilterRun(expr, limit=1000)
     run.compile()
     with open_frames(str(NFS_ROCE)) as cap:
-        arrived = [(pkt.frame.num - 1, pkt, t0) for pkt, t0 in packets_of(cap, Pipeline())]
+        pipe = Pipeline(cap, Options(analyze=True))
+        arrived = [(pkt.frame.num - 1, pkt, pipe.t0) for pkt in pipe.packets()]
     for row, pkt, t0 in arrived[1000:1500]:        # arrive while the run has not ended
         run.offer(row, pkt, t0)
     run.run(str(NFS_ROCE))

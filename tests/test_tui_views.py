@@ -36,9 +36,9 @@ def flows(path) -> dict:
     out = subprocess.run([sys.executable, "-m", "rdmaspy", "flows", "-T", "jsonl", str(path)], capture_output=True,
                          text=True, stdin=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode in (0, 2), out.stderr
-    conns = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    return {"transactions": [t for c in conns for t in c.get("transactions", ())],
-            "connections": [c for c in conns if c.get("kind") == "connection"]}
+    lines = [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return {"transactions": [t for t in lines if t.get("kind") == "transaction"],
+            "connections": [c for c in lines if c.get("kind") == "connection"]}
 
 
 def expert_counts(path) -> dict[str, int]:
@@ -175,7 +175,7 @@ def test_credits_view_draws_each_series_and_lists_violations():
             await pilot.press("4")
             await pilot.pause()
             view = app.query_one(CreditsView)
-            assert view.series and view.current == view.series[0]
+            assert view.series and view.current == view.series[0][0]
             text = screen_text(app)
             assert "granted 64..64" in text and "outstanding peak" in text
             assert "Violations: 0" in text

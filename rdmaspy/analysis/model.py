@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Callable, Union
 
+from ..rules import Rule, Severity   # declared below the dissectors, which declare rules too
+
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
     from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
@@ -118,13 +120,6 @@ class SegmentState(StrEnum):
     OVERRUN = "overrun"                 # bytes were moved past its end
 
 
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-    NOTE = "note"
-    CHAT = "chat"
-
-
 class PsnEventKind(StrEnum):
     """Sequence events in a requester's PSN space (``ib.analysis``)."""
     LOST = "lost"                       # PSNs skipped: not captured
@@ -137,17 +132,6 @@ class PsnEventKind(StrEnum):
 
 
 # --- rules and findings --------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """An expert rule, declared once (``rules.declare``), like Wireshark's ``ei_register_info``."""
-    id: str            # stable identifier, e.g. "rpcrdma.xid_mismatch"
-    severity: Severity
-    group: str         # protocol | sequence | credits | chunk | transaction | checksum | congestion | ...
-    message: str       # template over the finding's args, e.g. "rdma_xid {rdma_xid:#x} != RPC xid {rpc_xid:#x}"
-    source: str        # where the rule comes from, e.g. "RFC 8166 §4.2"
-    receiver_checkable: bool = True   # a MUST an analyzer can check from the wire
-
-
 @dataclass(slots=True, eq=False)
 class Finding:
     """One breach of a rule, with the frames and values that show it.  Its message is rendered
@@ -166,7 +150,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return self.rule_def.severity.value
+        return str(self.rule_def.severity)       # its value, without enum's descriptor (Python code)
 
     @property
     def group(self) -> str:
@@ -174,15 +158,17 @@ class Finding:
 
     @property
     def text(self) -> str:
-        try:
-            return self.rule_def.message.format(**self.args)
-        except (KeyError, IndexError, ValueError):
-            return f"{self.rule_def.message} {self.args}"
+        return self.rule_def.text(self.args)
 
     @property
     def rule(self) -> str:
-        """The rule and its source, as a dissector's expert item names it."""
-        return f"{self.rule_def.id} ({self.rule_def.source})"
+        """The rule's id, as a dissector's expert item names it (``expert.rule``)."""
+        return self.rule_def.id
+
+    @property
+    def source(self) -> str:
+        """The specification the rule comes from (``expert.source``)."""
+        return self.rule_def.source
 
     def __repr__(self) -> str:
         return f"<Finding {self.rule_def.id} frames={self.frames}>"

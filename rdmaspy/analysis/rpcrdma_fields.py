@@ -54,9 +54,10 @@ class TransactionFields:
             return
         role, step = txn.role_of(pkt.frame.num)
         lay = _parent(pkt)
+        # str() of a StrEnum member is its value; .value runs enum's descriptor, in Python, per packet
         lay.add(XID, txn.xid)
-        lay.add(ROLE, role.value)
-        lay.add(DIRECTION, txn.direction.value)
+        lay.add(ROLE, str(role))
+        lay.add(DIRECTION, str(txn.direction))
         if role is not PacketRole.CALL:
             lay.add(CALL_FRAME, txn.call_frame)
         if role is PacketRole.REPLY:
@@ -67,7 +68,7 @@ class TransactionFields:
             lay.add(REPLY_FRAME, txn.reply_frame)
         if step is not None and step.segment is not None:
             seg = step.segment
-            lay.add(CHUNK_LIST, seg.kind.value)
+            lay.add(CHUNK_LIST, str(seg.kind))
             lay.add(CHUNK_INDEX, seg.chunk)
             lay.add(SEGMENT_INDEX, seg.index)
 

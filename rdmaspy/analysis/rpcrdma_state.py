@@ -65,6 +65,7 @@ class ConnState:
     """Everything followed on one connection."""
 
     __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active",
+                 "stalled",
                  "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
                  "unanswered", "emit", "messages", "discard", "broken", "connprops")
@@ -78,6 +79,9 @@ class ConnState:
         self.reads_pending: dict[tuple[Direction, int], Op] = {}
         self.read_active: dict[Direction, Op] = {}
         self.write_active: dict[Direction, Op] = {}
+        # READ responses / WRITEs cut short by a lost packet, by (direction, kind, the PSN they wait for):
+        # the packets sent again (go-back-N) continue them, after the operations that started since.
+        self.stalled: dict[tuple[Direction, StepKind, int], Op] = {}
         self.iw_reads: dict[tuple[Direction, int], Op] = {}
         self.iw_writes: dict[tuple[Direction, int], Op] = {}
         self.version: dict[Direction, int] = {}

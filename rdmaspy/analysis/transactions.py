@@ -36,6 +36,7 @@ from .model import (DIRECTION_OF, CallSide, ChunkList, Direction, Finding, Reply
                     Rule, Side, Step, StepKind, Transaction, TransactionState)
 from .rpcrdma_state import ConnState, Op, OpenTransaction
 from .rules import declare
+from .transport import Transport   # registered before this module: its verdict on a packet comes first
 
 RETRANSMITTED = declare(
     "transaction.retransmitted_call", "note", "transaction",
@@ -52,11 +53,15 @@ NO_REPLY = declare(
 
 _MASK = 0xFFFFFF
 _PENDING_LIMIT = 4096          # RDMA READ requests waiting for their responses, per connection
+_STALLED_LIMIT = 64            # READs and WRITEs cut short by a lost packet, per connection
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
 _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
+_APPLIED_LIMIT = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
+_PROVISIONAL_LIMIT = 64        # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST = 2048
+HELD_COST = 8192               # a packet held with its message until the responder shows whether it took it
 CONN_COST = 2048               # a connection's state (ledgers, chunk book, dictionaries), measured the same way
 
 
@@ -103,6 +108,16 @@ class Transactions:
         self.held = 0                            # bytes charged to the memory budget for open transactions
         self.budget = analyzer.budget
         self.budget.join(self)
+        psn = analyzer.modules.get("ib.transport")
+        self.psn: Transport | None = psn if isinstance(psn, Transport) else None
+        # Frames whose RPC-over-RDMA message (or rebuilt message) was taken, and the copies of them
+        # that were left alone: a later copy of one of these carries a message already accounted.
+        self.applied: dict[int, None] = {}
+        # Messages of request packets the responder dropped unless the capture missed what it took (beyond
+        # the PSN it takes next), by (connection, requester, PSN): taken when it is seen to take that PSN
+        # (or at the end), replaced by the copy sent again in sequence.
+        self.provisional: dict[tuple[int, Direction, int], tuple[Packet, RpcRdmaMessage | None,
+                                                                RpcRdmaMessage | None, int | None]] = {}
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest open transactions (of the busiest connections first)
@@ -147,6 +162,8 @@ class Transactions:
         conv = pkt.conv
         if conv is None:
             return
+        if self.provisional and self.psn is not None:
+            self._settle(self.psn, pkt)
         ib = pkt.ib
         extra = pkt.extra
         kind = ""
@@ -164,14 +181,27 @@ class Transactions:
         inv = None
         self.cur = None
         msg = pkt.noted(RPCRDMA)
+        rb = pkt.noted(REBUILT)
+        again = False
         if ib is not None:
+            psn = self.psn
+            if psn is not None and psn.again:
+                # The InfiniBand layer sent this packet again (same PSN, same bytes) or it is a copy
+                # of a READ response already received: it opens, closes and accounts nothing (the
+                # transport analysis says it, once).  Only a message its earlier copy did not deliver
+                # (that copy's Send was incomplete) is taken from it.
+                again = True
+                if self._seen_again(psn.again_of, pkt.frame.num):
+                    msg = None
+                    rb = None
             if kind == "send":
                 inv = ib.ieth
             elif st.rpcrdma:
                 if kind == "write":
-                    self._ib_write(st, pkt, d)
+                    self._ib_write(st, pkt, d, again)
                 elif kind == "read_request":
-                    self._ib_read_request(st, pkt, d)
+                    if not again:
+                        self._ib_read_request(st, pkt, d)
                 elif kind == "read_response":
                     self._ib_read_response(st, pkt, d)
         else:
@@ -187,10 +217,21 @@ class Transactions:
                         inv = iw.inv_stag
                     elif st.rpcrdma:
                         self._iwarp_op(st, pkt, iw, d)
+        if ib is not None and self.provisional:
+            # sent again: this copy stands for the one held (taken, or held in its place)
+            self._release(self.provisional.pop((st.conn_id, d, ib.psn), None))
+        if (msg is not None or rb is not None) and self.psn is not None and self.psn.provisional:
+            self._hold(st, pkt, msg, rb, d, inv)
+            return
+        self._take(st, pkt, msg, rb, d, inv)
+
+    def _take(self, st: ConnState, pkt: Packet, msg: RpcRdmaMessage | None, rb: RpcRdmaMessage | None,
+              d: Direction, inv: int | None) -> None:
         if msg is not None:
             self._message(st, pkt, msg, d, inv)
-        rb = pkt.noted(REBUILT)
+            self._applied(pkt.frame.num)
         if rb is not None:
+            self._applied(pkt.frame.num)
             o = st.open.get((d, rb.xid)) if not rb.is_reply else st.open.get((d.other, rb.xid))
             self.cur = o.txn if o is not None else None
             rr.check_rebuilt(self, st, pkt, rb)
@@ -202,6 +243,53 @@ class Transactions:
                     o.txn.rpc = rpc_summary(o.call_rpc, None)
                 self._belongs(o.txn)
         self.cur = None
+
+    def _hold(self, st: ConnState, pkt: Packet, msg: RpcRdmaMessage | None, rb: RpcRdmaMessage | None,
+              d: Direction, inv: int | None) -> None:
+        held = self.provisional
+        held[(st.conn_id, d, pkt.ib.psn)] = (pkt, msg, rb, inv)
+        self.budget.charge(self, HELD_COST)
+        if len(held) > _PROVISIONAL_LIMIT:
+            self._take_held(next(iter(held)))
+
+    def _release(self, entry: object) -> None:
+        if entry is not None:
+            self.budget.release(self, HELD_COST)
+
+    def _settle(self, transport: Transport, pkt: Packet) -> None:
+        """Take the held messages whose PSN the responder is now seen to have taken (the capture missed
+        the packets before them), but the one this packet sends again."""
+        ib = pkt.ib
+        conv = pkt.conv
+        here = None
+        if ib is not None and conv is not None:
+            here = (conv.conn_id, DIRECTION_OF[conv.direction(pkt)], ib.psn)
+        for key in [k for k in self.provisional if k != here and transport.taken(*k)]:
+            self._take_held(key)
+
+    def _take_held(self, key: tuple[int, Direction, int]) -> None:
+        pkt, msg, rb, inv = self.provisional.pop(key)
+        self.budget.release(self, HELD_COST)
+        st = self.conns.get(key[0])
+        if st is None:
+            return
+        current = self.current
+        self._take(st, pkt, msg, rb, key[1], inv)
+        self.current = current
+
+    def _applied(self, frame: int) -> None:
+        applied = self.applied
+        applied[frame] = None
+        if len(applied) > _APPLIED_LIMIT:
+            del applied[next(iter(applied))]
+
+    def _seen_again(self, earlier: int, frame: int) -> bool:
+        """True when the earlier copy (frame ``earlier``; 0: a READ response already received) of the
+        packet ``frame`` delivered its message; the copy is then remembered as delivering it too."""
+        if earlier and earlier not in self.applied:
+            return False
+        self._applied(frame)
+        return True
 
     # -- messages ------------------------------------------------------------------------------------
     def _message(self, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, inv: int | None) -> None:
@@ -499,32 +587,59 @@ class Transactions:
                             outside=outside)
 
     @staticmethod
-    def _in_sequence(active: dict[Direction, Op], d: Direction, pos: str, psn: int, started: Op | None) -> Op | None:
+    def _in_sequence(st: ConnState, active: dict[Direction, Op], d: Direction, pos: str, psn: int,
+                     started: Op | None) -> Op | None:
         """The operation a First/Middle/Last/Only packet belongs to: ``started`` for a First or Only
-        (a First stays active for what follows), else the active one if the PSN is its next."""
+        (a First stays active for what follows), else the active one if the PSN is its next, else
+        one that a lost packet cut short and that waits for this PSN (sent again, go-back-N)."""
         if pos == "first" or pos == "only":
-            if started is not None and pos == "first":
+            if started is None:
+                return None       # a copy, or an operation nobody follows: the active one goes on
+            cut = active.pop(d, None)
+            if cut is not None:
+                # the active operation's Last was not seen: it waits for its packets to be sent again
+                Transactions._stall(st, d, cut)
+            if pos == "first":
                 started.next_psn = (psn + 1) & _MASK
                 active[d] = started
             return started
         op = active.get(d)
-        if op is None or psn != op.next_psn:
-            return None
-        op.next_psn = (psn + 1) & _MASK
-        if pos == "last":
-            del active[d]
+        if op is not None and psn == op.next_psn:
+            op.next_psn = (psn + 1) & _MASK
+            if pos == "last":
+                del active[d]
+        else:
+            op = st.stalled.pop((d, StepKind.RDMA_WRITE if active is st.write_active else StepKind.RDMA_READ, psn),
+                                None)
+            if op is None:
+                return None
+            op.next_psn = (psn + 1) & _MASK
+            if pos != "last":
+                Transactions._stall(st, d, op)
+        txn = op.txn
+        if txn is not None and txn.state is not TransactionState.OPEN:
+            return None           # sent again after its transaction closed: no part of it any more
         return op
 
-    def _ib_write(self, st: ConnState, pkt: Packet, d: Direction) -> None:
+    @staticmethod
+    def _stall(st: ConnState, d: Direction, op: Op) -> None:
+        stalled = st.stalled
+        stalled[(d, op.kind, op.next_psn)] = op
+        if len(stalled) > _STALLED_LIMIT:
+            del stalled[next(iter(stalled))]
+
+    def _ib_write(self, st: ConnState, pkt: Packet, d: Direction, again: bool) -> None:
+        """A WRITE packet; one sent ``again`` starts nothing (its Middle and Last fall out of sequence
+        unless their first sending is missing)."""
         ib = pkt.ib
         pos = ib.plan.pos
         started = None
         if pos == "first" or pos == "only":
-            if ib.reth is None:
+            if ib.reth is None or again:
                 return
             va, rkey, dlen = ib.reth
             started = self._start(st, pkt, d, StepKind.RDMA_WRITE, rkey, va, dlen)
-        op = self._in_sequence(st.write_active, d, pos, ib.psn, started)
+        op = self._in_sequence(st, st.write_active, d, pos, ib.psn, started)
         if op is None:
             return
         if started is None and op.step is not None:
@@ -547,7 +662,7 @@ class Transactions:
         ib = pkt.ib
         pos = ib.plan.pos
         started = st.reads_pending.pop((d.other, ib.psn), None) if pos == "first" or pos == "only" else None
-        op = self._in_sequence(st.read_active, d, pos, ib.psn, started)
+        op = self._in_sequence(st, st.read_active, d, pos, ib.psn, started)
         if op is None:
             return
         step = op.step
@@ -612,6 +727,8 @@ class Transactions:
 
     def finish(self) -> None:
         self.current = None
+        while self.provisional:
+            self._take_held(next(iter(self.provisional)))
         for st in self.conns.values():
             for o in list(st.open.values()):
                 self._give_up(st, o)

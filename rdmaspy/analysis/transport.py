@@ -229,7 +229,7 @@ class ReqStream:
     """One requester's PSN space on one connection: its requests and the responses to them."""
 
     __slots__ = ("conn_id", "direction", "first", "nxt", "slack", "last_psn", "last_op", "last_ts", "last_frame",
-                 "ring", "holes", "acked", "nak", "rnr", "reads", "last_read", "done_reads",
+                 "ring", "holes", "acked", "expect", "nak", "rnr", "reads", "last_read", "done_reads",
                  "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
                  "psn_acked", "send_bytes", "write_bytes", "read_bytes")
@@ -247,6 +247,9 @@ class ReqStream:
         self.ring = PsnRing()
         self.holes: list[list[int]] = []  # [start, count] of PSNs skipped and not seen since
         self.acked: int | None = None     # last PSN acknowledged
+        # The PSN the responder takes next, as the capture shows it: an RC responder takes only that one
+        # and drops a request beyond it (IBTA vol. 1 9.7.5), until the requester sends it again.
+        self.expect: int | None = None
         self.nak: tuple[int, int, int] | None = None   # (psn, frame, ts) of the last NAK not yet answered
         self.rnr: tuple[int, int, int] | None = None
         self.reads: list[_Read] = []
@@ -334,10 +337,23 @@ class Transport:
         self.budget.join(self)
         self.conns: dict[int, _Conn] = {}
         self.flows: dict[tuple[str, str, int], list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
+        # The packet being analysed repeats one already captured (a request PSN sent again whose first
+        # sending is in the capture, or a READ response already received): the modules after this one
+        # (transactions, chunks, credits) leave such a copy alone, so that it is one event, said once.
+        self.again = False
+        self.again_of = 0            # the frame of the earlier copy (0: not known)
+        # The request packet being analysed lies beyond the PSN its responder takes next (an earlier
+        # one was not captured, or the responder NAKed it): the responder dropped it, unless the
+        # capture missed what it took (``taken`` tells, later).  Its copy in sequence stands for it.
+        self.provisional = False
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
-        ib = pkt.ib
+        self.again = False
+        self.again_of = 0
+        self.provisional = False
+        # typed (Packet.ib and .conv are Any): compiled, their attributes are read directly
+        ib: IBInfo | None = pkt.ib
         if ib is None:
             return
         plan = ib.plan
@@ -349,7 +365,7 @@ class Transport:
             return
         if ib.ecn == 3 or ib.fecn:
             self._marked(pkt, ib)
-        conv = pkt.conv
+        conv: LiveConnection | None = pkt.conv
         if conv is None or plan.transport not in _CONNECTED:
             return
         cs = self.conns.get(conv.conn_id)
@@ -364,7 +380,7 @@ class Transport:
             if st.first is None:
                 # The first PSN seen starts the space: implementations disagree on which CM Starting
                 # PSN (the REQ's or the REP's) numbers which direction, so neither is assumed.
-                st.first = st.nxt = ib.psn
+                st.first = st.nxt = st.expect = ib.psn
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
         elif kind in _RESPONSE_KINDS:
@@ -429,9 +445,14 @@ class Transport:
         assert nxt is not None                # set with the stream's first PSN, before its first request
         d = (psn - nxt) & _MASK
         lay = None
+        expect = st.expect
         if d == 0 or d <= st.slack:
             st.nxt = (psn + count) & _MASK
             st.slack = slack
+            if expect == nxt:
+                st.expect = st.nxt
+            else:
+                self._responder_takes(st, psn, count)
         elif d < _HALF:
             # PSNs skipped: lost before the capture point (or missed by the capture)
             expected: int = st.nxt          # type: ignore[assignment]  # d was computed from it
@@ -445,8 +466,13 @@ class Transport:
             self.an.report(LOST, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn, count=lost, expected=expected)
             self._event(st, PsnEventKind.LOST, frame.num, ts, psn, lost)
             st.nxt = (psn + count) & _MASK
+            if st.slack and expect == nxt:
+                st.expect = st.nxt          # the PSN due was not known: no telling what the responder took
+            else:
+                self._responder_takes(st, psn, count)
             st.slack = slack
         else:
+            self._responder_takes(st, psn, count)
             lay = _layer(pkt)
             hole = self._fill_hole(st, psn)
             slot = st.ring.find(psn)
@@ -472,12 +498,16 @@ class Transport:
                 lay.add(ORIGINAL_FRAME, st.last_frame)
                 self.an.report(DUPLICATE_RULE, (frame.num, st.last_frame), ts, conn=st.conn_id, pkt=pkt, psn=psn,
                                original=f"frame {st.last_frame}")
+                self.again = True
+                self.again_of = st.last_frame
                 self._event(st, PsnEventKind.DUPLICATE, frame.num, ts, psn, original=st.last_frame)
             else:
                 st.retransmissions += 1
                 lay.add(RETRANSMISSION, True)
                 if original is not None:
                     first = f"first in frame {original}"
+                    self.again = True
+                    self.again_of = original
                 elif resumed is not None:
                     original = resumed.frame
                     first = (f"resumes the READ request of frame {original} "
@@ -520,6 +550,33 @@ class Transport:
         st.last_ts = ts
         st.last_frame = frame.num
 
+    def _responder_takes(self, st: ReqStream, psn: int, count: int) -> None:
+        """The responder's side of a request packet: taken when its PSN is the one due, else dropped
+        when beyond it (``provisional``: the capture may have missed what the responder took), else a
+        copy of one taken already.  A requester far ahead of the PSN due had those PSNs taken."""
+        expect = st.expect
+        d = (psn - expect) & _MASK if expect is not None else 0
+        if d == 0 or d > _RING and d < _HALF:
+            st.expect = (psn + count) & _MASK
+        elif d < _HALF:
+            self.provisional = True
+
+    def taken(self, conn_id: int, direction: Direction, psn: int) -> bool:
+        """True when the responder is seen to have taken request ``psn`` (the PSN it takes next lies beyond
+        it), or its queue pair is no longer followed."""
+        cs = self.conns.get(conn_id)
+        st = cs.streams.get(direction) if cs is not None else None
+        if st is None or st.expect is None:
+            return True
+        return 0 < ((st.expect - psn) & _MASK) < _HALF
+
+    @staticmethod
+    def _responder_acked(st: ReqStream, psn: int) -> None:
+        """An ACK of ``psn``: the responder took every PSN up to it."""
+        nxt = (psn + 1) & _MASK
+        if st.expect is None or 0 < ((nxt - st.expect) & _MASK) < _HALF:
+            st.expect = nxt
+
     @staticmethod
     def _fill_hole(st: ReqStream, psn: int) -> bool:
         for h in st.holes:
@@ -549,6 +606,7 @@ class Transport:
         syn = aeth[0]
         t = (syn >> 5) & 3
         if t == AETH_TYPE_ACK:
+            self._responder_acked(st, psn)
             if kind != "read_response":
                 self._ack(st, pkt, psn)
             else:
@@ -559,6 +617,7 @@ class Transport:
             if code == 0:
                 # the requester goes back to this PSN; the other codes are fatal to the QP (nothing is resent)
                 st.nak = (psn, frame.num, frame.ts)
+                st.expect = psn
             lay = _layer(pkt)
             lay.add(NAK_CODE, code)
             rule = NAK_RULES.get(code, NAK_RESERVED)
@@ -568,6 +627,7 @@ class Transport:
         elif t == AETH_TYPE_RNR_NAK:
             st.rnr_naks += 1
             st.rnr = (psn, frame.num, frame.ts)
+            st.expect = psn
             lay = _layer(pkt)
             lay.add(RNR_NAK, True)
             self.an.report(RNR_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
@@ -632,6 +692,13 @@ class Transport:
                 r = cand
                 break
         if r is None:
+            done = st.done_reads
+            if done is not None:
+                for cand in reversed(done):
+                    if ((psn - cand.psn) & _MASK) < cand.packets:
+                        # a copy of a response to a READ already complete
+                        self._response_again(st, pkt, cand)
+                        return
             return                        # its request is not in the capture
         lay = _layer(pkt)
         lay.add(READ_REQUEST_FRAME, r.frame)
@@ -652,11 +719,7 @@ class Transport:
             self.an.report(LOST, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, count=d, expected=r.next)
             self._event(st, PsnEventKind.LOST, frame.num, frame.ts, psn, d)
         elif d:
-            st.duplicates += 1
-            lay.add(DUPLICATE, True)
-            self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                           original=f"a response already received to the READ request of frame {r.frame}")
-            self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, psn, original=r.frame)
+            self._response_again(st, pkt, r)
             return
         r.next = (psn + 1) & _MASK
         r.packets += 1
@@ -693,6 +756,18 @@ class Transport:
         del st.reads[:i + 1]
         if st.last_read is r:
             st.last_read = None
+
+    def _response_again(self, st: ReqStream, pkt: Packet, r: _Read) -> None:
+        """A READ response whose PSN was received already: a duplicate, said here and left alone after."""
+        frame = pkt.frame
+        st.duplicates += 1
+        lay = _layer(pkt)
+        lay.add(READ_REQUEST_FRAME, r.frame)
+        lay.add(DUPLICATE, True)
+        self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=pkt.ib.psn,
+                       original=f"a response already received to the READ request of frame {r.frame}")
+        self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, pkt.ib.psn, original=r.frame)
+        self.again = True
 
     # -- congestion and checksums --------------------------------------------------------------------
     def _flow_counts(self, pkt: Packet, ib: IBInfo) -> list[int]:
@@ -734,7 +809,7 @@ class Transport:
         # The finding takes the place of the dissector's own expert item for the same check.
         if pkt.expert:
             pkt.expert = [e for e in pkt.expert if not (getattr(e, "group", "") == "checksum"
-                                                         and getattr(e, "rule", "").startswith("IBTA 7.8.1"))]
+                                                         and getattr(e, "source", "").startswith("IBTA 7.8.1"))]
         _layer(pkt).add(BAD_ICRC, True)
         conv = pkt.conv
         self.an.report(ICRC_RULE, pkt.frame.num, pkt.frame.ts, conn=conv.conn_id if conv is not None else None,

@@ -96,9 +96,11 @@ BPF_LD, BPF_LDX, BPF_ST, BPF_STX, BPF_ALU, BPF_JMP, BPF_RET, BPF_MISC = range(8)
 BPF_W, BPF_H, BPF_B = 0x00, 0x08, 0x10
 BPF_ABS, BPF_IND, BPF_MSH = 0x20, 0x40, 0xA0
 BPF_K = 0x00
+BPF_JEQ = 0x10
 SKF_AD_OFF = -0x1000
 SKF_AD_PROTOCOL = 0
 SKF_AD_PKTTYPE = 4
+SKF_AD_IFINDEX = 8
 SKF_AD_HATYPE = 28
 SKF_LL_OFF = -0x200000
 SLL_HDR_LEN = 16
@@ -146,6 +148,29 @@ def kernel_program(expr: str, cooked: bool, snaplen: int) -> Program:
     if cooked:
         return cook(compile_bpf(expr, LINKTYPE_LINUX_SLL, snaplen))
     return compile_bpf(expr, LINKTYPE_ETHERNET, snaplen)
+
+
+PACKET_OUTGOING = 4
+
+
+def without_loopback_echo(prog: Program, lo_ifindex: int) -> Program:
+    """``prog`` preceded by a test that drops what the loopback interface sends.
+
+    On loopback the kernel shows every packet twice, as it leaves and as it arrives; libpcap (and so
+    dumpcap and tcpdump) keeps the arriving copy only, on ``lo`` and on ``any``.  Dropped in the kernel,
+    the copy costs no ring space and counts in no statistic.  Classic BPF jumps are relative, so the
+    program runs unchanged after the test.
+    """
+    ifindex = (SKF_AD_OFF + SKF_AD_IFINDEX) & 0xFFFFFFFF
+    pkttype = (SKF_AD_OFF + SKF_AD_PKTTYPE) & 0xFFFFFFFF
+    head: Program = [
+        (BPF_LD | BPF_W | BPF_ABS, 0, 0, ifindex),
+        (BPF_JMP | BPF_JEQ | BPF_K, 0, 3, lo_ifindex),         # another interface: to the program
+        (BPF_LD | BPF_W | BPF_ABS, 0, 0, pkttype),
+        (BPF_JMP | BPF_JEQ | BPF_K, 0, 1, PACKET_OUTGOING),    # arriving: to the program
+        (BPF_RET | BPF_K, 0, 0, 0),
+    ]
+    return head + prog
 
 
 def attach(sock: socket.socket, prog: Program) -> None:

@@ -9,6 +9,7 @@ and an Interface Statistics Block in the file.
 from __future__ import annotations
 
 import collections
+import errno
 import os
 import signal
 import socket
@@ -17,7 +18,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable
+from typing import Callable
 
 from ..errors import RdmaspyError
 from ..writers.pcapng import EPB_HEAD, PcapngWriter
@@ -32,6 +33,93 @@ DISPLAY_QUEUE = 20000
 # thread would make the ring wait for the GIL on a busy machine.  (Below glibc's mmap threshold,
 # so chunks come from the heap, not from a fresh mmap each.)
 CHUNK = 64 << 10
+# What reaches the disk is at most this old: a capture killed hard (SIGKILL, power) loses no more than
+# the last FLUSH_EVERY of packets, plus those in the kernel's block not yet retired (Ring's retire_ms).
+FLUSH_EVERY = 0.05
+
+
+_BLOCK_HEAD = struct.Struct("=II")        # block type, total length (this host's byte order)
+
+
+def _whole_blocks(blocks: memoryview, written: int) -> tuple[int, int]:
+    """(bytes, Enhanced Packet Blocks) of the blocks that lie whole in the first ``written`` bytes."""
+    pos = epbs = 0
+    while pos + 8 <= written:
+        btype, total = _BLOCK_HEAD.unpack_from(blocks, pos)
+        if total < 12 or pos + total > written:
+            break
+        pos += total
+        epbs += btype == 6
+    return pos, epbs
+
+
+class BlockFile:
+    """The output file: blocks are gathered here and written whole, so the file on disk always ends on a
+    block boundary.  A write that fails (a full disk) cuts the file back to the last block written whole.
+
+    Opened without following a final symbolic link (O_NOFOLLOW): run as root, ``-w`` must not overwrite
+    whatever a link planted in a shared directory points to.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        if name == "-":
+            self.fd = sys.stdout.fileno()
+            self.owned = False
+        else:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+            try:
+                self.fd = os.open(name, flags, 0o644)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise RdmaspyError(f"{name}: cannot write: it is a symbolic link, which capture does not "
+                                       f"follow (name the file itself)") from None
+                raise RdmaspyError(f"{name}: cannot write: {exc.strerror or exc}") from None
+            self.owned = True
+        self.parts: list[bytes | bytearray] = []     # gathered blocks, written in one go
+        self.pending = 0               # their bytes
+        self.on_disk = 0               # bytes written whole
+        self.kept_epbs = 0             # after a failed write: the packets of it that are on disk whole
+        self.flushed_at = time.monotonic()
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        # Kept as given, not copied (a batch of blocks is written as it came); a view into the capture
+        # ring is copied, since the ring's block goes back to the kernel before the write.
+        self.parts.append(bytes(data) if isinstance(data, memoryview) else data)
+        self.pending += len(data)
+
+    def flush(self) -> None:
+        """Write what is gathered; on failure the file is cut back to its last whole block, then the error."""
+        self.flushed_at = time.monotonic()
+        if not self.parts:
+            return
+        data = self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
+        self.parts = []
+        self.pending = 0
+        view = memoryview(data)
+        done = 0
+        try:
+            while done < len(view):
+                done += os.write(self.fd, view[done:])
+        except OSError:
+            whole, self.kept_epbs = _whole_blocks(view, done)
+            view.release()
+            if self.owned:
+                try:
+                    os.ftruncate(self.fd, self.on_disk + whole)
+                except OSError:
+                    pass
+            self.on_disk += whole
+            raise
+        view.release()
+        self.on_disk += done
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            if self.owned:
+                os.close(self.fd)
 
 
 @dataclass
@@ -82,8 +170,9 @@ class FileSet:
         self.kept: collections.deque[str] = collections.deque()
         self.all_files: list[str] = []
         self.writer: PcapngWriter | None = None
-        self.file: BinaryIO | None = None
+        self.file: BlockFile | None = None
         self.file_packets = 0          # handed to the current file
+        self.disk_packets = 0          # of those, in blocks written whole
         self.lost = 0                  # handed over but never on disk (write errors)
         self.opened_at = 0.0
         self.written_total = 0
@@ -106,23 +195,19 @@ class FileSet:
 
     def open_next(self) -> None:
         self.seq += 1
-        if self.path == "-":
-            import sys
-            target: object = sys.stdout.buffer
-            name = "-"
-        else:
-            name = self.path
-            if self.rotating:
-                name = f"{self._base}_{self.seq:05d}_{time.strftime('%Y%m%d%H%M%S')}{self._ext}"
-            try:
-                target = self.file = open(name, "wb", buffering=CHUNK)
-            except OSError as exc:
-                raise RdmaspyError(f"{name}: cannot write: {exc.strerror or exc}") from None
+        name = self.path
+        if self.rotating:
+            name = f"{self._base}_{self.seq:05d}_{time.strftime('%Y%m%d%H%M%S')}{self._ext}"
+        target = self.file = BlockFile(name)
         w = PcapngWriter(target)  # type: ignore[arg-type]
         w.add_interface(self.ring.linktype, self.ring.snaplen, name=self.ring.ifname, description=self.desc,
                         filter=self.filter_text, tsresol=9, os_name=None)
         self.writer = w
         self.opened_at = time.monotonic()
+        try:
+            self.flush()
+        except OSError as exc:
+            raise RdmaspyError(f"{name}: write failed: {exc.strerror or exc}") from None
         if name != "-":
             self.all_files.append(name)
             self.kept.append(name)
@@ -147,41 +232,42 @@ class FileSet:
         self.writer = None
         f, self.file = self.file, None
         try:
+            self.flush(f)
             w.write_stats(0, end, ifrecv=recv, ifdrop=ifdrop, filteraccept=recv, osdrop=drops,
                           usrdeliv=self.written_total, starttime_ns=self.ring.start_ns, endtime_ns=end)
             w.close()
             if f is not None:
                 f.close()
         except OSError as exc:
-            if f is not None:
+            if f is not None and f.owned:
                 try:
-                    f.close()
+                    os.close(f.fd)
                 except OSError:
                     pass
-                # packets given to the file but not on disk are rdmaspy's drops: count what the file holds
-                self.lost += self.file_packets - count_epbs(f.name)  # type: ignore[arg-type]
             raise RdmaspyError(f"{w.path}: write failed: {exc.strerror or exc}") from None
         finally:
-            self.file_packets = 0
+            # packets given to the file but not in it are rdmaspy's drops
+            self.lost += self.file_packets - self.disk_packets
+            self.file_packets = self.disk_packets = 0
 
+    def flush(self, f: BlockFile | None = None) -> None:
+        """Write the gathered blocks (raises OSError when the disk refuses them)."""
+        f = f or self.file
+        if f is None:
+            return
+        try:
+            f.flush()
+        except OSError:
+            # what the failed write held beyond its whole blocks is gone: rdmaspy's drops
+            self.disk_packets += f.kept_epbs
+            self.lost += self.file_packets - self.disk_packets
+            self.file_packets = self.disk_packets
+            raise
+        self.disk_packets = self.file_packets
 
-def count_epbs(path: str) -> int:
-    """Enhanced Packet Blocks complete in a pcapng file written in this host's byte order."""
-    n = 0
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return 0
-    pos = 0
-    head = struct.Struct("=II")
-    while pos + 12 <= len(data):
-        btype, total = head.unpack_from(data, pos)
-        if total < 12 or pos + total > len(data):
-            break
-        n += btype == 6
-        pos += total
-    return n
+    def flush_due(self) -> bool:
+        f = self.file
+        return f is not None and f.pending > 0 and time.monotonic() - f.flushed_at >= FLUSH_EVERY
 
 
 class LiveCapture:
@@ -264,6 +350,8 @@ class LiveCapture:
                     continue
                 i = ring.ready()
                 if i is None:
+                    if not self._flush_file():     # idle: what is gathered goes to disk before the wait
+                        break
                     timeout = 0.5
                     if deadline is not None:
                         timeout = min(timeout, deadline - now)
@@ -373,9 +461,24 @@ class LiveCapture:
             self._stop = True
             ok = False
         ring.release(i)
+        if ok and self.files is not None and self.files.flush_due():
+            ok = self._flush_file()
         if self.display is not None:
             self._wake.set()
         return ok
+
+    def _flush_file(self) -> bool:
+        """Write the gathered blocks to disk; False (the capture ends) when the disk refuses them."""
+        f = self.files
+        if f is None or f.file is None or not f.file.pending:
+            return True
+        try:
+            f.flush()
+        except OSError as exc:
+            self.summary.error = f"{f.file.name}: write failed: {exc.strerror or exc}"
+            self._stop = True
+            return False
+        return True
 
     def _limits(self, ignore: bool) -> tuple[int, int]:
         """(packets left before -c, bytes left in the current file) — huge when unlimited."""
@@ -440,8 +543,8 @@ class LiveCapture:
             buf += tail[pad](total)
             if k >= left or len(buf) >= cut:
                 full = len(buf) >= room
-                self._flush(buf, k)
                 s.captured += k
+                self._flush(buf, k)
                 k = 0
                 buf = bytearray()
                 if not ignore and self.limits.count and s.captured >= self.limits.count:
@@ -452,8 +555,8 @@ class LiveCapture:
                 left, room = self._limits(ignore)
                 cut = min(room, CHUNK)
         if k:
-            self._flush(buf, k)
             s.captured += k
+            self._flush(buf, k)
         return True
 
     def _flush(self, buf: bytearray, k: int) -> None:
@@ -463,6 +566,8 @@ class LiveCapture:
         f.written_total += k
         f.file_packets += k
         self.summary.written += k
+        if f.file is not None and f.file.pending >= CHUNK:
+            f.flush()
 
     def _block_general(self, pos: int, n: int, ignore: bool) -> bool:
         """Every other case: cooked (``any``) frames, the live display, or both with a file."""
@@ -496,6 +601,8 @@ class LiveCapture:
                 f.written_total += 1
                 f.file_packets += 1
                 s.written += 1
+                if f.file is not None and f.file.pending >= CHUNK:
+                    f.flush()
             if q is not None:
                 if len(q) < qmax:
                     q.append((s.captured, ts, bytes(data), wlen))

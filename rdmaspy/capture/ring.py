@@ -84,7 +84,11 @@ class Ring:
     def _setup(self, program: bpf.Program | None, buffer_kib: int, block_kib: int, retire_ms: int,
                promisc: bool) -> None:
         s = self.sock
-        bpf.attach(s, program if program is not None else bpf.accept_all(self.snaplen))
+        program = program if program is not None else bpf.accept_all(self.snaplen)
+        lo = loopback_index()
+        if lo and (self.ifindex in (0, lo)):        # 'any' (index 0) or the loopback interface itself
+            program = bpf.without_loopback_echo(program, lo)
+        bpf.attach(s, program)
         s.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V3)
         page = mmap.PAGESIZE
         block = max(page, (block_kib * 1024 + page - 1) // page * page)
@@ -201,6 +205,20 @@ def _bind(fd: int, ifindex: int) -> int:
                                                        0, 0, 0, b""))
     if _LIBC.bind(fd, sll, ctypes.c_uint32(SOCKADDR_LL.size)) != 0:
         return ctypes.get_errno()
+    return 0
+
+
+def loopback_index() -> int:
+    """The loopback interface's index in this network namespace (0 if it has none)."""
+    for index, name in socket.if_nameindex():
+        if name == "lo":
+            return index
+        try:
+            with open(f"/sys/class/net/{name}/type") as f:
+                if int(f.read()) == ARPHRD_LOOPBACK:
+                    return index
+        except (OSError, ValueError):
+            continue
     return 0
 
 

@@ -3,8 +3,10 @@
 Every packet that has something to say gets comments (pcapng ``opt_comment``, which Wireshark shows
 and filters as ``frame.comment``): the RPC-over-RDMA transaction it belongs to (XID, procedure,
 call or reply or the RDMA operation, the chunk segment it reads or writes, the latency) and each
-finding of the analysis that names it first, with its rule and source.  The frames themselves are
-copied unchanged, with their timestamps (nanoseconds), original lengths, interfaces and comments.
+finding that names it first, with its rule and source: the analysis' and the dissectors' (a
+malformed packet, a bad checksum, a CM reject, a hole in a TCP stream), as ``rdmaspy expert`` lists
+them.  The frames themselves are copied unchanged, with their timestamps (nanoseconds), original
+lengths, interfaces and comments.
 
 Two passes: the first decodes and analyses (a transaction is complete only when its reply is seen,
 and some findings come only at the end), the second copies the frames with the comments.
@@ -16,11 +18,12 @@ import heapq
 import os
 import struct
 import tempfile
-from typing import IO, Any, Iterator
+from typing import IO, Any, BinaryIO, Iterator
 
 from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
 from ..errors import RdmaspyError
-from .common import report_problems
+from ..writers.outfile import OutputFile
+from .common import add_capture_argument, report_problems, report_writer
 
 _LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
 
@@ -149,46 +152,65 @@ class Notes:
 
     def finding(self, f: Finding) -> None:
         r = f.rule_def
-        text = f"rdmaspy {r.severity}: {f.text} [{r.id}: {r.source}]"
         if f.frames:
-            self.add(f.frames[0], text, 1)
+            self.add(f.frames[0], finding_comment(r.severity, f.text, r.id, r.source), 1)
+
+    def dissector_items(self, pkt: Any) -> None:
+        """The dissectors' expert items of a packet (malformed, checksums, CM rejects, TCP holes...),
+        each a comment on it as ``rdmaspy expert`` lists them."""
+        for e in pkt.expert or ():
+            if isinstance(e, Finding):
+                continue
+            if e.rule:
+                text = finding_comment(e.severity, e.text, e.rule, e.source)
+            else:
+                text = finding_comment(e.severity, e.text, None, e.source)
+            self.add(pkt.frame.num, text, 1)
+
+
+def finding_comment(severity: str, text: str, rule: str | None, source: str) -> str:
+    """The comment of one finding: ``rdmaspy warning: TEXT [RULE: SOURCE]`` (a dissector's item without a
+    rule id: ``[SOURCE]``, or nothing when it names none)."""
+    if rule is not None:
+        return f"rdmaspy {severity}: {text} [{rule}: {source}]"
+    return f"rdmaspy {severity}: {text} [{source}]" if source else f"rdmaspy {severity}: {text}"
 
 
 def annotate(path: str, out_path: str) -> tuple[Any, int, int]:
     """Write ``out_path``; returns (the capture of the first pass, frames, frames commented)."""
     from .expert import analyse
 
-    try:
-        same = os.path.exists(out_path) and os.path.samefile(path, out_path)
-    except OSError:
-        same = False
-    if same:
-        raise RdmaspyError(f"annotate: {out_path} is the input capture; choose another output file")
+    output = OutputFile(out_path, [path])          # refuses the input capture, before any work
     notes = Notes()
     try:
-        cap, _an, frames, _t0 = analyse(path, on_record=notes.on_record, on_finding=notes.finding)
-        commented = _write(path, out_path, notes)
+        cap, _an, frames, _t0 = analyse(path, on_packet=notes.dissector_items, on_record=notes.on_record,
+                                        on_finding=notes.finding, progress="annotate: analysis")
+        # Written whole or not at all: under a temporary name beside the output, renamed at the end.
+        with output as stream:
+            commented = _write(path, stream, notes, out_path)
     finally:
         notes.close()
     return cap, frames, commented
 
 
-def _write(path: str, out_path: str, notes: Notes) -> int:
+def _write(path: str, out: BinaryIO, notes: Notes, out_path: str) -> int:
     """The second pass: every frame copied, with its comments; returns the frames commented."""
+    from ..output.progress import Progress
     from ..readers import open_capture
     from ..writers.pcapng import PcapngWriter
 
     commented = 0
     pending = notes.by_frame()
     nxt = next(pending, None)
-    with PcapngWriter(out_path, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
+    with PcapngWriter(out, comment=f"annotated by rdmaspy from {os.path.basename(path)}") as w:
         ifaces: dict[tuple[int, int], int] = {}
-        with open_capture(path) as again:
+        with open_capture(path) as again, Progress("annotate: writing", again, lambda: w.packets):
             for frame in again:
                 key = (frame.iface, frame.linktype)
                 idx = ifaces.get(key)
                 if idx is None:
-                    idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9)
+                    info = again.interfaces[frame.iface] if frame.iface < len(again.interfaces) else {}
+                    idx = ifaces[key] = w.add_interface(frame.linktype, tsresol=9, tsoffset=info.get("tsoffset", 0))
                 while nxt is not None and nxt[0] < frame.num:
                     nxt = next(pending, None)
                 ours = nxt[1] if nxt is not None and nxt[0] == frame.num else None
@@ -199,10 +221,13 @@ def _write(path: str, out_path: str, notes: Notes) -> int:
                 elif frame.comment:
                     comments = [frame.comment]
                 w.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=comments)
+    report_writer(out_path, w)
     return commented
 
 
 def cmd_annotate(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        raise RdmaspyError("annotate reads the capture twice (analysis, then copy): give a file, not -")
     cap, _frames, _n = annotate(args.file, args.output)
     return report_problems(cap)
 
@@ -210,6 +235,6 @@ def cmd_annotate(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("annotate", help="rewrite the capture as pcapng with the analysis as packet comments "
                                         "(Wireshark shows them; filter with frame.comment)")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-o", dest="output", metavar="OUT.pcapng", required=True, help="the annotated pcapng to write")
     p.set_defaults(func=cmd_annotate)

@@ -75,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    f"'{ROCE_FILTER}'")
     p.add_argument("--iwarp", dest="iwarp", type=_port, action="append", default=[], metavar="PORT",
                    help="also capture iWARP on this TCP port (repeatable)")
-    p.add_argument("-w", dest="write", metavar="FILE", help="write pcapng to FILE ('-' for standard output)")
+    p.add_argument("-w", dest="write", metavar="FILE",
+                   help="write pcapng to FILE ('-' for standard output); a symbolic link is not followed")
     p.add_argument("-c", dest="count", type=positive_int, metavar="N", help="stop after N packets")
     p.add_argument("-a", dest="autostop", type=_autostop, action="append", default=[], metavar="COND",
                    help="stop after duration:S seconds, filesize:KB (1 kB = 1000 bytes), files:N (ring buffer) or "
@@ -86,6 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"bytes kept of each packet (0: {DEFAULT_SNAPLEN})")
     p.add_argument("-B", dest="buffer", type=positive_int, default=32768, metavar="KIB",
                    help="kernel ring size in KiB (default 32768)")
+    p.add_argument("-Z", dest="user", metavar="USER",
+                   help="once the capture socket is open, run as USER (its group too): the output files are "
+                        "opened as USER and belong to it (default: keep running as started, as dumpcap)")
     p.add_argument("-p", dest="no_promisc", action="store_true", help="do not put the interface in promiscuous mode")
     p.add_argument("-q", dest="quiet", action="store_true", help="print no packet lines (notices and the summary stay)")
     p.add_argument("-P", dest="print_too", action="store_true", help="print packet lines even when writing a file")
@@ -158,7 +162,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
     ring = Ring(res.netdev, snaplen=snap, program=program, buffer_kib=args.buffer, promisc=not args.no_promisc)
     try:
         desc = f"RDMA device {res.rdma}" if res.rdma else None
-        files = FileSet(args.write, ring, desc, expr, rb, limits) if args.write else None
         display = flush = None
         if args.tui:
             from ..tui.live import LiveModel
@@ -166,6 +169,10 @@ def cmd_capture(args: argparse.Namespace) -> int:
             display, flush = model.show, model.flush
         elif (not args.write or args.print_too) and not args.quiet:
             display, flush = _display(options, ring.linktype)
+        if args.user is not None:
+            from ..capture.privileges import drop_to
+            drop_to(args.user)
+        files = FileSet(args.write, ring, desc, expr, rb, limits) if args.write else None
         lt = "EN10MB (Ethernet)" if ring.linktype == bpf.LINKTYPE_ETHERNET else "LINUX_SLL (Linux cooked v1)"
         where = f", writing to {args.write}" if args.write and args.write != "-" else ""
         _note(f"listening on {res.netdev}, link-type {lt}, snapshot length {snap} bytes, "

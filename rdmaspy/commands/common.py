@@ -11,7 +11,7 @@ from typing import Any, BinaryIO
 
 from ..errors import RdmaspyError
 from ..filter import filter_needs_analysis
-from ..output.lines import LineWriter, is_timed
+from ..output.lines import LIMIT, LineWriter, is_timed
 from ..pipeline import Matcher, Options, Pipeline, Sink
 from ..readers import Capture, open_capture
 
@@ -20,13 +20,67 @@ EXIT_ERROR = 1
 EXIT_DAMAGED = 2      # the capture was read only in part (as tshark)
 
 
+CAPTURE_HELP = "pcap or pcapng file (optionally gzip-compressed); - reads standard input"
+
+
+def add_capture_argument(p: argparse.ArgumentParser) -> None:
+    """The capture a command reads: the positional FILE, or ``-r FILE`` as tshark takes it."""
+    p.add_argument("file", nargs="?", metavar="FILE", help=CAPTURE_HELP)
+    p.add_argument("-r", dest="read_file", metavar="FILE", help="the capture to read (the same as FILE, as tshark -r)")
+
+
+def resolve_capture_argument(args: argparse.Namespace) -> None:
+    """``args.file`` from FILE or ``-r FILE`` (given once); RdmaspyError when neither or both are."""
+    if not hasattr(args, "read_file"):
+        return
+    given = [p for p in (args.file, args.read_file) if p is not None]
+    if not given:
+        raise RdmaspyError(f"{args.command}: give the capture to read: FILE or -r FILE")
+    if len(given) == 2:
+        raise RdmaspyError(f"{args.command}: give the capture once, as FILE or -r FILE, not both")
+    args.file = given[0]
+
+
 def open_source(path: str) -> Capture:
     """The capture at ``path`` as a frame source (CaptureError, one clear line, when it is none)."""
     return open_capture(path)
 
 
+def undecoded_linktypes(cap: Capture, told: set[int]) -> None:
+    """Warn once for each link type of the capture that no dissector decodes (its frames are shown
+    as data); ``told``: the link types warned about already."""
+    from ..engine import load_dissectors
+    from ..registry import table
+    load_dissectors()
+    known = table("linktype").by_key
+    for lt in sorted(set(cap.linktypes.values())):
+        if lt not in known and lt not in told:
+            told.add(lt)
+            print(f"rdmaspy: warning: {cap.path}: link type {lt} is not decoded; its frames are shown as data",
+                  file=sys.stderr)
+
+
+def report_writer(path: str, writer: Any) -> None:
+    """Say what a capture writer could not write as it was given: times it clamped, comments it split."""
+    clamped = getattr(writer, "clamped", 0)
+    if clamped:
+        print(f"rdmaspy: warning: {path}: {clamped} frame time{'s' if clamped != 1 else ''} cannot be written in "
+              f"pcapng (before 1970 or past 64 bits of ticks) and {'were' if clamped != 1 else 'was'} clamped",
+              file=sys.stderr)
+    split = getattr(writer, "split_comments", 0)
+    if split:
+        print(f"rdmaspy: warning: {path}: {split} packet comment{'s' if split != 1 else ''} longer than one pcapng "
+              f"option (65,535 bytes) {'were' if split != 1 else 'was'} split across several comments",
+              file=sys.stderr)
+
+
 def report_problems(cap: Capture) -> int:
-    """Warn about the damage that stopped the reading of a capture; the exit code that says so."""
+    """Warn about the damage that stopped the reading of a capture; the exit code that says so.
+    Times the capture gives beyond what 64-bit nanoseconds hold are a warning, not damage."""
+    if cap.clamped:
+        print(f"rdmaspy: warning: {cap.path}: {cap.clamped} frame{'s' if cap.clamped != 1 else ''} give a time more "
+              f"than 292 years from 1970 (a wrong if_tsresol or if_tsoffset?); clamped to the nearest time that "
+              f"64-bit nanoseconds hold", file=sys.stderr)
     if cap.problems:
         for p in cap.problems:
             print(f"rdmaspy: warning: {cap.path}: {p}; the frames before it were decoded", file=sys.stderr)
@@ -52,27 +106,44 @@ def pipeline_options(expr: str | None, count: int | None = None, analyze: bool =
 
 
 def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
-                out: LineWriter | None = None) -> tuple[Capture, Pipeline]:
+                out: LineWriter | None = None, progress: str | None = None) -> tuple[Capture, Pipeline]:
     """Open ``path`` and run it through the sinks; ``out`` is flushed however the run ends (an
-    interrupt leaves every line made so far).  Returns the capture (for its problems) and the pipeline."""
+    interrupt leaves every line made so far).  ``progress``: the label of a progress bar on stderr
+    (rdmaspy.output.progress: a terminal only, and long work only).  Returns the capture (for its
+    problems) and the pipeline."""
+    from ..output.progress import Progress
     cap = open_source(path)
+    told: set[int] = set()
     with cap:
+        undecoded_linktypes(cap, told)
         pipe = Pipeline(cap, options, sinks)
         try:
-            pipe.run()
+            with Progress(progress or "", cap, lambda: pipe.frames, enabled=None if progress else False):
+                pipe.run()
         finally:
             if out is not None:
                 out.flush()
+        undecoded_linktypes(cap, told)           # interfaces described later in a pcapng
     return cap, pipe
 
 
-def stdout_lines() -> LineWriter:
-    """Standard output as a ``LineWriter``: blocks of 64 KiB, and every 100 ms to a terminal or a pipe."""
+def stdout_lines(each_line: bool = False, safe: bool = False) -> LineWriter:
+    """Standard output as a ``LineWriter``: blocks of 64 KiB, and every 100 ms to a terminal or a pipe;
+    ``each_line``: every line as soon as it is made (``-l``); ``safe``: control characters in the lines
+    (text from the capture) shown as escapes."""
     sys.stdout.flush()
     stream = getattr(sys.stdout, "buffer", None)
+    limit = 1 if each_line else LIMIT
     if stream is None:                  # a text stream in memory (a program running main())
-        return LineWriter(_TextSink(sys.stdout), False)
-    return LineWriter(stream, is_timed(stream))
+        return LineWriter(_TextSink(sys.stdout), False, limit, safe)
+    return LineWriter(stream, is_timed(stream), limit, safe)
+
+
+def print_text(lines: list[str]) -> None:
+    """Lines of a text report on standard output, with the text from the capture made safe."""
+    from ..output.safe import safe_text
+    sys.stdout.write("".join(safe_text(line) + "\n" for line in lines))
+    sys.stdout.flush()
 
 
 class _TextSink:

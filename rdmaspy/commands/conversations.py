@@ -12,7 +12,8 @@ from typing import Any
 
 from ..analysis.model import Connection
 from ..conversation import ConnectionTable, connections
-from .common import report_problems, run_capture
+from ..output.safe import safe_text
+from .common import add_capture_argument, report_problems, run_capture
 
 COLUMNS = ("#", "Client", "QPN", "Server", "QPN", "Service", "State", "Start", "End",
            "Pkts c>s", "Bytes c>s", "Pkts s>c", "Bytes s>c", "Inline c>s", "Inline s>c", "R")
@@ -69,16 +70,9 @@ def cmd_conversations(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.flush()
         return report_problems(cap)
-    rows = [row(c, t0) for c in conns]
+    rows = [[safe_text(v) for v in row(c, t0)] for c in conns]
     if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
-        t = Table(title=f"RDMA connections: {args.file}", title_justify="left")
-        for i, name in enumerate(COLUMNS):
-            t.add_column(name, justify="right" if i in (0, 7, 8, 9, 10, 11, 12, 13, 14) else "left")
-        for r in rows:
-            t.add_row(*r)
-        Console().print(t)
+        _print_table(f"RDMA connections: {safe_text(args.file)}", rows)
     else:
         widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(COLUMNS)]
         print("  ".join(h.ljust(w) for h, w in zip(COLUMNS, widths)).rstrip())
@@ -87,8 +81,40 @@ def cmd_conversations(args: argparse.Namespace) -> int:
     return report_problems(cap)
 
 
+# Columns that hold numbers (right-aligned); where the table splits when the terminal is too narrow
+# for it: who and what (# to State), then when and how much (# again, Start to R).
+_NUMERIC = frozenset({0, 7, 8, 9, 10, 11, 12, 13, 14})
+_SPLIT = 7
+
+
+def _print_table(title: str, rows: list[list[str]]) -> None:
+    """The rows as a rich table.  Nothing is cut to an ellipsis: a table wider than the terminal is
+    printed as two (the connections, then their counters, each row numbered), and a value that still
+    does not fit folds onto a second line."""
+    from rich.console import Console
+    console = Console()
+    whole = _table(title, list(range(len(COLUMNS))), rows)
+    natural = console.measure(whole, options=console.options.update_width(1 << 16)).maximum
+    if natural <= console.width:
+        console.print(whole)
+        return
+    console.print(_table(title, list(range(_SPLIT)), rows))
+    console.print(_table("", [0, *range(_SPLIT, len(COLUMNS))], rows))
+
+
+def _table(title: str, columns: list[int], rows: list[list[str]]) -> Any:
+    from rich.table import Table
+    from rich.text import Text
+    t = Table(title=Text(title) if title else None, title_justify="left")
+    for i in columns:
+        t.add_column(COLUMNS[i], justify="right" if i in _NUMERIC else "left", overflow="fold")
+    for r in rows:
+        t.add_row(*(Text(r[i]) for i in columns))       # Text: a value is never read as rich markup
+    return t
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("conversations", help="list RDMA connections, one row each (like tshark -z conv)")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="output format: text (default) or json")
     p.set_defaults(func=cmd_conversations)

@@ -1,10 +1,10 @@
 """``rdmaspy expert FILE``: every finding of the capture, grouped like Wireshark's Expert Information.
 
 By severity (errors first), then by rule: the count, the rule with its source, a few of the
-messages with their frames, and the list of frames.  The dissectors' own expert items (malformed
-packets, bad checksums) stand beside the analysis findings, grouped by their text.  ``-T json``
-gives the same groups as one JSON document.  The analysis itself runs in rdmaspy.analysis; this
-module decodes, collects and presents.
+messages with their frames, and the list of frames.  The dissectors' own expert items stand beside
+the analysis findings: by their rule where they declare one (``tcp.retransmission``), else by their
+text (malformed packets, bad checksums).  ``-T json`` gives the same groups as one JSON document.
+The analysis itself runs in rdmaspy.analysis; this module decodes, collects and presents.
 """
 from __future__ import annotations
 
@@ -16,25 +16,26 @@ from typing import Any, Callable
 
 
 from ..analysis.model import Record
-from ..analysis.rules import SEVERITIES, Finding
-from .common import report_problems, run_capture
+from ..analysis.rules import RULES, SEVERITIES, Finding
+from .common import add_capture_argument, print_text, report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
 
 def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
             on_record: Callable[[Record], None] | None = None,
-            on_finding: Callable[[Finding], None] | None = None):
+            on_finding: Callable[[Finding], None] | None = None, progress: str | None = None):
     """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
 
     ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
     records (``analysis.model``: transactions, connection and transport summaries) as they become final;
-    ``on_finding`` each finding as it is made (the analyzer keeps no list of them).
+    ``on_finding`` each finding as it is made (the analyzer keeps no list of them); ``progress``: the
+    label of the progress bar on a terminal's stderr.
     """
     from ..pipeline import Options
 
     hooks = _Hooks(on_packet, on_record, on_finding)
-    cap, pipe = run_capture(path, [hooks], Options(analyze=True))
+    cap, pipe = run_capture(path, [hooks], Options(analyze=True), progress=progress)
     an = pipe.analyzer
     assert an is not None
     return cap, an, pipe.frames, pipe.t0 if pipe.frames else None
@@ -129,10 +130,16 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
         for e in ex:
             if isinstance(e, Finding):
                 continue
-            key = (e.severity, "dissector", e.group, e.rule or e.text)
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = Group(e.severity, e.group, None, e.rule, keep)
+            if e.rule:          # a declared rule: grouped with its own, like the analysis' findings
+                key = (e.severity, "rule", e.group, e.rule)
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = Group(e.severity, e.group, e.rule, RULES[e.rule].source, keep)
+            else:
+                key = (e.severity, "dissector", e.group, e.source or e.text)
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = Group(e.severity, e.group, None, e.source, keep)
             g.add(((num,), e.text, getattr(conv, "conn_id", None), None))
 
     def finding(f: Finding) -> None:
@@ -143,7 +150,7 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
             g = groups[key] = Group(r.severity, r.group, r.id, r.source, keep)
         g.add((f.frames, f.text, f.conn, f.xid))
 
-    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding)
+    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, progress="expert")
     order = {s: i for i, s in enumerate(SEVERITIES)}
     out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
     return cap, frames, out
@@ -208,8 +215,7 @@ def cmd_expert(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write("\n".join(text_lines(args.file, frames, groups, args.n)) + "\n")
-        sys.stdout.flush()
+        print_text(text_lines(args.file, frames, groups, args.n))
     return report_problems(cap)
 
 
@@ -226,7 +232,7 @@ def _count(text: str) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("expert", help="findings of the analysis grouped by severity and rule (like Wireshark's "
                                       "Expert Information)")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
     p.add_argument("-n", type=_count, default=3, metavar="N",
                    help="messages shown per rule in text (default 3; 0: all)")

@@ -5,6 +5,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..errors import RdmaspyError
 from ..fields import Field
 from ..fields import Catalog
 from ..filter import known_fields
@@ -141,6 +142,8 @@ def markdown(entries: list[dict[str, Any]]) -> str:
 
 def cmd_fields(args: argparse.Namespace) -> int:
     entries = rows(known_fields(), args.prefix)
+    if not entries:
+        raise RdmaspyError(f"fields: no field or protocol matches {args.prefix!r}")
     if args.markdown:
         sys.stdout.write(markdown(entries))
     elif args.T == "json":

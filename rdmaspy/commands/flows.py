@@ -8,11 +8,12 @@ This module only wires the pieces together and writes bytes.
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 from typing import Any
 
 from ..errors import RdmaspyError
-from .common import report_problems, run_capture
+from ..writers.outfile import STDOUT, OutputFile
+from .common import add_capture_argument, report_problems, run_capture
 
 
 class FlowsSink:
@@ -46,12 +47,22 @@ class FlowsSink:
             self.builder.write_document(self.out, conns, self.path, t0, pipe.frames)
 
 
-def run(path: str, out: Any, fmt: str = "json") -> tuple[Any, int]:
-    """Decode and analyse ``path``, write the flows to the binary stream ``out``; returns (capture, frames)."""
+def spool_dir(output: str | None) -> str | None:
+    """Where the spool of a run goes: beside its output file (the space it needs is the output's),
+    else $TMPDIR."""
+    if output is None or output == STDOUT or (os.path.exists(output) and not os.path.isfile(output)):
+        return None                 # standard output, a device, a FIFO
+    head = os.path.dirname(os.path.abspath(output))
+    return head if os.path.isdir(head) and os.access(head, os.W_OK) else None
+
+
+def run(path: str, out: Any, fmt: str = "json", spool: str | None = None) -> tuple[Any, int]:
+    """Decode and analyse ``path``, write the flows to the binary stream ``out``; returns (capture, frames).
+    ``spool``: the directory of the temporary spool (None: $TMPDIR)."""
     from ..output.flows import FlowBuilder
 
-    with FlowBuilder() as builder:
-        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)])
+    with FlowBuilder(spool) as builder:
+        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)], progress="flows")
     return cap, pipe.frames
 
 
@@ -59,23 +70,15 @@ def cmd_flows(args: argparse.Namespace) -> int:
     fmt = args.T
     if args.output is None and fmt != "jsonl":
         raise RdmaspyError("flows: give -o FILE for the JSON document, or -T jsonl for JSON Lines on stdout")
-    if args.output is None:
-        out = sys.stdout.buffer
-        cap, _n = run(args.file, out, fmt)
-        out.flush()
-    else:
-        try:
-            fh = open(args.output, "wb")
-        except OSError as exc:
-            raise RdmaspyError(f"{args.output}: {exc.strerror or exc}") from None
-        with fh:
-            cap, _n = run(args.file, fh, fmt)
+    # Written whole or not at all: under a temporary name beside the output, renamed at the end.
+    with OutputFile(args.output or STDOUT, [args.file]) as out:
+        cap, _n = run(args.file, out, fmt, spool_dir(args.output))
     return report_problems(cap)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("flows", help="annotated JSON flows: per connection its setup, transactions, credits, findings")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-o", dest="output", metavar="FILE", help="write the flows to FILE (JSON document; JSON Lines "
                    "with -T jsonl)")
     p.add_argument("-T", choices=("json", "jsonl"), default="json",

@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
-from .common import report_problems, run_capture
+from .common import add_capture_argument, print_text, report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:
@@ -166,7 +166,7 @@ def gather(path: str) -> tuple[Any, dict[str, Any]]:
     from ..conversation import connections
 
     stats = Stats()
-    cap, pipe = run_capture(path, [stats])
+    cap, pipe = run_capture(path, [stats], progress="stats")
     conns = []
     for c in connections(pipe.session):
         b = stats.conns.get(c.conn_id) or _Block()
@@ -190,7 +190,7 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
     out: list[str] = []
     ops = b["operations"]
     if ops:
-        width = max(len("Operation"), *(len(o["operation"]) for o in ops))
+        width = max([len("Operation")] + [len(o["operation"]) for o in ops])
         out.append(f"  {'Operation':<{width}}  {'Count':>7}  {'Answered':>8}  {'p50 ms':>9}  {'p90 ms':>9}  "
                    f"{'p99 ms':>9}  {'max ms':>9}")
         for o in ops:
@@ -238,6 +238,29 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+def folded(lines: list[str], width: int) -> list[str]:
+    """Lines longer than ``width`` folded at spaces, the continuation indented under the line's text
+    (a list of findings by rule runs to hundreds of characters)."""
+    import textwrap
+    out: list[str] = []
+    for line in lines:
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        out += textwrap.wrap(line, width, initial_indent="", subsequent_indent=indent + "    ",
+                             break_long_words=False, break_on_hyphens=False) or [line]
+    return out
+
+
+def text_width() -> int:
+    """The width text reports fold at: the terminal's, or 100 columns for a file or a pipe."""
+    import shutil
+    if sys.stdout.isatty():
+        return max(40, shutil.get_terminal_size().columns)
+    return 100
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     cap, doc = gather(args.file)
     if args.T == "json":
@@ -245,14 +268,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
         sys.stdout.buffer.flush()
     else:
-        sys.stdout.write("\n".join(text_lines(doc)) + "\n")
-        sys.stdout.flush()
+        print_text(folded(text_lines(doc), text_width()))
     return report_problems(cap)
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("stats", help="per connection and overall: operations with latency percentiles, bytes "
                                      "inline / RDMA READ / RDMA WRITE, credits, PSN counters, findings by rule")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
     p.set_defaults(func=cmd_stats)

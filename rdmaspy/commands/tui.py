@@ -6,6 +6,7 @@ import os
 import sys
 
 from ..errors import RdmaspyError
+from .common import add_capture_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,12 +14,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Open a capture in the terminal interface: the packet list, each packet's "
                                    "tree and bytes, display filters, and the transactions, connections, credits, "
                                    "segments and expert views.  Press ? inside for the keys.")
-    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    add_capture_argument(p)
     p.add_argument("-Y", dest="display_filter", metavar="EXPR", help="display filter applied on opening")
     p.set_defaults(func=cmd_tui)
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
+    if args.file == "-":
+        raise RdmaspyError("tui: the interface reads its keys from standard input: give a capture file, not -")
     if not os.path.exists(args.file):
         raise RdmaspyError(f"{args.file}: no such file")
     if os.path.isdir(args.file):

@@ -26,10 +26,10 @@ class DataLayer(Layer):
 
     @property
     def label(self) -> str:
-        try:
-            return self._label
-        except AttributeError:
-            return f"Data ({self.length} bytes)"
+        label = self._label
+        if label is not None:
+            return label
+        return f"Data ({self.length} bytes)"
 
     @label.setter
     def label(self, text: str) -> None:

@@ -233,6 +233,9 @@ APR = Header("cm.apr", "CM AlternatePathResponse", [
 APR_PRIVATE = Field("cm.apr.private", 0, "PrivateData", "bytes")
 
 CM_DATA_SIZE = 232
+# The message each CM attribute ID carries (its fixed part; the private data fills the rest of the MAD).
+MESSAGE_HEADERS = {0x0010: REQ, 0x0011: MRA, 0x0012: REJ, 0x0013: REP, 0x0014: RTU, 0x0015: DREQ, 0x0016: DREP,
+                   0x0017: SIDR_REQ, 0x0018: SIDR_REP, 0x0019: LAP, 0x001A: APR}
 cm_attribute = table("cm.attribute", "CM attribute ID")
 
 

@@ -411,6 +411,12 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         return None
     bth = BthLayer("bth", BTH, buf, off, _BTH_SIZE)
     pkt.layers.append(bth)
+    # typed, so that mypyc keeps the words as machine integers (unpack_from returns a tuple of Any)
+    opcode: int
+    b1: int
+    pkey: int
+    w1: int
+    w2: int
     opcode, b1, pkey, w1, w2 = _BTH_WORDS(buf, off)
     plan = PLANS[opcode]
     pkt.ib = bth.ib = ib = IBInfo(opcode, plan, b1, pkey, w1, w2)
@@ -430,7 +436,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     # ICRC first: it covers everything, including headers we may fail to parse.
     if expected_icrc >= 0:
         expected = expected_icrc
-        got = _U32LE(buf, icrc_off)[0]
+        got: int = _U32LE(buf, icrc_off)[0]
         ib.icrc_ok = ok = expected == got
         icrc_layer = Layer("icrc", None, buf, icrc_off, 4)
         icrc_layer._vals = (got, ok, expected)

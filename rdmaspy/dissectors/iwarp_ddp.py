@@ -6,7 +6,9 @@ untagged; the next byte is RDMAP's control field.  Untagged Send messages that
 span several DDP segments are put back together here (by queue number and
 message sequence number) and the whole message goes to ``rdmacm.port``, keyed
 by the server's TCP port, where RPC-over-RDMA registers 20049.  The facts of
-every segment go to ``pkt.note(IWARP, [IWarpInfo, ...])`` for analysis.
+every segment go to ``pkt.note(IWARP, [IWarpInfo, ...])`` for analysis.  RDMAP Read Requests,
+Read Responses and Writes go to ``rdma_reassembly``, which puts the chunks of RPC-over-RDMA
+messages back together from them (by STag and tagged offset) as it does over InfiniBand.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import Any, Final
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, dissect_with, table
+from . import rdma_reassembly
 from .rpcrdma import RPCRDMA
 
 declaring(__name__)
@@ -122,6 +125,9 @@ ATOMIC_RESPONSE = Header("rdmap.atomic_resp", "Atomic Response", [
     F("original_remote_data_value", 64, "Original Remote Data Value", "hex"),
 ])
 IMMEDIATE = Header("rdmap.immediate", "Immediate Data", [F("data", 64, "Immediate Data", "hex")])
+# The header each untagged opcode carries after the DDP header (what _segment below reads).
+HEADER_OF_OPCODE = {1: READ_REQUEST, 7: TERMINATE, 8: IMMEDIATE, 9: IMMEDIATE, 10: ATOMIC_REQUEST,
+                    11: ATOMIC_RESPONSE}
 
 INVAL_STAG = Field("rdmap.inval_stag", 32, "Invalidate STag", "hex")
 RDMAP_RESERVED = Field("rdmap.reserved", 32, "Reserved", "hex")
@@ -187,6 +193,8 @@ class IWarpInfo:
 
 # The DDP segments of a packet, in stream order (an MPA FPDU may hold several).
 IWARP: Final[Note[list[IWarpInfo]]] = Note("iwarp")
+# The summary line as the upper layer left it after the last Send message of this packet.
+UPPER_LINE: Final[Note[list[str]]] = Note("iwarp.upper_line")
 
 
 class UntaggedAssembly:
@@ -348,8 +356,13 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         return info       # this segment is bad: its payload is not handed on
     if op in SEND_OPS and not tagged:
         _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
-    elif plen > 0:
+        return info
+    if plen > 0:
         add_data(pkt, buf, pos, end)
+    if tagged and (op == 0 or op == 2) and info.stag is not None and info.to is not None:
+        rdma_reassembly.iwarp_tagged(pkt, op, info.stag, info.to, buf, pos, end, ctx)
+    elif info.read_request is not None:
+        rdma_reassembly.iwarp_read_request(pkt, info.read_request, ctx)
     return info
 
 
@@ -441,9 +454,18 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
 
 def _upper(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, port: int | None) -> None:
     """A whole Send message to the protocol of the connection's port.  One TCP segment may carry several
-    Sends: each keeps the RPC-over-RDMA message it carried, so that the analysis sees them all."""
+    Sends: each keeps the RPC-over-RDMA message it carried, so that the analysis sees them all, and the
+    summary line shows them all, ``; ``-separated (as tshark shows several PDUs of one frame)."""
     before = pkt.noted(RPCRDMA)
+    shown = list(pkt.info)
     dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
     after = pkt.noted(RPCRDMA)
     if after is not before:
         info.rpcrdma = after
+    if pkt.info[:len(shown)] == shown:
+        return                    # the upper layer added to the line: nothing of it was replaced
+    earlier = pkt.noted(UPPER_LINE)
+    if earlier is not None and pkt.info:
+        # the upper layer starts the line anew for its message: the earlier messages of the segment stay
+        pkt.info = earlier[:-1] + [earlier[-1] + ";"] + pkt.info
+    pkt.note(UPPER_LINE, list(pkt.info))

@@ -27,9 +27,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import conversation as _conversation
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Packet
 from ..registry import add_data, dissect_with, table
+from ..rules import declare
 from . import iwarp_ddp
 from .rpcrdma_pdata import RPCRDMA_PDATA
 
@@ -38,10 +40,6 @@ protocol("tcp_stream", "TCP stream reassembly")
 protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
-try:
-    from .. import conversation as _conversation
-except ImportError:      # the connection table is optional: dissection does not need it
-    _conversation = None
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView
 
 KEY_REQ = b"MPA ID Req Frame"
@@ -274,6 +272,31 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     return True
 
 
+# --- rules of the TCP stream under MPA ----------------------------------------------------------------
+# A copy of bytes already seen is one event, said here once: the FPDUs in it are not dissected again.
+TCP_RETRANSMISSION = declare(
+    "tcp.retransmission", "note", "sequence",
+    "TCP retransmission of {bytes} bytes already seen",
+    "RFC 9293 §3.4, §3.10.7.4 (a segment of sequence numbers already received is acknowledged and dropped)")
+TCP_HELD = declare(
+    "tcp.held", "warning", "sequence",
+    "Segment ahead of a hole in the TCP stream",
+    "RFC 9293 §3.10.7.4 (a segment beyond the next sequence number expected waits until the hole is filled)")
+TCP_OVERLAP = declare(
+    "tcp.overlap", "note", "sequence",
+    "{bytes} bytes of this segment were seen already (dropped)",
+    "RFC 9293 §3.10.7.4 (the part of a segment already received is trimmed)")
+TCP_MISSING = declare(
+    "tcp.missing", "warning", "sequence",
+    "{bytes} bytes of the TCP stream are missing from the capture",
+    "RFC 9293 §3.4 (a stream's sequence numbers have no gaps: the capture missed these bytes)")
+MPA_RESYNC = declare(
+    "mpa.resync", "note", "sequence",
+    "FPDU boundary found again after missing bytes",
+    "RFC 5044 (FPDUs follow one another in the stream, each after its ULPDU_Length; markers, when negotiated, "
+    "point at them)")
+
+
 # --- stream walking -------------------------------------------------------------------------------
 def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: MpaDir, seq: int) -> None:
     view = d.stream.feed(seq, buf, off, end, pkt.frame.num)
@@ -290,16 +313,16 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
             st_lay.add(GAP, view.gap)
     if status == RETRANSMISSION:
         pkt.add_info("[iWARP: retransmitted bytes, dissected in their first frame]")
-        pkt.add_expert("note", "sequence", f"TCP retransmission of {view.dropped} bytes already seen")
+        pkt.add_finding(TCP_RETRANSMISSION, bytes=view.dropped)
         return
     if status == HELD:
         pkt.add_info("[iWARP: out-of-order segment held until the missing bytes arrive]")
-        pkt.add_expert("warning", "sequence", "Segment ahead of a hole in the TCP stream")
+        pkt.add_finding(TCP_HELD)
         return
     if status == OVERLAP:
-        pkt.add_expert("note", "sequence", f"{view.dropped} bytes of this segment were seen already (dropped)")
+        pkt.add_finding(TCP_OVERLAP, bytes=view.dropped)
     if status == AFTER_GAP or view.gap:
-        pkt.add_expert("warning", "sequence", f"{view.gap} bytes of the TCP stream are missing from the capture")
+        pkt.add_finding(TCP_MISSING, bytes=view.gap)
         if d.phase == FULL:
             d.phase = LOST
     iw: list[iwarp_ddp.IWarpInfo] = []
@@ -328,7 +351,7 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
                 p = start
             if p < vend:
                 d.phase = FULL
-                pkt.add_expert("note", "sequence", "FPDU boundary found again after missing bytes")
+                pkt.add_finding(MPA_RESYNC)
         else:
             add_data(pkt, view.buf, p, vend)
             p = vend
@@ -488,7 +511,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     Called at the Request with the client's RFC 8797 data and at the Reply with the server's;
     the table takes the inline thresholds from the pair.
     """
-    if _conversation is None or conn.midstream:
+    if conn.midstream:
         return
     pdata = pkt.noted(RPCRDMA_PDATA)
     tab = _conversation.connections(ctx)
@@ -499,7 +522,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
 
 def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
     c = d.conn.connection
-    if c is not None and _conversation is not None:
+    if c is not None:
         _conversation.connections(ctx).account(pkt, c, bool(d.is_initiator))
 
 

@@ -313,6 +313,7 @@ PORTCOUNTERS_EXT = Header("portcounters_ext", "PortCountersExtended", [
     F("portmulticastxmitpkts", 64, "PortMulticastXmitPkts"),
     F("portmulticastrcvpkts", 64, "PortMulticastRcvPkts"),
 ])
+PERF_ATTRIBUTE_HEADERS = {0x0012: PORTCOUNTERS, 0x001D: PORTCOUNTERS_EXT}
 PERF_DATA = Field("perf.data", 0, "Performance Management data (not decoded)", "bytes")
 
 mad_class = table("mad.class", "MAD management class")
@@ -510,7 +511,7 @@ def dissect_perf(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     if end < pos:
         pkt.truncated("perf", end - off, PERF_RESERVED)
         return
-    hdr = {0x0012: PORTCOUNTERS, 0x001D: PORTCOUNTERS_EXT}.get(info.attribute)
+    hdr = PERF_ATTRIBUTE_HEADERS.get(info.attribute)
     if info.attribute == 0x0001:
         dissect_classportinfo(pkt, buf, pos, end)
         return

@@ -169,6 +169,8 @@ def _nfs3(cur: Cursor, w: _Walk, proc: int | None) -> None:
             _sattr3(cur)
             w.ddp(cur, "symlink")
         return
+    if proc == 0:            # NULL: a void result, no status (RFC 1813 §3.3.0)
+        return
     status = cur.u32("status")
     w.lay.add(STATUS, status, cur.pos - 4, 4)
     w.info.nfs_status = status
@@ -192,6 +194,8 @@ def _nfs2(cur: Cursor, w: _Walk, proc: int | None) -> None:
             cur.skip(32, "dir fh")
             cur.skip_opaque("name")
             w.ddp(cur, "symlink")
+        return
+    if proc in (0, 3, 7):    # NULL, ROOT, WRITECACHE: void results, no status (RFC 1094 §2.2)
         return
     status = cur.u32("status")
     w.lay.add(STATUS, status, cur.pos - 4, 4)

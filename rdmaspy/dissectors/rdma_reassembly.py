@@ -6,17 +6,23 @@
    message is offered to the ``ib.payload`` heuristics (the connection's port
    first), and the frames it came in are noted as ``rdma.send_frames``.
 2. The data of Read chunks crosses by RDMA READ (request from the responder,
-   responses from the requester, matched by PSN) and that of Write and Reply
-   chunks by RDMA WRITE (matched by R_Key and virtual address to the segments'
-   handle and offset).  Only the handles some RPC-over-RDMA message advertised
-   are followed, so other RDMA traffic costs one dictionary lookup.  When all
-   of a message's Read chunks have arrived, the whole RPC call is rebuilt and
-   dissected in the packet that completed it (as Wireshark does for v1); a
-   reply sent through a Reply chunk is rebuilt from the WRITEs when its
-   RDMA_NOMSG arrives; a reply whose results went into Write chunks is rebuilt
-   in its own packet, each chunk's data put back where the NFS walk found the
-   reduced item.  Versions 1 and 2 both; InfiniBand transports only (iWARP
-   messages are decoded, their chunks are not followed).
+   responses from the requester) and that of Write and Reply chunks by RDMA
+   WRITE.  Only the handles some RPC-over-RDMA message advertised are
+   followed, so other RDMA traffic costs one dictionary lookup.  Every packet's
+   bytes are placed at their own address in the advertised segment, so packets
+   out of order and retransmitted ones land where they belong and a repeat is
+   kept once: on InfiniBand the address of a Middle or Last packet follows from
+   the READ request's or WRITE First's RETH and the packet's PSN (the R_Key is
+   the handle, the virtual address the offset); on iWARP every tagged DDP
+   segment carries its STag and tagged offset (an RDMAP Write's are the
+   handle and offset; a Read Response's are the Read Request's Data Sink, which
+   that request ties to the Data Source STag and offset of the Read chunk).
+   When all of a message's Read chunks are covered, the whole RPC call is
+   rebuilt and dissected in the packet that completed it (as Wireshark does
+   for v1); a reply sent through a Reply chunk is rebuilt from the WRITEs when
+   its RDMA_NOMSG arrives; a reply whose results went into Write chunks is
+   rebuilt in its own packet, each chunk's data put back where the NFS walk
+   found the reduced item.  Versions 1 and 2, InfiniBand and iWARP.
 """
 from __future__ import annotations
 
@@ -53,6 +59,9 @@ _SEND_LIMIT: Final = 1 << 20          # a SEND message larger than this is not k
 _WANT_LIMIT: Final = 8192             # advertised handles followed at once
 _BYTES_LIMIT: Final = 64 << 20        # chunk data kept at once
 _ENTRY: Final = 256                   # what an entry costs beside its bytes, charged to the memory budget
+_PIECE: Final = 64                    # what a placed packet's bytes cost beside themselves
+_RECENT: Final = 16                   # READ requests / WRITE First packets remembered per direction
+_MIN_MTU: Final = 256                 # the smallest InfiniBand path MTU
 
 ib_payload: Final = table("ib.payload")
 
@@ -68,63 +77,76 @@ class _Partial:
         self.charged = 0          # bytes charged to the memory budget for it
 
 
+# A handle's owner: the host whose memory it names, and the peer it was given to.
+Pair = tuple[str, str]
+# R_Keys and STags are small numbers of each device: two clients of one server use the same ones, so a
+# handle is known by its owner and itself.
+Key = tuple[Pair, int]
+
+
 class _ReadJob:
-    """The Read chunks of one message, waiting for their data."""
+    """The Read chunks of one message, waiting for their data: per segment, the bytes placed so far
+    by offset in the segment (a packet repeated or out of order lands where it belongs)."""
 
-    __slots__ = ("msg", "reduced", "flow", "pieces", "frames", "need", "charged")
+    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need", "charged")
 
-    def __init__(self, msg: Any, reduced: bytes, flow: Any) -> None:
+    def __init__(self, msg: Any, owner: Pair, reduced: bytes, flow: Any) -> None:
         self.msg = msg
+        self.owner = owner        # whose memory the chunks are in (who advertised them), and to whom
         self.reduced = reduced
         self.flow = flow
         reads = msg.reads
-        if len(reads) == 1:      # the common case, without building comprehensions
-            self.pieces: dict[int, list[tuple[int, bytes]]] = {0: []}
-            self.need = {0} if reads[0].length else set()
-        else:
-            self.pieces = {i: [] for i in range(len(reads))}
-            self.need = {i for i, s in enumerate(reads) if s.length}
+        self.pieces: list[dict[int, bytes]] = [{} for _ in reads]
+        self.filled = [0] * len(reads)        # bytes placed per segment (overlaps counted twice)
+        self.need = {i for i, s in enumerate(reads) if s.length}
         self.frames: list[int] = []
         self.charged = 0
 
 
-class _Transfer:
-    """An RDMA READ response or RDMA WRITE in progress (or a READ request waiting for its response)."""
+class _Request:
+    """Where an RDMA READ's or a multi-packet RDMA WRITE's data goes: the advertised handle and address
+    of its first byte, its length, and what the packets that follow are matched by (the PSN of the
+    request on InfiniBand, the Data Sink tagged offset of a Read Request on iWARP)."""
 
-    __slots__ = ("handle", "va", "length", "parts", "frames", "next_psn", "kept", "charged")
+    __slots__ = ("key", "va", "length", "base")
 
-    def __init__(self, handle: int, va: int, length: int, psn: int) -> None:
-        self.handle = handle
+    def __init__(self, key: Key, va: int, length: int, base: int) -> None:
+        self.key = key
         self.va = va
-        self.length = length      # the most bytes kept: the advertised room from ``va`` on, not the claimed length
-        self.parts: list[bytes] = []
-        self.frames: list[int] = []
-        self.next_psn = psn
-        self.kept = 0
+        self.length = length
+        self.base = base
+
+
+class _Recent:
+    """The last requests of one direction (a retransmitted one replaces its first copy)."""
+
+    __slots__ = ("items", "charged")
+
+    def __init__(self) -> None:
+        self.items: list[_Request] = []
         self.charged = 0
 
-    def take(self, buf: bytes, off: int, end: int) -> int:
-        """Keep this packet's payload, cut at the room the segment has left: bytes past it are an
-        overrun the chunk analysis reports, never state.  Returns the bytes kept."""
-        room = self.length - self.kept
-        if end - off > room:
-            end = off + max(room, 0)
-        if end <= off:
-            return 0
-        self.parts.append(bytes(buf[off:end]))
-        self.kept += end - off
-        return end - off
+
+class _Placed:
+    """The bytes RDMA WRITEs put under one advertised handle, by address: a packet carries its own
+    address, so neither order nor repeats matter; a repeat of bytes already placed is not kept."""
+
+    __slots__ = ("pieces", "charged")
+
+    def __init__(self) -> None:
+        self.pieces: dict[int, tuple[bytes, int]] = {}     # address -> (bytes, frame)
+        self.charged = 0
 
 
-_Charged = _Partial | _ReadJob | _Transfer
+_Charged = _Partial | _ReadJob | _Recent | _Placed
 
 
 class _State:
     """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
-    __slots__ = ("sends", "read_jobs", "read_reqs", "read_active", "write_wants", "write_active", "written",
-                 "kept", "held", "budget", "name")
+    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "write_wants", "written", "kept", "held",
+                 "budget", "name")
 
     def __init__(self, budget: Budget) -> None:
         self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"
@@ -132,63 +154,68 @@ class _State:
         self.budget = budget
         budget.join(self)
         self.sends: dict[tuple, _Partial] = {}
-        self.read_jobs: dict[int, _ReadJob] = {}          # handle -> job
-        self.read_reqs: dict[tuple, _Transfer] = {}        # (requester of READ, target, PSN) -> request
-        self.read_active: dict[tuple, _Transfer] = {}      # (src, dst, QP) -> response in progress
-        # handle -> (XID of the call that advertised it, lowest offset, end of its highest segment)
-        self.write_wants: dict[int, tuple[int, int, int]] = {}
-        self.write_active: dict[tuple, _Transfer] = {}
-        self.written: dict[int, list[tuple[int, bytes, list[int]]]] = {}   # handle -> (va, data, frames)
-        self.kept = 0             # bytes in ``written``
+        self.read_jobs: dict[Key, _ReadJob] = {}
+        # READ requests for an advertised Read chunk: (requester, responder) on InfiniBand,
+        # (requester, responder, Data Sink STag) on iWARP
+        self.read_reqs: dict[tuple, _Recent] = {}
+        self.write_reqs: dict[tuple, _Recent] = {}         # (src, dst, QP) -> WRITE First packets
+        # (XID of the call that advertised it, lowest offset, end of its highest segment)
+        self.write_wants: dict[Key, tuple[int, int, int]] = {}
+        self.written: dict[Key, _Placed] = {}
+        self.kept = 0             # bytes charged for ``written``
 
     def charge(self, obj: _Charged, n: int) -> None:
         obj.charged += n
         self.budget.charge(self, n)
+
+    def uncharge(self, obj: _Charged, n: int) -> None:
+        obj.charged -= n
+        self.budget.release(self, n)
 
     def free(self, obj: _Charged | None) -> None:
         if obj is not None and obj.charged:
             self.budget.release(self, obj.charged)
             obj.charged = 0
 
-    def forget_written(self, handle: int) -> None:
-        data = self.written.pop(handle, None)
-        if data:
-            n = sum(len(d) + _ENTRY for _, d, _f in data)
-            self.kept -= n
-            self.budget.release(self, n)
+    def forget_written(self, key: Key) -> None:
+        placed = self.written.pop(key, None)
+        if placed is not None:
+            self.kept -= placed.charged
+            self.free(placed)
 
     def shed(self, need: int) -> int:
-        """Memory budget: give up the oldest SEND messages, transfers, chunk data and Read jobs (their
+        """Memory budget: give up the oldest SEND messages, requests, chunk data and Read jobs (their
         messages are then shown without the rebuild)."""
         start = self.held
         gone = 0
-        for d in (self.sends, self.write_active, self.read_active, self.read_reqs):
+        for d in (self.sends, self.write_reqs, self.read_reqs):
             for key in list(d):          # keys listed once: popping the first key again and again is quadratic
                 if start - self.held >= need:
                     return gone
                 self.free(d.pop(key))
                 gone += 1
-        for handle in list(self.written):
+        for key in list(self.written):
             if start - self.held >= need:
                 return gone
-            self.forget_written(handle)
+            self.forget_written(key)
             gone += 1
-        for handle in list(self.read_jobs):
+        for key in list(self.read_jobs):
             if start - self.held >= need:
                 return gone
-            if handle in self.read_jobs:
-                _drop_job(self, handle)
+            if key in self.read_jobs:
+                _drop_job(self, key)
                 gone += 1
         return gone
 
 
-def _drop_job(st: _State, handle: int) -> None:
-    """Give up the Read job under ``handle``, under every handle it is listed (a message's segments)."""
+def _drop_job(st: _State, key: Key) -> None:
+    """Give up the Read job under ``key``, under every handle it is listed (a message's segments)."""
     jobs = st.read_jobs
-    job = jobs.pop(handle)
+    job = jobs.pop(key)
     for s in job.msg.reads:
-        if jobs.get(s.handle) is job:
-            del jobs[s.handle]
+        k = (job.owner, s.handle)
+        if jobs.get(k) is job:
+            del jobs[k]
     st.free(job)
 
 
@@ -277,18 +304,52 @@ def _fragment(pkt: Packet, buf: bytes, off: int, end: int, index: int, what: str
 
 
 # --- RDMA READ and WRITE moving chunk data --------------------------------------------------------------
+def _remember(st: _State, d: dict[tuple, _Recent], key: tuple, req: _Request) -> None:
+    rec = d.get(key)
+    if rec is None:
+        rec = d[key] = _Recent()
+        _bound(d, st=st)
+    items = rec.items
+    for i, old in enumerate(items):
+        if old.base == req.base:      # the same request again (retransmitted), or its buffer reused
+            items[i] = req
+            return
+    items.append(req)
+    st.charge(rec, _ENTRY)
+    if len(items) > _RECENT:
+        del items[0]
+        st.uncharge(rec, _ENTRY)
+
+
+def _ib_address(rec: _Recent, psn: int, pos: str, plen: int) -> tuple[_Request, int] | None:
+    """The request a Middle or Last packet belongs to (the nearest PSN at or before its own that the
+    request's length can reach) and the address of its first byte.  Every packet but the last of a
+    message carries a path MTU of bytes, so a packet's address follows from its PSN and its own
+    length, and a Last's from the end of the message: packets out of order or repeated land right."""
+    best: _Request | None = None
+    best_d = 0
+    for r in rec.items:
+        d = (psn - r.base) & 0xFFFFFF
+        if d == 0 or d * _MIN_MTU >= r.length:
+            continue
+        if best is None or d < best_d:
+            best, best_d = r, d
+    if best is None:
+        return None
+    if pos == "last":
+        return best, best.va + best.length - plen if best.length >= plen else best.va
+    return best, best.va + best_d * plen
+
+
 def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
     """BTH observer: remember READ requests that target an advertised Read chunk (their payload is empty)."""
     if ib.plan.kind != "read_request" or ib.reth is None:
         return
     st = _state(ctx)
     va, rkey, dlen = ib.reth
-    if rkey in st.read_jobs:
-        t = _Transfer(rkey, va, dlen, ib.psn)
-        st.free(st.read_reqs.get((pkt.src, pkt.dst, ib.psn)))
-        st.read_reqs[(pkt.src, pkt.dst, ib.psn)] = t
-        st.charge(t, _ENTRY)
-        _bound(st.read_reqs, st=st)
+    key = ((pkt.dst, pkt.src), rkey)      # the responder's memory, read by the requester
+    if key in st.read_jobs:
+        _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
 
 def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
@@ -297,62 +358,163 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
     if ib is None:
         return
     st: _State | None = ctx.state.get("rdma_reassembly")
-    if st is None or not st.read_reqs and not st.read_active:
+    if st is None or not st.read_reqs:
+        return
+    rec = st.read_reqs.get((pkt.dst, pkt.src))
+    if rec is None:
+        return
+    pos = ib.plan.pos
+    if pos in ("first", "only"):
+        for r in reversed(rec.items):
+            if r.base == ib.psn:
+                _place_read(pkt, ctx, st, r.key, r.va, buf, off, end)
+                return
+        return
+    found = _ib_address(rec, ib.psn, pos, end - off)
+    if found is not None:
+        _place_read(pkt, ctx, st, found[0].key, found[1], buf, off, end)
+
+
+def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf: bytes, off: int,
+                end: int) -> None:
+    """Put a READ response packet's bytes in the Read chunk segments they belong to (cut at each
+    segment's length: bytes past it are an overrun the chunk analysis reports, never state); the
+    packet that leaves no segment with a hole rebuilds the call."""
+    job = st.read_jobs.get(key)
+    if job is None:
+        return
+    handle = key[1]
+    segs = job.msg.reads
+    stop = addr + end - off
+    placed = False
+    for i, s in enumerate(segs):
+        if s.handle != handle:
+            continue
+        lo = addr if addr > s.offset else s.offset
+        hi = stop if stop < s.offset + s.length else s.offset + s.length
+        if lo >= hi:
+            continue
+        delta = lo - s.offset
+        pieces = job.pieces[i]
+        old = pieces.get(delta)
+        if old is not None and len(old) >= hi - lo:
+            continue          # a repeat of bytes already placed
+        data = bytes(buf[off + lo - addr:off + hi - addr])
+        pieces[delta] = data
+        grown = len(data) - (len(old) if old is not None else -_PIECE)
+        st.charge(job, grown)
+        job.filled[i] += len(data) - (len(old) if old is not None else 0)
+        placed = True
+        if i in job.need and job.filled[i] >= s.length and _covered(list(pieces.items()), s.length):
+            job.need.discard(i)
+    if not placed:
+        return
+    num = pkt.frame.num
+    if not job.frames or job.frames[-1] != num:
+        job.frames.append(num)
+    if job.need:
+        return
+    for s in segs:
+        k = (job.owner, s.handle)
+        if st.read_jobs.get(k) is job:
+            del st.read_jobs[k]
+    st.free(job)
+    _rebuild_call(pkt, ctx, job)
+
+
+def _place_written(st: _State, key: Key, addr: int, buf: bytes, off: int, end: int, frame: int) -> None:
+    """Keep a WRITE packet's bytes at their address, within the segments advertised under ``key``."""
+    want = st.write_wants.get(key)
+    if want is None:
+        return
+    _xid, lo, hi = want
+    if not lo <= addr < hi:
+        return      # outside every segment advertised with this handle: a finding of the analysis, no state
+    if end - off > hi - addr:
+        end = off + hi - addr
+    if end <= off:
+        return
+    placed = st.written.get(key)
+    if placed is None:
+        placed = st.written[key] = _Placed()
+    old = placed.pieces.get(addr)
+    if old is not None and len(old[0]) >= end - off:
+        return        # a retransmission of bytes already placed
+    data = bytes(buf[off:end])
+    grown = len(data) - (len(old[0]) if old is not None else -_PIECE)
+    if st.kept + grown > _BYTES_LIMIT:
+        for other in list(st.written):       # the oldest chunk data goes first
+            if other != key:
+                st.forget_written(other)
+            if st.kept + grown <= _BYTES_LIMIT:
+                break
+    placed.pieces[addr] = (data, frame)
+    st.kept += grown
+    st.charge(placed, grown)
+
+
+def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
+    add_data(pkt, buf, off, end)
+    ib: IBInfo | None = pkt.ib
+    if ib is None:
+        return
+    st: _State | None = ctx.state.get("rdma_reassembly")
+    if st is None or not st.write_wants:
         return
     pos = ib.plan.pos
     akey = (pkt.src, pkt.dst, ib.destqp)
     if pos in ("first", "only"):
-        t = st.read_reqs.pop((pkt.dst, pkt.src, ib.psn), None)
-        if t is None:
+        if ib.reth is None:
             return
-        t.next_psn = ib.psn
-    else:
-        t = st.read_active.get(akey)
-        if t is None:
+        va, rkey, dlen = ib.reth
+        key = ((pkt.dst, pkt.src), rkey)      # the receiver's memory, written by the sender
+        if key not in st.write_wants:
             return
-    if ib.psn != t.next_psn:
-        st.read_active.pop(akey, None)
-        st.free(t)
-        pkt.add_expert("warning", "reassembly", f"READ response PSN {ib.psn}, expected {t.next_psn}: "
-                       "the chunk is not rebuilt")
+        if pos == "first":
+            _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
+        _place_written(st, key, va, buf, off, end, pkt.frame.num)
         return
-    st.charge(t, t.take(buf, off, end))
-    t.frames.append(pkt.frame.num)
-    t.next_psn = (ib.psn + 1) & 0xFFFFFF
-    if pos == "first":
-        old = st.read_active.get(akey)
-        if old is not t:
-            st.free(old)
-        st.read_active[akey] = t
-        _bound(st.read_active, st=st)
+    rec = st.write_reqs.get(akey)
+    if rec is None:
         return
-    if pos == "middle":
-        return
-    st.read_active.pop(akey, None)
-    st.free(t)
-    _read_done(pkt, ctx, st, t)
+    found = _ib_address(rec, ib.psn, pos, end - off)
+    if found is not None:
+        _place_written(st, found[0].key, found[1], buf, off, end, pkt.frame.num)
 
 
-def _read_done(pkt: Packet, ctx: Session, st: _State, t: _Transfer) -> None:
-    job = st.read_jobs.get(t.handle)
-    if job is None:
+# --- the same over iWARP: a tagged DDP segment carries its own STag and tagged offset -----------------
+def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
+    """An RDMAP Read Request (sink STag, sink TO, size, source STag, source TO) for an advertised Read
+    chunk: its Read Responses come to the sink STag at the sink TO on."""
+    st: _State | None = ctx.state.get("rdma_reassembly")
+    sink_stag, sink_to, size, src_stag, src_to = request
+    if st is None:
         return
-    data = b"".join(t.parts)
-    st.charge(job, len(data))
-    job.frames.extend(t.frames)
-    segs = job.msg.reads
-    for i, s in enumerate(segs):
-        if s.handle == t.handle and s.offset <= t.va < s.offset + max(s.length, 1):
-            job.pieces[i].append((t.va - s.offset, data))
-            if _covered(job.pieces[i], s.length):
-                job.need.discard(i)
-            break
-    if job.need:
+    key = ((pkt.dst, pkt.src), src_stag)      # the responder's memory, read by the requester
+    if key not in st.read_jobs:
         return
-    for s in segs:
-        st.read_jobs.pop(s.handle, None)
-    st.free(job)
-    _rebuild_call(pkt, ctx, job)
+    _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(key, src_to, size, sink_to))
+
+
+def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: int, end: int,
+                 ctx: Session) -> None:
+    """An RDMAP Write (opcode 0) or Read Response (2) segment's payload ``buf[off:end]``, placed at
+    ``to`` in the buffer ``stag`` names."""
+    st: _State | None = ctx.state.get("rdma_reassembly")
+    if st is None or end <= off:
+        return
+    if opcode == 0:
+        key = ((pkt.dst, pkt.src), stag)
+        if key in st.write_wants:
+            _place_written(st, key, to, buf, off, end, pkt.frame.num)
+        return
+    rec = st.read_reqs.get((pkt.dst, pkt.src, stag)) if opcode == 2 else None
+    if rec is None:
+        return
+    for r in reversed(rec.items):
+        if r.base <= to < r.base + r.length:
+            _place_read(pkt, ctx, st, r.key, r.va + to - r.base, buf, off, end)
+            return
 
 
 def _covered(pieces: list[tuple[int, bytes]], length: int) -> bool:
@@ -395,7 +557,7 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
     msg = job.msg
     seg_data: list[bytes] = []
     for i, s in enumerate(msg.reads):
-        data = _segment_bytes(job.pieces[i], s.length)
+        data = _segment_bytes(list(job.pieces[i].items()), s.length)
         if data is None:
             return
         seg_data.append(data)
@@ -424,9 +586,9 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
             parts.append(b"\0" * pad)
     parts.append(reduced[taken:])
     whole = b"".join(parts)
-    kind = "RDMA READ (Position Zero Read chunk)" if any(p == 0 for p, _ in msg.read_chunks) \
-        else "RDMA READ (Read chunks)"
-    _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + job.frames, kind, job.flow)
+    kind = ("RDMA READ" if pkt.ib is not None else "RDMAP Read") + \
+        (" (Position Zero Read chunk)" if any(p == 0 for p, _ in msg.read_chunks) else " (Read chunks)")
+    _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + sorted(set(job.frames)), kind, job.flow)
 
 
 def _rebuild_reply(pkt: Packet, ctx: Session, msg: Any, got: list, frames: list[int]) -> None:
@@ -455,7 +617,12 @@ def _rebuild_reply(pkt: Packet, ctx: Session, msg: Any, got: list, frames: list[
             parts.append(b"\0" * pad)
         shift += (item.length + 3) & ~3
     parts.append(rbuf[taken:rend])
-    _show_rebuilt(pkt, ctx, msg, b"".join(parts), frames, "RDMA WRITE (Write chunks)", msg.rpc_flow, quiet=True)
+    _show_rebuilt(pkt, ctx, msg, b"".join(parts), frames, _writes(pkt) + " (Write chunks)", msg.rpc_flow, quiet=True)
+
+
+def _writes(pkt: Packet) -> str:
+    """What moved a Write or Reply chunk, named as the reply's transport names it."""
+    return "RDMA WRITE" if pkt.ib is not None else "RDMAP Write"
 
 
 def _fill_rebuilt(lay: Layer) -> None:
@@ -482,99 +649,42 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: lis
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
-def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
-    add_data(pkt, buf, off, end)
-    ib: IBInfo | None = pkt.ib
-    if ib is None:
-        return
-    st: _State | None = ctx.state.get("rdma_reassembly")
-    if st is None or not st.write_wants:
-        return
-    pos = ib.plan.pos
-    akey = (pkt.src, pkt.dst, ib.destqp)
-    if pos in ("first", "only"):
-        if ib.reth is None:
-            return
-        va, rkey, dlen = ib.reth
-        want = st.write_wants.get(rkey)
-        if want is None:
-            return
-        _xid, lo, hi = want
-        if not lo <= va < hi:
-            return      # outside every segment advertised with this handle: a finding of the analysis, no state
-        t = _Transfer(rkey, va, min(dlen, hi - va), ib.psn)
-    else:
-        active = st.write_active.get(akey)
-        if active is None:
-            return
-        t = active
-        if ib.psn != t.next_psn:
-            del st.write_active[akey]
-            st.free(t)
-            return
-    st.charge(t, t.take(buf, off, end))
-    t.frames.append(pkt.frame.num)
-    t.next_psn = (ib.psn + 1) & 0xFFFFFF
-    if pos == "first":
-        st.free(st.write_active.get(akey))
-        st.write_active[akey] = t
-        _bound(st.write_active, st=st)
-        return
-    if pos == "middle":
-        return
-    st.write_active.pop(akey, None)
-    st.free(t)
-    data = b"".join(t.parts)
-    if st.written and st.kept + len(data) > _BYTES_LIMIT:
-        for handle in list(st.written):       # the oldest chunk data goes first
-            st.forget_written(handle)
-            if st.kept + len(data) <= _BYTES_LIMIT:
-                break
-    n = len(data) + _ENTRY
-    st.kept += n
-    st.budget.charge(st, n)
-    st.written.setdefault(t.handle, []).append((t.va, data, t.frames))
-
-
-def _written(st: _State, segs: list) -> tuple[bytes, list[int]] | None:
-    """The bytes RDMA WRITEs put in these segments (lengths as the reply reports them), or None."""
-    written = st.written
-    if len(segs) == 1:
-        # one segment filled by one WRITE from its start: the common case, no copy
-        s = segs[0]
-        pieces = written.get(s.handle)
-        if pieces is not None and len(pieces) == 1:
-            va, data, fr = pieces[0]
-            if va == s.offset:
-                if len(data) < s.length:
-                    return None
-                return (data if len(data) == s.length else data[:s.length]), list(fr)
+def _written(st: _State, segs: list, owner: Pair) -> tuple[bytes, list[int]] | None:
+    """The bytes RDMA WRITEs put in these segments of ``owner``'s memory (lengths as the reply reports
+    them) and the frames they came in, or None while a segment has a hole."""
     out = []
-    frames: list[int] = []
+    frames: set[int] = set()
     for s in segs:
-        pieces = written.get(s.handle)
-        if not pieces:
+        placed = st.written.get((owner, s.handle))
+        if placed is None:
             if s.length:
                 return None
             continue
-        inside = [(va - s.offset, d) for va, d, fr in pieces if s.offset <= va < s.offset + max(s.length, 1)]
-        for va, _d, fr in pieces:
-            if s.offset <= va < s.offset + max(s.length, 1):
-                frames.extend(fr)
+        lo, hi = s.offset, s.offset + max(s.length, 1)
+        inside = []
+        for addr, (data, frame) in placed.pieces.items():
+            if addr < hi and addr + len(data) > lo:       # a packet may straddle two segments
+                inside.append((addr - lo, data))
+                frames.add(frame)
         piece = _segment_bytes(inside, s.length)
         if piece is None:
             return None
         out.append(piece)
-    return b"".join(out), frames
+    return b"".join(out), sorted(frames)
 
 
-def _want(wants: dict[int, tuple[int, int, int]], handle: int, xid: int, lo: int, hi: int) -> None:
-    """Follow WRITEs to ``handle`` within [lo, hi); a handle offered twice by one call covers both."""
-    old = wants.get(handle)
-    if old is not None and old[0] == xid:
-        lo = min(lo, old[1])
-        hi = max(hi, old[2])
-    wants[handle] = (xid, lo, hi)
+def _want(st: _State, key: Key, xid: int, lo: int, hi: int) -> None:
+    """Follow WRITEs to ``key`` within [lo, hi); a handle offered twice by one call covers both, and
+    what WRITEs left under it for an earlier call goes."""
+    wants = st.write_wants
+    old = wants.get(key)
+    if old is not None:
+        if old[0] == xid:
+            lo = min(lo, old[1])
+            hi = max(hi, old[2])
+        else:
+            st.forget_written(key)
+    wants[key] = (xid, lo, hi)
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
@@ -590,49 +700,59 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
     st = _state(ctx)
     if msg.reads:
         reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
-        job = _ReadJob(msg, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
+        owner = (pkt.src, pkt.dst)
+        job = _ReadJob(msg, owner, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
         if job.need:
             jobs = st.read_jobs
             for s in msg.reads:
-                if s.handle in jobs:
+                if (owner, s.handle) in jobs:
                     # an older message's Read chunks under this handle cannot complete now: give them up
-                    _drop_job(st, s.handle)
+                    _drop_job(st, (owner, s.handle))
             for s in msg.reads:
-                jobs[s.handle] = job
+                jobs[(owner, s.handle)] = job
             st.charge(job, len(reduced) + _ENTRY)
             if len(jobs) > _WANT_LIMIT:
-                for handle in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
-                    if handle in jobs:
-                        _drop_job(st, handle)
+                for key in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
+                    if key in jobs:
+                        _drop_job(st, key)
     chunks = list(msg.writes)
     if msg.reply is not None:
         chunks.append(msg.reply)
     if not msg.is_reply:
         if chunks:
-            wants = st.write_wants
             xid = msg.xid
+            owner = (pkt.src, pkt.dst)
             for c in chunks:
                 for s in c:
-                    _want(wants, s.handle, xid, s.offset, s.offset + s.length)
+                    _want(st, (owner, s.handle), xid, s.offset, s.offset + s.length)
+            wants = st.write_wants
             if len(wants) > _WANT_LIMIT:
                 _bound(wants)
         return
+    client = (pkt.dst, pkt.src)   # a reply's Write list and Reply chunk are in its receiver's memory
+    holes = False
     if msg.reply is not None and msg.proc == 1:
-        got = _written(st, msg.reply)
+        got = _written(st, msg.reply, client)
+        holes = got is None
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
-                          "RDMA WRITE (Reply chunk)", _rpc_flow(pkt))
+                          _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
-        got_all = [_written(st, c) for c in msg.writes]
+        got_all = [_written(st, c, client) for c in msg.writes]
+        holes = any(g is None for g in got_all)
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
             msg.rebuilt_frames = frames
             _rebuild_reply(pkt, ctx, msg, got_all, frames)
+    if holes:
+        # WRITE packets lost before the reply are sent again after it, and the reply with them: the
+        # chunks stay followed (until the handle is advertised again, or the bounds give them up).
+        return
     for c in chunks:
         for s in c:
-            st.write_wants.pop(s.handle, None)
-            st.forget_written(s.handle)
+            st.write_wants.pop((client, s.handle), None)
+            st.forget_written((client, s.handle))
 
 
 def _register(key: str, fn: Any) -> None:

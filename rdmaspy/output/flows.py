@@ -213,7 +213,8 @@ class FlowBuilder:
     """Collects analysis output per connection and writes the flows document."""
 
     def __init__(self, directory: str | None = None) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="rdmaspy-flows-", dir=directory)
+        # named for the program and process that own it, should a hard kill leave it behind
+        self._tmp = tempfile.TemporaryDirectory(prefix=f"rdmaspy-flows-{os.getpid()}-", dir=directory)
         self._spools: dict[tuple[int | None, str], _Spool] = {}
         self.summaries: dict[int, RpcRdmaSummary] = {}
         self.severities: dict[str, int] = {}
@@ -334,18 +335,49 @@ class FlowBuilder:
 
     def write_lines(self, out: BinaryIO, connections: Iterable[Connection], path: str, t0: int | None,
                     frames: int) -> None:
-        """JSON Lines: one connection object per line, then one capture object with the findings that
-        belong to no connection."""
+        """JSON Lines, every line small enough for a line reader (DuckDB's ``read_json_auto``): per
+        connection a line of its own (setup, traffic, credit summaries), then one line per transaction,
+        per piece of its credit series and per finding, each with the connection's id; then the findings
+        that belong to no connection, and last the capture object."""
         conns = list(connections)
         for conn in conns:
-            self.write_connection(out, conn)
-            out.write(b"\n")
+            self._connection_lines(out, conn)
+        self._tagged(out, None, "findings", b'{"kind":"finding",')
         head = self._capture(path, t0, frames, len(conns))
-        text = orjson.dumps(head)
-        out.write(text[:-1] + b',"findings":')
-        self._array(out, None, "findings")
-        out.write(b"}\n")
+        head["findings"] = []
+        out.write(orjson.dumps(head) + b"\n")
 
+    def _connection_lines(self, out: BinaryIO, conn: Connection) -> None:
+        cid = conn.id
+        head = connection_head(conn)
+        summary = self.summaries.get(cid)
+        credits: JSON = {}
+        if summary is not None:
+            srec = summary_record(summary)
+            for c in summary.credits:
+                credits[c.direction.value] = credit_summary_record(c)
+            head["rpcrdma"] = {k: srec[k] for k in _SUMMARY_KEYS}
+        else:
+            head["rpcrdma"] = None
+        head["credits"] = dict(sorted(credits.items()))
+        out.write(orjson.dumps(head, default=_plain) + b"\n")
+        self._tagged(out, cid, "transactions", b'{"kind":"transaction",')
+        for direction in sorted(credits):
+            sp = self._spools.get((cid, "series-" + direction))
+            if sp is None:
+                continue
+            prefix = b'{"kind":"credits","conn":%d,"direction":%s,"series":' % (cid, orjson.dumps(direction))
+            for piece in sp.items():
+                out.write(prefix + piece + b"}\n")
+        self._tagged(out, cid, "findings", b'{"kind":"finding",')
+
+    def _tagged(self, out: BinaryIO, conn: int | None, section: str, prefix: bytes) -> None:
+        """The spooled objects of a section, one a line, each opened with its ``kind``."""
+        sp = self._spools.get((conn, section))
+        if sp is None:
+            return
+        for item in sp.items():
+            out.write(prefix + item[1:] + b"\n")
 
 def _plain(v: object) -> object:
     """Values orjson does not know (sets, bytes) as JSON-friendly ones."""

@@ -13,6 +13,8 @@ import stat
 from time import monotonic
 from typing import BinaryIO, Final
 
+from .safe import safe_lines
+
 LIMIT: Final = 1 << 16          # bytes held at most before they are written
 INTERVAL: Final = 0.1           # seconds a line may wait for company, for a terminal or a pipe
 
@@ -20,11 +22,13 @@ INTERVAL: Final = 0.1           # seconds a line may wait for company, for a ter
 class LineWriter:
     """Writes lines (bytes, without their newline) to a binary stream in blocks."""
 
-    __slots__ = ("stream", "timed", "_buf", "_size", "_due")
+    __slots__ = ("stream", "timed", "limit", "safe", "_buf", "_size", "_due")
 
-    def __init__(self, stream: BinaryIO, timed: bool) -> None:
+    def __init__(self, stream: BinaryIO, timed: bool, limit: int = LIMIT, safe: bool = False) -> None:
         self.stream = stream
         self.timed = timed            # flush by time too (a terminal or a pipe)
+        self.limit = limit            # bytes held at most (1: every line as it is made, ``-l``)
+        self.safe = safe              # show control characters in the lines as escapes (text from a capture)
         self._buf: list[bytes] = []
         self._size = 0
         self._due = monotonic() + INTERVAL
@@ -32,7 +36,7 @@ class LineWriter:
     def line(self, data: bytes) -> None:
         self._buf.append(data)
         self._size += len(data) + 1
-        if self._size >= LIMIT:
+        if self._size >= self.limit:
             self.flush()
         elif self.timed and monotonic() >= self._due:
             self.flush()
@@ -40,10 +44,24 @@ class LineWriter:
     def text(self, line: str) -> None:
         self.line(line.encode())
 
+    def block(self, lines: list[str]) -> None:
+        """Several lines at once (a packet's tree): one encode and one hand-over rather than one per
+        line; held as lines, so that making them safe still sees each one alone."""
+        data = "\n".join(lines).encode()
+        self._buf.extend(data.split(b"\n"))
+        self._size += len(data) + 1
+        if self._size >= self.limit:
+            self.flush()
+        elif self.timed and monotonic() >= self._due:
+            self.flush()
+
     def flush(self) -> None:
         """Write what is held and flush the stream."""
         buf = self._buf
         if buf:
+            if self.safe:
+                buf = safe_lines(buf)
+                self._buf = []
             buf.append(b"")
             data = b"\n".join(buf)
             buf.clear()

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Callable
 
 from ..analysis.rules import Finding
 from ..packet import Packet
+from .clock import Clock
 from .lines import LineWriter
+from .safe import safe_text
 from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines
 
 if TYPE_CHECKING:
@@ -28,13 +30,15 @@ def with_findings(line: str, pkt: Packet) -> str:
 
 
 class TimedSink:
-    """A sink whose lines show times since the first frame of its pipeline."""
+    """A sink whose lines show times since the first frame of its pipeline, or in the format of a
+    ``clock`` (``-t``)."""
 
-    __slots__ = ("out", "_pipe")
+    __slots__ = ("out", "_pipe", "clock")
 
-    def __init__(self, out: LineWriter) -> None:
+    def __init__(self, out: LineWriter, clock: Clock | None = None) -> None:
         self.out = out
         self._pipe: Pipeline | None = None
+        self.clock = clock
 
     def attach(self, pipe: Pipeline) -> None:
         self._pipe = pipe
@@ -42,6 +46,16 @@ class TimedSink:
     def t0(self) -> int:
         pipe = self._pipe
         return pipe.t0 if pipe is not None else 0
+
+    def when(self, pkt: Packet) -> bytes | None:
+        """The time column of a summary line when a clock makes it (None: the default)."""
+        clock = self.clock
+        if clock is None:
+            return None
+        pipe = self._pipe
+        if pipe is None:
+            return clock.column(pkt.frame.ts, pkt.frame.ts, -1)
+        return clock.column(pkt.frame.ts, pipe.t0, pipe.t_prev)
 
     def flush(self) -> None:
         self.out.flush()
@@ -55,12 +69,12 @@ class SummarySink(TimedSink):
 
     __slots__ = ("findings",)
 
-    def __init__(self, out: LineWriter, findings: bool = False) -> None:
-        super().__init__(out)
+    def __init__(self, out: LineWriter, findings: bool = False, clock: Clock | None = None) -> None:
+        super().__init__(out, clock)
         self.findings = findings
 
     def packet(self, pkt: Packet) -> None:
-        line = summary_bytes(pkt, self.t0())
+        line = summary_bytes(pkt, self.t0(), self.when(pkt))
         if self.findings and pkt.expert:
             line = with_findings(line.decode(), pkt).encode()
         self.out.line(line)
@@ -73,8 +87,8 @@ class TextSink(TimedSink):
     __slots__ = ("verbose", "hexdump", "findings", "painter")
 
     def __init__(self, out: LineWriter, verbose: bool, hexdump: bool, findings: bool = False,
-                 painter: Painter | None = None) -> None:
-        super().__init__(out)
+                 painter: Painter | None = None, clock: Clock | None = None) -> None:
+        super().__init__(out, clock)
         self.verbose = verbose
         self.hexdump = hexdump
         self.findings = findings
@@ -84,23 +98,24 @@ class TextSink(TimedSink):
         if self.painter is not None:
             self._painted(pkt, self.painter)
             return
-        text = self.out.text
+        # A packet's lines go to the writer as one block: one encode and one hand-over per packet
+        # rather than per line (a tree has dozens), the same bytes out.
+        lines: list[str] = []
         if self.verbose:
-            for line in tree_lines(pkt, self.t0()):
-                text(line)
+            lines.extend(tree_lines(pkt, self.t0()))
         else:
-            line = summary_line(pkt, self.t0())
-            text(with_findings(line, pkt) if self.findings else line)
+            line = summary_line(pkt, self.t0(), self.when(pkt))
+            lines.append(with_findings(line, pkt) if self.findings else line)
         if self.hexdump:
             if not self.verbose:
-                text("")
-            for line in hex_lines(pkt.frame.data):
-                text(line)
+                lines.append("")
+            lines.extend(hex_lines(pkt.frame.data))
         if self.verbose or self.hexdump:
-            text("")
+            lines.append("")
+        self.out.block(lines)
 
     def _painted(self, pkt: Packet, painter: Painter) -> None:
-        text = self.out.text
+        text = self.out.text              # each line made safe before it is painted (the output is not checked)
         style = packet_style(pkt)
         paint = painter(style)
         if self.verbose:
@@ -108,18 +123,18 @@ class TextSink(TimedSink):
             bold, red, yellow = painter("bold"), painter("red"), painter("yellow")
             for line in tree_lines(pkt, self.t0()):
                 if line.startswith("Frame "):
-                    text(head(line))
+                    text(head(safe_text(line)))
                 elif line.startswith("    [Error/"):
-                    text(red(line))
+                    text(red(safe_text(line)))
                 elif line.startswith("    [Warning/"):
-                    text(yellow(line))
+                    text(yellow(safe_text(line)))
                 elif not line.startswith(" "):
-                    text(bold(line))
+                    text(bold(safe_text(line)))
                 else:
-                    text(line)
+                    text(safe_text(line))
         else:
-            line = summary_line(pkt, self.t0())
-            text(paint(with_findings(line, pkt) if self.findings else line))
+            line = summary_line(pkt, self.t0(), self.when(pkt))
+            text(paint(safe_text(with_findings(line, pkt) if self.findings else line)))
         if self.hexdump:
             if not self.verbose:
                 text("")

@@ -12,8 +12,9 @@ from .values import text_value
 _columns: dict[tuple[str, str, str], bytes] = {}
 
 
-def summary_bytes(pkt: Packet, t0: int) -> bytes:
-    """The summary line in UTF-8, as it is written out.
+def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
+    """The summary line in UTF-8, as it is written out; ``when``: its time column, made by the caller
+    (another format than seconds since the first frame).
 
     Bytes rather than text: the arrow between the addresses would make every line a two-byte-per-
     character string, to be widened, joined and encoded again line by line."""
@@ -29,6 +30,8 @@ def summary_bytes(pkt: Packet, t0: int) -> bytes:
         if len(_columns) >= 4096:
             _columns.clear()
         middle = _columns[key] = ("%15s → %-15s %-9s" % key).encode()
+    if when is not None:
+        return b"%7d %s %s %5d %s" % (f.num, when, middle, len(f.data), text.encode())
     d = f.ts - t0
     if 0 <= d < 1_000_000_000_000 and d % 1000 != 500:
         # Microseconds in integers, as %12.6f of d/1e9 would print them (no tie, so the same rounding):
@@ -39,8 +42,8 @@ def summary_bytes(pkt: Packet, t0: int) -> bytes:
     return b"%7d %12.6f %s %5d %s" % (f.num, d / 1e9, middle, len(f.data), text.encode())
 
 
-def summary_line(pkt: Packet, t0: int) -> str:
-    return summary_bytes(pkt, t0).decode()
+def summary_line(pkt: Packet, t0: int, when: bytes | None = None) -> str:
+    return summary_bytes(pkt, t0, when).decode()
 
 
 def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
@@ -58,8 +61,15 @@ def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
     if pkt.expert:
         yield "Expert Info"
         for e in pkt.expert:
-            rule = f" [{e.rule}]" if e.rule else ""
-            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{rule}"
+            cited = citation(e.rule, e.source)
+            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}"
+
+
+def citation(rule: str, source: str) -> str:
+    """An expert item's rule and source as the tree shows them: "ib.duplicate (IBTA 9.7)"."""
+    if rule and source:
+        return f"{rule} ({source})"
+    return rule or source
 
 
 class _TreeLines:

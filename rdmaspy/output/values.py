@@ -21,7 +21,15 @@ _ADDR_DISPLAYS = frozenset({"ipv4", "ipv6", "gid", "mac"})
 def json_value(field: Field, value: Any) -> Any:
     """A value as JSON wants it: numbers stay numbers, addresses become their usual text, bytes hex."""
     d = field.display
-    if d in _ADDR_DISPLAYS and value.__class__ is bytes:
+    cls = value.__class__
+    if cls is int:          # nearly every value: no isinstance with a tuple of types (see text_value)
+        if d == "bool":
+            return bool(value)
+        n: int = value
+        if not -(1 << 63) <= n < (1 << 64):
+            return f"{n:#x}"
+        return value
+    if d in _ADDR_DISPLAYS and cls is bytes:
         key = (d, value)
         text = _ADDR_TEXT.get(key)
         if text is None:
@@ -56,17 +64,31 @@ def _json_bytes(d: str, b: bytes) -> Any:
 def text_value(field: Field, value: Any) -> str:
     """A value as the verbose tree shows it, with its name for enumerations."""
     d = field.display
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        b = bytes(value)
-        if d in ("ipv4", "ipv6", "gid", "mac", "str"):
+    # Exact class tests first: a plain int or bytes (nearly every value) takes no isinstance with a
+    # tuple of types, which compiled costs a tuple and three look-ups of builtins.
+    cls = value.__class__
+    if cls is int:
+        if d == "bool":
+            return "True" if value else "False"
+        if d == "hex":
+            width = (field.bits + 3) // 4 if field.bits else 0
+            text = f"0x{value:0{width}x}"
+        else:
+            text = str(value)
+    elif cls is bytes or isinstance(value, (bytes, bytearray, memoryview)):
+        b = value if cls is bytes else bytes(value)
+        if d == "str":
+            # a fixed-size text field is padded with NULs (a MAD's NodeString): the text ends at them
+            return b.rstrip(b"\0").decode("utf-8", "replace")
+        if d in ("ipv4", "ipv6", "gid", "mac"):
             return str(json_value(field, b))
         if len(b) > 48:
             return f"{b[:48].hex()}… ({len(b)} bytes)"
         return b.hex() if b else "(empty)"
-    if d == "bool":
+    elif d == "bool":
         return "True" if value else "False"
-    if isinstance(value, float):
-        text = f"{value:.9g}"
+    elif isinstance(value, float):
+        return _named(field, f"{value:.9g}", None)
     elif isinstance(value, int) and d == "hex":
         width = (field.bits + 3) // 4 if field.bits else 0
         text = f"0x{value:0{width}x}"
@@ -74,7 +96,17 @@ def text_value(field: Field, value: Any) -> str:
         text = "(none)"
     else:
         text = str(value)
-    name = field.names.get(value) if field.names is not None and not isinstance(value, float) else None
+    names = field.names
+    return _named(field, text, None if names is None else
+                  (names.get(value) if names.__class__ is not dict else _dict_get(names, value)))
+
+
+def _dict_get(names: Any, value: Any) -> str | None:
+    d: dict[Any, str] = names
+    return d.get(value)
+
+
+def _named(field: Field, text: str, name: str | None) -> str:
     if name is not None:
         text = f"{name} ({text})"
     if field.unit:

@@ -11,12 +11,12 @@ capture count bytes of the decompressed data.
 from __future__ import annotations
 
 from ..errors import CaptureError
-from .base import GZIP_MAGIC, PCAP_MAGICS, PCAPNG_MAGIC, Capture, GzipStream, _open_stream, chunk_reader
+from .base import GZIP_MAGIC, PCAP_MAGICS, PCAPNG_MAGIC, STDIN, Capture, GzipStream, _open_stream, chunk_reader
 from .pcap import PcapReader
 from .pcapng import PcapngReader
 
-__all__ = ["Capture", "CaptureError", "GZIP_MAGIC", "GzipStream", "PCAPNG_MAGIC", "PCAP_MAGICS", "chunk_reader",
-           "open_capture"]
+__all__ = ["Capture", "CaptureError", "GZIP_MAGIC", "GzipStream", "PCAPNG_MAGIC", "PCAP_MAGICS", "STDIN",
+           "chunk_reader", "open_capture"]
 
 
 def open_capture(path: str) -> Capture:

@@ -37,6 +37,7 @@ class Capture:
         self.stream = stream
         self.path = path
         self.problems: list[str] = []
+        self.clamped = 0               # frames whose time lies beyond 64-bit nanoseconds (clamped to the bound)
         self.linktypes: dict[int, int] = {}
         self.interfaces: list[dict] = []
         # Called before the reader waits for input that has not arrived (a pipe): the pipeline's flush.
@@ -66,11 +67,26 @@ class Capture:
         self.close()
 
 
+STDIN = "-"       # the path that names standard input, as tshark -r - does
+
+
+def _open_raw(path: str) -> Any:
+    """The binary file at ``path``; standard input for ``-`` (a copy of its descriptor, so that closing
+    the capture leaves the process's standard input alone)."""
+    if path == STDIN:
+        import sys
+        try:
+            return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+        except (OSError, ValueError, AttributeError):
+            raise CaptureError("-: standard input cannot be read") from None
+    return open(path, "rb")
+
+
 def _open_stream(path: str) -> tuple[Any, bytes]:           # a binary file, or a GzipStream over one
-    if os.path.isdir(path):
+    if path != STDIN and os.path.isdir(path):
         raise CaptureError(f"{path}: is a directory, not a capture file")
     try:
-        raw = open(path, "rb")
+        raw = _open_raw(path)
     except FileNotFoundError:
         raise CaptureError(f"{path}: no such file") from None
     except PermissionError:

@@ -19,6 +19,12 @@ from ..errors import CaptureError
 from ..packet import Frame
 from .base import Capture, chunk_reader
 
+# A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
+# reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to
+# the bound and counted (``Capture.clamped``); within it, times are exact.
+MAX_NS = (1 << 63) - 1
+MIN_NS = -(1 << 63)
+
 CHUNK = 1 << 20
 MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
 
@@ -50,6 +56,11 @@ class Damage(Exception):
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(message)
         self.offset = offset
+
+
+# An interface of the section being read: global index, link type, timestamp ticks to ns as
+# (ticks * mul) // den, offset in ns, snapshot length.
+Interface = tuple[int, int, int, int, int, int]
 
 
 class _Order:
@@ -143,7 +154,15 @@ class PcapngReader(Capture):
         hdr = order.hdr
         u32 = order.u32
         epb = order.epb
-        local: list[tuple] = []    # this section's interfaces: (global index, linktype, mul, den, offset ns, snaplen)
+        local: list[Interface] = []    # this section's interfaces
+        # The unpacked words, typed: compiled, they stay machine integers (unpack_from gives Any).
+        btype: int
+        length: int
+        iface: int
+        hi: int
+        lo: int
+        caplen: int
+        wirelen: int
         seen_shb = False
         nlocal = 0                 # len(local), kept by the code that changes it
         frame = Frame
@@ -161,8 +180,11 @@ class PcapngReader(Capture):
                             gi, lt, mul, den, toff, _snap = local[iface]
                             opt = dend + (-caplen & 3)
                             num += 1
-                            yield frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend],
-                                        wirelen, gi, _comment(buf, opt, bend - 4, order, base, "enhanced packet block")
+                            ts = (((hi << 32) | lo) * mul) // den + toff
+                            if ts > MAX_NS or ts < MIN_NS:
+                                ts = self._clamp(ts)
+                            yield frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi,
+                                        _comment(buf, opt, bend - 4, order, base, "enhanced packet block")
                                         if opt < bend - 4 else None, base + pos)
                             pos = bend
                             continue
@@ -266,7 +288,7 @@ class PcapngReader(Capture):
             self.problem(f"read error ({exc})", base + pos)
 
     # -- the description blocks ----------------------------------------------------------------------
-    def _packet(self, what: str, buf: bytes, pos: int, bend: int, length: int, local: list, order: _Order,
+    def _packet(self, what: str, buf: bytes, pos: int, bend: int, length: int, local: list[Interface], order: _Order,
                 base: int, num: int, iface: int, hi: int, lo: int, caplen: int, wirelen: int) -> Frame | None:
         """The frame of an Enhanced or obsolete Packet Block (data at offset 28), or None with the problem."""
         dend = pos + 28 + caplen
@@ -281,8 +303,14 @@ class PcapngReader(Capture):
             return None
         opt = dend + (-caplen & 3)
         comment = _comment(buf, opt, bend - 4, order, base, what) if opt < bend - 4 else None
-        return Frame(num, (((hi << 32) | lo) * mul) // den + toff, lt, buf[pos + 28:dend], wirelen, gi, comment,
-                     base + pos)
+        ts = (((hi << 32) | lo) * mul) // den + toff
+        if ts > MAX_NS or ts < MIN_NS:
+            ts = self._clamp(ts)
+        return Frame(num, ts, lt, buf[pos + 28:dend], wirelen, gi, comment, base + pos)
+
+    def _clamp(self, ts: int) -> int:
+        self.clamped += 1
+        return MAX_NS if ts > MAX_NS else MIN_NS
 
     def _section(self, buf: bytes, pos: int, bend: int, order: _Order, base: int) -> None:
         if bend - pos < 28:
@@ -299,7 +327,7 @@ class PcapngReader(Capture):
                 info[key] = _text(v) if key not in info else f"{info[key]}; {_text(v)}"
         self.sections.append(info)
 
-    def _interface(self, buf: bytes, pos: int, bend: int, order: _Order, base: int, local: list) -> None:
+    def _interface(self, buf: bytes, pos: int, bend: int, order: _Order, base: int, local: list[Interface]) -> None:
         if bend - pos < 20:
             raise Damage(f"interface description block: length {bend - pos} is shorter than 20", base + pos)
         _t, _l, linktype, _res, snaplen = order.idb(buf, pos)

@@ -5,25 +5,30 @@ the calls a reply answers, the Sends a message was reassembled from, the analysi
 frame is replayed through a fresh pipeline from the start of the capture, and its tree is taken at
 the moment it comes out of the pipeline, as ``decode -V`` would print it.  The replay keeps its place:
 the next frame down continues from there, and the frames just before the one asked for are kept
-(a small LRU), so moving through the list costs one frame a step.  Moving back past the kept frames
-replays from the start again.
+(a small LRU), so moving through the list costs one frame a step.  A jump far ahead or back starts
+from the background pass's last checkpoint before the frame (``checkpoints.py``): the state of the
+pipeline after some frame k, from which the replay dissects only the frames after k.
 """
 from __future__ import annotations
 
 import json
+import pickle
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from itertools import islice
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 from ..errors import RdmaspyError
 from ..fields import Field
 from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan
-from ..output.text import tree_lines
+from ..output.text import citation, tree_lines
 from ..output.values import json_value, text_value
 from ..packet import Item, Layer, Packet
+from ..pipeline import Options, Pipeline
 from ..readers import Capture
-from .source import Pipeline, open_frames
+from .checkpoints import Checkpoints
+from .source import open_frames
 
 KEEP_BEHIND = 32      # frames before the one asked for whose detail is kept on the way
 
@@ -89,7 +94,8 @@ def detail_of(pkt: Packet, t0: int) -> Detail:
     if pkt.expert:
         nodes.append(Node(0, "Expert Info", -1, 0, "expert", "expert"))
         for e in pkt.expert:
-            rule = f" [{e.rule}]" if e.rule else ""
+            cited = citation(e.rule, e.source)
+            rule = f" [{cited}]" if cited else ""
             nodes.append(Node(1, f"[{e.severity.capitalize()}/{e.group}] {e.text}{rule}", -1, 0,
                               "expert.severity", f'expert.severity == "{e.severity}"'))
     return Detail(f.num, data, tuple(nodes))
@@ -136,16 +142,17 @@ def indent_text(node: Node) -> str:
 class DetailSource:
     """Details of frames of one capture file, by frame number; safe to call from one worker at a time."""
 
-    def __init__(self, path: str, keep: int = 256) -> None:
+    def __init__(self, path: str, keep: int = 256, checkpoints: Checkpoints | None = None) -> None:
         self.path = path
         self.keep = keep
+        self.checkpoints = checkpoints
         self._cache: OrderedDict[int, Detail] = OrderedDict()
         self._lock = threading.Lock()
         self._cap: Capture | None = None
         self._frames: Iterator[Any] | None = None
         self._pipe: Pipeline | None = None
         self._last = 0          # number of the last frame fed to the replay pipeline
-        self._t0 = -1
+        self.started_after = 0  # the frame after which the replay started (a checkpoint's, or 0)
 
     def cached(self, frame: int) -> Detail | None:
         with self._lock:
@@ -161,8 +168,9 @@ class DetailSource:
         if hit is not None:
             return hit
         with self._lock:
-            if self._frames is None or frame <= self._last:
-                self._restart()
+            start = self._start_for(frame)
+            if start is not None:
+                self._restart(*start)
             found = self._replay_to(frame, wanted)
             if found is None and self._frames is None and (wanted is None or wanted()):
                 # the capture may have grown (live mode): read it again from the start
@@ -175,24 +183,42 @@ class DetailSource:
         """The last frame the replay has reached (its progress, while a detail is being made)."""
         return self._last
 
-    def _restart(self) -> None:
+    def _start_for(self, frame: int) -> tuple[int, int | None] | None:
+        """Where the replay to ``frame`` starts: None to go on from where it is, else (the frame
+        after which it starts, the offset of the checkpoint of that state; None: the file's start)."""
+        here = self._last if self._frames is not None and frame > self._last else -1
+        point = self.checkpoints.before(frame) if self.checkpoints is not None else None
+        # Reading a frame without dissecting it costs a few percent of dissecting it: a checkpoint
+        # far behind is worth it only when it saves more than that.
+        if point is not None and (here < 0 or (point[0] - here) * 32 > point[0]):
+            return point
+        return (0, None) if here < 0 else None
+
+    def _restart(self, after: int = 0, checkpoint: int | None = None) -> None:
         self.close()
         self._cap = open_frames(self.path)
         self._frames = iter(self._cap)
-        self._pipe = Pipeline()
-        self._last = 0
-        self._t0 = -1
+        self._last = self.started_after = 0
+        if checkpoint is not None and self.checkpoints is not None:
+            try:
+                self._pipe = self.checkpoints.load(checkpoint)
+            except (pickle.UnpicklingError, EOFError, OSError, ValueError, TypeError, AttributeError):
+                checkpoint = None
+            else:
+                deque(islice(self._frames, after), maxlen=0)      # the frames the checkpoint has seen
+                self._last = self.started_after = after
+        if checkpoint is None:
+            self._pipe = Pipeline(None, Options(analyze=True))     # as ``decode -V`` runs it
 
     def _replay_to(self, frame: int, wanted: Callable[[], bool] | None = None) -> Detail | None:
         assert self._frames is not None and self._pipe is not None
-        feed = self._pipe.feed
+        pipe = self._pipe
+        feed = pipe.feed
         for f in self._frames:
-            if self._t0 < 0:
-                self._t0 = f.ts
             pkt = feed(f)
             self._last = f.num
             if f.num >= frame - KEEP_BEHIND:
-                d = detail_of(pkt, self._t0)
+                d = detail_of(pkt, pipe.t0)
                 self._cache[f.num] = d
                 self._cache.move_to_end(f.num)
                 while len(self._cache) > self.keep:

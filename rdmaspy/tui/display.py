@@ -14,7 +14,8 @@ from typing import Callable
 from ..errors import RdmaspyError
 from ..filter import compile_filter, filter_needs_analysis
 from ..packet import Packet
-from .source import Pipeline, open_frames
+from ..pipeline import Options, Pipeline
+from .source import open_frames
 
 
 def needs_analysis(names: frozenset[str]) -> bool:
@@ -70,18 +71,14 @@ class FilterRun:
             self.error = str(exc)
             self._end()
             return
-        pipe = Pipeline(analyze=needs_analysis(match.names))     # type: ignore[attr-defined]
+        rows = _Rows(self.rows)
+        pipe = Pipeline(None, Options(analyze=needs_analysis(match.names), matcher=match),   # type: ignore[attr-defined]
+                        [rows])
         feed = pipe.feed
-        rows = self.rows
-        t0 = -1
         try:
             with cap:
                 for frame in cap:
-                    if t0 < 0:
-                        t0 = frame.ts
-                    pkt = feed(frame)
-                    if match(pkt, t0):
-                        rows.append(frame.num - 1)
+                    feed(frame)
                     self.scanned = frame.num
                     if frame.num == limit or (frame.num & 1023 == 0 and self.stop.is_set()):
                         break
@@ -90,3 +87,16 @@ class FilterRun:
         except OSError as exc:
             self.error = f"read error: {exc.strerror or exc}"
         self._end()
+
+
+class _Rows:
+    """The sink of a filter's pipeline: the row (frame number - 1) of every packet it shows."""
+
+    def __init__(self, rows: array) -> None:
+        self.rows = rows
+
+    def packet(self, pkt: Packet) -> None:
+        self.rows.append(pkt.frame.num - 1)
+
+    def finish(self) -> None:
+        pass

@@ -8,6 +8,7 @@ from __future__ import annotations
 from array import array
 
 from .. import __version__
+from ..writers.outfile import OutputFile
 from ..writers.pcapng import PcapngWriter
 from .source import open_frames
 
@@ -15,9 +16,10 @@ from .source import open_frames
 def export_pcapng(source: str, target: str, rows: array | None) -> int:
     """Write the frames of ``source`` whose rows (0-based) are in ``rows`` (None: all) to ``target``;
     returns how many were written.  ``rows`` is in increasing order, as a display filter leaves it."""
+    output = OutputFile(target, [source])            # never over the capture; whole or not at all
     cap = open_frames(source)
     written = 0
-    with cap, PcapngWriter(target, application=f"rdmaspy {__version__} (tui export)") as out:
+    with cap, output as stream, PcapngWriter(stream, application=f"rdmaspy {__version__} (tui export)") as out:
         ifaces: dict[int, int] = {}
         want = iter(rows) if rows is not None else None
         next_row = next(want, -1) if want is not None else -1

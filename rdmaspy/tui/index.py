@@ -2,24 +2,25 @@
 
 A background thread runs the pipeline over the capture once.  Per frame it keeps only what the list
 needs to draw a row without decoding again: the summary line ``rdmaspy decode`` prints, spooled to
-a temporary file (its end offset in an ``array('Q')``), and one byte for its colour (protocol and
-expert severity).  A million frames cost about 9 MB of memory plus the spool on disk; rows are read
-back from the spool (``os.pread``) only when they are drawn.  The detail of a frame is dissected again
-on demand (``detail.py``).
+a temporary file, its end offset and one byte for its colour (protocol and expert severity) in
+``SpooledArray``s, whose older blocks wait on disk too: memory stays the same however many frames
+the capture holds.  Rows are read back from the spool (``os.pread``) only when they are drawn.
+The detail of a frame is dissected again on demand (``detail.py``).
 """
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 import time
-from array import array
 from typing import Callable, Iterable
 
 from ..errors import RdmaspyError
 from ..output.text import packet_style, summary_bytes
 from ..packet import Frame, Packet
-from .source import Pipeline, open_frames
+from ..pipeline import Pipeline
+from .checkpoints import Checkpoints
+from .source import open_frames
+from .spool import SpooledArray, SpoolDir
 
 # The colour byte: bits 0-5 the protocol's number in ``PacketIndex.protocols``, bits 6-7 the severity.
 SEVERITY_NONE = 0
@@ -38,12 +39,12 @@ class PacketIndex:
     row under ``count`` at any time without a lock.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, directory: SpoolDir) -> None:
         self.name = name                     # what the status bar calls the capture
-        self._spool = tempfile.TemporaryFile(prefix="rdmaspy-rows-")
+        self._spool = directory.file("rdmaspy-rows-")
         self._fd = self._spool.fileno()
-        self._ends = array("Q")              # end offset of row i's text in the spool
-        self._codes = bytearray()            # colour byte of row i
+        self._ends = SpooledArray(directory, "Q", 16384)     # end offset of row i's text in the spool
+        self._codes = SpooledArray(directory, "B", 65536)    # colour byte of row i
         self._pending: list[bytes] = []
         self._written = 0                    # spool bytes written
         self.protocols: list[str] = []       # protocol number -> name, as the rows use them
@@ -56,7 +57,6 @@ class PacketIndex:
         self.started = time.monotonic()
         self.finished_at: float | None = None
         self._last_publish = 0.0
-        self.pipeline: Pipeline | None = None  # the pass's pipeline: its analysis feeds the analysis views
         self.before_publish: Callable[[], None] | None = None   # live mode: flush the frame spool first
 
     # -- writer side (the background thread) --------------------------------------------------------
@@ -120,6 +120,8 @@ class PacketIndex:
 
     def close(self) -> None:
         self._spool.close()
+        self._ends.close()
+        self._codes.close()
 
 
 def file_progress(cap: object, frame: Frame, size: int) -> float:
@@ -134,9 +136,28 @@ def file_progress(cap: object, frame: Frame, size: int) -> float:
     return min(frame.offset / size, 1.0) if size else 1.0
 
 
-def index_file(index: PacketIndex, path: str, stop: threading.Event,
-               on_packet: Callable[[Packet], None] | None = None, pipe: Pipeline | None = None) -> None:
-    """The background pass over a capture file: every frame through the pipeline into ``index``."""
+class IndexSink:
+    """The pipeline's sink that adds every packet's row to the index."""
+
+    def __init__(self, index: PacketIndex) -> None:
+        self.index = index
+        self._pipe: Pipeline | None = None
+
+    def attach(self, pipe: Pipeline) -> None:
+        self._pipe = pipe
+
+    def packet(self, pkt: Packet) -> None:
+        assert self._pipe is not None
+        self.index.add(pkt, self._pipe.t0)
+
+    def finish(self) -> None:
+        self.index.publish()
+
+
+def index_file(index: PacketIndex, path: str, stop: threading.Event, pipe: Pipeline,
+               checkpoints: Checkpoints | None = None) -> None:
+    """The background pass over a capture file: every frame through ``pipe`` (whose sinks fill
+    ``index``), its state kept now and then in ``checkpoints``."""
     try:
         cap = open_frames(path)
     except RdmaspyError as exc:
@@ -146,10 +167,9 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event,
         size = os.path.getsize(path)
     except OSError:
         size = 0
-    pipe = index.pipeline = pipe or Pipeline(keep_findings=True)
     try:
         with cap:
-            _run(index, cap, pipe, stop, on_packet, lambda f: file_progress(cap, f, size))
+            _run(index, cap, pipe, stop, lambda f: file_progress(cap, f, size), checkpoints)
             index.problems = list(cap.problems)
     except OSError as exc:
         index.problems.append(f"read error: {exc.strerror or exc}")
@@ -160,19 +180,16 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event,
 
 
 def _run(index: PacketIndex, frames: Iterable[Frame], pipe: Pipeline, stop: threading.Event,
-         on_packet: Callable[[Packet], None] | None, where: Callable[[Frame], float]) -> None:
-    t0 = -1
+         where: Callable[[Frame], float], checkpoints: Checkpoints | None) -> None:
     feed = pipe.feed
-    add = index.add
     n = 0
+    next_checkpoint = checkpoints.next_at if checkpoints is not None else -1
     for frame in frames:
-        if t0 < 0:
-            t0 = frame.ts
-        pkt = feed(frame)
-        add(pkt, t0)
-        if on_packet is not None:
-            on_packet(pkt)
+        feed(frame)
         n += 1
+        if n == next_checkpoint and checkpoints is not None:
+            checkpoints.take(pipe, n)
+            next_checkpoint = checkpoints.next_at
         if n & 1023 == 0:
             index.progress = where(frame)
             if stop.is_set():

@@ -30,9 +30,8 @@ class LiveModel(CaptureModel):
         self.linktype = linktype
         self._writer = PcapngWriter(spool, application="rdmaspy (tui live spool)", buffering=1 << 16)
         self._iface = self._writer.add_interface(linktype, snaplen, name=iface)
-        self._pipe = self.index.pipeline = self.pipeline()
+        self._pipe = self.pipeline()
         self.index.before_publish = self._writer.flush
-        self._t0 = -1
         self._num = 0
         self.capture: LiveCapture | None = None
         self.summary: Summary | None = None
@@ -46,15 +45,12 @@ class LiveModel(CaptureModel):
     def show(self, _num: int, ts: int, data: bytes, wirelen: int) -> None:
         self._num += 1
         self._writer.write_packet(self._iface, ts, data, wirelen)
-        if self._t0 < 0:
-            self._t0 = ts
         pkt = self._pipe.feed(Frame(self._num, ts, self.linktype, bytes(data), wirelen))
-        self.index.add(pkt, self._t0)
-        if self.packet_listeners:
-            self._notify(pkt)
+        if self._num == self.checkpoints.next_at:
+            self.checkpoints.take(self._pipe, self._num)
         run = self.live_filter
         if run is not None:
-            run.offer(self._num - 1, pkt, self._t0)
+            run.offer(self._num - 1, pkt, self._pipe.t0)
 
     def flush(self) -> None:
         """The capture has nothing more for the display just now: let the UI see what came."""
@@ -75,6 +71,7 @@ class LiveModel(CaptureModel):
         except (RdmaspyError, OSError) as exc:
             self.error = str(exc)
         finally:
+            self._pipe.finish()
             self.index.finish()
 
     def stop(self) -> Summary | None:

@@ -32,6 +32,7 @@ IF_DESCRIPTION = 3
 IF_TSRESOL = 9
 IF_FILTER = 11
 IF_OS = 12
+IF_TSOFFSET = 14
 EPB_FLAGS = 2
 ISB_STARTTIME = 2
 ISB_ENDTIME = 3
@@ -52,8 +53,29 @@ _OPT_HEAD = struct.Struct("=HH")
 _PAD = (b"", b"\0\0\0", b"\0\0", b"\0")   # indexed by length % 4
 
 
+OPTION_MAX = 0xFFFF                       # an option's length is 16 bits
+TICKS_END = 1 << 64                       # a timestamp is 64 bits of ticks
+
+
 def _option(code: int, value: bytes) -> bytes:
     return _OPT_HEAD.pack(code, len(value)) + value + _PAD[len(value) & 3]
+
+
+def comment_pieces(text: str) -> list[bytes]:
+    """A comment as the values of one or more opt_comment options: UTF-8, cut at character boundaries
+    into pieces of at most 65,535 bytes (an option's most)."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= OPTION_MAX:
+        return [data]
+    pieces: list[bytes] = []
+    start = 0
+    while start < len(data):
+        end = min(start + OPTION_MAX, len(data))
+        while end < len(data) and data[end] & 0xC0 == 0x80:       # not inside a character
+            end -= 1
+        pieces.append(data[start:end])
+        start = end
+    return pieces
 
 
 def _options(opts: Iterable[tuple[int, bytes]]) -> bytes:
@@ -84,9 +106,12 @@ class PcapngWriter(Writer):
         self.bytes_written = 0
         self.packets = 0
         self._ticks: list[int] = []          # per interface: timestamp ticks per second
+        self._offsets: list[int] = []        # per interface: if_tsoffset in nanoseconds
+        self.clamped = 0                     # packets whose time the interface cannot hold (written at its bound)
+        self.split_comments = 0              # comments longer than one option, written as several
         opts = []
         if comment:
-            opts.append((OPT_COMMENT, comment.encode()))
+            opts.extend((OPT_COMMENT, piece) for piece in comment_pieces(comment))
         opts.append((SHB_HARDWARE, platform.machine().encode()))
         opts.append((SHB_OS, f"{platform.system()} {platform.release()}".encode()))
         opts.append((SHB_USERAPPL, (application or f"rdmaspy {__version__}").encode()))
@@ -100,8 +125,9 @@ class PcapngWriter(Writer):
 
     def add_interface(self, linktype: int, snaplen: int = 262144, *, name: str | None = None,
                       description: str | None = None, filter: str | None = None,
-                      tsresol: int = 9, os_name: str | None = None) -> int:
-        """Describe an interface; returns its index for ``write_packet``."""
+                      tsresol: int = 9, os_name: str | None = None, tsoffset: int = 0) -> int:
+        """Describe an interface; returns its index for ``write_packet``.  ``tsoffset``: seconds added to
+        every timestamp of the interface (if_tsoffset), so times before 1970 can be written exactly."""
         if not 0 <= tsresol <= 19:
             raise ValueError(f"tsresol {tsresol} out of range")
         opts: list[tuple[int, bytes]] = []
@@ -115,16 +141,23 @@ class PcapngWriter(Writer):
             opts.append((IF_FILTER, b"\0" + filter.encode()))   # 0: a libpcap filter string
         if os_name:
             opts.append((IF_OS, os_name.encode()))
+        if tsoffset:
+            opts.append((IF_TSOFFSET, struct.pack("=q", tsoffset)))
         body = struct.pack("=HHI", linktype, 0, snaplen) + _options(opts)
         self._raw(_block(BT_IDB, body))
         self._ticks.append(10 ** tsresol)
+        self._offsets.append(tsoffset * 1_000_000_000)
         return len(self._ticks) - 1
 
     def write_packet(self, iface: int, ts_ns: int, data: bytes | memoryview, wirelen: int | None = None,
                      comment: str | Iterable[str] | None = None, flags: int | None = None) -> None:
         n = len(data)
         ticks = self._ticks[iface]
+        ts_ns -= self._offsets[iface]
         ts = ts_ns if ticks == 1_000_000_000 else ts_ns * ticks // 1_000_000_000
+        if ts < 0 or ts >= TICKS_END:
+            self.clamped += 1
+            ts = 0 if ts < 0 else TICKS_END - 1
         pad = _PAD[n & 3]
         if comment is None and flags is None:
             total = 32 + n + len(pad)
@@ -140,7 +173,10 @@ class PcapngWriter(Writer):
             opts.append((EPB_FLAGS, _U32.pack(flags)))
         if comment is not None:
             for c in ([comment] if isinstance(comment, str) else comment):
-                opts.append((OPT_COMMENT, c.encode()))
+                pieces = comment_pieces(c)
+                if len(pieces) > 1:
+                    self.split_comments += 1
+                opts.extend((OPT_COMMENT, p) for p in pieces)
         tail = _options(opts)
         total = 32 + n + len(pad) + len(tail)
         self._raw(_EPB_HEAD.pack(BT_EPB, total, iface, ts >> 32, ts & 0xFFFFFFFF, n,
@@ -167,7 +203,7 @@ class PcapngWriter(Writer):
 
         opts: list[tuple[int, bytes]] = []
         if comment:
-            opts.append((OPT_COMMENT, comment.encode()))
+            opts.extend((OPT_COMMENT, piece) for piece in comment_pieces(comment))
         if starttime_ns is not None:
             opts.append((ISB_STARTTIME, tsopt(starttime_ns)))
         if endtime_ns is not None:

@@ -104,8 +104,7 @@ class ConnectionsView(AnalysisView):
                 "1" if c.remote_invalidate else "0")
 
     def refresh_view(self) -> None:
-        conns = self.model.analysis.connections
-        self.rows = [conns[k] for k in sorted(list(conns))]
+        self.rows = self.model.analysis.connection_list()
         title = f"Connections: {len(self.rows)}"
         if self.focus_state.connection is not None:
             title += f" — focused on connection {self.focus_state.connection} (Enter on it again: all)"

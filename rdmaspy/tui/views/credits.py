@@ -5,7 +5,7 @@ granted, a zero grant, ...) listed below it; Enter on a violation opens its fram
 The chart is drawn with Textual's own means (a widget rendering block characters): it needs no
 extra package, puts both series on one scale so that "outstanding above granted" is visible as
 such, and stays legible at 80x24, where a plotted chart with axes and legend has no room left for
-the data.
+the data.  A series' samples are read back from the analysis store's spool when it is shown.
 """
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Sequence
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from ...analysis.model import CallDirection, CreditSample, Finding
+from ...analysis.model import CallDirection
+from ..analysis_store import CreditTrack, Entry, Rows
 from ..messages import JumpToFrame
 from . import register_view
 from .common import AnalysisView, duration_text
@@ -30,6 +31,13 @@ SERIES_COLUMNS = (Column("Conn", 4, True), Column("Direction", 11), Column("Samp
                   Column("Granted", 11), Column("Peak outstanding", 16, True), Column("Violations", 10, True))
 VIOLATION_COLUMNS = (Column("Frame", 7, True), Column("Time", 12, True), Column("Rule", 22), Column("Finding", 60))
 DIRECTION_TEXT = {"c2s": "forward", "s2c": "backchannel"}
+Key = tuple[int, CallDirection]
+
+
+def granted_text(track: CreditTrack) -> str:
+    if track.granted_min is None:
+        return "none seen"
+    return f"{track.granted_min}..{track.granted_max}"
 
 
 class CreditsView(AnalysisView):
@@ -43,10 +51,11 @@ class CreditsView(AnalysisView):
 
     def __init__(self, model: "CaptureModel", *, id: str | None = None) -> None:
         super().__init__(model, id=id)
-        self.series: list[tuple[int, CallDirection]] = []
-        self.violations: list[Finding] = []
-        self.current: tuple[int, CallDirection] | None = None
+        self.series: list[tuple[Key, CreditTrack]] = []
+        self.violations: Rows[Entry] = Rows(range(0), model.analysis.entry)
+        self.current: Key | None = None
         self._seen: tuple[int, int, int | None] = (-1, -1, None)
+        self._violations_of: dict[int, int] = {}      # connection -> credit findings
 
     def compose(self) -> ComposeResult:
         yield Static("Credits", id="credits-title", classes="title")
@@ -57,48 +66,46 @@ class CreditsView(AnalysisView):
         yield RowTable(VIOLATION_COLUMNS, RowSource(lambda: len(self.violations), self._violation_cells,
                                                      self._violation_style), id="violations-table")
 
-    def samples(self, key: tuple[int, CallDirection]) -> list[CreditSample]:
-        series = self.model.analysis.credits.get(key)
-        return [] if series is None else series[:len(series)]
-
     def _series_cells(self, i: int) -> Sequence[str]:
-        key = self.series[i]
-        samples = self.samples(key)
-        grants = [s.granted for s in samples if s.granted is not None]
-        granted = f"{min(grants)}..{max(grants)}" if grants else "none seen"
-        peak = max((s.outstanding for s in samples), default=0)
-        bad = sum(1 for f in self._findings() if f.conn == key[0])
-        return (str(key[0]), DIRECTION_TEXT.get(key[1].value, key[1].value), str(len(samples)), granted, str(peak),
-                str(bad))
+        (conn, direction), track = self.series[i]
+        return (str(conn), DIRECTION_TEXT.get(direction.value, direction.value), str(track.count),
+                granted_text(track), str(track.peak), str(self._violations_of.get(conn, 0)))
 
-    def _findings(self) -> list[Finding]:
-        found = self.model.analysis.findings
-        return [f for f in found[:len(found)] if f.group == "credits" and self.focus_state.admits(f.conn)]
+    def _credit_findings(self, conn: int | None) -> Rows[Entry]:
+        """The credit findings of connection ``conn`` (None: of every connection in focus)."""
+        focus = self.focus_state
+        offsets = self.model.analysis.credit_findings(
+            lambda c: focus.admits(c) and (conn is None or c == conn))
+        return Rows(offsets, self.model.analysis.entry)
 
     def _violation_cells(self, i: int) -> Sequence[str]:
-        f = self.violations[i]
+        e = self.violations[i]
         t0 = self._t0()
-        return (str(f.frames[0]) if f.frames else "", duration_text(f.ts - t0) if t0 is not None else "",
-                f.rule_def.id, f.text)
+        return (str(e.frame) if e.frame else "", duration_text(e.ts - t0) if t0 is not None else "", e.rule, e.text)
 
     def _violation_style(self, i: int) -> "Style | None":
         return SEVERITY_STYLES.get(self.violations[i].severity)
 
     def _t0(self) -> int | None:
-        if self.current is None:
-            return None
-        samples = self.samples(self.current)
-        return samples[0].ts if samples else None
+        track = self._track()
+        return track.first_ts if track is not None else None
+
+    def _track(self) -> CreditTrack | None:
+        return next((t for k, t in self.series if k == self.current), None)
 
     def refresh_view(self) -> None:
-        credits = self.model.analysis.credits
-        total = sum(len(v) for v in list(credits.values()))
-        key = (total, len(self.model.analysis.findings), self.focus_state.connection)
+        tracks = self.model.analysis.credit_tracks()
+        total = sum(t.count for _k, t in tracks)
+        key = (total, self.model.analysis.finding_count, self.focus_state.connection)
         if key == self._seen:
             return
         self._seen = key
-        self.series = sorted((k for k in list(credits) if self.focus_state.admits(k[0])),
-                             key=lambda k: (k[0], k[1].value))
+        self.series = sorted(((k, t) for k, t in tracks if self.focus_state.admits(k[0])),
+                             key=lambda kt: (kt[0][0], kt[0][1].value))
+        self._violations_of = {}
+        for group in self.model.analysis.groups():
+            if group.group == "credits" and group.conn is not None:
+                self._violations_of[group.conn] = self._violations_of.get(group.conn, 0) + group.count
         self.query_one("#credits-title", Static).update(
             f"Credits: {len(self.series)} series (granted and outstanding over time)")
         table = self.query_one("#series-table", RowTable)
@@ -106,23 +113,22 @@ class CreditsView(AnalysisView):
         self._show(table.cursor)
 
     def _show(self, row: int) -> None:
-        self.current = self.series[row] if 0 <= row < len(self.series) else None
+        self.current = self.series[row][0] if 0 <= row < len(self.series) else None
         chart = self.query_one(CreditChart)
         label = self.query_one("#chart-label", Static)
-        if self.current is None:
-            chart.show(())
+        track = self._track()
+        if self.current is None or track is None:
+            chart.show(None)
             label.update("No RPC-over-RDMA credits in this capture.")
-            self.violations = self._findings()
+            self.violations = self._credit_findings(None)
         else:
             conn, direction = self.current
-            samples = self.samples(self.current)
-            grants = [s.granted for s in samples if s.granted is not None]
-            span = samples[-1].ts - samples[0].ts if samples else 0
-            chart.show(samples)
+            store = self.model.analysis
+            chart.show((self.current, track.count), lambda: store.samples(track), track.first_ts, track.last_ts)
             label.update(f"connection {conn} {DIRECTION_TEXT.get(direction.value, direction.value)}: granted "
-                         f"{min(grants, default=0)}..{max(grants, default=0)}, outstanding peak "
-                         f"{max((s.outstanding for s in samples), default=0)}, over {duration_text(span)}")
-            self.violations = [f for f in self._findings() if f.conn == conn]
+                         f"{track.granted_min or 0}..{track.granted_max or 0}, outstanding peak {track.peak}, "
+                         f"over {duration_text(track.last_ts - track.first_ts)}")
+            self.violations = self._credit_findings(conn)
         self.query_one("#violations-title", Static).update(f"Violations: {len(self.violations)}")
         self.query_one("#violations-table", RowTable).reload()
 
@@ -134,9 +140,9 @@ class CreditsView(AnalysisView):
     def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
         event.stop()
         if event.table.id == "violations-table":
-            f = self.violations[event.row]
-            if f.frames:
-                self.post_message(JumpToFrame(f.frames[0]))
+            e = self.violations[event.row]
+            if e.frame:
+                self.post_message(JumpToFrame(e.frame))
         else:
             self.query_one("#violations-table", RowTable).focus()
 

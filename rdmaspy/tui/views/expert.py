@@ -1,20 +1,20 @@
 """View 6, the expert: every finding grouped by severity and rule with counts, as Wireshark's Expert
 Information; a finding opens its frame in the packet list.
 
-The analysis' findings come from ``model.analysis``; the dissectors' (malformed packets, bad
-checksums, TCP holes) are gathered from the packets of the background pass as they go by.
+The findings (the analysis' and the dissectors': malformed packets, bad checksums, TCP holes) are
+in the analysis store, counted in memory and spooled on disk: the counts come from the store, and
+a rule's findings are read back when it is opened, a page at a time in the order they were reported
+(a capture can hold millions).
 """
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from textual.app import ComposeResult
 from textual.widgets import Static, Tree
 from textual.widgets.tree import TreeNode
 
-from ...packet import Packet
+from ..analysis_store import Entry, FindingGroup
 from ..messages import JumpToFrame
 from . import register_view
 from .common import AnalysisView
@@ -26,48 +26,18 @@ SEVERITY_ORDER = ("error", "warning", "note", "chat")
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 SEVERITY_MARKUP = {"error": "bold white on dark_red", "warning": "bold black on yellow", "note": "cyan",
                    "chat": "dim"}
+PAGE = 500          # findings listed under a rule at a time; a last leaf shows the next page
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One finding as the view lists it."""
-    severity: str
-    rule: str           # the rule's id (dissector items without one: their group)
-    group: str
-    frame: int
-    conn: int | None
-    text: str
+class More:
+    """The leaf after a page of findings: selecting it lists the next page, from the store's
+    finding ``start`` on (``listed`` of the rule's are listed above it)."""
 
+    __slots__ = ("start", "listed")
 
-class DissectorFindings:
-    """The dissectors' expert items of every packet of the background pass (called on its thread)."""
-
-    def __init__(self) -> None:
-        self.entries: list[Entry] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, pkt: Packet) -> None:
-        items = pkt.expert
-        if not items:
-            return
-        conn = getattr(pkt.conv, "conn_id", None)
-        for item in items:
-            if hasattr(item, "rule_def"):
-                continue            # an analysis finding: the AnalysisModel has it
-            rule = item.rule.split(" (", 1)[0] if item.rule else item.group
-            entry = Entry(item.severity, rule, item.group, pkt.frame.num, conn, item.text)
-            with self._lock:
-                self.entries.append(entry)
-
-    def snapshot(self) -> list[Entry]:
-        with self._lock:
-            return list(self.entries)
-
-
-def analysis_entries(model: "CaptureModel") -> list[Entry]:
-    found = model.analysis.findings
-    return [Entry(f.severity, f.rule_def.id, f.group, f.frames[0] if f.frames else 0, f.conn, f.text)
-            for f in found[:len(found)]]
+    def __init__(self, start: int, listed: int) -> None:
+        self.start = start
+        self.listed = listed
 
 
 class ExpertView(AnalysisView):
@@ -78,73 +48,103 @@ class ExpertView(AnalysisView):
 
     def __init__(self, model: "CaptureModel", *, id: str | None = None) -> None:
         super().__init__(model, id=id)
-        self.dissector = DissectorFindings()
-        model.packet_listeners.append(self.dissector)
-        self._shown: tuple[int, int, int | None] | None = None
-        self._leaves: dict[tuple[str, str], list[Entry]] = {}
+        self._shown: tuple[int, int | None] | None = None
+        self._groups: dict[tuple[str, str], list[FindingGroup]] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Expert information", id="expert-summary")
-        tree: Tree[Entry | tuple[str, str] | None] = Tree("Findings", id="expert-tree")
+        tree: Tree[Entry | More | tuple[str, str] | None] = Tree("Findings", id="expert-tree")
         tree.show_root = False
         yield tree
 
     @property
-    def tree(self) -> "Tree[Entry | tuple[str, str] | None]":
+    def tree(self) -> "Tree[Entry | More | tuple[str, str] | None]":
         return self.query_one("#expert-tree", Tree)
 
-    def entries(self) -> list[Entry]:
+    def entries(self) -> Iterator[Entry]:
+        """Every finding in focus (read back from the spool)."""
+        store = self.model.analysis
+        numbers = {g.number for groups in self._admitted().values() for g in groups}
+        for _pos, offset in store.findings_of(numbers):
+            yield store.entry(offset)
+
+    def _admitted(self) -> dict[tuple[str, str], list[FindingGroup]]:
+        """The finding groups of the connection in focus, by severity and rule."""
         focus = self.focus_state
-        return [e for e in analysis_entries(self.model) + self.dissector.snapshot() if focus.admits(e.conn)]
+        out: dict[tuple[str, str], list[FindingGroup]] = {}
+        for group in self.model.analysis.groups():
+            if focus.admits(group.conn):
+                out.setdefault((group.severity, group.rule), []).append(group)
+        return out
 
     def refresh_view(self) -> None:
-        entries = self.entries()
-        key = (len(self.model.analysis.findings), len(self.dissector.entries), self.focus_state.connection)
+        key = (self.model.analysis.finding_count, self.focus_state.connection)
         if key == self._shown:
             return
         self._shown = key
-        groups: dict[str, dict[str, list[Entry]]] = {}
-        for e in entries:
-            groups.setdefault(e.severity, {}).setdefault(e.rule, []).append(e)
+        self._groups = self._admitted()
+        by_severity: dict[str, list[tuple[str, int, str]]] = {}
+        for (severity, rule), groups in self._groups.items():
+            by_severity.setdefault(severity, []).append((rule, sum(g.count for g in groups), groups[0].group))
         tree = self.tree
         expanded = {n.data for n in _walk(tree.root) if n.is_expanded and isinstance(n.data, tuple)}
         tree.clear()
-        self._leaves.clear()
         counts = []
         for severity in SEVERITY_ORDER:
-            rules = groups.get(severity)
+            rules = by_severity.get(severity)
             if not rules:
                 continue
-            total = sum(len(v) for v in rules.values())
+            total = sum(n for _r, n, _g in rules)
             counts.append(f"{SEVERITY_TITLES[severity]}: {total}")
             top = tree.root.add(f"[{SEVERITY_MARKUP[severity]}]{SEVERITY_TITLES[severity]}[/] ({total})",
                                 data=None, expand=True)
-            for rule, items in sorted(rules.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            for rule, n, group in sorted(rules, key=lambda r: (-r[1], r[0])):
                 key2 = (severity, rule)
-                self._leaves[key2] = sorted(items, key=lambda e: e.frame)
-                node = top.add(f"{rule} [dim]({items[0].group})[/] — {len(items)}", data=key2)
+                node = top.add(f"{rule} [dim]({group})[/] — {n}", data=key2)
                 node.allow_expand = True
                 if key2 in expanded:
-                    self._fill(node)
+                    self._fill(node, More(0, 0))
                     node.expand()
         scope = "" if self.focus_state.connection is None else f" (connection {self.focus_state.connection})"
         summary = "   ".join(counts) if counts else "No findings"
         self.query_one("#expert-summary", Static).update(f"Expert information{scope}: {summary}")
 
-    def _fill(self, node: TreeNode) -> None:
-        if node.children or not isinstance(node.data, tuple):
+    def _fill(self, node: TreeNode, start: More) -> None:
+        """List a page of the rule's findings under ``node`` from where ``start`` says."""
+        key = node.data
+        if not isinstance(key, tuple):
             return
-        for e in self._leaves.get(node.data, ()):
+        groups = self._groups.get(key, [])
+        total = sum(g.count for g in groups)
+        store = self.model.analysis
+        listed = start.listed
+        after = start.start
+        for pos, offset in store.findings_of({g.number for g in groups}, start.start):
+            e = store.entry(offset)
             node.add_leaf(f"frame {e.frame}: {e.text}", data=e)
+            listed += 1
+            after = pos + 1
+            if listed - start.listed >= PAGE:
+                break
+        if listed < total:
+            node.add_leaf(f"[dim]{total - listed} more (Enter: the next {min(PAGE, total - listed)})[/]",
+                          data=More(after, listed))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
-        self._fill(event.node)
+        if not event.node.children:
+            self._fill(event.node, More(0, 0))
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
-        data = event.node.data
+        node = event.node
+        data = node.data
         if isinstance(data, Entry) and data.frame > 0:
             event.stop()
             self.post_message(JumpToFrame(data.frame))
+        elif isinstance(data, More) and node.parent is not None:
+            event.stop()
+            parent = node.parent
+            node.remove()
+            self._fill(parent, data)
 
 
 def _walk(node: TreeNode) -> list[TreeNode]:

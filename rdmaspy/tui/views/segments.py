@@ -3,6 +3,8 @@ length) and how much RDMA READ or WRITE moved into or out of it, with its state 
 unused, overrun).  Enter opens the first frame that moved it (or the call that offered it)."""
 from __future__ import annotations
 
+from array import array
+from itertools import islice
 from typing import TYPE_CHECKING, Sequence
 
 from rich.style import Style
@@ -10,6 +12,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from ...analysis.model import Segment, SegmentState
+from ..analysis_store import Rows
 from ..messages import JumpToFrame
 from . import register_view
 from .common import AnalysisView, xid_text
@@ -42,8 +45,8 @@ class SegmentsView(AnalysisView):
 
     def __init__(self, model: "CaptureModel", *, id: str | None = None) -> None:
         super().__init__(model, id=id)
-        self.rows: list[Segment] = []
-        self._seen = (-1, None)
+        self.rows: Rows[Segment] = Rows(range(0), model.analysis.transactions.segment)
+        self._seen: tuple[int, int | None] = (-1, None)
 
     def compose(self) -> ComposeResult:
         yield Static("Segments", id="segments-title")
@@ -65,22 +68,26 @@ class SegmentsView(AnalysisView):
 
     def refresh_view(self) -> None:
         txns = self.model.analysis.transactions
-        key = (len(txns), self.focus_state.connection)
+        n = txns.segments
+        key = (n, self.focus_state.connection)
         if key == self._seen:
             return
         self._seen = key
         focus = self.focus_state
-        rows: list[Segment] = []
-        for t in txns[:key[0]]:
-            if focus.admits(t.conn):
-                rows.extend(t.segments)
-        self.rows = rows
+        if focus.connection is None:
+            numbers: array | range = range(n)
+        else:
+            conns = txns.conns
+            numbers = array("I", (i for i, t in enumerate(islice(txns.seg_txn, n)) if conns[t] == focus.connection))
+        self.rows = Rows(numbers, txns.segment)
         states: dict[str, int] = {}
-        for s in rows:
-            states[s.state.value] = states.get(s.state.value, 0) + 1
+        for conn, counts in list(txns.seg_states.items()):
+            if focus.admits(conn):
+                for state, count in list(counts.items()):
+                    states[state] = states.get(state, 0) + count
         parts = ", ".join(f"{k} {v}" for k, v in sorted(states.items()))
-        title = f"Segments: {len(rows)}" + (f" ({parts})" if parts else "")
-        summaries = [r for c, r in list(self.model.analysis.rpcrdma.items()) if focus.admits(c)]
+        title = f"Segments: {len(self.rows)}" + (f" ({parts})" if parts else "")
+        summaries = [r for c, r in self.model.analysis.summaries() if focus.admits(c)]
         ops = sum(r.unadvertised_operations for r in summaries)
         if ops:
             title += f"; unadvertised R_Key/STag: {ops} operations, {sum(r.unadvertised_bytes for r in summaries)} bytes"

@@ -10,6 +10,8 @@ exports the transactions shown as a JSON flows document.
 from __future__ import annotations
 
 import os
+from array import array
+from itertools import islice
 from typing import TYPE_CHECKING, Sequence
 
 from rich.style import Style
@@ -18,6 +20,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from ...analysis.model import Step, StepKind, Transaction, TransactionState
+from ..analysis_store import NO_LATENCY, Rows
 from ..messages import JumpToFrame
 from . import register_view
 from .common import AnalysisView, bytes_text, duration_text, xid_text
@@ -98,9 +101,10 @@ class TransactionsView(AnalysisView):
 
     def __init__(self, model: "CaptureModel", *, id: str | None = None) -> None:
         super().__init__(model, id=id)
-        self.rows: list[Transaction] = []
+        self.rows: Rows[Transaction] = Rows(range(0), model.analysis.transactions.get)
         self.steps: list[Step] = []
         self.selected: Transaction | None = None
+        self._selected_number = -1    # the selected transaction's number in the store
         self._seen: tuple[int, int | None] = (-1, None)
         self._frame_pos = -1          # where n/N stand among the selected transaction's frames
 
@@ -137,26 +141,40 @@ class TransactionsView(AnalysisView):
 
     def refresh_view(self) -> None:
         txns = self.model.analysis.transactions
-        key = (len(txns), self.focus_state.connection)
+        n = len(txns)
+        key = (n, self.focus_state.connection)
         if key == self._seen:
             return
         self._seen = key
         focus = self.focus_state
-        self.rows = [t for t in txns[:key[0]] if focus.admits(t.conn)]
-        answered = sum(1 for t in self.rows if t.reply is not None)
-        lat = sorted(t.latency_ns for t in self.rows if t.latency_ns is not None)
+        lats = islice(txns.latencies, n)
+        if focus.connection is None:
+            numbers: array | range = range(n)
+            lat = sorted(v for v in lats if v != NO_LATENCY)
+        else:
+            numbers = array("I")
+            lat = []
+            for i, (conn, v) in enumerate(zip(islice(txns.conns, n), lats)):
+                if conn == focus.connection:
+                    numbers.append(i)
+                    if v != NO_LATENCY:
+                        lat.append(v)
+            lat.sort()
+        self.rows = Rows(numbers, txns.get)
         median = f", median latency {duration_text(lat[len(lat) // 2])}" if lat else ""
         scope = "" if focus.connection is None else f" on connection {focus.connection}"
         self.query_one("#transactions-title", Static).update(
-            f"Transactions{scope}: {len(self.rows)} ({answered} answered{median})")
+            f"Transactions{scope}: {len(self.rows)} ({len(lat)} answered{median})")
         self.table.reload()
         self._select(self.table.cursor)
 
     # -- the timeline -----------------------------------------------------------------------------
     def _select(self, row: int) -> None:
-        t = self.rows[row] if 0 <= row < len(self.rows) else None
-        if t is self.selected and t is not None:
+        number = self.rows.numbers[row] if 0 <= row < len(self.rows) else -1
+        if number == self._selected_number and number >= 0:
             return
+        self._selected_number = number
+        t = self.rows[row] if number >= 0 else None
         self.selected = t
         self._frame_pos = -1
         self.steps = list(t.steps) if t is not None else []

@@ -1,0 +1,185 @@
+"""``rdmaspy extract FILE --connection ID | --xid X | -Y EXPR -w out.pcap[ng]``: a small capture of one
+connection, one transaction or one display filter, that Wireshark opens.
+
+The frames are chosen by the one pipeline (the connection table, the transactions of the analysis, the
+display filter), or with ``--index DIR`` from the tables of an export of FILE without a decode; then
+the file is read again and the chosen frames are written as they were captured (timestamps, lengths,
+interfaces and comments in pcapng; pcap when every frame has one link type).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from ..analysis.model import Record, Transaction
+from ..errors import RdmaspyError
+from .common import EXIT_OK, open_source, pipeline_options, report_problems
+
+
+def transaction_frames(t: Transaction) -> set[int]:
+    """Every frame of a transaction: the call (and its resendings), the RDMA READs and WRITEs and their
+    responses, the reply and its RDMA_DONE."""
+    frames = set(t.call.frames)
+    for again in t.call.retransmissions:
+        frames.update(again)
+    for st in t.steps:
+        frames.update(st.frames)
+        if st.response_frames:
+            frames.update(st.response_frames)
+    rep = t.reply
+    if rep is not None:
+        frames.update(rep.frames)
+        if rep.done_frame is not None:
+            frames.add(rep.done_frame)
+    return frames
+
+
+class ChooseSink:
+    """Notes the frame numbers to extract: the packets the filter shows whose connection is ``conn``
+    (None: any), or with ``xid`` the frames of the transactions with that XID."""
+
+    def __init__(self, conn: int | None, xid: int | None) -> None:
+        self.conn = conn
+        self.xid = xid
+        self.frames: set[int] = set()
+        if xid is not None:
+            self.on_record = self._record
+
+    def packet(self, pkt: Any) -> None:
+        if self.xid is not None:
+            return
+        if self.conn is None or getattr(pkt.conv, "conn_id", None) == self.conn:
+            self.frames.add(pkt.frame.num)
+
+    def _record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction) and rec.xid == self.xid and (self.conn is None or rec.conn == self.conn):
+            self.frames.update(transaction_frames(rec))
+
+    def finish(self) -> None:
+        pass
+
+
+def frames_from_index(directory: str, path: str, conn: int | None, xid: int | None) -> set[int]:
+    """The frames to extract from the tables of ``rdmaspy export FILE -o DIR`` (FILE alone)."""
+    import orjson
+
+    from ..output.parquet import MANIFEST
+    from .query import connect, run_sql
+    try:
+        with open(os.path.join(directory, MANIFEST), "rb") as fh:
+            manifest = orjson.loads(fh.read())
+    except (OSError, ValueError):
+        raise RdmaspyError(f"{directory}: no export manifest ({MANIFEST}): make it with rdmaspy export") from None
+    files = manifest.get("files")
+    if not isinstance(files, list) or len(files) != 1 or os.path.abspath(files[0]) != os.path.abspath(path):
+        raise RdmaspyError(f"{directory}: an export of {files}, not of {path} alone")
+    con = connect(directory)
+    if xid is not None:
+        where = f"xid = {xid}" + ("" if conn is None else f" AND connection = {conn}")
+        sql = ("SELECT DISTINCT f FROM (SELECT unnest(call_frames) AS f FROM transactions WHERE {w} UNION ALL "
+               "SELECT unnest(reply_frames) FROM transactions WHERE {w} UNION ALL "
+               "SELECT done_frame FROM transactions WHERE {w} UNION ALL "
+               "SELECT unnest(s.frames) FROM (SELECT unnest(steps) AS s FROM transactions WHERE {w}) UNION ALL "
+               "SELECT unnest(s.response_frames) FROM (SELECT unnest(steps) AS s FROM transactions WHERE {w})) "
+               "WHERE f IS NOT NULL").format(w=where)
+    else:
+        sql = f"SELECT frame FROM packets WHERE connection = {conn}"
+    _names, rows = run_sql(con, sql)
+    return {int(r[0]) for r in rows}
+
+
+def write_frames(source: str, target: str, chosen: set[int]) -> int:
+    """Copy the frames of ``source`` numbered in ``chosen`` to ``target`` (pcapng unless it ends in .pcap)."""
+    from .. import __version__
+    from ..writers import PcapngWriter, PcapWriter
+    pcap = target.lower().endswith(".pcap")
+    cap = open_source(source)
+    last = max(chosen) if chosen else 0
+    written = 0
+    with cap:
+        out: Any = None
+        ifaces: dict[int, int] = {}
+        try:
+            for frame in cap:
+                if frame.num > last:
+                    break
+                if frame.num not in chosen:
+                    continue
+                if pcap:
+                    if out is None:
+                        out = PcapWriter(target, frame.linktype)
+                    elif frame.linktype != out.linktype:
+                        raise RdmaspyError(f"{target}: the frames have several link types: write a .pcapng")
+                    out.write_packet(frame.ts, frame.data, frame.wirelen)
+                else:
+                    if out is None:
+                        out = PcapngWriter(target, application=f"rdmaspy {__version__} (extract)")
+                    idx = ifaces.get(frame.iface)
+                    if idx is None:
+                        desc = cap.interfaces[frame.iface] if frame.iface < len(cap.interfaces) else {}
+                        idx = ifaces[frame.iface] = out.add_interface(
+                            frame.linktype, int(desc.get("snaplen") or 262144), name=desc.get("name") or None,
+                            description=desc.get("description") or None, tsresol=9)
+                    out.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=frame.comment)
+                written += 1
+        finally:
+            if out is not None:
+                out.close()
+    return written
+
+
+def _number(text: str) -> int:
+    try:
+        v = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number (decimal or 0x...)") from None
+    if not 0 <= v < (1 << 32):
+        raise argparse.ArgumentTypeError(f"{text!r} is out of range (0 to 0xffffffff)")
+    return v
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    conn, xid, expr = args.connection, args.xid, args.Y
+    if conn is None and xid is None and not expr:
+        raise RdmaspyError("extract: say what to extract: --connection ID, --xid X or -Y FILTER")
+    cap = None
+    if args.index is not None:
+        if expr:
+            raise RdmaspyError("extract: --index finds connections and transactions; -Y needs the decode")
+        from ..scale import need
+        need("duckdb", "extract --index")
+        open_source(args.file).close()
+        chosen = frames_from_index(args.index, args.file, conn, xid)
+    else:
+        from ..pipeline import Pipeline
+        options = pipeline_options(expr, analyze=xid is not None)
+        chooser = ChooseSink(conn, xid)
+        cap = open_source(args.file)
+        with cap:
+            Pipeline(cap, options, [chooser]).run()
+        chosen = chooser.frames
+    if not chosen:
+        what = " and ".join(w for w in (f"connection {conn}" if conn is not None else "",
+                                         f"XID {xid:#010x}" if xid is not None else "",
+                                         f"filter {expr!r}" if expr else "") if w)
+        raise RdmaspyError(f"{args.file}: no frame of {what}; nothing written")
+    written = write_frames(args.file, args.output, chosen)
+    print(f"rdmaspy: {written} frames written to {args.output}", file=sys.stderr)
+    return report_problems(cap) if cap is not None else EXIT_OK
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("extract", help="the frames of one connection, one transaction or one filter as a small "
+                                       "capture (pcapng, or pcap)")
+    p.add_argument("file", help="pcap or pcapng file (optionally gzip-compressed)")
+    p.add_argument("--connection", type=_number, metavar="ID", help="the frames of connection ID (conversations)")
+    p.add_argument("--xid", type=_number, metavar="X", help="the frames of the transactions with XID X (0x... or "
+                   "decimal): call, RDMA READs and WRITEs, reply, RDMA_DONE; with --connection, on that one")
+    p.add_argument("-Y", metavar="FILTER", help="the frames a display filter shows (with --connection: of it)")
+    p.add_argument("-w", dest="output", required=True, metavar="OUT", help="the capture to write: pcapng, or pcap "
+                   "when OUT ends in .pcap")
+    p.add_argument("--index", metavar="DIR", help="find the frames in the tables of 'rdmaspy export FILE -o DIR' "
+                   "instead of decoding FILE")
+    p.set_defaults(func=cmd_extract)

@@ -1,0 +1,344 @@
+"""Parquet tables of a capture (schema export-1, docs/export.md), written from the typed model.
+
+``ExportSink`` is a pipeline sink: every packet gives a row of ``packets`` (its summary columns and
+the main header fields, read from the layers the dissectors made), every record of the analysis a
+row of ``transactions`` (with its steps), ``segments`` or ``credits``, every finding a row of
+``findings``; ``connections`` is written at the end from the connection table.  Rows are buffered
+per table and written as one Parquet row group every ``BATCH`` rows, so memory stays flat in the
+capture's size.  Nothing here parses bytes: values come from the packets' layers and the model.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..analysis.model import Connection, CreditSeries, Finding, Record, Segment, Step, Transaction
+from ..packet import Expert, Packet
+
+SCHEMA_NAME = "rdmaspy-export"
+SCHEMA_VERSION = 1
+BATCH = 16_384          # rows a table holds before they go to disk as one row group ...
+# ... fewer for the tables whose rows are big (a transaction with its steps is some 2 KiB of Python values):
+# what the export holds is bounded by these, whatever the capture's size.
+BATCHES = {"transactions": 2048, "segments": 4096, "credits": 8192, "findings": 4096, "connections": 4096}
+MANIFEST = "rdmaspy-export.json"
+
+TS = pa.timestamp("ns", tz="UTC")
+U8, U16, U32, U64, I64 = pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64(), pa.int64()
+STR, BOOL = pa.string(), pa.bool_()
+
+STEP = pa.struct([("kind", STR), ("frames", pa.list_(U64)), ("time", TS), ("bytes", U64), ("handle", U32),
+                  ("offset", U64), ("length", U32), ("segment_list", STR), ("segment_chunk", U32),
+                  ("segment_index", U32), ("response_frames", pa.list_(U64)), ("invalidated", U32)])
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "packets": pa.schema([
+        ("frame", U64), ("time", TS), ("file", STR), ("length", U32), ("wire_length", U32),
+        ("source", STR), ("destination", STR), ("protocol", STR), ("info", STR), ("malformed", STR),
+        ("connection", U32), ("eth_src", STR), ("eth_dst", STR), ("ip_src", STR), ("ip_dst", STR),
+        ("udp_srcport", U16), ("udp_dstport", U16), ("tcp_srcport", U16), ("tcp_dstport", U16),
+        ("bth_opcode", U8), ("bth_destqp", U32), ("bth_psn", U32), ("bth_pkey", U16),
+        ("reth_va", U64), ("reth_rkey", U32), ("reth_dma_length", U32), ("aeth_syndrome", U8),
+        ("aeth_msn", U32), ("deth_srcqp", U32), ("immediate", U32), ("ieth_rkey", U32), ("icrc_ok", BOOL),
+        ("rpcrdma_xid", U32), ("rpcrdma_version", U32), ("rpcrdma_credits", U32), ("rpcrdma_proc", STR),
+        ("expert", U16)]),
+    "transactions": pa.schema([
+        ("connection", U32), ("xid", U32), ("direction", STR), ("version", U8), ("state", STR),
+        ("first_frame", U64), ("call_frame", U64), ("call_frames", pa.list_(U64)), ("call_time", TS),
+        ("call_proc", STR), ("call_shape", STR), ("call_size", U32), ("call_credits", U32),
+        ("retransmissions", U32), ("reply_frame", U64), ("reply_frames", pa.list_(U64)), ("reply_time", TS),
+        ("reply_proc", STR), ("reply_shape", STR), ("reply_size", U32), ("reply_credits", U32),
+        ("reply_error", U32), ("invalidated", U32), ("done_frame", U64), ("latency_ns", I64),
+        ("rpc_program", U32), ("rpc_version", U32), ("rpc_procedure", U32), ("rpc_name", STR), ("rpc_label", STR),
+        ("nfs_ops", pa.list_(STR)), ("reply_stat", U32), ("accept_stat", U32), ("nfs_status", U32),
+        ("bytes_read", U64), ("bytes_written", U64), ("bytes_inline", U64), ("findings", pa.list_(STR)),
+        ("steps", pa.list_(STEP))]),
+    "segments": pa.schema([
+        ("connection", U32), ("xid", U32), ("call_frame", U64), ("list", STR), ("chunk", U32), ("segment", U32),
+        ("position", U32), ("handle", U32), ("offset", U64), ("length", U32), ("memory_of", STR),
+        ("used", U64), ("overrun", U64), ("reported", U32), ("operations", U32), ("state", STR),
+        ("frames", pa.list_(U64))]),
+    "credits": pa.schema([
+        ("connection", U32), ("direction", STR), ("frame", U64), ("time", TS), ("granted", U32),
+        ("requested", U32), ("outstanding", U32)]),
+    "connections": pa.schema([
+        ("connection", U32), ("transport", STR), ("state", STR), ("setup_known", BOOL), ("first_frame", U64),
+        ("client_address", STR), ("client_gid", STR), ("client_qpn", U32), ("client_tcp_port", U16),
+        ("server_address", STR), ("server_gid", STR), ("server_qpn", U32), ("server_tcp_port", U16),
+        ("service_id", U64), ("port", U16), ("service_type", U8), ("path_mtu", U32),
+        ("start_time", TS), ("end_time", TS), ("requested_time", TS), ("established_time", TS),
+        ("closed_time", TS), ("closed_by", STR), ("reject_reason", U32), ("inline_c2s", U32),
+        ("inline_s2c", U32), ("remote_invalidate", BOOL), ("packets_c2s", U64), ("packets_s2c", U64),
+        ("bytes_c2s", U64), ("bytes_s2c", U64)]),
+    "findings": pa.schema([
+        ("frame", U64), ("time", TS), ("origin", STR), ("rule", STR), ("severity", STR), ("group", STR),
+        ("source", STR), ("message", STR), ("frames", pa.list_(U64)), ("connection", U32), ("xid", U32),
+        ("args", STR)]),
+}
+TABLES = tuple(SCHEMAS)
+
+
+class TableWriter:
+    """One table: rows buffered as columns, written as a row group every ``batch`` rows."""
+
+    def __init__(self, path: str, schema: pa.Schema, batch: int = BATCH) -> None:
+        self.path = path
+        self.schema = schema.with_metadata({b"rdmaspy.schema": f"{SCHEMA_NAME}-{SCHEMA_VERSION}".encode()})
+        self.names = schema.names
+        self.columns: list[list[Any]] = [[] for _ in self.names]
+        self.batch = batch
+        self.rows = 0
+        self._writer = pq.ParquetWriter(path, self.schema, compression="zstd")
+
+    def add(self, row: tuple[Any, ...]) -> None:
+        for col, v in zip(self.columns, row):
+            col.append(v)
+        if len(self.columns[0]) >= self.batch:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.columns[0]:
+            return
+        arrays = [pa.array(col, type=f.type) for col, f in zip(self.columns, self.schema)]
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self.rows += len(self.columns[0])
+        self.columns = [[] for _ in self.names]
+
+    def close(self) -> None:
+        self.flush()
+        self._writer.close()
+
+
+def _layer_values(pkt: Packet) -> dict[str, Any]:
+    """The main header fields of a packet by field name, from the layers the dissectors made."""
+    out: dict[str, Any] = {}
+    for lay in pkt.layers:
+        proto = lay.proto
+        if proto in _WANTED:
+            hdr = lay.header
+            if hdr is not None:
+                for f, v in zip(hdr.fields, lay.values):
+                    out[f.name] = v
+            elif proto in _ITEMS:
+                for f, v, _o, _l in lay.items or ():
+                    if f.name in _ITEM_FIELDS and f.name not in out:
+                        out[f.name] = v
+    return out
+
+
+_WANTED = frozenset({"eth", "ip", "ipv6", "udp", "tcp", "rpcrdma", "rpcrdma2"})
+_ITEMS = frozenset({"rpcrdma", "rpcrdma2"})
+_ITEM_FIELDS = frozenset({"rpcrdma.xid", "rpcrdma.version", "rpcrdma.credits", "rpcrdma.proc", "rpcrdma2.xid",
+                          "rpcrdma2.version", "rpcrdma2.credits", "rpcrdma2.proc", "rpcrdma2.type"})
+
+
+_ADDRESS_TEXT: dict[bytes, str] = {}       # a capture has few addresses and many packets (bounded)
+
+
+def _address(v: Any) -> str | None:
+    """An address value of a header (bytes) as its usual text."""
+    if v is None:
+        return None
+    if v.__class__ is not bytes:
+        return str(v)
+    text = _ADDRESS_TEXT.get(v)
+    if text is None:
+        if len(_ADDRESS_TEXT) >= 65536:
+            _ADDRESS_TEXT.clear()
+        if len(v) == 4:
+            text = f"{v[0]}.{v[1]}.{v[2]}.{v[3]}"
+        elif len(v) == 6:
+            text = ":".join(f"{x:02x}" for x in v)
+        elif len(v) == 16:
+            import ipaddress
+            text = str(ipaddress.IPv6Address(v))
+        else:
+            text = v.hex()
+        _ADDRESS_TEXT[v] = text
+    return text
+
+
+def _u32(v: Any) -> int | None:
+    return v if isinstance(v, int) and 0 <= v < (1 << 32) else None
+
+
+def packet_row(pkt: Packet, file: str) -> tuple[Any, ...]:
+    f = pkt.frame
+    v = _layer_values(pkt)
+    ib = pkt.ib
+    conv = pkt.conv
+    reth = ib.reth if ib is not None else None
+    aeth = ib.aeth if ib is not None else None
+    proc = v.get("rpcrdma.proc", v.get("rpcrdma2.type"))
+    xid = v.get("rpcrdma.xid", v.get("rpcrdma2.xid"))
+    return (
+        f.num, f.ts, file, len(f.data), f.wirelen, pkt.src, pkt.dst, pkt.proto, pkt.info_text, pkt.malformed,
+        getattr(conv, "conn_id", None), _address(v.get("eth.src")), _address(v.get("eth.dst")),
+        _address(v.get("ip.src", v.get("ipv6.src"))), _address(v.get("ip.dst", v.get("ipv6.dst"))),
+        v.get("udp.srcport"), v.get("udp.dstport"), v.get("tcp.srcport"), v.get("tcp.dstport"),
+        ib.opcode if ib is not None else None, ib.destqp if ib is not None else None,
+        ib.psn if ib is not None else None, ib.pkey if ib is not None else None,
+        reth[0] if reth else None, reth[1] if reth else None, reth[2] if reth else None,
+        aeth[0] if aeth else None, aeth[1] if aeth else None,
+        ib.deth_srcqp if ib is not None else None, _u32(ib.imm) if ib is not None else None,
+        _u32(ib.ieth) if ib is not None else None, ib.icrc_ok if ib is not None else None,
+        _u32(xid), _u32(v.get("rpcrdma.version", v.get("rpcrdma2.version"))),
+        _u32(v.get("rpcrdma.credits", v.get("rpcrdma2.credits"))),
+        None if proc is None else _proc_name(proc),
+        len(pkt.expert) if pkt.expert else 0,
+    )
+
+
+_PROC_NAMES: dict[int, str] = {}
+
+
+def _proc_name(proc: Any) -> str:
+    if isinstance(proc, int):
+        name = _PROC_NAMES.get(proc)
+        if name is None:
+            from ..dissectors.rpcrdma import PROC
+            names = PROC.names or {}
+            name = _PROC_NAMES[proc] = str(names.get(proc, proc))
+        return name
+    return str(proc)
+
+
+def step_row(st: Step) -> dict[str, Any]:
+    seg = st.segment
+    return {"kind": st.kind.value, "frames": list(st.frames), "time": st.ts, "bytes": st.bytes,
+            "handle": st.handle, "offset": st.offset, "length": st.length,
+            "segment_list": seg.kind.value if seg is not None else None,
+            "segment_chunk": seg.chunk if seg is not None else None,
+            "segment_index": seg.index if seg is not None else None,
+            "response_frames": st.response_frames, "invalidated": st.invalidated}
+
+
+def transaction_row(t: Transaction) -> tuple[Any, ...]:
+    call, rep, rpc = t.call, t.reply, t.rpc
+    first = min(call.frames) if call.frames else None
+    return (
+        t.conn, t.xid, t.direction.value, t.version, t.state.value, first, t.call_frame, list(call.frames),
+        call.ts, call.proc, call.shape, call.size, call.credits, len(call.retransmissions),
+        t.reply_frame, list(rep.frames) if rep is not None else None, rep.ts if rep is not None else None,
+        rep.proc if rep is not None else None, rep.shape if rep is not None else None,
+        rep.size if rep is not None else None, rep.credits if rep is not None else None,
+        rep.error if rep is not None else None, rep.invalidated if rep is not None else None,
+        rep.done_frame if rep is not None else None, t.latency_ns,
+        rpc.program if rpc else None, rpc.version if rpc else None, rpc.procedure if rpc else None,
+        rpc.name if rpc else None, rpc.label if rpc else None, rpc.ops if rpc else None,
+        rpc.reply_stat if rpc else None, rpc.accept_stat if rpc else None, rpc.nfs_status if rpc else None,
+        t.bytes_read, t.bytes_written, t.bytes_inline, [f.rule_def.id for f in t.findings],
+        [step_row(s) for s in t.steps],
+    )
+
+
+def segment_row(t: Transaction, s: Segment) -> tuple[Any, ...]:
+    return (t.conn, t.xid, t.call_frame, s.kind.value, s.chunk, s.index, s.position, s.handle, s.offset, s.length,
+            s.side.value, s.used, s.overrun, s.reported, s.ops, s.state.value, list(s.frames))
+
+
+def connection_row(c: Connection, first_frame: int | None) -> tuple[Any, ...]:
+    cl, sv = c.client, c.server
+    return (c.id, c.transport, c.state.value, c.setup_known, first_frame, cl.address, cl.gid, cl.qpn, cl.tcp_port,
+            sv.address, sv.gid, sv.qpn, sv.tcp_port, c.service_id, c.port, c.service_type, c.path_mtu,
+            c.t_start, c.t_end, c.t_requested, c.t_established, c.t_closed,
+            None if c.closed_by is None else c.closed_by.value, c.reject_reason, c.inline_c2s, c.inline_s2c,
+            c.remote_invalidate, c.packets_c2s, c.packets_s2c, c.bytes_c2s, c.bytes_s2c)
+
+
+def finding_row(f: Finding) -> tuple[Any, ...]:
+    return (f.frames[0] if f.frames else None, f.ts, "analysis", f.rule_def.id, f.severity, f.group,
+            f.rule_def.source, f.text, list(f.frames), f.conn, _u32(f.xid), orjson.dumps(f.args, default=_plain).decode())
+
+
+def dissector_item_row(pkt: Packet, item: Expert) -> tuple[Any, ...]:
+    """An expert item a dissector attached to a packet (a malformed field, a bad checksum); its rule id
+    when it stands for a declared rule (rdmaspy/rules.py)."""
+    num = pkt.frame.num
+    return (num, pkt.frame.ts, "dissector", item.rule or None, item.severity, item.group, item.source or None,
+            item.text, [num],
+            getattr(pkt.conv, "conn_id", None), None, None)
+
+
+def _plain(v: object) -> object:
+    if isinstance(v, (set, frozenset, tuple)):
+        return list(v)
+    if isinstance(v, (bytes, bytearray)):
+        return v.hex()
+    return str(v)
+
+
+# Keeps a transaction or not (a time slice of a parallel run reports those its first frame falls in).
+TransactionFilter = Callable[[Transaction], bool]
+
+
+class ExportSink:
+    """The pipeline's sink that writes the six tables into ``directory`` (files ``<table><suffix>.parquet``)."""
+
+    def __init__(self, directory: str, suffix: str = "", file_of: Callable[[int], str] | None = None,
+                 batch: int = BATCH) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.directory = directory
+        self.writers = {name: TableWriter(os.path.join(directory, f"{name}{suffix}.parquet"), schema,
+                                          min(batch, BATCHES.get(name, batch)))
+                        for name, schema in SCHEMAS.items()}
+        self._packets = self.writers["packets"].add
+        self.file_of = file_of if file_of is not None else (lambda _n: "")
+        # connection id -> the frame that made the connection known (ids follow these frames: a parallel
+        # run numbers the connections of its shards by them)
+        self.created: dict[int, int] = {}
+        self._pipe: Any = None
+        self._table: Any = None
+
+    def attach(self, pipe: Any) -> None:
+        from ..conversation import connections
+        self._pipe = pipe
+        self._table = connections(pipe.session)
+
+    def packet(self, pkt: Packet) -> None:
+        table = self._table
+        if table is not None and len(table.conns) > len(self.created):
+            for c in table.conns[len(self.created):]:
+                self.created[c.conn_id] = pkt.frame.num
+        self._packets(packet_row(pkt, self.file_of(pkt.frame.num)))
+        if pkt.expert:
+            add = self.writers["findings"].add
+            for item in pkt.expert:
+                if isinstance(item, Expert):
+                    add(dissector_item_row(pkt, item))
+
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction):
+            self.writers["transactions"].add(transaction_row(rec))
+            seg_add = self.writers["segments"].add
+            for s in rec.segments:
+                seg_add(segment_row(rec, s))
+        elif isinstance(rec, CreditSeries):
+            add = self.writers["credits"].add
+            for p in rec.samples:
+                add((p.conn, p.direction.value, p.frame, p.ts, _u32(p.granted), _u32(p.requested), p.outstanding))
+
+    def on_finding(self, f: Finding) -> None:
+        self.writers["findings"].add(finding_row(f))
+
+    def finish(self) -> None:
+        from ..conversation import connections
+        pipe = self._pipe
+        if pipe is not None:
+            add = self.writers["connections"].add
+            for live in connections(pipe.session):
+                add(connection_row(Connection.of(live), self.created.get(live.conn_id)))
+        self.close()
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            w.close()
+
+    @property
+    def rows(self) -> dict[str, int]:
+        return {name: w.rows for name, w in self.writers.items()}
+

@@ -1,0 +1,53 @@
+"""Expert rules, declared once, for the dissectors and the analysis alike.
+
+A rule is declared like a Wireshark expert item (``ei_register_info``): an id, a severity, a group,
+a message template and the source of the rule (the RFC or draft section, the seed, the IBTA
+chapter).  Its id is unique across rdmaspy: the dissectors declare the rules of what they find in
+one packet (``Packet.add_finding``), the analysis those of what it follows across packets
+(``rdmaspy.analysis.rules``, which reports ``Finding``s).  Both kinds are grouped and presented by
+their rule.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+    CHAT = "chat"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """An expert rule, declared once (``declare``), like Wireshark's ``ei_register_info``."""
+    id: str            # stable identifier, e.g. "rpcrdma.xid_mismatch"
+    severity: Severity
+    group: str         # protocol | sequence | credits | chunk | transaction | checksum | congestion | ...
+    message: str       # template over the finding's args, e.g. "rdma_xid {rdma_xid:#x} != RPC xid {rpc_xid:#x}"
+    source: str        # where the rule comes from, e.g. "RFC 8166 §4.2"
+    receiver_checkable: bool = True   # a MUST an analyzer can check from the wire
+
+    def text(self, args: dict[str, object]) -> str:
+        """The message of one breach, from the values that broke the rule."""
+        try:
+            return self.message.format(**args)
+        except (KeyError, IndexError, ValueError):
+            return f"{self.message} {args}"
+
+
+SEVERITIES = tuple(s.value for s in Severity)   # most severe first
+
+RULES: dict[str, Rule] = {}
+
+
+def declare(id: str, severity: str, group: str, message: str, source: str) -> Rule:
+    """Declare a rule (at import time of the module that checks it)."""
+    if severity not in SEVERITIES:
+        raise ValueError(f"{id}: severity {severity!r}")
+    if id in RULES:
+        raise ValueError(f"rule {id} is declared twice")
+    r = RULES[id] = Rule(id, Severity(severity), group, message, source)
+    return r

@@ -1,0 +1,610 @@
+"""scapy layers generated from rdmaspy's own header declarations (``pip install 'rdmaspy[scapy]'``).
+
+Every ``Header`` a dissector declares (InfiniBand LRH, GRH, BTH and the extended headers, the MADs and the
+Communication Manager, the IP CM header, RFC 8797 private data, MPA, DDP and RDMAP) becomes a scapy
+``Packet`` class whose ``fields_desc`` is made from the declared names, widths and value names; the
+RPC-over-RDMA transport headers (v1 and v2), declared as ``Field``s over XDR, become classes whose chunk
+lists, error arms and properties are read and written by the dissectors' own XDR parsers and encoders.
+``bind_layers`` joins them as rdmaspy's dissector tables do, so scapy builds and dissects RDMA traffic:
+
+    from rdmaspy.scapy import BTH, RETH
+    pkt = Ether(dst="02:00:00:00:00:02") / IP(dst="192.0.2.2") / UDP() / BTH(opcode=0x0A, destqp=0x11) / RETH(dma_length=8) / (b"x" * 8)
+    wrpcap("out.pcap", pkt)                  # the ICRC, pad count and lengths are filled on build
+    rdpcap("captures/rxe-nfsv3-rdma.pcap")   # dissected down to the CM, RFC 8797 data and RPC-over-RDMA
+
+What a layer is, and which one follows which, comes from the dissectors (opcode plans, MAD class and
+attribute tables, the CM message table, the RDMAP opcode table); this module only presents them in scapy.
+"""
+from __future__ import annotations
+
+import struct
+import sys
+from typing import Any, Callable, Iterator
+
+try:
+    import scapy.config  # noqa: F401  (scapy is an optional extra)
+except ImportError:
+    raise ImportError("rdmaspy.scapy needs scapy: pip install 'rdmaspy[scapy]'") from None
+from scapy.config import conf
+from scapy.fields import (BitEnumField, BitField, ConditionalField, FCSField, Field as ScapyField, IP6Field,
+                          IPField, MACField, StrField, StrFixedLenField, XBitField)
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
+
+from . import fields as _fields
+from .dissectors import (erf, ethernet, ib_cm, icmp, infiniband, ip, iwarp_ddp, iwarp_mpa, mad, rdma_cm,
+                         rpcrdma, rpcrdma2, rpcrdma_pdata, sll, transport)
+from .dissectors.xdr import Cursor, XdrError, p32
+
+Header = _fields.Header
+Declared = _fields.Field
+
+# Modules whose headers become layers; Ethernet, IP, UDP, TCP, ICMP, SLL and ERF are scapy's own.
+_MODULES = (infiniband, mad, ib_cm, rdma_cm, rpcrdma_pdata, iwarp_mpa, iwarp_ddp)
+_SCAPY_HAS = (ethernet, ip, transport, icmp, sll, erf)
+# Values a new packet starts with where 0 would not be a valid header (the dissectors' own constants).
+_DEFAULTS: dict[str, Any] = {
+    "bth.p_key": 0xFFFF, "grh.ipver": 6, "grh.nxthdr": 0x1B, "grh.hoplmt": 64, "mad.baseversion": 1,
+    "rpcrdma.pdata.format_id": rpcrdma_pdata.FORMAT_ID, "rpcrdma.pdata.version": 1,
+    "mpa.key": iwarp_mpa.KEY_REQ, "ddp.dv": 1,
+}
+# Fields filled on build when left as None: lengths and the pad count follow from the packet.
+_COMPUTED = frozenset({"bth.padcnt", "grh.paylen", "lrh.pktlen", "lrh.lnh", "mpa.ulpdulength"})
+
+
+# --- fields -------------------------------------------------------------------------------------------
+def short_name(field: Declared, header: Header) -> str:
+    """The scapy field name: the declared name relative to its header (``bth.destqp`` -> ``destqp``)."""
+    return field.name[len(header.name) + 1:].replace(".", "_")
+
+
+def scapy_field(field: Declared, name: str, as_bytes: bool) -> ScapyField:
+    """One declared field as a scapy field of the same width, shown as the declaration says."""
+    default = None if field.name in _COMPUTED else _DEFAULTS.get(field.name, 0)
+    if as_bytes:
+        n = field.bits // 8
+        if field.display == "ipv4":
+            return IPField(name, "0.0.0.0")
+        if field.display in ("ipv6", "gid"):
+            return IP6Field(name, "::")
+        if field.display == "mac":
+            return MACField(name, "00:00:00:00:00:00")
+        return StrFixedLenField(name, _DEFAULTS.get(field.name, b"\0" * n), n)
+    if field.names:
+        return BitEnumField(name, default, field.bits, dict(field.names))
+    if field.display == "hex":
+        return XBitField(name, default, field.bits)
+    return BitField(name, default, field.bits)
+
+
+def header_fields(header: Header) -> list[ScapyField]:
+    # A field the declaration decodes as bytes (addresses, GIDs, opaque data) stays bytes in scapy.
+    kinds = header.decode(bytes(header.size))
+    return [scapy_field(f, short_name(f, header), isinstance(v, bytes)) for f, v in zip(header.fields, kinds)]
+
+
+def raw_value(layer: Packet, name: str) -> Any:
+    """A field's value as rdmaspy decodes it: an int, or the bytes on the wire for byte fields."""
+    fld = layer.get_field(name)
+    value = layer.getfieldval(name)
+    if isinstance(fld, (IPField, IP6Field, MACField, StrFixedLenField)):
+        return fld.addfield(layer, b"", value)
+    return value
+
+
+# --- the layer classes --------------------------------------------------------------------------------
+class DeclaredLayer(Packet):
+    """A layer generated from a header declaration; ``declaration`` is the Header it came from."""
+
+    declaration: Header | None = None
+    next_layer: Callable[[Packet, bytes], type[Packet] | None] | None = None
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        choose = type(self).next_layer
+        cls = choose(self, payload) if choose is not None and payload else None
+        return cls if cls is not None else super().guess_payload_class(payload)
+
+    def values(self) -> tuple:
+        """The layer's values in declaration order, as ``Header.decode`` returns them."""
+        decl = self.declaration
+        assert decl is not None
+        return tuple(raw_value(self, short_name(f, decl)) for f in decl.fields)
+
+
+def class_names() -> Iterator[tuple[str, Header]]:
+    """(class name, declaration) for every header the dissectors declare, each once.
+
+    A class is named after its header (``bth`` -> ``BTH``, ``cm.req`` -> ``CM_REQ``); where one header name
+    has several layouts (``ddp``, ``mpa``) the declaring variable tells them apart (``DDP_TAGGED``,
+    ``MPA_FPDU``).
+    """
+    found: list[tuple[str, Header]] = []
+    seen = {id(v) for module in _SCAPY_HAS for v in vars(module).values() if isinstance(v, Header)}
+    for module in _MODULES:
+        for var, value in vars(module).items():
+            if isinstance(value, Header) and id(value) not in seen:
+                seen.add(id(value))
+                found.append((var, value))
+    counts: dict[str, int] = {}
+    for _var, h in found:
+        counts[h.name] = counts.get(h.name, 0) + 1
+    for var, h in found:
+        base = h.name.upper().replace(".", "_")
+        if counts[h.name] == 1:
+            yield base, h
+        elif var.startswith(base):
+            yield var, h
+        else:
+            yield f"{base}_{var}", h
+
+
+def make_class(name: str, header: Header, extra: list[Any] | None = None,
+               base: type[DeclaredLayer] = DeclaredLayer, **attrs: Any) -> type[DeclaredLayer]:
+    fields_desc = header_fields(header) + list(extra or ())
+    # scapy consults dispatch_hook only where a class defines it itself
+    hook = {"dispatch_hook": base.__dict__["dispatch_hook"]} if "dispatch_hook" in base.__dict__ else {}
+    return type(name, (base,), {"name": header.label, "fields_desc": fields_desc, "declaration": header,
+                                "__module__": __name__, **hook, **attrs})
+
+
+# --- InfiniBand transport -----------------------------------------------------------------------------
+class _Transport(DeclaredLayer):
+    """BTH: the ICRC is its trailer (filled on build from the carrier below it), the pad is kept in place."""
+
+    def do_dissect_payload(self, s: bytes) -> None:
+        pad = self.padcnt or 0
+        if pad and len(s) >= pad:
+            super().do_dissect_payload(s[:-pad])
+            self.add_payload(Pad(pad=s[-pad:]))
+        else:
+            super().do_dissect_payload(s)
+
+    def post_build(self, p: bytes, pay: bytes) -> bytes:
+        body = pay[:-4]             # the trailer's placeholder is the last 4 bytes
+        if self.padcnt is None:
+            given = self.getlayer(Pad)
+            if given is not None:
+                pad = len(given.pad)
+            else:
+                pad = -len(body) & 3
+                body += b"\0" * pad
+            p = p[:1] + bytes(((p[1] & 0xCF) | (pad << 4),)) + p[2:]
+        whole = p + body
+        icrc = self.icrc if self.icrc is not None else icrc_for(self, whole)
+        return whole + struct.pack("<I", icrc & 0xFFFFFFFF)
+
+
+def _alone(layer: Packet, payload: Packet) -> Packet:
+    """``layer`` with the values it has in its packet (those its payload set too), over ``payload``."""
+    return layer.__class__(**{**layer.overloaded_fields, **layer.fields}) / payload
+
+
+def icrc_for(bth: Packet, whole: bytes) -> int:
+    """The ICRC of the BTH..payload bytes ``whole`` under the carrier ``bth`` sits on (0 without one)."""
+    placeholder = whole + b"\0\0\0\0"
+    under = bth.underlayer
+    if isinstance(under, UDP) and isinstance(under.underlayer, (IP, IPv6)):
+        ip = under.underlayer
+        buf = bytes(_alone(ip, _alone(under, Raw(placeholder))))
+        bth_off = len(buf) - len(placeholder)
+        return infiniband.icrc_rocev2(buf, 0, 4 if isinstance(ip, IP) else 6, bth_off, len(buf) - 4)
+    if isinstance(under, layer_of(infiniband.GRH)):
+        buf = bytes(_alone(under, Raw(placeholder)))
+        return infiniband.icrc_grh(buf, -1, 0, 40, len(buf) - 4)
+    if isinstance(under, layer_of(infiniband.LRH)):
+        buf = bytes(_alone(under, Raw(placeholder)))
+        return infiniband.icrc_local(buf, 0, 8, len(buf) - 6)
+    return 0
+
+
+class _Grh(DeclaredLayer):
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
+        # RoCEv1: PayLen counts BTH..ICRC; what follows it is Ethernet padding (as the dissector reads it).
+        n = self.paylen or 0
+        return (s[:n], s[n:]) if 16 <= n <= len(s) else (s, b"")
+
+    def post_build(self, p: bytes, pay: bytes) -> bytes:
+        if self.paylen is None:
+            p = p[:4] + struct.pack(">H", len(pay) & 0xFFFF) + p[6:]
+        return p + pay
+
+
+class _Lrh(DeclaredLayer):
+    """LRH: the VCRC is its trailer; PktLen and LNH follow from what it carries."""
+
+    def post_build(self, p: bytes, pay: bytes) -> bytes:
+        body = pay[:-2]
+        if self.lnh is None:
+            p = p[:1] + bytes(((p[1] & 0xFC) | (3 if isinstance(self.payload, layer_of(infiniband.GRH)) else 2),)) + p[2:]
+        if self.pktlen is None:
+            words = (len(p) + len(body)) // 4
+            p = p[:4] + struct.pack(">H", (struct.unpack(">H", p[4:6])[0] & 0xF800) | (words & 0x7FF)) + p[6:]
+        whole = p + body
+        vcrc = self.vcrc if self.vcrc is not None else infiniband.vcrc(whole)
+        return whole + struct.pack("<H", vcrc & 0xFFFF)
+
+
+class Pad(Packet):
+    """Pad bytes that align a payload before its CRC: InfiniBand's (the BTH pad count), MPA's (to 4 bytes)."""
+    name = "Pad"
+    fields_desc = [StrField("pad", b"")]
+
+
+# --- RPC-over-RDMA: XDR parts read and written by the dissectors' own code -----------------------------
+_Segments = list[tuple[Any, ...]]
+Chunks = tuple[_Segments, list[_Segments], _Segments | None]
+
+
+class ChunkListsField(ScapyField[Chunks, bytes]):
+    """The Read list, Write list and Reply chunk (RFC 8166 section 4.3), as
+    ``([(position, handle, length, offset)...], [[(handle, length, offset)...]...], [(handle, length, offset)...] or None)``."""
+
+    islist = 1          # one value, not a set of values for scapy to iterate over
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, ([], [], None), fmt="!I")
+
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, Chunks]:
+        msg = rpcrdma.RpcRdmaMessage(1, 0, 0, 0)
+        cur = Cursor(s, 0, len(s))
+        try:
+            rpcrdma.parse_lists(cur, msg)
+        except XdrError:
+            return s, ([], [], None)
+        reads = [(g.position, g.handle, g.length, g.offset) for g in msg.reads]
+        writes = [[(g.handle, g.length, g.offset) for g in chunk] for chunk in msg.writes]
+        reply = None if msg.reply is None else [(g.handle, g.length, g.offset) for g in msg.reply]
+        return s[cur.pos:], (reads, writes, reply)
+
+    def addfield(self, pkt: Packet, s: bytes, val: Chunks | None) -> bytes:
+        reads, writes, reply = val if val is not None else ([], [], None)
+        return s + rpcrdma.encode_lists(reads, writes, reply)
+
+    def i2len(self, pkt: Packet, x: Chunks) -> int:
+        return len(self.addfield(pkt, b"", x))
+
+
+class Words32Field(ScapyField[list[int], bytes]):
+    """Consecutive uint32s whose number follows from another field (an XDR union arm)."""
+
+    __slots__ = ["count"]
+
+    islist = 1          # one value, not a set of values for scapy to iterate over
+
+    def __init__(self, name: str, count: Callable[[Packet], int]) -> None:
+        super().__init__(name, [], fmt="!I")
+        self.count = count
+
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[int]]:
+        n = min(self.count(pkt), len(s) // 4)
+        return s[4 * n:], list(struct.unpack(f">{n}I", s[:4 * n]))
+
+    def addfield(self, pkt: Packet, s: bytes, val: list[int] | None) -> bytes:
+        return s + p32(*(val or []))
+
+    def i2len(self, pkt: Packet, x: list[int]) -> int:
+        return 4 * len(x or [])
+
+
+class PropertiesField(ScapyField[list[tuple[int, bytes]], bytes]):
+    """An RPC-over-RDMA v2 property set: [(property id, its data bytes)...]."""
+
+    islist = 1          # one value, not a set of values for scapy to iterate over
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, [], fmt="!I")
+
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, list[tuple[int, bytes]]]:
+        cur = Cursor(s, 0, len(s))
+        try:
+            props = rpcrdma2._parse_props(cur)
+        except XdrError:
+            return s, []
+        return s[cur.pos:], [(which, bytes(s[dp:dp + dl])) for which, (_at, dp, dl) in props]
+
+    def addfield(self, pkt: Packet, s: bytes, val: list[tuple[int, bytes]] | None) -> bytes:
+        props = val or []
+        return s + p32(len(props)) + b"".join(rpcrdma2.encode_prop(w, bytes(d) if d else None) for w, d in props)
+
+
+def word_field(field: Declared, name: str) -> ScapyField:
+    default = _DEFAULTS.get(field.name, 0)
+    if field.names:
+        return BitEnumField(name, default, field.bits, dict(field.names))
+    return (XBitField if field.display == "hex" else BitField)(name, default, field.bits)
+
+
+class RPCRDMA(Packet):
+    """RPC-over-RDMA version 1 (RFC 8166): its fields are the dissector's declarations."""
+    name = "RPC over RDMA"
+    fields_desc = [
+        word_field(rpcrdma.XID, "xid"), BitField("version", 1, 32), word_field(rpcrdma.CREDITS, "credits"),
+        word_field(rpcrdma.PROC, "proc"),
+        ConditionalField(word_field(rpcrdma.ALIGN, "align"), lambda p: p.proc == rpcrdma.RDMA_MSGP),
+        ConditionalField(word_field(rpcrdma.THRESH, "thresh"), lambda p: p.proc == rpcrdma.RDMA_MSGP),
+        ConditionalField(ChunkListsField("chunks"), lambda p: p.proc in (0, 1, 2)),
+        ConditionalField(word_field(rpcrdma.ERRCODE, "errcode"), lambda p: p.proc == rpcrdma.RDMA_ERROR),
+        ConditionalField(word_field(rpcrdma.VERS_LOW, "vers_low"),
+                         lambda p: p.proc == rpcrdma.RDMA_ERROR and p.errcode == rpcrdma.ERR_VERS),
+        ConditionalField(word_field(rpcrdma.VERS_HIGH, "vers_high"),
+                         lambda p: p.proc == rpcrdma.RDMA_ERROR and p.errcode == rpcrdma.ERR_VERS),
+    ]
+
+
+class RPCRDMA2(Packet):
+    """RPC-over-RDMA version 2 (draft-ietf-nfsv4-rpcrdma-version-two-01), from the dissector's declarations."""
+    name = "RPC over RDMA version 2"
+    fields_desc = [
+        word_field(rpcrdma2.XID, "xid"), BitField("version", 2, 32),
+        word_field(rpcrdma2.MAX_CREDITS, "max_credits"), word_field(rpcrdma2.GRANTED, "granted"),
+        word_field(rpcrdma2.HTYPE, "htype"), word_field(rpcrdma2.FLAGS, "flags"),
+        ConditionalField(word_field(rpcrdma2.INV_HANDLE, "inv_handle"), lambda p: p.htype in (0, 1)),
+        ConditionalField(ChunkListsField("chunks"), lambda p: p.htype in (0, 1)),
+        ConditionalField(word_field(rpcrdma2.ERRCODE, "errcode"), lambda p: p.htype == 4),
+        ConditionalField(Words32Field("error_args", lambda p: len(rpcrdma2.ERROR_ARMS.get(p.errcode, ()))),
+                         lambda p: p.htype == 4),
+        ConditionalField(PropertiesField("props"), lambda p: p.htype == 5),
+    ]
+
+
+def rpcrdma_class(payload: bytes) -> type[Packet] | None:
+    """RPC-over-RDMA when the dissectors' parser reads a whole, known transport header from ``payload``."""
+    if len(payload) < 16:
+        return None
+    version = struct.unpack_from(">I", payload, 4)[0]
+    if version == 1:
+        msg, err = rpcrdma.parse_v1(payload, 0, len(payload))
+        return RPCRDMA if err is None and msg is not None else None
+    if version == 2:
+        msg, err = rpcrdma2.parse_v2(payload, 0, len(payload))
+        return RPCRDMA2 if err is None and msg is not None else None
+    return None
+
+
+class _Fpdu(DeclaredLayer):
+    """An MPA FPDU: its ULPDU (a DDP segment), then the pad and, when negotiated, the CRC."""
+
+    @classmethod
+    def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
+        if _pkt and _pkt[:16] in (iwarp_mpa.KEY_REQ, iwarp_mpa.KEY_REP):
+            return LAYER_OF[id(iwarp_mpa.REQREP)]
+        return cls
+
+    def do_dissect_payload(self, s: bytes) -> None:
+        n = self.ulpdulength or 0
+        super().do_dissect_payload(s[:n])
+        if s[n:]:
+            self.add_payload(Pad(pad=s[n:]))
+
+    def post_build(self, p: bytes, pay: bytes) -> bytes:
+        body = pay[:-4]             # the CRC trailer's placeholder is the last 4 bytes
+        given = self.getlayer(Pad)
+        ulpdu = len(body) - (len(given.pad) if given is not None else 0)
+        if given is None:
+            body += b"\0" * (-(2 + ulpdu) & 3)
+        if self.ulpdulength is None:
+            p = struct.pack(">H", ulpdu & 0xFFFF) + p[2:]
+        whole = p + body
+        crc = self.crc if self.crc is not None else iwarp_mpa.crc_field_value(iwarp_mpa.crc32c(whole))
+        return whole + struct.pack(">I", crc & 0xFFFFFFFF)
+
+
+class _MpaFrame(DeclaredLayer):
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
+        n = self.pdlength or 0
+        return s[:n], s[n:]
+
+
+class _Ddp(DeclaredLayer):
+    @classmethod
+    def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
+        if not _pkt:
+            return cls
+        return LAYER_OF[id(iwarp_ddp.DDP_TAGGED if _pkt[0] & 0x80 else iwarp_ddp.DDP_UNTAGGED)]
+
+
+# --- generation -----------------------------------------------------------------------------------------
+_BASES: dict[int, type[DeclaredLayer]] = {
+    id(infiniband.BTH): _Transport, id(infiniband.GRH): _Grh, id(infiniband.LRH): _Lrh, id(iwarp_mpa.FPDU): _Fpdu,
+    id(iwarp_mpa.REQREP): _MpaFrame, id(iwarp_ddp.DDP_TAGGED): _Ddp, id(iwarp_ddp.DDP_UNTAGGED): _Ddp}
+_TRAILERS: dict[int, list[Any]] = {
+    id(infiniband.BTH): [FCSField("icrc", None, fmt="<I")],
+    id(infiniband.LRH): [FCSField("vcrc", None, fmt="<H")],
+    # Every FPDU ends in a CRC field: CRC32c when the MPA exchange negotiated it, else 0 (give crc=0).
+    id(iwarp_mpa.FPDU): [FCSField("crc", None, fmt=">I")],
+    # The IP CM header is followed by its 32-byte address area (IPv4 at its end, or IPv6 in full).
+    id(rdma_cm.IP_CM): [StrFixedLenField("addresses", b"\0" * (rdma_cm.IP_CM_SIZE - rdma_cm.IP_CM.size),
+                                      rdma_cm.IP_CM_SIZE - rdma_cm.IP_CM.size)],
+}
+LAYERS: dict[str, type[Packet]] = {}          # class name -> class
+LAYER_OF: dict[int, type[DeclaredLayer]] = {}        # id(Header) -> class
+
+
+def _generate() -> None:
+    module = sys.modules[__name__]
+    for name, header in class_names():
+        cls = make_class(name, header, _TRAILERS.get(id(header)), _BASES.get(id(header), DeclaredLayer))
+        LAYERS[name] = cls
+        LAYER_OF[id(header)] = cls
+        setattr(module, name, cls)
+    LAYERS["RPCRDMA"] = RPCRDMA
+    LAYERS["RPCRDMA2"] = RPCRDMA2
+
+
+_generate()
+
+
+def layer_of(header: Header) -> type[DeclaredLayer]:
+    return LAYER_OF[id(header)]
+
+
+# --- what follows what (the dissectors' tables) -------------------------------------------------------------
+def _bth_of(layer: Packet) -> Packet | None:
+    found: Packet | None = layer
+    while found is not None and not isinstance(found, _Transport):
+        found = found.underlayer
+    return found
+
+
+def _after_transport(layer: Packet, payload: bytes) -> type[Packet] | None:
+    """BTH and each extended header: the next header of the opcode's plan, then the payload's layer."""
+    bth = _bth_of(layer)
+    if bth is None:
+        return None
+    plan = infiniband.PLANS[bth.opcode & 0xFF]
+    index = 0
+    below: Packet | None = layer
+    while below is not None and below is not bth:
+        index += 1
+        below = below.underlayer
+    if index < len(plan.exts):
+        return layer_of(plan.exts[index])
+    if plan.transport in ("UD", "RD") or bth.destqp < 2:
+        return layer_of(mad.MAD) if bth.destqp in (0, 1) else None
+    if plan.kind == "send" and plan.pos in ("first", "only"):
+        return rpcrdma_class(payload)
+    return None
+
+
+def _after_mad(layer: Packet, payload: bytes) -> type[Packet] | None:
+    """By management class (the SMP attributes lie inside the SMP's data field, decoded by rdmaspy only)."""
+    cls = layer.mgmtclass
+    if cls == 0x04:
+        return PerfReserved
+    if cls == 0x07:
+        if layer.attributeid == 0x0001:
+            return layer_of(mad.CLASSPORTINFO) if layer.method != 0x01 else None
+        hdr = ib_cm.MESSAGE_HEADERS.get(layer.attributeid)
+    else:
+        hdr = {0x01: mad.SMP_LID, 0x81: mad.SMP_DR_BODY, 0x03: mad.RMPP}.get(cls)
+    return layer_of(hdr) if hdr is not None else None
+
+
+def _mad_below(layer: Packet) -> Packet | None:
+    found: Packet | None = layer
+    while found is not None and getattr(found, "declaration", None) is not mad.MAD:
+        found = found.underlayer
+    return found
+
+
+class PerfReserved(Packet):
+    """The reserved bytes between a performance management MAD's common header and its attribute."""
+    name = "Performance Management reserved"
+    fields_desc = [StrFixedLenField("reserved", b"\0" * mad.PERF_RESERVED, mad.PERF_RESERVED)]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        m = _mad_below(self)
+        if m is not None and m.method != 0x01:
+            hdr = mad.CLASSPORTINFO if m.attributeid == 0x0001 else mad.PERF_ATTRIBUTE_HEADERS.get(m.attributeid)
+            if hdr is not None:
+                return layer_of(hdr)
+        return conf.raw_layer
+
+
+def _after_sa(layer: Packet, payload: bytes) -> type[Packet] | None:
+    m = _mad_below(layer)
+    rmpp = layer.underlayer
+    if m is None or rmpp is None:
+        return None
+    if m.attributeid == 0x0001:
+        return layer_of(mad.CLASSPORTINFO) if m.method != 0x01 else None
+    hdr = mad.SA_RECORD_HEADERS.get(m.attributeid)
+    first = rmpp.rmpptype == 0 or (rmpp.rmpptype == 1 and rmpp.data1 == 1)
+    return layer_of(hdr) if hdr is not None and first and len(payload) >= hdr.size else None
+
+
+_FORMAT_ID = rpcrdma_pdata.FORMAT_ID.to_bytes(4, "big")
+
+
+class PrivateDataPrefix(Packet):
+    """Consumer private data before an RFC 8797 Format Identifier found further in (RFC 8797 section 5.2)."""
+    name = "Private data before the RPC-over-RDMA data"
+    fields_desc = [StrField("skipped", b"")]
+
+    def do_dissect(self, s: bytes) -> bytes:
+        at = max(s.find(_FORMAT_ID), 0)
+        self.fields["skipped"] = self.raw_packet_cache = s[:at]
+        return s[at:]
+
+    def guess_payload_class(self, payload: bytes) -> type[Packet]:
+        return layer_of(rpcrdma_pdata.PDATA) if payload[:4] == _FORMAT_ID else conf.raw_layer
+
+
+def _private_data(payload: bytes) -> type[Packet] | None:
+    """RFC 8797 private data where consumer private data holds its Format Identifier (searched as rdmaspy does)."""
+    at = payload.find(_FORMAT_ID)
+    if at < 0 or len(payload) - at < rpcrdma_pdata.PDATA.size:
+        return None
+    return layer_of(rpcrdma_pdata.PDATA) if at == 0 else PrivateDataPrefix
+
+
+def _after_cm_req(layer: Packet, payload: bytes) -> type[Packet] | None:
+    if rdma_cm.split_service_id(layer.serviceid) is not None:
+        return layer_of(rdma_cm.IP_CM)
+    return _private_data(payload)
+
+
+def _after_mpa_frame(layer: Packet, payload: bytes) -> type[Packet] | None:
+    if layer.rev == 2 and layer.res & 0x10 and len(payload) >= iwarp_mpa.IRD_ORD.size:
+        return layer_of(iwarp_mpa.IRD_ORD)
+    return _private_data(payload)
+
+
+def _after_ddp(layer: Packet, payload: bytes) -> type[Packet] | None:
+    if layer.tagged_flag:
+        return None
+    opcode = layer.rsvdulp[0] & 15
+    if opcode in iwarp_ddp.SEND_OPS:
+        return rpcrdma_class(payload) if layer.mo == 0 else None
+    hdr = iwarp_ddp.HEADER_OF_OPCODE.get(opcode)
+    return layer_of(hdr) if hdr is not None else None
+
+
+def _bind() -> None:
+    for hdr in (infiniband.BTH, *{h for plan in infiniband.PLANS for h in plan.exts}):
+        layer_of(hdr).next_layer = _after_transport
+    layer_of(mad.MAD).next_layer = _after_mad
+    layer_of(mad.RMPP).next_layer = lambda layer, payload: layer_of(mad.SA)
+    layer_of(mad.SA).next_layer = _after_sa
+    layer_of(ib_cm.REQ).next_layer = _after_cm_req
+    for hdr in ib_cm.MESSAGE_HEADERS.values():
+        if hdr is not ib_cm.REQ:
+            layer_of(hdr).next_layer = lambda layer, payload: _private_data(payload)
+    layer_of(rdma_cm.IP_CM).next_layer = lambda layer, payload: _private_data(payload)
+    layer_of(iwarp_mpa.REQREP).next_layer = _after_mpa_frame
+    layer_of(iwarp_mpa.IRD_ORD).next_layer = lambda layer, payload: _private_data(payload)
+    layer_of(iwarp_mpa.FPDU).next_layer = lambda layer, payload: layer_of(iwarp_ddp.DDP_TAGGED)
+    layer_of(iwarp_ddp.DDP_TAGGED).next_layer = _after_ddp
+    layer_of(iwarp_ddp.DDP_UNTAGGED).next_layer = _after_ddp
+
+    roce = sys.modules.get("scapy.contrib.roce")
+    if roce is not None:        # scapy's own RoCE layers would take UDP port 4791 first
+        split_bottom_up(UDP, roce.BTH, dport=4791)
+    bth, grh, lrh = layer_of(infiniband.BTH), layer_of(infiniband.GRH), layer_of(infiniband.LRH)
+    bind_layers(UDP, bth, dport=4791)
+    bind_layers(Ether, grh, type=0x8915)
+    bind_layers(grh, bth, nxthdr=0x1B)
+    bind_layers(lrh, bth, lnh=2)
+    bind_layers(lrh, grh, lnh=3)
+    conf.l2types.register(247, lrh)       # LINKTYPE_INFINIBAND: rdpcap reads native IB captures
+
+
+_bind()
+
+
+def bind_iwarp(port: int) -> None:
+    """Dissect TCP ``port`` as iWARP: MPA Request/Reply frames, then FPDUs of DDP/RDMAP.
+
+    iWARP has no port of its own (rdmaspy learns it from the MPA exchange); 20049, NFS/RDMA, is bound
+    on import.  Each TCP segment is read as starting with an MPA frame, as the Linux senders align them.
+    """
+    fpdu = layer_of(iwarp_mpa.FPDU)
+    bind_layers(TCP, fpdu, dport=port)
+    bind_layers(TCP, fpdu, sport=port)
+
+
+bind_iwarp(rpcrdma.NFS_RDMA_PORT)
+
+__all__ = ["LAYERS", "bind_iwarp", "layer_of", "RPCRDMA", "RPCRDMA2", "Pad", "ChunkListsField", "PerfReserved", "PrivateDataPrefix", *LAYERS]

@@ -1,0 +1,92 @@
+"""Strings from a capture never reach a terminal as control characters: a pcapng comment and an RPC
+machine name holding escape sequences, a bell, a carriage return and a newline are shown escaped in
+decode (summary, -V, coloured or not, -T fields), and in the text of stats, expert and conversations."""
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, strategies as st
+
+from conftest import capture
+from rdmaspy.cli import main
+from rdmaspy.commands.common import print_text
+from rdmaspy.output.safe import safe_lines, safe_text
+from rdmaspy.readers import open_capture
+from rdmaspy.writers.pcapng import PcapngWriter
+
+NFS = capture("rxe-nfsv3-rdma.pcap")
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\r\nFAKE LINE\x9b31m"
+# Everything a terminal obeys, except the newline between lines: C0 controls, DEL, C1 controls.
+OBEYED = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def hostile_capture(tmp_path):
+    """Frames 1-60 of the NFSv3 capture; frame 50's RPC machine name "one" becomes ESC BEL CR, and
+    frame 50 carries a comment full of escape sequences."""
+    path = tmp_path / "hostile.pcapng"
+    with PcapngWriter(str(path)) as w, open_capture(str(NFS)) as cap:
+        w.add_interface(1)
+        for f in cap:
+            if f.num > 60:
+                break
+            data = f.data
+            if f.num == 50:
+                assert data[0x7a:0x7d] == b"one"
+                data = data[:0x7a] + b"\x1b\x07\r" + data[0x7d:]
+            w.write_packet(0, f.ts, data, f.wirelen, comment=HOSTILE if f.num == 50 else None)
+    return path
+
+
+def test_decode_shows_the_capture_strings_escaped(tmp_path, capsys):
+    path = str(hostile_capture(tmp_path))
+    for args in (["decode", path], ["decode", "-V", path], ["decode", "-V", "-x", path], ["decode", "-A", path],
+                 ["decode", "-T", "fields", "-e", "frame.comment", "-e", "rpc.auth.machinename", path]):
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        assert not OBEYED.search(out.replace("\t", "")), args
+        assert "FAKE LINE" not in out or "\\nFAKE LINE" in out
+    assert main(["decode", "-V", "-Y", "frame.number == 50", path]) == 0
+    tree = capsys.readouterr().out
+    assert "Comment: \\x1b]0;owned\\x07\\x1b[2J\\r\\nFAKE LINE\\x9b31m" in tree
+    assert "Machine Name: \\x1b\\x07\\r" in tree
+
+
+def test_coloured_output_escapes_the_strings_before_painting(tmp_path, capsys):
+    path = str(hostile_capture(tmp_path))
+    assert main(["decode", "-V", "--color", "always", "-Y", "frame.number == 50", path]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b[" in out                                # painted
+    unpainted = re.sub("\x1b\\[[0-9;]*m", "", out)      # only the painter's own sequences are raw
+    assert not OBEYED.search(unpainted)
+    assert "\\x1b]0;owned" in unpainted
+
+
+def test_reports_escape_what_they_print(capsys):
+    print_text(["Findings: a\x1b[31m b\x07", "plain"])
+    assert capsys.readouterr().out == "Findings: a\\x1b[31m b\\x07\nplain\n"
+
+
+def test_stats_expert_and_conversations_print_nothing_a_terminal_obeys(tmp_path, capsys):
+    path = str(hostile_capture(tmp_path))
+    for cmd in ("stats", "expert", "conversations"):
+        assert main([cmd, path]) == 0
+        assert not OBEYED.search(capsys.readouterr().out), cmd
+
+
+@given(st.lists(st.text(), max_size=5))
+def test_safe_lines_leave_nothing_a_terminal_obeys_and_change_clean_lines_not(texts):
+    lines = [t.encode("utf-8", "surrogatepass") for t in texts]
+    safe = safe_lines(list(lines))
+    for before, after in zip(lines, safe):
+        text = after.decode("utf-8", "surrogatepass")
+        assert not re.search("[\x00-\x1f\x7f-\x9f]", text)
+        if not re.search("[\x00-\x1f\x7f-\x9f]", before.decode("utf-8", "surrogatepass")):
+            assert after == before
+
+
+@given(st.text())
+def test_safe_text_escapes_every_control_and_only_them(text):
+    out = safe_text(text)
+    assert not re.search("[\x00-\x1f\x7f-\x9f]", out)
+    if not re.search("[\x00-\x1f\x7f-\x9f]", text):
+        assert out == text

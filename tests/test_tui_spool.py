@@ -1,0 +1,60 @@
+"""The TUI's spools: records and arrays kept on disk read back as they were written, and the
+private directory they live in goes when the capture is closed."""
+from __future__ import annotations
+
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rdmaspy.tui.model import CaptureModel
+from rdmaspy.tui.spool import RecordSpool, SpooledArray, SpoolDir
+
+from conftest import capture
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=300), st.integers(1, 17))
+def test_a_spooled_array_reads_back_what_was_appended(values, block):
+    d = SpoolDir()
+    try:
+        arr = SpooledArray(d, "Q", block=block, cached=2)
+        for i, v in enumerate(values):
+            arr.append(v)
+            assert arr[i] == v and len(arr) == i + 1
+        assert list(arr) == values
+        assert [arr[i] for i in reversed(range(len(values)))] == values[::-1]
+        if values:
+            assert arr[-1] == values[-1]
+        arr.close()
+    finally:
+        d.remove()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=9000), st.lists(st.integers(), max_size=50)), max_size=40),
+       st.lists(st.booleans(), min_size=40, max_size=40))
+def test_a_record_spool_reads_back_every_record_by_its_offset(records, streamed):
+    d = SpoolDir()
+    try:
+        spool = RecordSpool(d, "test-")
+        offsets = [spool.add_streamed(r) if s else spool.add(r) for r, s in zip(records, streamed)]
+        assert [spool.get(o) for o in offsets] == records
+        spool.close()
+    finally:
+        d.remove()
+
+
+def test_a_spool_directory_is_private_and_a_capture_leaves_nothing_behind():
+    d = SpoolDir()
+    assert oct(os.stat(d.path).st_mode & 0o777) == "0o700"
+    f = d.file("test-")
+    assert os.listdir(d.path) == []             # made unlinked
+    f.close()
+    d.remove()
+    model = CaptureModel(str(capture("rxe-nfsv3-rdma.pcap")))
+    assert not os.path.exists(model.spool_dir.path)      # gone once the spools are made
+    model.start()
+    assert model.wait(60)
+    assert len(model.analysis.transactions) > 0 and model.index.row(0)
+    model.close()
