@@ -62,6 +62,19 @@ def F(name: str, bits: int, label: str = "", display: str = "dec",
 _INT_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
+@dataclass(slots=True, frozen=True)
+class BitSpot:
+    """Where one field of a Header sits in the header read as words (``Header.words``): the value is
+    ``(words[word] >> shift) & mask``.  Hot paths take these at import time and keep one unpack."""
+
+    word: int       # index in ``header.words(width).unpack_from(buf, off)``
+    shift: int
+    mask: int
+
+    def of(self, words: tuple[int, ...]) -> int:
+        return (words[self.word] >> self.shift) & self.mask
+
+
 @dataclass(slots=True, eq=False)
 class _Group:
     """A run of fields that together fill whole bytes."""
@@ -166,6 +179,25 @@ class Header:
         ns: dict[str, Any] = {"_unpack": self.struct.unpack_from, "_fb": int.from_bytes}
         exec("\n".join(lines), ns)
         self.decode: Callable[..., tuple] = ns["decode"]
+
+    def words(self, width: int = 32) -> struct.Struct:
+        """The header read as big-endian unsigned integers of ``width`` bits (8, 16, 32 or 64), the unpack
+        that ``spot`` positions refer to; ValueError if the header is not a whole number of them."""
+        code = _INT_CODES.get(width // 8) if width % 8 == 0 else None
+        if code is None or (self.size * 8) % width:
+            raise ValueError(f"{self.name}: {self.size} bytes are not {width}-bit words")
+        return struct.Struct(f">{self.size * 8 // width}{code}")
+
+    def spot(self, name: str, width: int = 32) -> BitSpot:
+        """Where field ``name`` (short or full) sits in what ``words(width)`` unpacks, from the bit widths
+        declared before it; ValueError for a field that straddles two words."""
+        i = self.index[name]
+        start = sum(f.bits for f in self.fields[:i])
+        bits = self.fields[i].bits
+        word, first = divmod(start, width)
+        if first + bits > width:
+            raise ValueError(f"{self.fields[i].name}: bits {start}..{start + bits - 1} straddle {width}-bit words")
+        return BitSpot(word, width - first - bits, (1 << bits) - 1)
 
     # -- building --------------------------------------------------------------------------------
     def encode(self, values: Mapping[str, Any] | None = None, **kw: Any) -> bytes:
