@@ -358,3 +358,55 @@ def single(*names: str) -> None:
     """Declare that these, though named under a layer that repeats, occur at most once in one packet."""
     for name in names:
         CATALOG.set_repeats(name, False)
+
+
+# --- XDR lists (RFC 4506) ------------------------------------------------------------------------------
+XDR_UNIT: Final = 4             # every XDR item fills whole 4-byte units: a discriminator, a count
+_XDR_CODES: Final = {32: "I", 64: "Q"}
+
+
+class XdrStruct:
+    """A fixed XDR struct of unsigned integers (``unsigned int``, ``unsigned hyper``), declared once for
+    decoding, building and the tree.  Its fields are named ``<prefix>.<field>`` and registered as a
+    layer's variable items; ``tree`` is the sub-tree (label ``label``) one instance fills, ``what`` its
+    name in error messages.  ``keys`` are the fields' short names, ``spans`` their (offset, size)."""
+
+    __slots__ = ("tree", "label", "what", "fields", "keys", "spans", "masks", "size", "struct")
+
+    def __init__(self, tree: str, label: str, what: str, prefix: str, fields: list[Field]) -> None:
+        self.tree = tree
+        self.label = label
+        self.what = what
+        protocol(tree, label)
+        self.fields: tuple[Field, ...] = tuple(
+            Field(f"{prefix}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc) for f in fields)
+        self.keys: tuple[str, ...] = tuple(f.name for f in fields)
+        spans = []
+        at = 0
+        for f in fields:
+            if f.bits not in _XDR_CODES:
+                raise ValueError(f"{prefix}.{f.name}: XDR integers are 32 or 64 bits, not {f.bits}")
+            spans.append((at, f.bits // 8))
+            at += f.bits // 8
+        self.spans: tuple[tuple[int, int], ...] = tuple(spans)
+        self.masks: tuple[int, ...] = tuple((1 << f.bits) - 1 for f in fields)
+        self.size = at
+        self.struct = struct.Struct(">" + "".join(_XDR_CODES[f.bits] for f in fields))
+
+    def __repr__(self) -> str:
+        return f"<XdrStruct {self.tree} {self.size} bytes>"
+
+
+@dataclass(slots=True, eq=False)
+class XdrList:
+    """A list of ``item`` structs, in one of the shapes XDR gives lists: ``chained``, entries each after
+    a TRUE discriminator and ended by FALSE (an optional-data linked list, ``struct x *next``); else at
+    most one entry (optional-data, ``x *``).  An entry is one item, or with ``count`` (the field that
+    shows it) a counted array of items (``item<>``: a uint32 count, then the items).  ``what`` and
+    ``count_what`` name the list and its count in error messages."""
+
+    what: str
+    item: XdrStruct
+    chained: bool = True
+    count: Field | None = None
+    count_what: str = ""
