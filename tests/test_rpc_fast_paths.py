@@ -251,10 +251,14 @@ def test_built_chunk_lists_parse_the_same_both_ways(reads, writes, reply, tail, 
     _lists_both_ways(damaged, 0, len(damaged))
 
 
-def test_segment_attributes_are_the_declared_keys_in_order():
-    """parse_lists builds Segments from the declared items' values by position."""
-    assert rpcrdma.READ_SEGMENT.keys == rpcrdma.Segment.__slots__[:4]
-    assert rpcrdma.WRITE_SEGMENT.keys == rpcrdma.REPLY_SEGMENT.keys == rpcrdma.Segment.__slots__[1:4]
+def test_segments_keep_each_declared_value_under_its_declared_name():
+    """parse_lists builds Segments from the declared items' values by position; the tree reads them back
+    by the declared names."""
+    seg = rpcrdma._read_segment((11, 22, 33, 44), 9)
+    assert [getattr(seg, k) for k in rpcrdma.READ_SEGMENT.keys] == [11, 22, 33, 44] and seg.at == 9
+    for item in (rpcrdma.WRITE_SEGMENT, rpcrdma.REPLY_SEGMENT):
+        seg = rpcrdma._rdma_segment((22, 33, 44), 5)
+        assert [getattr(seg, k) for k in item.keys] == [22, 33, 44] and seg.position is None and seg.at == 5
 
 
 def _capture_lists(path) -> list[str]:
