@@ -83,3 +83,32 @@ def test_ibinfo_facts_equal_the_declared_bth_on_every_capture(path):
             seen += 1
     if path.name.startswith(("rxe-", "rocev2", "synth_rocev2")):
         assert seen
+
+
+@pytest.mark.parametrize("path", sorted(CAPTURES.glob("siw-*.pcap")) + sorted(FIXTURES.glob("*.pcap*")),
+                         ids=lambda p: p.name)
+def test_iwarp_facts_equal_the_declared_ddp_and_rdmap_headers_on_every_capture(path):
+    """IWarpInfo reads flags and versions at the declared bits and STag, TO, QN, MSN, MO at the declared
+    bytes: the same values as the DDP and RDMAP headers' decoders."""
+    from rdmaspy.dissectors import iwarp_ddp as ddp
+    engine = Engine()
+    seen = 0
+    with open_capture(str(path)) as cap:
+        for frame in cap:
+            pkt = engine.dissect(frame)
+            infos = pkt.noted(ddp.IWARP) or []
+            layers = [lay for lay in pkt.layers if lay.proto == "ddp"]
+            rdmaps = [lay for lay in pkt.layers if lay.proto == "rdmap"]
+            assert len(infos) == len(layers) == len(rdmaps), frame.num
+            for info, lay, rdmap in zip(infos, layers, rdmaps):
+                d = lay.header.as_dict(lay.header.decode(lay.buf, lay.off))
+                r = ddp.RDMAP_CTRL.as_dict(ddp.RDMAP_CTRL.decode(rdmap.buf, rdmap.off))
+                assert (info.tagged, info.last, info.opcode) == \
+                    (bool(d["ddp.tagged_flag"]), bool(d["ddp.last_flag"]), r["rdmap.opcode"]), frame.num
+                if info.tagged:
+                    assert (info.stag, info.to) == (d["ddp.stag"], d["ddp.tagged_offset"]), frame.num
+                else:
+                    assert (info.qn, info.msn, info.mo) == (d["ddp.qn"], d["ddp.msn"], d["ddp.mo"]), frame.num
+                seen += 1
+    if path.name.startswith("siw-"):
+        assert seen
