@@ -65,6 +65,19 @@ def F(name: str, bits: int, label: str = "", display: str = "dec",
 _INT_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
+@dataclass(slots=True, frozen=True)
+class BitSpot:
+    """Where one field of a Header sits in the header read as words (``Header.words``): the value is
+    ``(words[word] >> shift) & mask``.  Hot paths take these at import time and keep one unpack."""
+
+    word: int       # index in ``header.words(width).unpack_from(buf, off)``
+    shift: int
+    mask: int
+
+    def of(self, words: tuple[int, ...]) -> int:
+        return (words[self.word] >> self.shift) & self.mask
+
+
 @dataclass(slots=True, eq=False)
 class _Group:
     """A run of fields that together fill whole bytes."""
@@ -86,7 +99,7 @@ class Header:
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields")
+                 "struct", "_groups", "_byte_fields", "every_field")
 
     def __init__(self, name: str, label: str, fields: list[Field]) -> None:
         self.name = name
@@ -94,6 +107,7 @@ class Header:
         self.fields: tuple[Field, ...] = tuple(
             Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False)
             for f in fields)
+        self.every_field: tuple[tuple[int, Field], ...] = tuple(enumerate(self.fields))   # (index, field)
         self.index: dict[str, int] = {}
         for i, f in enumerate(self.fields):
             self.index[f.name] = i
@@ -104,7 +118,7 @@ class Header:
     def __reduce__(self) -> tuple[Callable[[str, int], Header], tuple[str, int]]:
         """Pickled as a reference to the declaration (the pipeline's checkpoints): its decoder is
         generated code, and packets are compared with the declaration itself, not a copy."""
-        return header_declared, (self.name, CATALOG.headers[self.name].index(self))
+        return header_declared, (self.name, [h for h in CATALOG.headers if h.name == self.name].index(self))
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self) -> None:
@@ -181,6 +195,25 @@ class Header:
         exec("\n".join(lines), ns)
         self.decode = ns["decode"]
 
+    def words(self, width: int = 32) -> struct.Struct:
+        """The header read as big-endian unsigned integers of ``width`` bits (8, 16, 32 or 64), the unpack
+        that ``spot`` positions refer to; ValueError if the header is not a whole number of them."""
+        code = _INT_CODES.get(width // 8) if width % 8 == 0 else None
+        if code is None or (self.size * 8) % width:
+            raise ValueError(f"{self.name}: {self.size} bytes are not {width}-bit words")
+        return struct.Struct(f">{self.size * 8 // width}{code}")
+
+    def spot(self, name: str, width: int = 32) -> BitSpot:
+        """Where field ``name`` (short or full) sits in what ``words(width)`` unpacks, from the bit widths
+        declared before it; ValueError for a field that straddles two words."""
+        i = self.index[name]
+        start = sum(f.bits for f in self.fields[:i])
+        bits = self.fields[i].bits
+        word, first = divmod(start, width)
+        if first + bits > width:
+            raise ValueError(f"{self.fields[i].name}: bits {start}..{start + bits - 1} straddle {width}-bit words")
+        return BitSpot(word, width - first - bits, (1 << bits) - 1)
+
     # -- building --------------------------------------------------------------------------------
     def encode(self, values: Mapping[str, Any] | None = None, **kw: Any) -> bytes:
         """Build the header from field values (missing fields are 0 / zero bytes)."""
@@ -223,11 +256,12 @@ class Catalog:
     """Every name a packet can carry: fields, and protocols (layers or sub-trees whose presence can be
     tested).  Filled by declarations as modules load; the first declaration of a name wins."""
 
-    __slots__ = ("fields", "declared", "origin", "standalone", "module", "repeating", "_protocols", "_repeats",
-                 "headers")
+    __slots__ = ("fields", "headers", "declared", "origin", "standalone", "module", "repeating", "_protocols",
+                 "_repeats")
 
     def __init__(self) -> None:
         self.fields: dict[str, Field] = {}
+        self.headers: list["Header"] = []       # every Header, in the order declared (scapy layers, craft)
         self.declared: dict[str, str] = {}      # protocol name -> label, as declared
         self.origin: dict[str, str] = {}        # name -> module that declares it
         self.standalone: set[str] = set()       # fields declared outside a Header (a layer's variable items)
@@ -236,7 +270,6 @@ class Catalog:
         self.repeating: dict[str, bool] = {}
         self._protocols: dict[str, str] | None = None
         self._repeats: dict[str, bool] = {}
-        self.headers: dict[str, list[Header]] = {}   # name -> the headers of that name, in declaration order
 
     def add_field(self, f: Field, standalone: bool = False) -> None:
         if standalone:
@@ -279,7 +312,7 @@ class Catalog:
         return got
 
     def add_header(self, hdr: "Header") -> None:
-        self.headers.setdefault(hdr.name, []).append(hdr)
+        self.headers.append(hdr)
         self.add_protocol(hdr.name, hdr.label)
         for f in hdr.fields:
             self.add_field(f)
@@ -303,6 +336,7 @@ class Catalog:
 
     def forget_module(self, module: str) -> None:
         """Withdraw every name a module declared (a module loaded for a test and gone again)."""
+        self.headers = [h for h in self.headers if self.origin.get(h.fields[0].name if h.fields else h.name) != module]
         for name in [n for n, m in self.origin.items() if m == module]:
             del self.origin[name]
             self.fields.pop(name, None)
@@ -342,5 +376,58 @@ def single(*names: str) -> None:
 
 
 def header_declared(name: str, nth: int) -> Header:
-    """The ``nth`` header declared with ``name`` (what a pickled Header stands for)."""
-    return CATALOG.headers[name][nth]
+    """The ``nth`` header declared with ``name`` (what a pickled Header stands for): by name, not by
+    place in the catalog, so that another process that imported its modules in another order agrees."""
+    return [h for h in CATALOG.headers if h.name == name][nth]
+
+
+# --- XDR lists (RFC 4506) ------------------------------------------------------------------------------
+XDR_UNIT: Final = 4             # every XDR item fills whole 4-byte units: a discriminator, a count
+_XDR_CODES: Final = {32: "I", 64: "Q"}
+
+
+class XdrStruct:
+    """A fixed XDR struct of unsigned integers (``unsigned int``, ``unsigned hyper``), declared once for
+    decoding, building and the tree.  Its fields are named ``<prefix>.<field>`` and registered as a
+    layer's variable items; ``tree`` is the sub-tree (label ``label``) one instance fills, ``what`` its
+    name in error messages.  ``keys`` are the fields' short names, ``spans`` their (offset, size)."""
+
+    __slots__ = ("tree", "label", "what", "fields", "keys", "spans", "masks", "size", "struct")
+
+    def __init__(self, tree: str, label: str, what: str, prefix: str, fields: list[Field]) -> None:
+        self.tree = tree
+        self.label = label
+        self.what = what
+        protocol(tree, label)
+        self.fields: tuple[Field, ...] = tuple(
+            Field(f"{prefix}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc) for f in fields)
+        self.keys: tuple[str, ...] = tuple(f.name for f in fields)
+        spans = []
+        at = 0
+        for f in fields:
+            if f.bits not in _XDR_CODES:
+                raise ValueError(f"{prefix}.{f.name}: XDR integers are 32 or 64 bits, not {f.bits}")
+            spans.append((at, f.bits // 8))
+            at += f.bits // 8
+        self.spans: tuple[tuple[int, int], ...] = tuple(spans)
+        self.masks: tuple[int, ...] = tuple((1 << f.bits) - 1 for f in fields)
+        self.size = at
+        self.struct = struct.Struct(">" + "".join(_XDR_CODES[f.bits] for f in fields))
+
+    def __repr__(self) -> str:
+        return f"<XdrStruct {self.tree} {self.size} bytes>"
+
+
+@dataclass(slots=True, eq=False)
+class XdrList:
+    """A list of ``item`` structs, in one of the shapes XDR gives lists: ``chained``, entries each after
+    a TRUE discriminator and ended by FALSE (an optional-data linked list, ``struct x *next``); else at
+    most one entry (optional-data, ``x *``).  An entry is one item, or with ``count`` (the field that
+    shows it) a counted array of items (``item<>``: a uint32 count, then the items).  ``what`` and
+    ``count_what`` name the list and its count in error messages."""
+
+    what: str
+    item: XdrStruct
+    chained: bool = True
+    count: Field | None = None
+    count_what: str = ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable, Final, Iterable, Protocol
 
 from .fields import CATALOG, Field, Header, declaring, protocol
-from .packet import Layer, Packet
+from .packet import Item, Layer, Packet
 
 declaring(__name__)
 
@@ -38,18 +38,30 @@ def protocols_text(pkt: Packet) -> str:
     return ":".join([lay.proto for lay in pkt.layers])
 
 
-# The frame's pseudo-fields, in the order JSON shows them: (field, value of a packet; None when absent).
-FRAME_FIELDS: Final[tuple[tuple[Field, Callable[[Packet, int], Any]], ...]] = (
-    (FRAME_NUMBER, lambda p, t0: p.frame.num),
-    (FRAME_TIME, lambda p, t0: p.frame.ts / 1e9),
-    (FRAME_RELATIVE, lambda p, t0: (p.frame.ts - t0) / 1e9),
-    (FRAME_LEN, lambda p, t0: p.frame.wirelen),
-    (FRAME_CAPLEN, lambda p, t0: len(p.frame.data)),
-    (FRAME_INTERFACE, lambda p, t0: p.frame.iface),
-    (FRAME_LINKTYPE, lambda p, t0: p.frame.linktype),
-    (FRAME_PROTOCOLS, lambda p, t0: protocols_text(p)),
-    (FRAME_COMMENT, lambda p, t0: p.frame.comment or None),
-)
+_NUMBER: Final = FRAME_NUMBER.name
+_TIME: Final = FRAME_TIME.name
+_RELATIVE: Final = FRAME_RELATIVE.name
+_LEN: Final = FRAME_LEN.name
+_CAPLEN: Final = FRAME_CAPLEN.name
+_INTERFACE: Final = FRAME_INTERFACE.name
+_LINKTYPE: Final = FRAME_LINKTYPE.name
+_PROTOCOLS: Final = FRAME_PROTOCOLS.name
+_COMMENT: Final = FRAME_COMMENT.name
+FRAME_NAMES: Final = frozenset([_NUMBER, _TIME, _RELATIVE, _LEN, _CAPLEN, _INTERFACE, _LINKTYPE, _PROTOCOLS, _COMMENT])
+
+
+def frame_object(pkt: Packet, t0: int) -> dict[str, Any]:
+    """The frame's pseudo-fields and their values, in the order JSON shows them (``frame.comment`` only
+    when there is one)."""
+    f = pkt.frame
+    obj: dict[str, Any] = {
+        _NUMBER: f.num, _TIME: f.ts / 1e9, _RELATIVE: (f.ts - t0) / 1e9, _LEN: f.wirelen, _CAPLEN: len(f.data),
+        _INTERFACE: f.iface, _LINKTYPE: f.linktype, _PROTOCOLS: protocols_text(pkt),
+    }
+    if f.comment:
+        obj[_COMMENT] = f.comment
+    return obj
+
 
 # What follows the layers: the malformed reason, then per finding its severity, group, message, rule and source.
 EXPERT_FIELDS: Final[tuple[tuple[Field, Callable[[Any], Any]], ...]] = (
@@ -93,18 +105,14 @@ Plan = tuple[tuple[int, Field], ...]
 
 
 class Sink(Protocol):
-    """What a visit calls for each node; a sink keeps what it needs.  ``start`` is the node's offset in
-    its layer's buffer (``lay.buf``: the frame's bytes, or a message rebuilt from several frames); -1
-    when the value stands in no bytes."""
+    """What a visit calls, once for each layer or sub-tree, in tree order; a sink keeps what it needs.
 
-    def layer(self, lay: Layer, depth: int) -> None:
-        """A layer or sub-tree begins (its presence)."""
+    ``present``: the layer's presence is wanted; ``plan``: the wanted fields of its header (values in
+    ``lay.values``, spans in ``lay.header.spans``); ``items``: its wanted variable items, (field, value,
+    start, length) each, or None.  ``start`` is an offset in the layer's buffer (``lay.buf``: the frame's
+    bytes, or a message rebuilt from several frames); -1 when the value stands in no bytes."""
 
-    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
-        """The wanted fields of the layer's header (values in ``lay.values``, spans in ``header.spans``)."""
-
-    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        """One variable item of a layer."""
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None: ...
 
 
 # Layer keeps its variable part in slots that stay unset until used (see packet.Layer); read them
@@ -121,16 +129,19 @@ def _items_of(lay: Layer) -> list | None:
     return items
 
 
+_NO_PLAN: Final[Plan] = ()
+
+
 class Visitor:
     """Visits packets for one set of wanted names (None: every name)."""
 
-    __slots__ = ("wanted", "need_items", "_plans", "frame_fields", "packet_fields")
+    __slots__ = ("wanted", "need_items", "_plans", "frame_names", "packet_fields")
 
     def __init__(self, wanted: Iterable[str] | None = None) -> None:
         self.wanted: frozenset[str] | None = None if wanted is None else frozenset(wanted)
         w = self.wanted
         self._plans: dict[Header, Plan] = {}
-        self.frame_fields = FRAME_FIELDS if w is None else tuple(x for x in FRAME_FIELDS if x[0].name in w)
+        self.frame_names = FRAME_NAMES if w is None else FRAME_NAMES & w
         self.packet_fields = w is None or not w.isdisjoint(_PACKET_NAMES)
         # A layer's variable part (possibly filled on first use) matters only for names that are not
         # fields of a Header: ``bth.opcode == 4`` never makes a layer fill in its items.  Sub-trees
@@ -145,32 +156,55 @@ class Visitor:
         return p
 
     def layers(self, pkt: Packet, sink: Sink) -> None:
-        for lay in pkt.layers:
-            self.visit_layer(lay, sink, 0)
+        if self.wanted is None:
+            for lay in pkt.layers:
+                self._visit_all(lay, sink, 0)
+        else:
+            for lay in pkt.layers:
+                self._visit_wanted(lay, sink, 0)
 
     def visit_layer(self, lay: Layer, sink: Sink, depth: int) -> None:
-        w = self.wanted
-        if w is None or lay.proto in w:
-            sink.layer(lay, depth)
+        if self.wanted is None:
+            self._visit_all(lay, sink, depth)
+        else:
+            self._visit_wanted(lay, sink, depth)
+
+    def _visit_all(self, lay: Layer, sink: Sink, depth: int) -> None:
         hdr = lay.header
-        if hdr is not None:
-            plan = self.plan(hdr)
-            if plan:
-                sink.header(lay, plan, depth)
+        if _LAZY_SLOTS:
+            items = lay._items
+            if items is None and lay._fill is not None:
+                items = lay.items
+            sink.layer(lay, True, _NO_PLAN if hdr is None else hdr.every_field, items, depth)
+            children = lay._children
+        else:
+            sink.layer(lay, True, _NO_PLAN if hdr is None else hdr.every_field, lay.items, depth)
+            children = lay.children
+        if children:
+            for c in children:
+                self._visit_all(c, sink, depth + 1)
+
+    def _visit_wanted(self, lay: Layer, sink: Sink, depth: int) -> None:
+        w = self.wanted
+        assert w is not None
+        hdr = lay.header
+        if hdr is None:
+            plan = _NO_PLAN
+        else:
+            got = self._plans.get(hdr)
+            plan = self.plan(hdr) if got is None else got
+        items: list[Item] | None = None
         if self.need_items:
             items = _items_of(lay)
             if items:
-                if w is None:
-                    for f, v, o, ln in items:
-                        sink.item(lay, f, v, o, ln, depth)
-                else:
-                    for f, v, o, ln in items:
-                        if f.name in w:
-                            sink.item(lay, f, v, o, ln, depth)
+                items = [it for it in items if it[0].name in w]
+        present = lay.proto in w
+        if present or plan or items:
+            sink.layer(lay, present, plan, items, depth)
         children = lay._children if _LAZY_SLOTS else lay.children
         if children:
             for c in children:
-                self.visit_layer(c, sink, depth + 1)
+                self._visit_wanted(c, sink, depth + 1)
 
 
 def _needs_items(name: str) -> bool:
@@ -191,39 +225,39 @@ class _Values:
     def __init__(self, out: dict[str, list]) -> None:
         self.out = out
 
-    def layer(self, lay: Layer, depth: int) -> None:
-        xs = self.out.get(lay.proto)
-        if xs is None:
-            self.out[lay.proto] = [True]
-        else:
-            xs.append(True)
-
-    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
-        vals = lay.values
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
         out = self.out
-        for i, f in plan:
-            xs = out.get(f.name)
+        if present:
+            xs = out.get(lay.proto)
             if xs is None:
-                out[f.name] = [vals[i]]
+                out[lay.proto] = [True]
             else:
-                xs.append(vals[i])
-
-    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        xs = self.out.get(field.name)
-        if xs is None:
-            self.out[field.name] = [value]
-        else:
-            xs.append(value)
+                xs.append(True)
+        if plan:
+            vals = lay.values
+            for i, f in plan:
+                xs = out.get(f.name)
+                if xs is None:
+                    out[f.name] = [vals[i]]
+                else:
+                    xs.append(vals[i])
+        if items:
+            for f, v, _o, _l in items:
+                xs = out.get(f.name)
+                if xs is None:
+                    out[f.name] = [v]
+                else:
+                    xs.append(v)
 
 
 def field_values(visitor: Visitor, pkt: Packet, t0: int) -> dict[str, list]:
     """``name -> values in packet order`` for the names the visitor wants."""
     out: dict[str, list] = {}
     w = visitor.wanted
-    for f, get in visitor.frame_fields:
-        v = get(pkt, t0)
-        if v is not None:
-            out[f.name] = [v]
+    if visitor.frame_names:
+        for name, v in frame_object(pkt, t0).items():
+            if name in visitor.frame_names:
+                out[name] = [v]
     if w is not None and FRAME in w:
         out[FRAME] = [True]
     visitor.layers(pkt, _Values(out))
@@ -262,22 +296,22 @@ class _Nodes:
     def __init__(self) -> None:
         self.out: list[Node] = []
 
-    def layer(self, lay: Layer, depth: int) -> None:
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
+        out = self.out
         if depth:
-            self.out.append((depth - 1, lay, None, lay.off, lay.length))
-
-    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
-        hdr = lay.header
-        assert hdr is not None
-        vals = lay.values
-        spans = hdr.spans
-        base = lay.off
-        for i, f in plan:
-            bo, bl, _bit = spans[i]
-            self.out.append((depth, f, vals[i], base + bo, bl))
-
-    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        self.out.append((depth, field, value, start, length))
+            out.append((depth - 1, lay, None, lay.off, lay.length))
+        if plan:
+            hdr = lay.header
+            assert hdr is not None
+            vals = lay.values
+            spans = hdr.spans
+            base = lay.off
+            for i, f in plan:
+                bo, bl, _bit = spans[i]
+                out.append((depth, f, vals[i], base + bo, bl))
+        if items:
+            for f, v, o, ln in items:
+                out.append((depth, f, v, o, ln))
 
 
 def layer_nodes(lay: Layer) -> list[Node]:

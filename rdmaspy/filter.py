@@ -747,9 +747,13 @@ def _suggest(name: str, cat: Catalog) -> str:
 
 
 # --- collecting only what the expression needs --------------------------------------------------
-def make_extractor(names: Iterable[str]) -> Callable[[Packet, int], dict]:
+def make_extractor(names: Iterable[str], catalog: Catalog | None = None) -> Callable[[Packet, int], dict]:
     """A function giving, for a packet, ``name -> values in packet order`` for just ``names``: one visit
-    of the packet that reads nothing else.  ``frame\0bytes`` is the frame's bytes (``frame contains``)."""
+    of the packet that reads nothing else.  ``frame\0bytes`` is the frame's bytes (``frame contains``).
+    ``catalog``: the catalog the names were checked against (by default every module is loaded first, so
+    that the visit knows which names come from a layer's variable part)."""
+    if catalog is None:
+        known_fields()
     wanted = set(names)
     whole_frame = FRAME_BYTES.name in wanted
     visitor = Visitor(wanted - {FRAME_BYTES.name})

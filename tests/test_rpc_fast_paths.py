@@ -6,11 +6,15 @@ cut, mutated or given random lengths) the fast path either declines, or yields e
 and the end offset the careful walk yields."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rdmaspy.dissectors import nfs, onc_rpc, rpcrdma
 from rdmaspy.dissectors.onc_rpc import NULL, RpcInfo
-from rdmaspy.dissectors.xdr import XdrError, p32, popaque
+from rdmaspy.dissectors.rpcrdma import RpcRdmaMessage
+from rdmaspy.dissectors.xdr import Cursor, XdrError, p32, popaque
+
+from conftest import CAPTURES, FIXTURES
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 u32 = st.integers(0, 0xFFFFFFFF)
@@ -194,3 +198,108 @@ def test_heuristic_takes_rdma_msg_without_chunks_by_the_rpc_xid_and_type(xid, rx
         msg = pkt.extra["rpcrdma"]
         assert (msg.header_len, msg.payload_len) == (len(body) - 8 - len(tail), 8 + len(tail))
         assert pkt.info[0].startswith(f"RPC-over-RDMA v1 RDMA_MSG xid=0x{xid:08x} credits=16")
+
+
+# --- the chunk lists: the fused fast path, the declared walk and the builder -----------------------------
+def _lists_both_ways(buf: bytes, start: int, end: int) -> tuple[int, RpcRdmaMessage | None, RpcRdmaMessage]:
+    """(where the fast path ends or -1, its message or None, the declared walk's message); the walk must
+    accept what the fast path accepts."""
+    fast = RpcRdmaMessage(1, 0, 0, 0)
+    stop = rpcrdma._fast_lists(buf, start, end, fast)
+    walked = RpcRdmaMessage(1, 0, 0, 0)
+    cur = Cursor(buf, start, end)
+    try:
+        rpcrdma.parse_lists(cur, walked)
+    except XdrError:
+        assert stop < 0, "the fast path accepted chunk lists the declared walk rejects"
+        return stop, None, walked
+    if stop >= 0:
+        assert stop == cur.pos
+        _same_lists(fast, walked)
+    return stop, fast if stop >= 0 else None, walked
+
+
+def _same_lists(a: RpcRdmaMessage, b: RpcRdmaMessage) -> None:
+    assert _segs(a.reads) == _segs(b.reads)
+    assert [(p, _segs(s)) for p, s in a.read_chunks] == [(p, _segs(s)) for p, s in b.read_chunks]
+    assert [_segs(c) for c in a.writes] == [_segs(c) for c in b.writes]
+    assert (a.reply is None) == (b.reply is None)
+    if a.reply is not None and b.reply is not None:
+        assert _segs(a.reply) == _segs(b.reply)
+
+
+def _as_built(msg: RpcRdmaMessage) -> bytes:
+    """The builder's encoding of a message's chunk lists."""
+    return rpcrdma.encode_lists([(s.position, s.handle, s.length, s.offset) for s in msg.reads],
+                                [[(s.handle, s.length, s.offset) for s in c] for c in msg.writes],
+                                None if msg.reply is None else [(s.handle, s.length, s.offset) for s in msg.reply])
+
+
+@SETTINGS
+@given(st.lists(rseg, max_size=4), st.lists(st.lists(seg, max_size=3), max_size=3),
+       st.one_of(st.none(), st.lists(seg, max_size=3)), st.binary(max_size=8), edits, st.integers(0, 40))
+def test_built_chunk_lists_parse_the_same_both_ways(reads, writes, reply, tail, changes, cut):
+    lists = rpcrdma.encode_lists(reads, writes, reply)
+    buf = b"\xee" * 8 + lists + tail          # lists at an offset, followed by something else
+    stop, fast, walked = _lists_both_ways(buf, 8, len(buf))
+    assert stop == 8 + len(lists) and fast is not None
+    assert [(s.position, s.handle, s.length, s.offset) for s in walked.reads] == reads
+    assert [[(s.handle, s.length, s.offset) for s in c] for c in walked.writes] == writes
+    assert (None if walked.reply is None else [(s.handle, s.length, s.offset) for s in walked.reply]) == reply
+    assert _as_built(walked) == lists
+    damaged = _mutate(lists, changes, cut)
+    _lists_both_ways(damaged, 0, len(damaged))
+
+
+def test_segments_keep_each_declared_value_under_its_declared_name():
+    """parse_lists builds Segments from the declared items' values by position; the tree reads them back
+    by the declared names."""
+    seg = rpcrdma._read_segment((11, 22, 33, 44), 9)
+    assert [getattr(seg, k) for k in rpcrdma.READ_SEGMENT.keys] == [11, 22, 33, 44] and seg.at == 9
+    for item in (rpcrdma.WRITE_SEGMENT, rpcrdma.REPLY_SEGMENT):
+        seg = rpcrdma._rdma_segment((22, 33, 44), 5)
+        assert [getattr(seg, k) for k in item.keys] == [22, 33, 44] and seg.position is None and seg.at == 5
+
+
+def _capture_lists(path) -> list[str]:
+    """Every RPC-over-RDMA message with chunk lists in a capture, its lists read again both ways and built
+    again: the kinds of lists seen."""
+    from rdmaspy.engine import Engine
+    from rdmaspy.readers import open_capture
+    engine = Engine()
+    seen = []
+    with open_capture(str(path)) as cap:
+        for frame in cap:
+            pkt = engine.dissect(frame)
+            msg = pkt.noted(rpcrdma.RPCRDMA)      # the packet's last message (an FPDU may follow another)
+            lay = next((lay for lay in reversed(pkt.layers) if lay.proto in ("rpcrdma", "rpcrdma2")), None)
+            if msg is None or lay is None or msg.malformed or msg.version not in (1, 2) or msg.proc > 2 or \
+                    (msg.version == 2 and msg.proc > 1):
+                continue
+            wire = _as_built(msg)
+            end = lay.off + msg.header_len
+            start = end - len(wire)
+            assert bytes(lay.buf[start:end]) == wire, frame.num
+            stop, fast, walked = _lists_both_ways(lay.buf, start, end)
+            assert stop == end and fast is not None, frame.num
+            _same_lists(walked, msg)
+            seen += ["reads"] * bool(msg.reads) + ["writes"] * bool(msg.writes) + ["reply"] * (msg.reply is not None)
+            seen.append("message")
+    return seen
+
+
+CAPTURE_FILES = sorted(CAPTURES.glob("*.pcap")) + sorted(FIXTURES.glob("*.pcap*"))
+
+
+@pytest.mark.parametrize("path", CAPTURE_FILES, ids=lambda p: p.name)
+def test_capture_chunk_lists_parse_the_same_both_ways(path):
+    seen = _capture_lists(path)
+    if "nfs" in path.name or "rpcrdma" in path.name:
+        assert "message" in seen
+
+
+def test_the_captures_hold_every_kind_of_chunk_list():
+    kinds = set()
+    for name in ("rxe-nfsv3-rdma.pcap", "siw-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap"):
+        kinds.update(_capture_lists(CAPTURES / name))
+    assert kinds >= {"reads", "writes", "reply"}

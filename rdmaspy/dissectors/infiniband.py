@@ -213,14 +213,50 @@ class OpcodePlan:
 PLANS: Final = tuple(OpcodePlan(i) for i in range(256))
 
 
+# Where each BTH fact sits in the BTH read as three 32-bit words, taken from the declaration once: a
+# fact is (words[word] >> shift) & mask.
+_OPCODE: Final = BTH.spot("opcode")
+_SE: Final = BTH.spot("se")
+_MIGREQ: Final = BTH.spot("m")
+_PADCNT: Final = BTH.spot("padcnt")
+_TVER: Final = BTH.spot("tver")
+_PKEY: Final = BTH.spot("p_key")
+_FECN: Final = BTH.spot("fecn")
+_BECN: Final = BTH.spot("becn")
+_DESTQP: Final = BTH.spot("destqp")
+_ACKREQ: Final = BTH.spot("ackreq")
+_PSN: Final = BTH.spot("psn")
+# The facts every packet needs, as plain integers: constants in the per-packet code rather than attribute
+# reads (mypyc keeps them as machine integers).
+_OPCODE_W: Final = _OPCODE.word
+_OPCODE_SH: Final = _OPCODE.shift
+_OPCODE_M: Final = _OPCODE.mask
+_PADCNT_W: Final = _PADCNT.word
+_PADCNT_SH: Final = _PADCNT.shift
+_PADCNT_M: Final = _PADCNT.mask
+_PKEY_W: Final = _PKEY.word
+_PKEY_SH: Final = _PKEY.shift
+_PKEY_M: Final = _PKEY.mask
+_DESTQP_W: Final = _DESTQP.word
+_DESTQP_SH: Final = _DESTQP.shift
+_DESTQP_M: Final = _DESTQP.mask
+_PSN_W: Final = _PSN.word
+_PSN_SH: Final = _PSN.shift
+_PSN_M: Final = _PSN.mask
+# FECN or BECN set: one test of the word that holds both, declared side by side (a packet without either
+# is the rule).
+_ECN_W: Final = _BECN.word
+_ECN_BITS: Final = (_FECN.mask << _FECN.shift) | (_BECN.mask << _BECN.shift)
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class IBInfo:
     """The transport facts of a packet, for upper layers and analysis (no text).
 
-    Made for every packet: the BTH words are kept raw and the rarer bits derived on demand.
+    Made for every packet: the BTH words are kept as unpacked and the rarer bits derived on demand.
     """
 
-    __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "_b1", "_b4", "_b8",
+    __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "words",
                  "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn")
     # Declared for the type checker (and for mypyc, which lays the object out from them).
     payload_off: int
@@ -232,15 +268,13 @@ class IBInfo:
     ieth: int | None
     icrc_ok: bool | None
 
-    def __init__(self, opcode: int, plan: "OpcodePlan", b1: int, pkey: int, w1: int, w2: int) -> None:
+    def __init__(self, opcode: int, plan: "OpcodePlan", words: tuple[int, ...]) -> None:
         self.opcode = opcode
         self.plan = plan
-        self._b1 = b1
-        self.pkey = pkey
-        self._b4 = w1 >> 24
-        self.destqp = w1 & 0xFFFFFF
-        self._b8 = w2 >> 24
-        self.psn = w2 & 0xFFFFFF
+        self.words = words          # the BTH's 32-bit words: the declaration says where each field is
+        self.pkey: int = (words[_PKEY_W] >> _PKEY_SH) & _PKEY_M
+        self.destqp: int = (words[_DESTQP_W] >> _DESTQP_SH) & _DESTQP_M
+        self.psn: int = (words[_PSN_W] >> _PSN_SH) & _PSN_M
         self.reth = None        # (va, r_key, dma_length)
         self.aeth = None        # (syndrome, msn)
         self.deth_srcqp = None
@@ -251,31 +285,31 @@ class IBInfo:
 
     @property
     def se(self) -> int:
-        return self._b1 >> 7
+        return _SE.of(self.words)
 
     @property
     def migreq(self) -> int:
-        return (self._b1 >> 6) & 1
+        return _MIGREQ.of(self.words)
 
     @property
     def padcnt(self) -> int:
-        return (self._b1 >> 4) & 3
+        return _PADCNT.of(self.words)
 
     @property
     def tver(self) -> int:
-        return self._b1 & 15
+        return _TVER.of(self.words)
 
     @property
     def fecn(self) -> int:
-        return self._b4 >> 7
+        return _FECN.of(self.words)
 
     @property
     def becn(self) -> int:
-        return (self._b4 >> 6) & 1
+        return _BECN.of(self.words)
 
     @property
     def ackreq(self) -> int:
-        return self._b8 >> 7
+        return _ACKREQ.of(self.words)
 
     @property
     def payload_len(self) -> int:
@@ -299,8 +333,8 @@ bth_observers.append(_attribute_connection)
 ib_qp: Final = table("ib.qp", "InfiniBand destination QP")
 ib_payload: Final = table("ib.payload", "InfiniBand payload")
 
-_BTH_SIZE: Final = 12
-_BTH_WORDS: Final = struct.Struct(">BBHII").unpack_from
+_BTH_SIZE: Final = BTH.size
+_BTH_WORDS: Final = BTH.words().unpack_from     # three 32-bit words, as the spots above
 _FF8: Final = b"\xff" * 8
 _crc32: Final = zlib.crc32
 _CRC_FF8: Final = _crc32(_FF8)
@@ -415,27 +449,21 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         return None
     bth = BthLayer("bth", BTH, buf, off, _BTH_SIZE)
     pkt.layers.append(bth)
-    # typed, so that mypyc keeps the words as machine integers (unpack_from returns a tuple of Any)
-    opcode: int
-    b1: int
-    pkey: int
-    w1: int
-    w2: int
-    opcode, b1, pkey, w1, w2 = _BTH_WORDS(buf, off)
+    words: tuple[int, ...] = _BTH_WORDS(buf, off)
+    opcode: int = (words[_OPCODE_W] >> _OPCODE_SH) & _OPCODE_M
     plan = PLANS[opcode]
-    pkt.ib = bth.ib = ib = IBInfo(opcode, plan, b1, pkey, w1, w2)
+    pkt.ib = bth.ib = ib = IBInfo(opcode, plan, words)
     if pkt.proto in ("", "IBA"):
         pkt.proto = "InfiniBand"
     icrc_off = end - 4
-    qp = w1 & 0xFFFFFF
+    qp = ib.destqp
     head = _head_text.get(opcode << 24 | qp)
     if head is None:
         # "RC SEND Only QP=0x000012": a capture has few (opcode, QP) pairs and many packets
         if len(_head_text) >= 65536:
             _head_text.clear()
         head = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
-    info = head + str(w2 & 0xFFFFFF)
-    b4 = w1 >> 24
+    info = head + str(ib.psn)
 
     # ICRC first: it covers everything, including headers we may fail to parse.
     if expected_icrc >= 0:
@@ -468,28 +496,27 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             va, rkey, dlen = ib.reth = _RETH_DECODE(buf, pos)
             info += f" VA=0x{va:x} R_Key=0x{rkey:08x} Len={dlen}"
         elif hdr is AETH:
-            syn = buf[pos]
-            ib.aeth = (syn, (buf[pos + 1] << 16) | (buf[pos + 2] << 8) | buf[pos + 3])
+            syn, msn = ib.aeth = _AETH_DECODE(buf, pos)
             lay._fill = _fill_aeth
             info += _AETH_TEXT[syn]
         elif hdr is DETH:
-            ib.deth_srcqp = (buf[pos + 5] << 16) | (buf[pos + 6] << 8) | buf[pos + 7]
+            ib.deth_srcqp = _DETH_DECODE(buf, pos)[_DETH_SRCQP]
         elif hdr is IMMDT:
-            ib.imm = int.from_bytes(buf[pos:pos + 4], "big")
-            info += f" Imm=0x{ib.imm:08x}"
+            ib.imm = imm = _IMMDT_DECODE(buf, pos)[0]
+            info += f" Imm=0x{imm:08x}"
         elif hdr is IETH:
-            ib.ieth = int.from_bytes(buf[pos:pos + 4], "big")
-            info += f" Inv R_Key=0x{ib.ieth:08x}"
+            ib.ieth = rkey = _IETH_DECODE(buf, pos)[0]
+            info += f" Inv R_Key=0x{rkey:08x}"
         pos += size
-    pad = (b1 >> 4) & 3
+    pad = (words[_PADCNT_W] >> _PADCNT_SH) & _PADCNT_M
     pend = icrc_off - pad
     if pend < pos:
         pkt.set_malformed(f"bth: pad count {pad} exceeds the {icrc_off - pos} payload bytes")
         pend = pos
     ib.payload_off = pos
     ib.payload_end = pend
-    if b4 & 0xC0:
-        info += " [BECN]" if b4 & 0x40 else " [FECN]"
+    if words[_ECN_W] & _ECN_BITS:
+        info += " [BECN]" if ib.becn else " [FECN]"
     pkt.info = [info]
     bth._fill = _fill_bth
     for observe in bth_observers:
@@ -508,6 +535,11 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
 
 
 _RETH_DECODE: Final = RETH.decode
+_AETH_DECODE: Final = AETH.decode
+_DETH_DECODE: Final = DETH.decode
+_DETH_SRCQP: Final = DETH.index["src_qp"]
+_IMMDT_DECODE: Final = IMMDT.decode
+_IETH_DECODE: Final = IETH.decode
 _head_text: Final[dict[int, str]] = {}
 _U32LE: Final = struct.Struct("<I").unpack_from
 

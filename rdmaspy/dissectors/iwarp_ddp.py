@@ -143,12 +143,50 @@ PAYLOAD_LEN = Field("ddp.payload_len", 0, "Payload length", unit="bytes")
 MSG_LEN = Field("rdmap.send.reassembled_length", 0, "Reassembled Send message length", unit="bytes")
 MSG_FRAMES = Field("rdmap.send.fragment_count", 0, "DDP segments in the message")
 
-_TAGGED_HDR = 14
-_UNTAGGED_HDR = 18
-# The header words after the two control bytes, in one unpack each (precompiled): STag and TO of a
-# tagged segment; the reserved/Invalidate STag word, QN, MSN and MO of an untagged one.
+_TAGGED_HDR: Final = DDP_TAGGED.size
+_UNTAGGED_HDR: Final = DDP_UNTAGGED.size
+
+
+def _start(hdr: Header, name: str) -> int:
+    """Where a whole-byte field of a header starts, as declared."""
+    return hdr.spans[hdr.index[name]][0]
+
+
+def _end(hdr: Header, name: str) -> int:
+    at, size, _bit = hdr.spans[hdr.index[name]]
+    return at + size
+
+
+# Where the segment's facts are, from the declarations: the DDP control byte's flags and version (the same
+# in both DDP headers) and RDMAP's control byte, as (word, shift, mask) with the header read as bytes;
+# the whole-byte fields as [start, end) in the header.
+_TAGGED_FLAG: Final = DDP_TAGGED.spot("tagged_flag", 8)
+_LAST_FLAG: Final = DDP_TAGGED.spot("last_flag", 8)
+_DDP_VERSION: Final = DDP_TAGGED.spot("dv", 8)
+_RDMAP_VERSION: Final = RDMAP_CTRL.spot("version", 8)
+_RDMAP_OPCODE: Final = RDMAP_CTRL.spot("opcode", 8)
+_STAG_AT: Final = _start(DDP_TAGGED, "stag")
+_STAG_END: Final = _end(DDP_TAGGED, "stag")
+_TO_AT: Final = _start(DDP_TAGGED, "tagged_offset")
+_TO_END: Final = _end(DDP_TAGGED, "tagged_offset")
+_QN_AT: Final = _start(DDP_UNTAGGED, "qn")
+_QN_END: Final = _end(DDP_UNTAGGED, "qn")
+_MSN_AT: Final = _start(DDP_UNTAGGED, "msn")
+_MSN_END: Final = _end(DDP_UNTAGGED, "msn")
+_MO_AT: Final = _start(DDP_UNTAGGED, "mo")
+_MO_END: Final = _end(DDP_UNTAGGED, "mo")
+# RDMAP's use of the untagged header's ULP bytes (RFC 5040 section 4.3): its control byte, then the
+# Invalidate STag (or reserved).
+_RDMAP_AT: Final = _start(DDP_UNTAGGED, "rsvdulp")
+_INV_STAG_AT: Final = _RDMAP_AT + RDMAP_CTRL.size
+_INV_STAG_END: Final = _INV_STAG_AT + INVAL_STAG.bits // 8
+# The words after the control bytes in one precompiled unpack each, where the declarations put them: STag
+# and TO of a tagged segment; the Invalidate STag (or reserved), QN, MSN and MO of an untagged one.
 _TAGGED_WORDS: Final = struct.Struct(">IQ").unpack_from
 _UNTAGGED_WORDS: Final = struct.Struct(">IIII").unpack_from
+if (_STAG_END, _TO_AT, _TO_END) != (_STAG_AT + 4, _STAG_END, _STAG_END + 8) or \
+        (_QN_AT, _MSN_AT, _MO_AT, _MO_END) != (_INV_STAG_END, _INV_STAG_END + 4, _INV_STAG_END + 8, _INV_STAG_END + 12):
+    raise ImportError("iwarp_ddp: the DDP declarations no longer match the unpacks of the segment's words")
 # Untagged messages being put together: bounded so that bogus MSNs cannot hoard memory.
 MAX_PARTIAL_MESSAGES = 64
 MAX_MESSAGE_BYTES = 1 << 20
@@ -266,17 +304,18 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     if n < 2:
         pkt.truncated("ddp", n, 2)
         return None
-    ctrl = buf[off]
-    tagged = ctrl >> 7
+    tagged = (buf[off + _TAGGED_FLAG.word] >> _TAGGED_FLAG.shift) & _TAGGED_FLAG.mask
     hlen = _TAGGED_HDR if tagged else _UNTAGGED_HDR
     if n < hlen:
         pkt.truncated("ddp", n, hlen)
         return None
-    last = (ctrl >> 6) & 1
+    last = (buf[off + _LAST_FLAG.word] >> _LAST_FLAG.shift) & _LAST_FLAG.mask
+    dv = (buf[off + _DDP_VERSION.word] >> _DDP_VERSION.shift) & _DDP_VERSION.mask
     ddp = pkt.add_layer("ddp", DDP_TAGGED if tagged else DDP_UNTAGGED, buf, off, hlen)
-    rdmap = pkt.add_layer("rdmap", RDMAP_CTRL, buf, off + 1, 1)
-    r = buf[off + 1]
-    op = r & 15
+    rdmap = pkt.add_layer("rdmap", RDMAP_CTRL, buf, off + _RDMAP_AT, RDMAP_CTRL.size)
+    r = buf[off + _RDMAP_AT]
+    op = (r >> _RDMAP_OPCODE.shift) & _RDMAP_OPCODE.mask
+    rv = (r >> _RDMAP_VERSION.shift) & _RDMAP_VERSION.mask
     info = IWarpInfo()
     info.opcode = op
     info.name = _name(op)
@@ -287,10 +326,10 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         info.conn = stream.conn
         info.from_initiator = stream.is_initiator
     n_expert = len(pkt.expert) if pkt.expert else 0
-    if ctrl & 3 != 1:
-        pkt.set_malformed(f"ddp: version {ctrl & 3}, expected 1 (RFC 5041)")
-    if r >> 6 != 1:
-        pkt.set_malformed(f"rdmap: version {r >> 6}, expected 1 (RFC 5040)")
+    if dv != 1:
+        pkt.set_malformed(f"ddp: version {dv}, expected 1 (RFC 5041)")
+    if rv != 1:
+        pkt.set_malformed(f"rdmap: version {rv}, expected 1 (RFC 5040)")
     if op not in RDMAP_OPCODES:
         pkt.set_malformed(f"rdmap: reserved opcode {op}")
     elif _TAGGED_OPS[op] != bool(tagged):
@@ -305,20 +344,20 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     stag: int
     to: int
     if tagged:
-        stag, to = _TAGGED_WORDS(buf, off + 2)
+        stag, to = _TAGGED_WORDS(buf, off + _STAG_AT)
         info.stag = stag
         info.to = to
         text = f"iWARP RDMAP {info.name} STag=0x{stag:08x} TO=0x{to:x}"
     else:
-        w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + 2)
+        w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + _INV_STAG_AT)
         info.qn = qn
         info.msn = msn
         info.mo = mo
         if op in INVALIDATE_OPS:
             info.inv_stag = w
-            rdmap.add(INVAL_STAG, w, off + 2, 4)
+            rdmap.add(INVAL_STAG, w, off + _INV_STAG_AT, _INV_STAG_END - _INV_STAG_AT)
         else:
-            rdmap.add(RDMAP_RESERVED, w, off + 2, 4)
+            rdmap.add(RDMAP_RESERVED, w, off + _INV_STAG_AT, _INV_STAG_END - _INV_STAG_AT)
         text = f"iWARP RDMAP {info.name}{' Last' if last else ''} QN={info.qn} MSN={info.msn}"
         if info.mo:
             text += f" MO={info.mo}"
@@ -350,13 +389,13 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         else:
             pkt.truncated("rdmap atomic response", end - pos, ATOMIC_RESPONSE.size)
     elif op in (8, 9) and not tagged:
-        if end - pos >= 8:
+        if end - pos >= IMMEDIATE.size:
             rdmap.child("rdmap.immediate", IMMEDIATE, pos)
-            info.immediate = int.from_bytes(buf[pos:pos + 8], "big")
-            text += f" Imm=0x{info.immediate:016x}"
-            pos += 8
+            info.immediate = imm = IMMEDIATE.decode(buf, pos)[0]
+            text += f" Imm=0x{imm:016x}"
+            pos += IMMEDIATE.size
         else:
-            pkt.truncated("rdmap immediate data", end - pos, 8)
+            pkt.truncated("rdmap immediate data", end - pos, IMMEDIATE.size)
     info.payload_off = pos
     info.payload_end = end
     plen = end - pos
@@ -396,14 +435,11 @@ def _read_request(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: i
 
 def _terminate(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int, end: int,
                text: str) -> tuple[int, str]:
-    if end - pos < 4:
-        pkt.truncated("rdmap terminate", end - pos, 4)
+    if end - pos < TERMINATE.size:
+        pkt.truncated("rdmap terminate", end - pos, TERMINATE.size)
         return end, text
     term = rdmap.child("rdmap.term", TERMINATE, pos)
-    layer = buf[pos] >> 4
-    etype = buf[pos] & 15
-    code = buf[pos + 1]
-    hdrct = buf[pos + 2] >> 5
+    layer, etype, code, _m, with_ddp, with_rdma, _rsvd = TERMINATE.decode(buf, pos)
     info.terminate = (layer, etype, code)
     ename = TERM_ETYPES.get(layer, {}).get(etype, f"Reserved error type {etype}")
     cname = TERM_CODES.get((layer, etype), {}).get(code)
@@ -414,21 +450,22 @@ def _terminate(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int,
     text += f" {TERM_LAYERS.get(layer, f'Layer {layer}')}: {ename}: {cname}"
     pkt.add_expert("error", "protocol", f"Terminate from {TERM_LAYERS.get(layer, f'layer {layer}')}: {ename}: "
                    f"{cname}", "RFC 5040")
-    p = pos + 4
-    if hdrct & 0b010:     # D: DDP Segment Length, then the terminated DDP header
+    p = pos + TERMINATE.size
+    if with_ddp:          # D: DDP Segment Length, then the terminated DDP header
         if end - p < 2:
             pkt.truncated("rdmap terminate ddp segment length", end - p, 2)
             return end, text
         term.add(TERM_DDP_SEG_LEN, (buf[p] << 8) | buf[p + 1], p, 2)
         p += 2
         if end - p >= 1:
-            hl = _TAGGED_HDR if buf[p] & 0x80 else _UNTAGGED_HDR
+            tagged = (buf[p + _TAGGED_FLAG.word] >> _TAGGED_FLAG.shift) & _TAGGED_FLAG.mask
+            hl = _TAGGED_HDR if tagged else _UNTAGGED_HDR
             if end - p < hl:
                 pkt.truncated("rdmap terminated ddp header", end - p, hl)
                 return end, text
             term.add(TERM_DDP_H, bytes(buf[p:p + hl]), p, hl)
             p += hl
-    if hdrct & 0b001:     # R: the terminated RDMA header (a Read Request's 28 bytes)
+    if with_rdma:         # R: the terminated RDMA header (a Read Request's 28 bytes)
         hl = min(READ_REQUEST.size, end - p)
         if hl > 0:
             term.add(TERM_RDMA_H, bytes(buf[p:p + hl]), p, hl)

@@ -18,27 +18,24 @@ facts only when somebody asks for it.
 from __future__ import annotations
 
 import struct
-from typing import Any, Final, Sequence
+from typing import Any, Callable, Final, Sequence
 
 from mypy_extensions import mypyc_attr
 
-from ..fields import Field, declaring, protocol, repeatable
+from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
 from .onc_rpc import rpc_flow
-from .xdr import Cursor, XdrError, p32, p64
+from .xdr import Cursor, XdrError, p32, pack_list, read_list
 
 declaring(__name__)
 protocol("rpcrdma", "RPC over RDMA")
 # Sub-trees of the chunk lists
 protocol("rpcrdma.read_list", "Read list")
 protocol("rpcrdma.read_chunk", "Read chunk")
-protocol("rpcrdma.read_segment", "Read segment")
 protocol("rpcrdma.write_chunk", "Write chunk")
-protocol("rpcrdma.write_segment", "RDMA segment")
 protocol("rpcrdma.reply_chunk", "Reply chunk")
-protocol("rpcrdma.reply_segment", "RDMA segment")
 repeatable("rpcrdma")             # several FPDUs in a TCP segment; segments of a chunk list
 
 NFS_RDMA_PORT: Final = 20049
@@ -58,23 +55,33 @@ READS_COUNT: Final = Field("rpcrdma.reads_count", 0, "Read segments")
 READ_CHUNKS: Final = Field("rpcrdma.read_chunks", 0, "Read chunks")
 WRITES_COUNT: Final = Field("rpcrdma.writes_count", 0, "Write chunks")
 REPLY_COUNT: Final = Field("rpcrdma.reply_count", 0, "Reply chunk present", "bool")
-READ_POS: Final = Field("rpcrdma.read.segment.position", 32, "Position in XDR", unit="bytes")
-READ_HANDLE: Final = Field("rpcrdma.read.segment.handle", 32, "RDMA handle", "hex")
-READ_LENGTH: Final = Field("rpcrdma.read.segment.length", 32, "RDMA length", unit="bytes")
-READ_OFFSET: Final = Field("rpcrdma.read.segment.offset", 64, "RDMA offset", "hex")
+
+# --- the chunk lists (RFC 8166 section 4.3), declared once: parse, build and tree read these ---------
+# struct xdr_rdma_segment { uint32 handle; uint32 length; uint64 offset; };
+_RDMA_SEGMENT: Final = [F("handle", 32, "RDMA handle", "hex"), F("length", 32, "RDMA length", unit="bytes"),
+                        F("offset", 64, "RDMA offset", "hex")]
+# struct xdr_read_chunk { uint32 position; struct xdr_rdma_segment target; };
+READ_SEGMENT: Final = XdrStruct("rpcrdma.read_segment", "Read segment", "read segment", "rpcrdma.read.segment",
+                                [F("position", 32, "Position in XDR", unit="bytes"), *_RDMA_SEGMENT])
 RCHUNK_POS: Final = Field("rpcrdma.read.chunk.position", 0, "Chunk position", unit="bytes")
 RCHUNK_SEGS: Final = Field("rpcrdma.read.chunk.segments", 0, "Segments")
 RCHUNK_LEN: Final = Field("rpcrdma.read.chunk.length", 0, "Chunk length", unit="bytes")
 WCHUNK_SEGS: Final = Field("rpcrdma.write.chunk.segment_count", 32, "Segment count")
 WCHUNK_LEN: Final = Field("rpcrdma.write.chunk.length", 0, "Chunk length", unit="bytes")
-WRITE_HANDLE: Final = Field("rpcrdma.write.segment.handle", 32, "RDMA handle", "hex")
-WRITE_LENGTH: Final = Field("rpcrdma.write.segment.length", 32, "RDMA length", unit="bytes")
-WRITE_OFFSET: Final = Field("rpcrdma.write.segment.offset", 64, "RDMA offset", "hex")
+WRITE_SEGMENT: Final = XdrStruct("rpcrdma.write_segment", "RDMA segment", "segment", "rpcrdma.write.segment",
+                                 _RDMA_SEGMENT)
 REPLY_SEGS: Final = Field("rpcrdma.reply.segment_count", 32, "Segment count")
 REPLY_LEN: Final = Field("rpcrdma.reply.length", 0, "Chunk length", unit="bytes")
-REPLY_HANDLE: Final = Field("rpcrdma.reply.segment.handle", 32, "RDMA handle", "hex")
-REPLY_LENGTH: Final = Field("rpcrdma.reply.segment.length", 32, "RDMA length", unit="bytes")
-REPLY_OFFSET: Final = Field("rpcrdma.reply.segment.offset", 64, "RDMA offset", "hex")
+REPLY_SEGMENT: Final = XdrStruct("rpcrdma.reply_segment", "RDMA segment", "segment", "rpcrdma.reply.segment",
+                                 _RDMA_SEGMENT)
+# struct xdr_read_list { struct xdr_read_chunk entry; struct xdr_read_list *next; };
+READ_LIST: Final = XdrList("read list", READ_SEGMENT)
+# struct xdr_write_chunk { struct xdr_rdma_segment target<>; };  and the Write list of them, chained
+WRITE_LIST: Final = XdrList("write list", WRITE_SEGMENT, count=WCHUNK_SEGS, count_what="write chunk segment count")
+# struct xdr_write_chunk *rdma_reply;
+REPLY_CHUNK: Final = XdrList("reply chunk", REPLY_SEGMENT, chained=False, count=REPLY_SEGS,
+                             count_what="reply chunk segment count")
+CHUNK_LISTS: Final = (READ_LIST, WRITE_LIST, REPLY_CHUNK)     # in this order after the header
 ERRCODE: Final = Field("rpcrdma.errcode", 32, "Error code", names=ERRCODES)
 VERS_LOW: Final = Field("rpcrdma.vers_low", 32, "Version low")
 VERS_HIGH: Final = Field("rpcrdma.vers_high", 32, "Version high")
@@ -183,41 +190,41 @@ CHUNKS: Final[Note[tuple[frozenset[int], int]]] = Note("rpcrdma.chunks")
 
 
 # --- parsing (shared by v1 and v2: the chunk lists have one encoding) ------------------------------
-def _bool(cur: Cursor, what: str) -> int:
-    v = cur.u32(what)
-    if v > 1:
-        raise XdrError(f"{what}: discriminator {v} is not 0 or 1", 0, 0)
-    return v
+def _read_segment(values: tuple[int, ...], at: int) -> Segment:
+    """A READ_SEGMENT item: its declared keys are Segment's first four attributes, in order."""
+    return Segment(values[0], values[1], values[2], values[3], at)
+
+
+def _rdma_segment(values: tuple[int, ...], at: int) -> Segment:
+    """A WRITE_SEGMENT or REPLY_SEGMENT item: Segment's handle, length and offset, in order."""
+    return Segment(None, values[0], values[1], values[2], at)
+
+
+def group_reads(msg: RpcRdmaMessage) -> None:
+    """The read segments grouped by position into Read chunks, in the order each position first comes."""
+    reads = msg.reads
+    if len(reads) == 1:
+        msg.read_chunks = [(reads[0].position, [reads[0]])]
+    elif reads:
+        groups: dict[int | None, list[Segment]] = {}
+        for s in reads:
+            groups.setdefault(s.position, []).append(s)
+        msg.read_chunks = list(groups.items())
 
 
 def parse_lists(cur: Cursor, msg: RpcRdmaMessage) -> None:
-    """Read list, Write list, Reply chunk (RFC 8166; draft-01 section 6.2.3 for v2)."""
-    reads = msg.reads
-    while _bool(cur, "read list"):
-        at = cur.pos
-        pos, handle, length, offset = cur.read_segment()
-        reads.append(Segment(pos, handle, length, offset, at))
-    if reads:
-        groups: dict[int, list[Segment]] = {}
-        for s in reads:
-            groups.setdefault(s.position, []).append(s)  # type: ignore[arg-type]
-        msg.read_chunks = list(groups.items())
-    while _bool(cur, "write list"):
-        n = cur.count(16, "write chunk segment count")
-        chunk = []
-        for _ in range(n):
-            at = cur.pos
-            handle, length, offset = cur.segment()
-            chunk.append(Segment(None, handle, length, offset, at))
-        msg.writes.append(chunk)
-    if _bool(cur, "reply chunk"):
-        n = cur.count(16, "reply chunk segment count")
-        reply = []
-        for _ in range(n):
-            at = cur.pos
-            handle, length, offset = cur.segment()
-            reply.append(Segment(None, handle, length, offset, at))
-        msg.reply = reply
+    """Read list, Write list, Reply chunk (RFC 8166; draft-01 section 6.2.3 for v2): the declared walk."""
+    reads: list[list[Segment]] = []
+    try:
+        read_list(cur, READ_LIST, _read_segment, reads)
+    finally:        # a malformed list still shows the segments read before the fault
+        msg.reads = [entry[0] for entry in reads]
+    group_reads(msg)
+    read_list(cur, WRITE_LIST, _rdma_segment, msg.writes)
+    reply: list[list[Segment]] = []
+    read_list(cur, REPLY_CHUNK, _rdma_segment, reply)
+    if reply:
+        msg.reply = reply[0]
 
 
 def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str | None]:
@@ -254,77 +261,80 @@ def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str
 
 _U32: Final = struct.Struct(">I").unpack_from
 _II: Final = struct.Struct(">II").unpack_from
-_III: Final = struct.Struct(">III").unpack_from
-_RSEG: Final = struct.Struct(">IIIQ").unpack_from
-_SEG: Final = struct.Struct(">IIQ").unpack_from
-_NO_CHUNKS: Final = (0, 0, 0)
+# The fused fast path reads the declared items with their own structs; the discriminators and counts
+# are XDR units.  tests/test_rpc_fast_paths.py holds it to parse_lists.
+_NO_CHUNKS: Final = (0,) * len(CHUNK_LISTS)           # every list empty: one FALSE discriminator each
+_EMPTY_LISTS: Final = struct.Struct(f">{len(CHUNK_LISTS)}I").unpack_from
+_EMPTY_SIZE: Final = XDR_UNIT * len(CHUNK_LISTS)
+_BARE_V1: Final = _HDR.size + _EMPTY_SIZE                # a v1 header with no chunk: 28 bytes
+_RSEG: Final = READ_SEGMENT.struct.unpack_from
+_READ_ENTRY: Final = XDR_UNIT + READ_SEGMENT.size      # discriminator, then the item
+_WSEG: Final = WRITE_SEGMENT.struct.unpack_from
+_WSEG_SIZE: Final = WRITE_SEGMENT.size
+_PSEG: Final = REPLY_SEGMENT.struct.unpack_from
+_PSEG_SIZE: Final = REPLY_SEGMENT.size
 
 
-def _fast_segments(buf: bytes, p: int, end: int, out: list) -> int:
+def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment],
+                   unpack: Callable[[bytes, int], tuple[int, ...]], size: int) -> int:
     """A counted array of RDMA segments appended to ``out``; returns where it ends, or -1."""
-    if end - p < 4:
+    if end - p < XDR_UNIT:
         return -1
     n = _U32(buf, p)[0]
-    p += 4
-    if n * 16 > end - p:
+    p += XDR_UNIT
+    if n * size > end - p:
         return -1
     for _ in range(n):
-        handle, length, offset = _SEG(buf, p)
+        handle, length, offset = unpack(buf, p)
         out.append(Segment(None, handle, length, offset, p))
-        p += 16
+        p += size
     return p
 
 
 def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     """The chunk lists read with a few unpacks; returns where they end, or -1 when anything is short or
     out of range (``parse_lists`` then says what)."""
-    if end - p >= 12 and _III(buf, p) == _NO_CHUNKS:     # the common case: no chunk at all
-        return p + 12
+    if end - p >= _EMPTY_SIZE and _EMPTY_LISTS(buf, p) == _NO_CHUNKS:     # the common case: no chunk at all
+        return p + _EMPTY_SIZE
     reads = msg.reads
     while True:
-        if end - p < 4:
+        if end - p < XDR_UNIT:
             return -1
         d = _U32(buf, p)[0]
         if d == 0:
-            p += 4
+            p += XDR_UNIT
             break
-        if d != 1 or end - p < 24:
+        if d != 1 or end - p < _READ_ENTRY:
             return -1
-        pos, handle, length, offset = _RSEG(buf, p + 4)
-        reads.append(Segment(pos, handle, length, offset, p + 4))
-        p += 24
+        pos, handle, length, offset = _RSEG(buf, p + XDR_UNIT)
+        reads.append(Segment(pos, handle, length, offset, p + XDR_UNIT))
+        p += _READ_ENTRY
     if reads:
-        if len(reads) == 1:
-            msg.read_chunks = [(reads[0].position, [reads[0]])]
-        else:
-            groups: dict[int, list[Segment]] = {}
-            for s in reads:
-                groups.setdefault(s.position, []).append(s)  # type: ignore[arg-type]
-            msg.read_chunks = list(groups.items())
+        group_reads(msg)
     writes = msg.writes
     while True:
-        if end - p < 4:
+        if end - p < XDR_UNIT:
             return -1
         d = _U32(buf, p)[0]
         if d == 0:
-            p += 4
+            p += XDR_UNIT
             break
         if d != 1:
             return -1
         chunk: list[Segment] = []
-        p = _fast_segments(buf, p + 4, end, chunk)
+        p = _fast_segments(buf, p + XDR_UNIT, end, chunk, _WSEG, _WSEG_SIZE)
         if p < 0:
             return -1
         writes.append(chunk)
-    if end - p < 4:
+    if end - p < XDR_UNIT:
         return -1
     d = _U32(buf, p)[0]
     if d == 0:
-        return p + 4
+        return p + XDR_UNIT
     if d != 1:
         return -1
     reply: list[Segment] = []
-    p = _fast_segments(buf, p + 4, end, reply)
+    p = _fast_segments(buf, p + XDR_UNIT, end, reply, _PSEG, _PSEG_SIZE)
     msg.reply = reply
     return p
 
@@ -333,7 +343,7 @@ def _parse_v1_fast(buf: bytes, off: int, end: int, xid: int, vers: int, credits:
                    proc: int) -> RpcRdmaMessage | None:
     """RDMA_MSG, RDMA_NOMSG or RDMA_MSGP of version 1, well formed: the facts, or None (then parse_v1).
     The caller has unpacked the first four words."""
-    if end - off < 28:
+    if end - off < _BARE_V1:
         return None
     msg = RpcRdmaMessage(vers, xid, credits, proc)
     p = off + 16
@@ -354,22 +364,8 @@ def _parse_v1_fast(buf: bytes, off: int, end: int, xid: int, vers: int, credits:
 def encode_lists(reads: Sequence = (), writes: Sequence = (), reply: Sequence | None = None) -> bytes:
     """``reads``: (position, handle, length, offset) tuples; ``writes``: lists of (handle, length, offset);
     ``reply``: a list of (handle, length, offset) or None."""
-    out = []
-    for pos, handle, length, offset in reads:
-        out.append(p32(1, pos, handle, length) + p64(offset))
-    out.append(p32(0))
-    for chunk in writes:
-        out.append(p32(1, len(chunk)))
-        for handle, length, offset in chunk:
-            out.append(p32(handle, length) + p64(offset))
-    out.append(p32(0))
-    if reply is None:
-        out.append(p32(0))
-    else:
-        out.append(p32(1, len(reply)))
-        for handle, length, offset in reply:
-            out.append(p32(handle, length) + p64(offset))
-    return b"".join(out)
+    return (pack_list(READ_LIST, [[r] for r in reads]) + pack_list(WRITE_LIST, writes)
+            + pack_list(REPLY_CHUNK, [] if reply is None else [reply]))
 
 
 def encode_v1(xid: int, proc: int = 0, credits: int = 128, *, reads: Sequence = (), writes: Sequence = (),
@@ -395,44 +391,45 @@ def add_lists(lay: Layer, msg: RpcRdmaMessage, start: int) -> None:
     lay.add(REPLY_COUNT, msg.reply is not None)
     if msg.reads:
         lay.add(READ_CHUNKS, len(msg.read_chunks))
-        first = msg.reads[0].at - 4
-        rl = lay.child("rpcrdma.read_list", None, first, msg.reads[-1].at + 20 - first,
+        size = READ_SEGMENT.size
+        first = msg.reads[0].at - XDR_UNIT
+        rl = lay.child("rpcrdma.read_list", None, first, msg.reads[-1].at + size - first,
                        f"Read list ({len(msg.reads)} segments, {len(msg.read_chunks)} chunks)")
         for pos, segs in msg.read_chunks:
             total = sum(s.length for s in segs)
-            ch = rl.child("rpcrdma.read_chunk", None, segs[0].at, 20 * len(segs),
+            ch = rl.child("rpcrdma.read_chunk", None, segs[0].at, size * len(segs),
                           f"Read chunk at position {pos} ({len(segs)} segments, {total} bytes)")
             ch.add(RCHUNK_POS, pos)
             ch.add(RCHUNK_SEGS, len(segs))
             ch.add(RCHUNK_LEN, total)
             for s in segs:
-                sg = ch.child("rpcrdma.read_segment", None, s.at, 20, "Read segment")
-                a = s.at
-                sg.add(READ_POS, s.position, a, 4)
-                sg.add(READ_HANDLE, s.handle, a + 4, 4)
-                sg.add(READ_LENGTH, s.length, a + 8, 4)
-                sg.add(READ_OFFSET, s.offset, a + 12, 8)
+                _add_item(ch, READ_SEGMENT, s)
     for i, chunk in enumerate(msg.writes):
-        _segment_chunk(lay, "rpcrdma.write_chunk", "rpcrdma.write_segment", f"Write chunk {i}", chunk, start,
-                       WCHUNK_SEGS, WCHUNK_LEN, WRITE_HANDLE, WRITE_LENGTH, WRITE_OFFSET)
+        _segment_chunk(lay, "rpcrdma.write_chunk", f"Write chunk {i}", WRITE_LIST, WCHUNK_LEN, chunk, start)
     if msg.reply is not None:
-        _segment_chunk(lay, "rpcrdma.reply_chunk", "rpcrdma.reply_segment", "Reply chunk", msg.reply, start,
-                       REPLY_SEGS, REPLY_LEN, REPLY_HANDLE, REPLY_LENGTH, REPLY_OFFSET)
+        _segment_chunk(lay, "rpcrdma.reply_chunk", "Reply chunk", REPLY_CHUNK, REPLY_LEN, msg.reply, start)
 
 
-def _segment_chunk(lay: Layer, proto: str, seg_proto: str, label: str, segs: list, start: int,
-                   count_f: Field, len_f: Field, handle_f: Field, length_f: Field, offset_f: Field) -> None:
-    """A Write chunk or the Reply chunk: its segment count, then each (handle, length, offset) segment."""
-    at = segs[0].at - 4 if segs else start
+def _add_item(parent: Layer, item: XdrStruct, seg: Segment) -> None:
+    """One declared item as a sub-tree: each field at its declared place, its value the segment's own."""
+    at = seg.at
+    sub = parent.child(item.tree, None, at, item.size, item.label)
+    for f, key, (rel, size) in zip(item.fields, item.keys, item.spans):
+        sub.add(f, getattr(seg, key), at + rel, size)
+
+
+def _segment_chunk(lay: Layer, proto: str, label: str, lst: XdrList, len_f: Field, segs: list[Segment],
+                   start: int) -> None:
+    """A Write chunk or the Reply chunk: its segment count, then each segment."""
+    at = segs[0].at - XDR_UNIT if segs else start
     total = sum(s.length for s in segs)
-    ch = lay.child(proto, None, at, 4 + 16 * len(segs), f"{label} ({len(segs)} segments, {total} bytes)")
-    ch.add(count_f, len(segs), at, 4)
+    ch = lay.child(proto, None, at, XDR_UNIT + lst.item.size * len(segs),
+                   f"{label} ({len(segs)} segments, {total} bytes)")
+    if lst.count is not None:
+        ch.add(lst.count, len(segs), at, XDR_UNIT)
     ch.add(len_f, total)
     for s in segs:
-        sg = ch.child(seg_proto, None, s.at, 16, "RDMA segment")
-        sg.add(handle_f, s.handle, s.at, 4)
-        sg.add(length_f, s.length, s.at + 4, 4)
-        sg.add(offset_f, s.offset, s.at + 8, 8)
+        _add_item(ch, lst.item, s)
 
 
 def _segs_text(segs: list[Segment]) -> str:
@@ -551,7 +548,7 @@ def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
             v2(pkt, buf, off, end, ctx)
             return
     msg = None
-    if end - off >= 28:
+    if end - off >= _BARE_V1:
         xid, vers, credits, proc = _HDR.unpack_from(buf, off)
         if vers == 1 and proc <= 2:
             msg = _parse_v1_fast(buf, off, end, xid, vers, credits, proc)
@@ -678,14 +675,14 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     if proc > 4:
         return False
-    if proc == 0 and n >= 36 and _III(buf, off + 16) == _NO_CHUNKS:
+    if proc == 0 and n >= _BARE_V1 + 8 and _EMPTY_LISTS(buf, off + 16) == _NO_CHUNKS:
         # The common case, RDMA_MSG without chunks: the RPC message's XID and type decide.
-        rxid, rtype = _II(buf, off + 28)
+        rxid, rtype = _II(buf, off + _BARE_V1)
         if rxid != xid or rtype > 1:
             return False
         msg = RpcRdmaMessage(vers, xid, credits, 0)
-        msg.header_len = 28
-        msg.payload_len = n - 28
+        msg.header_len = _BARE_V1
+        msg.payload_len = n - _BARE_V1
         show_v1(pkt, buf, off, end, ctx, msg, None)
         return True
     if proc == 3:

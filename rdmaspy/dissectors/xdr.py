@@ -8,16 +8,19 @@ it never leaves the dissector.
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Callable, Final, Sequence, TypeVar
 
 import struct
+
+from ..fields import XdrList
 
 _U32: Final = struct.Struct(">I")
 _U64: Final = struct.Struct(">Q")
 _U32x2: Final = struct.Struct(">II")
 _U32x4: Final = struct.Struct(">IIII")
-_SEG: Final = struct.Struct(">IIQ")        # handle, length, offset: an RDMA segment
-_RSEG: Final = struct.Struct(">IIIQ")      # position, handle, length, offset: a read segment
+_TRUE: Final = _U32.pack(1)
+_FALSE: Final = _U32.pack(0)
+T = TypeVar("T")
 
 
 class XdrError(Exception):
@@ -70,21 +73,12 @@ class Cursor:
         self.pos = p + 8
         return _U64.unpack_from(self.buf, p)[0]
 
-    def segment(self, what: str = "segment") -> tuple[int, int, int]:
-        """An RDMA segment: (handle, length, offset)."""
-        p = self.pos
-        if self.end - p < 16:
-            raise XdrError(what, self.end - p, 16)
-        self.pos = p + 16
-        return _SEG.unpack_from(self.buf, p)
-
-    def read_segment(self, what: str = "read segment") -> tuple[int, int, int, int]:
-        """A read segment: (position, handle, length, offset)."""
-        p = self.pos
-        if self.end - p < 20:
-            raise XdrError(what, self.end - p, 20)
-        self.pos = p + 20
-        return _RSEG.unpack_from(self.buf, p)
+    def discriminator(self, what: str) -> int:
+        """An optional-data discriminator: 0 (FALSE) or 1 (TRUE); anything else is an error."""
+        v = self.u32(what)
+        if v > 1:
+            raise XdrError(f"{what}: discriminator {v} is not 0 or 1", 0, 0)
+        return v
 
     def count(self, item_size: int, what: str) -> int:
         """A counted-array length, checked against the bytes its items need (``item_size`` each, at least 1)."""
@@ -136,6 +130,27 @@ class Cursor:
         return list(struct.unpack_from(f">{n}I", self.buf, p)) if n else []
 
 
+def read_list(cur: Cursor, lst: XdrList, make: Callable[[tuple[int, ...], int], T], entries: list[list[T]]) -> None:
+    """The entries of a declared XDR list appended to ``entries`` as they are read, each a list of its items
+    (one item for an entry that is not a counted array); ``make(values, at)`` turns an item's values and
+    its offset in the buffer into what the caller keeps.  Short or out-of-range input raises XdrError
+    naming the part; the entries read before it stay."""
+    item = lst.item
+    size = item.size
+    unpack = item.struct.unpack_from
+    counted = lst.count is not None
+    while cur.discriminator(lst.what):
+        n = cur.count(size, lst.count_what) if counted else 1
+        entry: list[T] = []
+        for _ in range(n):
+            at = cur.need(size, item.what)
+            cur.pos = at + size
+            entry.append(make(unpack(cur.buf, at), at))
+        entries.append(entry)
+        if not lst.chained:
+            break
+
+
 # --- encoding helpers (used by the encoders beside the decoders and by tests) -----------------------
 def p32(*values: int) -> bytes:
     return b"".join([_U32.pack(v & 0xFFFFFFFF) for v in values])
@@ -151,3 +166,24 @@ def popaque(data: bytes) -> bytes:
 
 def pstring(text: str) -> bytes:
     return popaque(text.encode())
+
+
+def pack_list(lst: XdrList, entries: Sequence[Sequence[Sequence[int]]]) -> bytes:
+    """A declared XDR list from its entries, each a sequence of items' values (in the declared order);
+    an entry that is not a counted array has one item.  Values are cut to their widths."""
+    if not lst.chained and len(entries) > 1:
+        raise ValueError(f"{lst.what}: at most one entry, not {len(entries)}")
+    item = lst.item
+    pack = item.struct.pack
+    masks = item.masks
+    counted = lst.count is not None
+    out = []
+    for entry in entries:
+        if not counted and len(entry) != 1:
+            raise ValueError(f"{lst.what}: an entry is one {item.what}, not {len(entry)}")
+        out.append(_TRUE + _U32.pack(len(entry)) if counted else _TRUE)
+        for values in entry:
+            out.append(pack(*[v & m for v, m in zip(values, masks)]))
+    if lst.chained or not entries:
+        out.append(_FALSE)
+    return b"".join(out)

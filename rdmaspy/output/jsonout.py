@@ -12,8 +12,8 @@ from typing import Any, Sequence
 import orjson
 
 from ..fields import CATALOG, Field, Header
-from ..fieldview import EVERY_FIELD, FRAME_FIELDS, Plan, packet_items, presence_field
-from ..packet import Layer, Packet
+from ..fieldview import EVERY_FIELD, Plan, frame_object, packet_items, presence_field
+from ..packet import Item, Layer, Packet
 from .values import json_value
 
 # Displays whose integer values JSON takes as they are: no conversion call per value.
@@ -53,58 +53,76 @@ class _JsonSink:
 
     def put(self, name: str, value: Any) -> None:
         obj = self.obj
-        if _repeats(name):
+        r = _REPEATS.get(name)
+        if r is None:
+            r = _repeats(name)
+        if r:
             xs = obj.get(name)
             if xs is None:
                 obj[name] = [value]
             else:
                 xs.append(value)
         elif name in obj:
-            # a declaration says once, the packet says twice: keep every value (tests/test_json_output.py
-            # fails on any shipped capture where this happens)
-            extra = self.extra
-            if extra is None:
-                extra = self.extra = set()
-            if name in extra:
-                obj[name].append(value)
-            else:
-                obj[name] = [obj[name], value]
-                extra.add(name)
+            self.again(name, value)
         else:
             obj[name] = value
 
-    def layer(self, lay: Layer, depth: int) -> None:
-        self.put(lay.proto, True)
-
-    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
-        hdr = lay.header
-        assert hdr is not None
-        names, conv, repeating = _plan(hdr)
-        vals: Sequence[Any] = lay.values
-        if conv:
-            conv_vals = list(vals)
-            for i, f in conv:
-                conv_vals[i] = json_value(f, conv_vals[i])
-            vals = conv_vals
-        obj = self.obj
-        if repeating >= 0 and obj.keys().isdisjoint(names):
-            obj.update(zip(names, vals) if repeating == 0 else zip(names, [[v] for v in vals]))
+    def again(self, name: str, value: Any) -> None:
+        """A declaration says once, the packet says twice: keep every value (tests/test_json_output.py fails
+        on any shipped capture where this happens)."""
+        extra = self.extra
+        if extra is None:
+            extra = self.extra = set()
+        if name in extra:
+            self.obj[name].append(value)
         else:
-            for name, v in zip(names, vals):
-                self.put(name, v)
+            self.obj[name] = [self.obj[name], value]
+            extra.add(name)
 
-    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        if type(value) is not int or field.display not in _PLAIN or field.bits > 64:
-            value = json_value(field, value)
-        self.put(field.name, value)
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
+        obj = self.obj
+        if present:
+            name = lay.proto
+            if name in obj or _REPEATS.get(name) is not False:
+                self.put(name, True)
+            else:
+                obj[name] = True
+        hdr = lay.header
+        if plan and hdr is not None:
+            names, conv, repeating = _plan(hdr)
+            vals: Sequence[Any] = lay.values
+            if conv:
+                conv_vals = list(vals)
+                for i, f in conv:
+                    conv_vals[i] = json_value(f, conv_vals[i])
+                vals = conv_vals
+            if repeating >= 0 and obj.keys().isdisjoint(names):
+                obj.update(zip(names, vals) if repeating == 0 else zip(names, [[v] for v in vals]))
+            else:
+                for name, v in zip(names, vals):
+                    self.put(name, v)
+        if items:
+            for f, v, _o, _l in items:
+                if type(v) is not int or f.display not in _PLAIN or f.bits > 64:
+                    v = json_value(f, v)
+                name = f.name
+                r = _REPEATS.get(name)
+                if r is None:
+                    r = _repeats(name)
+                if r:
+                    xs = obj.get(name)
+                    if xs is None:
+                        obj[name] = [v]
+                    else:
+                        xs.append(v)
+                elif name in obj:
+                    self.again(name, v)
+                else:
+                    obj[name] = v
 
 
 def packet_object(pkt: Packet, t0: int) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for field, get in FRAME_FIELDS:
-        v = get(pkt, t0)
-        if v is not None:
-            obj[field.name] = v
+    obj = frame_object(pkt, t0)
     sink = _JsonSink(obj)
     EVERY_FIELD.layers(pkt, sink)
     if pkt.malformed or pkt.expert:

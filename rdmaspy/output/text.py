@@ -5,7 +5,7 @@ from typing import Any, Iterator
 
 from ..fields import Field
 from ..fieldview import EVERY_FIELD, Plan
-from ..packet import Layer, Packet
+from ..packet import Item, Layer, Packet
 from .values import text_value
 
 
@@ -83,17 +83,15 @@ class _TreeLines:
     def __init__(self) -> None:
         self.lines: list[str] = []
 
-    def layer(self, lay: Layer, depth: int) -> None:
-        self.lines.append("    " * depth + lay.label)
-
-    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
+        lines = self.lines
+        lines.append("    " * depth + lay.label)
         pad = "    " * (depth + 1)
-        vals = lay.values
-        self.lines.extend([f"{pad}{f.label}: {text_value(f, vals[i])}" for i, f in plan])
-
-    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        self.lines.append(f"{'    ' * (depth + 1)}{field.label}: {text_value(field, value)}")
-
+        if plan:
+            vals = lay.values
+            lines.extend([f"{pad}{f.label}: {text_value(f, vals[i])}" for i, f in plan])
+        if items:
+            lines.extend([f"{pad}{f.label}: {text_value(f, v)}" for f, v, _o, _l in items])
 
 
 def hex_lines(data: bytes) -> Iterator[str]:

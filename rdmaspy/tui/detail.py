@@ -24,7 +24,7 @@ from ..fields import Field
 from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan
 from ..output.text import citation, tree_lines
 from ..output.values import json_value, text_value
-from ..packet import Layer, Packet
+from ..packet import Item, Layer, Packet
 from ..pipeline import Options, Pipeline
 from ..readers import Capture
 from .checkpoints import Checkpoints
@@ -111,25 +111,22 @@ class _DetailNodes:
         self.data = data
         self.out = out
 
-    def layer(self, lay: Layer, depth: int) -> None:
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
         own = lay.buf is self.data
-        self.out.append(Node(depth, lay.label, lay.off if own else -1, lay.length if own else 0, lay.proto,
-                             lay.proto))
-
-    def header(self, lay: Layer, plan: Plan, depth: int) -> None:
-        hdr = lay.header
-        assert hdr is not None
-        own = lay.buf is self.data
-        base = lay.off
-        vals = lay.values
-        spans = hdr.spans
-        for i, f in plan:
-            bo, bl, _bit = spans[i]
-            self.out.append(_field_node(f, vals[i], depth + 1, base + bo if own else -1, bl))
-
-    def item(self, lay: Layer, field: Field, value: Any, start: int, length: int, depth: int) -> None:
-        own = lay.buf is self.data
-        self.out.append(_field_node(field, value, depth + 1, start if own and start >= 0 else -1, length))
+        out = self.out
+        out.append(Node(depth, lay.label, lay.off if own else -1, lay.length if own else 0, lay.proto, lay.proto))
+        if plan:
+            hdr = lay.header
+            assert hdr is not None
+            base = lay.off
+            vals = lay.values
+            spans = hdr.spans
+            for i, f in plan:
+                bo, bl, _bit = spans[i]
+                out.append(_field_node(f, vals[i], depth + 1, base + bo if own else -1, bl))
+        if items:
+            for f, v, start, length in items:
+                out.append(_field_node(f, v, depth + 1, start if own and start >= 0 else -1, length))
 
 
 def _field_node(f: Field, v: Any, depth: int, start: int, length: int) -> Node:
