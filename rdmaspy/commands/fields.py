@@ -38,7 +38,9 @@ def rows(cat: Catalog, prefix: str | None = None) -> list[dict[str, Any]]:
         for p in subs:
             entries.append({"kind": "protocol", "name": p, "label": cat.protocols[p], "repeats": cat.repeats(p),
                             "module": cat.origin.get(p, "")})
-        for f in groups.get(proto, []):
+        # by declaring module, then in declaration order (sorted is stable): the same whichever module
+        # was imported first (rpcrdma.py and rpcrdma_pdata.py both declare rpcrdma.* fields)
+        for f in sorted(groups.get(proto, []), key=lambda f: cat.origin.get(f.name, "")):
             entries.append({
                 "kind": "field", "name": f.name, "label": f.label, "type": field_type(f), "display": f.display,
                 "bits": f.bits, "unit": f.unit, "doc": f.doc,
