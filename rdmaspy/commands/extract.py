@@ -116,13 +116,7 @@ def write_frames(source: str, target: str, chosen: set[int]) -> int:
                 else:
                     if out is None:
                         out = PcapngWriter(target, application=f"rdmaspy {__version__} (extract)")
-                    idx = ifaces.get(frame.iface)
-                    if idx is None:
-                        desc = cap.interfaces[frame.iface] if frame.iface < len(cap.interfaces) else {}
-                        idx = ifaces[frame.iface] = out.add_interface(
-                            frame.linktype, int(desc.get("snaplen") or 262144), name=desc.get("name") or None,
-                            description=desc.get("description") or None, tsresol=9)
-                    out.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=frame.comment)
+                    out.copy_frame(frame, cap.interfaces, ifaces)
                 written += 1
         finally:
             if out is not None:

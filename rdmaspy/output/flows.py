@@ -254,7 +254,7 @@ class FlowBuilder:
     def on_finding(self, finding: Finding) -> None:
         sev = finding.severity
         self.severities[sev] = self.severities.get(sev, 0) + 1
-        self._spool(finding.conn, "findings").add(orjson.dumps(finding_record(finding), default=_plain))
+        self._spool(finding.conn, "findings").add(orjson.dumps(finding_record(finding), default=json_default))
 
     # -- assembly --------------------------------------------------------------------------------
     def _array(self, out: BinaryIO, conn: int | None, section: str) -> None:
@@ -303,7 +303,7 @@ class FlowBuilder:
         """One connection object (kind "connection"), streamed from the spools."""
         cid = conn.id
         head, credits = self._head(conn)
-        text = orjson.dumps(head, default=_plain)
+        text = orjson.dumps(head, default=json_default)
         out.write(text[:-1])
         out.write(b',"transactions":')
         self._array(out, cid, "transactions")
@@ -359,7 +359,7 @@ class FlowBuilder:
         cid = conn.id
         head, credits = self._head(conn)
         head["credits"] = dict(sorted(credits.items()))
-        out.write(orjson.dumps(head, default=_plain) + b"\n")
+        out.write(orjson.dumps(head, default=json_default) + b"\n")
         self._tagged(out, cid, "transactions", b'{"kind":"transaction",')
         for direction in sorted(credits):
             sp = self._spools.get((cid, "series-" + direction))
@@ -378,7 +378,7 @@ class FlowBuilder:
         for item in sp.items():
             out.write(prefix + item[1:] + b"\n")
 
-def _plain(v: object) -> object:
+def json_default(v: object) -> object:
     """Values orjson does not know (sets, bytes) as JSON-friendly ones."""
     if isinstance(v, (set, frozenset, tuple)):
         return list(v)

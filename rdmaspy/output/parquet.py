@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from ..analysis.model import Connection, CreditSeries, Finding, Record, Segment, Step, Transaction
 from ..packet import Expert, Packet
+from .flows import json_default
 
 SCHEMA_NAME = "rdmaspy-export"
 SCHEMA_VERSION = 1
@@ -252,7 +253,7 @@ def connection_row(c: Connection, first_frame: int | None) -> tuple[Any, ...]:
 
 def finding_row(f: Finding) -> tuple[Any, ...]:
     return (f.frames[0] if f.frames else None, f.ts, "analysis", f.rule_def.id, f.severity, f.group,
-            f.rule_def.source, f.text, list(f.frames), f.conn, _u32(f.xid), orjson.dumps(f.args, default=_plain).decode())
+            f.rule_def.source, f.text, list(f.frames), f.conn, _u32(f.xid), orjson.dumps(f.args, default=json_default).decode())
 
 
 def dissector_item_row(pkt: Packet, item: Expert) -> tuple[Any, ...]:
@@ -264,12 +265,6 @@ def dissector_item_row(pkt: Packet, item: Expert) -> tuple[Any, ...]:
             getattr(pkt.conv, "conn_id", None), None, None)
 
 
-def _plain(v: object) -> object:
-    if isinstance(v, (set, frozenset, tuple)):
-        return list(v)
-    if isinstance(v, (bytes, bytearray)):
-        return v.hex()
-    return str(v)
 
 
 # Keeps a transaction or not (a time slice of a parallel run reports those its first frame falls in).

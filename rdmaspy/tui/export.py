@@ -31,12 +31,6 @@ def export_pcapng(source: str, target: str, rows: array | None) -> int:
                 if row != next_row:
                     continue
                 next_row = next(want, -1)
-            idx = ifaces.get(frame.iface)
-            if idx is None:
-                desc = cap.interfaces[frame.iface] if frame.iface < len(cap.interfaces) else {}
-                idx = ifaces[frame.iface] = out.add_interface(
-                    frame.linktype, int(desc.get("snaplen") or 262144), name=desc.get("name") or None,
-                    description=desc.get("description") or None, tsresol=9)
-            out.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=frame.comment)
+            out.copy_frame(frame, cap.interfaces, ifaces)
             written += 1
     return written

@@ -14,6 +14,7 @@ import struct
 from typing import BinaryIO, Iterable
 
 from .. import __version__
+from ..packet import Frame
 from .base import Writer
 
 BT_SHB = 0x0A0D0D0A
@@ -148,6 +149,18 @@ class PcapngWriter(Writer):
         self._ticks.append(10 ** tsresol)
         self._offsets.append(tsoffset * 1_000_000_000)
         return len(self._ticks) - 1
+
+    def copy_frame(self, frame: Frame, interfaces: list[dict], copied: dict[int, int]) -> None:
+        """Write a frame read from a capture as it was captured (time, lengths, comment), its interface
+        (from the capture's ``interfaces``) described before its first frame; ``copied`` maps the capture's
+        interface numbers to this file's, and is filled here."""
+        idx = copied.get(frame.iface)
+        if idx is None:
+            desc = interfaces[frame.iface] if frame.iface < len(interfaces) else {}
+            idx = copied[frame.iface] = self.add_interface(
+                frame.linktype, int(desc.get("snaplen") or 262144), name=desc.get("name") or None,
+                description=desc.get("description") or None, tsresol=9)
+        self.write_packet(idx, frame.ts, frame.data, frame.wirelen, comment=frame.comment)
 
     def write_packet(self, iface: int, ts_ns: int, data: bytes | memoryview, wirelen: int | None = None,
                      comment: str | Iterable[str] | None = None, flags: int | None = None) -> None:
