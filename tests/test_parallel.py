@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -257,3 +258,18 @@ def test_a_damaged_capture_is_reported_once_and_exported_up_to_the_damage(built,
     err = capsys.readouterr().err
     assert err == one_err and err.count("\n") == 1 and "warning" in err
     _same(_tables(tmp_path / "a"), _tables(tmp_path / "b"))
+
+
+def test_the_engine_ignores_sigpipe_while_open_and_restores_it(cluster):
+    """The command line sets SIGPIPE to die quietly under ``| head``; with the engine's sockets open
+    that would let a closing worker kill the whole run (exit 141), so the engine ignores it meanwhile."""
+    before = signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        engine = parallel._Engine(1, cluster)
+        try:
+            assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN
+        finally:
+            engine.close()
+        assert signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGPIPE, before)

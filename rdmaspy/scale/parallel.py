@@ -31,11 +31,13 @@ import os
 import pickle
 import resource
 import shutil
+import signal
 import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from types import FrameType
+from typing import Any, Callable, Iterator, Optional, Union
 
 from ..analysis.analyzer import Analyzer
 from ..dissectors.hostpair import host_pair
@@ -366,6 +368,9 @@ def connection_numbers(results: list[ShardResult]) -> dict[int, list[int | None]
     return lookups
 
 
+SignalHandler = Union[Callable[[int, Optional[FrameType]], object], int]
+
+
 class _Engine:
     """A Dask client on a local cluster of ``workers`` processes, or on the scheduler at ``address``."""
 
@@ -375,13 +380,21 @@ class _Engine:
         for name in ("distributed", "distributed.worker", "distributed.scheduler", "distributed.nanny"):
             logging.getLogger(name).setLevel(logging.ERROR)
         self.cluster: Any = None
+        # The command line dies quietly on SIGPIPE (``| head``); the engine's sockets must see EPIPE
+        # instead, or a worker closing its end while the scheduler writes kills this whole process
+        # (exit 141, files half written). The disposition is the process's: restored on close().
+        self._old_pipe = _ignore_sigpipe()
         try:
             with warnings.catch_warnings():
                 # "port in use" and the like: the engine's notes, not the user's business
                 warnings.simplefilter("ignore")
                 self._connect(workers, address)
         except (OSError, TimeoutError) as exc:
+            self._restore_sigpipe()
             raise RdmaspyError(f"cannot reach the cluster{' at ' + address if address else ''}: {exc}") from None
+        except BaseException:
+            self._restore_sigpipe()
+            raise
 
     def _connect(self, workers: int, address: str | None) -> None:
         from distributed import Client, LocalCluster
@@ -411,9 +424,29 @@ class _Engine:
             self.client.cancel([f for f in futures if not f.done()])
 
     def close(self) -> None:
-        self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
+        try:
+            self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+        finally:
+            self._restore_sigpipe()
+
+    def _restore_sigpipe(self) -> None:
+        if self._old_pipe is not None:
+            signal.signal(signal.SIGPIPE, self._old_pipe)
+            self._old_pipe = None
+
+
+def _ignore_sigpipe() -> SignalHandler | None:
+    """SIGPIPE ignored (writes to a closed socket raise instead); the disposition it had, or None when
+    it cannot be changed here (no SIGPIPE on this system, or not the main thread)."""
+    if not hasattr(signal, "SIGPIPE"):
+        return None
+    try:
+        old = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    except ValueError:
+        return None
+    return signal.SIG_DFL if old is None else old        # None: set outside Python
 
 
 def _redo_shed(engine: _Engine, results: list[ShardResult], slices: list[SliceResult], paths: list[str],
