@@ -25,6 +25,9 @@ from .packet import Frame, Packet
 if TYPE_CHECKING:
     from .analysis.analyzer import Analyzer
 
+# Frames between two collections of every generation when the pipeline pulls its source.
+FULL_COLLECT_EVERY = 65_536
+
 # A compiled display filter: does the packet match (t0: the first frame's time)?
 Matcher = Callable[[Packet, int], bool]
 
@@ -133,14 +136,22 @@ class Pipeline:
             raise ValueError("this pipeline has no frame source: push frames with feed()")
         # What is loaded by now (modules, declarations, tables) outlives the run: keep the cycle
         # collector off it, and let it run less often, since packets are freed by their reference
-        # counts.  Both are undone at the end (a command may run inside another program).
+        # counts.  Both are undone at the end (a command may run inside another program).  With
+        # these thresholds the oldest generation would hardly ever be collected, and the analysis
+        # makes cycles that live long (a transaction and its segments): they are collected every
+        # FULL_COLLECT_EVERY frames, or their garbage would grow with the capture.
         thresholds = gc.get_threshold()
         gc.freeze()
         gc.set_threshold(10_000, 20, 100)
         try:
             feed = self.feed
+            left = FULL_COLLECT_EVERY
             for frame in source:
                 pkt = feed(frame)
+                left -= 1
+                if left == 0:
+                    gc.collect()
+                    left = FULL_COLLECT_EVERY
                 if self.matched:
                     yield pkt
                     if self.done:

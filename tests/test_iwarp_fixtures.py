@@ -234,5 +234,56 @@ def test_same_ports_again_is_a_new_connection() -> None:
     pkts = [eng.dissect(Frame(i + 1, 0, 1, f, len(f))) for i, f in enumerate(frames)]
     assert [p.info_text.split(" Rev")[0] if p.layer("mpa").header is iwarp_mpa.REQREP else infos(p)[0].name
             for p in pkts] == ["MPA Request", "MPA Reply", "Send"] * 2
-    assert len(iwarp_mpa.mpa_connections(eng.session)) == 2
+    # the MPA state keeps only the second, the first being over
+    (live,) = iwarp_mpa.mpa_connections(eng.session)
+    second_request = [p.frame.num for p in pkts if p.info_text.startswith("MPA Request")][1]
+    assert live.req_frame == second_request
     assert all(p.malformed is None for p in pkts)
+
+
+def _exchange(sport: int) -> tuple[object, object, list[bytes]]:
+    """An MPA exchange and one Send each way on a new pair of ports: (client, server, frames)."""
+    c = BUILD.Direction(BUILD.CLIENT, sport, BUILD.SERVER, 7174, 1000)
+    s = BUILD.Direction(BUILD.SERVER, 7174, BUILD.CLIENT, sport, 9000)
+    frames = c.segments(BUILD.reqrep(True, 0, 1, b"")) + s.segments(BUILD.reqrep(False, 0, 1, b""))
+    frames += c.segments(c.fpdu(BUILD.untagged(3, 0, 1, 0, b"hi")))
+    frames += s.segments(s.fpdu(BUILD.untagged(3, 0, 1, 0, b"ho")))
+    return c, s, frames
+
+
+def _fin(d, flags: int = 0x11) -> bytes:
+    return BUILD.tcp_frame(d.src, d.dst, d.sport, d.dport, d.seq, b"", flags=flags)
+
+
+def _dissect(frames: list[bytes]):
+    from rdmaspy.packet import Frame
+    eng = Engine(strict=True)
+    return [eng.dissect(Frame(i + 1, 0, 1, f, len(f))) for i, f in enumerate(frames)], eng
+
+
+def test_a_connection_closed_by_both_fins_is_let_go() -> None:
+    frames = []
+    for port in range(40300, 40310):           # ten connections, one after the other, each closed
+        c, s, more = _exchange(port)
+        frames += more + [_fin(c), _fin(s)]
+    c, s, more = _exchange(40999)              # and one still open
+    pkts, eng = _dissect(frames + more + [_fin(c)])
+    assert all(p.malformed is None for p in pkts)
+    assert [conn.initiator[1] for conn in iwarp_mpa.mpa_connections(eng.session)] == [40999]
+    assert len(eng.session.state["iwarp.streams"]) == 2
+
+
+def test_a_reset_lets_the_connection_go() -> None:
+    c, _s, frames = _exchange(40400)
+    _pkts, eng = _dissect(frames + [_fin(c, flags=0x14)])
+    assert iwarp_mpa.mpa_connections(eng.session) == []
+    assert eng.session.state["iwarp.streams"] == {}
+
+
+def test_a_fin_ahead_of_missing_bytes_keeps_the_stream_for_their_retransmission() -> None:
+    c, s, frames = _exchange(40500)
+    lost = c.segments(c.fpdu(BUILD.untagged(3, 0, 2, 0, b"late")))      # not seen until after the FINs
+    frames += [_fin(c), _fin(s)] + lost
+    pkts, eng = _dissect(frames)
+    assert [i.name for i in infos(pkts[-1])] == ["Send"]
+    assert len(iwarp_mpa.mpa_connections(eng.session)) == 1

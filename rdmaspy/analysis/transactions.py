@@ -67,7 +67,7 @@ CALL_WINDOW = 4096
 _SWEEP_EVERY = 64              # calls between two looks for overdue ones (the oldest are first in ``open``)
 # What an open transaction keeps at most of each list; past that they are counted in ``dropped``.
 STEPS_KEPT = 1024
-FINDINGS_KEPT = 64
+FINDINGS_KEPT = 16              # as many as resendings: each resending is one finding
 RESENDINGS_KEPT = 16
 _ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 _APPLIED_LIMIT = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)

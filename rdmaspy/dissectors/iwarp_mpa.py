@@ -42,7 +42,7 @@ protocol("tcp_stream", "TCP stream reassembly")
 protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
-from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView
+from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView, seq_delta
 
 KEY_REQ = b"MPA ID Req Frame"
 KEY_REP = b"MPA ID Rep Frame"
@@ -91,6 +91,7 @@ STREAM_STATUS = Field("tcp_stream.status", 0, "Segment in the stream", "str")
 
 cm_private_data = table("cm.private_data", "CM private data (by server port)")
 tcp_port = table("tcp.port", "TCP port")
+tcp_end = table("tcp.end", "TCP connection ends (FIN, RST)")
 
 
 # --- CRC32c (Castagnoli), reflected, as iSCSI and MPA use it -----------------------------------------
@@ -186,7 +187,7 @@ class MpaDir:
     """One direction of an iWARP connection."""
 
     __slots__ = ("conn", "src", "is_initiator", "stream", "phase", "markers", "mstart", "untagged",
-                 "frames_now", "crc_now", "fpdus")
+                 "frames_now", "crc_now", "fpdus", "finished")
 
     def __init__(self, conn: MpaConn, src: tuple[str, int], is_initiator: bool | None) -> None:
         self.conn = conn
@@ -200,6 +201,7 @@ class MpaDir:
         self.frames_now: list[int] = []
         self.crc_now: bool | None = None
         self.fpdus = 0
+        self.finished = False      # its FIN came with every byte before it in the stream
 
     @property
     def server_port(self) -> int:
@@ -211,14 +213,34 @@ def _streams(ctx: Any) -> dict:
 
 
 def mpa_connections(ctx: Any) -> list[MpaConn]:
-    """Every iWARP connection seen so far in this capture, in order of appearance."""
+    """The iWARP connections still open at this point of the capture, in order of appearance: one that
+    ended (both FINs, or a RST) or whose endpoints began a new one is let go, so that a long capture
+    keeps only what is open (the connection table keeps each one's record)."""
     return ctx.get("iwarp.connections", list)
+
+
+def _release(ctx: Any, conn: MpaConn) -> None:
+    """Forget ``conn``'s streams: later segments between its endpoints start a new connection."""
+    streams = _streams(ctx)
+    for key in ((conn.initiator, conn.responder), (conn.responder, conn.initiator)):
+        d = streams.get(key)
+        if d is not None and d.conn is conn:
+            del streams[key]
+    live = mpa_connections(ctx)
+    for i, c in enumerate(live):
+        if c is conn:
+            del live[i]
+            break
 
 
 def _new_conn(ctx: Any, initiator: tuple[str, int], responder: tuple[str, int],
               src_is_initiator: bool | None) -> MpaConn:
-    conn = MpaConn(initiator, responder)
     streams = _streams(ctx)
+    for key in ((initiator, responder), (responder, initiator)):
+        old = streams.get(key)
+        if old is not None:                  # the same endpoints again: the old connection is over
+            _release(ctx, old.conn)
+    conn = MpaConn(initiator, responder)
     a = MpaDir(conn, initiator, True if src_is_initiator is not None else None)
     b = MpaDir(conn, responder, False if src_is_initiator is not None else None)
     conn.dirs[initiator] = a
@@ -274,6 +296,31 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
         else:
             return False
     dissect_mpa_segment(pkt, buf, off, end, ctx, d, seq)
+    return True
+
+
+def tcp_end_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
+    """``tcp.end``: a FIN or RST of a known iWARP connection (``buf[off:]`` is its TCP header). After a
+    RST, or once each direction's FIN came with every byte before it, the connection's stream state
+    goes; a FIN ahead of missing bytes keeps it, so that their retransmission still finds it."""
+    if end - off < 20:
+        return False
+    sport = (buf[off] << 8) | buf[off + 1]
+    dport = (buf[off + 2] << 8) | buf[off + 3]
+    d = _streams(ctx).get(((pkt.src, sport), (pkt.dst, dport)))
+    if d is None:
+        return False
+    flags = buf[off + 13]
+    if flags & 0x04:
+        _release(ctx, d.conn)
+        return True
+    seglen = end - off - (buf[off + 12] >> 4) * 4
+    seq = int.from_bytes(buf[off + 4:off + 8], "big")
+    nxt = d.stream.next_seq
+    if nxt is not None and not d.stream.held and seq_delta((seq + seglen) & 0xFFFFFFFF, nxt) == 0:
+        d.finished = True
+    if all(side.finished for side in d.conn.dirs.values()):
+        _release(ctx, d.conn)
     return True
 
 
@@ -670,3 +717,4 @@ def fpdu_chain(buf: Any, p: int, end: int, exact: bool) -> int:
 
 
 tcp_port.add_heuristic("iwarp_mpa", heuristic_mpa)
+tcp_end.add_heuristic("iwarp_mpa", tcp_end_mpa)

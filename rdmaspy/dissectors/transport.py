@@ -10,7 +10,7 @@ from typing import Final
 
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
-from ..registry import dissect_with, table
+from ..registry import dissect_with, table, try_heuristics
 
 declaring(__name__)
 repeatable("udp", "tcp")          # the headers an ICMP error quotes, besides the packet's own
@@ -48,6 +48,9 @@ TCP_LEN: Final = Field("tcp.len", 0, "TCP Segment Len", unit="bytes")
 udp_port: Final = table("udp.port", "UDP port")
 _udp_ports: Final = udp_port.by_key
 tcp_port: Final = table("tcp.port", "TCP port")
+# Told of each FIN or RST (pkt, buf, the TCP header's offset, end, ctx), so that a protocol that keeps
+# state per TCP connection can let it go; the first that knows the connection takes it.
+tcp_end: Final = table("tcp.end", "TCP connection ends (FIN, RST)")
 _TCP_FLAGS: Final = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
               (0x40, "ECE"), (0x80, "CWR"))
 # The flag names of each value of the flags byte, made once: "ACK", "PSH, ACK", ...
@@ -101,13 +104,14 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     flags = buf[off + 13]
     seq: int = _U32BE(buf, off + 4)[0]
     pkt.set_info(f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq={seq} Len={seglen}")
-    if seglen <= 0:
-        return
-    fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
-    if fn is not None:
-        fn(pkt, buf, off + hlen, end, ctx)
-        return
-    dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
+    if seglen > 0:
+        fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
+        if fn is not None:
+            fn(pkt, buf, off + hlen, end, ctx)
+        else:
+            dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
+    if flags & 0x05 and tcp_end.heuristics:           # FIN or RST, after the bytes it carries
+        try_heuristics(tcp_end, pkt, buf, off, end, ctx)
 
 
 ip_proto: Final = table("ip.proto")
