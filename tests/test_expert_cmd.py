@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import orjson
+from hypothesis import given, strategies as st
 
 from conftest import FIXTURES, capture
 from rdmaspy.cli import main
-from rdmaspy.commands.expert import frame_ranges
+from rdmaspy.commands.expert import Group, frame_ranges
 
 LOSS = capture("rxe-ib_write_bw-loss.pcap")
 RNR = capture("rxe-ib_send_bw-rnr.pcap")
@@ -120,3 +121,28 @@ def test_declared_dissector_rules_are_documented():
     for rid in ("tcp.retransmission", "tcp.held", "tcp.overlap", "tcp.missing", "mpa.resync"):
         r = RULES[rid]
         assert f"| `{rid}` | {r.severity} | {r.source.split(' (')[0]} |" in doc, rid
+
+
+@given(st.lists(st.integers(min_value=1, max_value=5000), max_size=300), st.integers(min_value=1, max_value=6))
+def test_a_group_gives_its_first_frames_in_order_once_and_their_ranges(firsts, most):
+    g = Group("warning", "sequence", "x.y", "", keep=2)
+    for f in firsts:
+        g.add(((f, f + 1), "text", None, None))
+    want = sorted(set(firsts))
+    assert g.frames == want and g.frame_count() == len(want) and g.count == len(firsts)
+    assert frame_ranges(g.each_frame(), most, g.frame_count()) == frame_ranges(want, most) == _ranges(want, most)
+    assert len(g.items) == min(2, len(firsts))
+
+
+def _ranges(frames: list[int], most: int) -> str:
+    """The ranges by index arithmetic over the whole list (how frame_ranges was first written)."""
+    parts, i = [], 0
+    while i < len(frames):
+        if len(parts) == most:
+            return ", ".join(parts) + f", ... ({len(frames) - i} more)"
+        j = i
+        while j + 1 < len(frames) and frames[j + 1] == frames[j] + 1:
+            j += 1
+        parts.append(str(frames[i]) if i == j else f"{frames[i]}-{frames[j]}")
+        i = j + 1
+    return ", ".join(parts)

@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import heapq
 import sys
-from array import array
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
 
 from ..analysis.model import Record
@@ -67,14 +66,19 @@ class _Hooks:
 Item = tuple[tuple[int, ...], str, int | None, int | None]     # frames, text, conn, xid
 
 
+# The set bits of each byte value, lowest first.
+_BITS: tuple[tuple[int, ...], ...] = tuple(tuple(b for b in range(8) if v >> b & 1) for v in range(256))
+
+
 class Group:
     """The findings of one rule (or the dissector items of one text) at one severity.
 
-    Every finding counts and its first frame is kept (4 bytes in an array); the items themselves only
-    up to ``keep`` (those of the earliest frames, as the output shows them), so that a capture of
-    millions of findings costs a few bytes each for a summary.  ``keep`` None keeps them all."""
+    Every finding counts and its first frame is marked in a bitmap (one bit a frame of the capture,
+    whatever the number of findings, and no sorting at the end); the items themselves only up to
+    ``keep`` (those of the earliest frames, as the output shows them), so that a capture of millions of
+    findings costs a summary that does not grow with them.  ``keep`` None keeps them all."""
 
-    __slots__ = ("severity", "group", "rule", "source", "keep", "count", "_heap", "_seq", "_frames")
+    __slots__ = ("severity", "group", "rule", "source", "keep", "count", "_heap", "_seq", "_seen")
 
     def __init__(self, severity: str, group: str, rule: str | None, source: str, keep: int | None = None) -> None:
         self.severity = severity
@@ -85,14 +89,18 @@ class Group:
         self.count = 0
         self._heap: list[tuple[int, int, Item]] = []      # (-first frame, -arrival, item): the latest on top
         self._seq = 0
-        self._frames = array("L")
+        self._seen = bytearray()      # bit f: a finding's first frame is f
 
     def add(self, item: Item) -> None:
         self.count += 1
         fr = item[0]
         first = fr[0] if fr else 0
         if fr:
-            self._frames.append(first)
+            seen = self._seen
+            i = first >> 3
+            if i >= len(seen):
+                seen.extend(bytes(i + 1 - len(seen) + (len(seen) >> 2)))    # grows by a quarter at least
+            seen[i] |= 1 << (first & 7)
         self._seq += 1
         entry = (-first, -self._seq, item)
         if self.keep is None or len(self._heap) < self.keep:
@@ -107,7 +115,19 @@ class Group:
 
     @property
     def frames(self) -> list[int]:
-        return sorted(set(self._frames))
+        return list(self.each_frame())
+
+    def each_frame(self) -> Iterator[int]:
+        """The first frames of the findings, in order, each once."""
+        for i, byte in enumerate(self._seen):
+            if byte:
+                base = i << 3
+                for bit in _BITS[byte]:
+                    yield base + bit
+
+    def frame_count(self) -> int:
+        """How many frames ``each_frame`` yields."""
+        return int.from_bytes(self._seen, "little").bit_count()
 
     def record(self, limit: int | None = None) -> dict[str, Any]:
         items = self.items if limit is None else self.items[:limit]
@@ -156,18 +176,27 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
     return cap, frames, out
 
 
-def frame_ranges(frames: list[int], most: int | None = None) -> str:
-    """``1-3, 7, 9-10``; with ``most``, at most that many ranges and a count of the frames left out."""
+def frame_ranges(frames: Iterable[int], most: int | None = None, total: int | None = None) -> str:
+    """``1-3, 7, 9-10`` of frames in increasing order; with ``most``, at most that many ranges and a count
+    of the frames left out (of ``total``, the number of frames, when ``frames`` is an iterator)."""
+    if total is None:
+        frames = list(frames)
+        total = len(frames)
     parts: list[str] = []
-    i = 0
-    while i < len(frames):
-        if most is not None and len(parts) == most:
-            return ", ".join(parts) + f", ... ({len(frames) - i} more)"
-        j = i
-        while j + 1 < len(frames) and frames[j + 1] == frames[j] + 1:
-            j += 1
-        parts.append(str(frames[i]) if i == j else f"{frames[i]}-{frames[j]}")
-        i = j + 1
+    used = 0                          # frames in the ranges of ``parts``
+    start = end = -1
+    for f in frames:
+        if f == end + 1 and start >= 0:
+            end = f
+            continue
+        if start >= 0:
+            parts.append(str(start) if start == end else f"{start}-{end}")
+            used += end - start + 1
+            if most is not None and len(parts) == most:
+                return ", ".join(parts) + f", ... ({total - used} more)"
+        start = end = f
+    if start >= 0:
+        parts.append(str(start) if start == end else f"{start}-{end}")
     return ", ".join(parts)
 
 
@@ -198,7 +227,7 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
                     lines.append(f"          {where}{extra}: {text}")
                 if len(items) < g.count:
                     lines.append(f"          ... {g.count - len(items)} more")
-            lines.append(f"          frames: {frame_ranges(g.frames, 40)}")
+            lines.append(f"          frames: {frame_ranges(g.each_frame(), 40, g.frame_count())}")
     return lines
 
 
