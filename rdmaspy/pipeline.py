@@ -141,6 +141,7 @@ class Pipeline:
         # makes cycles that live long (a transaction and its segments): they are collected every
         # FULL_COLLECT_EVERY frames, or their garbage would grow with the capture.
         thresholds = gc.get_threshold()
+        gc.collect()        # not to freeze what an earlier run left (a worker's previous task: its state)
         gc.freeze()
         gc.set_threshold(10_000, 20, 100)
         try:

@@ -51,3 +51,17 @@ def test_garbage_in_the_oldest_generation_is_collected_during_a_long_run(monkeyp
                 break
     assert sink.seen == 1000 and sink.ref is not None
     assert sink.ref() is None
+
+
+def test_garbage_left_before_a_run_is_not_frozen_with_the_modules():
+    """A worker runs one task after another: what the last one left (its pipeline's state, in cycles)
+    is garbage when the next run freezes what exists; it must be collected first, or it stays."""
+    held = _Cycle()
+    ref = weakref.ref(held)
+    gc.collect()                     # it survives into the oldest generation ...
+    del held                         # ... and is garbage there when the run begins
+    alive = []
+    with open_capture(str(capture("rxe-rc-pingpong.pcap"))) as cap:
+        for _pkt in Pipeline(cap, Options()).packets():
+            alive.append(ref() is not None)
+    assert alive and not any(alive)
