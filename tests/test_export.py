@@ -110,6 +110,27 @@ def test_rows_go_out_in_bounded_row_groups(tmp_path):
     assert small.read().drop(["file"]).equals(_table(d, "packets").drop(["file"]))
 
 
+def test_a_long_table_goes_on_in_further_files_that_query_reads_as_one(tmp_path, monkeypatch, capsys):
+    """A file holds at most ROW_GROUPS_PER_FILE row groups (the writer keeps every row group's metadata
+    until it closes a file): 2238 frames in batches of 500, two row groups a file, make three files."""
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.readers import open_capture
+    monkeypatch.setattr(pqout, "ROW_GROUPS_PER_FILE", 2)
+    out = tmp_path / "small"
+    sink = pqout.ExportSink(str(out), batch=500)
+    with open_capture(str(capture(NFS))) as cap:
+        Pipeline(cap, Options(analyze=True), [sink]).run()
+    assert sink.files["packets"] == ["packets.parquet", "packets.1.parquet", "packets.2.parquet"]
+    groups = [pq.ParquetFile(out / f).metadata.num_row_groups for f in sink.files["packets"]]
+    assert groups == [2, 2, 1]
+    whole = pa.concat_tables(pq.read_table(out / f) for f in sink.files["packets"])
+    d, _m = _export(tmp_path, NFS)
+    assert whole.drop(["file"]).equals(_table(d, "packets").drop(["file"]))
+    pytest.importorskip("duckdb")
+    assert cli.main(["query", str(out), "SELECT count(*) AS n, max(frame) AS last FROM packets", "-T", "csv"]) == 0
+    assert capsys.readouterr().out.split() == ["n,last", f"{whole.num_rows},{whole.num_rows}"]
+
+
 def test_several_files_make_one_dataset_numbered_on(tmp_path):
     d, manifest = _export(tmp_path, NFS, IWARP)
     first, _m1 = _export(tmp_path / "a", NFS)

@@ -273,3 +273,19 @@ def test_the_engine_ignores_sigpipe_while_open_and_restores_it(cluster):
         assert signal.getsignal(signal.SIGPIPE) == signal.SIG_DFL
     finally:
         signal.signal(signal.SIGPIPE, before)
+
+
+def test_a_shard_task_names_every_part_file_of_a_long_table(tmp_path, monkeypatch):
+    """A table longer than ROW_GROUPS_PER_FILE row groups goes on in further files; the shard's task
+    names them all (the export copies and renumbers each), and together they hold every row."""
+    from rdmaspy.output import parquet as pqout
+    monkeypatch.setattr(pqout, "ROW_GROUPS_PER_FILE", 2)
+    monkeypatch.setitem(pqout.BATCHES, "packets", 500)
+    path = str(CAPTURES / "rxe-nfsv3-rdma.pcap")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    r = parallel.run_shard([path], 0, {}, str(staging))
+    assert r.files["packets"] == ["packets-0000.parquet", "packets-0000.1.parquet", "packets-0000.2.parquet"]
+    assert sorted(p.name for p in staging.iterdir()) == sorted(f for fs in r.files.values() for f in fs)
+    rows = sum(pq.ParquetFile(staging / f).metadata.num_rows for f in r.files["packets"])
+    assert rows == r.rows["packets"] == r.frames

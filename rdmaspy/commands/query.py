@@ -1,9 +1,9 @@
 """``rdmaspy query DIR "SELECT ..."``: SQL over the tables of ``rdmaspy export``, on embedded DuckDB.
 
 Each table of the directory is a view of its name (``packets``, ``transactions``, ...; the files of a
-parallel export, ``packets-*.parquet``, make one view).  The result is a table on a terminal, CSV or
-JSON Lines (``-T``) otherwise.  ``--list`` names the queries that ship; give a name instead of SQL to
-run one.  A missing directory, bad SQL, an unknown table or column: one line, exit 1.
+parallel export, ``packets-*.parquet``, and a long table's next files, ``packets.1.parquet``..., make one
+view).  The result is a table on a terminal, CSV or JSON Lines (``-T``) otherwise.  ``--list`` names the
+queries that ship; give a name instead of SQL to run one.  A missing directory, bad SQL, an unknown table or column: one line, exit 1.
 """
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def _views(con: Any, directory: str) -> int:
     from ..output.parquet import TABLES
     found = 0
     for name in TABLES:
-        files = sorted(glob.glob(os.path.join(glob.escape(directory), f"{name}.parquet"))
-                       + glob.glob(os.path.join(glob.escape(directory), f"{name}-*.parquet")))
+        # <name>.parquet, its next files <name>.<n>.parquet, a parallel export's <name>-<shard>...
+        files = sorted(f for pattern in (f"{name}.parquet", f"{name}.*.parquet", f"{name}-*.parquet")
+                       for f in glob.glob(os.path.join(glob.escape(directory), pattern)))
         if files:
             found += 1
             listed = ", ".join("'" + f.replace("'", "''") + "'" for f in files)

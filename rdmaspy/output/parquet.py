@@ -25,6 +25,7 @@ SCHEMA_VERSION = 1
 BATCH = 16_384          # rows a table holds before they go to disk as one row group ...
 # ... fewer for the tables whose rows are big (a transaction with its steps is some 2 KiB of Python values):
 # what the export holds is bounded by these, whatever the capture's size.
+ROW_GROUPS_PER_FILE = 64  # a file holds at most this many row groups; the table goes on in the next file
 BATCHES = {"transactions": 2048, "segments": 4096, "credits": 8192, "findings": 4096, "connections": 4096}
 MANIFEST = "rdmaspy-export.json"
 
@@ -83,8 +84,18 @@ SCHEMAS: dict[str, pa.Schema] = {
 TABLES = tuple(SCHEMAS)
 
 
+def part_path(path: str, n: int) -> str:
+    """The ``n``-th file of a table whose first file is ``path`` (``packets.parquet`` -> ``packets.1.parquet``)."""
+    stem, ext = os.path.splitext(path)
+    return f"{stem}.{n}{ext}"
+
+
 class TableWriter:
-    """One table: rows buffered as columns, written as a row group every ``batch`` rows."""
+    """One table: rows buffered as columns, written as a row group every ``batch`` rows.
+
+    A Parquet writer keeps every row group's metadata until it closes its file (some 800 bytes a column
+    chunk: 64 MiB more at 10M frames), so a file takes at most ``ROW_GROUPS_PER_FILE`` row groups and the
+    table goes on in ``<name>.1.parquet``, ``<name>.2.parquet``...: what the writer holds stays bounded."""
 
     def __init__(self, path: str, schema: pa.Schema, batch: int = BATCH) -> None:
         self.path = path
@@ -93,6 +104,8 @@ class TableWriter:
         self.columns: list[list[Any]] = [[] for _ in self.names]
         self.batch = batch
         self.rows = 0
+        self.paths = [path]                 # the files of the table, in order
+        self._groups = 0                    # row groups in the current file
         self._writer = pq.ParquetWriter(path, self.schema, compression="zstd")
 
     def add(self, row: tuple[Any, ...]) -> None:
@@ -104,8 +117,14 @@ class TableWriter:
     def flush(self) -> None:
         if not self.columns[0]:
             return
+        if self._groups == ROW_GROUPS_PER_FILE:
+            self._writer.close()
+            self.paths.append(part_path(self.path, len(self.paths)))
+            self._writer = pq.ParquetWriter(self.paths[-1], self.schema, compression="zstd")
+            self._groups = 0
         arrays = [pa.array(col, type=f.type) for col, f in zip(self.columns, self.schema)]
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+        self._groups += 1
         self.rows += len(self.columns[0])
         self.columns = [[] for _ in self.names]
 
@@ -303,6 +322,11 @@ class PacketSink:
     def rows(self) -> dict[str, int]:
         return {name: w.rows for name, w in self.writers.items()}
 
+    @property
+    def files(self) -> dict[str, list[str]]:
+        """Each table's files (their names, in order)."""
+        return {name: [os.path.basename(p) for p in w.paths] for name, w in self.writers.items()}
+
 
 class ExportSink:
     """The pipeline's sink that writes the six tables into ``directory`` (files ``<table><suffix>.parquet``)."""
@@ -373,4 +397,9 @@ class ExportSink:
     @property
     def rows(self) -> dict[str, int]:
         return {name: w.rows for name, w in self.writers.items()}
+
+    @property
+    def files(self) -> dict[str, list[str]]:
+        """Each table's files (their names, in order)."""
+        return {name: [os.path.basename(p) for p in w.paths] for name, w in self.writers.items()}
 

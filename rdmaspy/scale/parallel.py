@@ -21,7 +21,7 @@ slices.  A state that cannot be pickled and read back (as the TUI's checkpoints 
 classes) hands nothing: the shard's task writes the packets itself.
 
 A second round of tasks numbers the connections as one process does (in the order of the frames that
-made them known) and writes the final part files ``<table>-<shard>[-<slice>].parquet``.  The files must
+made them known) and writes the final part files ``<table>-<shard>[-<slice>][.<n>].parquet``.  The files must
 be at the same path on every worker (a shared file system) when the cluster is a real one.
 """
 from __future__ import annotations
@@ -86,6 +86,7 @@ class ShardResult:
     handed: int = 0                     # time slices whose packets the slices' tasks write
     analysis_items: dict[int, int] = field(default_factory=dict)   # frame -> the analysis' expert items
     shed: bool = False                  # the memory budget gave up state
+    files: dict[str, list[str]] = field(default_factory=dict)      # each table's part files, in staging
 
 
 @dataclass(slots=True)
@@ -97,6 +98,7 @@ class SliceResult:
     peak_rss_kib: int
     cpu_s: float
     shed: bool = False                  # the memory budget gave up state
+    files: dict[str, list[str]] = field(default_factory=dict)      # each table's part files, in staging
 
 
 @dataclass(slots=True)
@@ -287,7 +289,7 @@ def run_shard(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return ShardResult(shard, pipe.frames, sink.rows, sink.created, problems, usage.ru_maxrss,
                        usage.ru_utime + usage.ru_stime - cpu, handoff.handed, sink.analysis_items,
-                       pipe.session.budget.shed_count > 0)
+                       pipe.session.budget.shed_count > 0, sink.files)
 
 
 def run_slice(paths: list[str], shard: int, assignment: dict[bytes, int], staging: str, k: int,
@@ -299,6 +301,7 @@ def run_slice(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
     cpu = usage.ru_utime + usage.ru_stime
     engine = Engine() if k == 0 else _wait_for_state(staging, shard, k)
     rows: dict[str, int] = {}
+    files: dict[str, list[str]] = {}
     frames = 0
     shed = False
     if engine is not None:
@@ -309,9 +312,10 @@ def run_slice(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
         with source.capture:
             pipe = Pipeline(source.between(lo, hi), Options(), [sink], engine=engine)
             pipe.run()
-        rows, frames, shed = sink.rows, pipe.frames, budget.shed_count > before
+        rows, files, frames, shed = sink.rows, sink.files, pipe.frames, budget.shed_count > before
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return SliceResult(shard, k, frames, rows, usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu, shed)
+    return SliceResult(shard, k, frames, rows, usage.ru_maxrss, usage.ru_utime + usage.ru_stime - cpu, shed,
+                       files)
 
 
 def _wait_for_state(staging: str, shard: int, k: int) -> Engine | None:
@@ -457,7 +461,7 @@ def _redo_shed(engine: _Engine, results: list[ShardResult], slices: list[SliceRe
     if not redo:
         return results, slices
     for name in os.listdir(staging):
-        # <table>-<shard>[-<slice>].parquet, slice-<shard>-<slice>.state|none
+        # <table>-<shard>[-<slice>][.<n>].parquet, slice-<shard>-<slice>.state|none
         if int(name.split(".", 1)[0].split("-")[1]) in redo:
             os.remove(os.path.join(staging, name))
     again = engine.map(run_shard, [(paths, s, plan.assignment, staging, [], plan.files) for s in sorted(redo)])
@@ -489,16 +493,14 @@ def export_parallel(paths: list[str], directory: str, workers: int | None, addre
             slices: list[SliceResult] = done[plan.shards:]
             results, slices = _redo_shed(engine, results, slices, paths, plan, staging)
             lookups = connection_numbers(results)
-            calls: list[tuple] = [(os.path.join(staging, f"{t}-{r.shard:04d}.parquet"),
-                                   os.path.join(directory, f"{t}-{r.shard:04d}.parquet"), lookups[r.shard])
-                                  for r in results for t in TABLES]
+            calls: list[tuple] = [(os.path.join(staging, name), os.path.join(directory, name), lookups[r.shard])
+                                  for r in results for t in TABLES for name in r.files[t]]
             bounds = plan.slices()
             for sl in slices:
                 lo, hi = bounds[sl.slice]
                 items = {f: c for f, c in results[sl.shard].analysis_items.items() if lo < f <= hi}
-                calls += [(os.path.join(staging, f"{t}-{sl.shard:04d}-{sl.slice:04d}.parquet"),
-                           os.path.join(directory, f"{t}-{sl.shard:04d}-{sl.slice:04d}.parquet"),
-                           lookups[sl.shard], items if t == "packets" else None) for t in sl.rows]
+                calls += [(os.path.join(staging, name), os.path.join(directory, name), lookups[sl.shard],
+                           items if t == "packets" else None) for t in sl.rows for name in sl.files[t]]
             engine.map(renumber_part, calls)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
