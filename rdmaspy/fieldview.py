@@ -8,7 +8,7 @@ name may be in it).  What is kept of each visited node is the sink's business.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterable, Protocol
+from typing import Any, Callable, Final, Iterable, Iterator, Protocol
 
 from .fields import CATALOG, Field, Header, declaring, protocol
 from .packet import Item, Layer, Packet
@@ -283,6 +283,22 @@ def packet_fields(pkt: Packet, t0: int) -> dict[str, tuple[Field, list[Any]]]:
     return {name: (CATALOG.fields.get(name) or presence_field(name), vals) for name, vals in values.items()}
 
 
+def own_fields(lay: Layer, plan: Plan, items: list[Item] | None) -> Iterator[Item]:
+    """A layer's own fields in tree order, as a sink's ``layer`` gets them: (field, value, offset in the
+    layer's buffer, length), the planned ones of its header first, then its added items."""
+    if plan:
+        hdr = lay.header
+        assert hdr is not None
+        vals = lay.values
+        spans = hdr.spans
+        base = lay.off
+        for i, f in plan:
+            bo, bl, _bit = spans[i]
+            yield f, vals[i], base + bo, bl
+    if items:
+        yield from items
+
+
 # (depth, field or sub-layer, value or None, offset in the layer's buffer, length)
 Node = tuple[int, "Field | Layer", Any, int, int]
 
@@ -300,18 +316,8 @@ class _Nodes:
         out = self.out
         if depth:
             out.append((depth - 1, lay, None, lay.off, lay.length))
-        if plan:
-            hdr = lay.header
-            assert hdr is not None
-            vals = lay.values
-            spans = hdr.spans
-            base = lay.off
-            for i, f in plan:
-                bo, bl, _bit = spans[i]
-                out.append((depth, f, vals[i], base + bo, bl))
-        if items:
-            for f, v, o, ln in items:
-                out.append((depth, f, v, o, ln))
+        for f, v, o, ln in own_fields(lay, plan, items):
+            out.append((depth, f, v, o, ln))
 
 
 def layer_nodes(lay: Layer) -> list[Node]:

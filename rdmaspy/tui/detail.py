@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import RdmaspyError
 from ..fields import Field
-from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan
+from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan, own_fields
 from ..output.text import citation, tree_lines
 from ..output.values import json_value, text_value
 from ..packet import Item, Layer, Packet
@@ -115,18 +115,8 @@ class _DetailNodes:
         own = lay.buf is self.data
         out = self.out
         out.append(Node(depth, lay.label, lay.off if own else -1, lay.length if own else 0, lay.proto, lay.proto))
-        if plan:
-            hdr = lay.header
-            assert hdr is not None
-            base = lay.off
-            vals = lay.values
-            spans = hdr.spans
-            for i, f in plan:
-                bo, bl, _bit = spans[i]
-                out.append(_field_node(f, vals[i], depth + 1, base + bo if own else -1, bl))
-        if items:
-            for f, v, start, length in items:
-                out.append(_field_node(f, v, depth + 1, start if own and start >= 0 else -1, length))
+        for f, v, start, length in own_fields(lay, plan, items):
+            out.append(_field_node(f, v, depth + 1, start if own and start >= 0 else -1, length))
 
 
 def _field_node(f: Field, v: Any, depth: int, start: int, length: int) -> Node:
