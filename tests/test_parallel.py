@@ -289,3 +289,16 @@ def test_a_shard_task_names_every_part_file_of_a_long_table(tmp_path, monkeypatc
     assert sorted(p.name for p in staging.iterdir()) == sorted(f for fs in r.files.values() for f in fs)
     rows = sum(pq.ParquetFile(staging / f).metadata.num_rows for f in r.files["packets"])
     assert rows == r.rows["packets"] == r.frames
+
+
+def test_the_local_cluster_workers_keep_no_profile_of_their_tasks():
+    """A Dask worker's profiler keeps a sample tree of every second of a task (up to 1,000 of them): a
+    shard's task of several minutes would grow its worker's memory with the file's length."""
+    pytest.importorskip("distributed")
+    engine = parallel._Engine(1, None)
+    try:
+        callbacks = engine.client.run(lambda dask_worker: sorted(dask_worker.periodic_callbacks))
+        assert callbacks and all("profile" not in names and "profile-cycle" not in names
+                                 for names in callbacks.values())
+    finally:
+        engine.close()

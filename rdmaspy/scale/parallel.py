@@ -56,6 +56,8 @@ MIN_SLICE_FRAMES = 25_000
 SLICES_PER_WORKER = 4
 POLL_S = 0.05           # how often a slice's task looks for the state it starts from
 CONNECT_TIMEOUT = "15s"      # how long a scheduler given by address may take to answer
+# The local cluster's workers: no statistical profiler (see _Engine._connect).
+WORKER_CONFIG: dict[str, object] = {"distributed.worker.profile.enabled": False}
 
 
 @dataclass(slots=True)
@@ -401,12 +403,17 @@ class _Engine:
             raise
 
     def _connect(self, workers: int, address: str | None) -> None:
+        import dask
         from distributed import Client, LocalCluster
         if address is not None:
             self.client = Client(address, timeout=CONNECT_TIMEOUT)
         else:
-            self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                        dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR)
+            # A Dask worker samples its task's stack 100 times a second and keeps a profile of each
+            # second for the last 1,000 (distributed.admin.low-level-log-length): memory that grows
+            # with a task's length. Nobody reads them here (no dashboard): the workers do not profile.
+            with dask.config.set(WORKER_CONFIG):
+                self.cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                            dashboard_address=None, memory_limit=0, silence_logs=logging.ERROR)
             self.client = Client(self.cluster)
 
     @property
