@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from conftest import capture
 from rdmaspy.cli import main
 from rdmaspy.commands.common import print_text
-from rdmaspy.output.safe import safe_lines, safe_text
+import io
+
+from rdmaspy.output.lines import LineWriter
+from rdmaspy.output.safe import safe_block, safe_lines, safe_text
 from rdmaspy.readers import open_capture
 from rdmaspy.writers.pcapng import PcapngWriter
 
@@ -98,3 +101,38 @@ def test_safe_text_escapes_every_control_and_only_them(text):
     assert not re.search("[\x00-\x1f\x7f-\x9f]", out)
     if not re.search("[\x00-\x1f\x7f-\x9f]", text):
         assert out == text
+
+
+# Lines of any text, often holding what a safe pass must catch: a newline, a CR, ESC, a C1 control and its
+# harmless neighbours of the same lead byte.
+_LINE = st.text(st.one_of(st.sampled_from("a\n\r\x1b\x85§é"), st.characters(blacklist_categories=("Cs",))),
+                max_size=12)
+
+
+@given(st.lists(_LINE, min_size=1, max_size=6))
+@example(["Name: a\nFAKE LINE", "next"])
+def test_a_block_is_made_safe_as_its_lines_are_one_by_one(lines):
+    """A tree's lines are joined and checked at once; a newline inside one of them (from the capture)
+    shows escaped as it does line by line, and is never taken for the join between two lines."""
+    by_line = b"\n".join(safe_lines([line.encode() for line in lines]))
+    assert safe_block("\n".join(lines).encode(), lines) == by_line
+
+
+@given(st.lists(st.tuples(st.booleans(), st.lists(_LINE, min_size=1, max_size=4)), max_size=6),
+       st.integers(1, 200))
+def test_a_writer_mixing_lines_and_blocks_writes_them_in_order_and_safe(calls, limit):
+    got, want = io.BytesIO(), io.BytesIO()
+    mixed = LineWriter(got, False, limit, safe=True)
+    one_by_one = LineWriter(want, False, limit, safe=True)
+    for as_block, lines in calls:
+        if as_block:
+            mixed.block(lines)
+        else:
+            for line in lines:
+                mixed.text(line)
+        for line in lines:
+            one_by_one.text(line)
+    mixed.flush()
+    one_by_one.flush()
+    assert got.getvalue() == want.getvalue()
+    assert not OBEYED.search(got.getvalue().decode())

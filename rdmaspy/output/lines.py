@@ -13,7 +13,7 @@ import stat
 from time import monotonic
 from typing import BinaryIO, Final
 
-from .safe import safe_lines
+from .safe import safe_block, safe_lines
 
 LIMIT: Final = 1 << 16          # bytes held at most before they are written
 INTERVAL: Final = 0.1           # seconds a line may wait for company, for a terminal or a pipe
@@ -22,7 +22,7 @@ INTERVAL: Final = 0.1           # seconds a line may wait for company, for a ter
 class LineWriter:
     """Writes lines (bytes, without their newline) to a binary stream in blocks."""
 
-    __slots__ = ("stream", "timed", "limit", "safe", "_buf", "_size", "_due")
+    __slots__ = ("stream", "timed", "limit", "safe", "_buf", "_size", "_due", "_checked")
 
     def __init__(self, stream: BinaryIO, timed: bool, limit: int = LIMIT, safe: bool = False) -> None:
         self.stream = stream
@@ -32,6 +32,7 @@ class LineWriter:
         self._buf: list[bytes] = []
         self._size = 0
         self._due = monotonic() + INTERVAL
+        self._checked = 0             # with ``safe``: how many of the lines held are checked already (blocks)
 
     def line(self, data: bytes) -> None:
         self._buf.append(data)
@@ -45,15 +46,20 @@ class LineWriter:
         self.line(line.encode())
 
     def block(self, lines: list[str]) -> None:
-        """Several lines at once (a packet's tree): one hand-over rather than one per line.  Each is
-        encoded alone: a line may hold a newline from the capture, which the safe pass shows escaped."""
+        """Several lines at once (a packet's tree): joined and encoded once, one hand-over.  With ``safe``
+        the block is checked as it comes (a line may hold a newline from the capture, which must show
+        escaped, not pass for a join): the lines before it are checked first, to keep the order."""
+        if not lines:
+            return
+        data = "\n".join(lines).encode()
         buf = self._buf
-        size = self._size
-        for line in lines:
-            data = line.encode()
-            buf.append(data)
-            size += len(data) + 1
-        self._size = size
+        if self.safe:
+            if self._checked < len(buf):
+                buf[self._checked:] = safe_lines(buf[self._checked:])
+            data = safe_block(data, lines)
+            self._checked = len(buf) + 1
+        buf.append(data)
+        self._size += len(data) + 1
         if self._size >= self.limit:
             self.flush()
         elif self.timed and monotonic() >= self._due:
@@ -63,9 +69,10 @@ class LineWriter:
         """Write what is held and flush the stream."""
         buf = self._buf
         if buf:
-            if self.safe:
-                buf = safe_lines(buf)
+            if self.safe and self._checked < len(buf):
+                buf = buf[:self._checked] + safe_lines(buf[self._checked:])
                 self._buf = []
+            self._checked = 0
             buf.append(b"")
             data = b"\n".join(buf)
             buf.clear()

@@ -47,3 +47,13 @@ def safe_lines(lines: list[bytes]) -> list[bytes]:
         return lines
     sub = _UNSAFE_BYTES.sub
     return [sub(_bytes_escape, line) if _UNSAFE_BYTES.search(line) else line for line in lines]
+
+
+def safe_block(data: bytes, lines: list[str]) -> bytes:
+    """``lines`` joined by newlines and encoded (``data``), made safe: ``data`` itself when no line holds a
+    control character, else each line made safe alone.  One pass: deleting every C0 control and DEL takes
+    exactly the joins away when nothing else is there (a line's own newline is one more)."""
+    if (len(data.translate(None, _C0_DEL)) == len(data) - len(lines) + 1
+            and (b"\xc2" not in data or _C1_BYTES.search(data) is None)):
+        return data
+    return b"\n".join(safe_lines([line.encode() for line in lines]))

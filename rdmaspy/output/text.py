@@ -1,7 +1,7 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..fields import Field
 from ..fieldview import EVERY_FIELD, Plan
@@ -49,23 +49,24 @@ def summary_line(pkt: Packet, t0: int, when: bytes | None = None) -> str:
     return summary_bytes(pkt, t0, when).decode()
 
 
-def tree_lines(pkt: Packet, t0: int) -> Iterator[str]:
+def tree_lines(pkt: Packet, t0: int) -> list[str]:
+    """The lines of ``decode -V`` for one packet (a list: compiled, a generator costs a resumable
+    object and a call per line)."""
     f = pkt.frame
-    yield f"Frame {f.num}: {f.wirelen} bytes on wire, {len(f.data)} bytes captured (link type {f.linktype}," \
-          f" interface {f.iface})"
-    yield f"    Arrival time (epoch): {f.ts // 1_000_000_000}.{f.ts % 1_000_000_000:09d}"
-    yield f"    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"
+    lines = [f"Frame {f.num}: {f.wirelen} bytes on wire, {len(f.data)} bytes captured (link type {f.linktype},"
+             f" interface {f.iface})",
+             f"    Arrival time (epoch): {f.ts // 1_000_000_000}.{f.ts % 1_000_000_000:09d}",
+             f"    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"]
     if f.comment:
-        yield f"    Comment: {f.comment}"
-    yield f"    Protocols in frame: {':'.join(lay.proto for lay in pkt.layers)}"
-    tree = _TreeLines()
-    EVERY_FIELD.layers(pkt, tree)
-    yield from tree.lines
+        lines.append(f"    Comment: {f.comment}")
+    lines.append("    Protocols in frame: " + ":".join([lay.proto for lay in pkt.layers]))
+    EVERY_FIELD.layers(pkt, _TreeLines(lines))
     if pkt.expert:
-        yield "Expert Info"
+        lines.append("Expert Info")
         for e in pkt.expert:
             cited = citation(e.rule, e.source)
-            yield f"    [{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}"
+            lines.append(f"    [{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}")
+    return lines
 
 
 def citation(rule: str, source: str) -> str:
@@ -75,23 +76,51 @@ def citation(rule: str, source: str) -> str:
     return rule or source
 
 
+# Each field's "<indent><label>: " at each depth, made once: a line is then one concatenation with its
+# value, where an f-string of four parts costs a generic string build per line.
+_PREFIXES: list[dict[Field, str]] = []
+
+
+def _prefixes(depth: int) -> dict[Field, str]:
+    while len(_PREFIXES) <= depth:
+        _PREFIXES.append({})
+    return _PREFIXES[depth]
+
+
+def _prefix(known: dict[Field, str], f: Field, depth: int) -> str:
+    if len(known) >= 4096:          # fields are declared once; bounded all the same
+        known.clear()
+    prefix = known[f] = "    " * depth + f.label + ": "
+    return prefix
+
+
 class _TreeLines:
     """The layers' lines of the tree: a layer's label, then its fields one level in."""
 
     __slots__ = ("lines",)
 
-    def __init__(self) -> None:
-        self.lines: list[str] = []
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
 
     def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
         lines = self.lines
         lines.append("    " * depth + lay.label)
-        pad = "    " * (depth + 1)
+        if not plan and not items:
+            return
+        known = _prefixes(depth + 1)
         if plan:
             vals = lay.values
-            lines.extend([f"{pad}{f.label}: {text_value(f, vals[i])}" for i, f in plan])
+            for i, f in plan:
+                prefix = known.get(f)
+                if prefix is None:
+                    prefix = _prefix(known, f, depth + 1)
+                lines.append(prefix + text_value(f, vals[i]))
         if items:
-            lines.extend([f"{pad}{f.label}: {text_value(f, v)}" for f, v, _o, _l in items])
+            for f, v, _o, _l in items:
+                prefix = known.get(f)
+                if prefix is None:
+                    prefix = _prefix(known, f, depth + 1)
+                lines.append(prefix + text_value(f, v))
 
 
 def hex_lines(data: bytes) -> Iterator[str]:

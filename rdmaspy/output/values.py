@@ -78,6 +78,10 @@ def text_value(field: Field, value: Any) -> str:
             text = "0x" + hex(n)[2:].zfill(width) if n >= 0 else f"0x{n:0{width}x}"
         else:
             text = str(n)
+        names = field.names
+        if names is None:           # most integers: no name to look up, seldom a unit
+            return text if not field.unit else text + " " + field.unit
+        return _named(field, text, names.get(n) if type(names) is not dict else _dict_get(names, n))
     elif cls is bytes or isinstance(value, (bytes, bytearray, memoryview)):
         b = value if cls is bytes else bytes(value)
         if d == "str":

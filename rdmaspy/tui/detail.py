@@ -80,7 +80,7 @@ def field_filter(field: Field, value: Any) -> str:
 def detail_of(pkt: Packet, t0: int) -> Detail:
     """The tree of ``pkt``, line for line the text of ``tree_lines`` (``decode -V``), with byte spans."""
     data = pkt.frame.data
-    lines = tree_lines(pkt, t0)
+    lines = iter(tree_lines(pkt, t0))
     nodes: list[Node] = []
     f = pkt.frame
     # The frame's own lines, as tree_lines writes them.
