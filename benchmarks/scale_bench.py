@@ -5,6 +5,7 @@ memory per worker, beside tshark in the same run (not a timed test; figures in d
     python3 benchmarks/scale_bench.py                          # 10k and 100k frames, 1 and 2 workers
     python3 benchmarks/scale_bench.py --frames 10000 1000000 10000000 --workers 1 2 4
     python3 benchmarks/scale_bench.py --engines               # Dask and Ray on the same shards (needs ray)
+    python3 benchmarks/scale_bench.py --tree DIR              # the compiled build (scripts/compiled_tree.py DIR)
 
 Two workloads, built with the encoders (benchmarks/traffic.py): ``many-hosts``, 64 clients of one
 server each with its own NFSv3 connection (RPC-over-RDMA v1: inline calls, READ by RDMA WRITE, WRITE by
@@ -86,10 +87,13 @@ print(json.dumps({"wall": time.perf_counter() - t, "frames": frames, "peak_kib":
 """
 
 
-def export_run(path: Path, workers: int) -> dict:
+def export_run(path: Path, workers: int, tree: Path = ROOT) -> dict:
+    """One export in its own process, with the rdmaspy of ``tree`` (its workers too: a spawned process
+    starts from its parent's module path)."""
     out = tempfile.mkdtemp(prefix="scale-bench-")
     try:
-        res = subprocess.run([sys.executable, "-c", _EXPORT, str(ROOT), str(path), out, str(workers)],
+        # -P: the current directory must not come before the tree measured
+        res = subprocess.run([sys.executable, "-P", "-c", _EXPORT, str(tree), str(path), out, str(workers)],
                              capture_output=True, text=True, check=True)
         return json.loads(res.stdout.strip().splitlines()[-1])
     finally:
@@ -151,10 +155,13 @@ def main() -> None:
     ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
     ap.add_argument("--engines", action="store_true", help="compare Dask and Ray on the shards of many-hosts")
     ap.add_argument("--dir", help="where the captures are built (kept between runs)")
+    ap.add_argument("--tree", type=Path, default=ROOT,
+                    help="the rdmaspy measured: this checkout (pure Python) by default, or a compiled tree made "
+                         "by scripts/compiled_tree.py DIR (what pip install . builds)")
     args = ap.parse_args()
     directory = Path(args.dir or tempfile.mkdtemp(prefix="scale-bench-captures-"))
     directory.mkdir(parents=True, exist_ok=True)
-    print(f"{os.cpu_count()} cores; captures in {directory}")
+    print(f"{os.cpu_count()} cores; captures in {directory}; rdmaspy from {args.tree}")
     if args.engines:
         engines(build(directory, "many-hosts", max(args.frames)), max(args.workers))
         return
@@ -167,7 +174,7 @@ def main() -> None:
             ts = tshark_run(path)
             base = base_cpu = None
             for w in args.workers:
-                r = export_run(path, w)
+                r = export_run(path, w, args.tree)
                 base = base or r["wall"]
                 base_cpu = base_cpu or r["cpu"]
                 print(f"| {workload} | {frames:,} | {w} | {r['shards']} | {r['slices']} | {r['wall']:.2f} | "
