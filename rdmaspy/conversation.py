@@ -311,6 +311,18 @@ class ConnectionTable:
             conn.bytes_s2c += n
         conn.t_last = pkt.frame.ts
 
+    def end_tcp(self, conn: Connection, ts: int, by: str | None = None) -> None:
+        """An iWARP connection's TCP connection ended (a RST, both FINs, or its endpoints began another):
+        it is closed unless rejected, and its endpoints lead to it no more, so that a new MPA exchange on
+        them makes a new connection rather than updating this one."""
+        if conn.state != REJECTED:
+            self.close(conn, ts, by)
+        for key in ((conn.client_addr, conn.client_port, conn.server_addr, conn.server_port),
+                    (conn.server_addr, conn.server_port, conn.client_addr, conn.client_port)):
+            hit = self._tcp.get(key)
+            if hit is not None and hit[0] is conn:
+                del self._tcp[key]
+
     def close(self, conn: Connection, ts: int, by: str | None = None) -> None:
         if conn.state != CLOSED:
             conn.state = CLOSED

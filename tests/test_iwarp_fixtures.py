@@ -287,3 +287,66 @@ def test_a_fin_ahead_of_missing_bytes_keeps_the_stream_for_their_retransmission(
     pkts, eng = _dissect(frames)
     assert [i.name for i in infos(pkts[-1])] == ["Send"]
     assert len(iwarp_mpa.mpa_connections(eng.session)) == 1
+
+
+def _timed(frames: list[bytes]):
+    """The frames dissected at 1 ms apart (frame n at n ms); the packets and the connection table."""
+    from rdmaspy.conversation import connections
+    from rdmaspy.packet import Frame
+    eng = Engine(strict=True)
+    pkts = [eng.dissect(Frame(i + 1, (i + 1) * 1_000_000, 1, f, len(f))) for i, f in enumerate(frames)]
+    return pkts, list(connections(eng.session))
+
+
+def test_both_fins_close_the_connection_by_the_side_whose_fin_came_first() -> None:
+    c, s, frames = _exchange(40600)
+    pkts, (conn,) = _timed(frames + [_fin(s), _fin(c)])
+    assert (conn.state, conn.closed_by, conn.t_closed) == ("closed", "server", pkts[-1].frame.ts)
+    assert conn.t_end == pkts[-1].frame.ts
+
+
+def test_one_fin_leaves_the_connection_established() -> None:
+    c, _s, frames = _exchange(40601)
+    _pkts, (conn,) = _timed(frames + [_fin(c)])
+    assert (conn.state, conn.closed_by, conn.t_closed) == ("established", None, None)
+
+
+def test_a_reset_closes_the_connection_by_its_sender() -> None:
+    c, _s, frames = _exchange(40602)
+    pkts, (conn,) = _timed(frames + [_fin(c, flags=0x14)])
+    assert (conn.state, conn.closed_by, conn.t_closed) == ("closed", "client", pkts[-1].frame.ts)
+
+
+def test_the_same_ports_again_are_a_second_connection_and_the_first_ends_at_its_last_packet() -> None:
+    _c, _s, first = _exchange(40603)
+    _c, _s, second = _exchange(40603)
+    pkts, conns = _timed(first + second)
+    assert [(c.state, c.client_port) for c in conns] == [("closed", 40603), ("established", 40603)]
+    assert conns[0].t_closed == pkts[len(first) - 1].frame.ts and conns[0].closed_by is None
+    assert conns[1].t_start == pkts[len(first)].frame.ts
+    assert [p.conv.conn_id for p in pkts] == [conns[0].conn_id] * len(first) + [conns[1].conn_id] * len(second)
+    assert (conns[0].packets_c2s, conns[0].packets_s2c) == (2, 2)     # the Request and a Send each way
+
+
+def test_a_rejected_connection_stays_rejected_when_its_tcp_connection_ends() -> None:
+    c = BUILD.Direction(BUILD.CLIENT, 40604, BUILD.SERVER, 7174, 1000)
+    s = BUILD.Direction(BUILD.SERVER, 7174, BUILD.CLIENT, 40604, 9000)
+    frames = c.segments(BUILD.reqrep(True, 0, 1, b"")) + s.segments(BUILD.reqrep(False, 0x20, 1, b""))
+    _pkts, (conn,) = _timed(frames + [_fin(s), _fin(c)])
+    assert conn.state == "rejected"
+
+
+def test_the_shipped_soft_iwarp_connections_close_at_their_fins() -> None:
+    """siw-ib_write_bw-rdmacm.pcap: tshark shows each connection's FINs, the server's first (frames 91/92
+    and 94/95, -Y "tcp.flags.fin == 1"); each connection closes at the second, by the server."""
+    from rdmaspy.conversation import connections
+    eng = Engine()
+    fins = {}
+    with open_capture(str(capture("siw-ib_write_bw-rdmacm.pcap"))) as cap:
+        for f in cap:
+            pkt = eng.dissect(f)
+            if f.num in (92, 95):
+                fins[f.num] = pkt.frame.ts
+    by_port = {c.client_port: c for c in connections(eng.session)}
+    assert [(by_port[p].state, by_port[p].closed_by, by_port[p].t_closed) for p in (33955, 37154)] == [
+        ("closed", "server", fins[92]), ("closed", "server", fins[95])]

@@ -94,4 +94,6 @@ def test_connection_table_lists_the_iwarp_connection(packets) -> None:
     c = conns[0]
     assert (c.transport, c.client_addr, c.client_port, c.server_addr, c.server_port) == \
         ("iwarp", "192.0.2.2", 46371, "192.0.2.1", 20049)
-    assert (c.inline_c2s, c.inline_s2c, c.state) == (4096, 4096, "established")
+    # established at the MPA Reply, closed by the FINs that end the capture (the client's first)
+    assert c.t_established is not None
+    assert (c.inline_c2s, c.inline_s2c, c.state, c.closed_by) == (4096, 4096, "closed", "client")

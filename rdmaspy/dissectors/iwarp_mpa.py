@@ -129,7 +129,7 @@ class MpaConn:
 
     __slots__ = ("initiator", "responder", "server_port", "rev", "req_flags", "rep_flags", "crc",
                  "rejected", "req", "rep", "req_frame", "rep_frame", "dirs", "midstream", "connection",
-                 "full_operation")
+                 "full_operation", "first_fin")
 
     def __init__(self, initiator: tuple[str, int], responder: tuple[str, int]) -> None:
         self.initiator = initiator
@@ -148,6 +148,7 @@ class MpaConn:
         self.midstream = False    # found by the FPDU heuristic, no MPA exchange seen
         self.connection: Any = None     # the entry of the connection table, when there is one
         self.full_operation = False
+        self.first_fin: tuple[str, int] | None = None   # the endpoint whose FIN came first
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -219,8 +220,14 @@ def mpa_connections(ctx: Any) -> list[MpaConn]:
     return ctx.get("iwarp.connections", list)
 
 
-def _release(ctx: Any, conn: MpaConn) -> None:
-    """Forget ``conn``'s streams: later segments between its endpoints start a new connection."""
+def _release(ctx: Any, conn: MpaConn, ts: int | None = None, by: tuple[str, int] | None = None) -> None:
+    """Forget ``conn``'s streams: later segments between its endpoints start a new connection.  Its entry
+    in the connection table is closed at ``ts`` by the endpoint ``by`` (None: its endpoints began another
+    connection, so it ended after its last packet, by nobody seen)."""
+    table_conn = conn.connection
+    if table_conn is not None:
+        side = None if by is None else "client" if by == conn.initiator else "server"
+        _conversation.connections(ctx).end_tcp(table_conn, table_conn.t_last if ts is None else ts, side)
     streams = _streams(ctx)
     for key in ((conn.initiator, conn.responder), (conn.responder, conn.initiator)):
         d = streams.get(key)
@@ -311,16 +318,19 @@ def tcp_end_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     if d is None:
         return False
     flags = buf[off + 13]
+    src = (pkt.src, sport)
     if flags & 0x04:
-        _release(ctx, d.conn)
+        _release(ctx, d.conn, pkt.frame.ts, src)
         return True
     seglen = end - off - (buf[off + 12] >> 4) * 4
     seq = int.from_bytes(buf[off + 4:off + 8], "big")
     nxt = d.stream.next_seq
+    if d.conn.first_fin is None:
+        d.conn.first_fin = src              # who began to close, as a DREQ's sender does on IB
     if nxt is not None and not d.stream.held and seq_delta((seq + seglen) & 0xFFFFFFFF, nxt) == 0:
         d.finished = True
     if all(side.finished for side in d.conn.dirs.values()):
-        _release(ctx, d.conn)
+        _release(ctx, d.conn, pkt.frame.ts, d.conn.first_fin)
     return True
 
 
@@ -570,6 +580,9 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     kw: dict[str, Any] = {"pdata_server": pdata, "replied": True, "rejected": conn.rejected} if replied \
         else {"pdata_client": pdata}
     conn.connection = tab.open_from_mpa(conn.initiator, conn.responder, pkt.frame.ts, port=conn.server_port, **kw)
+    if pkt.conv is None:
+        # the Request's segment, seen before the connection was known: it is the connection's first
+        tab.account(pkt, conn.connection, not replied)
 
 
 def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
