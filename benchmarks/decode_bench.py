@@ -19,6 +19,7 @@ rdmaspy is measured as ``pip install .`` installs it: the per-packet path compil
 
     python3 benchmarks/decode_bench.py [--workloads real,synthetic] [--sizes 100000,1000000]
                                        [--repeat 1] [--skip-slow-above N] [--build compiled|pure|installed]
+                                       [--commands=summary,JSON,-V,stats,expert,flows]
 """
 from __future__ import annotations
 
@@ -104,10 +105,11 @@ COMMANDS: list[tuple[str, list[str], list[str] | None, float | None, bool]] = [
 ]
 
 
-def measure(path: str, size: int, repeat: int, skip_slow: bool) -> list[tuple[str, Run, Run | None, float | None]]:
+def measure(path: str, size: int, repeat: int, skip_slow: bool,
+            only: set[str] | None = None) -> list[tuple[str, Run, Run | None, float | None]]:
     rows = []
     for label, ours, theirs, target, slow in COMMANDS:
-        if slow and skip_slow:
+        if (slow and skip_slow) or (only is not None and label not in only):
             continue
         if ours[0] != "decode" and not has_command(ours[0]):
             continue
@@ -151,6 +153,7 @@ def main() -> int:
                     help="runs of each command (tshark's JSON and -V: one); the fastest is reported")
     ap.add_argument("--skip-slow-above", type=int, default=10**9,
                     help="skip the JSON and -V comparisons for captures larger than this (tshark takes minutes)")
+    ap.add_argument("--commands", help="only these, comma-separated (--commands=-V,stats): " + ", ".join(c[0] for c in COMMANDS))
     ap.add_argument("--out", default=str(HERE / "out"))
     ap.add_argument("--build", choices=("compiled", "pure", "installed"), default="compiled",
                     help="which rdmaspy to measure (default: compiled, as pip install . builds it)")
@@ -163,6 +166,11 @@ def main() -> int:
     if unknown:
         print(f"unknown workload {unknown[0]!r} (real, synthetic)", file=sys.stderr)
         return 1
+    only = None if args.commands is None else set(args.commands.split(","))
+    if only is not None and not only <= {c[0] for c in COMMANDS}:
+        print(f"unknown command {sorted(only - {c[0] for c in COMMANDS})[0]!r} "
+              f"({', '.join(c[0] for c in COMMANDS)})", file=sys.stderr)
+        return 1
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tshark_version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
@@ -174,7 +182,7 @@ def main() -> int:
         for size in sizes:
             path = str(capture_for(workload, size, out))
             print(f"\n{workload}: {size:,} frames ({os.path.getsize(path) / 2**20:.0f} MiB)", flush=True)
-            results[(workload, size)] = measure(path, size, args.repeat, size > args.skip_slow_above)
+            results[(workload, size)] = measure(path, size, args.repeat, size > args.skip_slow_above, only)
     if len(sizes) > 1:
         for workload in workloads:
             small, large = results[(workload, sizes[0])], results[(workload, sizes[-1])]
