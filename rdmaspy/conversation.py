@@ -317,8 +317,11 @@ class ConnectionTable:
         them makes a new connection rather than updating this one."""
         if conn.state != REJECTED:
             self.close(conn, ts, by)
-        for key in ((conn.client_addr, conn.client_port, conn.server_addr, conn.server_port),
-                    (conn.server_addr, conn.server_port, conn.client_addr, conn.client_port)):
+        cport, sport = conn.client_port, conn.server_port
+        if cport is None or sport is None:          # not entered by open_from_mpa: no endpoints to free
+            return
+        for key in ((conn.client_addr, cport, conn.server_addr, sport),
+                    (conn.server_addr, sport, conn.client_addr, cport)):
             hit = self._tcp.get(key)
             if hit is not None and hit[0] is conn:
                 del self._tcp[key]
