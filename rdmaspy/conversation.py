@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
+from .packet import Note
+
 if TYPE_CHECKING:
     from .session import Session
     from .packet import Packet
@@ -124,6 +126,11 @@ class Connection:
     def __repr__(self) -> str:
         return (f"<Connection {self.conn_id} {self.client_addr}/{self.client_qpn} -> "
                 f"{self.server_addr}/{self.server_qpn} {self.state}>")
+
+
+# The connections that ended at a packet (an iWARP connection's RST or second in-sequence FIN, or its
+# endpoints beginning another): no later packet belongs to them, so the analysis can let their state go.
+ENDED: Final[Note[list[Connection]]] = Note("conversation.ended")
 
 
 def _advertised(p: Any) -> tuple[int, int, bool]:

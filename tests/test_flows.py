@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import analysis_build as ab  # noqa: E402
 
 from rdmaspy import cli  # noqa: E402
-from rdmaspy.analysis.model import CallSide, Direction, Transaction  # noqa: E402
+from rdmaspy.analysis.model import CallSide, Direction, RpcRdmaSummary, Transaction  # noqa: E402
 from rdmaspy.output import flows as flows_mod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,6 +121,24 @@ def test_a_capture_without_rdma_gives_connections_without_rpcrdma(tmp_path):
     doc = json.loads(out.read_text())
     _validator("document").validate(doc)
     assert doc["connections"] and all(c["rpcrdma"] is None and c["transactions"] == [] for c in doc["connections"])
+
+
+def test_many_connections_hold_no_more_than_the_bound_all_together(tmp_path, monkeypatch):
+    """Each connection's spools hold up to their own bound; a capture of thousands of short connections
+    would multiply it: all spools together hold at most _HELD_BYTES, and a connection's records go to
+    disk when its summary (it ended) comes."""
+    monkeypatch.setattr(flows_mod, "_HELD_BYTES", 4096)
+    b = flows_mod.FlowBuilder(str(tmp_path))
+    for conn in range(1, 201):
+        b.on_record(Transaction(conn, conn, Direction.C2S, 1, CallSide([conn], conn, "RDMA_MSG", None, 100, 32)))
+        assert sum(sp.size for sp in b._spools.values()) <= 4096 + 1024
+    b.on_record(Transaction(500, 7, Direction.C2S, 1, CallSide([9], 7, "RDMA_MSG", None, 100, 32)))
+    assert b._spools[(500, "transactions")].buf
+    b.on_record(RpcRdmaSummary(500, 1, 0, 0, [1], [], 0, 0))
+    assert not b._spools[(500, "transactions")].buf
+    assert [json.loads(x)["xid"] for x in b._spools[(500, "transactions")].items()] == [7]
+    assert all(len(list(b._spools[(c, "transactions")].items())) == 1 for c in range(1, 201))
+    b.close()
 
 
 def test_records_are_spooled_to_disk_not_kept(tmp_path, monkeypatch):

@@ -350,3 +350,46 @@ def test_the_shipped_soft_iwarp_connections_close_at_their_fins() -> None:
     by_port = {c.client_port: c for c in connections(eng.session)}
     assert [(by_port[p].state, by_port[p].closed_by, by_port[p].t_closed) for p in (33955, 37154)] == [
         ("closed", "server", fins[92]), ("closed", "server", fins[95])]
+
+
+def _siw_nfs_again(times: int):
+    """siw-nfsv3-rdma.pcap ``times`` over, each copy after the one before: the same endpoints, one NFS
+    mount after another (each copy ends with both FINs)."""
+    from rdmaspy.packet import Frame
+    with open_capture(str(capture("siw-nfsv3-rdma.pcap"))) as cap:
+        frames = [(f.ts, f.data, f.wirelen, f.linktype) for f in cap]
+    span = frames[-1][0] - frames[0][0] + 1_000_000
+    n = 0
+    for k in range(times):
+        for ts, data, wirelen, linktype in frames:
+            n += 1
+            yield Frame(n, ts + k * span, linktype, data, wirelen)
+
+
+def test_connections_that_ended_leave_no_analysis_state_and_report_as_one_alone():
+    """Each ended connection's open calls and summary go out when it ends; the analysis keeps only the
+    live connections (it kept every one to the end, some 60 KB each), and reports the same per copy."""
+    from rdmaspy.analysis.model import RpcRdmaSummary, Transaction
+    from rdmaspy.pipeline import Options, Pipeline
+
+    class Keep:
+        def __init__(self) -> None:
+            self.records: list[object] = []
+
+        def record(self, r: object) -> None:
+            self.records.append(r)
+
+    per_run = []
+    for times in (1, 3):
+        keep = Keep()
+        pipe = Pipeline(_siw_nfs_again(times), Options(analyze=True), [])
+        pipe.analyzer.on_record = keep.record
+        live = []
+        for pkt in pipe.packets():
+            live.append(len(pipe.analyzer.modules["rpcrdma.transactions"].conns))
+        summaries = [r for r in keep.records if isinstance(r, RpcRdmaSummary)]
+        txns = {(r.conn, r.xid, r.call_frame) for r in keep.records if isinstance(r, Transaction)}
+        per_run.append((len(summaries), len(txns), max(live)))
+    (one_summaries, one_txns, one_live), (three_summaries, three_txns, three_live) = per_run
+    assert (one_summaries, three_summaries) == (1, 3) and one_live == three_live == 1
+    assert one_txns and three_txns == 3 * one_txns

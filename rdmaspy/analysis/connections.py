@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from mypy_extensions import mypyc_attr
 
+from ..conversation import ENDED
 from ..packet import Packet
 from .analyzer import Analyzer, register
 from .model import Connection
@@ -33,24 +34,34 @@ class Connections:
 
     def packet(self, pkt: Packet) -> None:
         conv = pkt.conv
-        if conv is None:
-            return
-        if conv.conn_id not in self.seen:
-            snap = Connection.of(conv)
-            self.seen[conv.conn_id] = (conv, snap)
-            self.an.emit(snap)
-        self.countdown -= 1
-        if self.countdown <= 0:
-            self.countdown = REFRESH
-            self._refresh()
+        if conv is not None:
+            if conv.conn_id not in self.seen:
+                snap = Connection.of(conv)
+                self.seen[conv.conn_id] = (conv, snap)
+                self.an.emit(snap)
+            self.countdown -= 1
+            if self.countdown <= 0:
+                self.countdown = REFRESH
+                self._refresh()
+        if pkt.extra is not None:
+            ended = pkt.noted(ENDED)
+            if ended:
+                for live in ended:
+                    # its last snapshot now: nothing changes it any more, and it leaves the refreshes
+                    got = self.seen.pop(live.conn_id, None)
+                    if got is not None:
+                        self._again(*got)
 
     def _refresh(self) -> None:
         """Emit again the connections that changed since their last snapshot."""
         for live, snap in self.seen.values():
-            if (live.packets_c2s, live.packets_s2c, live.state, live.t_end) != (
-                    snap.packets_c2s, snap.packets_s2c, snap.state, snap.t_end):
-                snap.update(live)
-                self.an.emit(snap)
+            self._again(live, snap)
+
+    def _again(self, live: LiveConnection, snap: Connection) -> None:
+        if (live.packets_c2s, live.packets_s2c, live.state, live.t_end) != (
+                snap.packets_c2s, snap.packets_s2c, snap.state, snap.t_end):
+            snap.update(live)
+            self.an.emit(snap)
 
     def finish(self) -> None:
         self._refresh()

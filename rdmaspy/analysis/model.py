@@ -510,7 +510,7 @@ class CreditSummary:
 @mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class RpcRdmaSummary:
-    """The RPC-over-RDMA traffic of one connection, at the end of the capture."""
+    """The RPC-over-RDMA traffic of one connection, when it ends (or the capture does)."""
     conn: int
     messages: int
     transactions: int

@@ -22,6 +22,7 @@ from itertools import islice
 
 from mypy_extensions import mypyc_attr
 
+from ..conversation import ENDED
 from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
@@ -177,6 +178,30 @@ class Transactions:
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
+        self._packet(pkt)
+        if pkt.extra is not None:
+            ended = pkt.noted(ENDED)
+            if ended:
+                for conn in ended:
+                    self._end(conn.conn_id)
+
+    def _end(self, conn_id: int) -> None:
+        """A connection ended (its TCP connection closed): no packet can belong to it any more, so what
+        is still open on it is given up as at the end of the capture, its summary goes out and its state
+        goes (a capture of many short connections keeps only the live ones)."""
+        for key in [k for k in self.provisional if k[0] == conn_id]:
+            self._take_held(key)
+        st = self.conns.pop(conn_id, None)
+        if st is None:
+            return
+        keep = self.cur
+        for o in list(st.open.values()):
+            self._give_up(st, o)
+        self.cur = keep
+        self._summarise(st)
+        self.budget.release(self, CONN_COST)
+
+    def _packet(self, pkt: Packet) -> None:
         self.current = None
         conv = pkt.conv
         if conv is None:

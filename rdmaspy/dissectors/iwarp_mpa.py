@@ -220,14 +220,20 @@ def mpa_connections(ctx: Any) -> list[MpaConn]:
     return ctx.get("iwarp.connections", list)
 
 
-def _release(ctx: Any, conn: MpaConn, ts: int | None = None, by: tuple[str, int] | None = None) -> None:
+def _release(ctx: Any, conn: MpaConn, pkt: Packet, ts: int | None = None,
+             by: tuple[str, int] | None = None) -> None:
     """Forget ``conn``'s streams: later segments between its endpoints start a new connection.  Its entry
     in the connection table is closed at ``ts`` by the endpoint ``by`` (None: its endpoints began another
-    connection, so it ended after its last packet, by nobody seen)."""
+    connection, so it ended after its last packet, by nobody seen), and noted on ``pkt`` as ended."""
     table_conn = conn.connection
     if table_conn is not None:
         side = None if by is None else "client" if by == conn.initiator else "server"
         _conversation.connections(ctx).end_tcp(table_conn, table_conn.t_last if ts is None else ts, side)
+        ended = pkt.noted(_conversation.ENDED)
+        if ended is None:
+            pkt.note(_conversation.ENDED, [table_conn])
+        else:
+            ended.append(table_conn)
     streams = _streams(ctx)
     for key in ((conn.initiator, conn.responder), (conn.responder, conn.initiator)):
         d = streams.get(key)
@@ -240,13 +246,13 @@ def _release(ctx: Any, conn: MpaConn, ts: int | None = None, by: tuple[str, int]
             break
 
 
-def _new_conn(ctx: Any, initiator: tuple[str, int], responder: tuple[str, int],
+def _new_conn(ctx: Any, pkt: Packet, initiator: tuple[str, int], responder: tuple[str, int],
               src_is_initiator: bool | None) -> MpaConn:
     streams = _streams(ctx)
     for key in ((initiator, responder), (responder, initiator)):
         old = streams.get(key)
         if old is not None:                  # the same endpoints again: the old connection is over
-            _release(ctx, old.conn)
+            _release(ctx, old.conn, pkt)
     conn = MpaConn(initiator, responder)
     a = MpaDir(conn, initiator, True if src_is_initiator is not None else None)
     b = MpaDir(conn, responder, False if src_is_initiator is not None else None)
@@ -286,14 +292,14 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
         d = None      # the same addresses and ports again: a new connection (no FPDU starts so)
     if d is None:
         if n >= 16 and buf[off:off + 16] == KEY_REQ:
-            conn = _new_conn(ctx, src, dst, True)
+            conn = _new_conn(ctx, pkt, src, dst, True)
             d = conn.dirs[src]
         elif n >= 16 and buf[off:off + 16] == KEY_REP:
-            conn = _new_conn(ctx, dst, src, True)   # the Request went by before the capture started
+            conn = _new_conn(ctx, pkt, dst, src, True)   # the Request went by before the capture started
             conn.dirs[dst].phase = FULL               # so the initiator's next bytes are FPDUs
             d = conn.dirs[src]
         elif fpdu_chain(buf, off, end, exact=True) > 0:
-            conn = _new_conn(ctx, src, dst, None)
+            conn = _new_conn(ctx, pkt, src, dst, None)
             conn.midstream = True
             ports = iwarp_ddp.rdmacm_port.by_key
             conn.server_port = sport if sport in ports else dport if dport in ports else min(sport, dport)
@@ -320,7 +326,7 @@ def tcp_end_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     flags = buf[off + 13]
     src = (pkt.src, sport)
     if flags & 0x04:
-        _release(ctx, d.conn, pkt.frame.ts, src)
+        _release(ctx, d.conn, pkt, pkt.frame.ts, src)
         return True
     seglen = end - off - (buf[off + 12] >> 4) * 4
     seq = int.from_bytes(buf[off + 4:off + 8], "big")
@@ -330,7 +336,7 @@ def tcp_end_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     if nxt is not None and not d.stream.held and seq_delta((seq + seglen) & 0xFFFFFFFF, nxt) == 0:
         d.finished = True
     if all(side.finished for side in d.conn.dirs.values()):
-        _release(ctx, d.conn, pkt.frame.ts, d.conn.first_fin)
+        _release(ctx, d.conn, pkt, pkt.frame.ts, d.conn.first_fin)
     return True
 
 

@@ -30,6 +30,7 @@ FORMAT = "rdmaspy-flows"
 VERSION = 1
 _BUFFER = 256            # records kept per spool before they go to disk ...
 _BUFFER_BYTES = 1 << 18  # ... or bytes (a piece of credit series is tens of KiB)
+_HELD_BYTES = 8 << 20    # what all spools together hold at most (a capture of many connections)
 
 _SUMMARY_KEYS = ("messages", "transactions", "unanswered", "versions", "unadvertised_operations",
                  "unadvertised_bytes")
@@ -222,6 +223,8 @@ class FlowBuilder:
         self.summaries: dict[int, RpcRdmaSummary] = {}
         self.severities: dict[str, int] = {}
         self.transactions = 0
+        self._by_conn: dict[int | None, list[_Spool]] = {}
+        self._held = 0                  # bytes the spools hold in memory
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -239,22 +242,40 @@ class FlowBuilder:
         if sp is None:
             name = f"{conn if conn is not None else 'none'}-{section}.jsonl"
             sp = self._spools[key] = _Spool(os.path.join(self._tmp.name, name))
+            self._by_conn.setdefault(conn, []).append(sp)
         return sp
+
+    def _add(self, conn: int | None, section: str, data: bytes) -> None:
+        sp = self._spool(conn, section)
+        before = sp.size
+        sp.add(data)                    # to disk by itself past its own bound
+        self._held += sp.size - before
+        if self._held > _HELD_BYTES:
+            for each in self._spools.values():
+                each.flush()
+            self._held = 0
+
+    def _flush_connection(self, conn: int) -> None:
+        for sp in self._by_conn.get(conn, ()):
+            self._held -= sp.size
+            sp.flush()
 
     # -- the analyzer's sinks --------------------------------------------------------------------
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
             self.transactions += 1
-            self._spool(rec.conn, "transactions").add(orjson.dumps(transaction_record(rec)))
+            self._add(rec.conn, "transactions", orjson.dumps(transaction_record(rec)))
         elif isinstance(rec, CreditSeries):
-            self._spool(rec.conn, "series-" + rec.direction.value).add(orjson.dumps(series_points(rec)))
+            self._add(rec.conn, "series-" + rec.direction.value, orjson.dumps(series_points(rec)))
         elif isinstance(rec, RpcRdmaSummary):
             self.summaries[rec.conn] = rec
+            # a connection's summary comes when it ends (or the capture does): what it spooled goes to disk
+            self._flush_connection(rec.conn)
 
     def on_finding(self, finding: Finding) -> None:
         sev = finding.severity
         self.severities[sev] = self.severities.get(sev, 0) + 1
-        self._spool(finding.conn, "findings").add(orjson.dumps(finding_record(finding), default=json_default))
+        self._add(finding.conn, "findings", orjson.dumps(finding_record(finding), default=json_default))
 
     # -- assembly --------------------------------------------------------------------------------
     def _array(self, out: BinaryIO, conn: int | None, section: str) -> None:
