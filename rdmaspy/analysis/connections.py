@@ -43,14 +43,13 @@ class Connections:
             if self.countdown <= 0:
                 self.countdown = REFRESH
                 self._refresh()
-        if pkt.extra is not None:
-            ended = pkt.noted(ENDED)
-            if ended:
-                for live in ended:
-                    # its last snapshot now: nothing changes it any more, and it leaves the refreshes
-                    got = self.seen.pop(live.conn_id, None)
-                    if got is not None:
-                        self._again(*got)
+        ended = pkt.noted(ENDED)
+        if ended:
+            for live in ended:
+                # its last snapshot now: nothing changes it any more, and it leaves the refreshes
+                got = self.seen.pop(live.conn_id, None)
+                if got is not None:
+                    self._again(*got)
 
     def _refresh(self) -> None:
         """Emit again the connections that changed since their last snapshot."""

@@ -179,11 +179,10 @@ class Transactions:
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
         self._packet(pkt)
-        if pkt.extra is not None:
-            ended = pkt.noted(ENDED)
-            if ended:
-                for conn in ended:
-                    self._end(conn.conn_id)
+        ended = pkt.noted(ENDED)
+        if ended:
+            for conn in ended:
+                self._end(conn.conn_id)
 
     def _end(self, conn_id: int) -> None:
         """A connection ended (its TCP connection closed): no packet can belong to it any more, so what

@@ -3,7 +3,8 @@
 Each table of the directory is a view of its name (``packets``, ``transactions``, ...; the files of a
 parallel export, ``packets-*.parquet``, and a long table's next files, ``packets.1.parquet``..., make one
 view).  The result is a table on a terminal, CSV or JSON Lines (``-T``) otherwise.  ``--list`` names the
-queries that ship; give a name instead of SQL to run one.  A missing directory, bad SQL, an unknown table or column: one line, exit 1.
+queries that ship; give a name instead of SQL to run one.  A missing directory, bad SQL, an unknown table
+or column: one line, exit 1.
 """
 from __future__ import annotations
 

@@ -90,6 +90,11 @@ def part_path(path: str, n: int) -> str:
     return f"{stem}.{n}{ext}"
 
 
+def files_of(writers: dict[str, "TableWriter"]) -> dict[str, list[str]]:
+    """Each table's files (their names, in order)."""
+    return {name: [os.path.basename(p) for p in w.paths] for name, w in writers.items()}
+
+
 class TableWriter:
     """One table: rows buffered as columns, written as a row group every ``batch`` rows.
 
@@ -324,8 +329,7 @@ class PacketSink:
 
     @property
     def files(self) -> dict[str, list[str]]:
-        """Each table's files (their names, in order)."""
-        return {name: [os.path.basename(p) for p in w.paths] for name, w in self.writers.items()}
+        return files_of(self.writers)
 
 
 class ExportSink:
@@ -400,6 +404,5 @@ class ExportSink:
 
     @property
     def files(self) -> dict[str, list[str]]:
-        """Each table's files (their names, in order)."""
-        return {name: [os.path.basename(p) for p in w.paths] for name, w in self.writers.items()}
+        return files_of(self.writers)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..fields import Field
-from ..fieldview import EVERY_FIELD, Plan
+from ..fieldview import EVERY_FIELD, Plan, protocols_text
 from ..packet import Item, Layer, Packet
 from .values import text_value
 
@@ -59,7 +59,7 @@ def tree_lines(pkt: Packet, t0: int) -> list[str]:
              f"    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"]
     if f.comment:
         lines.append(f"    Comment: {f.comment}")
-    lines.append("    Protocols in frame: " + ":".join([lay.proto for lay in pkt.layers]))
+    lines.append("    Protocols in frame: " + protocols_text(pkt))
     EVERY_FIELD.layers(pkt, _TreeLines(lines))
     if pkt.expert:
         lines.append("Expert Info")
@@ -87,11 +87,14 @@ def _prefixes(depth: int) -> dict[Field, str]:
     return _PREFIXES[depth]
 
 
-def _prefix(known: dict[Field, str], f: Field, depth: int) -> str:
-    if len(known) >= 4096:          # fields are declared once; bounded all the same
-        known.clear()
-    prefix = known[f] = "    " * depth + f.label + ": "
-    return prefix
+def _line(known: dict[Field, str], f: Field, value: object, depth: int) -> str:
+    """``f``'s line at ``depth``: its prefix (made once, kept in ``known``) and its value."""
+    prefix = known.get(f)
+    if prefix is None:
+        if len(known) >= 4096:      # fields are declared once; bounded all the same
+            known.clear()
+        prefix = known[f] = "    " * depth + f.label + ": "
+    return prefix + text_value(f, value)
 
 
 class _TreeLines:
@@ -111,16 +114,10 @@ class _TreeLines:
         if plan:
             vals = lay.values
             for i, f in plan:
-                prefix = known.get(f)
-                if prefix is None:
-                    prefix = _prefix(known, f, depth + 1)
-                lines.append(prefix + text_value(f, vals[i]))
+                lines.append(_line(known, f, vals[i], depth + 1))
         if items:
             for f, v, _o, _l in items:
-                prefix = known.get(f)
-                if prefix is None:
-                    prefix = _prefix(known, f, depth + 1)
-                lines.append(prefix + text_value(f, v))
+                lines.append(_line(known, f, v, depth + 1))
 
 
 def hex_lines(data: bytes) -> Iterator[str]:
