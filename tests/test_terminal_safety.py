@@ -136,3 +136,51 @@ def test_a_writer_mixing_lines_and_blocks_writes_them_in_order_and_safe(calls, l
     one_by_one.flush()
     assert got.getvalue() == want.getvalue()
     assert not OBEYED.search(got.getvalue().decode())
+
+
+# --- the verbose tree is safe as it is made (its block is not checked again) -------------------------
+_HOSTILE_TEXT = st.text(st.one_of(st.sampled_from("a\n\r\x1b\x85\x7f§é…"), st.characters(blacklist_categories=("Cs",))),
+                        max_size=16)
+
+
+def _tree_of(label: str, value: object, comment: str, expert_text: str) -> list[str]:
+    from rdmaspy.fields import Field
+    from rdmaspy.output.text import tree_lines
+    from rdmaspy.packet import Expert, Frame, Packet
+
+    pkt = Packet(Frame(7, 1_000, 1, b"\0" * 20, 20, comment=comment))
+    lay = pkt.add_layer("data", None, pkt.frame.data, 0, 20, label=label)
+    for display in ("str", "dec", "bytes"):
+        lay.add(Field(f"test.{display}", 0, f"As {display}", display, catalogued=False), value)
+    lay.child("data", None, 0, 4, label=label)
+    pkt.expert = [Expert("warning", "sequence", expert_text, "RFC 0000 §1", "test.rule")]
+    return tree_lines(pkt, 0)
+
+
+@given(_HOSTILE_TEXT, st.one_of(_HOSTILE_TEXT, st.binary(max_size=60)), _HOSTILE_TEXT, _HOSTILE_TEXT)
+@example("Data\x1b[2J", b"\x1b]0;owned\x07", "\r\nFAKE LINE", "bell\x07")
+def test_tree_lines_hold_no_control_a_terminal_obeys_whatever_the_capture_says(label, value, comment, text):
+    """A layer label, a value shown as text, a comment and an expert item's text from the capture:
+    every line of the tree comes out escaped, so the writer need not check the block again."""
+    for line in _tree_of(label, value, comment, text):
+        assert not OBEYED.search(line) and "\n" not in line, line
+
+
+def test_the_tree_written_without_a_second_check_matches_the_checked_one(tmp_path):
+    """``decode -V`` hands its blocks over as safe already: the bytes equal those of the same lines
+    checked one by one, on the hostile capture."""
+    from rdmaspy.output.text import tree_lines, tree_text
+    from rdmaspy.pipeline import Pipeline
+
+    trusted, checked = io.BytesIO(), io.BytesIO()
+    as_blocks, by_line = LineWriter(trusted, False, safe=True), LineWriter(checked, False, safe=True)
+    with open_capture(str(hostile_capture(tmp_path))) as cap:
+        for pkt in Pipeline(cap).packets():
+            lines = tree_lines(pkt, 0)
+            as_blocks.safe_block(tree_text(pkt, 0))
+            for line in lines:
+                by_line.text(line)
+    as_blocks.flush()
+    by_line.flush()
+    assert b"Comment: \\x1b]0;owned" in trusted.getvalue()
+    assert trusted.getvalue() == checked.getvalue()

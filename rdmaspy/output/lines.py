@@ -46,17 +46,26 @@ class LineWriter:
         self.line(line.encode())
 
     def block(self, lines: list[str]) -> None:
-        """Several lines at once (a packet's tree): joined and encoded once, one hand-over.  With ``safe``
-        the block is checked as it comes (a line may hold a newline from the capture, which must show
-        escaped, not pass for a join): the lines before it are checked first, to keep the order."""
+        """Several lines at once (a packet's summary and hex dump): joined and encoded once, one hand-over.
+        With ``safe`` the block is checked as it comes (a line may hold a newline from the capture, which
+        must show escaped, not pass for a join): the lines before it are checked first, to keep the order."""
         if not lines:
             return
         data = "\n".join(lines).encode()
+        if self.safe:
+            data = safe_block(data, lines)
+        self._add_checked(data)
+
+    def safe_block(self, text: str) -> None:
+        """Lines joined by newlines, made safe for a terminal by their maker (a packet's tree, whose values
+        are escaped as they are made): encoded once and held, with no check of their own."""
+        self._add_checked(text.encode())
+
+    def _add_checked(self, data: bytes) -> None:
         buf = self._buf
         if self.safe:
             if self._checked < len(buf):
                 buf[self._checked:] = safe_lines(buf[self._checked:])
-            data = safe_block(data, lines)
             self._checked = len(buf) + 1
         buf.append(data)
         self._size += len(data) + 1

@@ -14,7 +14,7 @@ from ..packet import Packet
 from .clock import Clock
 from .lines import LineWriter
 from .safe import safe_text
-from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines
+from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines, tree_pieces
 
 if TYPE_CHECKING:
     from ..pipeline import Pipeline
@@ -100,17 +100,20 @@ class TextSink(TimedSink):
             return
         # A packet's lines go to the writer as one block: one encode and one hand-over per packet
         # rather than per line (a tree has dozens), the same bytes out.
-        lines: list[str] = []
         if self.verbose:
-            lines.extend(tree_lines(pkt, self.t0()))
-        else:
-            line = summary_line(pkt, self.t0(), self.when(pkt))
-            lines.append(with_findings(line, pkt) if self.findings else line)
+            # the tree and the hex dump are safe for a terminal as they are made (tree_text, hex_lines)
+            pieces = tree_pieces(pkt, self.t0())
+            if self.hexdump:
+                pieces.append("\n")
+                pieces.append("\n".join(hex_lines(pkt.frame.data)))
+            pieces.append("\n")
+            self.out.safe_block("".join(pieces))
+            return
+        line = summary_line(pkt, self.t0(), self.when(pkt))
+        lines = [with_findings(line, pkt) if self.findings else line]
         if self.hexdump:
-            if not self.verbose:
-                lines.append("")
+            lines.append("")
             lines.extend(hex_lines(pkt.frame.data))
-        if self.verbose or self.hexdump:
             lines.append("")
         self.out.block(lines)
 

@@ -1,15 +1,16 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Final, Iterator
 
-from ..fields import Field
+from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, protocols_text
 from ..packet import Item, Layer, Packet
+from .safe import safe_text
 from .values import text_value
 
 
-_columns: dict[tuple[str, str, str], bytes] = {}
+_columns: Final[dict[tuple[str, str, str], bytes]] = {}
 
 
 def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
@@ -50,23 +51,37 @@ def summary_line(pkt: Packet, t0: int, when: bytes | None = None) -> str:
 
 
 def tree_lines(pkt: Packet, t0: int) -> list[str]:
-    """The lines of ``decode -V`` for one packet (a list: compiled, a generator costs a resumable
-    object and a call per line)."""
+    """The lines of ``decode -V`` for one packet (no line holds a newline: see ``tree_text``)."""
+    return tree_text(pkt, t0).split("\n")
+
+
+def tree_text(pkt: Packet, t0: int) -> str:
+    """The tree of ``decode -V`` for one packet as one text, its lines joined by newlines."""
+    return "".join(tree_pieces(pkt, t0))
+
+
+def tree_pieces(pkt: Packet, t0: int) -> list[str]:
+    """The tree of ``decode -V`` for one packet as pieces of text to be joined with nothing between
+    them: a line's prefix ("\n", indent, label; made once) and its value, not a string per line.
+
+    Safe for a terminal as it is made: every piece of text that can come from the capture (a comment,
+    a layer's label, a value, an expert item's text) has its control characters shown as escapes,
+    the rest is numbers and declared names."""
     f = pkt.frame
-    lines = [f"Frame {f.num}: {f.wirelen} bytes on wire, {len(f.data)} bytes captured (link type {f.linktype},"
-             f" interface {f.iface})",
-             f"    Arrival time (epoch): {f.ts // 1_000_000_000}.{f.ts % 1_000_000_000:09d}",
-             f"    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"]
+    pieces = [f"Frame {f.num}: {f.wirelen} bytes on wire, {len(f.data)} bytes captured (link type {f.linktype},"
+              f" interface {f.iface})\n    Arrival time (epoch): {f.ts // 1_000_000_000}.{f.ts % 1_000_000_000:09d}"
+              f"\n    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"]
     if f.comment:
-        lines.append(f"    Comment: {f.comment}")
-    lines.append("    Protocols in frame: " + protocols_text(pkt))
-    EVERY_FIELD.layers(pkt, _TreeLines(lines))
+        pieces.append("\n    Comment: " + safe_text(f.comment))
+    pieces.append("\n    Protocols in frame: " + protocols_text(pkt))
+    EVERY_FIELD.layers(pkt, _TreePieces(pieces))
     if pkt.expert:
-        lines.append("Expert Info")
+        pieces.append("\nExpert Info")
         for e in pkt.expert:
             cited = citation(e.rule, e.source)
-            lines.append(f"    [{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}")
-    return lines
+            pieces.append("\n    ")
+            pieces.append(safe_text(f"[{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}"))
+    return pieces
 
 
 def citation(rule: str, source: str) -> str:
@@ -76,48 +91,90 @@ def citation(rule: str, source: str) -> str:
     return rule or source
 
 
-# Each field's "<indent><label>: " at each depth, made once: a line is then one concatenation with its
-# value, where an f-string of four parts costs a generic string build per line.
-_PREFIXES: list[dict[Field, str]] = []
+# Each line's start, "\n<indent><label>: ", made once per depth: per field (items), per header (its
+# fields, in field order) and per indent (a layer's label).
+_PREFIXES: Final[list[dict[Field, str]]] = []
+_HEADER_PREFIXES: Final[list[dict[Header, tuple[str, ...]]]] = []
+_INDENTS: Final[list[str]] = []
 
 
-def _prefixes(depth: int) -> dict[Field, str]:
+def _indent(depth: int) -> str:
+    while len(_INDENTS) <= depth:
+        _INDENTS.append("\n" + "    " * len(_INDENTS))
+    return _INDENTS[depth]
+
+
+def _prefix(f: Field, depth: int) -> str:
     while len(_PREFIXES) <= depth:
         _PREFIXES.append({})
-    return _PREFIXES[depth]
-
-
-def _line(known: dict[Field, str], f: Field, value: object, depth: int) -> str:
-    """``f``'s line at ``depth``: its prefix (made once, kept in ``known``) and its value."""
+    known = _PREFIXES[depth]
     prefix = known.get(f)
     if prefix is None:
         if len(known) >= 4096:      # fields are declared once; bounded all the same
             known.clear()
-        prefix = known[f] = "    " * depth + f.label + ": "
-    return prefix + text_value(f, value)
+        prefix = known[f] = _indent(depth) + f.label + ": "
+    return prefix
 
 
-class _TreeLines:
-    """The layers' lines of the tree: a layer's label, then its fields one level in."""
+def _header_prefixes(hdr: Header, depth: int) -> tuple[str, ...]:
+    while len(_HEADER_PREFIXES) <= depth:
+        _HEADER_PREFIXES.append({})
+    known = _HEADER_PREFIXES[depth]
+    pre = known.get(hdr)
+    if pre is None:
+        if len(known) >= 4096:      # headers are declared once; bounded all the same
+            known.clear()
+        indent = _indent(depth)
+        pre = known[hdr] = tuple([indent + f.label + ": " for f in hdr.fields])
+    return pre
 
-    __slots__ = ("lines",)
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = lines
+# Labels a dissector made (most layers show their header's declared label): made safe once each.
+_SAFE_LABELS: Final[dict[str, str]] = {}
+
+
+def _label(lay: Layer) -> str:
+    label = lay.label
+    hdr = lay.header
+    if (hdr is not None and label is hdr.label) or label is lay.proto:
+        return label                # declared
+    safe = _SAFE_LABELS.get(label)
+    if safe is None:
+        if len(_SAFE_LABELS) >= 4096:
+            _SAFE_LABELS.clear()
+        safe = _SAFE_LABELS[label] = safe_text(label)
+    return safe
+
+
+class _TreePieces:
+    """The layers' part of the tree as pieces of text: a layer's label, then its fields one level in,
+    each field a prefix and a value."""
+
+    __slots__ = ("pieces",)
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
 
     def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
-        lines = self.lines
-        lines.append("    " * depth + lay.label)
-        if not plan and not items:
-            return
-        known = _prefixes(depth + 1)
+        pieces = self.pieces
+        pieces.append(_indent(depth))
+        pieces.append(_label(lay))
         if plan:
             vals = lay.values
-            for i, f in plan:
-                lines.append(_line(known, f, vals[i], depth + 1))
+            hdr = lay.header
+            if hdr is not None and plan is hdr.every_field:
+                pre = _header_prefixes(hdr, depth + 1)      # looked up once for all the header's fields
+                for i, f in plan:
+                    pieces.append(pre[i])
+                    pieces.append(text_value(f, vals[i]))
+            else:
+                for i, f in plan:
+                    pieces.append(_prefix(f, depth + 1))
+                    pieces.append(text_value(f, vals[i]))
         if items:
             for f, v, _o, _l in items:
-                lines.append(_line(known, f, v, depth + 1))
+                pieces.append(_prefix(f, depth + 1))
+                pieces.append(text_value(f, v))
 
 
 def hex_lines(data: bytes) -> Iterator[str]:

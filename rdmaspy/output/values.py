@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
+from typing import Any, Final
 
 from ..fields import Field
+from .safe import safe_text
 
 
 def _gid(b: bytes) -> str:
@@ -14,8 +15,8 @@ def _gid(b: bytes) -> str:
 
 
 # Address text by (display, bytes): a capture has few addresses and many packets (bounded).
-_ADDR_TEXT: dict[tuple[str, bytes], str] = {}
-_ADDR_DISPLAYS = frozenset({"ipv4", "ipv6", "gid", "mac"})
+_ADDR_TEXT: Final[dict[tuple[str, bytes], str]] = {}
+_ADDR_DISPLAYS: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
 
 
 def json_value(field: Field, value: Any) -> Any:
@@ -62,7 +63,9 @@ def _json_bytes(d: str, b: bytes) -> Any:
 
 
 def text_value(field: Field, value: Any) -> str:
-    """A value as the verbose tree shows it, with its name for enumerations."""
+    """A value as the verbose tree shows it, with its name for enumerations; text from the capture
+    with its control characters shown as escapes (``safe_text``), so that the tree is safe for a
+    terminal as it is made: numbers, hex, addresses and the declared names and units hold none."""
     d = field.display
     # Exact class tests first: a plain int or bytes (nearly every value) takes no isinstance with a
     # tuple of types, which compiled costs a tuple and three look-ups of builtins; type(), which compiled
@@ -86,7 +89,7 @@ def text_value(field: Field, value: Any) -> str:
         b = value if cls is bytes else bytes(value)
         if d == "str":
             # a fixed-size text field is padded with NULs (a MAD's NodeString): the text ends at them
-            return b.rstrip(b"\0").decode("utf-8", "replace")
+            return safe_text(b.rstrip(b"\0").decode("utf-8", "replace"))
         if d in ("ipv4", "ipv6", "gid", "mac"):
             return str(json_value(field, b))
         if len(b) > 48:
@@ -102,7 +105,7 @@ def text_value(field: Field, value: Any) -> str:
     elif value is None:
         text = "(none)"
     else:
-        text = str(value)
+        text = safe_text(str(value))
     names = field.names
     return _named(field, text, None if names is None else
                   (names.get(value) if type(names) is not dict else _dict_get(names, value)))
