@@ -63,7 +63,7 @@ def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -
 
 
 def fmt_mac(b: bytes) -> str:
-    return ":".join(f"{x:02x}" for x in b)
+    return b.hex(":")
 
 
 table("linktype").register(1, dissect_ethernet)

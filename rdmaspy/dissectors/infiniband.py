@@ -494,7 +494,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         layers.append(lay)
         if hdr is RETH:
             va, rkey, dlen = ib.reth = _RETH_DECODE(buf, pos)
-            info += f" VA=0x{va:x} R_Key=0x{rkey:08x} Len={dlen}"
+            info += " VA=0x%x R_Key=0x%08x Len=%d" % (va, rkey, dlen)   # %: compiled, f"{:x}" is a str.format call
         elif hdr is AETH:
             syn, msn = ib.aeth = _AETH_DECODE(buf, pos)
             lay._fill = _fill_aeth
@@ -503,10 +503,10 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             ib.deth_srcqp = _DETH_DECODE(buf, pos)[_DETH_SRCQP]
         elif hdr is IMMDT:
             ib.imm = imm = _IMMDT_DECODE(buf, pos)[0]
-            info += f" Imm=0x{imm:08x}"
+            info += " Imm=0x%08x" % imm
         elif hdr is IETH:
             ib.ieth = rkey = _IETH_DECODE(buf, pos)[0]
-            info += f" Inv R_Key=0x{rkey:08x}"
+            info += " Inv R_Key=0x%08x" % rkey
         pos += size
     pad = (words[_PADCNT_W] >> _PADCNT_SH) & _PADCNT_M
     pend = icrc_off - pad

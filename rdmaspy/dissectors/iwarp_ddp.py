@@ -347,7 +347,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         stag, to = _TAGGED_WORDS(buf, off + _STAG_AT)
         info.stag = stag
         info.to = to
-        text = f"iWARP RDMAP {info.name} STag=0x{stag:08x} TO=0x{to:x}"
+        text = "iWARP RDMAP %s STag=0x%08x TO=0x%x" % (info.name, stag, to)   # %: compiled, f"{:x}" is a str.format call
     else:
         w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + _INV_STAG_AT)
         info.qn = qn
@@ -362,7 +362,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         if info.mo:
             text += f" MO={info.mo}"
         if info.inv_stag is not None:
-            text += f" Inv STag=0x{w:08x}"
+            text += " Inv STag=0x%08x" % w
         want_qn = _QUEUE_OF.get(op)
         if want_qn is not None and info.qn != want_qn:
             pkt.add_expert("warning", "protocol", f"{info.name} on queue {info.qn}, expected {want_qn}",
@@ -429,7 +429,7 @@ def _read_request(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: i
         return end, text
     rdmap.child("rdmap.rr", READ_REQUEST, pos)
     rr = info.read_request = READ_REQUEST.decode(buf, pos)
-    text += f" Sink STag=0x{rr[0]:08x} TO=0x{rr[1]:x} Src STag=0x{rr[3]:08x} TO=0x{rr[4]:x} Size={rr[2]}"
+    text += " Sink STag=0x%08x TO=0x%x Src STag=0x%08x TO=0x%x Size=%d" % (rr[0], rr[1], rr[3], rr[4], rr[2])
     return pos + size, text
 
 

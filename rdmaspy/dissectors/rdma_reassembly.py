@@ -644,7 +644,7 @@ def _fill_rebuilt(lay: Layer) -> None:
 def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
                   quiet: bool = False) -> None:
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
-                        f"[Rebuilt RPC message of XID 0x{msg.xid:08x}: {len(whole)} bytes from {len(frames)} frames]")
+                        "[Rebuilt RPC message of XID 0x%08x: %d bytes from %d frames]" % (msg.xid, len(whole), len(frames)))
     lay._vals = (msg, frames, kind)     # the items are spelled out only when somebody asks for them
     lay._fill = _fill_rebuilt
     msg.rebuilt_frames = frames
@@ -653,7 +653,7 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: lis
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
     if not quiet:
-        pkt.add_info(f"[rebuilt XID 0x{msg.xid:08x}]")
+        pkt.add_info("[rebuilt XID 0x%08x]" % msg.xid)
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 

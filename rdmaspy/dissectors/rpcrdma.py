@@ -583,7 +583,7 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         return
     proc = msg.proc
     name = PROCS.get(proc) or f"proc {proc}"
-    text = f"RPC-over-RDMA v1 {name} xid=0x{msg.xid:08x} credits={msg.credits}"
+    text = "RPC-over-RDMA v1 %s xid=0x%08x credits=%d" % (name, msg.xid, msg.credits)   # %: see dissect_bth
     chunked = bool(msg.reads or msg.writes or msg.reply)
     if proc <= 2:
         if chunked or msg.reply is not None:
