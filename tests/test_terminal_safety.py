@@ -143,9 +143,8 @@ _HOSTILE_TEXT = st.text(st.one_of(st.sampled_from("a\n\r\x1b\x85\x7f§é…"), s
                         max_size=16)
 
 
-def _tree_of(label: str, value: object, comment: str, expert_text: str) -> list[str]:
+def _hostile_packet(label: str, value: object, comment: str, expert_text: str):
     from rdmaspy.fields import Field
-    from rdmaspy.output.text import tree_lines
     from rdmaspy.packet import Expert, Frame, Packet
 
     pkt = Packet(Frame(7, 1_000, 1, b"\0" * 20, 20, comment=comment))
@@ -154,7 +153,7 @@ def _tree_of(label: str, value: object, comment: str, expert_text: str) -> list[
         lay.add(Field(f"test.{display}", 0, f"As {display}", display, catalogued=False), value)
     lay.child("data", None, 0, 4, label=label)
     pkt.expert = [Expert("warning", "sequence", expert_text, "RFC 0000 §1", "test.rule")]
-    return tree_lines(pkt, 0)
+    return pkt
 
 
 @given(_HOSTILE_TEXT, st.one_of(_HOSTILE_TEXT, st.binary(max_size=60)), _HOSTILE_TEXT, _HOSTILE_TEXT)
@@ -162,8 +161,22 @@ def _tree_of(label: str, value: object, comment: str, expert_text: str) -> list[
 def test_tree_lines_hold_no_control_a_terminal_obeys_whatever_the_capture_says(label, value, comment, text):
     """A layer label, a value shown as text, a comment and an expert item's text from the capture:
     every line of the tree comes out escaped, so the writer need not check the block again."""
-    for line in _tree_of(label, value, comment, text):
+    from rdmaspy.output.text import tree_lines
+
+    for line in tree_lines(_hostile_packet(label, value, comment, text), 0):
         assert not OBEYED.search(line) and "\n" not in line, line
+
+
+@given(_HOSTILE_TEXT, st.one_of(_HOSTILE_TEXT, st.binary(max_size=60)), _HOSTILE_TEXT, _HOSTILE_TEXT, st.booleans())
+@example("Data", b"\xab" * 60, "", "RFC 8166 §4.1", False)       # a value cut short with "…", a "§"
+def test_the_tree_in_utf8_is_its_text_encoded_whatever_pieces_are_wide(label, value, comment, text, hexdump):
+    """``decode -V`` encodes the tree a run of ASCII pieces at a time: the bytes are those of the whole
+    text encoded at once, with the hex dump and the blank line after it."""
+    from rdmaspy.output.text import hex_lines, tree_text, tree_utf8
+
+    pkt = _hostile_packet(label, value, comment, text)
+    whole = tree_text(pkt, 0) + ("\n" + "\n".join(hex_lines(pkt.frame.data)) if hexdump else "") + "\n"
+    assert tree_utf8(pkt, 0, hexdump) == whole.encode()
 
 
 def test_the_tree_written_without_a_second_check_matches_the_checked_one(tmp_path):
@@ -177,7 +190,7 @@ def test_the_tree_written_without_a_second_check_matches_the_checked_one(tmp_pat
     with open_capture(str(hostile_capture(tmp_path))) as cap:
         for pkt in Pipeline(cap).packets():
             lines = tree_lines(pkt, 0)
-            as_blocks.safe_block(tree_text(pkt, 0))
+            as_blocks.safe_block(tree_text(pkt, 0).encode())
             for line in lines:
                 by_line.text(line)
     as_blocks.flush()

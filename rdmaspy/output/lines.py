@@ -56,10 +56,10 @@ class LineWriter:
             data = safe_block(data, lines)
         self._add_checked(data)
 
-    def safe_block(self, text: str) -> None:
-        """Lines joined by newlines, made safe for a terminal by their maker (a packet's tree, whose values
-        are escaped as they are made): encoded once and held, with no check of their own."""
-        self._add_checked(text.encode())
+    def safe_block(self, data: bytes) -> None:
+        """Lines joined by newlines, in UTF-8, made safe for a terminal by their maker (a packet's tree,
+        whose values are escaped as they are made): held with no check of their own."""
+        self._add_checked(data)
 
     def _add_checked(self, data: bytes) -> None:
         buf = self._buf

@@ -14,7 +14,7 @@ from ..packet import Packet
 from .clock import Clock
 from .lines import LineWriter
 from .safe import safe_text
-from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines, tree_pieces
+from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines, tree_utf8
 
 if TYPE_CHECKING:
     from ..pipeline import Pipeline
@@ -102,12 +102,7 @@ class TextSink(TimedSink):
         # rather than per line (a tree has dozens), the same bytes out.
         if self.verbose:
             # the tree and the hex dump are safe for a terminal as they are made (tree_text, hex_lines)
-            pieces = tree_pieces(pkt, self.t0())
-            if self.hexdump:
-                pieces.append("\n")
-                pieces.append("\n".join(hex_lines(pkt.frame.data)))
-            pieces.append("\n")
-            self.out.safe_block("".join(pieces))
+            self.out.safe_block(tree_utf8(pkt, self.t0(), self.hexdump))
             return
         line = summary_line(pkt, self.t0(), self.when(pkt))
         lines = [with_findings(line, pkt) if self.findings else line]

@@ -72,30 +72,59 @@ def tree_lines(pkt: Packet, t0: int) -> list[str]:
 
 def tree_text(pkt: Packet, t0: int) -> str:
     """The tree of ``decode -V`` for one packet as one text, its lines joined by newlines."""
-    return "".join(tree_pieces(pkt, t0))
+    return "".join(tree_pieces(pkt, t0, []))
 
 
-def tree_pieces(pkt: Packet, t0: int) -> list[str]:
+def tree_utf8(pkt: Packet, t0: int, hexdump: bool) -> bytes:
+    """The tree of ``decode -V`` as it is written: UTF-8, with the hex dump (``-x``) and the blank line
+    after it.  Encoded a run of ASCII pieces at a time: one "…" (a long value cut short) would make the
+    whole text two bytes a character, to be widened and encoded character by character."""
+    wide: list[int] = []
+    pieces = tree_pieces(pkt, t0, wide)
+    if hexdump:
+        pieces.append("\n")
+        pieces.append("\n".join(hex_lines(pkt.frame.data)))
+    pieces.append("\n")
+    if not wide:
+        return "".join(pieces).encode()
+    out: list[bytes] = []
+    start = 0
+    for i in wide:
+        out.append("".join(pieces[start:i]).encode())
+        out.append(pieces[i].encode())
+        start = i + 1
+    out.append("".join(pieces[start:]).encode())
+    return b"".join(out)
+
+
+def tree_pieces(pkt: Packet, t0: int, wide: list[int]) -> list[str]:
     """The tree of ``decode -V`` for one packet as pieces of text to be joined with nothing between
     them: a line's prefix ("\n", indent, label; made once) and its value, not a string per line.
+    ``wide`` gets the indexes of the pieces that are not ASCII among the values and expert texts
+    (a label or a comment may be too: they are not counted, which costs speed, not correctness).
 
     Safe for a terminal as it is made: every piece of text that can come from the capture (a comment,
     a layer's label, a value, an expert item's text) has its control characters shown as escapes,
     the rest is numbers and declared names."""
     f = pkt.frame
-    pieces = [f"Frame {f.num}: {f.wirelen} bytes on wire, {len(f.data)} bytes captured (link type {f.linktype},"
-              f" interface {f.iface})\n    Arrival time (epoch): {f.ts // 1_000_000_000}.{f.ts % 1_000_000_000:09d}"
-              f"\n    Time since first frame: {(f.ts - t0) / 1e9:.9f} seconds"]
+    # % rather than format specs in an f-string: compiled, each of those is a str.format call
+    pieces = ["Frame %d: %d bytes on wire, %d bytes captured (link type %d, interface %d)\n"
+              "    Arrival time (epoch): %d.%09d\n    Time since first frame: %.9f seconds"
+              % (f.num, f.wirelen, len(f.data), f.linktype, f.iface, f.ts // 1_000_000_000, f.ts % 1_000_000_000,
+                 (f.ts - t0) / 1e9)]
     if f.comment:
         pieces.append("\n    Comment: " + safe_text(f.comment))
     pieces.append("\n    Protocols in frame: " + protocols_text(pkt))
-    EVERY_FIELD.layers(pkt, _TreePieces(pieces))
+    EVERY_FIELD.layers(pkt, _TreePieces(pieces, wide))
     if pkt.expert:
         pieces.append("\nExpert Info")
         for e in pkt.expert:
             cited = citation(e.rule, e.source)
             pieces.append("\n    ")
-            pieces.append(safe_text(f"[{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}"))
+            text = safe_text(f"[{e.severity.capitalize()}/{e.group}] {e.text}{f' [{cited}]' if cited else ''}")
+            if not text.isascii():
+                wide.append(len(pieces))
+            pieces.append(text)
     return pieces
 
 
@@ -163,12 +192,13 @@ def _label(lay: Layer) -> str:
 
 class _TreePieces:
     """The layers' part of the tree as pieces of text: a layer's label, then its fields one level in,
-    each field a prefix and a value."""
+    each field a prefix and a value (the indexes of values that are not ASCII kept in ``wide``)."""
 
-    __slots__ = ("pieces",)
+    __slots__ = ("pieces", "wide")
 
-    def __init__(self, pieces: list[str]) -> None:
+    def __init__(self, pieces: list[str], wide: list[int]) -> None:
         self.pieces = pieces
+        self.wide = wide
 
     def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
         pieces = self.pieces
@@ -181,15 +211,21 @@ class _TreePieces:
                 pre = _header_prefixes(hdr, depth + 1)      # looked up once for all the header's fields
                 for i, f in plan:
                     pieces.append(pre[i])
-                    pieces.append(text_value(f, vals[i]))
+                    self._value(pieces, f, vals[i])
             else:
                 for i, f in plan:
                     pieces.append(_prefix(f, depth + 1))
-                    pieces.append(text_value(f, vals[i]))
+                    self._value(pieces, f, vals[i])
         if items:
             for f, v, _o, _l in items:
                 pieces.append(_prefix(f, depth + 1))
-                pieces.append(text_value(f, v))
+                self._value(pieces, f, v)
+
+    def _value(self, pieces: list[str], f: Field, v: object) -> None:
+        text = text_value(f, v)
+        if type(v) is not int and not text.isascii():      # an integer's text is ASCII (names and units: nearly)
+            self.wide.append(len(pieces))
+        pieces.append(text)
 
 
 def hex_lines(data: bytes) -> Iterator[str]:
