@@ -21,8 +21,10 @@ from .rows import Column, RowSource, RowTable
 if TYPE_CHECKING:
     from ..model import CaptureModel
 
-COLUMNS = (Column("Id", 3, True), Column("Client", 22), Column("QPN", 8), Column("Server", 22), Column("QPN", 8),
-           Column("Service", 18), Column("State", 12), Column("Pkts →", 7, True), Column("Bytes →", 10, True),
+# State second: on an 80-column terminal the list shows a connection's state and both ends (as far as the
+# server's QPN); service, counts and inline sizes follow to the right.
+COLUMNS = (Column("Id", 3, True), Column("State", 12), Column("Client", 22), Column("QPN", 8), Column("Server", 22),
+           Column("QPN", 8), Column("Service", 18), Column("Pkts →", 7, True), Column("Bytes →", 10, True),
            Column("Pkts ←", 7, True), Column("Bytes ←", 10, True), Column("Inline →/←", 11), Column("R", 1))
 
 
@@ -98,8 +100,8 @@ class ConnectionsView(AnalysisView):
     def _cells(self, i: int) -> Sequence[str]:
         c = self.rows[i]
         mark = "*" if self.focus_state.connection == c.id else ""
-        return (f"{mark}{c.id}", endpoint_text(c, c.client), qpn_text(c, c.client.qpn), endpoint_text(c, c.server),
-                qpn_text(c, c.server.qpn), service_of(c), state_of(c), str(c.packets_c2s), str(c.bytes_c2s),
+        return (f"{mark}{c.id}", state_of(c), endpoint_text(c, c.client), qpn_text(c, c.client.qpn),
+                endpoint_text(c, c.server), qpn_text(c, c.server.qpn), service_of(c), str(c.packets_c2s), str(c.bytes_c2s),
                 str(c.packets_s2c), str(c.bytes_s2c), f"{c.inline_c2s}/{c.inline_s2c}",
                 "1" if c.remote_invalidate else "0")
 
