@@ -101,7 +101,7 @@ class TextSink(TimedSink):
         # A packet's lines go to the writer as one block: one encode and one hand-over per packet
         # rather than per line (a tree has dozens), the same bytes out.
         if self.verbose:
-            # the tree and the hex dump are safe for a terminal as they are made (tree_text, hex_lines)
+            # the tree and the hex dump are safe for a terminal as they are made (tree_pieces, hex_lines)
             self.out.safe_block(tree_utf8(pkt, self.t0(), self.hexdump))
             return
         line = summary_line(pkt, self.t0(), self.when(pkt))

@@ -1,7 +1,7 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Final, Iterator
+from typing import Final, Iterator, TypeVar
 
 from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, protocols_text
@@ -137,6 +137,8 @@ def citation(rule: str, source: str) -> str:
 
 # Each line's start, "\n<indent><label>: ", made once per depth: per field (items), per header (its
 # fields, in field order) and per indent (a layer's label).
+K = TypeVar("K")
+V = TypeVar("V")
 _PREFIXES: Final[list[dict[Field, str]]] = []
 _HEADER_PREFIXES: Final[list[dict[Header, tuple[str, ...]]]] = []
 _INDENTS: Final[list[str]] = []
@@ -148,28 +150,29 @@ def _indent(depth: int) -> str:
     return _INDENTS[depth]
 
 
+def _cache_at(caches: list[dict[K, V]], depth: int) -> dict[K, V]:
+    """The cache of one depth: fields and headers are declared once, so it stays small; bounded all the same."""
+    while len(caches) <= depth:
+        caches.append({})
+    known = caches[depth]
+    if len(known) >= 4096:
+        known.clear()
+    return known
+
+
 def _prefix(f: Field, depth: int) -> str:
-    while len(_PREFIXES) <= depth:
-        _PREFIXES.append({})
-    known = _PREFIXES[depth]
+    known = _cache_at(_PREFIXES, depth)
     prefix = known.get(f)
     if prefix is None:
-        if len(known) >= 4096:      # fields are declared once; bounded all the same
-            known.clear()
         prefix = known[f] = _indent(depth) + f.label + ": "
     return prefix
 
 
 def _header_prefixes(hdr: Header, depth: int) -> tuple[str, ...]:
-    while len(_HEADER_PREFIXES) <= depth:
-        _HEADER_PREFIXES.append({})
-    known = _HEADER_PREFIXES[depth]
+    known = _cache_at(_HEADER_PREFIXES, depth)
     pre = known.get(hdr)
     if pre is None:
-        if len(known) >= 4096:      # headers are declared once; bounded all the same
-            known.clear()
-        indent = _indent(depth)
-        pre = known[hdr] = tuple([indent + f.label + ": " for f in hdr.fields])
+        pre = known[hdr] = tuple([_prefix(f, depth) for f in hdr.fields])
     return pre
 
 
