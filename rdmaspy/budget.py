@@ -14,25 +14,25 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
 from .errors import RdmaspyError
 
-DEFAULT_LIMIT = 256 << 20
-ENV = "RDMASPY_MEMORY_BUDGET"
-RULE = "memory.budget"
-SOURCE = "rdmaspy --memory-budget (state kept across packets is bounded)"
+DEFAULT_LIMIT: Final = 256 << 20
+ENV: Final = "RDMASPY_MEMORY_BUDGET"
+RULE: Final = "memory.budget"
+SOURCE: Final = "rdmaspy --memory-budget (state kept across packets is bounded)"
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+_UNITS: Final = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
           "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
-_MINIMUM = 1 << 20
+_MINIMUM: Final = 1 << 20
 
 _configured: int | None = None
 # Memory kept back for the way out when an allocation fails: released at the first MemoryError so that
 # what runs while the stack unwinds (generators closing, files flushing) has room to finish quietly.
-_RESERVE_SIZE = 2 << 20
+_RESERVE_SIZE: Final = 2 << 20
 _reserve: bytearray | None = None
 
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Final, Mapping
 from mypy_extensions import mypyc_attr
 
 # How a value is shown.  Presentation code interprets these; dissectors only declare them.
-DISPLAYS = frozenset({
+DISPLAYS: Final = frozenset({
     "dec", "hex", "bool", "ipv4", "ipv6", "mac", "bytes", "gid", "str", "time", "float",
 })
 
@@ -62,7 +62,7 @@ def F(name: str, bits: int, label: str = "", display: str = "dec",
 
 
 # Byte lengths that struct can unpack directly as unsigned integers.
-_INT_CODES = {1: "B", 2: "H", 4: "I", 8: "Q"}
+_INT_CODES: Final = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
 @dataclass(slots=True, frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Callable
+from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -46,7 +46,7 @@ class Rule:
         return rule_declared, (self.id,)
 
 
-SEVERITIES = tuple(s.value for s in Severity)   # most severe first
+SEVERITIES: Final = tuple(s.value for s in Severity)   # most severe first
 
 RULES: dict[str, Rule] = {}
 

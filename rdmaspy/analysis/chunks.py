@@ -14,37 +14,39 @@ This module holds the accounting and declares its rules; the transactions module
 """
 from __future__ import annotations
 
+from typing import Final
+
 from mypy_extensions import mypyc_attr
 
 from .model import ChunkList, Segment, Side
 from .rules import Rule, declare
 
-WRITE_OVERRUN = declare(
+WRITE_OVERRUN: Final = declare(
     "chunk.write_overrun", "error", "chunk",
     "RDMA WRITE of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) runs {outside} bytes past the advertised "
     "Write chunk segment",
     "RFC 8166 §3.4.6 (a responder writes no more than the segment length)")
-REPLY_OVERRUN = declare(
+REPLY_OVERRUN: Final = declare(
     "chunk.reply_overrun", "error", "chunk",
     "RDMA WRITE of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) runs {outside} bytes past the Reply chunk: "
     "a memory protection error that loses the connection",
     "seeds/001 (Reply chunk overrun); RFC 8166 §3.5.3")
-READ_OVERRUN = declare(
+READ_OVERRUN: Final = declare(
     "chunk.read_overrun", "error", "chunk",
     "RDMA READ of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) reaches {outside} bytes past the advertised "
     "Read chunk segment",
     "RFC 8166 §3.4.5 (a Read chunk is read within its segments)")
-UNADVERTISED = declare(
+UNADVERTISED: Final = declare(
     "chunk.unadvertised", "error", "chunk",
     "RDMA {op} of {length} bytes at 0x{offset:x} with R_Key 0x{handle:x}, which no open RPC-over-RDMA message "
     "advertised",
     "RFC 8166 §3.4.3 (RDMA segments are advertised before use); seeds/001 (memory protection error)")
-WRITE_LENGTH = declare(
+WRITE_LENGTH: Final = declare(
     "chunk.write_length_mismatch", "error", "chunk",
     "the reply's Write list gives {reported} bytes for segment {segment} of Write chunk {chunk} (R_Key 0x{handle:x}), "
     "RDMA WRITE put {written} bytes there",
     "RFC 8166 §3.4.6 (the reply's Write list carries the lengths actually written)")
-REPLY_LENGTH = declare(
+REPLY_LENGTH: Final = declare(
     "chunk.reply_length_mismatch", "error", "chunk",
     "the reply's Reply chunk gives {reported} bytes for segment {segment} (R_Key 0x{handle:x}), RDMA WRITE put "
     "{written} bytes there",

@@ -8,7 +8,7 @@ holds their latest values.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -20,7 +20,7 @@ from .model import Connection
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
 
-REFRESH = 4096          # packets between two refreshes of the snapshots
+REFRESH: Final = 4096          # packets between two refreshes of the snapshots
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

@@ -15,31 +15,31 @@ and plots read the same records.  At the end its ``summary`` is a ``CreditSummar
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
 from .model import CallDirection, CreditSample, CreditSeries, CreditSummary, Record
 from .rules import declare
 
-EXCEEDED = declare(
+EXCEEDED: Final = declare(
     "credits.exceeded", "error", "credits",
     "{outstanding} calls outstanding {direction}, more than the {granted} credits granted",
     "RFC 8166 §3.3.1 (a requester keeps no more calls outstanding than granted); draft-01 §4.2.1.1")
-ZERO_GRANT = declare(
+ZERO_GRANT: Final = declare(
     "credits.zero_grant", "error", "credits",
     "a grant of zero credits: the peer can send nothing more (deadlock)",
     "RFC 8166 §3.3.1; draft-01 §4.2.1.1 (the granted credit value MUST NOT be zero)")
-INITIAL_SINGLE = declare(
+INITIAL_SINGLE: Final = declare(
     "credits.initial_single", "error", "credits",
     "the client has {outstanding} calls outstanding before the server granted any credits",
     "RFC 8166 §3.3.3 (the credit grant starts at one); draft-01 §4.2.3 (a single message until the first grant)")
-REFRESH = declare(
+REFRESH: Final = declare(
     "credits.refresh", "note", "credits",
     "credit refresh: {granted} credits granted without a message (maximum outstanding {max_outstanding})",
     "draft-01 §4.2.1.2 / §6.3.2 (asynchronous credit grant)")
 
-SERIES_CHUNK = 1024      # points kept before they go to the record sink
+SERIES_CHUNK: Final = 1024      # points kept before they go to the record sink
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

@@ -8,6 +8,8 @@ a reply is matched to its call.  docs/expert.md lists them all.
 """
 from __future__ import annotations
 
+from typing import Final
+
 from ..dissectors.rpcrdma import RpcRdmaMessage
 from ..dissectors.rpcrdma2 import ERRCODES as V2_ERRCODES
 from ..dissectors.rpcrdma2 import F_DEFINED, F_MORE, F_RESPONSE, F_TPMORE, PROP_RBSIZ_ID
@@ -19,154 +21,154 @@ from .rpcrdma_state import ConnState, OpenTransaction, Reporter
 from .rules import declare
 
 # --- RFC 8166 ---------------------------------------------------------------------------------------
-XID_MISMATCH = declare(
+XID_MISMATCH: Final = declare(
     "rpcrdma.xid_mismatch", "error", "protocol",
     "rdma_xid 0x{rdma_xid:08x} != RPC xid 0x{rpc_xid:08x}",
     "RFC 8166 §4.2.1 (rdma_xid is the XID of the RPC message)")
-VERSION_UNKNOWN = declare(
+VERSION_UNKNOWN: Final = declare(
     "rpcrdma.version_unknown", "error", "protocol",
     "RPC-over-RDMA version {version} is not defined (a responder answers ERR_VERS)",
     "RFC 8166 §4.2.1, §4.5.1")
-VERSION_CHANGED = declare(
+VERSION_CHANGED: Final = declare(
     "rpcrdma.version_changed", "error", "protocol",
     "version {version} {direction} after version {was} on the same connection",
     "draft-01 §4.2.3.3 (the version does not change for the connection's life); RFC 8166 §4.5.1")
-RC_ONLY = declare(
+RC_ONLY: Final = declare(
     "rpcrdma.not_rc", "error", "protocol",
     "RPC-over-RDMA carried on a {transport} queue pair",
     "RFC 8166 §3.3.1; draft-01 §4.2.1 (RPC-over-RDMA uses Reliable Connected queue pairs)")
-MSGP = declare(
+MSGP: Final = declare(
     "rpcrdma.msgp", "warning", "protocol",
     "RDMA_MSGP is no longer part of RPC-over-RDMA version 1",
     "RFC 8166 §4.6.1")
-DONE_UNEXPECTED = declare(
+DONE_UNEXPECTED: Final = declare(
     "rpcrdma.done_unexpected", "warning", "protocol",
     "RDMA_DONE for XID 0x{rxid:08x}, which has no responder-provided Read chunk waiting (dropped by the responder)",
     "RFC 8166 §4.6.2; seeds/001 (pull completion for an unknown XID is silently dropped)")
-DONE_MISSING = declare(
+DONE_MISSING: Final = declare(
     "rpcrdma.done_missing", "warning", "transaction",
     "no pull completion (RDMA_DONE) for the responder-provided Read chunk of XID 0x{rxid:08x}",
     "seeds/001 (the requester MUST inform the responder of pull completion)")
-NOMSG_EMPTY = declare(
+NOMSG_EMPTY: Final = declare(
     "rpcrdma.nomsg_without_chunk", "error", "protocol",
     "RDMA_NOMSG {role} with no {want}: nothing conveys the RPC message",
     "RFC 8166 §3.5.3 (a Long Call uses a Position Zero Read chunk, a Long Reply the Reply chunk)")
-POS_ZERO_MSG = declare(
+POS_ZERO_MSG: Final = declare(
     "rpcrdma.position_zero_in_msg", "error", "protocol",
     "a Position Zero Read chunk in an RDMA_MSG (it conveys the whole message: only with RDMA_NOMSG)",
     "RFC 8166 §3.5.3")
-READ_ORDER = declare(
+READ_ORDER: Final = declare(
     "rpcrdma.read_list_order", "error", "protocol",
     "Read list position {position} after position {previous}: Read chunks are listed in XDR stream order",
     "RFC 8166 §3.4.5")
-READ_ALIGN = declare(
+READ_ALIGN: Final = declare(
     "rpcrdma.read_position_unaligned", "error", "protocol",
     "Read chunk position {position} is not a multiple of 4 (XDR alignment)",
     "RFC 8166 §3.4.5")
-REPLY_READS = declare(
+REPLY_READS: Final = declare(
     "rpcrdma.reply_read_list", "error", "protocol",
     "a reply with a Read list that is not a Position Zero Read chunk in RDMA_NOMSG",
     "RFC 8166 §3.4.5; seeds/001 (responder-provided Read chunks are Position Zero, RDMA_NOMSG)")
-RESPONDER_READ = declare(
+RESPONDER_READ: Final = declare(
     "rpcrdma.responder_read_chunk", "note", "protocol",
     "reply conveyed by a responder-provided Read chunk ({length} bytes): not part of RFC 8166",
     "seeds/001 (draft-cel-nfsv4-rpcrdma-reliable-reply)")
-WRITE_LIST_SHAPE = declare(
+WRITE_LIST_SHAPE: Final = declare(
     "rpcrdma.write_list_shape", "error", "chunk",
     "the reply's Write list {what}",
     "RFC 8166 §3.4.6 (the reply returns the call's Write list, segment for segment)")
-WRITE_LIST_LONGER = declare(
+WRITE_LIST_LONGER: Final = declare(
     "rpcrdma.write_list_length", "error", "chunk",
     "the reply gives {reported} bytes for segment {segment} of Write chunk {chunk}, the call offered {offered}",
     "RFC 8166 §3.4.6")
-REPLY_CHUNK_UNOFFERED = declare(
+REPLY_CHUNK_UNOFFERED: Final = declare(
     "rpcrdma.reply_chunk_unoffered", "error", "chunk",
     "the reply uses a Reply chunk {what}",
     "RFC 8166 §3.5.3 (the responder uses only the Reply chunk the call provided)")
-INLINE = declare(
+INLINE: Final = declare(
     "rpcrdma.inline_threshold", "error", "protocol",
     "a {size}-byte Send {direction}, larger than the {threshold}-byte inline threshold",
     "RFC 8797 §4.2 (negotiated thresholds); RFC 8166 §3.3.2")
-INITIAL_SIZE = declare(
+INITIAL_SIZE: Final = declare(
     "rpcrdma.initial_size", "error", "protocol",
     f"the first version 2 message is {{size}} bytes, more than the {DEFAULT_INLINE} of version 1",
     "draft-01 §4.2.3")
-INVALIDATE_NOT_NEGOTIATED = declare(
+INVALIDATE_NOT_NEGOTIATED: Final = declare(
     "rpcrdma.invalidate_not_negotiated", "warning", "protocol",
     "reply sent with Send With Invalidate (handle 0x{handle:x}) although {who} cleared the R bit",
     "RFC 8797 §4.1 (when either peer clears R, the responder uses only RDMA Send for replies)")
-INVALIDATE_FOREIGN = declare(
+INVALIDATE_FOREIGN: Final = declare(
     "rpcrdma.invalidate_foreign", "error", "protocol",
     "Send With Invalidate invalidates handle 0x{handle:x}, which the call of XID 0x{rxid:08x} did not advertise",
     "RFC 8797 §4.1 (each Send With Invalidate invalidates an STag of its XID only)")
-ERR_VERS_RANGE = declare(
+ERR_VERS_RANGE: Final = declare(
     "rpcrdma.err_vers_range", "error", "protocol",
     "ERR_VERS reports versions {low}..{high}: low above high",
     "RFC 8166 §4.5.1; draft-01 §7.1.1")
-VERSION_AFTER_ERR_VERS = declare(
+VERSION_AFTER_ERR_VERS: Final = declare(
     "rpcrdma.version_after_err_vers", "error", "protocol",
     "version {version} sent after the responder said it supports {low}..{high}",
     "draft-01 §7.1.1 (a Requester MUST NOT send a version the Responder does not support)")
 
 # --- draft-01 (version 2) ---------------------------------------------------------------------------
-V2_RESPONSE = declare(
+V2_RESPONSE: Final = declare(
     "rpcrdma2.response_flag", "error", "protocol",
     "RDMA2_F_RESPONSE is {flag} on a {what}",
     "draft-01 §6.2.2.1")
-V2_MORE_HTYPE = declare(
+V2_MORE_HTYPE: Final = declare(
     "rpcrdma2.more_htype", "error", "protocol",
     "RDMA2_F_MORE on header type {htype} (only RDMA2_MSG and RDMA2_CONNPROP continue): RDMA2_ERR_INVAL_CONT",
     "draft-01 §6.2.2.2")
-V2_MORE_CHUNKS = declare(
+V2_MORE_CHUNKS: Final = declare(
     "rpcrdma2.more_with_chunks", "error", "protocol",
     "RDMA2_F_MORE set with non-empty chunk lists (chunks go in the final message): RDMA2_ERR_INVAL_CONT",
     "draft-01 §6.2.2.2")
-V2_CONT_BROKEN = declare(
+V2_CONT_BROKEN: Final = declare(
     "rpcrdma2.continuation_broken", "error", "protocol",
     "continuation of XID 0x{was_xid:08x} (header type {was_htype}) followed by XID 0x{rxid:08x} (header type "
     "{htype}): RDMA2_ERR_INVAL_CONT",
     "draft-01 §6.2.2.2 (a sequence keeps one rdma_xid and rdma_htype)")
-V2_TPMORE = declare(
+V2_TPMORE: Final = declare(
     "rpcrdma2.tpmore_htype", "error", "protocol",
     "RDMA2_F_TPMORE on header type {htype}: RDMA2_ERR_INVAL_HTYPE",
     "draft-01 §6.2.2.3")
-V2_CONNPROP_AFTER = declare(
+V2_CONNPROP_AFTER: Final = declare(
     "rpcrdma2.connprop_after_last", "error", "protocol",
     "RDMA2_CONNPROP after this peer's last one (TPMORE was clear): RDMA2_ERR_INVAL_HTYPE",
     "draft-01 §6.2.2.3")
-V2_RESERVED = declare(
+V2_RESERVED: Final = declare(
     "rpcrdma2.reserved_flags", "warning", "protocol",
     "reserved flags 0x{flags:x} set (a sender sets them to zero)",
     "draft-01 §6.2.2")
-V2_HTYPE = declare(
+V2_HTYPE: Final = declare(
     "rpcrdma2.unknown_htype", "error", "protocol",
     "header type {htype} is not defined: RDMA2_ERR_INVAL_HTYPE",
     "draft-01 §6.1")
-V2_HTYPE_AGAIN = declare(
+V2_HTYPE_AGAIN: Final = declare(
     "rpcrdma2.htype_after_inval", "error", "protocol",
     "header type {htype} sent again after RDMA2_ERR_INVAL_HTYPE",
     "draft-01 §7.1.2")
-V2_REFRESH_XID = declare(
+V2_REFRESH_XID: Final = declare(
     "rpcrdma2.refresh_xid", "error", "protocol",
     "credit refresh (RDMA2_NOMSG without chunks) with XID 0x{rxid:08x}: the XID is zero",
     "draft-01 §6.3.2")
-V2_INV_HANDLE = declare(
+V2_INV_HANDLE: Final = declare(
     "rpcrdma2.inv_handle_unknown", "warning", "protocol",
     "rdma_inv_handle 0x{handle:x} is none of the call's handles",
     "draft-01 §6.2.4")
-V2_INV_MISMATCH = declare(
+V2_INV_MISMATCH: Final = declare(
     "rpcrdma2.invalidate_handle", "error", "protocol",
     "Send With Invalidate invalidates 0x{handle:x}, the call's rdma_inv_handle is 0x{inv_handle:x}",
     "draft-01 §6.2.4 (the Responder uses the call's rdma_inv_handle)")
-V2_ERRCODE = declare(
+V2_ERRCODE: Final = declare(
     "rpcrdma2.unknown_error", "warning", "protocol",
     "RDMA2_ERROR code {code} is not defined (the receiver discards it)",
     "draft-01 §7")
-V2_ERROR_VERSION = declare(
+V2_ERROR_VERSION: Final = declare(
     "rpcrdma2.error_version", "error", "protocol",
     "RDMA2_ERROR in version {version} answers a version {call_version} message",
     "draft-01 §7 (rdma_vers is the ingress request's)")
-V2_WRITE_INDEX = declare(
+V2_WRITE_INDEX: Final = declare(
     "rpcrdma2.write_resource_index", "error", "protocol",
     "RDMA2_ERR_WRITE_RESOURCE names Write chunk {index}, the call has {chunks}",
     "draft-01 §7.3.4 (the index points at a Write chunk of the call, or is zero)")

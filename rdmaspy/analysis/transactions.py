@@ -19,6 +19,7 @@ At the end, calls without a reply are reported and every connection's ``RpcRdmaS
 from __future__ import annotations
 
 from itertools import islice
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -41,43 +42,43 @@ from .rpcrdma_state import ConnState, Op, OpenTransaction
 from .rules import declare
 from .transport import Transport   # registered before this module: its verdict on a packet comes first
 
-RETRANSMITTED = declare(
+RETRANSMITTED: Final = declare(
     "transaction.retransmitted_call", "note", "transaction",
     "call XID 0x{rxid:08x} sent again (first sent in frame {first})",
     "RFC 5531 §8 (a retransmitted call keeps its XID)")
-REPLY_WITHOUT_CALL = declare(
+REPLY_WITHOUT_CALL: Final = declare(
     "transaction.reply_without_call", "warning", "transaction",
     "reply XID 0x{rxid:08x} matches no outstanding call",
     "RFC 5531 §8 (a reply carries the XID of its call)")
-NO_REPLY = declare(
+NO_REPLY: Final = declare(
     "transaction.no_reply", "warning", "transaction",
     "call XID 0x{rxid:08x} has no reply in the capture",
     "RFC 5531 §8")
-REPLY_OVERDUE = declare(
+REPLY_OVERDUE: Final = declare(
     "transaction.reply_overdue", "warning", "transaction",
     "call XID 0x{rxid:08x} has no reply after {window} later calls on its connection: closed as unanswered",
     "RFC 8166 §3.3.1 (a requester has at most its credit grant of calls outstanding)")
 
-_MASK = 0xFFFFFF
-_PENDING_LIMIT = 4096          # RDMA READ requests waiting for their responses, per connection
-_STALLED_LIMIT = 64            # READs and WRITEs cut short by a lost packet, per connection
+_MASK: Final = 0xFFFFFF
+_PENDING_LIMIT: Final = 4096          # RDMA READ requests waiting for their responses, per connection
+_STALLED_LIMIT: Final = 64            # READs and WRITEs cut short by a lost packet, per connection
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
 # A call still unanswered after this many later calls on its connection (many times any credit grant:
 # their slots were long reused) is closed as unanswered, so that a long capture keeps no call for ever.
-CALL_WINDOW = 4096
-_SWEEP_EVERY = 64              # calls between two looks for overdue ones (the oldest are first in ``open``)
+CALL_WINDOW: Final = 4096
+_SWEEP_EVERY: Final = 64              # calls between two looks for overdue ones (the oldest are first in ``open``)
 # What an open transaction keeps at most of each list; past that they are counted in ``dropped``.
-STEPS_KEPT = 1024
-FINDINGS_KEPT = 16              # as many as resendings: each resending is one finding
-RESENDINGS_KEPT = 16
-_ERR_INVAL_CONT = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
-_APPLIED_LIMIT = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
-_PROVISIONAL_LIMIT = 64        # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
+STEPS_KEPT: Final = 1024
+FINDINGS_KEPT: Final = 16              # as many as resendings: each resending is one finding
+RESENDINGS_KEPT: Final = 16
+_ERR_INVAL_CONT: Final = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
+_APPLIED_LIMIT: Final = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
+_PROVISIONAL_LIMIT: Final = 64        # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
-TXN_COST = 2048
-HELD_COST = 8192               # a packet held with its message until the responder shows whether it took it
-CONN_COST = 2048               # a connection's state (ledgers, chunk book, dictionaries), measured the same way
+TXN_COST: Final = 2048
+HELD_COST: Final = 8192               # a packet held with its message until the responder shows whether it took it
+CONN_COST: Final = 2048               # a connection's state (ledgers, chunk book, dictionaries), measured the same way
 
 
 def proc_name(msg: RpcRdmaMessage) -> str:

@@ -42,56 +42,56 @@ from .rules import declare
 declaring(__name__)
 protocol("ib.analysis", "InfiniBand transport analysis")
 # --- per-packet fields --------------------------------------------------------------------------------
-RETRANSMISSION = Field("ib.analysis.retransmission", 0, "Retransmission (PSN already sent)", "bool")
-DUPLICATE = Field("ib.analysis.duplicate", 0, "Duplicate packet", "bool")
-LOST_SEGMENT = Field("ib.analysis.lost_segment", 0, "Previous PSN(s) not captured", "bool")
-LOST_PSNS = Field("ib.analysis.lost_psns", 0, "PSNs not captured before this one")
-OUT_OF_ORDER = Field("ib.analysis.out_of_order", 0, "Out of order (fills a gap)", "bool")
-ORIGINAL_FRAME = Field("ib.analysis.original_frame", 0, "First sent in frame")
-NAK_FRAME = Field("ib.analysis.nak_frame", 0, "Sent again after the NAK in frame")
-RNR_NAK_FRAME = Field("ib.analysis.rnr_nak_frame", 0, "Retry after the RNR NAK in frame")
-RNR_DELAY = Field("ib.analysis.rnr_delay", 0, "Delay caused by the RNR NAK", "float", unit="seconds")
-ACK_PSNS = Field("ib.analysis.ack_psns", 0, "PSNs acknowledged")
-ACK_COALESCED = Field("ib.analysis.ack_coalesced", 0, "ACK covers several PSNs", "bool")
-ACKS_FRAME = Field("ib.analysis.acks_frame", 0, "Acknowledges the request in frame")
-ACK_RTT = Field("ib.analysis.ack_rtt", 0, "Time since the acknowledged request", "float", unit="seconds")
-DUPLICATE_ACK = Field("ib.analysis.duplicate_ack", 0, "Duplicate ACK (acknowledges nothing new)", "bool")
-ACKED_UNSEEN = Field("ib.analysis.acked_unseen", 0, "Acknowledges PSNs not captured", "bool")
-NAK_CODE = Field("ib.analysis.nak", 0, "NAK", "dec", AETH_NAK_CODES)
-RNR_NAK = Field("ib.analysis.rnr_nak", 0, "RNR NAK", "bool")
-READ_REQUEST_FRAME = Field("ib.analysis.read_request_frame", 0, "Response to the READ request in frame")
-READ_PACKETS = Field("ib.analysis.read_packets", 0, "READ response packets")
-READ_EXPECTED = Field("ib.analysis.read_packets_expected", 0, "READ response packets expected")
-READ_BYTES = Field("ib.analysis.read_bytes", 0, "READ response bytes", unit="bytes")
-READ_TIME = Field("ib.analysis.read_time", 0, "Time since the READ request", "float", unit="seconds")
-PATH_MTU = Field("ib.analysis.path_mtu", 0, "Path MTU used", unit="bytes")
-CNP_COUNT = Field("ib.analysis.cnp_count", 0, "CNPs on this flow so far")
-ECN_CE = Field("ib.analysis.ecn_ce", 0, "Congestion Experienced", "bool")
-CE_COUNT = Field("ib.analysis.ce_count", 0, "Congestion marks on this flow so far")
-BAD_ICRC = Field("ib.analysis.bad_icrc", 0, "Invalid ICRC", "bool")
+RETRANSMISSION: Final = Field("ib.analysis.retransmission", 0, "Retransmission (PSN already sent)", "bool")
+DUPLICATE: Final = Field("ib.analysis.duplicate", 0, "Duplicate packet", "bool")
+LOST_SEGMENT: Final = Field("ib.analysis.lost_segment", 0, "Previous PSN(s) not captured", "bool")
+LOST_PSNS: Final = Field("ib.analysis.lost_psns", 0, "PSNs not captured before this one")
+OUT_OF_ORDER: Final = Field("ib.analysis.out_of_order", 0, "Out of order (fills a gap)", "bool")
+ORIGINAL_FRAME: Final = Field("ib.analysis.original_frame", 0, "First sent in frame")
+NAK_FRAME: Final = Field("ib.analysis.nak_frame", 0, "Sent again after the NAK in frame")
+RNR_NAK_FRAME: Final = Field("ib.analysis.rnr_nak_frame", 0, "Retry after the RNR NAK in frame")
+RNR_DELAY: Final = Field("ib.analysis.rnr_delay", 0, "Delay caused by the RNR NAK", "float", unit="seconds")
+ACK_PSNS: Final = Field("ib.analysis.ack_psns", 0, "PSNs acknowledged")
+ACK_COALESCED: Final = Field("ib.analysis.ack_coalesced", 0, "ACK covers several PSNs", "bool")
+ACKS_FRAME: Final = Field("ib.analysis.acks_frame", 0, "Acknowledges the request in frame")
+ACK_RTT: Final = Field("ib.analysis.ack_rtt", 0, "Time since the acknowledged request", "float", unit="seconds")
+DUPLICATE_ACK: Final = Field("ib.analysis.duplicate_ack", 0, "Duplicate ACK (acknowledges nothing new)", "bool")
+ACKED_UNSEEN: Final = Field("ib.analysis.acked_unseen", 0, "Acknowledges PSNs not captured", "bool")
+NAK_CODE: Final = Field("ib.analysis.nak", 0, "NAK", "dec", AETH_NAK_CODES)
+RNR_NAK: Final = Field("ib.analysis.rnr_nak", 0, "RNR NAK", "bool")
+READ_REQUEST_FRAME: Final = Field("ib.analysis.read_request_frame", 0, "Response to the READ request in frame")
+READ_PACKETS: Final = Field("ib.analysis.read_packets", 0, "READ response packets")
+READ_EXPECTED: Final = Field("ib.analysis.read_packets_expected", 0, "READ response packets expected")
+READ_BYTES: Final = Field("ib.analysis.read_bytes", 0, "READ response bytes", unit="bytes")
+READ_TIME: Final = Field("ib.analysis.read_time", 0, "Time since the READ request", "float", unit="seconds")
+PATH_MTU: Final = Field("ib.analysis.path_mtu", 0, "Path MTU used", unit="bytes")
+CNP_COUNT: Final = Field("ib.analysis.cnp_count", 0, "CNPs on this flow so far")
+ECN_CE: Final = Field("ib.analysis.ecn_ce", 0, "Congestion Experienced", "bool")
+CE_COUNT: Final = Field("ib.analysis.ce_count", 0, "Congestion marks on this flow so far")
+BAD_ICRC: Final = Field("ib.analysis.bad_icrc", 0, "Invalid ICRC", "bool")
 
 # --- rules ---------------------------------------------------------------------------------------------
-LOST = declare(
+LOST: Final = declare(
     "ib.lost_segment", "warning", "sequence",
     "PSN {psn}: {count} earlier PSN(s) not captured (expected {expected})",
     "IBTA vol. 1 9.7 (a requester's PSN grows by one per request packet)")
-OUT_OF_ORDER_RULE = declare(
+OUT_OF_ORDER_RULE: Final = declare(
     "ib.out_of_order", "warning", "sequence",
     "PSN {psn} arrives after later PSNs (expected {expected})",
     "IBTA vol. 1 9.7 (request packets arrive in PSN order)")
-RETRANSMIT = declare(
+RETRANSMIT: Final = declare(
     "ib.retransmission", "note", "sequence",
     "PSN {psn} sent again ({first})",
     "IBTA vol. 1 9.7 (go-back-N retry after a NAK, an RNR NAK or a timeout)")
-DUPLICATE_RULE = declare(
+DUPLICATE_RULE: Final = declare(
     "ib.duplicate", "warning", "sequence",
     "PSN {psn} again: a duplicate of {original}",
     "IBTA vol. 1 9.7 (a duplicate request is answered again, never executed twice)")
-ACKED_UNSEEN_RULE = declare(
+ACKED_UNSEEN_RULE: Final = declare(
     "ib.acked_unseen", "warning", "sequence",
     "ACK of PSN {psn}, beyond the last PSN captured ({last})",
     "IBTA vol. 1 9.7 (an ACK acknowledges request packets up to its PSN)")
-NAK_RULES = {
+NAK_RULES: Final = {
     0: declare("ib.nak.psn_sequence", "warning", "sequence",
                "NAK PSN sequence error: the responder expects PSN {psn}",
                "IBTA vol. 1 9.7 (AETH syndrome NAK code 0: PSN sequence error)"),
@@ -108,56 +108,56 @@ NAK_RULES = {
                "NAK invalid RD request at PSN {psn}",
                "IBTA vol. 1 9.7 (AETH syndrome NAK code 4: invalid RD request)"),
 }
-NAK_RESERVED = declare(
+NAK_RESERVED: Final = declare(
     "ib.nak.reserved", "error", "protocol",
     "NAK with reserved code {code} at PSN {psn}",
     "IBTA vol. 1 9.7 (AETH NAK codes 5-31 are reserved)")
-RNR_RULE = declare(
+RNR_RULE: Final = declare(
     "ib.rnr_nak", "warning", "sequence",
     "RNR NAK at PSN {psn}: receiver not ready, retry after {timer_ms} ms",
     "IBTA vol. 1 9.7 (RNR NAK; timer encoding in table 45)")
-READ_COUNT = declare(
+READ_COUNT: Final = declare(
     "ib.read_response_count", "error", "protocol",
     "READ of {length} bytes answered in {packets} packet(s), {expected} expected at path MTU {mtu}",
     "IBTA vol. 1 9.7 (a READ response has one packet per path MTU of the requested length)")
-READ_LENGTH = declare(
+READ_LENGTH: Final = declare(
     "ib.read_response_length", "error", "protocol",
     "READ response returned {got} bytes for a {length}-byte request (frame {request})",
     "IBTA vol. 1 9.7 (a READ response returns the DMA length of its request)")
-READ_SEQUENCE = declare(
+READ_SEQUENCE: Final = declare(
     "ib.read_response_sequence", "error", "protocol",
     "READ response to the request of frame {request} begins with {opcode} (a First or an Only is due "
     "at PSN {psn}): the requester discards it and the READ cannot complete",
     "IBTA vol. 1 9.7 (the responses to a READ request, a retried one too, open with READ Response First or Only)")
-CNP_RULE = declare(
+CNP_RULE: Final = declare(
     "ib.cnp", "note", "congestion",
     "CNP to QP 0x{qp:06x}: congestion notified ({count} on this flow)",
     "IBTA vol. 1 Annex A17 (RoCEv2 congestion management: CNP)")
-ECN_RULE = declare(
+ECN_RULE: Final = declare(
     "ib.ecn_ce", "note", "congestion",
     "congestion marked on the way ({mark}; {count} on this flow)",
     "IBTA vol. 1 Annex A17 / RFC 3168 (ECN Congestion Experienced); IBTA 9.2 (FECN)")
-ICRC_RULE = declare(
+ICRC_RULE: Final = declare(
     "ib.bad_icrc", "error", "checksum",
     "invalid ICRC 0x{got:08x} (expected 0x{expected:08x}): the receiver drops the packet",
     "IBTA vol. 1 7.8.1 (ICRC)")
 
-_MASK = 0xFFFFFF
-_HALF = 0x800000
-_RING = 4096            # request PSNs remembered per requester (for original frames and RTTs)
+_MASK: Final = 0xFFFFFF
+_HALF: Final = 0x800000
+_RING: Final = 4096            # request PSNs remembered per requester (for original frames and RTTs)
 # What the state of a connection, a requester's stream and a ring slot cost, charged to the memory budget
 # (tracemalloc over 20,000 queue pairs of one packet each, rounded up).
-_CONN_COST = 512
-_STREAM_COST = 2048
-_SLOT_COST = 24          # three machine integers (a ring slot of Python ints took 100)
-_MAX_HOLES = 64         # gap ranges remembered per requester
-_MAX_READS = 256        # READ requests waiting for responses per requester
+_CONN_COST: Final = 512
+_STREAM_COST: Final = 2048
+_SLOT_COST: Final = 24          # three machine integers (a ring slot of Python ints took 100)
+_MAX_HOLES: Final = 64         # gap ranges remembered per requester
+_MAX_READS: Final = 256        # READ requests waiting for responses per requester
 # Below the smallest local ACK timeout (4.096 us * 2^1) a requester cannot resend on its own: the
 # same PSN again within it, with no NAK between, is a copy made on the way (or by the capture).
-DUPLICATE_WINDOW_NS = 8192
-_REQUEST_KINDS = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
-_RESPONSE_KINDS = frozenset({"ack", "atomic_ack", "read_response"})
-_CONNECTED = frozenset({"RC", "UC", "XRC"})
+DUPLICATE_WINDOW_NS: Final = 8192
+_REQUEST_KINDS: Final = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
+_RESPONSE_KINDS: Final = frozenset({"ack", "atomic_ack", "read_response"})
+_CONNECTED: Final = frozenset({"RC", "UC", "XRC"})
 
 
 def _ceil(a: int, b: int) -> int:

@@ -21,6 +21,10 @@ def _fill_data(lay: Layer) -> None:
     lay.add(DATA_LEN, n)
 
 
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_DATA: Final = _fill_data
+
+
 class DataLayer(Layer):
     __slots__ = ()
 
@@ -38,7 +42,7 @@ class DataLayer(Layer):
 
 def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     lay = DataLayer("data", None, buf, off, end - off)
-    lay._fill = _fill_data
+    lay._fill = _FILL_DATA
     pkt.layers.append(lay)
 
 

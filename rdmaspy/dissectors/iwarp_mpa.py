@@ -25,7 +25,7 @@ Wireshark shows them, and ``iwarp.crc.expected`` in the same reading.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -44,12 +44,12 @@ protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView, seq_delta
 
-KEY_REQ = b"MPA ID Req Frame"
-KEY_REP = b"MPA ID Rep Frame"
-MARKER_INTERVAL = 512
-MAX_PD_LENGTH = 512          # RFC 5044: private data is at most 512 bytes
+KEY_REQ: Final = b"MPA ID Req Frame"
+KEY_REP: Final = b"MPA ID Rep Frame"
+MARKER_INTERVAL: Final = 512
+MAX_PD_LENGTH: Final = 512          # RFC 5044: private data is at most 512 bytes
 
-REQREP = Header("mpa", "MPA Request/Reply Frame", [
+REQREP: Final = Header("mpa", "MPA Request/Reply Frame", [
     F("key", 128, "Key", "bytes"),
     F("marker_flag", 1, "Marker flag (M)", "bool"),
     F("crc_flag", 1, "CRC flag (C)", "bool"),
@@ -58,7 +58,7 @@ REQREP = Header("mpa", "MPA Request/Reply Frame", [
     F("rev", 8, "Revision"),
     F("pdlength", 16, "Private data length", unit="bytes"),
 ])
-IRD_ORD = Header("mpa", "Enhanced MPA IRD/ORD (RFC 6581)", [
+IRD_ORD: Final = Header("mpa", "Enhanced MPA IRD/ORD (RFC 6581)", [
     F("p2p", 1, "Peer-to-Peer connection model (A)", "bool"),
     F("rtr_send", 1, "Zero-length Send RTR (B)", "bool"),
     F("ird", 14, "IRD (inbound RDMA Read queue depth)"),
@@ -66,28 +66,28 @@ IRD_ORD = Header("mpa", "Enhanced MPA IRD/ORD (RFC 6581)", [
     F("rtr_read", 1, "Zero-length RDMA Read RTR (D)", "bool"),
     F("ord", 14, "ORD (outbound RDMA Read queue depth)"),
 ])
-FPDU = Header("mpa", "MPA FPDU", [F("ulpdulength", 16, "ULPDU length", unit="bytes")])
-MARKER = Header("mpa", "MPA Marker", [
+FPDU: Final = Header("mpa", "MPA FPDU", [F("ulpdulength", 16, "ULPDU length", unit="bytes")])
+MARKER: Final = Header("mpa", "MPA Marker", [
     F("marker_res", 16, "Reserved", "hex"),
     F("marker_fpduptr", 16, "FPDU back pointer", unit="bytes"),
 ])
-PRIVATE_DATA = Field("mpa.privatedata", 0, "Private data", "bytes")
+PRIVATE_DATA: Final = Field("mpa.privatedata", 0, "Private data", "bytes")
 # Bit 0x10 of Res: Linux (siw, cxgb4) sets it with revision 2 to say the private data begins with
 # the RFC 6581 IRD/ORD word, and reads that word only when both are there.
-ENHANCED = Field("mpa.enhanced", 0, "Enhanced connection setup (Res bit 0x10, RFC 6581 IRD/ORD present)", "bool")
-PAD = Field("mpa.pad", 0, "Padding", "bytes")
-CRC = Field("mpa.crc", 32, "CRC", "hex")
-CRC_VALID = Field("iwarp.crc.valid", 0, "CRC32c valid", "bool")
-CRC_EXPECTED = Field("iwarp.crc.expected", 32, "CRC32c expected", "hex")
-CRC_CHECKED = Field("iwarp.crc.checked", 0, "CRC negotiated (checked)", "bool")
-FRAMES = Field("mpa.frames", 0, "Reassembled from frames", "str")
-FPDU_LEN = Field("mpa.fpdu_len", 0, "FPDU length on the wire (with markers)", unit="bytes")
-MARKER_COUNT = Field("mpa.markers", 0, "Markers removed")
-FRAGMENT = Field("mpa.fragment", 0, "FPDU bytes waiting for later segments", unit="bytes")
-STREAM_POS = Field("mpa.stream_pos", 0, "Position in the TCP stream", unit="bytes")
-GAP = Field("tcp_stream.gap", 0, "Bytes missing from the capture before this segment", unit="bytes")
-OVERLAP_LEN = Field("tcp_stream.retransmitted", 0, "Bytes already seen (dropped)", unit="bytes")
-STREAM_STATUS = Field("tcp_stream.status", 0, "Segment in the stream", "str")
+ENHANCED: Final = Field("mpa.enhanced", 0, "Enhanced connection setup (Res bit 0x10, RFC 6581 IRD/ORD present)", "bool")
+PAD: Final = Field("mpa.pad", 0, "Padding", "bytes")
+CRC: Final = Field("mpa.crc", 32, "CRC", "hex")
+CRC_VALID: Final = Field("iwarp.crc.valid", 0, "CRC32c valid", "bool")
+CRC_EXPECTED: Final = Field("iwarp.crc.expected", 32, "CRC32c expected", "hex")
+CRC_CHECKED: Final = Field("iwarp.crc.checked", 0, "CRC negotiated (checked)", "bool")
+FRAMES: Final = Field("mpa.frames", 0, "Reassembled from frames", "str")
+FPDU_LEN: Final = Field("mpa.fpdu_len", 0, "FPDU length on the wire (with markers)", unit="bytes")
+MARKER_COUNT: Final = Field("mpa.markers", 0, "Markers removed")
+FRAGMENT: Final = Field("mpa.fragment", 0, "FPDU bytes waiting for later segments", unit="bytes")
+STREAM_POS: Final = Field("mpa.stream_pos", 0, "Position in the TCP stream", unit="bytes")
+GAP: Final = Field("tcp_stream.gap", 0, "Bytes missing from the capture before this segment", unit="bytes")
+OVERLAP_LEN: Final = Field("tcp_stream.retransmitted", 0, "Bytes already seen (dropped)", unit="bytes")
+STREAM_STATUS: Final = Field("tcp_stream.status", 0, "Segment in the stream", "str")
 
 cm_private_data = table("cm.private_data", "CM private data (by server port)")
 tcp_port = table("tcp.port", "TCP port")
@@ -105,7 +105,7 @@ def _crc32c_table() -> tuple[int, ...]:
     return tuple(out)
 
 
-_CRC32C = _crc32c_table()
+_CRC32C: Final = _crc32c_table()
 
 
 def crc32c(data: Any, crc: int = 0) -> int:
@@ -180,7 +180,10 @@ class MpaParams:
         return bool(self.flags & 0x20)
 
 
-STARTUP, FULL, LOST, CLOSED = "startup", "full", "lost", "closed"
+STARTUP: Final = "startup"
+FULL: Final = "full"
+LOST: Final = "lost"
+CLOSED: Final = "closed"
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -342,23 +345,23 @@ def tcp_end_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
 
 # --- rules of the TCP stream under MPA ----------------------------------------------------------------
 # A copy of bytes already seen is one event, said here once: the FPDUs in it are not dissected again.
-TCP_RETRANSMISSION = declare(
+TCP_RETRANSMISSION: Final = declare(
     "tcp.retransmission", "note", "sequence",
     "TCP retransmission of {bytes} bytes already seen",
     "RFC 9293 §3.4, §3.10.7.4 (a segment of sequence numbers already received is acknowledged and dropped)")
-TCP_HELD = declare(
+TCP_HELD: Final = declare(
     "tcp.held", "warning", "sequence",
     "Segment ahead of a hole in the TCP stream",
     "RFC 9293 §3.10.7.4 (a segment beyond the next sequence number expected waits until the hole is filled)")
-TCP_OVERLAP = declare(
+TCP_OVERLAP: Final = declare(
     "tcp.overlap", "note", "sequence",
     "{bytes} bytes of this segment were seen already (dropped)",
     "RFC 9293 §3.10.7.4 (the part of a segment already received is trimmed)")
-TCP_MISSING = declare(
+TCP_MISSING: Final = declare(
     "tcp.missing", "warning", "sequence",
     "{bytes} bytes of the TCP stream are missing from the capture",
     "RFC 9293 §3.4 (a stream's sequence numbers have no gaps: the capture missed these bytes)")
-MPA_RESYNC = declare(
+MPA_RESYNC: Final = declare(
     "mpa.resync", "note", "sequence",
     "FPDU boundary found again after missing bytes",
     "RFC 5044 (FPDUs follow one another in the stream, each after its ULPDU_Length; markers, when negotiated, "
@@ -657,7 +660,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
     frames = view.frames(p, p + raw)
     d.frames_now = frames
     d.fpdus += 1
-    lay = pkt.add_layer("mpa", FPDU, cbuf, c0, size, "MPA FPDU").lazy(_fill_fpdu)
+    lay = pkt.add_layer("mpa", FPDU, cbuf, c0, size, "MPA FPDU").lazy(_FILL_FPDU)
     if len(frames) > 1 or (frames and frames[0] != pkt.frame.num):
         lay.add(FRAMES, ", ".join(map(str, frames)))
     if marks:
@@ -707,6 +710,10 @@ def _fill_fpdu(lay: Any) -> None:
     if pad_end > ul_end:
         lay.add(PAD, bytes(b[ul_end:pad_end]), ul_end, pad_end - ul_end)
     lay.add(CRC, int.from_bytes(b[pad_end:pad_end + 4], "big"), pad_end, 4)
+
+
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_FPDU: Final = _fill_fpdu
 
 
 def fpdu_chain(buf: Any, p: int, end: int, exact: bool) -> int:

@@ -590,6 +590,10 @@ def _fill_nfs(lay: Layer) -> None:
     _walk_nfs(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
 
 
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_NFS: Final = _fill_nfs
+
+
 def _fill_cb(lay: Layer) -> None:
     info, end, base, chunks = lay._vals
     _walk_cb(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
@@ -612,7 +616,7 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     chunks = pkt.noted(CHUNKS)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
     lay._vals = (info, end, base, chunks)     # what the fill needs to walk the body again
-    lay._fill = _fill_nfs
+    lay._fill = _FILL_NFS
     if vers == 3:
         # Most procedures carry no DDP-eligible item: a call needs no walk, a reply only its status.
         proc = info.proc

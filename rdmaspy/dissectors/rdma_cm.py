@@ -12,7 +12,7 @@ connection's port (the first heuristic of ``ib.payload``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Layer, Packet
@@ -21,32 +21,32 @@ from ..registry import table
 declaring(__name__)
 protocol("rdmacm", "IP CM ServiceID")
 
-SID_PREFIX = 0x0000000001
-PORT_SPACES = {0x02: "IPoIB", 0x06: "TCP", 0x11: "UDP", 0x3F: "IB"}
+SID_PREFIX: Final = 0x0000000001
+PORT_SPACES: Final = {0x02: "IPoIB", 0x06: "TCP", 0x11: "UDP", 0x3F: "IB"}
 # Ports whose service an RDMA user recognises on sight.
-WELL_KNOWN = {20049: "NFS/RDMA", 4420: "NVMe/RDMA", 3260: "iSER", 445: "SMB Direct",
+WELL_KNOWN: Final = {20049: "NFS/RDMA", 4420: "NVMe/RDMA", 3260: "iSER", 445: "SMB Direct",
               2049: "NFS", 5201: "iperf", 18515: "perftest"}
 
-SID_PREFIX_F = Field("cm.req.serviceid.prefix", 40, "Prefix", "bytes")
-SID_PROTOCOL = Field("cm.req.serviceid.protocol", 8, "Protocol", "hex", PORT_SPACES)
-SID_DPORT = Field("cm.req.serviceid.dport", 16, "Destination Port", "hex")
-RDMACM_PORT_SPACE = Field("rdmacm.port_space", 8, "Port Space", "hex", PORT_SPACES)
-RDMACM_PORT = Field("rdmacm.port", 16, "Port")
-RDMACM_SERVICE = Field("rdmacm.service", 0, "Service", "str")
+SID_PREFIX_F: Final = Field("cm.req.serviceid.prefix", 40, "Prefix", "bytes")
+SID_PROTOCOL: Final = Field("cm.req.serviceid.protocol", 8, "Protocol", "hex", PORT_SPACES)
+SID_DPORT: Final = Field("cm.req.serviceid.dport", 16, "Destination Port", "hex")
+RDMACM_PORT_SPACE: Final = Field("rdmacm.port_space", 8, "Port Space", "hex", PORT_SPACES)
+RDMACM_PORT: Final = Field("rdmacm.port", 16, "Port")
+RDMACM_SERVICE: Final = Field("rdmacm.service", 0, "Service", "str")
 
-IP_CM = Header("cm.req.ip_cm", "IP CM Private Data", [
+IP_CM: Final = Header("cm.req.ip_cm", "IP CM Private Data", [
     F("majv", 4, "IP CM Major Version", "hex"),
     F("minv", 4, "IP CM Minor Version", "hex"),
     F("ipv", 4, "IP CM IP Version", "hex"),
     F("reserved", 4, "IP CM Reserved", "hex"),
     F("sport", 16, "IP CM Source Port", "hex"),
 ])
-IP_CM_SIZE = 36
-IP_CM_SIP4 = Field("cm.req.ip_cm.sip4", 32, "IP CM Source IP", "ipv4")
-IP_CM_DIP4 = Field("cm.req.ip_cm.dip4", 32, "IP CM Destination IP", "ipv4")
-IP_CM_SIP6 = Field("cm.req.ip_cm.sip6", 128, "IP CM Source IP", "ipv6")
-IP_CM_DIP6 = Field("cm.req.ip_cm.dip6", 128, "IP CM Destination IP", "ipv6")
-IP_CM_PRIVATE = Field("cm.req.ip_cm.private", 0, "IP CM Consumer PrivateData", "bytes")
+IP_CM_SIZE: Final = 36
+IP_CM_SIP4: Final = Field("cm.req.ip_cm.sip4", 32, "IP CM Source IP", "ipv4")
+IP_CM_DIP4: Final = Field("cm.req.ip_cm.dip4", 32, "IP CM Destination IP", "ipv4")
+IP_CM_SIP6: Final = Field("cm.req.ip_cm.sip6", 128, "IP CM Source IP", "ipv6")
+IP_CM_DIP6: Final = Field("cm.req.ip_cm.dip6", 128, "IP CM Destination IP", "ipv6")
+IP_CM_PRIVATE: Final = Field("cm.req.ip_cm.private", 0, "IP CM Consumer PrivateData", "bytes")
 
 cm_private_data = table("cm.private_data", "CM / MPA consumer private data, by RDMA-CM port")
 rdmacm_port = table("rdmacm.port", "RC payload of RDMA-CM connections, by port")

@@ -17,7 +17,7 @@ RDMA2_RVRSDIR_CONT = 1 where section 5.2.5 gives 2 (2 is used here); section
 from __future__ import annotations
 
 import struct
-from typing import Any, Sequence
+from typing import Any, Final, Sequence
 
 from mypy_extensions import mypyc_attr
 
@@ -34,11 +34,11 @@ declaring(__name__)
 protocol("rpcrdma2", "RPC over RDMA version 2")
 repeatable("rpcrdma2")
 
-HTYPES = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
+HTYPES: Final = {0: "RDMA2_MSG", 1: "RDMA2_NOMSG", 4: "RDMA2_ERROR", 5: "RDMA2_CONNPROP"}
 HTYPE_MSG, HTYPE_NOMSG, HTYPE_ERROR, HTYPE_CONNPROP = 0, 1, 4, 5
 F_RESPONSE, F_MORE, F_TPMORE = 1, 2, 4
-F_DEFINED = F_RESPONSE | F_MORE | F_TPMORE      # the other flag bits are reserved (section 6.2.2)
-ERRCODES = {1: "RDMA2_ERR_VERS", 2: "RDMA2_ERR_BAD_XDR", 3: "RDMA2_ERR_BAD_PROPVAL", 4: "RDMA2_ERR_INVAL_HTYPE",
+F_DEFINED: Final = F_RESPONSE | F_MORE | F_TPMORE      # the other flag bits are reserved (section 6.2.2)
+ERRCODES: Final = {1: "RDMA2_ERR_VERS", 2: "RDMA2_ERR_BAD_XDR", 3: "RDMA2_ERR_BAD_PROPVAL", 4: "RDMA2_ERR_INVAL_HTYPE",
             5: "RDMA2_ERR_INVAL_CONT", 6: "RDMA2_ERR_READ_CHUNKS", 7: "RDMA2_ERR_WRITE_CHUNKS",
             8: "RDMA2_ERR_SEGMENTS", 9: "RDMA2_ERR_WRITE_RESOURCE", 10: "RDMA2_ERR_REPLY_RESOURCE",
             100: "RDMA2_ERR_SYSTEM"}
@@ -46,49 +46,49 @@ ERRCODES = {1: "RDMA2_ERR_VERS", 2: "RDMA2_ERR_BAD_XDR", 3: "RDMA2_ERR_BAD_PROPV
 ERROR_ARMS: dict[int, tuple[str, ...]] = {1: ("vers_low", "vers_high"), 6: ("max_chunks",), 7: ("max_chunks",),
                                           8: ("max_segments",), 9: ("chunk_index", "length_needed"),
                                           10: ("length_needed",)}
-PROPS = {1: "Maximum Send Size", 2: "Receive Buffer Size", 3: "Maximum RDMA Segment Size",
+PROPS: Final = {1: "Maximum Send Size", 2: "Receive Buffer Size", 3: "Maximum RDMA Segment Size",
          4: "Maximum RDMA Segment Count", 5: "Reverse-Direction Support", 6: "Host Auth Message"}
-PROP_ABBREV = {1: "sbsiz", 2: "rbsiz", 3: "rssiz", 4: "rcsiz", 5: "brs", 6: "hostauth"}
-PROP_DEFAULTS = {1: 4096, 2: 4096, 3: 1048576, 4: 16, 5: 0}
-PROP_RBSIZ_ID = 2           # Receive Buffer Size: what the peer may Send inline (section 4.2.2)
+PROP_ABBREV: Final = {1: "sbsiz", 2: "rbsiz", 3: "rssiz", 4: "rcsiz", 5: "brs", 6: "hostauth"}
+PROP_DEFAULTS: Final = {1: 4096, 2: 4096, 3: 1048576, 4: 16, 5: 0}
+PROP_RBSIZ_ID: Final = 2           # Receive Buffer Size: what the peer may Send inline (section 4.2.2)
 # Section 5.2.5's values (the XDR of 8.3 says CONT = 1: a defect; the text's 2 is right).
-RVRSDIR = {0: "NONE", 1: "SIMPLE", 2: "CONT", 3: "GENL"}
+RVRSDIR: Final = {0: "NONE", 1: "SIMPLE", 2: "CONT", 3: "GENL"}
 
-XID = Field("rpcrdma2.xid", 32, "XID", "hex")
-VERSION = Field("rpcrdma2.version", 32, "Version")
-CREDITS = Field("rpcrdma2.credits", 32, "Credit word", "hex")
-MAX_CREDITS = Field("rpcrdma2.credits.max", 16, "Maximum outstanding credits at the sender")
-GRANTED = Field("rpcrdma2.credits.granted", 16, "Credits granted")
-HTYPE = Field("rpcrdma2.htype", 32, "Header type", names=HTYPES)
-FLAGS = Field("rpcrdma2.flags", 32, "Flags", "hex")
-FLAG_RESPONSE = Field("rpcrdma2.flags.response", 1, "RDMA2_F_RESPONSE", "bool")
-FLAG_MORE = Field("rpcrdma2.flags.more", 1, "RDMA2_F_MORE", "bool")
-FLAG_TPMORE = Field("rpcrdma2.flags.tpmore", 1, "RDMA2_F_TPMORE", "bool")
-FLAG_RESERVED = Field("rpcrdma2.flags.reserved", 29, "Reserved flags", "hex")
-INV_HANDLE = Field("rpcrdma2.inv_handle", 32, "Handle to invalidate", "hex")
-ERRCODE = Field("rpcrdma2.errcode", 32, "Error code", names=ERRCODES)
-ERR_FIELDS = {name: Field(f"rpcrdma2.error.{name}", 32, label) for name, label in (
+XID: Final = Field("rpcrdma2.xid", 32, "XID", "hex")
+VERSION: Final = Field("rpcrdma2.version", 32, "Version")
+CREDITS: Final = Field("rpcrdma2.credits", 32, "Credit word", "hex")
+MAX_CREDITS: Final = Field("rpcrdma2.credits.max", 16, "Maximum outstanding credits at the sender")
+GRANTED: Final = Field("rpcrdma2.credits.granted", 16, "Credits granted")
+HTYPE: Final = Field("rpcrdma2.htype", 32, "Header type", names=HTYPES)
+FLAGS: Final = Field("rpcrdma2.flags", 32, "Flags", "hex")
+FLAG_RESPONSE: Final = Field("rpcrdma2.flags.response", 1, "RDMA2_F_RESPONSE", "bool")
+FLAG_MORE: Final = Field("rpcrdma2.flags.more", 1, "RDMA2_F_MORE", "bool")
+FLAG_TPMORE: Final = Field("rpcrdma2.flags.tpmore", 1, "RDMA2_F_TPMORE", "bool")
+FLAG_RESERVED: Final = Field("rpcrdma2.flags.reserved", 29, "Reserved flags", "hex")
+INV_HANDLE: Final = Field("rpcrdma2.inv_handle", 32, "Handle to invalidate", "hex")
+ERRCODE: Final = Field("rpcrdma2.errcode", 32, "Error code", names=ERRCODES)
+ERR_FIELDS: Final = {name: Field(f"rpcrdma2.error.{name}", 32, label) for name, label in (
     ("vers_low", "Version low"), ("vers_high", "Version high"), ("max_chunks", "Maximum chunks"),
     ("max_segments", "Maximum segments"), ("chunk_index", "Write chunk index"),
     ("length_needed", "Length needed"))}
-PROP_COUNT = Field("rpcrdma2.props.count", 32, "Properties")
-PROP_WHICH = Field("rpcrdma2.prop.which", 32, "Property", names=PROPS)
-PROP_LEN = Field("rpcrdma2.prop.length", 32, "Data length", unit="bytes")
-PROP_SBSIZ = Field("rpcrdma2.prop.sbsiz", 32, "Maximum Send Size", unit="bytes")
-PROP_RBSIZ = Field("rpcrdma2.prop.rbsiz", 32, "Receive Buffer Size", unit="bytes")
-PROP_RSSIZ = Field("rpcrdma2.prop.rssiz", 32, "Maximum RDMA Segment Size", unit="bytes")
-PROP_RCSIZ = Field("rpcrdma2.prop.rcsiz", 32, "Maximum RDMA Segment Count")
-PROP_BRS = Field("rpcrdma2.prop.brs", 32, "Reverse-Direction Support", names=RVRSDIR)
-PROP_HOSTAUTH = Field("rpcrdma2.prop.hostauth", 0, "Host Auth Message", "bytes")
-PROP_RAW = Field("rpcrdma2.prop.data", 0, "Property data (not known)", "bytes")
-PROP_DEFAULT = Field("rpcrdma2.prop.default", 0, "Default value (empty data)", "bool")
-_PROP_FIELDS = {1: PROP_SBSIZ, 2: PROP_RBSIZ, 3: PROP_RSSIZ, 4: PROP_RCSIZ, 5: PROP_BRS}
-CONT_FRAMES = Field("rpcrdma2.continuation.frames", 0, "Continued from frames", "str")
-CONT_LEN = Field("rpcrdma2.continuation.length", 0, "Reassembled RPC message length", unit="bytes")
-CONT_PART = Field("rpcrdma2.continuation.part", 0, "Part of a continued message", "bool")
+PROP_COUNT: Final = Field("rpcrdma2.props.count", 32, "Properties")
+PROP_WHICH: Final = Field("rpcrdma2.prop.which", 32, "Property", names=PROPS)
+PROP_LEN: Final = Field("rpcrdma2.prop.length", 32, "Data length", unit="bytes")
+PROP_SBSIZ: Final = Field("rpcrdma2.prop.sbsiz", 32, "Maximum Send Size", unit="bytes")
+PROP_RBSIZ: Final = Field("rpcrdma2.prop.rbsiz", 32, "Receive Buffer Size", unit="bytes")
+PROP_RSSIZ: Final = Field("rpcrdma2.prop.rssiz", 32, "Maximum RDMA Segment Size", unit="bytes")
+PROP_RCSIZ: Final = Field("rpcrdma2.prop.rcsiz", 32, "Maximum RDMA Segment Count")
+PROP_BRS: Final = Field("rpcrdma2.prop.brs", 32, "Reverse-Direction Support", names=RVRSDIR)
+PROP_HOSTAUTH: Final = Field("rpcrdma2.prop.hostauth", 0, "Host Auth Message", "bytes")
+PROP_RAW: Final = Field("rpcrdma2.prop.data", 0, "Property data (not known)", "bytes")
+PROP_DEFAULT: Final = Field("rpcrdma2.prop.default", 0, "Default value (empty data)", "bool")
+_PROP_FIELDS: Final = {1: PROP_SBSIZ, 2: PROP_RBSIZ, 3: PROP_RSSIZ, 4: PROP_RCSIZ, 5: PROP_BRS}
+CONT_FRAMES: Final = Field("rpcrdma2.continuation.frames", 0, "Continued from frames", "str")
+CONT_LEN: Final = Field("rpcrdma2.continuation.length", 0, "Reassembled RPC message length", unit="bytes")
+CONT_PART: Final = Field("rpcrdma2.continuation.part", 0, "Part of a continued message", "bool")
 
-_PREFIX = struct.Struct(">IIIII")
-_CONT_LIMIT = 16 << 20     # a continued message larger than this is not kept
+_PREFIX: Final = struct.Struct(">IIIII")
+_CONT_LIMIT: Final = 16 << 20     # a continued message larger than this is not kept
 
 
 class _Sequence:

@@ -24,11 +24,11 @@ from ..registry import table
 declaring(__name__)
 single("rpcrdma.pdata")           # in a CM or MPA exchange, once
 
-FORMAT_ID = 0xF6AB0E18
-_MAGIC = FORMAT_ID.to_bytes(4, "big")
-DEFAULT_INLINE = 1024
+FORMAT_ID: Final = 0xF6AB0E18
+_MAGIC: Final = FORMAT_ID.to_bytes(4, "big")
+DEFAULT_INLINE: Final = 1024
 
-PDATA = Header("rpcrdma.pdata", "RPC-over-RDMA CM Private Data", [
+PDATA: Final = Header("rpcrdma.pdata", "RPC-over-RDMA CM Private Data", [
     F("format_id", 32, "Format Identifier", "hex"),
     F("version", 8, "Version"),
     F("reserved", 7, "Reserved", "hex"),
@@ -36,13 +36,13 @@ PDATA = Header("rpcrdma.pdata", "RPC-over-RDMA CM Private Data", [
     F("send_size_raw", 8, "Send Size (encoded)"),
     F("recv_size_raw", 8, "Receive Size (encoded)"),
 ])
-PDATA_OFFSET = Field("rpcrdma.pdata.offset", 0, "Offset in the private data", unit="bytes")
-PDATA_SEND = Field("rpcrdma.pdata.send_size", 0, "Send Size", unit="bytes")
-PDATA_RECV = Field("rpcrdma.pdata.recv_size", 0, "Receive Size", unit="bytes")
-PDATA_VALID = Field("rpcrdma.pdata.valid", 0, "Usable (version 1, within the buffer)", "bool")
+PDATA_OFFSET: Final = Field("rpcrdma.pdata.offset", 0, "Offset in the private data", unit="bytes")
+PDATA_SEND: Final = Field("rpcrdma.pdata.send_size", 0, "Send Size", unit="bytes")
+PDATA_RECV: Final = Field("rpcrdma.pdata.recv_size", 0, "Receive Size", unit="bytes")
+PDATA_VALID: Final = Field("rpcrdma.pdata.valid", 0, "Usable (version 1, within the buffer)", "bool")
 
-RULE_SEARCH = "RFC 8797 §5.2"
-RULE_VERSION = "RFC 8797 §4 (Version)"
+RULE_SEARCH: Final = "RFC 8797 §5.2"
+RULE_VERSION: Final = "RFC 8797 §4 (Version)"
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

@@ -17,20 +17,20 @@ came from.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-SEQ_MOD = 1 << 32
+SEQ_MOD: Final = 1 << 32
 # A hole the capture never fills: give up on it once this much is held behind it.
 HOLD_MAX_SEGMENTS = 32
-HOLD_MAX_BYTES = 256 * 1024
+HOLD_MAX_BYTES: Final = 256 * 1024
 # What a segment was, seen from the stream.
-NEW = "new"                  # the next bytes, in order
-OVERLAP = "overlap"          # partly seen already: the seen part is dropped
-RETRANSMISSION = "retransmission"   # every byte seen already
-HELD = "held"                # ahead of a hole: kept until the hole is filled
-AFTER_GAP = "after-gap"      # ahead of a hole given up on
+NEW: Final = "new"                  # the next bytes, in order
+OVERLAP: Final = "overlap"          # partly seen already: the seen part is dropped
+RETRANSMISSION: Final = "retransmission"   # every byte seen already
+HELD: Final = "held"                # ahead of a hole: kept until the hole is filled
+AFTER_GAP: Final = "after-gap"      # ahead of a hole given up on
 
 
 def seq_delta(a: int, b: int) -> int:

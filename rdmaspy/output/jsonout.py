@@ -7,7 +7,7 @@ any other name always holds its value.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Final, Sequence
 
 import orjson
 
@@ -17,7 +17,7 @@ from ..packet import Item, Layer, Packet
 from .values import json_value
 
 # Displays whose integer values JSON takes as they are: no conversion call per value.
-_PLAIN = frozenset({"dec", "hex", "float", "time"})
+_PLAIN: Final = frozenset({"dec", "hex", "float", "time"})
 # Per header, computed once: its field names, the (index, field) of the values that need converting, and
 # whether its fields repeat (1: all, 0: none, -1: some).
 _PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]] = {}

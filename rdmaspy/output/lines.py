@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import os
 import stat
-from time import monotonic
+import time
 from typing import BinaryIO, Final
 
 from .safe import safe_block, safe_lines
 
 LIMIT: Final = 1 << 16          # bytes held at most before they are written
 INTERVAL: Final = 0.1           # seconds a line may wait for company, for a terminal or a pipe
+# Final: compiled, a C static (the clock is read for every line to a terminal or pipe; an imported
+# name would be a look-up in the module's dict each time).
+_monotonic: Final = time.monotonic
 
 
 class LineWriter:
@@ -31,7 +34,7 @@ class LineWriter:
         self.safe = safe              # show control characters in the lines as escapes (text from a capture)
         self._buf: list[bytes] = []
         self._size = 0
-        self._due = monotonic() + INTERVAL
+        self._due = _monotonic() + INTERVAL
         self._checked = 0             # with ``safe``: how many of the lines held are checked already (blocks)
 
     def line(self, data: bytes) -> None:
@@ -39,7 +42,7 @@ class LineWriter:
         self._size += len(data) + 1
         if self._size >= self.limit:
             self.flush()
-        elif self.timed and monotonic() >= self._due:
+        elif self.timed and _monotonic() >= self._due:
             self.flush()
 
     def text(self, line: str) -> None:
@@ -71,7 +74,7 @@ class LineWriter:
         self._size += len(data) + 1
         if self._size >= self.limit:
             self.flush()
-        elif self.timed and monotonic() >= self._due:
+        elif self.timed and _monotonic() >= self._due:
             self.flush()
 
     def flush(self) -> None:
@@ -89,7 +92,7 @@ class LineWriter:
             self.stream.write(data)
         self.stream.flush()
         if self.timed:
-            self._due = monotonic() + INTERVAL
+            self._due = _monotonic() + INTERVAL
 
 
 def is_timed(stream: BinaryIO) -> bool:
