@@ -83,7 +83,7 @@ def _quoted(lay: Layer, buf: bytes, off: int, end: int) -> str:
         if ihl < 20 or end - off < ihl:
             return ""
         lay.child("ip", IPV4, off, ihl, label="Internet Protocol Version 4 (in the ICMP error)")
-        src, dst, proto = ipv4_text(buf[off + 12:off + 16]), ipv4_text(buf[off + 16:off + 20]), buf[off + 9]
+        src, dst, proto = ipv4_text(buf, off + 12), ipv4_text(buf, off + 16), buf[off + 9]
         at = off + ihl
     elif version == 6 and end - off >= 40:
         lay.child("ipv6", IPV6, off, 40, label="Internet Protocol Version 6 (in the ICMPv6 error)")

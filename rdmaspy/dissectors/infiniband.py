@@ -9,7 +9,6 @@ themselves to connections.
 """
 from __future__ import annotations
 
-import struct
 import zlib
 from struct import unpack_from as _unpack_words
 from typing import Any, Callable, Final
@@ -21,6 +20,7 @@ from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
 from .ethernet import ETH
+from .hexfmt import hex8, hexn
 from .ip import IPV4, ipv4_text as _ip_text
 from .transport import UDP
 
@@ -468,12 +468,12 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     # ICRC first: it covers everything, including headers we may fail to parse.
     if expected_icrc >= 0:
         expected = expected_icrc
-        got: int = _U32LE(buf, icrc_off)[0]
+        got = buf[icrc_off] | buf[icrc_off + 1] << 8 | buf[icrc_off + 2] << 16 | buf[icrc_off + 3] << 24
         ib.icrc_ok = ok = expected == got
         icrc_layer = Layer("icrc", None, buf, icrc_off, 4)
         icrc_layer._vals = (got, ok, expected)
         icrc_layer._label = "Invariant CRC"
-        icrc_layer._fill = _fill_icrc
+        icrc_layer._fill = _FILL_ICRC
         if not ok:
             pkt.add_expert("error", "checksum", f"Bad ICRC 0x{got:08x}, expected 0x{expected:08x}",
                            "IBTA 7.8.1: ICRC")
@@ -494,19 +494,19 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         layers.append(lay)
         if hdr is RETH:
             va, rkey, dlen = ib.reth = _RETH_DECODE(buf, pos)
-            info += " VA=0x%x R_Key=0x%08x Len=%d" % (va, rkey, dlen)   # %: compiled, f"{:x}" is a str.format call
+            info += f" VA=0x{hexn(va)} R_Key=0x{hex8(rkey)} Len={dlen}"   # no format spec: see hexfmt
         elif hdr is AETH:
             syn, msn = ib.aeth = _AETH_DECODE(buf, pos)
-            lay._fill = _fill_aeth
+            lay._fill = _FILL_AETH
             info += _AETH_TEXT[syn]
         elif hdr is DETH:
             ib.deth_srcqp = _DETH_DECODE(buf, pos)[_DETH_SRCQP]
         elif hdr is IMMDT:
             ib.imm = imm = _IMMDT_DECODE(buf, pos)[0]
-            info += " Imm=0x%08x" % imm
+            info += f" Imm=0x{hex8(imm)}"
         elif hdr is IETH:
             ib.ieth = rkey = _IETH_DECODE(buf, pos)[0]
-            info += " Inv R_Key=0x%08x" % rkey
+            info += f" Inv R_Key=0x{hex8(rkey)}"
         pos += size
     pad = (words[_PADCNT_W] >> _PADCNT_SH) & _PADCNT_M
     pend = icrc_off - pad
@@ -518,7 +518,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     if words[_ECN_W] & _ECN_BITS:
         info += " [BECN]" if ib.becn else " [FECN]"
     pkt.info = [info]
-    bth._fill = _fill_bth
+    bth._fill = _FILL_BTH
     for observe in bth_observers:
         observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
@@ -541,7 +541,6 @@ _DETH_SRCQP: Final = DETH.index["src_qp"]
 _IMMDT_DECODE: Final = IMMDT.decode
 _IETH_DECODE: Final = IETH.decode
 _head_text: Final[dict[int, str]] = {}
-_U32LE: Final = struct.Struct("<I").unpack_from
 
 
 def icrc_of(end: int, off: int, fn: Callable[..., int], *args: Any) -> int:
@@ -556,6 +555,10 @@ def _fill_icrc(lay: Layer) -> None:
     lay.add(ICRC_VALUE, got, off, 4)
     lay.add(ICRC_VALID, ok, off, 4)
     lay.add(ICRC_EXPECTED, expected, off, 4)
+
+
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_ICRC: Final = _fill_icrc
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -575,6 +578,10 @@ def _fill_bth(lay: Layer) -> None:
         lay.add(PAD, bytes(lay.buf[ib.payload_end:ib.payload_end + pad]), ib.payload_end, pad)
 
 
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_BTH: Final = _fill_bth
+
+
 def _fill_aeth(lay: Layer) -> None:
     buf = lay.buf
     pos = lay.off
@@ -589,6 +596,10 @@ def _fill_aeth(lay: Layer) -> None:
         lay.add(AETH_RNR_MS, RNR_TIMER_MS[low], pos, 1)
     elif kind == 3:
         lay.add(AETH_NAK, low, pos, 1)
+
+
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_AETH: Final = _fill_aeth
 
 
 def _aeth_text(syn: int) -> str:
@@ -648,8 +659,8 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     layers.append(Layer("eth", ETH, buf, off, 14))
     layers.append(Layer("ip", IPV4, buf, ip, 20))
     layers.append(Layer("udp", UDP, buf, ip + 20, 8))
-    pkt.src = _ip_text(buf[ip + 12:ip + 16])
-    pkt.dst = _ip_text(buf[ip + 16:ip + 20])
+    pkt.src = _ip_text(buf, ip + 12)
+    pkt.dst = _ip_text(buf, ip + 16)
     pkt.proto = "RoCEv2"
     bth = ip + 28
     end = ip + 20 + ulen

@@ -21,41 +21,42 @@ from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, dissect_with, table
 from . import rdma_reassembly
+from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA
 
 declaring(__name__)
 repeatable("ddp", "rdmap")        # one per FPDU
 
-RDMAP_OPCODES = {
+RDMAP_OPCODES: Final = {
     0: "Write", 1: "Read Request", 2: "Read Response", 3: "Send", 4: "Send with Invalidate",
     5: "Send with SE", 6: "Send with SE and Invalidate", 7: "Terminate", 8: "Immediate Data",
     9: "Immediate Data with SE", 10: "Atomic Request", 11: "Atomic Response",
 }
 # Which buffer model each opcode must use (RFC 5040 table 3, RFC 7306 section 8): True = tagged.
-_TAGGED_OPS = {0: True, 1: False, 2: True, 3: False, 4: False, 5: False, 6: False, 7: False, 8: False,
+_TAGGED_OPS: Final = {0: True, 1: False, 2: True, 3: False, 4: False, 5: False, 6: False, 7: False, 8: False,
                9: False, 10: False, 11: False}
 # The queue each untagged RFC 5040 opcode goes to (RFC 5040 section 5.1).
-_QUEUE_OF = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2}
-SEND_OPS = frozenset({3, 4, 5, 6})
+_QUEUE_OF: Final = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2}
+SEND_OPS: Final = frozenset({3, 4, 5, 6})
 # What an operation's payload is, for analysis (as infiniband.OP_KIND is for IB).
-OP_KIND = {0: "write", 1: "read_request", 2: "read_response", 3: "send", 4: "send", 5: "send", 6: "send",
+OP_KIND: Final = {0: "write", 1: "read_request", 2: "read_response", 3: "send", 4: "send", 5: "send", 6: "send",
            7: "terminate", 8: "immediate", 9: "immediate", 10: "atomic", 11: "atomic_response"}
-INVALIDATE_OPS = frozenset({4, 6})
+INVALIDATE_OPS: Final = frozenset({4, 6})
 
-TERM_LAYERS = {0: "RDMAP", 1: "DDP", 2: "LLP (MPA)"}
-TERM_ETYPES = {
+TERM_LAYERS: Final = {0: "RDMAP", 1: "DDP", 2: "LLP (MPA)"}
+TERM_ETYPES: Final = {
     0: {0: "Local Catastrophic Error", 1: "Remote Protection Error", 2: "Remote Operation Error"},
     1: {0: "Local Catastrophic Error", 1: "Tagged Buffer Error", 2: "Untagged Buffer Error",
         3: "Reserved for the LLP"},
     2: {0: "MPA Error"},
 }
-_RDMAP_ERR_PROTECTION = {0: "Invalid STag", 1: "Base or bounds violation", 2: "Access rights violation",
+_RDMAP_ERR_PROTECTION: Final = {0: "Invalid STag", 1: "Base or bounds violation", 2: "Access rights violation",
                          3: "STag not associated with RDMAP Stream", 4: "TO wrap",
                          9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
-_RDMAP_ERR_OPERATION = {5: "Invalid RDMAP version", 6: "Unexpected OpCode",
+_RDMAP_ERR_OPERATION: Final = {5: "Invalid RDMAP version", 6: "Unexpected OpCode",
                         7: "Catastrophic error, localized to RDMAP Stream", 8: "Catastrophic error, global",
                         9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
-TERM_CODES = {
+TERM_CODES: Final = {
     (0, 0): {0: "Local Catastrophic Error"},
     (0, 1): _RDMAP_ERR_PROTECTION,
     (0, 2): _RDMAP_ERR_OPERATION,
@@ -69,10 +70,10 @@ TERM_CODES = {
              4: "Invalid MPA Request Frame or MPA Response Frame", 5: "Local Catastrophic Error",
              6: "Insufficient IRD Resources", 7: "No Matching RTR Option"},
 }
-ATOMIC_OPCODES = {0: "FetchAdd", 1: "Swap", 2: "CmpSwap"}
+ATOMIC_OPCODES: Final = {0: "FetchAdd", 1: "Swap", 2: "CmpSwap"}
 
 # --- header declarations --------------------------------------------------------------------------
-DDP_TAGGED = Header("ddp", "DDP Tagged Buffer Header", [
+DDP_TAGGED: Final = Header("ddp", "DDP Tagged Buffer Header", [
     F("tagged_flag", 1, "Tagged flag", "bool"),
     F("last_flag", 1, "Last flag", "bool"),
     F("rsvd", 4, "Reserved", "hex"),
@@ -81,7 +82,7 @@ DDP_TAGGED = Header("ddp", "DDP Tagged Buffer Header", [
     F("stag", 32, "(Data Sink) Steering Tag", "hex"),
     F("tagged_offset", 64, "(Data Sink) Tagged offset", "hex"),
 ])
-DDP_UNTAGGED = Header("ddp", "DDP Untagged Buffer Header", [
+DDP_UNTAGGED: Final = Header("ddp", "DDP Untagged Buffer Header", [
     F("tagged_flag", 1, "Tagged flag", "bool"),
     F("last_flag", 1, "Last flag", "bool"),
     F("rsvd", 4, "Reserved", "hex"),
@@ -91,19 +92,19 @@ DDP_UNTAGGED = Header("ddp", "DDP Untagged Buffer Header", [
     F("msn", 32, "Message sequence number"),
     F("mo", 32, "Message offset"),
 ])
-RDMAP_CTRL = Header("rdmap", "RDMAP Header", [
+RDMAP_CTRL: Final = Header("rdmap", "RDMAP Header", [
     F("version", 2, "Version"),
     F("rsv", 2, "Reserved", "hex"),
     F("opcode", 4, "OpCode", "hex", RDMAP_OPCODES),
 ])
-READ_REQUEST = Header("rdmap.rr", "RDMA Read Request", [
+READ_REQUEST: Final = Header("rdmap.rr", "RDMA Read Request", [
     F("sinkstag", 32, "Data Sink STag", "hex"),
     F("sinkto", 64, "Data Sink Tagged Offset", "hex"),
     F("rdmardsz", 32, "RDMA Read Message Size", unit="bytes"),
     F("srcstag", 32, "Data Source STag", "hex"),
     F("srcto", 64, "Data Source Tagged Offset", "hex"),
 ])
-TERMINATE = Header("rdmap.term", "Terminate", [
+TERMINATE: Final = Header("rdmap.term", "Terminate", [
     F("layer", 4, "Layer", names=TERM_LAYERS),
     F("etype", 4, "Error Type"),
     F("errcode", 8, "Error Code", "hex"),
@@ -112,7 +113,7 @@ TERMINATE = Header("rdmap.term", "Terminate", [
     F("hdrct_r", 1, "R bit (Terminated RDMA Header included)", "bool"),
     F("rsvd", 13, "Reserved", "hex"),
 ])
-ATOMIC_REQUEST = Header("rdmap.atomic", "Atomic Request", [
+ATOMIC_REQUEST: Final = Header("rdmap.atomic", "Atomic Request", [
     F("reserved", 28, "Reserved", "hex"),
     F("opcode", 4, "Atomic OpCode", names=ATOMIC_OPCODES),
     F("request_identifier", 32, "Request Identifier"),
@@ -123,25 +124,25 @@ ATOMIC_REQUEST = Header("rdmap.atomic", "Atomic Request", [
     F("compare_data", 64, "Compare Data", "hex"),
     F("compare_mask", 64, "Compare Mask", "hex"),
 ])
-ATOMIC_RESPONSE = Header("rdmap.atomic_resp", "Atomic Response", [
+ATOMIC_RESPONSE: Final = Header("rdmap.atomic_resp", "Atomic Response", [
     F("original_request_identifier", 32, "Original Request Identifier"),
     F("original_remote_data_value", 64, "Original Remote Data Value", "hex"),
 ])
-IMMEDIATE = Header("rdmap.immediate", "Immediate Data", [F("data", 64, "Immediate Data", "hex")])
+IMMEDIATE: Final = Header("rdmap.immediate", "Immediate Data", [F("data", 64, "Immediate Data", "hex")])
 # The header each untagged opcode carries after the DDP header (what _segment below reads).
-HEADER_OF_OPCODE = {1: READ_REQUEST, 7: TERMINATE, 8: IMMEDIATE, 9: IMMEDIATE, 10: ATOMIC_REQUEST,
+HEADER_OF_OPCODE: Final = {1: READ_REQUEST, 7: TERMINATE, 8: IMMEDIATE, 9: IMMEDIATE, 10: ATOMIC_REQUEST,
                     11: ATOMIC_RESPONSE}
 
-INVAL_STAG = Field("rdmap.inval_stag", 32, "Invalidate STag", "hex")
-RDMAP_RESERVED = Field("rdmap.reserved", 32, "Reserved", "hex")
-TERM_ETYPE_NAME = Field("rdmap.term.etype_name", 0, "Error Type", "str")
-TERM_ERRCODE_NAME = Field("rdmap.term.errcode_name", 0, "Error Code", "str")
-TERM_DDP_SEG_LEN = Field("rdmap.term.ddp_seg_len", 16, "DDP Segment Length", unit="bytes")
-TERM_DDP_H = Field("rdmap.term.ddp_h", 0, "Terminated DDP Header", "bytes")
-TERM_RDMA_H = Field("rdmap.term.rdma_h", 0, "Terminated RDMA Header", "bytes")
-PAYLOAD_LEN = Field("ddp.payload_len", 0, "Payload length", unit="bytes")
-MSG_LEN = Field("rdmap.send.reassembled_length", 0, "Reassembled Send message length", unit="bytes")
-MSG_FRAMES = Field("rdmap.send.fragment_count", 0, "DDP segments in the message")
+INVAL_STAG: Final = Field("rdmap.inval_stag", 32, "Invalidate STag", "hex")
+RDMAP_RESERVED: Final = Field("rdmap.reserved", 32, "Reserved", "hex")
+TERM_ETYPE_NAME: Final = Field("rdmap.term.etype_name", 0, "Error Type", "str")
+TERM_ERRCODE_NAME: Final = Field("rdmap.term.errcode_name", 0, "Error Code", "str")
+TERM_DDP_SEG_LEN: Final = Field("rdmap.term.ddp_seg_len", 16, "DDP Segment Length", unit="bytes")
+TERM_DDP_H: Final = Field("rdmap.term.ddp_h", 0, "Terminated DDP Header", "bytes")
+TERM_RDMA_H: Final = Field("rdmap.term.rdma_h", 0, "Terminated RDMA Header", "bytes")
+PAYLOAD_LEN: Final = Field("ddp.payload_len", 0, "Payload length", unit="bytes")
+MSG_LEN: Final = Field("rdmap.send.reassembled_length", 0, "Reassembled Send message length", unit="bytes")
+MSG_FRAMES: Final = Field("rdmap.send.fragment_count", 0, "DDP segments in the message")
 
 _TAGGED_HDR: Final = DDP_TAGGED.size
 _UNTAGGED_HDR: Final = DDP_UNTAGGED.size
@@ -188,8 +189,8 @@ if (_STAG_END, _TO_AT, _TO_END) != (_STAG_AT + 4, _STAG_END, _STAG_END + 8) or \
         (_QN_AT, _MSN_AT, _MO_AT, _MO_END) != (_INV_STAG_END, _INV_STAG_END + 4, _INV_STAG_END + 8, _INV_STAG_END + 12):
     raise ImportError("iwarp_ddp: the DDP declarations no longer match the unpacks of the segment's words")
 # Untagged messages being put together: bounded so that bogus MSNs cannot hoard memory.
-MAX_PARTIAL_MESSAGES = 64
-MAX_MESSAGE_BYTES = 1 << 20
+MAX_PARTIAL_MESSAGES: Final = 64
+MAX_MESSAGE_BYTES: Final = 1 << 20
 rdmacm_port = table("rdmacm.port", "RDMA-CM port (upper layers over RDMA connections)")
 
 
@@ -347,7 +348,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         stag, to = _TAGGED_WORDS(buf, off + _STAG_AT)
         info.stag = stag
         info.to = to
-        text = "iWARP RDMAP %s STag=0x%08x TO=0x%x" % (info.name, stag, to)   # %: compiled, f"{:x}" is a str.format call
+        text = f"iWARP RDMAP {info.name} STag=0x{hex8(stag)} TO=0x{hexn(to)}"   # no format spec: see hexfmt
     else:
         w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + _INV_STAG_AT)
         info.qn = qn
@@ -362,7 +363,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         if info.mo:
             text += f" MO={info.mo}"
         if info.inv_stag is not None:
-            text += " Inv STag=0x%08x" % w
+            text += f" Inv STag=0x{hex8(w)}"
         want_qn = _QUEUE_OF.get(op)
         if want_qn is not None and info.qn != want_qn:
             pkt.add_expert("warning", "protocol", f"{info.name} on queue {info.qn}, expected {want_qn}",

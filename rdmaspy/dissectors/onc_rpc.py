@@ -395,8 +395,10 @@ def _fill(lay: Any, buf: bytes, off: int, end: int, info: RpcInfo) -> None:    #
     lay.add(BODY_LEN, end - body, body, end - body)
 
 
-_CALL_HEAD: Final = struct.Struct(">IIIIIIII")   # xid, type, rpcvers, prog, vers, proc, cred flavor, cred length
-_REPLY_HEAD: Final = struct.Struct(">IIIII")      # xid, type, reply_stat, verifier flavor, verifier length
+# xid, type, rpcvers, prog, vers, proc, cred flavor, cred length
+_CALL_HEAD: Final = struct.Struct(">IIIIIIII").unpack_from
+# xid, type, reply_stat, verifier flavor, verifier length
+_REPLY_HEAD: Final = struct.Struct(">IIIII").unpack_from
 _U32: Final = struct.Struct(">I").unpack_from
 _II: Final = struct.Struct(">II").unpack_from
 _III: Final = struct.Struct(">III").unpack_from
@@ -408,7 +410,21 @@ def _call_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
     or -1 when anything is short or out of range (the careful walk then says what)."""
     if end - off < 40:
         return -1
-    _x, _t, rpcvers, prog, vers, proc, cfl, clen = _CALL_HEAD.unpack_from(buf, off)
+    # The words typed: compiled, they stay machine integers (an unpack gives Any, and arithmetic on
+    # Any is a generic call per operation).
+    rpcvers: int
+    prog: int
+    vers: int
+    proc: int
+    cfl: int
+    clen: int
+    vlen: int
+    nlen: int
+    uid: int
+    gid: int
+    ngids: int
+    hlen: int
+    _x, _t, rpcvers, prog, vers, proc, cfl, clen = _CALL_HEAD(buf, off)
     if clen > 400:
         return -1
     cb = off + 32
@@ -457,7 +473,10 @@ def _reply_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
     """The facts of an accepted reply header (the common case), or -1 (the careful walk takes it)."""
     if end - off < 24:
         return -1
-    _x, _t, stat, _vfl, vlen = _REPLY_HEAD.unpack_from(buf, off)
+    stat: int
+    vlen: int
+    acc: int
+    _x, _t, stat, _vfl, vlen = _REPLY_HEAD(buf, off)
     if stat != 0 or vlen > 400:
         return -1
     p = off + 20 + ((vlen + 3) & ~3)
@@ -479,6 +498,10 @@ def _fill_layer(lay: Layer) -> None:
     _fill(lay, lay.buf, lay.off, end, info)
 
 
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_LAYER: Final = _fill_layer
+
+
 def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any = None,
                 quiet: bool = False) -> RpcInfo | None:
     """One whole (or reduced) RPC message in ``buf[off:end]``.  Returns its facts, or None if unreadable.
@@ -494,7 +517,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     info.length = end - off
     lay = pkt.add_layer("rpc", None, buf, off, end - off, "Remote Procedure Call")
     lay._vals = (info, end)     # what the fill needs: the tree is made only when somebody asks for it
-    lay._fill = _fill_layer
+    lay._fill = _FILL_LAYER
     if mtype > 1:
         pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
         return info

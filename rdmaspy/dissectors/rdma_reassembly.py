@@ -37,6 +37,7 @@ from ..packet import Layer, Note, Packet
 from ..budget import Budget
 from ..registry import add_data, table, try_heuristics
 from . import infiniband, onc_rpc
+from .hexfmt import hex8
 
 declaring(__name__)
 repeatable("rdma")                # a fragment layer and its flag share the name; one per message
@@ -641,19 +642,23 @@ def _fill_rebuilt(lay: Layer) -> None:
     lay.add(REBUILT_KIND, kind)
 
 
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_REBUILT: Final = _fill_rebuilt
+
+
 def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
                   quiet: bool = False) -> None:
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
-                        "[Rebuilt RPC message of XID 0x%08x: %d bytes from %d frames]" % (msg.xid, len(whole), len(frames)))
+                        f"[Rebuilt RPC message of XID 0x{hex8(msg.xid)}: {len(whole)} bytes from {len(frames)} frames]")
     lay._vals = (msg, frames, kind)     # the items are spelled out only when somebody asks for them
-    lay._fill = _fill_rebuilt
+    lay._fill = _FILL_REBUILT
     msg.rebuilt_frames = frames
     msg.rebuilt_frame = pkt.frame.num
     pkt.note(REBUILT, msg)
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
     if not quiet:
-        pkt.add_info("[rebuilt XID 0x%08x]" % msg.xid)
+        pkt.add_info(f"[rebuilt XID 0x{hex8(msg.xid)}]")   # no format spec: see hexfmt
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 

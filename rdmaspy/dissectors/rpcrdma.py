@@ -26,6 +26,7 @@ from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
 from . import onc_rpc, rdma_reassembly
+from .hexfmt import hex8
 from .onc_rpc import rpc_flow
 from .xdr import Cursor, XdrError, p32, pack_list, read_list
 
@@ -569,7 +570,7 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     # The tree is made only when somebody asks for it (a summary line needs the text alone).
     lay = pkt.add_layer("rpcrdma", None, buf, off, msg.header_len, "RPC over RDMA")
     lay._vals = (msg, end)      # what the fill needs (a layer without a header keeps no values of its own)
-    lay._fill = _fill_msg
+    lay._fill = _FILL_MSG
     msg.frame = num = pkt.frame.num
     frames = pkt.noted(rdma_reassembly.SEND_FRAMES)
     msg.frames = list(frames) if frames else [num]
@@ -583,7 +584,7 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         return
     proc = msg.proc
     name = PROCS.get(proc) or f"proc {proc}"
-    text = "RPC-over-RDMA v1 %s xid=0x%08x credits=%d" % (name, msg.xid, msg.credits)   # %: see dissect_bth
+    text = f"RPC-over-RDMA v1 {name} xid=0x{hex8(msg.xid)} credits={msg.credits}"   # no format spec: see hexfmt
     chunked = bool(msg.reads or msg.writes or msg.reply)
     if proc <= 2:
         if chunked or msg.reply is not None:
@@ -627,6 +628,10 @@ def _fill_msg(lay: Layer) -> None:
     _fill_v1(lay, msg, lay.off, end)
 
 
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_MSG: Final = _fill_msg
+
+
 def _fill_v1(lay: Layer, msg: RpcRdmaMessage, off: int, end: int) -> None:
     lay.add(XID, msg.xid, off, 4)
     lay.add(VERSION, msg.version, off + 4, 4)
@@ -665,6 +670,13 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     n = end - off
     if n < 16:
         return False
+    # typed: compiled, machine integers (an unpack gives Any: every compare a generic call)
+    xid: int
+    vers: int
+    credits: int
+    proc: int
+    rxid: int
+    rtype: int
     xid, vers, credits, proc = _HDR.unpack_from(buf, off)
     if vers > 255 or proc > 255:
         return False
