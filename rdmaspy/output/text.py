@@ -24,13 +24,7 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
     text = info[0] if len(info) == 1 else " ".join(info)
     if pkt.malformed:
         text = pkt.info_text
-    key = (pkt.src, pkt.dst, pkt.proto)
-    middle = _columns.get(key)
-    if middle is None:
-        # source, destination and protocol columns: a capture has few combinations
-        if len(_columns) >= 4096:
-            _columns.clear()
-        middle = _columns[key] = ("%15s → %-15s %-9s" % key).encode()
+    middle = _middle(pkt.src, pkt.dst, pkt.proto)
     if when is not None:
         return b"%7d %s %s %5d %s" % (f.num, when, middle, len(f.data), text.encode())
     d = f.ts - t0
@@ -38,27 +32,83 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
         # Microseconds in integers, as %12.6f of d/1e9 would print them (no tie, so the same rounding):
         # cheaper than formatting a float.
         us = (d + 500) // 1000
-        # %s of bytes made with str() and rjust: compiled, a join (mypyc compiles plain %s, not %7d), a
-        # quarter cheaper than bytes formatting of the integers; the same bytes as "%7d %5d.%06d ... %5d".
-        # The seconds and the length columns repeat from line to line: each made once.
-        secs = _padded5(us // 1_000_000)
-        length = _padded5(len(f.data))
-        return b"%s %s.%s %s %s %s" % (str(f.num).rjust(7).encode(), secs, str(us % 1_000_000).zfill(6).encode(),
-                                       middle, length, text.encode())
+        # One f-string without format specs, encoded once: compiled, one join of the pieces, where
+        # "%7d %5d.%06d" parses its format each time, rjust and zfill are method calls and each "+" makes
+        # a string.  The seconds and the length columns repeat from line to line: each made once.  The
+        # same bytes as "%7d %5d.%06d ... %5d".
+        num = str(f.num)
+        pad = _SPACES[7 - len(num)] if len(num) < 7 else ""
+        frac = str(us % 1_000_000)
+        head = f"{pad}{num} {_padded5(us // 1_000_000)}.{_ZEROS[6 - len(frac)]}{frac}"
+        return b"%s %s %s %s" % (head.encode(), middle, _length5(len(f.data)), text.encode())
     return b"%7d %12.6f %s %5d %s" % (f.num, d / 1e9, middle, len(f.data), text.encode())
 
 
-_PADDED: Final[dict[int, bytes]] = {}
+class _RecentColumns:
+    """The source, destination and protocol columns of the last two lines, by the identity of their
+    texts: the address texts are cached by the dissectors and the protocols are constants, so a
+    conversation's two directions find theirs with a few pointer compares instead of a hashed tuple."""
+
+    __slots__ = ("src0", "dst0", "proto0", "bytes0", "src1", "dst1", "proto1", "bytes1")
+
+    def __init__(self) -> None:
+        self.src0 = self.dst0 = self.proto0 = self.src1 = self.dst1 = self.proto1 = ""
+        self.bytes0 = self.bytes1 = b""
 
 
-def _padded5(n: int) -> bytes:
+_RECENT: Final = _RecentColumns()
+
+
+def _middle(src: str, dst: str, proto: str) -> bytes:
+    """The source, destination and protocol columns in UTF-8."""
+    r = _RECENT
+    if src is r.src0 and dst is r.dst0 and proto is r.proto0:
+        return r.bytes0
+    if src is r.src1 and dst is r.dst1 and proto is r.proto1:
+        return r.bytes1
+    key = (src, dst, proto)
+    middle = _columns.get(key)
+    if middle is None:
+        # a capture has few combinations
+        if len(_columns) >= 4096:
+            _columns.clear()
+        middle = _columns[key] = ("%15s → %-15s %-9s" % key).encode()
+    r.src1, r.dst1, r.proto1, r.bytes1 = r.src0, r.dst0, r.proto0, r.bytes0
+    r.src0, r.dst0, r.proto0, r.bytes0 = src, dst, proto, middle
+    return middle
+
+
+_SPACES: Final = tuple(" " * n for n in range(8))
+_ZEROS: Final = tuple("0" * n for n in range(7))
+_SMALL: Final = 16384       # the columns cached for values below it (a list each: an index, not a hash)
+_PADDED: Final[list[str | None]] = [None] * _SMALL
+_LENGTHS: Final[list[bytes | None]] = [None] * _SMALL
+
+
+def _right(s: str, width: int) -> str:
+    """``s`` right-aligned in ``width`` columns (at most 7), as ``str.rjust`` writes it."""
+    n = len(s)
+    return f"{_SPACES[width - n]}{s}" if n < width else s
+
+
+def _padded5(n: int) -> str:
     """``n`` right-aligned in five columns, as "%5d" writes it."""
-    got = _PADDED.get(n)
-    if got is None:
-        if len(_PADDED) >= 4096:
-            _PADDED.clear()
-        got = _PADDED[n] = str(n).rjust(5).encode()
-    return got
+    if 0 <= n < _SMALL:
+        got = _PADDED[n]
+        if got is None:
+            got = _PADDED[n] = _right(str(n), 5)
+        return got
+    return _right(str(n), 5)
+
+
+def _length5(n: int) -> bytes:
+    """``_padded5(n)`` in UTF-8."""
+    if 0 <= n < _SMALL:
+        got = _LENGTHS[n]
+        if got is None:
+            got = _LENGTHS[n] = _padded5(n).encode()
+        return got
+    return _padded5(n).encode()
 
 
 def summary_line(pkt: Packet, t0: int, when: bytes | None = None) -> str:
