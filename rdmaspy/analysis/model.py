@@ -16,9 +16,9 @@ the JSON documents carry.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Callable, Union
+from typing import TYPE_CHECKING, Callable, Final, Union
 
 from mypy_extensions import mypyc_attr
 
@@ -133,19 +133,50 @@ class PsnEventKind(StrEnum):
     ACKED_UNSEEN = "acked_unseen"       # an ACK of PSNs not captured
 
 
+# The fields of the records built for every message (a dataclass's __init__ is not compiled by mypyc:
+# it runs in the interpreter, some 3,500 instructions a record; these classes spell theirs out).
+_FINDING_FIELDS: Final = ("rule_def", "frames", "conn", "xid", "args", "ts")
+_SEGMENT_FIELDS: Final = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction",
+                          "spans", "overrun", "reported", "ops", "frames")
+_STEP_FIELDS: Final = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment", "response_frames",
+                       "invalidated")
+_CALL_SIDE_FIELDS: Final = ("frames", "ts", "proc", "shape", "size", "credits", "retransmissions")
+_REPLY_SIDE_FIELDS: Final = ("frames", "ts", "proc", "shape", "size", "credits", "invalidated", "error",
+                             "done_frame")
+_RPC_SUMMARY_FIELDS: Final = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat",
+                              "accept_stat", "nfs_status", "reply_ops")
+_TRANSACTION_FIELDS: Final = ("conn", "xid", "call_direction", "version", "call", "reply", "state", "rpc", "steps",
+                              "segments", "findings", "bytes_read", "bytes_written", "dropped")
+_CREDIT_SAMPLE_FIELDS: Final = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
+_PSN_EVENT_FIELDS: Final = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
+
+
+def _record_values(obj: object, names: tuple[str, ...]) -> tuple[object, ...]:
+    return tuple(getattr(obj, n) for n in names)
+
+
+def _record_repr(obj: object, names: tuple[str, ...]) -> str:
+    """As a dataclass shows itself: ``Step(kind=..., frames=...)``."""
+    return f"{type(obj).__name__}(" + ", ".join(f"{n}={getattr(obj, n)!r}" for n in names) + ")"
+
+
 # --- rules and findings --------------------------------------------------------------------------------
 @mypyc_attr(serializable=True)
-@dataclass(slots=True, eq=False)
 class Finding:
     """One breach of a rule, with the frames and values that show it.  Its message is rendered
     from the rule's template only when a presentation asks for ``text``.  It stands in a packet's
     expert list beside the dissectors' ``Expert`` items (same ``severity``/``group``/``text``/``rule``)."""
-    rule_def: Rule
-    frames: tuple[int, ...]     # the frame that shows it first, then related frames
-    conn: int | None            # the connection's id
-    xid: int | None
-    args: dict[str, object]     # the values the message template names (numbers, strings)
-    ts: int                     # timestamp (ns) of the first frame
+
+    __slots__ = ("rule_def", "frames", "conn", "xid", "args", "ts")
+
+    def __init__(self, rule_def: Rule, frames: tuple[int, ...], conn: int | None, xid: int | None,
+                args: dict[str, object], ts: int) -> None:
+        self.rule_def = rule_def
+        self.frames = frames                    # the frame that shows it first, then related frames
+        self.conn = conn                        # the connection's id
+        self.xid = xid
+        self.args = args                        # the values the message template names (numbers, strings)
+        self.ts = ts                            # timestamp (ns) of the first frame
 
     @property
     def level(self) -> Severity:
@@ -264,23 +295,34 @@ class Connection:
 
 # --- transactions --------------------------------------------------------------------------------------
 @mypyc_attr(serializable=True)
-@dataclass(slots=True, eq=False)
 class Segment:
     """One advertised RDMA segment (handle, offset, length) and what the RDMA operations did to it."""
-    kind: ChunkList
-    chunk: int                          # chunk number in its list (Read chunks: the XDR position)
-    index: int                          # segment number in its chunk
-    position: int | None                # Read chunks: XDR position
-    handle: int
-    offset: int
-    length: int
-    side: Side                          # whose memory
-    transaction: Transaction | None = None
-    spans: list[list[int]] = field(default_factory=list)   # merged [start, end) moved, relative to offset
-    overrun: int = 0                    # bytes moved past the end by operations that started inside
-    reported: int | None = None         # the length the reply gives back (Write list, Reply chunk)
-    ops: int = 0                        # RDMA operations that touched it
-    frames: list[int] = field(default_factory=list)       # frames that moved its bytes
+
+    __slots__ = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction", "spans",
+                 "overrun", "reported", "ops", "frames")
+
+    def __init__(self, kind: ChunkList, chunk: int, index: int, position: int | None, handle: int, offset: int,
+                length: int, side: Side, transaction: Transaction | None = None,
+                spans: list[list[int]] | None = None, overrun: int = 0, reported: int | None = None, ops: int = 0,
+                frames: list[int] | None = None) -> None:
+        self.kind = kind
+        self.chunk = chunk                      # chunk number in its list (Read chunks: the XDR position)
+        self.index = index                      # segment number in its chunk
+        self.position = position                # Read chunks: XDR position
+        self.handle = handle
+        self.offset = offset
+        self.length = length
+        self.side = side                        # whose memory
+        self.transaction = transaction
+        # merged [start, end) moved, relative to offset
+        self.spans: list[list[int]] = [] if spans is None else spans
+        self.overrun = overrun                  # bytes moved past the end by operations that started inside
+        self.reported = reported                # the length the reply gives back (Write list, Reply chunk)
+        self.ops = ops                          # RDMA operations that touched it
+        self.frames: list[int] = [] if frames is None else frames  # frames that moved its bytes
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _SEGMENT_FIELDS)
 
     @property
     def end(self) -> int:
@@ -327,32 +369,55 @@ class Segment:
 
 
 @mypyc_attr(serializable=True)
-@dataclass(slots=True, eq=False)
 class Step:
     """One step of a transaction: a Send of the call or reply, an RDMA READ or WRITE, the RDMA_DONE."""
-    kind: StepKind
-    frames: list[int]                   # the Sends, the READ request, the WRITE packets
-    ts: int
-    bytes: int | None = None            # bytes moved (None for RDMA_DONE)
-    handle: int | None = None           # RDMA READ / WRITE: the R_Key or STag ...
-    offset: int | None = None           # ... the address ...
-    length: int | None = None           # ... and the length asked for (or written)
-    segment: Segment | None = None      # the advertised segment it moved (where it started)
-    response_frames: list[int] | None = None   # RDMA READ: the frames of its responses
-    invalidated: int | None = None      # reply Send With Invalidate: the handle invalidated
+
+    __slots__ = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment", "response_frames",
+                 "invalidated")
+
+    def __init__(self, kind: StepKind, frames: list[int], ts: int, bytes: int | None = None,
+                handle: int | None = None, offset: int | None = None, length: int | None = None,
+                segment: Segment | None = None, response_frames: list[int] | None = None,
+                invalidated: int | None = None) -> None:
+        self.kind = kind
+        self.frames = frames                    # the Sends, the READ request, the WRITE packets
+        self.ts = ts
+        self.bytes = bytes                      # bytes moved (None for RDMA_DONE)
+        self.handle = handle                    # RDMA READ / WRITE: the R_Key or STag ...
+        self.offset = offset                    # ... the address ...
+        self.length = length                    # ... and the length asked for (or written)
+        self.segment = segment                  # the advertised segment it moved (where it started)
+        self.response_frames = response_frames  # RDMA READ: the frames of its responses
+        self.invalidated = invalidated          # reply Send With Invalidate: the handle invalidated
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _STEP_FIELDS)
 
 
 @mypyc_attr(serializable=True)
-@dataclass(slots=True)
 class CallSide:
     """The call of a transaction."""
-    frames: list[int]                   # the Sends that carried it
-    ts: int
-    proc: str                           # RPC-over-RDMA procedure (header type) name
-    shape: str | None                   # the message's shape (seeds/002), e.g. "Long Call"
-    size: int                           # bytes sent inline
-    credits: int                        # the credit value it carried (v2: the grant)
-    retransmissions: list[list[int]] = field(default_factory=list)   # frames of each resending
+
+    __slots__ = ("frames", "ts", "proc", "shape", "size", "credits", "retransmissions")
+
+    def __init__(self, frames: list[int], ts: int, proc: str, shape: str | None, size: int, credits: int,
+                retransmissions: list[list[int]] | None = None) -> None:
+        self.frames = frames                    # the Sends that carried it
+        self.ts = ts
+        self.proc = proc                        # RPC-over-RDMA procedure (header type) name
+        self.shape = shape                      # the message's shape (seeds/002), e.g. "Long Call"
+        self.size = size                        # bytes sent inline
+        self.credits = credits                  # the credit value it carried (v2: the grant)
+        # frames of each resending
+        self.retransmissions: list[list[int]] = [] if retransmissions is None else retransmissions
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _CALL_SIDE_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CallSide):
+            return NotImplemented
+        return _record_values(self, _CALL_SIDE_FIELDS) == _record_values(other, _CALL_SIDE_FIELDS)
 
     @property
     def frame(self) -> int:
@@ -360,18 +425,30 @@ class CallSide:
 
 
 @mypyc_attr(serializable=True)
-@dataclass(slots=True)
 class ReplySide:
     """The reply of a transaction."""
-    frames: list[int]
-    ts: int
-    proc: str
-    shape: str | None
-    size: int
-    credits: int
-    invalidated: int | None = None      # the handle its Send With Invalidate invalidated
-    error: int | None = None            # RDMA_ERROR code
-    done_frame: int | None = None       # the RDMA_DONE that ended its pull (seeds/001)
+
+    __slots__ = ("frames", "ts", "proc", "shape", "size", "credits", "invalidated", "error", "done_frame")
+
+    def __init__(self, frames: list[int], ts: int, proc: str, shape: str | None, size: int, credits: int,
+                invalidated: int | None = None, error: int | None = None, done_frame: int | None = None) -> None:
+        self.frames = frames
+        self.ts = ts
+        self.proc = proc
+        self.shape = shape
+        self.size = size
+        self.credits = credits
+        self.invalidated = invalidated          # the handle its Send With Invalidate invalidated
+        self.error = error                      # RDMA_ERROR code
+        self.done_frame = done_frame            # the RDMA_DONE that ended its pull (seeds/001)
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _REPLY_SIDE_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReplySide):
+            return NotImplemented
+        return _record_values(self, _REPLY_SIDE_FIELDS) == _record_values(other, _REPLY_SIDE_FIELDS)
 
     @property
     def frame(self) -> int:
@@ -379,40 +456,66 @@ class ReplySide:
 
 
 @mypyc_attr(serializable=True)
-@dataclass(slots=True)
 class RpcSummary:
     """The RPC message a transaction carried: program, procedure, and from the reply its status."""
-    program: int | None
-    version: int | None
-    procedure: int | None
-    name: str | None                    # procedure name, e.g. "READ", "COMPOUND"
-    label: str | None                   # program label, e.g. "NFSv3", "NFSv4.1"
-    ops: list[str] | None               # NFSv4 COMPOUND operation names
-    replied: bool = False               # the fields below come from a reply
-    reply_stat: int | None = None
-    accept_stat: int | None = None
-    nfs_status: int | None = None
-    reply_ops: list[str] | None = None
+
+    __slots__ = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat", "accept_stat",
+                 "nfs_status", "reply_ops")
+
+    def __init__(self, program: int | None, version: int | None, procedure: int | None, name: str | None,
+                label: str | None, ops: list[str] | None, replied: bool = False, reply_stat: int | None = None,
+                accept_stat: int | None = None, nfs_status: int | None = None,
+                reply_ops: list[str] | None = None) -> None:
+        self.program = program
+        self.version = version
+        self.procedure = procedure
+        self.name = name                        # procedure name, e.g. "READ", "COMPOUND"
+        self.label = label                      # program label, e.g. "NFSv3", "NFSv4.1"
+        self.ops = ops                          # NFSv4 COMPOUND operation names
+        self.replied = replied                  # the fields below come from a reply
+        self.reply_stat = reply_stat
+        self.accept_stat = accept_stat
+        self.nfs_status = nfs_status
+        self.reply_ops = reply_ops
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _RPC_SUMMARY_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RpcSummary):
+            return NotImplemented
+        return _record_values(self, _RPC_SUMMARY_FIELDS) == _record_values(other, _RPC_SUMMARY_FIELDS)
 
 
 @mypyc_attr(serializable=True)
-@dataclass(slots=True, eq=False)
 class Transaction:
     """One RPC call on one connection, its reply and everything that moved its data between them."""
-    conn: int
-    xid: int
-    call_direction: Direction           # the way the call went (c2s: forward channel)
-    version: int                        # RPC-over-RDMA version of the call
-    call: CallSide
-    reply: ReplySide | None = None
-    state: TransactionState = TransactionState.OPEN
-    rpc: RpcSummary | None = None
-    steps: list[Step] = field(default_factory=list)
-    segments: list[Segment] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    bytes_read: int = 0                 # moved by RDMA READ
-    bytes_written: int = 0              # moved by RDMA WRITE
-    dropped: int = 0                    # steps, findings and resendings past the caps: counted, not kept
+
+    __slots__ = ("conn", "xid", "call_direction", "version", "call", "reply", "state", "rpc", "steps", "segments",
+                 "findings", "bytes_read", "bytes_written", "dropped")
+
+    def __init__(self, conn: int, xid: int, call_direction: Direction, version: int, call: CallSide,
+                reply: ReplySide | None = None, state: TransactionState = TransactionState.OPEN,
+                rpc: RpcSummary | None = None, steps: list[Step] | None = None,
+                segments: list[Segment] | None = None, findings: list[Finding] | None = None, bytes_read: int = 0,
+                bytes_written: int = 0, dropped: int = 0) -> None:
+        self.conn = conn
+        self.xid = xid
+        self.call_direction = call_direction    # the way the call went (c2s: forward channel)
+        self.version = version                  # RPC-over-RDMA version of the call
+        self.call = call
+        self.reply = reply
+        self.state = state
+        self.rpc = rpc
+        self.steps: list[Step] = [] if steps is None else steps
+        self.segments: list[Segment] = [] if segments is None else segments
+        self.findings: list[Finding] = [] if findings is None else findings
+        self.bytes_read = bytes_read            # moved by RDMA READ
+        self.bytes_written = bytes_written      # moved by RDMA WRITE
+        self.dropped = dropped                  # steps, findings and resendings past the caps: counted, not kept
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _TRANSACTION_FIELDS)
 
     @property
     def direction(self) -> CallDirection:
@@ -467,16 +570,28 @@ class Transaction:
 
 # --- credits -------------------------------------------------------------------------------------------
 @mypyc_attr(serializable=True)
-@dataclass(slots=True)
 class CreditSample:
     """Credits of one direction of calls at one instant (the state after everything at ``ts``)."""
-    conn: int
-    direction: CallDirection
-    ts: int
-    frame: int
-    granted: int | None                 # the limit granted (None: no grant seen yet)
-    requested: int | None               # v1: the last credit value a call asked for
-    outstanding: int                    # calls sent and not answered
+
+    __slots__ = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
+
+    def __init__(self, conn: int, direction: CallDirection, ts: int, frame: int, granted: int | None,
+                requested: int | None, outstanding: int) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.ts = ts
+        self.frame = frame
+        self.granted = granted                  # the limit granted (None: no grant seen yet)
+        self.requested = requested              # v1: the last credit value a call asked for
+        self.outstanding = outstanding          # calls sent and not answered
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _CREDIT_SAMPLE_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CreditSample):
+            return NotImplemented
+        return _record_values(self, _CREDIT_SAMPLE_FIELDS) == _record_values(other, _CREDIT_SAMPLE_FIELDS)
 
 
 @mypyc_attr(serializable=True)
@@ -523,17 +638,29 @@ class RpcRdmaSummary:
 
 # --- transport -----------------------------------------------------------------------------------------
 @mypyc_attr(serializable=True)
-@dataclass(slots=True)
 class PsnEvent:
     """A sequence event in one requester's PSN space."""
-    conn: int
-    direction: Direction                # the requester's direction
-    kind: PsnEventKind
-    frame: int
-    ts: int
-    psn: int
-    count: int = 1                      # PSNs lost (LOST); the NAK code (NAK)
-    original_frame: int | None = None   # RETRANSMISSION / DUPLICATE: the first sending
+
+    __slots__ = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
+
+    def __init__(self, conn: int, direction: Direction, kind: PsnEventKind, frame: int, ts: int, psn: int,
+                count: int = 1, original_frame: int | None = None) -> None:
+        self.conn = conn
+        self.direction = direction              # the requester's direction
+        self.kind = kind
+        self.frame = frame
+        self.ts = ts
+        self.psn = psn
+        self.count = count                      # PSNs lost (LOST); the NAK code (NAK)
+        self.original_frame = original_frame    # RETRANSMISSION / DUPLICATE: the first sending
+
+    def __repr__(self) -> str:
+        return _record_repr(self, _PSN_EVENT_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PsnEvent):
+            return NotImplemented
+        return _record_values(self, _PSN_EVENT_FIELDS) == _record_values(other, _PSN_EVENT_FIELDS)
 
 
 @mypyc_attr(serializable=True)
