@@ -22,33 +22,33 @@ from .base import Capture, chunk_reader
 # A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
 # reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to
 # the bound and counted (``Capture.clamped``); within it, times are exact.
-MAX_NS = (1 << 63) - 1
-MIN_NS = -(1 << 63)
+MAX_NS: Final = (1 << 63) - 1
+MIN_NS: Final = -(1 << 63)
 # Compiled, an integer within ±2**62 is a machine word: times compared against these first take no
 # arbitrary-precision comparison (every time of this century is within them).
 _SMALL_MAX: Final = (1 << 62) - 1
 _SMALL_MIN: Final = -(1 << 62)
 
-CHUNK = 1 << 20
-MAX_BLOCK = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
+CHUNK: Final = 1 << 20
+MAX_BLOCK: Final = 16 << 20        # larger than any packet a capture tool writes; a bigger length is damage
 
-SHB_TYPE = 0x0A0D0D0A       # the same in both byte orders
-IDB_TYPE = 1
-OPB_TYPE = 2                # obsolete Packet Block
-SPB_TYPE = 3
-EPB_TYPE = 6
-BOM_LE = b"\x4d\x3c\x2b\x1a"
-BOM_BE = b"\x1a\x2b\x3c\x4d"
+SHB_TYPE: Final = 0x0A0D0D0A       # the same in both byte orders
+IDB_TYPE: Final = 1
+OPB_TYPE: Final = 2                # obsolete Packet Block
+SPB_TYPE: Final = 3
+EPB_TYPE: Final = 6
+BOM_LE: Final = b"\x4d\x3c\x2b\x1a"
+BOM_BE: Final = b"\x1a\x2b\x3c\x4d"
 
-OPT_ENDOFOPT = 0
-OPT_COMMENT = 1
-IF_NAME = 2
-IF_DESCRIPTION = 3
-IF_TSRESOL = 9
-IF_FILTER = 11
-IF_TSOFFSET = 14
+OPT_ENDOFOPT: Final = 0
+OPT_COMMENT: Final = 1
+IF_NAME: Final = 2
+IF_DESCRIPTION: Final = 3
+IF_TSRESOL: Final = 9
+IF_FILTER: Final = 11
+IF_TSOFFSET: Final = 14
 
-BLOCK_NAMES = {SHB_TYPE: "section header block", IDB_TYPE: "interface description block",
+BLOCK_NAMES: Final = {SHB_TYPE: "section header block", IDB_TYPE: "interface description block",
                OPB_TYPE: "packet block", SPB_TYPE: "simple packet block", 4: "name resolution block",
                5: "interface statistics block", EPB_TYPE: "enhanced packet block", 9: "systemd journal block",
                10: "decryption secrets block", 0x00000BAD: "custom block", 0x40000BAD: "custom block"}
@@ -84,8 +84,13 @@ class _Order:
         self.q = struct.Struct(e + "q").unpack_from
 
 
-_LE = _Order("<")
-_BE = _Order(">")
+_LE: Final = _Order("<")
+_BE: Final = _Order(">")
+
+
+def _u32le(buf: bytes, at: int) -> int:
+    """The little-endian 32-bit word at ``buf[at]`` (the caller knows the four bytes are there)."""
+    return buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16 | buf[at + 3] << 24
 
 
 def _options(buf: bytes, pos: int, end: int, order: _Order, base: int, what: str) -> Iterator[tuple[int, bytes]]:
@@ -175,11 +180,24 @@ class PcapngReader(Capture):
                 if avail >= 32:
                     # Fast path: a well-formed Enhanced Packet Block wholly in the buffer.  Anything
                     # unusual falls through to the general code below, which checks and reports.
-                    btype, length, iface, hi, lo, caplen, wirelen = epb(buf, pos)
+                    # Little-endian words are read byte by byte: compiled, a few instructions each,
+                    # where a struct's unpack makes a tuple and an int object per word.
+                    if order is _LE:
+                        btype = _u32le(buf, pos)
+                        if btype == 6:
+                            length = _u32le(buf, pos + 4)
+                            iface = _u32le(buf, pos + 8)
+                            hi = _u32le(buf, pos + 12)
+                            lo = _u32le(buf, pos + 16)
+                            caplen = _u32le(buf, pos + 20)
+                            wirelen = _u32le(buf, pos + 24)
+                    else:
+                        btype, length, iface, hi, lo, caplen, wirelen = epb(buf, pos)
                     if btype == 6 and 32 <= length <= avail and not length & 3 and iface < nlocal:
                         bend = pos + length
                         dend = pos + 28 + caplen
-                        if dend <= bend - 4 and u32(buf, bend - 4)[0] == length:
+                        if dend <= bend - 4 and (_u32le(buf, bend - 4) if order is _LE
+                                                 else u32(buf, bend - 4)[0]) == length:
                             gi, lt, mul, den, toff, _snap = local[iface]
                             opt = dend + (-caplen & 3)
                             num += 1
