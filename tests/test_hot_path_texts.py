@@ -1,0 +1,70 @@
+"""The per-packet path makes its texts without format strings (compiled, a format is parsed at each
+call): each helper writes exactly what the format it stands for would."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from hypothesis import given, strategies as st
+
+from rdmaspy.analysis import model as m
+from rdmaspy.dissectors.hexfmt import hex8, hexn
+from rdmaspy.dissectors.ip import fmt_ipv4, ipv4_text
+from rdmaspy.output.text import _length5, _middle, _padded5, summary_bytes
+
+
+@given(st.integers(min_value=-(1 << 70), max_value=1 << 70))
+def test_hex8_and_hexn_write_what_the_percent_formats_write(n):
+    assert hex8(n) == "%08x" % n
+    assert hexn(n) == "%x" % n
+
+
+@given(st.lists(st.binary(min_size=4, max_size=4), min_size=1, max_size=40))
+def test_an_address_text_is_its_own_whatever_came_before(addresses):
+    # the two most recent addresses are kept apart from the cache: a run of them, interleaved,
+    # repeated and new, must each come out as their own text
+    for a in addresses + addresses[::-1] + addresses:
+        buf = b"\xff" + a + b"\xee"
+        assert ipv4_text(buf, 1) == fmt_ipv4(a)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["10.0.0.1", "10.0.0.2", "fe80::1"]),
+                          st.sampled_from(["10.0.0.1", "10.0.0.2", "fe80::1"]),
+                          st.sampled_from(["RoCEv2", "TCP", "iWARP"])), min_size=1, max_size=30))
+def test_the_address_and_protocol_columns_are_those_of_their_line(lines):
+    for src, dst, proto in lines:
+        # copies, so that a text equal to an earlier one is not the same object
+        src, dst, proto = "".join(list(src)), "".join(list(dst)), "".join(list(proto))
+        assert _middle(src, dst, proto) == ("%15s → %-15s %-9s" % (src, dst, proto)).encode()
+
+
+@given(st.integers(min_value=-10, max_value=200_000))
+def test_the_padded_columns_are_what_percent_5d_writes(n):
+    assert _padded5(n) == "%5d" % n
+    assert _length5(n) == b"%5d" % n
+
+
+@given(st.integers(min_value=1, max_value=99_999_999), st.integers(min_value=0, max_value=999_999_999_999),
+       st.integers(min_value=0, max_value=70_000))
+def test_a_summary_line_starts_as_the_percent_format_would_write_it(num, delta, length):
+    frame = SimpleNamespace(num=num, ts=1_000_000_000 + delta, data=b"\0" * length)
+    pkt = SimpleNamespace(frame=frame, info=["x"], malformed=None, src="a", dst="b", proto="P")
+    line = summary_bytes(pkt, 1_000_000_000)
+    if delta % 1000 != 500:
+        head = "%7d %12.6f" % (num, round(delta / 1000) / 1e6)
+        assert line.startswith(head.encode()), (line, head)
+    assert line.endswith(b" %5d x" % length)
+
+
+def test_the_records_compare_and_show_themselves_as_the_dataclasses_did():
+    a = m.CallSide([1, 2], 5, "RDMA_MSG", "Short Call", 100, 32)
+    b = m.CallSide([1, 2], 5, "RDMA_MSG", "Short Call", 100, 32)
+    assert a == b and a.retransmissions == [] and a.retransmissions is not b.retransmissions
+    b.size = 101
+    assert a != b
+    assert repr(a) == ("CallSide(frames=[1, 2], ts=5, proc='RDMA_MSG', shape='Short Call', size=100, "
+                       "credits=32, retransmissions=[])")
+    step = m.Step(m.StepKind.RDMA_WRITE, [3], 7, bytes=10, handle=0x1234)
+    assert step.offset is None and step.segment is None
+    assert repr(step).startswith("Step(kind=<StepKind.RDMA_WRITE: 'write'>, frames=[3], ts=7, bytes=10, handle=4660,")
+    seg = m.Segment(m.ChunkList.WRITE, 0, 0, None, 1, 0, 100, m.Side.CLIENT)
+    assert seg.spans == [] and seg.frames == [] and seg.ops == 0
