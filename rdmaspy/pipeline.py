@@ -43,12 +43,16 @@ class Sink(Protocol):
 class Options:
     """What the pipeline does besides dissecting: analysis, display filter, how many packets to show."""
 
-    __slots__ = ("analyze", "matcher", "count")
+    __slots__ = ("analyze", "matcher", "count", "packet_fields")
 
-    def __init__(self, analyze: bool = False, matcher: Matcher | None = None, count: int = 0) -> None:
+    def __init__(self, analyze: bool = False, matcher: Matcher | None = None, count: int = 0,
+                 packet_fields: bool = True) -> None:
         self.analyze = analyze        # run the analysis (on by itself when a sink takes its findings or records)
         self.matcher = matcher        # show only the packets it matches
         self.count = count            # stop after this many shown packets; 0: all
+        # the analysis adds its fields to the packets; False: no sink shows a packet and no filter reads
+        # them (a command of records or findings only)
+        self.packet_fields = packet_fields or matcher is not None
 
 
 class Pipeline:
@@ -86,7 +90,7 @@ class Pipeline:
         if opts.analyze or findings or records:
             from .analysis.analyzer import Analyzer
             self.analyzer = Analyzer(on_finding=_fan_out(findings), on_record=_fan_out(records), keep_findings=False,
-                                     budget=self.engine.session.budget)
+                                     budget=self.engine.session.budget, packet_fields=opts.packet_fields)
             self.analyzer.engine = self.engine
         self._flushes: list[Callable[[], None]] = []
         for s in self.sinks:

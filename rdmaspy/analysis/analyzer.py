@@ -9,7 +9,7 @@ they are final, so memory is bounded by what is still open, not by the length of
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Final, Protocol
 
 from mypy_extensions import mypyc_attr
 
@@ -23,11 +23,11 @@ if TYPE_CHECKING:
     from ..engine import Engine
 
 # An analysis module that fails on a packet must not end the run: the packet gets this finding.
-ANALYSIS_ERROR = declare("analysis.error", "error", "malformed",
+ANALYSIS_ERROR: Final = declare("analysis.error", "error", "malformed",
                          "analysis module {module} failed on this packet: {error}",
                          "rdmaspy (a defect of the analyzer, not of the traffic)")
 # The state kept across packets reached the memory budget: the oldest of it was given up.
-MEMORY_BUDGET = declare(_budget.RULE, "warning", "memory",
+MEMORY_BUDGET: Final = declare(_budget.RULE, "warning", "memory",
                         "memory budget of {limit_mib} MiB reached: {entries} of the oldest {what} given up "
                         "({freed_kib} KiB); raise it with --memory-budget",
                         _budget.SOURCE)
@@ -40,19 +40,26 @@ class AnalysisModule(Protocol):
 
 # Module factories, in the order they see each packet; analysis modules register here on import.
 MODULES: list[tuple[str, Callable[["Analyzer"], AnalysisModule]]] = []
+# The modules that only add fields to the packets (``rpcrdma.analysis.*``): not run when no packet is shown.
+FIELD_MODULES: set[str] = set()
 
 
-def register(name: str, factory: Callable[["Analyzer"], AnalysisModule]) -> None:
+def register(name: str, factory: Callable[["Analyzer"], AnalysisModule], fields_only: bool = False) -> None:
     if any(n == name for n, _ in MODULES):
         raise ValueError(f"analysis module {name} registered twice")
     MODULES.append((name, factory))
+    if fields_only:
+        FIELD_MODULES.add(name)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Analyzer:
     def __init__(self, on_finding: Callable[[Finding], None] | None = None,
                  on_record: Callable[[Record], None] | None = None,
-                 keep_findings: bool = True, strict: bool = False, budget: Budget | None = None) -> None:
+                 keep_findings: bool = True, strict: bool = False, budget: Budget | None = None,
+                 packet_fields: bool = True) -> None:
+        """``packet_fields``: add the analysis fields to the packets (False: a command that shows no
+        packet, only records or findings — ``stats``, ``flows``, ``expert`` — spares their cost)."""
         # One budget with the engine's (``engine.session.budget``) bounds dissection and analysis together.
         self.budget = budget if budget is not None else Budget()
         self.budget.analysis_reports = True
@@ -64,7 +71,8 @@ class Analyzer:
         self.findings: list[Finding] = []
         self.modules: dict[str, AnalysisModule] = {}
         for name, factory in MODULES:
-            self.modules[name] = factory(self)
+            if packet_fields or name not in FIELD_MODULES:
+                self.modules[name] = factory(self)
         self._feeders = [(name, m.packet) for name, m in self.modules.items()]
         self.packets = 0
         self.engine: Engine | None = None   # the Engine whose packets it sees, for commands that need its tables

@@ -10,6 +10,8 @@ The role and step come from the typed record (``Transaction.role_of``).
 """
 from __future__ import annotations
 
+from typing import Final
+
 from mypy_extensions import mypyc_attr
 
 from ..fields import Field, declaring, protocol
@@ -21,15 +23,15 @@ from .transactions import Transactions   # registered before this module: it see
 declaring(__name__)
 protocol("rpcrdma.analysis", "RPC-over-RDMA transaction", repeats=False)   # one transaction a packet
 
-XID = Field("rpcrdma.analysis.xid", 32, "Transaction XID", "hex")
-ROLE = Field("rpcrdma.analysis.role", 0, "Part of the transaction", "str")
-DIRECTION = Field("rpcrdma.analysis.direction", 0, "Direction of the call", "str")
-CALL_FRAME = Field("rpcrdma.analysis.call_frame", 0, "Call in frame")
-REPLY_FRAME = Field("rpcrdma.analysis.reply_frame", 0, "Reply in frame")
-LATENCY = Field("rpcrdma.analysis.latency", 0, "Time from call to reply", "float", unit="seconds")
-CHUNK_LIST = Field("rpcrdma.analysis.chunk_list", 0, "Chunk list", "str")
-CHUNK_INDEX = Field("rpcrdma.analysis.chunk", 0, "Chunk")
-SEGMENT_INDEX = Field("rpcrdma.analysis.segment", 0, "Segment")
+XID: Final = Field("rpcrdma.analysis.xid", 32, "Transaction XID", "hex")
+ROLE: Final = Field("rpcrdma.analysis.role", 0, "Part of the transaction", "str")
+DIRECTION: Final = Field("rpcrdma.analysis.direction", 0, "Direction of the call", "str")
+CALL_FRAME: Final = Field("rpcrdma.analysis.call_frame", 0, "Call in frame")
+REPLY_FRAME: Final = Field("rpcrdma.analysis.reply_frame", 0, "Reply in frame")
+LATENCY: Final = Field("rpcrdma.analysis.latency", 0, "Time from call to reply", "float", unit="seconds")
+CHUNK_LIST: Final = Field("rpcrdma.analysis.chunk_list", 0, "Chunk list", "str")
+CHUNK_INDEX: Final = Field("rpcrdma.analysis.chunk", 0, "Chunk")
+SEGMENT_INDEX: Final = Field("rpcrdma.analysis.segment", 0, "Segment")
 
 
 def _parent(pkt: Packet) -> Layer:
@@ -79,4 +81,4 @@ class TransactionFields:
         """Nothing waits for the end: a packet's fields are final when it is seen."""
 
 
-register("rpcrdma.fields", TransactionFields)
+register("rpcrdma.fields", TransactionFields, fields_only=True)

@@ -23,18 +23,20 @@ SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "c
 
 def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
             on_record: Callable[[Record], None] | None = None,
-            on_finding: Callable[[Finding], None] | None = None, progress: str | None = None):
+            on_finding: Callable[[Finding], None] | None = None, progress: str | None = None,
+            packet_fields: bool = True):
     """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
 
     ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
     records (``analysis.model``: transactions, connection and transport summaries) as they become final;
     ``on_finding`` each finding as it is made (the analyzer keeps no list of them); ``progress``: the
-    label of the progress bar on a terminal's stderr.
+    label of the progress bar on a terminal's stderr; ``packet_fields``: False when ``on_packet`` reads
+    no analysis field (``rpcrdma.analysis.*``), which are then not made.
     """
     from ..pipeline import Options
 
     hooks = _Hooks(on_packet, on_record, on_finding)
-    cap, pipe = run_capture(path, [hooks], Options(analyze=True), progress=progress)
+    cap, pipe = run_capture(path, [hooks], Options(analyze=True, packet_fields=packet_fields), progress=progress)
     an = pipe.analyzer
     assert an is not None
     return cap, an, pipe.frames, pipe.t0 if pipe.frames else None
@@ -170,7 +172,8 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
             g = groups[key] = Group(r.severity, r.group, r.id, r.source, keep)
         g.add((f.frames, f.text, f.conn, f.xid))
 
-    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, progress="expert")
+    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, progress="expert",
+                                    packet_fields=False)      # only the dissectors' items are read
     order = {s: i for i, s in enumerate(SEVERITIES)}
     out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
     return cap, frames, out

@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from ..errors import RdmaspyError
+from ..pipeline import Options
 from ..writers.outfile import STDOUT, OutputFile
 from .common import add_capture_argument, report_problems, run_capture
 
@@ -62,7 +63,8 @@ def run(path: str, out: Any, fmt: str = "json", spool: str | None = None) -> tup
     from ..output.flows import FlowBuilder
 
     with FlowBuilder(spool) as builder:
-        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)], progress="flows")
+        cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)], Options(packet_fields=False),
+                                progress="flows")          # records only: no packet is shown
     return cap, pipe.frames
 
 

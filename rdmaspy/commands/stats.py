@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
+from ..pipeline import Options
 from .common import add_capture_argument, print_text, report_problems, run_capture
 
 
@@ -166,7 +167,7 @@ def gather(path: str) -> tuple[Any, dict[str, Any]]:
     from ..conversation import connections
 
     stats = Stats()
-    cap, pipe = run_capture(path, [stats], progress="stats")
+    cap, pipe = run_capture(path, [stats], Options(packet_fields=False), progress="stats")   # records only
     conns = []
     for c in connections(pipe.session):
         b = stats.conns.get(c.conn_id) or _Block()

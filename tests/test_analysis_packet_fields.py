@@ -1,0 +1,64 @@
+"""The analysis adds its fields to the packets only when a packet can be shown or filtered on.
+
+``stats``, ``flows`` and ``expert`` read the analysis' records and findings, never a packet's
+``rpcrdma.analysis.*`` fields: they run without the module that makes them (a twentieth of ``stats``),
+and their records must not change for it.
+"""
+from __future__ import annotations
+
+from conftest import capture
+
+from rdmaspy.commands.common import display_filter
+from rdmaspy.pipeline import Options, Pipeline
+from rdmaspy.readers import open_capture
+
+
+class _Records:
+    """Every record and finding, as text, and whether a packet carried an analysis field."""
+
+    def __init__(self) -> None:
+        self.records: list[str] = []
+        self.findings: list[str] = []
+        self.fields = 0
+
+    def packet(self, pkt) -> None:
+        todo = list(pkt.layers)
+        while todo:
+            lay = todo.pop()
+            todo.extend(lay.children or ())
+            for f, *_rest in lay.items or ():
+                if f.name.startswith("rpcrdma.analysis."):
+                    self.fields += 1
+
+    def finish(self) -> None:
+        pass
+
+    def on_record(self, record) -> None:
+        self.records.append(repr(record))
+
+    def on_finding(self, finding) -> None:
+        self.findings.append(f"{finding.rule} {finding.frames} {finding.text}")
+
+
+def _run(name: str, options: Options) -> _Records:
+    sink = _Records()
+    with open_capture(str(capture(name))) as cap:
+        Pipeline(cap, options, [sink]).run()
+    return sink
+
+
+def test_records_and_findings_are_the_same_without_the_packet_fields():
+    for name in ("rxe-nfsv3-rdma.pcap", "siw-nfsv3-loss.pcap", "rxe-nfsv3-loss.pcap"):
+        with_fields = _run(name, Options(analyze=True))
+        without = _run(name, Options(analyze=True, packet_fields=False))
+        assert with_fields.fields > 0, name           # the capture has transactions: fields are made
+        assert without.fields == 0, name
+        assert without.records == with_fields.records, name
+        assert without.findings == with_fields.findings, name
+        assert any(r.startswith("Transaction(") for r in without.records), name
+
+
+def test_a_display_filter_keeps_the_packet_fields():
+    options = Options(analyze=True, matcher=display_filter("rpcrdma.analysis.latency"), packet_fields=False)
+    assert options.packet_fields
+    assert _run("rxe-nfsv3-rdma.pcap", options).fields > 0
