@@ -85,11 +85,15 @@ class Connection:
         self.bytes_c2s = 0
         self.bytes_s2c = 0
 
-    def direction(self, pkt: Any) -> str:
+    def direction(self, pkt: Packet) -> str:
         """"c2s" or "s2c" for a packet of this connection."""
         ib = pkt.ib
-        if ib is not None and self.server_qpn is not None:
-            return "c2s" if ib.destqp == self.server_qpn and pkt.dst == self.server_addr else "s2c"
+        server_qpn = self.server_qpn
+        if ib is not None and server_qpn is not None:
+            # typed: compiled, machine integers and strings compared directly (the analysis asks this
+            # of every packet, some of them several times)
+            destqp: int = ib.destqp
+            return "c2s" if destqp == server_qpn and pkt.dst == self.server_addr else "s2c"
         if pkt.dst != self.server_addr:
             return "s2c"
         if self.client_addr != self.server_addr or self.server_port is None:

@@ -24,6 +24,8 @@ from typing import Final
 from mypy_extensions import mypyc_attr
 
 from ..conversation import ENDED
+from ..conversation import Connection as LiveConnection
+from ..dissectors.infiniband import IBInfo
 from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
@@ -203,12 +205,13 @@ class Transactions:
 
     def _packet(self, pkt: Packet) -> None:
         self.current = None
-        conv = pkt.conv
+        # typed (Packet.ib and .conv are Any): compiled, their attributes and methods are reached directly
+        conv: LiveConnection | None = pkt.conv
         if conv is None:
             return
         if self.provisional and self.psn is not None:
             self._settle(self.psn, pkt)
-        ib = pkt.ib
+        ib: IBInfo | None = pkt.ib
         extra = pkt.extra
         kind = ""
         if ib is not None:
