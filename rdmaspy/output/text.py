@@ -28,9 +28,11 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
     if when is not None:
         return b"%7d %s %s %5d %s" % (f.num, when, middle, len(f.data), text.encode())
     d = f.ts - t0
-    if 0 <= d < 1_000_000_000_000 and d % 1000 != 500:
-        # Microseconds in integers, as %12.6f of d/1e9 would print them (no tie, so the same rounding):
-        # cheaper than formatting a float.
+    if 0 <= d < _EXACT_NS and d % 1000 != 500:
+        # Microseconds in integers, as %12.6f of d/1e9 would print them, cheaper than formatting a float.
+        # The same digits: below 2**53 ns (104 days) d is exact as a float and d/1e9 is off by at most
+        # (d/1e9) * 2**-53 < 1 ns, while a rounding boundary (an odd multiple of 500 ns) is at least
+        # 1 ns away unless d ends in 500 (the decimal tie, left to the float).
         us = (d + 500) // 1000
         # One f-string without format specs, encoded once: compiled, one join of the pieces, where
         # "%7d %5d.%06d" parses its format each time, rjust and zfill are method calls and each "+" makes
@@ -78,6 +80,7 @@ def _middle(src: str, dst: str, proto: str) -> bytes:
     return middle
 
 
+_EXACT_NS: Final = 1 << 53
 _SPACES: Final = tuple(" " * n for n in range(8))
 _ZEROS: Final = tuple("0" * n for n in range(7))
 _SMALL: Final = 16384       # the columns cached for values below it (a list each: an index, not a hash)
@@ -91,6 +94,20 @@ def _right(s: str, width: int) -> str:
     return f"{_SPACES[width - n]}{s}" if n < width else s
 
 
+class _Last:
+    """The last value beyond the cached ones and its column (the seconds of a capture longer than
+    ``_SMALL`` seconds change once a second)."""
+
+    __slots__ = ("n", "text")
+
+    def __init__(self) -> None:
+        self.n = -1
+        self.text = ""
+
+
+_LAST: Final = _Last()
+
+
 def _padded5(n: int) -> str:
     """``n`` right-aligned in five columns, as "%5d" writes it."""
     if 0 <= n < _SMALL:
@@ -98,7 +115,11 @@ def _padded5(n: int) -> str:
         if got is None:
             got = _PADDED[n] = _right(str(n), 5)
         return got
-    return _right(str(n), 5)
+    last = _LAST
+    if n != last.n:
+        last.text = _right(str(n), 5)
+        last.n = n
+    return last.text
 
 
 def _length5(n: int) -> bytes:
