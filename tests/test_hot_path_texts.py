@@ -2,14 +2,13 @@
 call): each helper writes exactly what the format it stands for would."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from hypothesis import given, strategies as st
 
 from rdmaspy.analysis import model as m
 from rdmaspy.dissectors.hexfmt import hex8, hexn
 from rdmaspy.dissectors.ip import fmt_ipv4, ipv4_text
 from rdmaspy.output.text import _length5, _middle, _padded5, summary_bytes
+from rdmaspy.packet import Frame, Packet
 
 
 @given(st.integers(min_value=-(1 << 70), max_value=1 << 70))
@@ -52,8 +51,8 @@ def test_the_padded_columns_are_what_percent_5d_writes(n):
 def test_a_summary_line_starts_as_the_float_format_writes_it(num, delta, length):
     # the time column is made from integers below 2**53 ns: the digits of "%12.6f" % (delta / 1e9),
     # next to the rounding boundaries too (499, 500 and 501 ns past a microsecond)
-    frame = SimpleNamespace(num=num, ts=1_000_000_000 + delta, data=b"\0" * length)
-    pkt = SimpleNamespace(frame=frame, info=["x"], malformed=None, src="a", dst="b", proto="P")
+    pkt = Packet(Frame(num, 1_000_000_000 + delta, 1, b"\0" * length, length))
+    pkt.src, pkt.dst, pkt.proto, pkt.info = "a", "b", "P", ["x"]
     line = summary_bytes(pkt, 1_000_000_000)
     head = "%7d %12.6f" % (num, delta / 1e9)
     assert line.startswith(head.encode()), (line, head)

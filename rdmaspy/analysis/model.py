@@ -134,7 +134,9 @@ class PsnEventKind(StrEnum):
 
 
 # The fields of the records built for every message (a dataclass's __init__ is not compiled by mypyc:
-# it runs in the interpreter, some 3,500 instructions a record; these classes spell theirs out).
+# it runs in the interpreter, some 3,500 instructions a record; these classes spell theirs out).  They
+# allow interpreted subclasses: a class mypyc 2.4 makes serializable without it, called from interpreted
+# code (a test, the TUI), runs no __init__ and leaves every attribute undefined.
 _FINDING_FIELDS: Final = ("rule_def", "frames", "conn", "xid", "args", "ts")
 _SEGMENT_FIELDS: Final = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction",
                           "spans", "overrun", "reported", "ops", "frames")
@@ -161,7 +163,7 @@ def _record_repr(obj: object, names: tuple[str, ...]) -> str:
 
 
 # --- rules and findings --------------------------------------------------------------------------------
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Finding:
     """One breach of a rule, with the frames and values that show it.  Its message is rendered
     from the rule's template only when a presentation asks for ``text``.  It stands in a packet's
@@ -294,7 +296,7 @@ class Connection:
 
 
 # --- transactions --------------------------------------------------------------------------------------
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Segment:
     """One advertised RDMA segment (handle, offset, length) and what the RDMA operations did to it."""
 
@@ -368,7 +370,7 @@ class Segment:
             self.spans = merged
 
 
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Step:
     """One step of a transaction: a Send of the call or reply, an RDMA READ or WRITE, the RDMA_DONE."""
 
@@ -394,7 +396,7 @@ class Step:
         return _record_repr(self, _STEP_FIELDS)
 
 
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CallSide:
     """The call of a transaction."""
 
@@ -424,7 +426,7 @@ class CallSide:
         return self.frames[-1]
 
 
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class ReplySide:
     """The reply of a transaction."""
 
@@ -455,7 +457,7 @@ class ReplySide:
         return self.frames[-1]
 
 
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class RpcSummary:
     """The RPC message a transaction carried: program, procedure, and from the reply its status."""
 
@@ -487,7 +489,7 @@ class RpcSummary:
         return _record_values(self, _RPC_SUMMARY_FIELDS) == _record_values(other, _RPC_SUMMARY_FIELDS)
 
 
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transaction:
     """One RPC call on one connection, its reply and everything that moved its data between them."""
 
@@ -569,7 +571,7 @@ class Transaction:
 
 
 # --- credits -------------------------------------------------------------------------------------------
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditSample:
     """Credits of one direction of calls at one instant (the state after everything at ``ts``)."""
 
@@ -637,7 +639,7 @@ class RpcRdmaSummary:
 
 
 # --- transport -----------------------------------------------------------------------------------------
-@mypyc_attr(serializable=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PsnEvent:
     """A sequence event in one requester's PSN space."""
 

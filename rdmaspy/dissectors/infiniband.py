@@ -578,7 +578,6 @@ def _fill_bth(lay: Layer) -> None:
         lay.add(PAD, bytes(lay.buf[ib.payload_end:ib.payload_end + pad]), ib.payload_end, pad)
 
 
-# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
 _FILL_BTH: Final = _fill_bth
 
 
@@ -598,7 +597,6 @@ def _fill_aeth(lay: Layer) -> None:
         lay.add(AETH_NAK, low, pos, 1)
 
 
-# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
 _FILL_AETH: Final = _fill_aeth
 
 
