@@ -42,6 +42,12 @@ def test_the_padded_columns_are_what_percent_5d_writes(n):
     assert _length5(n) == b"%5d" % n
 
 
+def test_a_padded_column_past_the_cached_ones_is_its_own_in_any_order():
+    # the one value kept past the cache starts as -1: a -1 asked for first must not find it
+    for n in (-1, 16_384, -1, 16_385, 16_384, 70_000, -1, 0):
+        assert _padded5(n) == "%5d" % n
+
+
 @given(st.integers(min_value=1, max_value=99_999_999),
        st.one_of(st.integers(min_value=0, max_value=(1 << 53) + 10**9),
                  st.integers(min_value=0, max_value=1 << 53).map(lambda d: d - d % 1000 + 499),

@@ -115,7 +115,9 @@ def _padded5(n: int) -> str:
         if got is None:
             got = _PADDED[n] = _right(str(n), 5)
         return got
-    last = _LAST
+    if n < 0:
+        return _right(str(n), 5)
+    last = _LAST          # n >= _SMALL: never the -1 it starts with
     if n != last.n:
         last.text = _right(str(n), 5)
         last.n = n
