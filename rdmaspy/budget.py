@@ -25,8 +25,9 @@ ENV: Final = "RDMASPY_MEMORY_BUDGET"
 RULE: Final = "memory.budget"
 SOURCE: Final = "rdmaspy --memory-budget (state kept across packets is bounded)"
 
-_UNITS: Final = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+_UNITS: Final = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+                 "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "t": 1 << 40, "tb": 1 << 40,
+                 "tib": 1 << 40}
 _MINIMUM: Final = 1 << 20
 
 _configured: int | None = None

@@ -24,13 +24,13 @@ if TYPE_CHECKING:
 
 # An analysis module that fails on a packet must not end the run: the packet gets this finding.
 ANALYSIS_ERROR: Final = declare("analysis.error", "error", "malformed",
-                         "analysis module {module} failed on this packet: {error}",
-                         "rdmaspy (a defect of the analyzer, not of the traffic)")
+                                "analysis module {module} failed on this packet: {error}",
+                                "rdmaspy (a defect of the analyzer, not of the traffic)")
 # The state kept across packets reached the memory budget: the oldest of it was given up.
 MEMORY_BUDGET: Final = declare(_budget.RULE, "warning", "memory",
-                        "memory budget of {limit_mib} MiB reached: {entries} of the oldest {what} given up "
-                        "({freed_kib} KiB); raise it with --memory-budget",
-                        _budget.SOURCE)
+                               "memory budget of {limit_mib} MiB reached: {entries} of the oldest {what} given up "
+                               "({freed_kib} KiB); raise it with --memory-budget",
+                               _budget.SOURCE)
 
 
 class AnalysisModule(Protocol):

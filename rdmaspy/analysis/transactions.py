@@ -75,7 +75,8 @@ FINDINGS_KEPT: Final = 16              # as many as resendings: each resending i
 RESENDINGS_KEPT: Final = 16
 _ERR_INVAL_CONT: Final = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 _APPLIED_LIMIT: Final = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
-_PROVISIONAL_LIMIT: Final = 64        # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
+# messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
+_PROVISIONAL_LIMIT: Final = 64
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST: Final = 2048

@@ -34,13 +34,13 @@ RDMAP_OPCODES: Final = {
 }
 # Which buffer model each opcode must use (RFC 5040 table 3, RFC 7306 section 8): True = tagged.
 _TAGGED_OPS: Final = {0: True, 1: False, 2: True, 3: False, 4: False, 5: False, 6: False, 7: False, 8: False,
-               9: False, 10: False, 11: False}
+                      9: False, 10: False, 11: False}
 # The queue each untagged RFC 5040 opcode goes to (RFC 5040 section 5.1).
 _QUEUE_OF: Final = {1: 1, 3: 0, 4: 0, 5: 0, 6: 0, 7: 2}
 SEND_OPS: Final = frozenset({3, 4, 5, 6})
 # What an operation's payload is, for analysis (as infiniband.OP_KIND is for IB).
 OP_KIND: Final = {0: "write", 1: "read_request", 2: "read_response", 3: "send", 4: "send", 5: "send", 6: "send",
-           7: "terminate", 8: "immediate", 9: "immediate", 10: "atomic", 11: "atomic_response"}
+                  7: "terminate", 8: "immediate", 9: "immediate", 10: "atomic", 11: "atomic_response"}
 INVALIDATE_OPS: Final = frozenset({4, 6})
 
 TERM_LAYERS: Final = {0: "RDMAP", 1: "DDP", 2: "LLP (MPA)"}
@@ -51,11 +51,11 @@ TERM_ETYPES: Final = {
     2: {0: "MPA Error"},
 }
 _RDMAP_ERR_PROTECTION: Final = {0: "Invalid STag", 1: "Base or bounds violation", 2: "Access rights violation",
-                         3: "STag not associated with RDMAP Stream", 4: "TO wrap",
-                         9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
+                                3: "STag not associated with RDMAP Stream", 4: "TO wrap",
+                                9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
 _RDMAP_ERR_OPERATION: Final = {5: "Invalid RDMAP version", 6: "Unexpected OpCode",
-                        7: "Catastrophic error, localized to RDMAP Stream", 8: "Catastrophic error, global",
-                        9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
+                               7: "Catastrophic error, localized to RDMAP Stream", 8: "Catastrophic error, global",
+                               9: "STag cannot be Invalidated", 0xFF: "Unspecified Error"}
 TERM_CODES: Final = {
     (0, 0): {0: "Local Catastrophic Error"},
     (0, 1): _RDMAP_ERR_PROTECTION,
@@ -131,7 +131,7 @@ ATOMIC_RESPONSE: Final = Header("rdmap.atomic_resp", "Atomic Response", [
 IMMEDIATE: Final = Header("rdmap.immediate", "Immediate Data", [F("data", 64, "Immediate Data", "hex")])
 # The header each untagged opcode carries after the DDP header (what _segment below reads).
 HEADER_OF_OPCODE: Final = {1: READ_REQUEST, 7: TERMINATE, 8: IMMEDIATE, 9: IMMEDIATE, 10: ATOMIC_REQUEST,
-                    11: ATOMIC_RESPONSE}
+                           11: ATOMIC_RESPONSE}
 
 INVAL_STAG: Final = Field("rdmap.inval_stag", 32, "Invalidate STag", "hex")
 RDMAP_RESERVED: Final = Field("rdmap.reserved", 32, "Reserved", "hex")

@@ -25,7 +25,7 @@ SID_PREFIX: Final = 0x0000000001
 PORT_SPACES: Final = {0x02: "IPoIB", 0x06: "TCP", 0x11: "UDP", 0x3F: "IB"}
 # Ports whose service an RDMA user recognises on sight.
 WELL_KNOWN: Final = {20049: "NFS/RDMA", 4420: "NVMe/RDMA", 3260: "iSER", 445: "SMB Direct",
-              2049: "NFS", 5201: "iperf", 18515: "perftest"}
+                     2049: "NFS", 5201: "iperf", 18515: "perftest"}
 
 SID_PREFIX_F: Final = Field("cm.req.serviceid.prefix", 40, "Prefix", "bytes")
 SID_PROTOCOL: Final = Field("cm.req.serviceid.protocol", 8, "Protocol", "hex", PORT_SPACES)

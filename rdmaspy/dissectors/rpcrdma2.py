@@ -39,15 +39,15 @@ HTYPE_MSG, HTYPE_NOMSG, HTYPE_ERROR, HTYPE_CONNPROP = 0, 1, 4, 5
 F_RESPONSE, F_MORE, F_TPMORE = 1, 2, 4
 F_DEFINED: Final = F_RESPONSE | F_MORE | F_TPMORE      # the other flag bits are reserved (section 6.2.2)
 ERRCODES: Final = {1: "RDMA2_ERR_VERS", 2: "RDMA2_ERR_BAD_XDR", 3: "RDMA2_ERR_BAD_PROPVAL", 4: "RDMA2_ERR_INVAL_HTYPE",
-            5: "RDMA2_ERR_INVAL_CONT", 6: "RDMA2_ERR_READ_CHUNKS", 7: "RDMA2_ERR_WRITE_CHUNKS",
-            8: "RDMA2_ERR_SEGMENTS", 9: "RDMA2_ERR_WRITE_RESOURCE", 10: "RDMA2_ERR_REPLY_RESOURCE",
-            100: "RDMA2_ERR_SYSTEM"}
+                   5: "RDMA2_ERR_INVAL_CONT", 6: "RDMA2_ERR_READ_CHUNKS", 7: "RDMA2_ERR_WRITE_CHUNKS",
+                   8: "RDMA2_ERR_SEGMENTS", 9: "RDMA2_ERR_WRITE_RESOURCE", 10: "RDMA2_ERR_REPLY_RESOURCE",
+                   100: "RDMA2_ERR_SYSTEM"}
 # The arm of rpcrdma2_error for each code: the names of its uint32 fields (default: void).
 ERROR_ARMS: dict[int, tuple[str, ...]] = {1: ("vers_low", "vers_high"), 6: ("max_chunks",), 7: ("max_chunks",),
                                           8: ("max_segments",), 9: ("chunk_index", "length_needed"),
                                           10: ("length_needed",)}
 PROPS: Final = {1: "Maximum Send Size", 2: "Receive Buffer Size", 3: "Maximum RDMA Segment Size",
-         4: "Maximum RDMA Segment Count", 5: "Reverse-Direction Support", 6: "Host Auth Message"}
+                4: "Maximum RDMA Segment Count", 5: "Reverse-Direction Support", 6: "Host Auth Message"}
 PROP_ABBREV: Final = {1: "sbsiz", 2: "rbsiz", 3: "rssiz", 4: "rcsiz", 5: "brs", 6: "hostauth"}
 PROP_DEFAULTS: Final = {1: 4096, 2: 4096, 3: 1048576, 4: 16, 5: 0}
 PROP_RBSIZ_ID: Final = 2           # Receive Buffer Size: what the peer may Send inline (section 4.2.2)

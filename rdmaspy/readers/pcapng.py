@@ -49,9 +49,9 @@ IF_FILTER: Final = 11
 IF_TSOFFSET: Final = 14
 
 BLOCK_NAMES: Final = {SHB_TYPE: "section header block", IDB_TYPE: "interface description block",
-               OPB_TYPE: "packet block", SPB_TYPE: "simple packet block", 4: "name resolution block",
-               5: "interface statistics block", EPB_TYPE: "enhanced packet block", 9: "systemd journal block",
-               10: "decryption secrets block", 0x00000BAD: "custom block", 0x40000BAD: "custom block"}
+                      OPB_TYPE: "packet block", SPB_TYPE: "simple packet block", 4: "name resolution block",
+                      5: "interface statistics block", EPB_TYPE: "enhanced packet block", 9: "systemd journal block",
+                      10: "decryption secrets block", 0x00000BAD: "custom block", 0x40000BAD: "custom block"}
 
 
 class Damage(Exception):
