@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
 sys.path.insert(0, str(FIXTURES))
 import hostile_build  # noqa: E402
@@ -191,3 +191,24 @@ def test_annotate_memory_stays_bounded_with_many_unanswered_calls(tmp_path, monk
     _rc, peak_stats = peak_of(["stats", str(path)], tmp_path)
     _rc, peak = peak_of(["annotate", "-o", "{out}", str(path)], tmp_path)
     assert peak < peak_stats + (3 << 20), (peak_stats >> 20, peak >> 20)
+
+
+def test_json_out_of_memory_is_one_line_every_time(tmp_path):
+    """orjson crashes (SIGSEGV) when an allocation fails inside it: out of memory while a packet's JSON is
+    made must still be the one line.  Where the limit is hit differs from run to run, so several runs (one
+    run in two crashed before jsonout.dumps probed the room first)."""
+    import resource
+    import subprocess
+
+    path = _pcap(tmp_path, "qps.pcap", hostile_build.qps(20_000))
+    limit = 64 << 20
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}     # the package under test, from any directory
+    for _ in range(10):
+        res = subprocess.run([sys.executable, "-P", "-m", "rdmaspy", "decode", "-T", "json", str(path)],
+                             preexec_fn=cap, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+        assert (res.returncode, res.stderr) == (1, "rdmaspy: error: out of memory\n"), (res.returncode,
+                                                                                       res.stderr[-2000:])

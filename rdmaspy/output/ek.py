@@ -12,12 +12,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-import orjson
-
 from ..fields import Field
 from ..fieldview import packet_fields
 from ..packet import Packet
 from .field_columns import field_text, field_texts
+from .jsonout import dumps
 from .lines import LineWriter
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ class EkSink:
         else:
             layers = _full_layers(pkt, t0)
         self.out.line(_index_line(ts))
-        self.out.line(orjson.dumps({"timestamp": str(ts // 1_000_000), "layers": layers}))
+        self.out.line(dumps({"timestamp": str(ts // 1_000_000), "layers": layers}))
 
     def flush(self) -> None:
         self.out.flush()

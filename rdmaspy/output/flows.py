@@ -17,11 +17,10 @@ import tempfile
 from types import TracebackType
 from typing import BinaryIO, Iterable
 
-import orjson
-
 from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, RpcRdmaSummary,
                               RpcSummary, Segment, Step, StepKind, Transaction)
 from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
+from .jsonout import dumps
 
 JSON = dict[str, object]
 
@@ -264,9 +263,9 @@ class FlowBuilder:
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
             self.transactions += 1
-            self._add(rec.conn, "transactions", orjson.dumps(transaction_record(rec)))
+            self._add(rec.conn, "transactions", dumps(transaction_record(rec)))
         elif isinstance(rec, CreditSeries):
-            self._add(rec.conn, "series-" + rec.direction.value, orjson.dumps(series_points(rec)))
+            self._add(rec.conn, "series-" + rec.direction.value, dumps(series_points(rec)))
         elif isinstance(rec, RpcRdmaSummary):
             self.summaries[rec.conn] = rec
             # a connection's summary comes when it ends (or the capture does): what it spooled goes to disk
@@ -275,7 +274,7 @@ class FlowBuilder:
     def on_finding(self, finding: Finding) -> None:
         sev = finding.severity
         self.severities[sev] = self.severities.get(sev, 0) + 1
-        self._add(finding.conn, "findings", orjson.dumps(finding_record(finding), default=json_default))
+        self._add(finding.conn, "findings", dumps(finding_record(finding), default=json_default))
 
     # -- assembly --------------------------------------------------------------------------------
     def _array(self, out: BinaryIO, conn: int | None, section: str) -> None:
@@ -324,7 +323,7 @@ class FlowBuilder:
         """One connection object (kind "connection"), streamed from the spools."""
         cid = conn.id
         head, credits = self._head(conn)
-        text = orjson.dumps(head, default=json_default)
+        text = dumps(head, default=json_default)
         out.write(text[:-1])
         out.write(b',"transactions":')
         self._array(out, cid, "transactions")
@@ -332,8 +331,8 @@ class FlowBuilder:
         for i, (direction, led) in enumerate(sorted(credits.items())):
             if i:
                 out.write(b",")
-            out.write(orjson.dumps(direction) + b":")
-            body = orjson.dumps(led)
+            out.write(dumps(direction) + b":")
+            body = dumps(led)
             out.write(body[:-1] + b',"series":')
             self._series(out, cid, direction)
             out.write(b"}")
@@ -352,7 +351,7 @@ class FlowBuilder:
         conns = list(connections)
         head = self._capture(path, t0, frames, len(conns))
         head["$schema"] = SCHEMA_ID
-        text = orjson.dumps(head)
+        text = dumps(head)
         out.write(text[:-1] + b',"connections":[')
         for i, conn in enumerate(conns):
             if i:
@@ -374,19 +373,19 @@ class FlowBuilder:
         self._tagged(out, None, "findings", b'{"kind":"finding",')
         head = self._capture(path, t0, frames, len(conns))
         head["findings"] = []
-        out.write(orjson.dumps(head) + b"\n")
+        out.write(dumps(head) + b"\n")
 
     def _connection_lines(self, out: BinaryIO, conn: Connection) -> None:
         cid = conn.id
         head, credits = self._head(conn)
         head["credits"] = dict(sorted(credits.items()))
-        out.write(orjson.dumps(head, default=json_default) + b"\n")
+        out.write(dumps(head, default=json_default) + b"\n")
         self._tagged(out, cid, "transactions", b'{"kind":"transaction",')
         for direction in sorted(credits):
             sp = self._spools.get((cid, "series-" + direction))
             if sp is None:
                 continue
-            prefix = b'{"kind":"credits","conn":%d,"direction":%s,"series":' % (cid, orjson.dumps(direction))
+            prefix = b'{"kind":"credits","conn":%d,"direction":%s,"series":' % (cid, dumps(direction))
             for piece in sp.items():
                 out.write(prefix + piece + b"}\n")
         self._tagged(out, cid, "findings", b'{"kind":"finding",')
