@@ -45,6 +45,7 @@ repeatable("rdma")                # a fragment layer and its flag share the name
 if TYPE_CHECKING:
     from ..session import Session
     from .infiniband import IBInfo
+    from .rpcrdma import RpcRdmaMessage, Segment
 
 FRAGMENT: Final = Field("rdma.fragment", 0, "SEND fragment of a message", "bool")
 FRAG_INDEX: Final = Field("rdma.fragment.index", 0, "Fragment number")
@@ -95,7 +96,7 @@ class _ReadJob:
 
     __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need", "charged")
 
-    def __init__(self, msg: Any, owner: Pair, reduced: bytes, flow: Any) -> None:
+    def __init__(self, msg: RpcRdmaMessage, owner: Pair, reduced: bytes, flow: tuple | None) -> None:
         self.msg = msg
         self.owner = owner        # whose memory the chunks are in (who advertised them), and to whom
         self.reduced = reduced
@@ -575,7 +576,8 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
     parts: list[bytes] = []
     size = 0
     taken = 0
-    for pos, segs in sorted(msg.read_chunks, key=lambda c: c[0]):
+    for position, segs in sorted(msg.read_chunks, key=lambda c: c[0] or 0):
+        pos = position or 0         # a read segment's position is never None
         data = seg_data[index[id(segs[0])]] if len(segs) == 1 else \
             b"".join([seg_data[index[id(s)]] for s in segs])
         if pos == 0:
@@ -600,7 +602,8 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
     _show_rebuilt(pkt, ctx, msg, whole, [msg.frame] + sorted(set(job.frames)), kind, job.flow)
 
 
-def _rebuild_reply(pkt: Packet, ctx: Session, msg: Any, got: list, frames: list[int]) -> None:
+def _rebuild_reply(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, got: list[tuple[bytes, list[int]] | None],
+                   frames: list[int]) -> None:
     """A reply whose DDP-eligible results went into Write chunks: put each chunk's data back where the
     reply's NFS walk found the reduced item (the n-th reduced item is the n-th Write chunk), padded."""
     rpc = msg.rpc
@@ -614,7 +617,10 @@ def _rebuild_reply(pkt: Packet, ctx: Session, msg: Any, got: list, frames: list[
     parts: list[bytes] = []
     taken = roff
     shift = 0
-    for item, (data, _fr) in zip(items, got):
+    for item, placed in zip(items, got):
+        if placed is None:
+            return
+        data = placed[0]
         at = roff + item.position - shift        # where the item stood in the reduced stream
         if at < taken or at > rend:
             return
@@ -646,7 +652,7 @@ def _fill_rebuilt(lay: Layer) -> None:
 _FILL_REBUILT: Final = _fill_rebuilt
 
 
-def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: list[int], kind: str, flow: Any,
+def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, frames: list[int], kind: str, flow: tuple | None,
                   quiet: bool = False) -> None:
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
                         f"[Rebuilt RPC message of XID 0x{hex8(msg.xid)}: {len(whole)} bytes from {len(frames)} frames]")
@@ -662,7 +668,7 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: Any, whole: bytes, frames: lis
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
-def _written(st: _State, segs: list, owner: Pair) -> tuple[bytes, list[int]] | None:
+def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[int]] | None:
     """The bytes RDMA WRITEs put in these segments of ``owner``'s memory (lengths as the reply reports
     them) and the frames they came in, or None while a segment has a hole."""
     out = []
@@ -704,7 +710,7 @@ def _rpc_flow(pkt: Packet) -> tuple:
     return onc_rpc.rpc_flow(pkt)
 
 
-def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg: Any) -> None:
+def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg: RpcRdmaMessage) -> None:
     """Called by the RPC-over-RDMA dissectors for each message: follow its chunks."""
     if msg.proc not in (0, 1, 2) or msg.malformed is not None:
         return

@@ -170,8 +170,8 @@ class RpcRdmaMessage:
         self.continuation: list[int] | None = None      # v2: frames of a Message Continuation sequence
         self.malformed: str | None = None
         self.is_reply: bool | None = None
-        self.rpc_span: tuple | None = None                # (buffer, start, end) of the RPC message carried
-        self.rpc_flow: Any = None
+        self.rpc_span: tuple[bytes, int, int] | None = None   # (buffer, start, end) of the RPC message carried
+        self.rpc_flow: tuple | None = None             # where its call and reply meet (onc_rpc.rpc_flow)
 
     @property
     def has_chunks(self) -> bool:
