@@ -114,6 +114,42 @@ def rpc_summary(call: RpcInfo | None, reply: RpcInfo | None) -> RpcSummary | Non
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class RecentFrames:
+    """The last ``limit`` frames added, first-added order: a set answers ``in``, a ring of them says which
+    goes next.  A dict used as an ordered set, its first key deleted at each add once full, cost some 10,000
+    instructions an add: ``next(iter())`` walks every hole the earlier deletions left at its start until
+    the dict is rebuilt."""
+
+    __slots__ = ("members", "ring", "at", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.members: set[int] = set()
+        self.ring: list[int] = []     # in the order added; once full, ``at`` is the oldest
+        self.at = 0
+        self.limit = limit
+
+    def add(self, frame: int) -> None:
+        members = self.members
+        if frame in members:
+            return                    # kept where it was first added, as a dict keeps a key set again
+        members.add(frame)
+        ring = self.ring
+        if len(ring) < self.limit:
+            ring.append(frame)
+            return
+        at = self.at
+        members.discard(ring[at])
+        ring[at] = frame
+        self.at = at + 1 if at + 1 < self.limit else 0
+
+    def __contains__(self, frame: int) -> bool:
+        return frame in self.members
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transactions:
     """The analysis module: follows every RPC-over-RDMA connection of the capture."""
 
@@ -132,7 +168,7 @@ class Transactions:
         self.psn: Transport | None = psn if isinstance(psn, Transport) else None
         # Frames whose RPC-over-RDMA message (or rebuilt message) was taken, and the copies of them
         # that were left alone: a later copy of one of these carries a message already accounted.
-        self.applied: dict[int, None] = {}
+        self.applied = RecentFrames(_APPLIED_LIMIT)
         # Messages of request packets the responder dropped unless the capture missed what it took (beyond
         # the PSN it takes next), by (connection, requester, PSN): taken when it is seen to take that PSN
         # (or at the end), replaced by the copy sent again in sequence.
@@ -326,10 +362,7 @@ class Transactions:
         self.current = current
 
     def _applied(self, frame: int) -> None:
-        applied = self.applied
-        applied[frame] = None
-        if len(applied) > _APPLIED_LIMIT:
-            del applied[next(iter(applied))]
+        self.applied.add(frame)
 
     def _seen_again(self, earlier: int, frame: int) -> bool:
         """True when the earlier copy (frame ``earlier``; 0: a READ response already received) of the
