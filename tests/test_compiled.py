@@ -45,7 +45,7 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
               "tests/test_readers_fuzz.py", "tests/test_readers_damage.py", "tests/test_engine_fast_path.py",
               "tests/test_icrc.py",
               # records and texts of the analysis and the hot path, made and read by interpreted code too
-              "tests/test_analysis_model.py", "tests/test_hot_path_texts.py"]
+              "tests/test_analysis_model.py", "tests/test_hot_path_texts.py", "tests/test_analysis_recent_frames.py"]
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
                          cwd=compiled, capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stdout[-4000:]
