@@ -229,7 +229,7 @@ class IWarpInfo:
         self.from_initiator: bool | None = None
         self.message_len: int | None = None      # untagged: whole message length once complete
         self.message: bytes | None = None        # a Send put together from several DDP segments
-        self.rpcrdma: RpcRdmaMessage | None = None                 # the RPC-over-RDMA message this Send carried
+        self.rpcrdma: RpcRdmaMessage | None = None   # the RPC-over-RDMA message this Send carried
 
     @property
     def payload_len(self) -> int:

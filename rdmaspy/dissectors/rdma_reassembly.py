@@ -611,7 +611,7 @@ def _rebuild_reply(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, got: list[tup
     if rpc is None or span is None or not rpc.ddp:
         return
     items = [d for d in rpc.ddp if not d.inline]
-    if not items or len(items) > len(got) or any(g is None for g in got[:len(items)]):
+    if not items or len(items) > len(got):
         return
     rbuf, roff, rend = span
     parts: list[bytes] = []
@@ -619,7 +619,7 @@ def _rebuild_reply(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, got: list[tup
     shift = 0
     for item, placed in zip(items, got):
         if placed is None:
-            return
+            return                  # a Write chunk with a hole: nothing to rebuild yet
         data = placed[0]
         at = roff + item.position - shift        # where the item stood in the reduced stream
         if at < taken or at > rend:
@@ -652,8 +652,8 @@ def _fill_rebuilt(lay: Layer) -> None:
 _FILL_REBUILT: Final = _fill_rebuilt
 
 
-def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, frames: list[int], kind: str, flow: tuple | None,
-                  quiet: bool = False) -> None:
+def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, frames: list[int], kind: str,
+                  flow: tuple | None, quiet: bool = False) -> None:
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
                         f"[Rebuilt RPC message of XID 0x{hex8(msg.xid)}: {len(whole)} bytes from {len(frames)} frames]")
     lay._vals = (msg, frames, kind)     # the items are spelled out only when somebody asks for them
