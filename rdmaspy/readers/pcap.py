@@ -7,6 +7,7 @@ from typing import BinaryIO, Final, Iterator
 from ..errors import CaptureError
 from ..packet import Frame
 from .base import PCAP_MAGICS, Capture, chunk_reader
+from .pcapng import u32le
 
 CHUNK: Final = 1 << 20
 # libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;
@@ -49,6 +50,7 @@ class PcapReader(Capture):
     def _frames(self) -> Iterator[Frame]:
         read = chunk_reader(self.stream, self)
         unpack = self._rec.unpack_from
+        little = self._rec.format.startswith("<")
         lt = self.linktype
         # sub-second units to nanoseconds: microsecond files count 1e6 per second, nanosecond files 1e9
         sub = 1000 if self.ns_per_tick == 1000 else 1
@@ -58,7 +60,11 @@ class PcapReader(Capture):
         pos = 0
         base = 24          # file offset of buf[0]
         num = 0
-        frame = Frame
+        # The record header's words, typed: compiled, they stay machine integers (unpack_from gives Any).
+        sec: int
+        frac: int
+        caplen: int
+        wirelen: int
         try:
             while True:
                 if blen - pos < 16:
@@ -72,7 +78,15 @@ class PcapReader(Capture):
                     pos = 0
                     blen = len(buf)
                     continue
-                sec, frac, caplen, wirelen = unpack(buf, pos)
+                if little:
+                    # byte by byte: compiled, a few instructions a word, where the unpack makes a tuple
+                    # and an int object per word
+                    sec = u32le(buf, pos)
+                    frac = u32le(buf, pos + 4)
+                    caplen = u32le(buf, pos + 8)
+                    wirelen = u32le(buf, pos + 12)
+                else:
+                    sec, frac, caplen, wirelen = unpack(buf, pos)
                 end = pos + 16 + caplen
                 if caplen > limit:
                     self.problem(f"bad record: captured length {caplen} is larger than the maximum {limit}",
@@ -89,7 +103,7 @@ class PcapReader(Capture):
                     blen = len(buf)
                     continue
                 num += 1
-                yield frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
+                yield Frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
                             base + pos)
                 pos = end
         except OSError as exc:

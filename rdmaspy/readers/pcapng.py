@@ -88,7 +88,7 @@ _LE: Final = _Order("<")
 _BE: Final = _Order(">")
 
 
-def _u32le(buf: bytes, at: int) -> int:
+def u32le(buf: bytes, at: int) -> int:
     """The little-endian 32-bit word at ``buf[at]`` (the caller knows the four bytes are there)."""
     return buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16 | buf[at + 3] << 24
 
@@ -183,20 +183,20 @@ class PcapngReader(Capture):
                     # Little-endian words are read byte by byte: compiled, a few instructions each,
                     # where a struct's unpack makes a tuple and an int object per word.
                     if order is _LE:
-                        btype = _u32le(buf, pos)
+                        btype = u32le(buf, pos)
                         if btype == 6:
-                            length = _u32le(buf, pos + 4)
-                            iface = _u32le(buf, pos + 8)
-                            hi = _u32le(buf, pos + 12)
-                            lo = _u32le(buf, pos + 16)
-                            caplen = _u32le(buf, pos + 20)
-                            wirelen = _u32le(buf, pos + 24)
+                            length = u32le(buf, pos + 4)
+                            iface = u32le(buf, pos + 8)
+                            hi = u32le(buf, pos + 12)
+                            lo = u32le(buf, pos + 16)
+                            caplen = u32le(buf, pos + 20)
+                            wirelen = u32le(buf, pos + 24)
                     else:
                         btype, length, iface, hi, lo, caplen, wirelen = epb(buf, pos)
                     if btype == 6 and 32 <= length <= avail and not length & 3 and iface < nlocal:
                         bend = pos + length
                         dend = pos + 28 + caplen
-                        if dend <= bend - 4 and (_u32le(buf, bend - 4) if order is _LE
+                        if dend <= bend - 4 and (u32le(buf, bend - 4) if order is _LE
                                                  else u32(buf, bend - 4)[0]) == length:
                             gi, lt, mul, den, toff, _snap = local[iface]
                             opt = dend + (-caplen & 3)
