@@ -71,15 +71,27 @@ ib_payload: Final = table("ib.payload")
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _Partial:
-    __slots__ = ("parts", "frames", "next_psn", "size", "charged")
+class _Charged:
+    """An entry of the reassembly's state, with the bytes charged to the memory budget for it (one base
+    class: compiled, ``charged`` is read in place, where a union of the entries' classes was a generic
+    attribute look-up at every charge)."""
+
+    __slots__ = ("charged",)
+
+    def __init__(self) -> None:
+        self.charged = 0
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Partial(_Charged):
+    __slots__ = ("parts", "frames", "next_psn", "size")
 
     def __init__(self, psn: int, data: bytes, frame: int) -> None:
+        super().__init__()
         self.parts = [data]
         self.frames = [frame]
         self.next_psn = (psn + 1) & 0xFFFFFF
         self.size = len(data)
-        self.charged = 0          # bytes charged to the memory budget for it
 
 
 # A handle's owner: the host whose memory it names, and the peer it was given to.
@@ -90,13 +102,14 @@ Key = tuple[Pair, int]
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _ReadJob:
+class _ReadJob(_Charged):
     """The Read chunks of one message, waiting for their data: per segment, the bytes placed so far
     by offset in the segment (a packet repeated or out of order lands where it belongs)."""
 
-    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need", "charged")
+    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need")
 
     def __init__(self, msg: RpcRdmaMessage, owner: Pair, reduced: bytes, flow: tuple | None) -> None:
+        super().__init__()
         self.msg = msg
         self.owner = owner        # whose memory the chunks are in (who advertised them), and to whom
         self.reduced = reduced
@@ -106,7 +119,6 @@ class _ReadJob:
         self.filled = [0] * len(reads)        # bytes placed per segment (overlaps counted twice)
         self.need = {i for i, s in enumerate(reads) if s.length}
         self.frames: list[int] = []
-        self.charged = 0
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -125,29 +137,26 @@ class _Request:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _Recent:
+class _Recent(_Charged):
     """The last requests of one direction (a retransmitted one replaces its first copy)."""
 
-    __slots__ = ("items", "charged")
+    __slots__ = ("items",)
 
     def __init__(self) -> None:
+        super().__init__()
         self.items: list[_Request] = []
-        self.charged = 0
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _Placed:
+class _Placed(_Charged):
     """The bytes RDMA WRITEs put under one advertised handle, by address: a packet carries its own
     address, so neither order nor repeats matter; a repeat of bytes already placed is not kept."""
 
-    __slots__ = ("pieces", "charged")
+    __slots__ = ("pieces",)
 
     def __init__(self) -> None:
+        super().__init__()
         self.pieces: dict[int, tuple[bytes, int]] = {}     # address -> (bytes, frame)
-        self.charged = 0
-
-
-_Charged = _Partial | _ReadJob | _Recent | _Placed
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
