@@ -13,7 +13,7 @@ messages back together from them (by STag and tagged offset) as it does over Inf
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -23,9 +23,6 @@ from ..registry import add_data, dissect_with, table
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA, RpcRdmaMessage
-
-if TYPE_CHECKING:
-    from .iwarp_mpa import MpaConn, MpaDir
 
 declaring(__name__)
 repeatable("ddp", "rdmap")        # one per FPDU
@@ -225,7 +222,7 @@ class IWarpInfo:
         self.immediate: int | None = None
         self.frames: list[int] = []
         self.crc_ok: bool | None = None
-        self.conn: MpaConn | None = None
+        self.conn: Any = None
         self.from_initiator: bool | None = None
         self.message_len: int | None = None      # untagged: whole message length once complete
         self.message: bytes | None = None        # a Send put together from several DDP segments
@@ -296,7 +293,7 @@ def _name(op: int) -> str:
     return RDMAP_OPCODES.get(op, f"Reserved opcode {op}")
 
 
-def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: MpaDir | None = None,
+def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: Any = None,
                       out: list | None = None) -> IWarpInfo | None:
     """One DDP segment (an MPA ULPDU) in ``buf[off:end]``.
 
@@ -478,23 +475,22 @@ def _terminate(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int,
     return p, text
 
 
-def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, stream: MpaDir | None,
+def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, stream: Any,
                   ddp: Layer) -> None:
     """A Send's payload: whole messages to ``rdmacm.port``; segments of longer ones are kept."""
     port = stream.server_port if stream is not None else None
-    qn, msn, mo = info.qn, info.msn, info.mo
-    if qn != 0 or msn is None or mo is None:      # untagged segments carry all three; Sends go to queue 0
+    if info.qn != 0:
         if end > pos:
             add_data(pkt, buf, pos, end)
         return
-    if info.last and mo == 0 and (stream is None or (qn, msn) not in stream.untagged.partial):
+    if info.last and info.mo == 0 and (stream is None or (info.qn, info.msn) not in stream.untagged.partial):
         info.message_len = end - pos
         _upper(pkt, buf, pos, end, ctx, info, port)
         return
     if stream is None:
         add_data(pkt, buf, pos, end)
         return
-    whole = stream.untagged.add(qn, msn, mo, bytes(buf[pos:end]), info.last)
+    whole = stream.untagged.add(info.qn, info.msn, info.mo, bytes(buf[pos:end]), info.last)
     if whole is None:
         if end > pos:
             add_data(pkt, buf, pos, end)

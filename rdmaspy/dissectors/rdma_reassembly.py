@@ -45,7 +45,7 @@ repeatable("rdma")                # a fragment layer and its flag share the name
 if TYPE_CHECKING:
     from ..session import Session
     from .infiniband import IBInfo
-    from .rpcrdma import RpcRdmaMessage, Segment
+    from .rpcrdma_message import RpcRdmaMessage, Segment
 
 FRAGMENT: Final = Field("rdma.fragment", 0, "SEND fragment of a message", "bool")
 FRAG_INDEX: Final = Field("rdma.fragment.index", 0, "Fragment number")
