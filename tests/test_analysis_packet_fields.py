@@ -1,13 +1,15 @@
 """The analysis adds its fields to the packets only when a packet can be shown or filtered on.
 
 ``stats``, ``flows`` and ``expert`` read the analysis' records and findings, never a packet's
-``rpcrdma.analysis.*`` fields: they run without the module that makes them (a twentieth of ``stats``),
-and their records must not change for it.
+``rpcrdma.analysis.*`` or ``ib.analysis.*`` fields: they run without the module that makes the first (a
+twentieth of ``stats``) and with the transport analysis adding none of the second, and their records and
+findings must not change for it.
 """
 from __future__ import annotations
 
 from conftest import capture
 
+from rdmaspy.analysis.transport import _UNSHOWN
 from rdmaspy.commands.common import display_filter
 from rdmaspy.pipeline import Options, Pipeline
 from rdmaspy.readers import open_capture
@@ -20,6 +22,7 @@ class _Records:
         self.records: list[str] = []
         self.findings: list[str] = []
         self.fields = 0
+        self.transport_fields = 0
 
     def packet(self, pkt) -> None:
         todo = list(pkt.layers)
@@ -29,6 +32,8 @@ class _Records:
             for f, *_rest in lay.items or ():
                 if f.name.startswith("rpcrdma.analysis."):
                     self.fields += 1
+                elif f.name.startswith("ib.analysis."):
+                    self.transport_fields += 1
 
     def finish(self) -> None:
         pass
@@ -53,9 +58,13 @@ def test_records_and_findings_are_the_same_without_the_packet_fields():
         without = _run(name, Options(analyze=True, packet_fields=False))
         assert with_fields.fields > 0, name           # the capture has transactions: fields are made
         assert without.fields == 0, name
+        # RoCE's acknowledgements and losses make InfiniBand transport fields (iWARP has none)
+        assert with_fields.transport_fields > 0 or name.startswith("siw-"), name
+        assert without.transport_fields == 0, name
         assert without.records == with_fields.records, name
         assert without.findings == with_fields.findings, name
         assert any(r.startswith("Transaction(") for r in without.records), name
+    assert not _UNSHOWN.items, "the fields nobody shows are not kept anywhere either"
 
 
 def test_a_display_filter_keeps_the_packet_fields():

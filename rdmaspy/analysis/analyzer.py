@@ -68,6 +68,7 @@ class Analyzer:
         self.on_finding = on_finding
         self.on_record = on_record          # gets each record of the model as it becomes final
         self.keep_findings = keep_findings
+        self.packet_fields = packet_fields  # modules that add fields to packets add none when False
         self.findings: list[Finding] = []
         self.modules: dict[str, AnalysisModule] = {}
         for name, factory in MODULES:

@@ -339,6 +339,17 @@ def _layer(pkt: Packet) -> Layer:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Unshown(Layer):
+    """Where the analysis fields go when no packet is shown (``stats``, ``flows``, ``expert``): nowhere."""
+
+    def add(self, field: Field, value: object, off: int = -1, length: int = 0) -> None:
+        return
+
+
+_UNSHOWN: Final = _Unshown("ib.analysis", None, b"", 0, 0)
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transport:
     """The analysis module: sees every packet, keeps per-connection PSN state."""
 
@@ -346,6 +357,7 @@ class Transport:
 
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer
+        self.packet_fields = analyzer.packet_fields   # False: no packet is shown, nor its fields added
         self.held = 0
         self.budget = analyzer.budget
         self.budget.join(self)
@@ -400,6 +412,10 @@ class Transport:
         elif kind in _RESPONSE_KINDS:
             st = cs.streams.get(d.other) or self._new_stream(cs, d.other)
             self._response(cs, st, pkt, ib, kind)
+
+    def _fields(self, pkt: Packet) -> Layer:
+        """Where this packet's ``ib.analysis`` fields go: its sub-tree, or nowhere when none is shown."""
+        return _layer(pkt) if self.packet_fields else _UNSHOWN
 
     def _new_stream(self, cs: _Conn, d: Direction) -> ReqStream:
         cs.charged += _STREAM_COST
@@ -474,7 +490,7 @@ class Transport:
             st.lost += lost
             if len(st.holes) < _MAX_HOLES:
                 st.holes.append([expected, d])
-            lay = _layer(pkt)
+            lay = self._fields(pkt)
             lay.add(LOST_SEGMENT, True)
             lay.add(LOST_PSNS, lost)
             self.an.report(LOST, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn, count=lost, expected=expected)
@@ -487,7 +503,7 @@ class Transport:
             st.slack = slack
         else:
             self._responder_takes(st, psn, count)
-            lay = _layer(pkt)
+            lay = self._fields(pkt)
             hole = self._fill_hole(st, psn)
             slot = st.ring.find(psn)
             original = st.ring.frame[slot] if slot >= 0 else None
@@ -632,7 +648,7 @@ class Transport:
                 # the requester goes back to this PSN; the other codes are fatal to the QP (nothing is resent)
                 st.nak = (psn, frame.num, frame.ts)
                 st.expect = psn
-            lay = _layer(pkt)
+            lay = self._fields(pkt)
             lay.add(NAK_CODE, code)
             rule = NAK_RULES.get(code, NAK_RESERVED)
             self.an.report(rule, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, code=code)
@@ -642,7 +658,7 @@ class Transport:
             st.rnr_naks += 1
             st.rnr = (psn, frame.num, frame.ts)
             st.expect = psn
-            lay = _layer(pkt)
+            lay = self._fields(pkt)
             lay.add(RNR_NAK, True)
             self.an.report(RNR_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn,
                            timer_ms=RNR_TIMER_MS[syn & AETH_VALUE_MASK])
@@ -657,7 +673,7 @@ class Transport:
     def _ack(self, st: ReqStream, pkt: Packet, psn: int) -> None:
         frame = pkt.frame
         st.acks += 1
-        lay = _layer(pkt)
+        lay = self._fields(pkt)
         if st.acked is None:
             self._advance_acked(st, psn)
             return
@@ -714,7 +730,7 @@ class Transport:
                         self._response_again(st, pkt, cand)
                         return
             return                        # its request is not in the capture
-        lay = _layer(pkt)
+        lay = self._fields(pkt)
         lay.add(READ_REQUEST_FRAME, r.frame)
         if psn == r.psn:
             if plan.pos in ("first", "only"):
@@ -775,7 +791,7 @@ class Transport:
         """A READ response whose PSN was received already: a duplicate, said here and left alone after."""
         frame = pkt.frame
         st.duplicates += 1
-        lay = _layer(pkt)
+        lay = self._fields(pkt)
         lay.add(READ_REQUEST_FRAME, r.frame)
         lay.add(DUPLICATE, True)
         self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=pkt.ib.psn,
@@ -795,7 +811,7 @@ class Transport:
     def _cnp(self, pkt: Packet, ib: IBInfo) -> None:
         c = self._flow_counts(pkt, ib)
         c[0] += 1
-        lay = _layer(pkt)
+        lay = self._fields(pkt)
         lay.add(CNP_COUNT, c[0])
         self.an.report(CNP_RULE, pkt.frame.num, pkt.frame.ts, conn=None, pkt=pkt, qp=ib.destqp, count=c[0],
                        src=pkt.src, dst=pkt.dst)
@@ -803,7 +819,7 @@ class Transport:
     def _marked(self, pkt: Packet, ib: IBInfo) -> None:
         c = self._flow_counts(pkt, ib)
         c[1] += 1
-        lay = _layer(pkt)
+        lay = self._fields(pkt)
         lay.add(ECN_CE, True)
         lay.add(CE_COUNT, c[1])
         mark = "ECN CE" if ib.ecn == 3 else "FECN"
@@ -824,7 +840,7 @@ class Transport:
         if pkt.expert:
             pkt.expert = [e for e in pkt.expert if not (getattr(e, "group", "") == "checksum"
                                                          and getattr(e, "source", "").startswith("IBTA 7.8.1"))]
-        _layer(pkt).add(BAD_ICRC, True)
+        self._fields(pkt).add(BAD_ICRC, True)
         conv = pkt.conv
         self.an.report(ICRC_RULE, pkt.frame.num, pkt.frame.ts, conn=conv.conn_id if conv is not None else None,
                        pkt=pkt, got=got, expected=expected)
