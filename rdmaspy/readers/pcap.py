@@ -42,6 +42,7 @@ class PcapReader(Capture):
                                 "snaplen": self.snaplen, "ns_per_tick": self.ns_per_tick, "filter": None,
                                 "fcs_len": self.fcs_len})
         self._rec = struct.Struct(order + "IIII")
+        self._little = order == "<"
         self._limit = max(MAX_RECORD, min(self.snaplen, MAX_SNAPLEN_RECORD))
 
     def __iter__(self) -> Iterator[Frame]:
@@ -50,7 +51,7 @@ class PcapReader(Capture):
     def _frames(self) -> Iterator[Frame]:
         read = chunk_reader(self.stream, self)
         unpack = self._rec.unpack_from
-        little = self._rec.format.startswith("<")
+        little = self._little
         lt = self.linktype
         # sub-second units to nanoseconds: microsecond files count 1e6 per second, nanosecond files 1e9
         sub = 1000 if self.ns_per_tick == 1000 else 1
