@@ -8,7 +8,8 @@ pyproject.toml holds the package metadata.
   (``pip install -e``) stay pure Python, so an edit takes effect at once.  Where no C compiler
   or mypyc is at hand the package installs as pure Python.  RDMASPY_COMPILE=0 skips the
   compilation, RDMASPY_COMPILE=1 makes a failure an error.  With them comes
-  rdmaspy.dissectors._icrc, the RoCEv2 ICRC in C (zlib's CRC-32).
+  rdmaspy.dissectors._icrc, the RoCEv2 ICRC in C (CRC-32 folded with PCLMULQDQ where
+  the CPU has it, else zlib's) and MPA's CRC-32c (SSE4.2's instruction, else a table).
 - The extension rdmaspy.traffic._hotpath is built only where the libibverbs and librdmacm
   headers exist (rdma-core's -dev packages); elsewhere ``rdmaspy serve/load`` say that this
   machine has no native RDMA path and point to the lab.  RDMASPY_NATIVE=0 skips it,

@@ -25,7 +25,7 @@ Wireshark shows them, and ``iwarp.crc.expected`` in the same reading.
 """
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -105,16 +105,23 @@ def _crc32c_table() -> tuple[int, ...]:
     return tuple(out)
 
 
-_CRC32C: Final = _crc32c_table()
+_CRC32C_TABLE: Final = _crc32c_table()
 
 
 def crc32c(data: Any, crc: int = 0) -> int:
     """CRC32c of ``data`` (iSCSI test vector: 32 zero bytes give 0x8a9136aa)."""
-    t = _CRC32C
+    t = _CRC32C_TABLE
     c = crc ^ 0xFFFFFFFF
     for b in data:
         c = t[(c ^ b) & 0xFF] ^ (c >> 8)
     return c ^ 0xFFFFFFFF
+
+
+try:        # the same CRC in C (SSE4.2's instruction where the CPU has it), built with the compiled decoder
+    from ._icrc import crc32c as _crc32c_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:
+    _crc32c_c = None
+CRC32C: Final[Callable[..., int]] = _crc32c_c or crc32c
 
 
 def crc_field_value(crc: int) -> int:
@@ -679,7 +686,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
     d.crc_now = None
     if conn.crc:
         wire = int.from_bytes(cbuf[pad_end:pad_end + 4], "big")
-        expected = crc_field_value(crc32c(memoryview(buf)[p:p + raw - 4]))
+        expected = crc_field_value(CRC32C(memoryview(buf)[p:p + raw - 4]))
         ok = expected == wire
         d.crc_now = ok
         lay.add(CRC_CHECKED, True)
