@@ -11,9 +11,15 @@ from __future__ import annotations
 import os
 import stat
 import time
-from typing import BinaryIO, Final
+from typing import BinaryIO, Callable, Final
 
 from .safe import safe_block, safe_lines
+
+try:        # the check of a block in C, built with the compiled decoder (setup.py); safe.py's passes otherwise
+    from ._scan import newlines_if_safe as _newlines_if_safe  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:
+    _newlines_if_safe = None
+NEWLINES_IF_SAFE: Final[Callable[[bytes], int] | None] = _newlines_if_safe
 
 LIMIT: Final = 1 << 16          # bytes held at most before they are written
 INTERVAL: Final = 0.1           # seconds a line may wait for company, for a terminal or a pipe
@@ -81,12 +87,24 @@ class LineWriter:
         """Write what is held and flush the stream."""
         buf = self._buf
         if buf:
+            data = b""
             if self.safe and self._checked < len(buf):
-                buf = buf[:self._checked] + safe_lines(buf[self._checked:])
-                self._buf = []
+                scan = NEWLINES_IF_SAFE
+                if scan is not None and self._checked == 0:
+                    # Lines only (the usual summary): joined once and checked once; as many newlines as
+                    # joins means no line holds a control character of its own.
+                    buf.append(b"")
+                    data = b"\n".join(buf)
+                    if scan(data) != len(buf) - 1:
+                        buf.pop()
+                        data = b""
+                if not data:
+                    buf = buf[:self._checked] + safe_lines(buf[self._checked:])
+                    self._buf = []
             self._checked = 0
-            buf.append(b"")
-            data = b"\n".join(buf)
+            if not data:
+                buf.append(b"")
+                data = b"\n".join(buf)
             buf.clear()
             self._size = 0
             self.stream.write(data)
