@@ -189,11 +189,16 @@ NOTES: dict[str, Note[Any]] = {}
 class Packet:
     """A frame and everything the dissectors found in it."""
 
-    __slots__ = ("frame", "layers", "src", "dst", "proto", "info", "malformed", "expert", "conv", "extra", "ib")
+    __slots__ = ("frame", "_layers", "_lazy", "src", "dst", "proto", "info", "malformed", "expert", "conv", "extra",
+                 "ib")
 
     def __init__(self, frame: Frame) -> None:
         self.frame = frame
-        self.layers: list[Layer] = []
+        self._layers: list[Layer] = []
+        # Makes the layers a dissector left unmade (fixed headers it describes by offsets: most packets
+        # are only summarised, and a summary line reads none of them); run once, by the first reader of
+        # ``layers``, it puts them in their places among the others.
+        self._lazy: Callable[[Packet], None] | None = None
         self.src = ""
         self.dst = ""
         self.proto = ""
@@ -204,14 +209,42 @@ class Packet:
         self.extra: dict[str, object] | None = None   # facts for upper layers and analysis, by Note name
         self.ib: Any = None       # InfiniBand transport facts (dissectors.infiniband.IBInfo)
 
+    @property
+    def layers(self) -> list[Layer]:
+        """Every layer of the packet, in order."""
+        lazy = self._lazy
+        if lazy is not None:
+            self._lazy = None
+            lazy(self)
+        return self._layers
+
     # -- used by dissectors ----------------------------------------------------------------------
     def add_layer(self, proto: str, header: Header | None, buf: bytes, off: int,
                   length: int = 0, label: str | None = None) -> Layer:
         lay = Layer(proto, header, buf, off, length)
         if label is not None:
             lay._label = label
-        self.layers.append(lay)
+        self._layers.append(lay)
         return lay
+
+    def push(self, lay: Layer) -> None:
+        """Append a layer made by the caller (leaving the unmade ones unmade, unlike ``layers.append``)."""
+        self._layers.append(lay)
+
+    def made_layers(self) -> list[Layer]:
+        """The layers made so far, without making the others: for a dissector looking for a layer that an
+        upper protocol added (never one of the fixed headers a dissector leaves unmade)."""
+        return self._layers
+
+    def defer(self, make: Callable[[Packet], None]) -> None:
+        """Leave layers to ``make(packet)``, run when ``layers`` is first read.  One maker at a time: a
+        second one has the first's layers made first, so a maker may note where its layers go, by the
+        length of ``made_layers()``, once it has called this."""
+        lazy = self._lazy
+        if lazy is not None:
+            self._lazy = None
+            lazy(self)
+        self._lazy = make
 
     def set_malformed(self, reason: str) -> None:
         """Mark the packet malformed; the first reason wins, later ones are kept as expert items."""

@@ -43,7 +43,7 @@ class DataLayer(Layer):
 def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     lay = DataLayer("data", None, buf, off, end - off)
     lay._fill = _FILL_DATA
-    pkt.layers.append(lay)
+    pkt.push(lay)
 
 
 table("data").register("data", add_data_layer)

@@ -39,7 +39,7 @@ def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -
         pkt.proto = "ETH"
         pkt.truncated("eth", end - off, _ETH_SIZE)
         return
-    pkt.layers.append(Layer("eth", ETH, buf, off, _ETH_SIZE))
+    pkt.push(Layer("eth", ETH, buf, off, _ETH_SIZE))
     start = off
     etype = (buf[off + 12] << 8) | buf[off + 13]
     off += _ETH_SIZE

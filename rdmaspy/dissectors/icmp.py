@@ -122,7 +122,7 @@ def dissect_icmp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
         pkt.truncated("icmp", end - off, 8)
         return
     lay = Layer("icmp", ICMP, buf, off, end - off)
-    pkt.layers.append(lay)
+    pkt.push(lay)
     itype, code = buf[off], buf[off + 1]
     w1, w2 = (buf[off + 4] << 8) | buf[off + 5], (buf[off + 6] << 8) | buf[off + 7]
     text = ICMP_TYPES.get(itype, f"Type {itype}") + _code_text(_ICMP_CODES, itype, code)
@@ -148,7 +148,7 @@ def dissect_icmpv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> 
         pkt.truncated("icmpv6", end - off, 4)
         return
     lay = Layer("icmpv6", ICMPV6, buf, off, end - off)
-    pkt.layers.append(lay)
+    pkt.push(lay)
     itype, code = buf[off], buf[off + 1]
     text = ICMPV6_TYPES.get(itype, f"Type {itype}") + _code_text(_ICMPV6_CODES, itype, code)
     need = 24 if itype in (135, 136, 137) else 8

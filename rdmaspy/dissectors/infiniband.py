@@ -257,7 +257,9 @@ class IBInfo:
     """
 
     __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "words",
-                 "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn")
+                 "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn",
+                 "buf", "bth_off", "at", "exts", "icrc_off", "icrc_got", "icrc_expected", "icrc_at", "eth_off",
+                 "made")
     # Declared for the type checker (and for mypyc, which lays the object out from them).
     payload_off: int
     payload_end: int
@@ -267,6 +269,20 @@ class IBInfo:
     imm: int | None
     ieth: int | None
     icrc_ok: bool | None
+    # Where the packet's BTH layers go when somebody reads them (_make_layers): the packet's buffer, the
+    # BTH's offset, the index of the BTH among the layers made before it, how many extended headers were
+    # whole, the ICRC read and computed and the index of its layer (-1: none yet), the offset of the
+    # Ethernet header whose Ethernet, IPv4 and UDP layers the RoCEv2 fast path left unmade (-1: none).
+    buf: bytes
+    bth_off: int
+    at: int
+    exts: int
+    icrc_off: int
+    icrc_got: int
+    icrc_expected: int
+    icrc_at: int
+    eth_off: int
+    made: bool
 
     def __init__(self, opcode: int, plan: "OpcodePlan", words: tuple[int, ...]) -> None:
         self.opcode = opcode
@@ -282,6 +298,10 @@ class IBInfo:
         self.ieth = None
         self.icrc_ok = None     # None: no ICRC to check (truncated, or carried without one)
         self.ecn = 0
+        self.exts = 0
+        self.icrc_at = -1
+        self.eth_off = -1
+        self.made = False
 
     @property
     def se(self) -> int:
@@ -437,22 +457,28 @@ def vcrc(data: bytes) -> int:
 
 
 # --- dissection ----------------------------------------------------------------------------------------
-def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_icrc: int = -1) -> IBInfo | None:
+def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_icrc: int = -1,
+                eth_off: int = -1) -> IBInfo | None:
     """BTH, extended headers, ICRC, payload.  ``end`` is where the ICRC ends (VCRC excluded).
 
     ``expected_icrc`` is the ICRC its carrier computed over the packet (``icrc_of``), or -1 when
-    the packet has none to check.
+    the packet has none to check.  The BTH, extended header and ICRC layers are made only when the
+    packet's layers are read (``_make_layers``), and with them the Ethernet, IPv4 and UDP layers of
+    the RoCEv2 fast path when it gives ``eth_off``, the offset of their Ethernet header.
     """
     if end - off < _BTH_SIZE + 4:
         pkt.proto = "InfiniBand"
         pkt.truncated("bth", end - off, _BTH_SIZE + 4)
         return None
-    bth = BthLayer("bth", BTH, buf, off, _BTH_SIZE)
-    pkt.layers.append(bth)
     words: tuple[int, ...] = _BTH_WORDS(buf, off)
     opcode: int = (words[_OPCODE_W] >> _OPCODE_SH) & _OPCODE_M
     plan = PLANS[opcode]
-    pkt.ib = bth.ib = ib = IBInfo(opcode, plan, words)
+    pkt.ib = ib = IBInfo(opcode, plan, words)
+    pkt.defer(_MAKE_LAYERS)
+    ib.buf = buf
+    ib.bth_off = off
+    ib.at = len(pkt.made_layers())
+    ib.eth_off = eth_off
     if pkt.proto in ("", "IBA"):
         pkt.proto = "InfiniBand"
     icrc_off = end - 4
@@ -470,34 +496,29 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         expected = expected_icrc
         got = buf[icrc_off] | buf[icrc_off + 1] << 8 | buf[icrc_off + 2] << 16 | buf[icrc_off + 3] << 24
         ib.icrc_ok = ok = expected == got
-        icrc_layer = Layer("icrc", None, buf, icrc_off, 4)
-        icrc_layer._vals = (got, ok, expected)
-        icrc_layer._label = "Invariant CRC"
-        icrc_layer._fill = _FILL_ICRC
+        ib.icrc_off = icrc_off
+        ib.icrc_got = got
+        ib.icrc_expected = expected
         if not ok:
             pkt.add_expert("error", "checksum", f"Bad ICRC 0x{got:08x}, expected 0x{expected:08x}",
                            "IBTA 7.8.1: ICRC")
-    else:
-        icrc_layer = None
 
     pos = off + _BTH_SIZE
     if not plan.valid:
         pkt.set_malformed(f"bth: opcode 0x{opcode:02x} is reserved for {plan.transport}")
-    layers = pkt.layers
+    exts = 0
     for hdr in plan.exts:
         size = hdr.size
         if icrc_off - pos < size:
             pkt.truncated(hdr.name, icrc_off - pos, size)
             pos = icrc_off
             break
-        lay = Layer(hdr.name, hdr, buf, pos, size)
-        layers.append(lay)
+        exts += 1
         if hdr is RETH:
             va, rkey, dlen = ib.reth = _RETH_DECODE(buf, pos)
             info += f" VA=0x{hexn(va)} R_Key=0x{hex8(rkey)} Len={dlen}"   # no format spec: see hexfmt
         elif hdr is AETH:
             syn, msn = ib.aeth = _AETH_DECODE(buf, pos)
-            lay._fill = _FILL_AETH
             info += _AETH_TEXT[syn]
         elif hdr is DETH:
             ib.deth_srcqp = _DETH_DECODE(buf, pos)[_DETH_SRCQP]
@@ -508,6 +529,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             ib.ieth = rkey = _IETH_DECODE(buf, pos)[0]
             info += f" Inv R_Key=0x{hex8(rkey)}"
         pos += size
+    ib.exts = exts
     pad = (words[_PADCNT_W] >> _PADCNT_SH) & _PADCNT_M
     pend = icrc_off - pad
     if pend < pos:
@@ -518,7 +540,6 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     if words[_ECN_W] & _ECN_BITS:
         info += " [BECN]" if ib.becn else " [FECN]"
     pkt.info = [info]
-    bth._fill = _FILL_BTH
     for observe in bth_observers:
         observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
@@ -527,11 +548,63 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             fn(pkt, buf, pos, pend, ctx)
         else:
             dissect_with(ib_payload, plan.kind, pkt, buf, pos, pend, ctx)
-    if icrc_layer is not None:
-        layers.append(icrc_layer)
+    if expected_icrc >= 0:
+        # the ICRC's layer comes after the payload's: unmade with the others, or made now if they are
+        if ib.made:
+            pkt.push(_icrc_layer(ib))
+        else:
+            ib.icrc_at = len(pkt.made_layers())
         if not ok:
             pkt.add_info(f"[Bad ICRC 0x{got:08x}, expected 0x{expected:08x}]")
     return ib
+
+
+def _icrc_layer(ib: IBInfo) -> Layer:
+    lay = Layer("icrc", None, ib.buf, ib.icrc_off, 4)
+    got = ib.icrc_got
+    expected = ib.icrc_expected
+    lay._vals = (got, got == expected, expected)
+    lay._label = "Invariant CRC"
+    lay._fill = _FILL_ICRC
+    return lay
+
+
+def _make_layers(pkt: Packet) -> None:
+    """The layers dissect_bth left unmade, put where it would have put them: the BTH and its whole
+    extended headers where the BTH came, the ICRC after the payload's layers, and the RoCEv2 fast
+    path's Ethernet, IPv4 and UDP first."""
+    ib = pkt.ib
+    assert isinstance(ib, IBInfo)
+    ib.made = True
+    layers = pkt.made_layers()
+    buf = ib.buf
+    if ib.icrc_at >= 0:
+        layers.insert(ib.icrc_at, _icrc_layer(ib))
+    pos = ib.bth_off
+    bth = BthLayer("bth", BTH, buf, pos, _BTH_SIZE)
+    bth.ib = ib
+    bth._fill = _FILL_BTH
+    head: list[Layer] = [bth]
+    pos += _BTH_SIZE
+    exts = ib.plan.exts
+    for k in range(ib.exts):
+        hdr = exts[k]
+        size = hdr.size
+        lay = Layer(hdr.name, hdr, buf, pos, size)
+        if hdr is AETH:
+            lay._fill = _FILL_AETH
+        head.append(lay)
+        pos += size
+    at = ib.at
+    layers[at:at] = head
+    eth = ib.eth_off
+    if eth >= 0:
+        ip = eth + 14
+        layers[0:0] = [Layer("eth", ETH, buf, eth, 14), Layer("ip", IPV4, buf, ip, 20),
+                       Layer("udp", UDP, buf, ip + 20, 8)]
+
+
+_MAKE_LAYERS: Final = _make_layers
 
 
 _RETH_DECODE: Final = RETH.decode
@@ -653,16 +726,20 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     if total > end - off - 14 or ulen < 8 or ulen > total - 20 or total < 28:
         return False
     ip = off + 14
-    layers = pkt.layers
-    layers.append(Layer("eth", ETH, buf, off, 14))
-    layers.append(Layer("ip", IPV4, buf, ip, 20))
-    layers.append(Layer("udp", UDP, buf, ip + 20, 8))
     pkt.src = _ip_text(buf, ip + 12)
     pkt.dst = _ip_text(buf, ip + 16)
     pkt.proto = "RoCEv2"
     bth = ip + 28
     end = ip + 20 + ulen
-    ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4) if end - bth >= _BTH_SIZE + 4 else -1)
+    if end - bth < _BTH_SIZE + 4:
+        layers = pkt.made_layers()
+        layers.append(Layer("eth", ETH, buf, off, 14))
+        layers.append(Layer("ip", IPV4, buf, ip, 20))
+        layers.append(Layer("udp", UDP, buf, ip + 20, 8))
+        dissect_bth(pkt, buf, bth, end, ctx)
+        return True
+    # Ethernet, IPv4 and UDP are made with the BTH's layers, when somebody reads them
+    ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4), off)
     if ib is not None:
         ib.ecn = buf[ip + 1] & 3
     return True
@@ -750,7 +827,7 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.set_info(f"LRH {LNH_NAMES[lnh]} packet")
         dissect_with(table("lrh.lnh", "LRH next header"), lnh, pkt, buf, off + 8, crc_end, ctx)
     if v is not None:
-        pkt.layers.append(v)
+        pkt.push(v)
         if not vcrc_ok:
             pkt.add_expert("error", "checksum", f"Bad VCRC 0x{got:04x}, expected 0x{expected:04x}",
                            "IBTA 7.8.2: VCRC")

@@ -120,7 +120,7 @@ def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
     vihl = buf[off]
     ihl = (vihl & 15) * 4
     lay = Layer("ip", IPV4, buf, off, ihl or 20)
-    pkt.layers.append(lay)
+    pkt.push(lay)
     if vihl >> 4 != 4:
         pkt.set_malformed(f"ip: version {vihl >> 4} in an IPv4 header")
         return

@@ -665,7 +665,7 @@ def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
 
 
 def _rpc_start(pkt: Packet, off: int) -> int:
-    for lay in reversed(pkt.layers):
+    for lay in reversed(pkt.made_layers()):        # the RPC layer is made (only transport headers wait)
         if lay.proto == "rpc":
             return lay.off
     return off

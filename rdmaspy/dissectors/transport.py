@@ -63,7 +63,7 @@ def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
         pkt.proto = "UDP"
         pkt.truncated("udp", end - off, 8)
         return
-    pkt.layers.append(Layer("udp", UDP, buf, off, 8))
+    pkt.push(Layer("udp", UDP, buf, off, 8))
     sport = (buf[off] << 8) | buf[off + 1]
     dport = (buf[off + 2] << 8) | buf[off + 3]
     ulen = (buf[off + 4] << 8) | buf[off + 5]
