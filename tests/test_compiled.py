@@ -44,7 +44,7 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
             shutil.copytree(ROOT / d, compiled / d, ignore=shutil.ignore_patterns("__pycache__"))
     suites = ["tests/test_dissectors_no_exception.py", "tests/test_rpcrdma_fuzz.py", "tests/test_iwarp_fuzz.py",
               "tests/test_readers_fuzz.py", "tests/test_readers_damage.py", "tests/test_engine_fast_path.py",
-              "tests/test_icrc.py", "tests/test_line_scan.py",
+              "tests/test_icrc.py", "tests/test_line_scan.py", "tests/test_deferred_layers.py",
               # records and texts of the analysis and the hot path, made and read by interpreted code too
               "tests/test_analysis_model.py", "tests/test_hot_path_texts.py", "tests/test_analysis_recent_frames.py"]
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
