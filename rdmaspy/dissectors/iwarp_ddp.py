@@ -293,6 +293,33 @@ def _name(op: int) -> str:
     return RDMAP_OPCODES.get(op, f"Reserved opcode {op}")
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class DdpLayer(Layer):
+    """The DDP header's layer keeps the segment's payload length, its item filled on demand."""
+
+    __slots__ = ("plen",)
+    plen: int
+
+
+def _fill_ddp(lay: Layer) -> None:
+    assert isinstance(lay, DdpLayer)
+    lay.add(PAYLOAD_LEN, lay.plen)
+
+
+def _fill_rdmap_untagged(lay: Layer) -> None:
+    # The word after the control byte of an untagged segment: an Invalidate STag, or reserved.
+    buf = lay.buf
+    at = lay.off - _RDMAP_AT + _INV_STAG_AT
+    op = (buf[lay.off] >> _RDMAP_OPCODE.shift) & _RDMAP_OPCODE.mask
+    n = _INV_STAG_END - _INV_STAG_AT
+    lay.add(INVAL_STAG if op in INVALIDATE_OPS else RDMAP_RESERVED, int.from_bytes(buf[at:at + n], "big"), at, n)
+
+
+# Final: compiled, C statics (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_DDP: Final = _fill_ddp
+_FILL_RDMAP_UNTAGGED: Final = _fill_rdmap_untagged
+
+
 def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: Any = None,
                       out: list | None = None) -> IWarpInfo | None:
     """One DDP segment (an MPA ULPDU) in ``buf[off:end]``.
@@ -312,7 +339,8 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         return None
     last = (buf[off + _LAST_FLAG.word] >> _LAST_FLAG.shift) & _LAST_FLAG.mask
     dv = (buf[off + _DDP_VERSION.word] >> _DDP_VERSION.shift) & _DDP_VERSION.mask
-    ddp = pkt.add_layer("ddp", DDP_TAGGED if tagged else DDP_UNTAGGED, buf, off, hlen)
+    ddp = DdpLayer("ddp", DDP_TAGGED if tagged else DDP_UNTAGGED, buf, off, hlen)
+    pkt.push(ddp)
     rdmap = pkt.add_layer("rdmap", RDMAP_CTRL, buf, off + _RDMAP_AT, RDMAP_CTRL.size)
     r = buf[off + _RDMAP_AT]
     op = (r >> _RDMAP_OPCODE.shift) & _RDMAP_OPCODE.mask
@@ -356,9 +384,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         info.mo = mo
         if op in INVALIDATE_OPS:
             info.inv_stag = w
-            rdmap.add(INVAL_STAG, w, off + _INV_STAG_AT, _INV_STAG_END - _INV_STAG_AT)
-        else:
-            rdmap.add(RDMAP_RESERVED, w, off + _INV_STAG_AT, _INV_STAG_END - _INV_STAG_AT)
+        rdmap._fill = _FILL_RDMAP_UNTAGGED      # the Invalidate STag or reserved word, spelled out on demand
         text = f"iWARP RDMAP {info.name}{' Last' if last else ''} QN={info.qn} MSN={info.msn}"
         if info.mo:
             text += f" MO={info.mo}"
@@ -400,7 +426,8 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     info.payload_off = pos
     info.payload_end = end
     plen = end - pos
-    ddp.add(PAYLOAD_LEN, plen)
+    ddp.plen = plen
+    ddp._fill = _FILL_DDP
     text += f" Len={plen}"
     if stream is not None:
         info.frames = stream.frames_now

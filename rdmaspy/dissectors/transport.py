@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table, try_heuristics
@@ -81,13 +83,37 @@ def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     dissect_with(udp_port, None, pkt, buf, off + 8, end, ctx)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class TcpLayer(Layer):
+    """The TCP header's layer keeps the segment's length, from which its items are filled on demand."""
+
+    __slots__ = ("seglen",)
+    seglen: int
+
+
+def _fill_tcp(lay: Layer) -> None:
+    assert isinstance(lay, TcpLayer)
+    off = lay.off
+    hlen = lay.length
+    if hlen > 20:
+        lay.add(TCP_OPTIONS, bytes(lay.buf[off + 20:off + hlen]), off + 20, hlen - 20)
+    lay.add(TCP_LEN, lay.seglen)
+
+
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_TCP: Final = _fill_tcp
+# "46371 → 20049 [ACK] Seq=" by ports and flags: a connection's segments repeat a few of them
+_tcp_head: Final[dict[int, str]] = {}
+
+
 def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
     if end - off < 20:
         pkt.proto = "TCP"
         pkt.truncated("tcp", end - off, 20)
         return
     hlen = (buf[off + 12] >> 4) * 4
-    lay = pkt.add_layer("tcp", TCP, buf, off, hlen)
+    lay = TcpLayer("tcp", TCP, buf, off, hlen)
+    pkt.push(lay)
     pkt.proto = "TCP"
     if hlen < 20:
         pkt.set_malformed(f"tcp: header length {hlen} is less than 20")
@@ -95,15 +121,20 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     if end - off < hlen:
         pkt.truncated("tcp", end - off, hlen)
         return
-    if hlen > 20:
-        lay.add(TCP_OPTIONS, bytes(buf[off + 20:off + hlen]), off + 20, hlen - 20)
     seglen = end - off - hlen
-    lay.add(TCP_LEN, seglen)
+    lay.seglen = seglen
+    lay._fill = _FILL_TCP
     sport = (buf[off] << 8) | buf[off + 1]
     dport = (buf[off + 2] << 8) | buf[off + 3]
     flags = buf[off + 13]
     seq: int = _U32BE(buf, off + 4)[0]
-    pkt.set_info(f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq={seq} Len={seglen}")
+    key = (sport << 24) | (dport << 8) | flags
+    head = _tcp_head.get(key)
+    if head is None:
+        if len(_tcp_head) >= 4096:
+            _tcp_head.clear()
+        head = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
+    pkt.info = [f"{head}{seq} Len={seglen}"]
     if seglen > 0:
         fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
         if fn is not None:
