@@ -2,7 +2,8 @@
 text as tshark-style ``%12.6f`` of seconds, and as a float elsewhere."""
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+import pytest
+from hypothesis import example, given, settings, strategies as st
 
 from rdmaspy.output.text import summary_line
 from rdmaspy.packet import Frame, Packet
@@ -54,3 +55,29 @@ def test_a_segment_with_two_rpc_messages_shows_both():
     assert calls[0x1d6ee814] == calls[0x1e6ee814] == 566
     # a segment with one message keeps its line as it was
     assert lines[567] == "RPC-over-RDMA v1 RDMA_MSG xid=0x1d6ee814 credits=64 | NFSv3 ACCESS Reply"
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.integers(0, 2**63 - 1), st.integers(0, 2**63 - 1), st.binary(max_size=60), st.integers(0, 2**63 - 1),
+       st.text(max_size=40))
+@example(7, 1_500_000, b"   192.0.2.1 \xe2\x86\x92 192.0.2.2  RoCEv2   ", 60, "RC Acknowledge")
+@example(10_000_000, 999_999, b"", 100_000, "NFSv3 READ Call \u2192 \U0001f600")
+def test_the_c_line_is_the_format_it_stands_for(num, us, middle, length, text):
+    """rdmaspy/output/_line.c (the compiled build's summary line) against the format summary_bytes
+    spells out in Python: every width overflowed, multi-byte text, the largest numbers."""
+    native = pytest.importorskip("rdmaspy.output._line")
+    want = b"%7d %5d.%06d %s %5d %s" % (num, us // 10**6, us % 10**6, middle, length, text.encode())
+    assert native.line(num, us, middle, length, text) == want
+
+
+def test_the_c_line_refuses_what_it_cannot_format():
+    native = pytest.importorskip("rdmaspy.output._line")
+    for args in [(-1, 0, b"", 0, ""), (1, -5, b"", 0, ""), (1, 0, b"", -1, ""), (2**63, 0, b"", 0, "")]:
+        with pytest.raises((ValueError, OverflowError)):
+            native.line(*args)
+    with pytest.raises(TypeError):
+        native.line(1, 0, "not bytes", 0, "")
+    with pytest.raises(TypeError):
+        native.line(1, 0, b"", 0, b"not text")
+    with pytest.raises(UnicodeEncodeError):
+        native.line(1, 0, b"", 0, "\ud800")       # as str.encode refuses a lone surrogate

@@ -1,7 +1,7 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Final, Iterator, TypeVar
+from typing import Callable, Final, Iterator, TypeVar
 
 from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, protocols_text
@@ -11,6 +11,12 @@ from .values import text_value
 
 
 _columns: Final[dict[tuple[str, str, str], bytes]] = {}
+
+try:        # the line in one call in C, built with the compiled decoder (setup.py); the f-string below otherwise
+    from ._line import line as _line_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:
+    _line_c = None
+LINE: Final[Callable[[int, int, bytes, int, str], bytes] | None] = _line_c
 
 
 def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
@@ -34,6 +40,9 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
         # (d/1e9) * 2**-53 < 1 ns, while a rounding boundary (an odd multiple of 500 ns) is at least
         # 1 ns away unless d ends in 500 (the decimal tie, left to the float).
         us = (d + 500) // 1000
+        line = LINE
+        if line is not None:
+            return line(f.num, us, middle, len(f.data), text)
         # One f-string without format specs, encoded once: compiled, one join of the pieces, where
         # "%7d %5d.%06d" parses its format each time, rjust and zfill are method calls and each "+" makes
         # a string.  The seconds and the length columns repeat from line to line: each made once.  The

@@ -1,0 +1,121 @@
+/*
+ * A summary line's bytes in one call: the columns rdmaspy/output/text.py's summary_bytes makes for every
+ * packet (the number, the seconds since the first frame, the addresses and protocol, the length, the
+ * info), without the strings, encodings and joins each column costs in Python.  Built with the compiled
+ * decoder (setup.py); summary_bytes stays the reference and the fallback, and the two are tested to give
+ * the same bytes (tests/test_summary_line.py).
+ *
+ * line(num, us, middle, length, text) -> bytes
+ *   b"%7d %5d.%06d %s %5d %s" % (num, us // 10**6, us % 10**6, middle, length, text.encode()), for
+ *   num, us and length from 0 to 2**63 - 1; ``middle`` is bytes (the address and protocol columns),
+ *   ``text`` a str.  ValueError for a negative number (the caller formats those itself).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ``v`` in decimal, right-aligned in ``width`` columns with ``fill`` ('0' or ' '), at p; the end. */
+static char *
+put_number(char *p, uint64_t v, int width, char fill)
+{
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (int k = n; k < width; k++)
+        *p++ = fill;
+    while (n)
+        *p++ = digits[--n];
+    return p;
+}
+
+/* The columns ``v`` takes in decimal, ``width`` at least. */
+static Py_ssize_t
+columns(uint64_t v, int width)
+{
+    int n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n > width ? n : width;
+}
+
+static int
+non_negative(PyObject *obj, uint64_t *out)
+{
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return 0;
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "line: a column is negative");
+        return 0;
+    }
+    *out = (uint64_t)v;
+    return 1;
+}
+
+static PyObject *
+line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    uint64_t num, us, length;
+    const char *text;
+    Py_ssize_t text_len;
+    char *middle;
+    Py_ssize_t middle_len;
+    PyObject *out;
+    char *p;
+
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "line(num, us, middle, length, text)");
+        return NULL;
+    }
+    if (!non_negative(args[0], &num) || !non_negative(args[1], &us) || !non_negative(args[3], &length))
+        return NULL;
+    if (PyBytes_AsStringAndSize(args[2], &middle, &middle_len) < 0)
+        return NULL;
+    if (!PyUnicode_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "line: the text must be a str");
+        return NULL;
+    }
+    text = PyUnicode_AsUTF8AndSize(args[4], &text_len);       /* an ASCII str's own bytes: no copy */
+    if (text == NULL)
+        return NULL;
+    out = PyBytes_FromStringAndSize(NULL, columns(num, 7) + 1 + columns(us / 1000000, 5) + 1 + 6 + 1 + middle_len
+                                    + 1 + columns(length, 5) + 1 + text_len);
+    if (out == NULL)
+        return NULL;
+    p = PyBytes_AS_STRING(out);
+    p = put_number(p, num, 7, ' ');
+    *p++ = ' ';
+    p = put_number(p, us / 1000000, 5, ' ');
+    *p++ = '.';
+    p = put_number(p, us % 1000000, 6, '0');
+    *p++ = ' ';
+    memcpy(p, middle, (size_t)middle_len);
+    p += middle_len;
+    *p++ = ' ';
+    p = put_number(p, length, 5, ' ');
+    *p++ = ' ';
+    memcpy(p, text, (size_t)text_len);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"line", (PyCFunction)(void (*)(void))line, METH_FASTCALL,
+     "line(num, us, middle, length, text) -> a summary line's bytes"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_line", "The summary line's columns in C.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC
+PyInit__line(void)
+{
+    return PyModule_Create(&module);
+}
