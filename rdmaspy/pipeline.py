@@ -65,7 +65,6 @@ class Pipeline:
         self.options = opts
         self.sinks: list[Sink] = list(sinks)
         self.engine = engine if engine is not None else Engine()
-        self._dissect = self.engine.dissect
         self.t0 = -1                  # timestamp (ns) of the first frame; -1 before it
         self.t_last = -1              # timestamp of the last frame seen
         self.t_prev = -1              # timestamp of the frame before it (-1: none)
@@ -116,7 +115,7 @@ class Pipeline:
         self.t_prev = self.t_last
         self.t_last = frame.ts
         self.frames += 1
-        pkt = self._dissect(frame)
+        pkt = self.engine.dissect(frame)    # compiled: a method call on the class, not through a bound method
         an = self.analyzer
         if an is not None:
             an.feed(pkt)
@@ -149,10 +148,9 @@ class Pipeline:
         gc.freeze()
         gc.set_threshold(10_000, 20, 100)
         try:
-            feed = self.feed
             left = FULL_COLLECT_EVERY
             for frame in source:
-                pkt = feed(frame)
+                pkt = self.feed(frame)      # compiled: a direct call (a bound method in a local is a generic one)
                 left -= 1
                 if left == 0:
                     gc.collect()

@@ -336,19 +336,13 @@ class IBInfo:
         return self.payload_end - self.payload_off
 
 
-# Called with (pkt, ib, ctx) for every BTH once its headers are parsed and before its payload is
-# dissected: the packet is attributed to its connection here.
+# Called with (pkt, ib, ctx) once a BTH's headers are parsed and before its payload is dissected, after
+# the packet is attributed to its connection: for every BTH, or for the BTHs of one kind of operation
+# (``OpcodePlan.kind``: "read_request", ...), so that a packet of another kind pays no call.
 bth_observers: Final[list] = []
+bth_kind_observers: Final[dict[str, list]] = {}
 # Opcodes of connected transports: RC (0), UC (1), XRC (5).
 _CONNECTED: Final = tuple((op >> 5) in (0, 1, 5) for op in range(256))
-
-
-def _attribute_connection(pkt: Packet, ib: IBInfo, ctx: Any) -> None:
-    if _CONNECTED[ib.opcode]:
-        conversation.account(pkt, ib.destqp, ctx)
-
-
-bth_observers.append(_attribute_connection)
 
 ib_qp: Final = table("ib.qp", "InfiniBand destination QP")
 ib_payload: Final = table("ib.payload", "InfiniBand payload")
@@ -540,8 +534,14 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     if words[_ECN_W] & _ECN_BITS:
         info += " [BECN]" if ib.becn else " [FECN]"
     pkt.info = [info]
+    if _CONNECTED[opcode]:
+        conversation.account(pkt, ib.destqp, ctx)
     for observe in bth_observers:
         observe(pkt, ib, ctx)
+    by_kind = bth_kind_observers.get(plan.kind)
+    if by_kind is not None:
+        for observe in by_kind:
+            observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
         fn = ib_qp.by_key.get(ib.destqp) if plan.transport in ("UD", "RD") or ib.destqp < 2 else None
         if fn is not None:

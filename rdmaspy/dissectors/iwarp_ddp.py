@@ -19,7 +19,8 @@ from mypy_extensions import mypyc_attr
 
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
-from ..registry import add_data, dissect_with, table
+from ..registry import dissect_with, table
+from .data import add_data_layer
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA, RpcRdmaMessage
@@ -441,7 +442,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
         return info
     if plen > 0:
-        add_data(pkt, buf, pos, end)
+        add_data_layer(pkt, buf, pos, end)
     if tagged and (op == 0 or op == 2) and info.stag is not None and info.to is not None:
         rdma_reassembly.iwarp_tagged(pkt, op, info.stag, info.to, buf, pos, end, ctx)
     elif info.read_request is not None:
@@ -508,19 +509,19 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
     port = stream.server_port if stream is not None else None
     if info.qn != 0:
         if end > pos:
-            add_data(pkt, buf, pos, end)
+            add_data_layer(pkt, buf, pos, end)
         return
     if info.last and info.mo == 0 and (stream is None or (info.qn, info.msn) not in stream.untagged.partial):
         info.message_len = end - pos
         _upper(pkt, buf, pos, end, ctx, info, port)
         return
     if stream is None:
-        add_data(pkt, buf, pos, end)
+        add_data_layer(pkt, buf, pos, end)
         return
     whole = stream.untagged.add(info.qn, info.msn, info.mo, bytes(buf[pos:end]), info.last)
     if whole is None:
         if end > pos:
-            add_data(pkt, buf, pos, end)
+            add_data_layer(pkt, buf, pos, end)
         if info.last:
             pkt.add_expert("warning", "reassembly", f"Send message MSN={info.msn} has missing segments",
                            "RFC 5041")

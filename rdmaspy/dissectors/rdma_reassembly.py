@@ -35,7 +35,8 @@ from mypy_extensions import mypyc_attr
 from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget
-from ..registry import add_data, table, try_heuristics
+from ..registry import table, try_heuristics
+from .data import add_data_layer
 from . import infiniband, onc_rpc
 from .hexfmt import hex8
 
@@ -259,7 +260,7 @@ def _bound(d: dict, limit: int = _WANT_LIMIT, st: _State | None = None) -> None:
 
 def _offer(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
     if not try_heuristics(ib_payload, pkt, buf, off, end, ctx):
-        add_data(pkt, buf, off, end)
+        add_data_layer(pkt, buf, off, end)
 
 
 # --- SEND First/Middle/Last ---------------------------------------------------------------------------
@@ -287,7 +288,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
         else:
             pkt.add_expert("warning", "reassembly", "SEND Middle/Last whose First is not in the capture",
                            "IBTA 9.4.1: SEND First/Middle/Last")
-        add_data(pkt, buf, off, end)
+        add_data_layer(pkt, buf, off, end)
         return
     part.parts.append(bytes(buf[off:end]))
     part.frames.append(num)
@@ -298,7 +299,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
         del st.sends[key]
         st.free(part)
         pkt.add_expert("warning", "reassembly", f"SEND message over {_SEND_LIMIT} bytes: not reassembled")
-        add_data(pkt, buf, off, end)
+        add_data_layer(pkt, buf, off, end)
         return
     if pos == "middle":
         _fragment(pkt, buf, off, end, len(part.frames), "SEND Middle")
@@ -319,7 +320,7 @@ def _fragment(pkt: Packet, buf: bytes, off: int, end: int, index: int, what: str
     lay.add(FRAGMENT, True)
     lay.add(FRAG_INDEX, index)
     pkt.add_info(f"[{what} fragment {index}]")
-    add_data(pkt, buf, off, end)
+    add_data_layer(pkt, buf, off, end)
 
 
 # --- RDMA READ and WRITE moving chunk data --------------------------------------------------------------
@@ -372,7 +373,7 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
 
 
 def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
-    add_data(pkt, buf, off, end)
+    add_data_layer(pkt, buf, off, end)
     ib: IBInfo | None = pkt.ib
     if ib is None:
         return
@@ -473,7 +474,7 @@ def _place_written(st: _State, key: Key, addr: int, buf: bytes, off: int, end: i
 
 
 def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
-    add_data(pkt, buf, off, end)
+    add_data_layer(pkt, buf, off, end)
     ib: IBInfo | None = pkt.ib
     if ib is None:
         return
@@ -537,9 +538,10 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
 
 
 def _covered(pieces: list[tuple[int, bytes]], length: int) -> bool:
-    """Whether the pieces (offset in the segment, bytes) cover [0, length) without a hole."""
+    """Whether the pieces (offset in the segment, bytes) cover [0, length) without a hole.  Their offsets
+    are distinct (keys of a dict of placed pieces): sorted as tuples, they sort by offset alone."""
     reach = 0
-    for delta, data in sorted(pieces, key=lambda p: p[0]):
+    for delta, data in sorted(pieces):
         if delta > reach:
             return False
         if delta + len(data) > reach:
@@ -563,7 +565,7 @@ def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes | None
     if not _covered(pieces, length):
         return None
     out = bytearray()
-    for delta, data in sorted(pieces, key=lambda p: p[0]):
+    for delta, data in sorted(pieces):
         if delta + len(data) > len(out):
             out += data[len(out) - delta:length - delta]
         if len(out) >= length:
@@ -791,7 +793,7 @@ def _register(key: str, fn: Any) -> None:
 _register("send", dissect_send)
 _register("read_response", dissect_read_response)
 _register("write", dissect_write)
-infiniband.bth_observers.append(observe_read_request)
+infiniband.bth_kind_observers.setdefault("read_request", []).append(observe_read_request)
 
 
 # rpcrdma imports this module; bound last, the cycle resolves whichever is imported first.
