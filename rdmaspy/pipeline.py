@@ -65,6 +65,8 @@ class Pipeline:
         self.options = opts
         self.sinks: list[Sink] = list(sinks)
         self.engine = engine if engine is not None else Engine()
+        if not opts.packet_fields:
+            self.engine.session.info = False     # no sink shows a packet: the dissectors skip its Info text
         self.t0 = -1                  # timestamp (ns) of the first frame; -1 before it
         self.t_last = -1              # timestamp of the last frame seen
         self.t_prev = -1              # timestamp of the frame before it (-1: none)

@@ -14,15 +14,23 @@ from .budget import Budget
 class Session:
     """State kept across the packets of one capture."""
 
-    __slots__ = ("state", "options", "budget")
+    __slots__ = ("state", "options", "budget", "info")
 
     def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
         self.state: dict[str, Any] = {}
         self.options: dict[str, Any] = options or {}
         self.budget = budget if budget is not None else Budget()   # shared by every holder of state
+        # Dissectors write the Info column; False when nothing shows a packet (stats, expert, flows): the
+        # busiest skip the text, which is all they would make of it.
+        self.info = True
 
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         v = self.state.get(key)
         if v is None:
             v = self.state[key] = factory()
         return v
+
+
+def wants_info(ctx: object) -> bool:
+    """Whether a dissector given ``ctx`` writes the Info column (anything but a Session that says no)."""
+    return not isinstance(ctx, Session) or ctx.info

@@ -19,6 +19,7 @@ from .. import conversation
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table
+from ..session import wants_info
 from .ethernet import ETH
 from .hexfmt import hex8, hexn
 from .ip import IPV4, ipv4_text as _ip_text
@@ -476,14 +477,18 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     if pkt.proto in ("", "IBA"):
         pkt.proto = "InfiniBand"
     icrc_off = end - 4
-    qp = ib.destqp
-    head = _head_text.get(opcode << 24 | qp)
-    if head is None:
-        # "RC SEND Only QP=0x000012": a capture has few (opcode, QP) pairs and many packets
-        if len(_head_text) >= 65536:
-            _head_text.clear()
-        head = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
-    info = head + str(ib.psn)
+    texts = wants_info(ctx)
+    if texts:
+        qp = ib.destqp
+        head = _head_text.get(opcode << 24 | qp)
+        if head is None:
+            # "RC SEND Only QP=0x000012": a capture has few (opcode, QP) pairs and many packets
+            if len(_head_text) >= 65536:
+                _head_text.clear()
+            head = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
+        info = head + str(ib.psn)
+    else:
+        info = ""
 
     # ICRC first: it covers everything, including headers we may fail to parse.
     if expected_icrc >= 0:
@@ -510,18 +515,22 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         exts += 1
         if hdr is RETH:
             va, rkey, dlen = ib.reth = _RETH_DECODE(buf, pos)
-            info += f" VA=0x{hexn(va)} R_Key=0x{hex8(rkey)} Len={dlen}"   # no format spec: see hexfmt
+            if texts:
+                info += f" VA=0x{hexn(va)} R_Key=0x{hex8(rkey)} Len={dlen}"   # no format spec: see hexfmt
         elif hdr is AETH:
             syn, msn = ib.aeth = _AETH_DECODE(buf, pos)
-            info += _AETH_TEXT[syn]
+            if texts:
+                info += _AETH_TEXT[syn]
         elif hdr is DETH:
             ib.deth_srcqp = _DETH_DECODE(buf, pos)[_DETH_SRCQP]
         elif hdr is IMMDT:
             ib.imm = imm = _IMMDT_DECODE(buf, pos)[0]
-            info += f" Imm=0x{hex8(imm)}"
+            if texts:
+                info += f" Imm=0x{hex8(imm)}"
         elif hdr is IETH:
             ib.ieth = rkey = _IETH_DECODE(buf, pos)[0]
-            info += f" Inv R_Key=0x{hex8(rkey)}"
+            if texts:
+                info += f" Inv R_Key=0x{hex8(rkey)}"
         pos += size
     ib.exts = exts
     pad = (words[_PADCNT_W] >> _PADCNT_SH) & _PADCNT_M
@@ -531,9 +540,10 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         pend = pos
     ib.payload_off = pos
     ib.payload_end = pend
-    if words[_ECN_W] & _ECN_BITS:
-        info += " [BECN]" if ib.becn else " [FECN]"
-    pkt.info = [info]
+    if texts:
+        if words[_ECN_W] & _ECN_BITS:
+            info += " [BECN]" if ib.becn else " [FECN]"
+        pkt.info = [info]
     if _CONNECTED[opcode]:
         conversation.account(pkt, ib.destqp, ctx)
     for observe in bth_observers:
@@ -554,7 +564,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             pkt.push(_icrc_layer(ib))
         else:
             ib.icrc_at = len(pkt.made_layers())
-        if not ok:
+        if not ok and texts:
             pkt.add_info(f"[Bad ICRC 0x{got:08x}, expected 0x{expected:08x}]")
     return ib
 

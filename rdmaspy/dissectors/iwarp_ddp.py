@@ -20,6 +20,7 @@ from mypy_extensions import mypyc_attr
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import dissect_with, table
+from ..session import wants_info
 from .data import add_data_layer
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
@@ -373,11 +374,14 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     mo: int
     stag: int
     to: int
+    texts = wants_info(ctx)
+    text = ""
     if tagged:
         stag, to = _TAGGED_WORDS(buf, off + _STAG_AT)
         info.stag = stag
         info.to = to
-        text = f"iWARP RDMAP {info.name} STag=0x{hex8(stag)} TO=0x{hexn(to)}"   # no format spec: see hexfmt
+        if texts:
+            text = f"iWARP RDMAP {info.name} STag=0x{hex8(stag)} TO=0x{hexn(to)}"   # no format spec: see hexfmt
     else:
         w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + _INV_STAG_AT)
         info.qn = qn
@@ -386,11 +390,12 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         if op in INVALIDATE_OPS:
             info.inv_stag = w
         rdmap._fill = _FILL_RDMAP_UNTAGGED      # the Invalidate STag or reserved word, spelled out on demand
-        text = f"iWARP RDMAP {info.name}{' Last' if last else ''} QN={info.qn} MSN={info.msn}"
-        if info.mo:
-            text += f" MO={info.mo}"
-        if info.inv_stag is not None:
-            text += f" Inv STag=0x{hex8(w)}"
+        if texts:
+            text = f"iWARP RDMAP {info.name}{' Last' if last else ''} QN={info.qn} MSN={info.msn}"
+            if info.mo:
+                text += f" MO={info.mo}"
+            if info.inv_stag is not None:
+                text += f" Inv STag=0x{hex8(w)}"
         want_qn = _QUEUE_OF.get(op)
         if want_qn is not None and info.qn != want_qn:
             pkt.add_expert("warning", "protocol", f"{info.name} on queue {info.qn}, expected {want_qn}",
@@ -429,11 +434,11 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     plen = end - pos
     ddp.plen = plen
     ddp._fill = _FILL_DDP
-    text += f" Len={plen}"
     if stream is not None:
         info.frames = stream.frames_now
         info.crc_ok = stream.crc_now
-    pkt.add_info(text)
+    if texts:
+        pkt.add_info(f"{text} Len={plen}")
     if out is not None:
         out.append(info)
     if pkt.expert and any(e.group == "malformed" for e in pkt.expert[n_expert:]):

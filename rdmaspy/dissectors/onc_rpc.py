@@ -25,6 +25,7 @@ from ..budget import Budget
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
+from ..session import wants_info
 from .xdr import Cursor, XdrError
 
 declaring(__name__)
@@ -563,7 +564,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         fn(pkt, buf, body, end, ctx)
         if mtype == 0:
             entry[5] = info.label     # the reply is named as its call was (NFSv4.2 COMPOUND ...)
-    if not quiet:
+    if not quiet and wants_info(ctx):
         _set_info(pkt, info)
     return info
 

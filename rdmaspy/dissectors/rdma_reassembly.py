@@ -36,6 +36,7 @@ from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget
 from ..registry import table, try_heuristics
+from ..session import wants_info
 from .data import add_data_layer
 from . import infiniband, onc_rpc
 from .hexfmt import hex8
@@ -674,7 +675,7 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, 
     pkt.note(REBUILT, msg)
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
-    if not quiet:
+    if not quiet and wants_info(ctx):
         pkt.add_info(f"[rebuilt XID 0x{hex8(msg.xid)}]")   # no format spec: see hexfmt
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 

@@ -23,6 +23,7 @@ from typing import Any, Callable, Final, Sequence
 from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
+from ..session import wants_info
 from . import onc_rpc, rdma_reassembly
 from .hexfmt import hex8
 from .onc_rpc import rpc_flow
@@ -496,16 +497,17 @@ def show_v1(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         return
     proc = msg.proc
     name = PROCS.get(proc) or f"proc {proc}"
-    text = f"RPC-over-RDMA v1 {name} xid=0x{hex8(msg.xid)} credits={msg.credits}"   # no format spec: see hexfmt
     chunked = bool(msg.reads or msg.writes or msg.reply)
-    if proc <= 2:
-        if chunked or msg.reply is not None:
-            text += " " + lists_text(msg)
-    elif proc == 4 and msg.errcode is not None:
-        text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
-        if msg.vers_high is not None:
-            text += f" versions {msg.vers_low}..{msg.vers_high}"
-    pkt.info = [text]
+    if wants_info(ctx):
+        text = f"RPC-over-RDMA v1 {name} xid=0x{hex8(msg.xid)} credits={msg.credits}"   # no format spec: see hexfmt
+        if proc <= 2:
+            if chunked or msg.reply is not None:
+                text += " " + lists_text(msg)
+        elif proc == 4 and msg.errcode is not None:
+            text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
+            if msg.vers_high is not None:
+                text += f" versions {msg.vers_low}..{msg.vers_high}"
+        pkt.info = [text]
     if err is not None:
         msg.malformed = err
         pkt.set_malformed(f"rpcrdma: {err}")

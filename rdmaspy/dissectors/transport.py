@@ -13,6 +13,7 @@ from mypy_extensions import mypyc_attr
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import dissect_with, table, try_heuristics
+from ..session import wants_info
 
 declaring(__name__)
 repeatable("udp", "tcp")          # the headers an ICMP error quotes, besides the packet's own
@@ -127,14 +128,15 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     sport = (buf[off] << 8) | buf[off + 1]
     dport = (buf[off + 2] << 8) | buf[off + 3]
     flags = buf[off + 13]
-    seq: int = _U32BE(buf, off + 4)[0]
-    key = (sport << 24) | (dport << 8) | flags
-    head = _tcp_head.get(key)
-    if head is None:
-        if len(_tcp_head) >= 4096:
-            _tcp_head.clear()
-        head = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
-    pkt.info = [f"{head}{seq} Len={seglen}"]
+    if wants_info(ctx):
+        seq: int = _U32BE(buf, off + 4)[0]
+        key = (sport << 24) | (dport << 8) | flags
+        head = _tcp_head.get(key)
+        if head is None:
+            if len(_tcp_head) >= 4096:
+                _tcp_head.clear()
+            head = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
+        pkt.info = [f"{head}{seq} Len={seglen}"]
     if seglen > 0:
         fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
         if fn is not None:
