@@ -148,6 +148,35 @@ def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
     return read_arrived
 
 
+def chunk_seeker(stream: Any) -> Callable[[int], int] | None:
+    """``seek`` of a regular file read as it is (not a pipe, not decompressed), else None.  A reader that
+    needs more bytes than its chunk holds reads the chunk's unconsumed end again from the file with the
+    next one (``next_chunk``): one read, where joining the two copied the whole new chunk once more."""
+    if isinstance(stream, GzipStream):
+        return None
+    try:
+        if not (stream.seekable() and stat.S_ISREG(os.fstat(stream.fileno()).st_mode)):
+            return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    seek: Callable[[int], int] = stream.seek
+    return seek
+
+
+def next_chunk(read: Callable[[int], bytes], seek: Callable[[int], int] | None, buf: bytes, pos: int, at: int,
+               n: int) -> bytes:
+    """``buf[pos:]`` followed by up to ``n`` more bytes of the stream, where ``at`` is the file offset of
+    ``buf[pos]`` and the stream stands at the end of ``buf``; ``buf[pos:]`` alone at the end of the data."""
+    left = len(buf) - pos
+    if seek is not None and left:
+        seek(at)
+        return read(left + n)
+    more = read(n)
+    if not left:
+        return more
+    return buf[pos:] + more if more else buf[pos:]
+
+
 class GzipStream:
     """Decompressed gzip data as a plain stream that never raises.
 

@@ -6,7 +6,7 @@ from typing import BinaryIO, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from .base import PCAP_MAGICS, Capture, chunk_reader
+from .base import PCAP_MAGICS, Capture, chunk_reader, chunk_seeker, next_chunk
 from .pcapng import u32le
 
 CHUNK: Final = 1 << 20
@@ -50,6 +50,7 @@ class PcapReader(Capture):
 
     def _frames(self) -> Iterator[Frame]:
         read = chunk_reader(self.stream, self)
+        seek = chunk_seeker(self.stream)
         unpack = self._rec.unpack_from
         little = self._little
         lt = self.linktype
@@ -69,12 +70,11 @@ class PcapReader(Capture):
         try:
             while True:
                 if blen - pos < 16:
-                    more = read(CHUNK)
-                    if not more:
-                        left = blen - pos
+                    left = blen - pos
+                    buf = next_chunk(read, seek, buf, pos, base + pos, CHUNK)
+                    if len(buf) == left:
                         self.ended(f"truncated record header ({left} of 16 bytes)" if left else None, base + pos)
                         return
-                    buf = buf[pos:] + more
                     base += pos
                     pos = 0
                     blen = len(buf)
@@ -94,11 +94,11 @@ class PcapReader(Capture):
                                  base + pos)
                     return
                 if end > blen:
-                    more = read(max(CHUNK, end - blen))
-                    if not more:
-                        self.ended(f"truncated record: {blen - pos - 16} of {caplen} bytes", base + pos)
+                    left = blen - pos
+                    buf = next_chunk(read, seek, buf, pos, base + pos, max(CHUNK, end - blen))
+                    if len(buf) == left:
+                        self.ended(f"truncated record: {left - 16} of {caplen} bytes", base + pos)
                         return
-                    buf = buf[pos:] + more
                     base += pos
                     pos = 0
                     blen = len(buf)

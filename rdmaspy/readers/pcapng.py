@@ -17,7 +17,7 @@ from typing import BinaryIO, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
-from .base import Capture, chunk_reader
+from .base import Capture, chunk_reader, chunk_seeker, next_chunk
 
 # A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
 # reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to
@@ -155,6 +155,7 @@ class PcapngReader(Capture):
     # -- the block loop (hot path: one unpack per packet block header) -------------------------------
     def _frames(self, buf: bytes) -> Iterator[Frame]:
         read = chunk_reader(self.stream, self)
+        seek = chunk_seeker(self.stream)
         blen = len(buf)
         pos = 0
         base = 0                   # file offset of buf[0]
@@ -215,11 +216,10 @@ class PcapngReader(Capture):
                             pos = bend
                             continue
                 elif avail < 12:
-                    more = read(CHUNK)
-                    if not more:
+                    buf = next_chunk(read, seek, buf, pos, base + pos, CHUNK)
+                    if len(buf) == avail:
                         self.ended(f"truncated block header ({avail} of 12 bytes)" if avail else None, base + pos)
                         return
-                    buf = buf[pos:] + more
                     base += pos
                     pos = 0
                     blen = len(buf)
@@ -246,11 +246,10 @@ class PcapngReader(Capture):
                     self.problem(f"{_name(btype)}: bad block length {length} ({why})", base + pos)
                     return
                 if length > avail:
-                    more = read(max(CHUNK, length - avail))
-                    if not more:
+                    buf = next_chunk(read, seek, buf, pos, base + pos, max(CHUNK, length - avail))
+                    if len(buf) == avail:
                         self.ended(f"truncated {_name(btype)}: {avail} of {length} bytes", base + pos)
                         return
-                    buf = buf[pos:] + more
                     base += pos
                     pos = 0
                     blen = len(buf)
