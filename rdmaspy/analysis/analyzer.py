@@ -38,6 +38,28 @@ class AnalysisModule(Protocol):
     def finish(self) -> None: ...
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class Module:
+    """The base of the analysis modules rdmaspy ships: compiled, the analyzer calls a subclass's ``packet``
+    through its class (a method of a protocol is a generic call, its arguments boxed and parsed again)."""
+
+    def packet(self, pkt: Packet) -> None:
+        """See one packet, in capture order (a module that needs none of them keeps this)."""
+
+    def finish(self) -> None:
+        """The capture has ended: send what is still open."""
+
+
+class _Foreign(Module):
+    """An analysis module of another shape (a plugin's, a test's), called as it is."""
+
+    def __init__(self, module: AnalysisModule) -> None:
+        self.module = module
+
+    def packet(self, pkt: Packet) -> None:
+        self.module.packet(pkt)
+
+
 # Module factories, in the order they see each packet; analysis modules register here on import.
 MODULES: list[tuple[str, Callable[["Analyzer"], AnalysisModule]]] = []
 # The modules that only add fields to the packets (``rpcrdma.analysis.*``): not run when no packet is shown.
@@ -74,19 +96,20 @@ class Analyzer:
         for name, factory in MODULES:
             if packet_fields or name not in FIELD_MODULES:
                 self.modules[name] = factory(self)
-        self._feeders = [(name, m.packet) for name, m in self.modules.items()]
+        self._feeders: list[tuple[str, Module]] = [(name, m if isinstance(m, Module) else _Foreign(m))
+                                                   for name, m in self.modules.items()]
         self.packets = 0
         self.engine: Engine | None = None   # the Engine whose packets it sees, for commands that need its tables
 
     def feed(self, pkt: Packet) -> None:
         self.packets += 1
         if self.strict:
-            for _name, f in self._feeders:
-                f(pkt)
+            for _name, m in self._feeders:
+                m.packet(pkt)
         else:
-            for name, f in self._feeders:
+            for name, m in self._feeders:
                 try:
-                    f(pkt)
+                    m.packet(pkt)
                 except MemoryError:
                     _budget.out_of_memory()
                     raise

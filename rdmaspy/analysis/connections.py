@@ -14,7 +14,7 @@ from mypy_extensions import mypyc_attr
 
 from ..conversation import ENDED
 from ..packet import Packet
-from .analyzer import Analyzer, register
+from .analyzer import Analyzer, Module, register
 from .model import Connection
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ REFRESH: Final = 4096          # packets between two refreshes of the snapshots
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class Connections:
+class Connections(Module):
     """The analysis module: one snapshot per connection, kept up to date."""
 
     def __init__(self, analyzer: Analyzer) -> None:

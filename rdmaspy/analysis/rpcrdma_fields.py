@@ -16,7 +16,7 @@ from mypy_extensions import mypyc_attr
 
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
-from .analyzer import Analyzer, register
+from .analyzer import Analyzer, Module, register
 from .model import PacketRole
 from .transactions import Transactions   # registered before this module: it sees each packet first
 
@@ -46,7 +46,7 @@ def _parent(pkt: Packet) -> Layer:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class TransactionFields:
+class TransactionFields(Module):
     def __init__(self, analyzer: Analyzer) -> None:
         self.an = analyzer
         mod = analyzer.modules.get("rpcrdma.transactions")

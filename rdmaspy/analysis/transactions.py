@@ -37,7 +37,7 @@ from ..packet import Packet
 from . import chunks as ck
 from . import credits as cr_rules
 from . import rpcrdma_rules as rr
-from .analyzer import Analyzer, register
+from .analyzer import Analyzer, Module, register
 from .model import (DIRECTION_OF, CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary, RpcSummary,
                     Rule, Side, Step, StepKind, Transaction, TransactionState)
 from .rpcrdma_state import ConnState, Op, OpenTransaction
@@ -150,7 +150,7 @@ class RecentFrames:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class Transactions:
+class Transactions(Module):
     """The analysis module: follows every RPC-over-RDMA connection of the capture."""
 
     name = "open RPC transactions (or idle RPC-over-RDMA connections)"

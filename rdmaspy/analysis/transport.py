@@ -32,7 +32,7 @@ from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NA
                                      PATH_MTU_MAX, PATH_MTU_MIN, RNR_TIMER_MS, IBInfo)
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
-from .analyzer import Analyzer, register
+from .analyzer import Analyzer, Module, register
 from .model import DIRECTION_OF, CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
 
 if TYPE_CHECKING:
@@ -350,7 +350,7 @@ _UNSHOWN: Final = _Unshown("ib.analysis", None, b"", 0, 0)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class Transport:
+class Transport(Module):
     """The analysis module: sees every packet, keeps per-connection PSN state."""
 
     name = "queue pairs' PSN states"
