@@ -43,6 +43,7 @@ protocol("tcp_stream", "TCP stream reassembly")
 protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
+from .transport import TcpLayer
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView, seq_delta
 
 KEY_REQ: Final = b"MPA ID Req Frame"
@@ -276,24 +277,29 @@ def _new_conn(ctx: Any, pkt: Packet, initiator: tuple[str, int], responder: tupl
 
 
 # --- the TCP hook ----------------------------------------------------------------------------------
-def _tcp_facts(pkt: Packet, buf: Any) -> tuple[int, int, int] | None:
-    """(source port, destination port, sequence number) of the TCP header under this payload."""
-    layers = pkt.layers
-    tcp = layers[-1] if layers and layers[-1].proto == "tcp" else next(
-        (lay for lay in reversed(layers) if lay.proto == "tcp"), None)
-    if tcp is None or tcp.buf is not buf:
+def _tcp_facts(pkt: Packet, buf: Any) -> TcpLayer | None:
+    """The TCP header under this payload (its ports and sequence number), or None."""
+    layers = pkt.made_layers()              # TCP's own layer is made, never left to a maker
+    last = layers[-1] if layers else None
+    if not isinstance(last, TcpLayer):
+        last = None
+        for lay in reversed(layers):
+            if lay.proto == "tcp" and isinstance(lay, TcpLayer):
+                last = lay
+                break
+    if last is None or last.buf is not buf:
         return None
-    o = tcp.off
-    return ((buf[o] << 8) | buf[o + 1], (buf[o + 2] << 8) | buf[o + 3],
-            int.from_bytes(buf[o + 4:o + 8], "big"))
+    return last
 
 
 def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     """``tcp.port`` heuristic: segments of known iWARP connections, MPA Requests/Replies, lone FPDUs."""
-    facts = _tcp_facts(pkt, buf)
-    if facts is None:
+    tcp = _tcp_facts(pkt, buf)
+    if tcp is None:
         return False
-    sport, dport, seq = facts
+    sport = tcp.sport
+    dport = tcp.dport
+    seq = tcp.seq
     src = (pkt.src, sport)
     dst = (pkt.dst, dport)
     streams = _streams(ctx)

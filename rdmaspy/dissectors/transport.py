@@ -5,7 +5,6 @@ stream itself, keyed on the connection.
 """
 from __future__ import annotations
 
-import struct
 from typing import Final
 
 from mypy_extensions import mypyc_attr
@@ -58,7 +57,6 @@ _TCP_FLAGS: Final = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"),
               (0x40, "ECE"), (0x80, "CWR"))
 # The flag names of each value of the flags byte, made once: "ACK", "PSH, ACK", ...
 _TCP_FLAG_NAMES: Final[list[str]] = [", ".join([n for bit, n in _TCP_FLAGS if value & bit]) for value in range(256)]
-_U32BE: Final = struct.Struct(">I").unpack_from
 
 
 def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
@@ -86,10 +84,14 @@ def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class TcpLayer(Layer):
-    """The TCP header's layer keeps the segment's length, from which its items are filled on demand."""
+    """The TCP header's layer keeps the segment's length, from which its items are filled on demand, and
+    the ports and sequence number, which a protocol that reassembles the stream reads (iWARP's MPA)."""
 
-    __slots__ = ("seglen",)
+    __slots__ = ("seglen", "sport", "dport", "seq")
     seglen: int
+    sport: int
+    dport: int
+    seq: int
 
 
 def _fill_tcp(lay: Layer) -> None:
@@ -125,11 +127,11 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     seglen = end - off - hlen
     lay.seglen = seglen
     lay._fill = _FILL_TCP
-    sport = (buf[off] << 8) | buf[off + 1]
-    dport = (buf[off + 2] << 8) | buf[off + 3]
+    lay.sport = sport = (buf[off] << 8) | buf[off + 1]
+    lay.dport = dport = (buf[off + 2] << 8) | buf[off + 3]
+    lay.seq = seq = (buf[off + 4] << 24) | (buf[off + 5] << 16) | (buf[off + 6] << 8) | buf[off + 7]
     flags = buf[off + 13]
     if wants_info(ctx):
-        seq: int = _U32BE(buf, off + 4)[0]
         key = (sport << 24) | (dport << 8) | flags
         head = _tcp_head.get(key)
         if head is None:
