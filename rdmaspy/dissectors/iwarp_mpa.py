@@ -305,7 +305,8 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     streams = _streams(ctx)
     d = streams.get((src, dst))
     n = end - off
-    if d is not None and d.phase != STARTUP and n >= 16 and buf[off:off + 16] == KEY_REQ:
+    # "M" first: an FPDU begins with its length, which is never 0x4d.. in a segment (a slice a segment spared)
+    if d is not None and d.phase != STARTUP and n >= 16 and buf[off] == 0x4D and buf[off:off + 16] == KEY_REQ:
         d = None      # the same addresses and ports again: a new connection (no FPDU starts so)
     if d is None:
         if n >= 16 and buf[off:off + 16] == KEY_REQ:
@@ -413,7 +414,9 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
     iw: list[iwarp_ddp.IWarpInfo] = []
     p = view.off
     vend = view.end
-    tcp_info = list(pkt.info)
+    # TCP's own line (one, or none when the Info column is not wanted): the iWARP summary replaces it below
+    k = len(pkt.info)
+    tcp_info = pkt.info[0] if k == 1 else list(pkt.info) if k else None
     while p < vend:
         phase = d.phase
         if phase == FULL:
@@ -445,9 +448,9 @@ def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: 
         _note_fragment(pkt, view, p, d)
     if iw and pkt.proto == "MPA":
         pkt.proto = "iWARP"
-    k = len(tcp_info)
-    if len(pkt.info) > k and pkt.info[:k] == tcp_info:
-        del pkt.info[:k]      # the iWARP summary replaces TCP's own line
+    info = pkt.info
+    if k and len(info) > k and (info[0] == tcp_info if k == 1 else info[:k] == tcp_info):
+        del info[:k]          # the iWARP summary replaces TCP's own line
 
 
 def _resync(view: StreamView, p: int, d: MpaDir) -> int:
