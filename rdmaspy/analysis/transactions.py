@@ -86,7 +86,8 @@ CONN_COST: Final = 2048               # a connection's state (ledgers, chunk boo
 
 def proc_name(msg: RpcRdmaMessage) -> str:
     names = V2_HTYPES if msg.version == 2 else V1_PROCS
-    return names.get(msg.proc, f"proc {msg.proc}")
+    name = names.get(msg.proc)            # not .get(proc, f"..."): the default would be made at every call
+    return name if name is not None else f"proc {msg.proc}"
 
 
 def _credit_value(msg: RpcRdmaMessage) -> int:

@@ -292,7 +292,8 @@ class UntaggedAssembly:
 
 
 def _name(op: int) -> str:
-    return RDMAP_OPCODES.get(op, f"Reserved opcode {op}")
+    name = RDMAP_OPCODES.get(op)       # not .get(op, f"..."): the default would be made at every call
+    return name if name is not None else f"Reserved opcode {op}"
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

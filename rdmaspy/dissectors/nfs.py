@@ -474,7 +474,9 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
     for i in range(nops):
         p = cur.pos
         op = cur.u32("opcode")
-        name = op_names.get(op, f"op{op}")
+        name = op_names.get(op)
+        if name is None:                    # the f-string as .get's default would be made for every op
+            name = f"op{op}"
         ops.append(name)
         sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}") if lay is not NULL else NULL
         sub.add(op_field, op, p, 4)

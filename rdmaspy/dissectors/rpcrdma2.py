@@ -293,7 +293,9 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     if len(msg.frames) > 1:
         lay.add(v1.SEND_FRAMES, ",".join(map(str, msg.frames)))
     pkt.note(v1.RPCRDMA, msg)
-    name = HTYPES.get(htype, f"htype {htype}")
+    name = HTYPES.get(htype)
+    if name is None:                        # the f-string as .get's default would be made for every message
+        name = f"htype {htype}"
     fl = [n for bit, n in ((F_RESPONSE, "RESPONSE"), (F_MORE, "MORE"), (F_TPMORE, "TPMORE")) if flags & bit]
     text = f"RPC-over-RDMA v2 {name} xid=0x{msg.xid:08x} credits={msg.granted}/{msg.max_credits}"
     if fl:
