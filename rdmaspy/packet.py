@@ -212,11 +212,15 @@ class Packet:
     @property
     def layers(self) -> list[Layer]:
         """Every layer of the packet, in order."""
+        if self._lazy is not None:
+            self._make_deferred()
+        return self._layers
+
+    def _make_deferred(self) -> None:
         lazy = self._lazy
         if lazy is not None:
             self._lazy = None
             lazy(self)
-        return self._layers
 
     # -- used by dissectors ----------------------------------------------------------------------
     def add_layer(self, proto: str, header: Header | None, buf: bytes, off: int,
@@ -240,10 +244,7 @@ class Packet:
         """Leave layers to ``make(packet)``, run when ``layers`` is first read.  One maker at a time: a
         second one has the first's layers made first, so a maker may note where its layers go, by the
         length of ``made_layers()``, once it has called this."""
-        lazy = self._lazy
-        if lazy is not None:
-            self._lazy = None
-            lazy(self)
+        self._make_deferred()
         self._lazy = make
 
     def set_malformed(self, reason: str) -> None:

@@ -573,7 +573,7 @@ def _icrc_layer(ib: IBInfo) -> Layer:
     lay = Layer("icrc", None, ib.buf, ib.icrc_off, 4)
     got = ib.icrc_got
     expected = ib.icrc_expected
-    lay._vals = (got, got == expected, expected)
+    lay._vals = (got, ib.icrc_ok, expected)
     lay._label = "Invariant CRC"
     lay._fill = _FILL_ICRC
     return lay
@@ -607,14 +607,17 @@ def _make_layers(pkt: Packet) -> None:
         pos += size
     at = ib.at
     layers[at:at] = head
-    eth = ib.eth_off
-    if eth >= 0:
-        ip = eth + 14
-        layers[0:0] = [Layer("eth", ETH, buf, eth, 14), Layer("ip", IPV4, buf, ip, 20),
-                       Layer("udp", UDP, buf, ip + 20, 8)]
+    if ib.eth_off >= 0:
+        layers[0:0] = _eth_ip_udp(buf, ib.eth_off)
 
 
 _MAKE_LAYERS: Final = _make_layers
+
+
+def _eth_ip_udp(buf: bytes, eth: int) -> list[Layer]:
+    """The layers under the BTH that the RoCEv2 fast path took in one step (Ethernet II, IPv4 without options)."""
+    ip = eth + 14
+    return [Layer("eth", ETH, buf, eth, 14), Layer("ip", IPV4, buf, ip, 20), Layer("udp", UDP, buf, ip + 20, 8)]
 
 
 _RETH_DECODE: Final = RETH.decode
@@ -742,10 +745,7 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     bth = ip + 28
     end = ip + 20 + ulen
     if end - bth < _BTH_SIZE + 4:
-        layers = pkt.made_layers()
-        layers.append(Layer("eth", ETH, buf, off, 14))
-        layers.append(Layer("ip", IPV4, buf, ip, 20))
-        layers.append(Layer("udp", UDP, buf, ip + 20, 8))
+        pkt.made_layers().extend(_eth_ip_udp(buf, off))     # no BTH to make them with: made now
         dissect_bth(pkt, buf, bth, end, ctx)
         return True
     # Ethernet, IPv4 and UDP are made with the BTH's layers, when somebody reads them

@@ -277,24 +277,17 @@ def _new_conn(ctx: Any, pkt: Packet, initiator: tuple[str, int], responder: tupl
 
 
 # --- the TCP hook ----------------------------------------------------------------------------------
-def _tcp_facts(pkt: Packet, buf: Any) -> TcpLayer | None:
-    """The TCP header under this payload (its ports and sequence number), or None."""
-    layers = pkt.made_layers()              # TCP's own layer is made, never left to a maker
-    last = layers[-1] if layers else None
-    if not isinstance(last, TcpLayer):
-        last = None
-        for lay in reversed(layers):
-            if lay.proto == "tcp" and isinstance(lay, TcpLayer):
-                last = lay
-                break
-    if last is None or last.buf is not buf:
-        return None
-    return last
+def _tcp_layer(pkt: Packet, buf: Any) -> TcpLayer | None:
+    """The TCP header's layer under this payload (its ports and sequence number), or None."""
+    for lay in reversed(pkt.made_layers()):     # the last, as a rule; TCP's layer is made, never left to a maker
+        if isinstance(lay, TcpLayer):
+            return lay if lay.buf is buf else None
+    return None
 
 
 def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     """``tcp.port`` heuristic: segments of known iWARP connections, MPA Requests/Replies, lone FPDUs."""
-    tcp = _tcp_facts(pkt, buf)
+    tcp = _tcp_layer(pkt, buf)
     if tcp is None:
         return False
     sport = tcp.sport

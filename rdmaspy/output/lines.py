@@ -87,30 +87,32 @@ class LineWriter:
         """Write what is held and flush the stream."""
         buf = self._buf
         if buf:
-            data = b""
-            if self.safe and self._checked < len(buf):
-                scan = NEWLINES_IF_SAFE
-                if scan is not None and self._checked == 0:
-                    # Lines only (the usual summary): joined once and checked once; as many newlines as
-                    # joins means no line holds a control character of its own.
-                    buf.append(b"")
-                    data = b"\n".join(buf)
-                    if scan(data) != len(buf) - 1:
-                        buf.pop()
-                        data = b""
-                if not data:
-                    buf = buf[:self._checked] + safe_lines(buf[self._checked:])
-                    self._buf = []
+            self._buf = []
+            data = self._joined(buf)
             self._checked = 0
-            if not data:
-                buf.append(b"")
-                data = b"\n".join(buf)
-            buf.clear()
             self._size = 0
             self.stream.write(data)
         self.stream.flush()
         if self.timed:
             self._due = _monotonic() + INTERVAL
+
+
+    def _joined(self, buf: list[bytes]) -> bytes:
+        """The lines held, each ending in its newline, those not checked yet made safe (with ``safe``)."""
+        checked = self._checked
+        if self.safe and checked < len(buf):
+            scan = NEWLINES_IF_SAFE
+            if scan is not None and checked == 0:
+                # Lines only (the usual summary): joined once and checked once; as many newlines as joins
+                # means no line holds a control character of its own.
+                buf.append(b"")
+                data = b"\n".join(buf)
+                if scan(data) == len(buf) - 1:
+                    return data
+                buf.pop()
+            buf = buf[:checked] + safe_lines(buf[checked:])
+        buf.append(b"")
+        return b"\n".join(buf)
 
 
 def is_timed(stream: BinaryIO) -> bool:
