@@ -203,7 +203,7 @@ class Transactions(Module):
     # -- reporting -----------------------------------------------------------------------------------
     def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
                xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding:
-        f = self.an.report(rule, frames, ts, conn=conn, xid=xid, pkt=pkt, **args)
+        f = self.an.report_args(rule, frames, ts, conn, xid, pkt, args)
         cur = self.cur
         if cur is not None:
             if len(cur.findings) < FINDINGS_KEPT:
@@ -283,12 +283,12 @@ class Transactions(Module):
                 inv = ib.ieth
             elif st.rpcrdma:
                 if kind == "write":
-                    self._ib_write(st, pkt, d, again)
+                    self._ib_write(st, pkt, ib, d, again)
                 elif kind == "read_request":
                     if not again:
-                        self._ib_read_request(st, pkt, d)
+                        self._ib_read_request(st, pkt, ib, d)
                 elif kind == "read_response":
-                    self._ib_read_response(st, pkt, d)
+                    self._ib_read_response(st, pkt, ib, d)
         else:
             iws = pkt.noted(IWARP)
             if iws:
@@ -344,8 +344,8 @@ class Transactions(Module):
     def _settle(self, transport: Transport, pkt: Packet) -> None:
         """Take the held messages whose PSN the responder is now seen to have taken (the capture missed
         the packets before them), but the one this packet sends again."""
-        ib = pkt.ib
-        conv = pkt.conv
+        ib: IBInfo | None = pkt.ib
+        conv: LiveConnection | None = pkt.conv
         here = None
         if ib is not None and conv is not None:
             here = (conv.conn_id, DIRECTION_OF[conv.direction(pkt)], ib.psn)
@@ -717,10 +717,9 @@ class Transactions(Module):
         if len(stalled) > _STALLED_LIMIT:
             del stalled[next(iter(stalled))]
 
-    def _ib_write(self, st: ConnState, pkt: Packet, d: Direction, again: bool) -> None:
+    def _ib_write(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction, again: bool) -> None:
         """A WRITE packet; one sent ``again`` starts nothing (its Middle and Last fall out of sequence
         unless their first sending is missing)."""
-        ib = pkt.ib
         pos = ib.plan.pos
         started = None
         if pos == "first" or pos == "only":
@@ -736,8 +735,7 @@ class Transactions(Module):
             self._belongs(op.txn)
         self._move(st, pkt, op, ib.payload_end - ib.payload_off)
 
-    def _ib_read_request(self, st: ConnState, pkt: Packet, d: Direction) -> None:
-        ib = pkt.ib
+    def _ib_read_request(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction) -> None:
         if ib.reth is None:
             return
         va, rkey, dlen = ib.reth
@@ -747,8 +745,7 @@ class Transactions(Module):
         if len(pending) > _PENDING_LIMIT:
             del pending[next(iter(pending))]
 
-    def _ib_read_response(self, st: ConnState, pkt: Packet, d: Direction) -> None:
-        ib = pkt.ib
+    def _ib_read_response(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction) -> None:
         pos = ib.plan.pos
         started = st.reads_pending.pop((d.other, ib.psn), None) if pos == "first" or pos == "only" else None
         op = self._in_sequence(st, st.read_active, d, pos, ib.psn, started)

@@ -22,6 +22,7 @@ from typing import Any, Final
 from mypy_extensions import mypyc_attr
 
 from ..budget import Budget
+from ..conversation import Connection
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
@@ -235,7 +236,7 @@ RPC: Final[Note[RpcInfo]] = Note("rpc")     # the RPC message of the packet
 
 def rpc_flow(pkt: Packet) -> tuple:
     """Both directions of one connection: where a call and its reply meet."""
-    conv = pkt.conv
+    conv: Connection | None = pkt.conv
     if conv is not None:
         return ("conn", conv.conn_id)
     a, b = pkt.src, pkt.dst

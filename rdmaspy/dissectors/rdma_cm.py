@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ..conversation import Connection
 from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Layer, Packet
 from ..registry import table
@@ -135,7 +136,7 @@ def hand_private(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, port: in
 
 def rdmacm_payload(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     """First heuristic of ``ib.payload``: the upper layer bound to the connection's RDMA-CM port."""
-    conv = pkt.conv
+    conv: Connection | None = pkt.conv      # typed (Packet.conv is Any): its attributes read directly
     if conv is None:
         return False
     port = conv.port

@@ -20,6 +20,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Callable, Final, Sequence
 
+from ..conversation import Connection
 from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import add_data, table
@@ -400,7 +401,7 @@ def shape_of(msg: RpcRdmaMessage, is_reply: bool | None) -> str:
 # --- the connection's state -------------------------------------------------------------------------
 def flow_key(pkt: Packet) -> tuple:
     """One direction of one connection."""
-    conv = pkt.conv
+    conv: Connection | None = pkt.conv
     if conv is not None:
         return (conv.conn_id, conv.direction(pkt))
     ib = pkt.ib
@@ -414,7 +415,7 @@ def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
     calls = onc_rpc.calls_of(ctx)
     if (rpc_flow(pkt), msg.xid) in calls.by_key:
         return True
-    conv = pkt.conv
+    conv: Connection | None = pkt.conv
     if conv is not None:
         return conv.direction(pkt) == "s2c"
     return None
@@ -432,7 +433,7 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
         positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
         pkt.note(CHUNKS, (positions, len(msg.writes)))
     msg.rpc_span = (buf, off, end)
-    conv = pkt.conv
+    conv: Connection | None = pkt.conv
     if conv is not None:
         msg.rpc_flow = flow = ("conn", conv.conn_id)
     else:
