@@ -33,7 +33,9 @@ Matcher = Callable[[Packet, int], bool]
 
 
 class Sink(Protocol):
-    """What a presentation gives the pipeline: every shown packet, then the end."""
+    """What a presentation gives the pipeline: every shown packet, then the end.  A sink of the
+    analysis' records alone says so with a class attribute ``reads_packets = False``: its ``packet`` is
+    then not called (a call a frame for nothing)."""
 
     def packet(self, pkt: Packet) -> None: ...
 
@@ -77,7 +79,8 @@ class Pipeline:
         self._finished = False
         self._matcher = opts.matcher
         self._count = opts.count
-        self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in self.sinks]
+        self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in self.sinks
+                                                              if getattr(s, "reads_packets", True)]
         findings: list[Any] = []
         records: list[Any] = []
         for s in self.sinks:

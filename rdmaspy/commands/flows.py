@@ -30,6 +30,8 @@ class FlowsSink:
         self.fmt = fmt
         self._pipe: Any = None
 
+    reads_packets = False       # the flow builder's records and findings are all it reads
+
     def attach(self, pipe: Any) -> None:
         self._pipe = pipe
 

@@ -113,6 +113,8 @@ class _Block:
 class Stats:
     """Gathers the analysis records of one capture into per-connection and overall numbers."""
 
+    reads_packets = False       # the analysis' records and findings are all it reads
+
     def __init__(self) -> None:
         self.conns: dict[int, _Block] = {}
         self.overall = _Block()
@@ -148,7 +150,7 @@ class Stats:
         assert b is not None
         return b
 
-    # -- as a sink of the pipeline: the analysis records and findings are all it reads ---------------
+    # -- as a sink of the pipeline -----------------------------------------------------------------
     def packet(self, pkt: Any) -> None:
         pass
 
