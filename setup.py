@@ -10,8 +10,8 @@ pyproject.toml holds the package metadata.
   compilation, RDMASPY_COMPILE=1 makes a failure an error.  With them comes
   rdmaspy.dissectors._icrc, the RoCEv2 ICRC in C (CRC-32 folded with PCLMULQDQ where
   the CPU has it, else zlib's) and MPA's CRC-32c (SSE4.2's instruction, else a table), and
-  rdmaspy.output._scan, the line writer's check for control characters, and rdmaspy.output._line,
-  a summary line's columns in one call.
+  rdmaspy.output._scan, the line writer's check for control characters, rdmaspy.output._line,
+  a summary line's columns in one call, and rdmaspy.analysis._ring, the transport analysis' PSN ring.
 - The extension rdmaspy.traffic._hotpath is built only where the libibverbs and librdmacm
   headers exist (rdma-core's -dev packages); elsewhere ``rdmaspy serve/load`` say that this
   machine has no native RDMA path and point to the lab.  RDMASPY_NATIVE=0 skips it,
@@ -132,6 +132,8 @@ ICRC = Extension("rdmaspy.dissectors._icrc", ["rdmaspy/dissectors/_icrc.c"], lib
 SCAN = Extension("rdmaspy.output._scan", ["rdmaspy/output/_scan.c"], extra_compile_args=["-O2"])
 # A summary line's columns in one call (rdmaspy/output/text.py)
 LINE = Extension("rdmaspy.output._line", ["rdmaspy/output/_line.c"], extra_compile_args=["-O2"])
+# The transport analysis' PSN ring slots (rdmaspy/analysis/transport.py, PsnRing)
+RING = Extension("rdmaspy.analysis._ring", ["rdmaspy/analysis/_ring.c"], extra_compile_args=["-O2"])
 
 
 class OptionalBuildExt(build_ext):
@@ -178,7 +180,7 @@ have = _have_rdma_headers()
 if want_native == "1" and not have:
     raise SystemExit("RDMASPY_NATIVE=1 but the libibverbs/librdmacm headers are missing "
                      "(Debian: apt-get install libibverbs-dev librdmacm-dev)")
-ext_modules = [ICRC, SCAN, LINE] if _compile_wanted() else []
+ext_modules = [ICRC, SCAN, LINE, RING] if _compile_wanted() else []
 if have and want_native != "0":
     ext_modules.append(Extension("rdmaspy.traffic._hotpath", ["rdmaspy/traffic/_hotpath.c"],
                                  libraries=["ibverbs", "rdmacm"], extra_compile_args=["-O2", "-std=gnu11"]))

@@ -1,9 +1,13 @@
-"""The PSN ring of the transport analysis grows on use and always holds what a full ring holds."""
+"""The PSN ring of the transport analysis grows on use and always holds what a full ring holds; its slots
+in C (rdmaspy/analysis/_ring.c, built with the compiled decoder) answer as the Python ones.  Run on the
+compiled build too (tests/test_compiled.py), where the ring uses them."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rdmaspy.analysis import transport
 from rdmaspy.analysis.transport import _RING, PsnRing
 
 psns = st.lists(st.one_of(st.integers(0, 0xFFFFFF), st.integers(0, 40)), max_size=300)
@@ -22,7 +26,8 @@ def test_grown_ring_answers_as_the_full_ring(seq: list[int]) -> None:
         for probe in seq[:frame]:
             slot = ring.find(probe)
             full = full_frame[probe & (_RING - 1)] if full_psn[probe & (_RING - 1)] == probe else None
-            assert (ring.frame[slot] if slot >= 0 else None) == full
+            assert (ring.entry(slot) if slot >= 0 else None) == (None if full is None else (full, full * 10))
+            assert ring.frame_of(probe) == full
 
 
 def test_a_queue_pair_of_one_packet_keeps_a_small_ring() -> None:
@@ -54,3 +59,56 @@ def test_a_full_ring_costs_machine_integers_not_python_objects() -> None:
         tracemalloc.stop()
     assert ring.size == _RING and ring.find(0x100000 + 17) >= 0
     assert held < 150_000, held
+
+
+def _ring_c():
+    return pytest.importorskip("rdmaspy.analysis._ring")
+
+
+_values = st.integers(-(1 << 63), (1 << 63) - 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values), max_size=200))
+def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int]]) -> None:
+    """put, find, entry and grown in C against the struct-based Python code, on the same bytes: the
+    slots they leave are equal byte for byte at every step, growth included."""
+    c = _ring_c()
+    assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size
+    slots_c, slots_py, mask = bytearray(transport._EMPTY_SLOT * 8), bytearray(transport._EMPTY_SLOT * 8), 7
+    for psn, frame, ts in puts:
+        while True:
+            done_c = c.put(slots_c, mask, psn, frame, ts)
+            assert done_c == transport._put_py(slots_py, mask, psn, frame, ts)
+            assert slots_c == slots_py
+            if done_c:
+                break
+            slots_c, slots_py = c.grown(slots_c, mask), transport._grown_py(slots_py, mask)
+            mask = mask * 2 + 1
+            assert slots_c == slots_py
+        slot = c.find(slots_c, mask, psn)
+        assert slot == transport._find_py(slots_py, mask, psn) == psn & mask
+        assert c.entry(slots_c, slot) == transport._entry_py(slots_py, slot) == (frame, ts)
+        other = (psn + 1) & 0xFFFFFF
+        assert c.find(slots_c, mask, other) == transport._find_py(slots_py, mask, other)
+
+
+def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() -> None:
+    c = _ring_c()
+    slots = bytearray(transport._EMPTY_SLOT * 8)
+    with pytest.raises(TypeError):
+        c.put(bytes(slots), 7, 1, 1, 1)                 # not writable
+    with pytest.raises(ValueError):
+        c.find(slots, 15, 1)                           # the mask of a larger ring
+    with pytest.raises(ValueError):
+        c.put(slots, 6, 1, 1, 1)                       # not a power of two less one
+    with pytest.raises(IndexError):
+        c.entry(slots, 8)
+    with pytest.raises(IndexError):
+        c.entry(slots, -1)
+    with pytest.raises(OverflowError):
+        c.put(slots, 7, 1 << 64, 1, 1)
+    full = bytearray(transport._EMPTY_SLOT * _RING)
+    with pytest.raises(ValueError):
+        c.grown(full, _RING - 1)                       # never beyond the full ring
+    assert slots == bytearray(transport._EMPTY_SLOT * 8)

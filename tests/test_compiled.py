@@ -24,8 +24,10 @@ from digests import MODES, digests as _digests
 
 def test_the_per_packet_modules_are_really_compiled(compiled):
     probe = "import rdmaspy.packet, rdmaspy.dissectors.infiniband as ib, rdmaspy.pipeline as p, " \
-            "rdmaspy.dissectors._icrc as c, rdmaspy.output._scan as s, rdmaspy.output._line as l; " \
-            "print(ib.__file__); print(p.__file__); print(c.__file__); print(s.__file__); print(l.__file__)"
+            "rdmaspy.dissectors._icrc as c, rdmaspy.output._scan as s, rdmaspy.output._line as l, " \
+            "rdmaspy.analysis._ring as r; " \
+            "print(ib.__file__); print(p.__file__); print(c.__file__); print(s.__file__); print(l.__file__); " \
+            "print(r.__file__)"
     res = subprocess.run([sys.executable, "-c", probe], cwd=compiled, capture_output=True, text=True, check=True)
     paths = res.stdout.split()
     assert paths and all(p.startswith(str(compiled)) and not p.endswith(".py") for p in paths), paths
@@ -45,7 +47,7 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
     suites = ["tests/test_dissectors_no_exception.py", "tests/test_rpcrdma_fuzz.py", "tests/test_iwarp_fuzz.py",
               "tests/test_readers_fuzz.py", "tests/test_readers_damage.py", "tests/test_engine_fast_path.py",
               "tests/test_icrc.py", "tests/test_line_scan.py", "tests/test_deferred_layers.py",
-              "tests/test_summary_line.py",
+              "tests/test_summary_line.py", "tests/test_analysis_transport_ring.py",
               # records and texts of the analysis and the hot path, made and read by interpreted code too
               "tests/test_analysis_model.py", "tests/test_hot_path_texts.py", "tests/test_analysis_recent_frames.py"]
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],

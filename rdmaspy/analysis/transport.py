@@ -22,9 +22,9 @@ requests still waiting for their responses.
 """
 from __future__ import annotations
 
-from array import array
+import struct
 from collections import deque
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -179,8 +179,55 @@ class _Read:
         self.bytes = 0
 
 
-_EMPTY_PSNS: Final = [-1] * 8
-_ZEROS: Final = [0] * 8
+# A ring slot: the request PSN (-1: empty), its frame and its time, three native-order 64-bit integers
+# in a bytearray.  rdmaspy/analysis/_ring.c reads and writes them in one call; these are the same in
+# Python, where it is not built.
+_SLOT: Final = struct.Struct("=qqq")
+_SLOT_PSN: Final = struct.Struct("=q")
+_EMPTY_SLOT: Final = _SLOT.pack(-1, 0, 0)
+
+
+def _put_py(slots: bytearray, mask: int, psn: int, frame: int, ts: int) -> bool:
+    at = (psn & mask) * _SLOT.size
+    old: int = _SLOT_PSN.unpack_from(slots, at)[0]
+    if old >= 0 and old != psn and (old ^ psn) & (_RING - 1) and mask < _RING - 1:
+        return False
+    _SLOT.pack_into(slots, at, psn, frame, ts)
+    return True
+
+
+def _find_py(slots: bytearray, mask: int, psn: int) -> int:
+    slot = psn & mask
+    old: int = _SLOT_PSN.unpack_from(slots, slot * _SLOT.size)[0]
+    return slot if old == psn else -1
+
+
+def _entry_py(slots: bytearray, slot: int) -> tuple[int, int]:
+    _psn, frame, ts = _SLOT.unpack_from(slots, slot * _SLOT.size)
+    return frame, ts
+
+
+def _grown_py(slots: bytearray, mask: int) -> bytearray:
+    # Entries in distinct slots stay in distinct slots when the mask gains a bit.
+    nmask = mask * 2 + 1
+    out = bytearray(_EMPTY_SLOT * (nmask + 1))
+    for psn, frame, ts in _SLOT.iter_unpack(slots):
+        if psn >= 0:
+            _SLOT.pack_into(out, (psn & nmask) * _SLOT.size, psn, frame, ts)
+    return out
+
+
+try:
+    from ._ring import entry as _entry_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._ring import find as _find_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._ring import grown as _grown_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:         # not built (a source checkout): the same in Python
+    _put_c = _find_c = _entry_c = _grown_c = None
+_RING_PUT: Final[Callable[[bytearray, int, int, int, int], bool]] = _put_c or _put_py
+_RING_FIND: Final[Callable[[bytearray, int, int], int]] = _find_c or _find_py
+_RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int]]] = _entry_c or _entry_py
+_RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -189,47 +236,32 @@ class PsnRing:
     low bits holds them, grown on use: it starts with 8 slots and doubles only when two PSNs that the
     full ring keeps apart meet in one slot.  So it always holds what the full ring would, and a queue
     pair costs what it has sent (thousands of queue pairs of one packet each cost little).  The slots are
-    machine integers (``array``): a full ring of Python ints took some 470 KB a requester, 60 MiB for
-    the 128 requesters of 64 NFS mounts."""
+    machine integers in one bytearray (``_SLOT``): a full ring of Python ints took some 470 KB a
+    requester, 60 MiB for the 128 requesters of 64 NFS mounts."""
 
-    __slots__ = ("psn", "frame", "ts", "mask")
+    __slots__ = ("slots", "mask")
 
     def __init__(self) -> None:
-        self.psn = array("q", _EMPTY_PSNS)
-        self.frame = array("q", _ZEROS)
-        self.ts = array("q", _ZEROS)
+        self.slots = bytearray(_EMPTY_SLOT * 8)
         self.mask = 7
 
     def find(self, psn: int) -> int:
         """The slot holding ``psn``, or -1."""
-        slot = psn & self.mask
-        return slot if self.psn[slot] == psn else -1
+        return _RING_FIND(self.slots, self.mask, psn)
+
+    def entry(self, slot: int) -> tuple[int, int]:
+        """(frame, time) of the request in ``slot``."""
+        return _RING_ENTRY(self.slots, slot)
+
+    def frame_of(self, psn: int) -> int | None:
+        """The frame that sent request ``psn`` last, if the ring holds it."""
+        slot = self.find(psn)
+        return self.entry(slot)[0] if slot >= 0 else None
 
     def put(self, psn: int, frame: int, ts: int) -> None:
-        slot = psn & self.mask
-        old = self.psn[slot]
-        while old >= 0 and old != psn and (old ^ psn) & (_RING - 1) and self.mask < _RING - 1:
-            self._grow()
-            slot = psn & self.mask
-            old = self.psn[slot]
-        self.psn[slot] = psn
-        self.frame[slot] = frame
-        self.ts[slot] = ts
-
-    def _grow(self) -> None:
-        # Entries in distinct slots stay in distinct slots when the mask gains a bit.
-        size = (self.mask + 1) * 2
-        mask = size - 1
-        psns = array("q", [-1]) * size
-        frames = array("q", [0]) * size
-        tss = array("q", [0]) * size
-        for i, p in enumerate(self.psn):
-            if p >= 0:
-                j = p & mask
-                psns[j] = p
-                frames[j] = self.frame[i]
-                tss[j] = self.ts[i]
-        self.psn, self.frame, self.ts, self.mask = psns, frames, tss, mask
+        while not _RING_PUT(self.slots, self.mask, psn, frame, ts):
+            self.slots = _RING_GROWN(self.slots, self.mask)
+            self.mask = self.mask * 2 + 1
 
     @property
     def size(self) -> int:
@@ -505,8 +537,7 @@ class Transport(Module):
             self._responder_takes(st, psn, count)
             lay = self._fields(pkt)
             hole = self._fill_hole(st, psn)
-            slot = st.ring.find(psn)
-            original = st.ring.frame[slot] if slot >= 0 else None
+            original = st.ring.frame_of(psn)
             resumed = None
             if original is None and kind == "read_request":
                 # A requester retrying a READ asks again from the first response PSN it lacks,
@@ -689,10 +720,12 @@ class Transport(Module):
         if n > 1:
             st.coalesced += 1
             lay.add(ACK_COALESCED, True)
-        slot = st.ring.find(psn)
-        if slot >= 0:
-            lay.add(ACKS_FRAME, st.ring.frame[slot])
-            lay.add(ACK_RTT, (frame.ts - st.ring.ts[slot]) / 1e9)
+        if self.packet_fields:      # the request acknowledged and the round trip are shown, not counted
+            slot = st.ring.find(psn)
+            if slot >= 0:
+                sent, sent_ts = st.ring.entry(slot)
+                lay.add(ACKS_FRAME, sent)
+                lay.add(ACK_RTT, (frame.ts - sent_ts) / 1e9)
         st.acked = psn
         if st.nxt is not None and ((psn - st.nxt) & _MASK) < _HALF and not self._in_read(st, psn):
             lay.add(ACKED_UNSEEN, True)

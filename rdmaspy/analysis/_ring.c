@@ -1,0 +1,180 @@
+/*
+ * The transport analysis' PSN ring (rdmaspy/analysis/transport.py, PsnRing), its slots in C.
+ *
+ * A ring is a bytearray of slots, SLOT_SIZE bytes each: the request PSN (-1: empty), its frame and its
+ * time, three native-order 64-bit integers (struct "=qqq", which the Python fallback in transport.py
+ * reads and writes the same way).  A slot is the PSN's low bits (psn & mask).
+ *
+ * put(slots, mask, psn, frame, ts) -> bool
+ *   Stores the request in its slot; False, storing nothing, when the slot holds another PSN that a ring
+ *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
+ * find(slots, mask, psn) -> int          the slot holding psn, or -1
+ * entry(slots, slot) -> (frame, ts)
+ * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
+ *
+ * Compiled, each of these is one call where the Python code made three or four generic item accesses of
+ * an array (some 400 instructions each) and an int object per value.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define SLOT_SIZE 24
+#define RING 4096
+
+typedef struct {
+    int64_t psn, frame, ts;
+} Slot;
+
+/* The slots of a bytearray that holds mask + 1 of them, or NULL with an exception set. */
+static Slot *
+slots_of(PyObject *obj, long long mask)
+{
+    if (!PyByteArray_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, "ring slots must be a bytearray");
+        return NULL;
+    }
+    if (mask < 0 || mask >= RING || (mask & (mask + 1)) != 0
+            || PyByteArray_GET_SIZE(obj) != (Py_ssize_t)(mask + 1) * SLOT_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "ring slots do not match the mask");
+        return NULL;
+    }
+    return (Slot *)PyByteArray_AS_STRING(obj);
+}
+
+static int
+as_i64(PyObject *obj, int64_t *out)
+{
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred())
+        return 0;
+    *out = (int64_t)v;
+    return 1;
+}
+
+static PyObject *
+ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t mask, psn, frame, ts;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "put(slots, mask, psn, frame, ts)");
+        return NULL;
+    }
+    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn) || !as_i64(args[3], &frame) || !as_i64(args[4], &ts))
+        return NULL;
+    Slot *slots = slots_of(args[0], mask);
+    if (slots == NULL)
+        return NULL;
+    Slot s;
+    char *at = (char *)(slots) + (size_t)(psn & mask) * SLOT_SIZE;
+    memcpy(&s, at, SLOT_SIZE);          /* a bytearray's buffer need not be aligned for int64_t */
+    if (s.psn >= 0 && s.psn != psn && ((s.psn ^ psn) & (RING - 1)) && mask < RING - 1)
+        Py_RETURN_FALSE;
+    s.psn = psn;
+    s.frame = frame;
+    s.ts = ts;
+    memcpy(at, &s, SLOT_SIZE);
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+ring_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t mask, psn, old;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "find(slots, mask, psn)");
+        return NULL;
+    }
+    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn))
+        return NULL;
+    Slot *slots = slots_of(args[0], mask);
+    if (slots == NULL)
+        return NULL;
+    int64_t slot = psn & mask;
+    memcpy(&old, (char *)(slots) + (size_t)slot * SLOT_SIZE, sizeof old);
+    return PyLong_FromLongLong(old == psn ? slot : -1);
+}
+
+static PyObject *
+ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t slot;
+    Slot s;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "entry(slots, slot)");
+        return NULL;
+    }
+    if (!PyByteArray_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "ring slots must be a bytearray");
+        return NULL;
+    }
+    if (!as_i64(args[1], &slot))
+        return NULL;
+    if (slot < 0 || (slot + 1) * SLOT_SIZE > PyByteArray_GET_SIZE(args[0])) {
+        PyErr_SetString(PyExc_IndexError, "ring slot out of range");
+        return NULL;
+    }
+    memcpy(&s, PyByteArray_AS_STRING(args[0]) + slot * SLOT_SIZE, SLOT_SIZE);
+    return Py_BuildValue("(LL)", (long long)s.frame, (long long)s.ts);
+}
+
+static PyObject *
+ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t mask;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "grown(slots, mask)");
+        return NULL;
+    }
+    if (!as_i64(args[1], &mask))
+        return NULL;
+    Slot *slots = slots_of(args[0], mask);
+    if (slots == NULL)
+        return NULL;
+    if (mask >= RING - 1) {
+        PyErr_SetString(PyExc_ValueError, "the ring is full size");
+        return NULL;
+    }
+    int64_t size = (mask + 1) * 2, nmask = size - 1;
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size * SLOT_SIZE);
+    if (out == NULL)
+        return NULL;
+    char *dst = PyByteArray_AS_STRING(out);
+    const Slot empty = {-1, 0, 0};
+    for (int64_t i = 0; i < size; i++)
+        memcpy(dst + i * SLOT_SIZE, &empty, SLOT_SIZE);
+    /* Entries in distinct slots stay in distinct slots when the mask gains a bit. */
+    for (int64_t i = 0; i <= mask; i++) {
+        Slot s;
+        memcpy(&s, (char *)(slots) + i * SLOT_SIZE, SLOT_SIZE);
+        if (s.psn >= 0)
+            memcpy(dst + (s.psn & nmask) * SLOT_SIZE, &s, SLOT_SIZE);
+    }
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, mask, psn, frame, ts) -> bool"},
+    {"find", (PyCFunction)(void (*)(void))ring_find, METH_FASTCALL, "find(slots, mask, psn) -> slot or -1"},
+    {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts)"},
+    {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_ring", "The transport analysis' PSN ring slots, in C.", -1, methods,
+};
+
+PyMODINIT_FUNC
+PyInit__ring(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntConstant(m, "RING", RING) < 0 || PyModule_AddIntConstant(m, "SLOT_SIZE", SLOT_SIZE) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
