@@ -159,9 +159,11 @@ class Stats:
 
     def on_finding(self, f: Finding) -> None:
         rid = f.rule_def.id
-        for b in (self.overall, self.block(f.conn)):
-            if b is not None:
-                b.findings[rid] = b.findings.get(rid, 0) + 1
+        counts = self.overall.findings
+        counts[rid] = counts.get(rid, 0) + 1
+        if f.conn is not None:
+            counts = self._block(f.conn).findings
+            counts[rid] = counts.get(rid, 0) + 1
 
 
 def gather(path: str) -> tuple[Any, dict[str, Any]]:
