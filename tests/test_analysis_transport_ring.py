@@ -89,8 +89,10 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int]])
         slot = c.find(slots_c, mask, psn)
         assert slot == transport._find_py(slots_py, mask, psn) == psn & mask
         assert c.entry(slots_c, slot) == transport._entry_py(slots_py, slot) == (frame, ts)
+        assert c.frame_of(slots_c, mask, psn) == transport._frame_of_py(slots_py, mask, psn) == frame
         other = (psn + 1) & 0xFFFFFF
         assert c.find(slots_c, mask, other) == transport._find_py(slots_py, mask, other)
+        assert c.frame_of(slots_c, mask, other) == transport._frame_of_py(slots_py, mask, other)
 
 
 def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() -> None:

@@ -9,6 +9,7 @@
  *   Stores the request in its slot; False, storing nothing, when the slot holds another PSN that a ring
  *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
  * find(slots, mask, psn) -> int          the slot holding psn, or -1
+ * frame_of(slots, mask, psn) -> int      the frame of the slot holding psn, or -1
  * entry(slots, slot) -> (frame, ts)
  * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
@@ -97,6 +98,24 @@ ring_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+ring_frame_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t mask, psn;
+    Slot s;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "frame_of(slots, mask, psn)");
+        return NULL;
+    }
+    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn))
+        return NULL;
+    Slot *slots = slots_of(args[0], mask);
+    if (slots == NULL)
+        return NULL;
+    memcpy(&s, (char *)(slots) + (size_t)(psn & mask) * SLOT_SIZE, SLOT_SIZE);
+    return PyLong_FromLongLong(s.psn == psn ? s.frame : -1);
+}
+
+static PyObject *
 ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t slot;
@@ -116,7 +135,16 @@ ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     memcpy(&s, PyByteArray_AS_STRING(args[0]) + slot * SLOT_SIZE, SLOT_SIZE);
-    return Py_BuildValue("(LL)", (long long)s.frame, (long long)s.ts);
+    PyObject *frame = PyLong_FromLongLong(s.frame), *ts = PyLong_FromLongLong(s.ts);
+    if (frame == NULL || ts == NULL) {
+        Py_XDECREF(frame);
+        Py_XDECREF(ts);
+        return NULL;
+    }
+    PyObject *out = PyTuple_Pack(2, frame, ts);
+    Py_DECREF(frame);
+    Py_DECREF(ts);
+    return out;
 }
 
 static PyObject *
@@ -157,6 +185,8 @@ ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, mask, psn, frame, ts) -> bool"},
     {"find", (PyCFunction)(void (*)(void))ring_find, METH_FASTCALL, "find(slots, mask, psn) -> slot or -1"},
+    {"frame_of", (PyCFunction)(void (*)(void))ring_frame_of, METH_FASTCALL,
+     "frame_of(slots, mask, psn) -> frame or -1"},
     {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts)"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
     {NULL, NULL, 0, NULL},

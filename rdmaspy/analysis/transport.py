@@ -202,6 +202,11 @@ def _find_py(slots: bytearray, mask: int, psn: int) -> int:
     return slot if old == psn else -1
 
 
+def _frame_of_py(slots: bytearray, mask: int, psn: int) -> int:
+    old, frame, _ts = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
+    return frame if old == psn else -1
+
+
 def _entry_py(slots: bytearray, slot: int) -> tuple[int, int]:
     _psn, frame, ts = _SLOT.unpack_from(slots, slot * _SLOT.size)
     return frame, ts
@@ -220,12 +225,14 @@ def _grown_py(slots: bytearray, mask: int) -> bytearray:
 try:
     from ._ring import entry as _entry_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import find as _find_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._ring import frame_of as _frame_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import grown as _grown_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
-    _put_c = _find_c = _entry_c = _grown_c = None
+    _put_c = _find_c = _frame_of_c = _entry_c = _grown_c = None
 _RING_PUT: Final[Callable[[bytearray, int, int, int, int], bool]] = _put_c or _put_py
 _RING_FIND: Final[Callable[[bytearray, int, int], int]] = _find_c or _find_py
+_RING_FRAME_OF: Final[Callable[[bytearray, int, int], int]] = _frame_of_c or _frame_of_py
 _RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int]]] = _entry_c or _entry_py
 _RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
 
@@ -255,8 +262,8 @@ class PsnRing:
 
     def frame_of(self, psn: int) -> int | None:
         """The frame that sent request ``psn`` last, if the ring holds it."""
-        slot = self.find(psn)
-        return self.entry(slot)[0] if slot >= 0 else None
+        frame = _RING_FRAME_OF(self.slots, self.mask, psn)
+        return frame if frame >= 0 else None
 
     def put(self, psn: int, frame: int, ts: int) -> None:
         while not _RING_PUT(self.slots, self.mask, psn, frame, ts):
