@@ -291,6 +291,29 @@ class UntaggedAssembly:
         return b"".join(out)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class DdpStream:
+    """The stream DDP segments come in, as DDP reads it (an MPA direction, ``iwarp_mpa.MpaDir``, is one):
+    declared here, below MPA, so that DDP reads it typed (compiled, an untyped stream was a generic
+    attribute read each time, half a dozen a segment)."""
+
+    __slots__ = ("is_initiator", "untagged", "frames_now", "crc_now")
+
+    def __init__(self, is_initiator: bool | None) -> None:
+        self.is_initiator = is_initiator
+        self.untagged = UntaggedAssembly()
+        self.frames_now: list[int] = []         # the frames the FPDU at hand came in
+        self.crc_now: bool | None = None        # its CRC's verdict (None: no CRC in use)
+
+    def owner(self) -> object:
+        """The connection the stream belongs to (``IWarpInfo.conn``)."""
+        return None
+
+    def port(self) -> int | None:
+        """The server's port: the key of ``rdmacm.port`` for the stream's Send messages."""
+        return None
+
+
 def _name(op: int) -> str:
     name = RDMAP_OPCODES.get(op)       # not .get(op, f"..."): the default would be made at every call
     return name if name is not None else f"Reserved opcode {op}"
@@ -323,7 +346,7 @@ _FILL_DDP: Final = _fill_ddp
 _FILL_RDMAP_UNTAGGED: Final = _fill_rdmap_untagged
 
 
-def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: Any = None,
+def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: DdpStream | None = None,
                       out: list | None = None) -> IWarpInfo | None:
     """One DDP segment (an MPA ULPDU) in ``buf[off:end]``.
 
@@ -355,7 +378,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     info.last = bool(last)
     info.buf = buf
     if stream is not None:
-        info.conn = stream.conn
+        info.conn = stream.owner()
         info.from_initiator = stream.is_initiator
     n_expert = len(pkt.expert) if pkt.expert else 0
     if dv != 1:
@@ -509,10 +532,10 @@ def _terminate(pkt: Packet, rdmap: Layer, info: IWarpInfo, buf: bytes, pos: int,
     return p, text
 
 
-def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, stream: Any,
+def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInfo, stream: DdpStream | None,
                   ddp: Layer) -> None:
     """A Send's payload: whole messages to ``rdmacm.port``; segments of longer ones are kept."""
-    port = stream.server_port if stream is not None else None
+    port = stream.port() if stream is not None else None
     if info.qn != 0:
         if end > pos:
             add_data_layer(pkt, buf, pos, end)
@@ -524,7 +547,9 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
     if stream is None:
         add_data_layer(pkt, buf, pos, end)
         return
-    whole = stream.untagged.add(info.qn, info.msn, info.mo, bytes(buf[pos:end]), info.last)
+    qn, msn, mo = info.qn, info.msn, info.mo
+    assert qn is not None and msn is not None and mo is not None     # read from every untagged header
+    whole = stream.untagged.add(qn, msn, mo, bytes(buf[pos:end]), info.last)
     if whole is None:
         if end > pos:
             add_data_layer(pkt, buf, pos, end)

@@ -196,28 +196,30 @@ CLOSED: Final = "closed"
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class MpaDir:
-    """One direction of an iWARP connection."""
+class MpaDir(iwarp_ddp.DdpStream):
+    """One direction of an iWARP connection (to DDP, the stream its segments come in)."""
 
-    __slots__ = ("conn", "src", "is_initiator", "stream", "phase", "markers", "mstart", "untagged",
-                 "frames_now", "crc_now", "fpdus", "finished")
+    __slots__ = ("conn", "src", "stream", "phase", "markers", "mstart", "fpdus", "finished")
 
     def __init__(self, conn: MpaConn, src: tuple[str, int], is_initiator: bool | None) -> None:
+        super().__init__(is_initiator)
         self.conn = conn
         self.src = src
-        self.is_initiator = is_initiator
         self.stream = HalfStream()
         self.phase = STARTUP
         self.markers = False
         self.mstart = 0            # stream position of the first FPDU (marker origin)
-        self.untagged = iwarp_ddp.UntaggedAssembly()
-        self.frames_now: list[int] = []
-        self.crc_now: bool | None = None
         self.fpdus = 0
         self.finished = False      # its FIN came with every byte before it in the stream
 
     @property
     def server_port(self) -> int:
+        return self.conn.server_port
+
+    def owner(self) -> object:
+        return self.conn
+
+    def port(self) -> int | None:
         return self.conn.server_port
 
 
@@ -277,7 +279,7 @@ def _new_conn(ctx: Any, pkt: Packet, initiator: tuple[str, int], responder: tupl
 
 
 # --- the TCP hook ----------------------------------------------------------------------------------
-def _tcp_layer(pkt: Packet, buf: Any) -> TcpLayer | None:
+def _tcp_layer(pkt: Packet, buf: bytes) -> TcpLayer | None:
     """The TCP header's layer under this payload (its ports and sequence number), or None."""
     for lay in reversed(pkt.made_layers()):     # the last, as a rule; TCP's layer is made, never left to a maker
         if isinstance(lay, TcpLayer):
@@ -285,7 +287,7 @@ def _tcp_layer(pkt: Packet, buf: Any) -> TcpLayer | None:
     return None
 
 
-def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
+def heuristic_mpa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     """``tcp.port`` heuristic: segments of known iWARP connections, MPA Requests/Replies, lone FPDUs."""
     tcp = _tcp_layer(pkt, buf)
     if tcp is None:
@@ -296,7 +298,7 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     src = (pkt.src, sport)
     dst = (pkt.dst, dport)
     streams = _streams(ctx)
-    d = streams.get((src, dst))
+    d: MpaDir | None = streams.get((src, dst))     # typed: compiled, its attributes read directly
     n = end - off
     # "M" first: an FPDU begins with its length, which is never 0x4d.. in a segment (a slice a segment spared)
     if d is not None and d.phase != STARTUP and n >= 16 and buf[off] == 0x4D and buf[off:off + 16] == KEY_REQ:
@@ -323,7 +325,7 @@ def heuristic_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
     return True
 
 
-def tcp_end_mpa(pkt: Packet, buf: Any, off: int, end: int, ctx: Any) -> bool:
+def tcp_end_mpa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     """``tcp.end``: a FIN or RST of a known iWARP connection (``buf[off:]`` is its TCP header). After a
     RST, or once each direction's FIN came with every byte before it, the connection's stream state
     goes; a FIN ahead of missing bytes keeps it, so that their retransmission still finds it."""
@@ -377,7 +379,7 @@ MPA_RESYNC: Final = declare(
 
 
 # --- stream walking -------------------------------------------------------------------------------
-def dissect_mpa_segment(pkt: Packet, buf: Any, off: int, end: int, ctx: Any, d: MpaDir, seq: int) -> None:
+def dissect_mpa_segment(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, d: MpaDir, seq: int) -> None:
     view = d.stream.feed(seq, buf, off, end, pkt.frame.num)
     pkt.proto = "MPA"
     _account(ctx, d, pkt)
@@ -611,7 +613,7 @@ def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
 
 
 # --- FPDUs ----------------------------------------------------------------------------------------
-def _gather(buf: Any, p: int, end: int, spos: int, mstart: int, need: int) -> tuple[bytes, int, list[int]] | None:
+def _gather(buf: bytes, p: int, end: int, spos: int, mstart: int, need: int) -> tuple[bytes, int, list[int]] | None:
     """``need`` bytes of FPDU content from ``buf[p:]`` with the markers left out.
 
     ``spos`` is the stream position of ``p``; markers stand where (position - mstart) is a
@@ -656,7 +658,7 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
         if got is None:
             return -1
         content, raw, marks = got
-        cbuf: Any = content
+        cbuf = content
         c0 = 0
     else:
         if vend - p < 2:
@@ -726,7 +728,7 @@ def _fill_fpdu(lay: Any) -> None:
 _FILL_FPDU: Final = _fill_fpdu
 
 
-def fpdu_chain(buf: Any, p: int, end: int, exact: bool) -> int:
+def fpdu_chain(buf: bytes, p: int, end: int, exact: bool) -> int:
     """How many plausible FPDUs follow each other from ``p`` (no markers); 0 if the first is not one.
 
     ``exact``: the chain must end exactly at ``end``.  Otherwise a last FPDU cut short by the

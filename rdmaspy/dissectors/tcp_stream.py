@@ -17,7 +17,7 @@ came from.
 """
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
@@ -51,7 +51,7 @@ class StreamView:
     __slots__ = ("buf", "off", "end", "stream_off", "spans", "status", "gap", "gap_at", "in_frame",
                  "dropped", "abandoned")
 
-    def __init__(self, buf: Any, off: int, end: int, stream_off: int, spans: list[tuple[int, int, int]],
+    def __init__(self, buf: bytes, off: int, end: int, stream_off: int, spans: list[tuple[int, int, int]],
                  status: str, in_frame: bool) -> None:
         self.buf = buf
         self.off = off
@@ -96,7 +96,7 @@ class HalfStream:
         self.retransmissions = 0
 
     # -- input ------------------------------------------------------------------------------------
-    def feed(self, seq: int, buf: Any, off: int, end: int, frame: int) -> StreamView:
+    def feed(self, seq: int, buf: bytes, off: int, end: int, frame: int) -> StreamView:
         """Add one segment's payload ``buf[off:end]``; returns what is now readable."""
         n = end - off
         self.segments += 1
@@ -140,7 +140,7 @@ class HalfStream:
         view.dropped = skip
         return view
 
-    def _empty(self, buf: Any, off: int, status: str, dropped: int) -> StreamView:
+    def _empty(self, buf: bytes, off: int, status: str, dropped: int) -> StreamView:
         view = StreamView(buf, off, off, self.next_off, [], status, True)
         view.dropped = dropped
         return view
@@ -172,7 +172,7 @@ class HalfStream:
                 break
         return total
 
-    def _skip_hole(self, seq: int, buf: Any, off: int, end: int, frame: int) -> StreamView:
+    def _skip_hole(self, seq: int, buf: bytes, off: int, end: int, frame: int) -> StreamView:
         """Too much waits behind a hole: record the gap and carry on from the earliest byte held."""
         assert self.next_seq is not None
         cands = list(self.held) + [seq & 0xFFFFFFFF]
