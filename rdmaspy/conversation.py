@@ -310,7 +310,7 @@ class ConnectionTable:
         """(connection, client-to-server) of a TCP segment, for iWARP connections."""
         return self._tcp.get((src, sport, dst, dport))
 
-    def account(self, pkt: Any, conn: Connection, c2s: bool) -> None:
+    def account(self, pkt: Packet, conn: Connection, c2s: bool) -> None:
         """Count a packet (iWARP: each TCP segment carrying the connection) and attribute it."""
         pkt.conv = conn
         n = pkt.frame.wirelen

@@ -33,7 +33,7 @@ class Connections(Module):
         self.countdown = REFRESH
 
     def packet(self, pkt: Packet) -> None:
-        conv = pkt.conv
+        conv: LiveConnection | None = pkt.conv      # typed (Packet.conv is Any): its attributes read directly
         if conv is not None:
             if conv.conn_id not in self.seen:
                 snap = Connection.of(conv)
