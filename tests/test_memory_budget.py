@@ -66,7 +66,7 @@ def test_a_bad_option_or_variable_is_one_line(monkeypatch):
     assert rc == 1 and err.startswith(f"rdmaspy: error: {budget.ENV}") and err.count("\n") == 1
 
 
-class _Holder:
+class _Holder(budget.Holder):
     def __init__(self, b: budget.Budget, name: str) -> None:
         self.name = name
         self.held = 0

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, Final, Protocol
 from mypy_extensions import mypyc_attr
 
 from .. import budget as _budget
-from ..budget import Budget
+from ..budget import Budget, Holder
 from ..packet import Packet
 from .model import Record
 from .rules import Finding, Rule, declare
@@ -39,9 +39,10 @@ class AnalysisModule(Protocol):
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class Module:
+class Module(Holder):
     """The base of the analysis modules rdmaspy ships: compiled, the analyzer calls a subclass's ``packet``
-    through its class (a method of a protocol is a generic call, its arguments boxed and parsed again)."""
+    through its class (a method of a protocol is a generic call, its arguments boxed and parsed again).
+    A module that keeps state joins the memory budget as a ``Holder`` (one that keeps none never joins)."""
 
     def packet(self, pkt: Packet) -> None:
         """See one packet, in capture order (a module that needs none of them keeps this)."""

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
-from ..budget import Budget
+from ..budget import Budget, Holder
 from ..conversation import Connection
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
@@ -161,7 +161,7 @@ _CALL_COST: Final = 512     # an outstanding call's entry (key, list, strings), 
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _Calls:
+class _Calls(Holder):
     """Calls per (flow, xid): the outstanding ones, and the most recently answered.
 
     Outstanding calls are bounded (``limit``) so that unanswered calls cannot grow without limit; the
@@ -172,7 +172,7 @@ class _Calls:
     and the oldest are given up past it.
     """
 
-    __slots__ = ("by_key", "answered", "limit", "answered_limit", "budget", "held", "name")
+    __slots__ = ("by_key", "answered", "limit", "answered_limit", "budget")
 
     def __init__(self, limit: int = 65536, answered: int = 4096, budget: Budget | None = None) -> None:
         # [prog, vers, proc, call frame, call time, label, program name, procedure name]

@@ -34,7 +34,7 @@ from mypy_extensions import mypyc_attr
 
 from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
-from ..budget import Budget
+from ..budget import Budget, Holder
 from ..registry import table, try_heuristics
 from ..session import wants_info
 from .data import add_data_layer
@@ -162,12 +162,11 @@ class _Placed(_Charged):
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _State:
+class _State(Holder):
     """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
-    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "write_wants", "written", "kept", "held",
-                 "budget", "name")
+    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "write_wants", "written", "kept", "budget")
 
     def __init__(self, budget: Budget) -> None:
         self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"

@@ -21,7 +21,7 @@ from typing import Any, Final, Sequence
 
 from mypy_extensions import mypyc_attr
 
-from ..budget import Budget
+from ..budget import Budget, Holder
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Packet
 from ..registry import add_data
@@ -105,11 +105,11 @@ class _Sequence:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _Continuations:
+class _Continuations(Holder):
     """Message Continuations in progress, by direction of a connection; a holder of the memory budget
     (each part's bytes are charged until its message completes or is given up)."""
 
-    __slots__ = ("by_flow", "held", "budget", "name")
+    __slots__ = ("by_flow", "budget")
 
     def __init__(self, budget: Budget) -> None:
         self.by_flow: dict[Any, _Sequence] = {}
