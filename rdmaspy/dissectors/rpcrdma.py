@@ -434,6 +434,7 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
         pkt.note(CHUNKS, (positions, len(msg.writes)))
     msg.rpc_span = (buf, off, end)
     conv: Connection | None = pkt.conv
+    flow: tuple     # ("conn", id), or the two addresses: not one tuple type (compiled, it is checked)
     if conv is not None:
         msg.rpc_flow = flow = ("conn", conv.conn_id)
     else:
