@@ -197,8 +197,12 @@ class PcapngReader(Capture):
                     if btype == 6 and 32 <= length <= avail and not length & 3 and iface < nlocal:
                         bend = pos + length
                         dend = pos + 28 + caplen
-                        if dend <= bend - 4 and (u32le(buf, bend - 4) if order is _LE
-                                                 else u32(buf, bend - 4)[0]) == length:
+                        if dend <= bend - 4:
+                            # typed: compiled, compared as machine integers (an unpack gives Any)
+                            trailer: int = u32le(buf, bend - 4) if order is _LE else u32(buf, bend - 4)[0]
+                        else:
+                            trailer = -1
+                        if trailer == length:
                             gi, lt, mul, den, toff, _snap = local[iface]
                             opt = dend + (-caplen & 3)
                             num += 1
