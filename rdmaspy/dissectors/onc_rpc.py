@@ -26,7 +26,7 @@ from ..conversation import Connection
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
-from ..session import wants_info
+from ..session import Session, wants_info
 from .xdr import Cursor, XdrError
 
 declaring(__name__)
@@ -223,7 +223,7 @@ class _Calls(Holder):
         return value
 
 
-def calls_of(ctx: Any) -> _Calls:
+def calls_of(ctx: Session) -> _Calls:
     """The session's table of RPC calls, charged to its memory budget."""
     calls: _Calls | None = ctx.state.get("rpc.calls")
     if calls is None:
@@ -512,6 +512,9 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     if end - off < 8:
         pkt.truncated("rpc", end - off, 8)
         return None
+    # typed: compiled, machine integers compared directly (an unpack gives Any, each comparison generic)
+    xid: int
+    mtype: int
     xid, mtype = _XID_TYPE.unpack_from(buf, off)
     info = RpcInfo(xid, mtype)
     frame = pkt.frame
@@ -549,10 +552,12 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         calls.add(key, entry)
         body_ok = True
     else:
-        if info.reply_stat not in (0, 1):
-            pkt.set_malformed(f"rpc: reply status {info.reply_stat} is not defined")
-        elif info.reject_stat not in (None, 0, 1):
-            pkt.set_malformed(f"rpc: reject status {info.reject_stat} is not defined")
+        reply_stat = info.reply_stat
+        reject_stat = info.reject_stat
+        if reply_stat is None or (reply_stat != 0 and reply_stat != 1):
+            pkt.set_malformed(f"rpc: reply status {reply_stat} is not defined")
+        elif reject_stat is not None and reject_stat != 0 and reject_stat != 1:
+            pkt.set_malformed(f"rpc: reject status {reject_stat} is not defined")
         body_ok = info.reply_stat == 0 and info.accept_stat == 0
     pkt.note(RPC, info)
     prog = info.prog
@@ -561,7 +566,12 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         # programs learnt from the capture itself (an NFSv4 client's callback program)
         learnt = ctx.state.get("rpc.programs") if hasattr(ctx, "state") else None
         fn = learnt.get(prog) if learnt else None
-    if fn is not None and body_ok and not (info.gss_proc == 0 and info.gss_service in (2, 3)):
+    gss_proc = info.gss_proc
+    gss_service = info.gss_service
+    # RPCSEC_GSS data with integrity or privacy (services 2, 3): the body is wrapped, not shown
+    wrapped = (gss_proc is not None and gss_proc == 0 and gss_service is not None
+               and (gss_service == 2 or gss_service == 3))
+    if fn is not None and body_ok and not wrapped:
         fn(pkt, buf, body, end, ctx)
         if mtype == 0:
             entry[5] = info.label     # the reply is named as its call was (NFSv4.2 COMPOUND ...)

@@ -178,9 +178,9 @@ _U32: Final = struct.Struct(">I").unpack_from
 _II: Final = struct.Struct(">II").unpack_from
 # The fused fast path reads the declared items with their own structs; the discriminators and counts
 # are XDR units.  tests/test_rpc_fast_paths.py holds it to parse_lists.
-_NO_CHUNKS: Final = (0,) * len(CHUNK_LISTS)           # every list empty: one FALSE discriminator each
-_EMPTY_LISTS: Final = struct.Struct(f">{len(CHUNK_LISTS)}I").unpack_from
 _EMPTY_SIZE: Final = XDR_UNIT * len(CHUNK_LISTS)
+# every list empty: one FALSE discriminator each (compared as bytes: compiled, one native comparison)
+_NO_CHUNKS: Final = bytes(_EMPTY_SIZE)
 _BARE_V1: Final = _HDR.size + _EMPTY_SIZE                # a v1 header with no chunk: 28 bytes
 _RSEG: Final = READ_SEGMENT.struct.unpack_from
 _READ_ENTRY: Final = XDR_UNIT + READ_SEGMENT.size      # discriminator, then the item
@@ -195,7 +195,7 @@ def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment],
     """A counted array of RDMA segments appended to ``out``; returns where it ends, or -1."""
     if end - p < XDR_UNIT:
         return -1
-    n = _U32(buf, p)[0]
+    n: int = _U32(buf, p)[0]
     p += XDR_UNIT
     if n * size > end - p:
         return -1
@@ -209,7 +209,8 @@ def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment],
 def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     """The chunk lists read with a few unpacks; returns where they end, or -1 when anything is short or
     out of range (``parse_lists`` then says what)."""
-    if end - p >= _EMPTY_SIZE and _EMPTY_LISTS(buf, p) == _NO_CHUNKS:     # the common case: no chunk at all
+    d: int          # typed: compiled, a machine integer compared directly (an unpack gives Any)
+    if end - p >= _EMPTY_SIZE and buf[p:p + _EMPTY_SIZE] == _NO_CHUNKS:     # the common case: no chunk at all
         return p + _EMPTY_SIZE
     reads = msg.reads
     while True:
@@ -465,6 +466,11 @@ def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
             return
     msg = None
     if end - off >= _BARE_V1:
+        # typed: compiled, compared as machine integers (an unpack gives Any)
+        xid: int
+        vers: int
+        credits: int
+        proc: int
         xid, vers, credits, proc = _HDR.unpack_from(buf, off)
         if vers == 1 and proc <= 2:
             msg = _parse_v1_fast(buf, off, end, xid, vers, credits, proc)
@@ -603,7 +609,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     if proc > 4:
         return False
-    if proc == 0 and n >= _BARE_V1 + 8 and _EMPTY_LISTS(buf, off + 16) == _NO_CHUNKS:
+    if proc == 0 and n >= _BARE_V1 + 8 and buf[off + 16:off + 16 + _EMPTY_SIZE] == _NO_CHUNKS:
         # The common case, RDMA_MSG without chunks: the RPC message's XID and type decide.
         rxid, rtype = _II(buf, off + _BARE_V1)
         if rxid != xid or rtype > 1:
