@@ -88,18 +88,22 @@ class Connection:
     def direction(self, pkt: Packet) -> str:
         """"c2s" or "s2c" for a packet of this connection."""
         ib = pkt.ib
-        server_qpn = self.server_qpn
-        if ib is not None and server_qpn is not None:
-            # typed: compiled, machine integers and strings compared directly (the analysis asks this
-            # of every packet, some of them several times)
-            destqp: int = ib.destqp
-            return "c2s" if destqp == server_qpn and pkt.dst == self.server_addr else "s2c"
+        if ib is not None and self.server_qpn is not None:
+            return self.ib_direction(pkt, ib.destqp)
         if pkt.dst != self.server_addr:
             return "s2c"
         if self.client_addr != self.server_addr or self.server_port is None:
             return "c2s"
         tcp = pkt.layer("tcp")
         return "c2s" if tcp is not None and tcp.get("dstport") == self.server_port else "s2c"
+
+    def ib_direction(self, pkt: Packet, destqp: int) -> str:
+        """``direction`` of an InfiniBand packet sent to ``destqp``, for a caller that has its facts typed
+        (compiled, reading them from ``pkt.ib`` here is a generic attribute read a packet)."""
+        server_qpn = self.server_qpn
+        if server_qpn is None:
+            return self.direction(pkt)
+        return "c2s" if destqp == server_qpn and pkt.dst == self.server_addr else "s2c"
 
     @property
     def start_psn_c2s(self) -> int | None:

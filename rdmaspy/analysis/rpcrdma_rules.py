@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from ..dissectors.infiniband import IBInfo
 from ..dissectors.rpcrdma import RpcRdmaMessage
 from ..dissectors.rpcrdma2 import ERRCODES as V2_ERRCODES
 from ..dissectors.rpcrdma2 import F_DEFINED, F_MORE, F_RESPONSE, F_TPMORE, PROP_RBSIZ_ID
@@ -185,7 +186,7 @@ def check_message(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage,
     cid = st.conn_id
     xid = msg.xid
     v = msg.version
-    ib = pkt.ib
+    ib: IBInfo | None = pkt.ib        # typed (Packet.ib is Any): its attributes read directly
     if ib is not None and ib.plan.transport != "RC":
         rep(RC_ONLY, frame, ts, conn=cid, xid=xid, pkt=pkt, transport=ib.plan.transport)
     if v not in (1, 2):

@@ -262,7 +262,7 @@ class Transactions(Module):
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
-        d = DIRECTION_OF[conv.direction(pkt)]
+        d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
         inv = None
         self.cur = None
         msg = pkt.noted(RPCRDMA)

@@ -439,7 +439,7 @@ class Transport(Module):
             cs.last = pkt.frame.num
             self.budget.charge(self, _CONN_COST)
         cs.last = pkt.frame.num
-        d = DIRECTION_OF[conv.direction(pkt)]
+        d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp)]
         if kind in _REQUEST_KINDS:
             st = cs.streams.get(d) or self._new_stream(cs, d)
             if st.first is None:
