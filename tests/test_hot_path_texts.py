@@ -78,3 +78,14 @@ def test_the_records_compare_and_show_themselves_as_the_dataclasses_did():
     assert repr(step).startswith("Step(kind=<StepKind.RDMA_WRITE: 'write'>, frames=[3], ts=7, bytes=10, handle=4660,")
     seg = m.Segment(m.ChunkList.WRITE, 0, 0, None, 1, 0, 100, m.Side.CLIENT)
     assert seg.spans == [] and seg.frames == [] and seg.ops == 0
+
+
+@given(st.binary(min_size=4, max_size=40), st.data())
+def test_the_word_read_byte_by_byte_is_the_big_endian_unpack(buf, data):
+    """xdr.u32 (the RPC, RPC-over-RDMA and XDR hot paths read words with it, not with a struct) reads
+    what struct's ">I" reads at every offset, the last word included."""
+    import struct
+
+    from rdmaspy.dissectors.xdr import u32
+    at = data.draw(st.integers(0, len(buf) - 4))
+    assert u32(buf, at) == struct.unpack_from(">I", buf, at)[0]

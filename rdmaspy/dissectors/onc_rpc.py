@@ -27,7 +27,7 @@ from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
 from ..session import Session, wants_info
-from .xdr import Cursor, XdrError
+from .xdr import Cursor, XdrError, u32
 
 declaring(__name__)
 protocol("rpc", "Remote Procedure Call")
@@ -86,7 +86,6 @@ TIME: Final = Field("rpc.time", 0, "Time from call", "float", unit="seconds")
 BODY_LEN: Final = Field("rpc.body_length", 0, "Body length", unit="bytes")
 
 rpc_program: Final = table("rpc.program", "ONC RPC program number")
-_XID_TYPE: Final = struct.Struct(">II")
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -484,7 +483,7 @@ def _reply_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
     p = off + 20 + ((vlen + 3) & ~3)
     if p + 4 > end:
         return -1
-    acc = _U32(buf, p)[0]
+    acc = u32(buf, p)
     p += 4
     if acc == 2:
         if p + 8 > end:
@@ -512,10 +511,9 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     if end - off < 8:
         pkt.truncated("rpc", end - off, 8)
         return None
-    # typed: compiled, machine integers compared directly (an unpack gives Any, each comparison generic)
-    xid: int
-    mtype: int
-    xid, mtype = _XID_TYPE.unpack_from(buf, off)
+    # read one by one: compiled, machine integers (an unpack gives a tuple of Any, each comparison generic)
+    xid = u32(buf, off)
+    mtype = u32(buf, off + 4)
     info = RpcInfo(xid, mtype)
     frame = pkt.frame
     info.frame = frame.num

@@ -29,7 +29,7 @@ from . import onc_rpc, rdma_reassembly
 from .hexfmt import hex8
 from .onc_rpc import rpc_flow
 from .rpcrdma_message import RpcRdmaMessage, Segment
-from .xdr import Cursor, XdrError, p32, pack_list, read_list
+from .xdr import Cursor, XdrError, p32, pack_list, read_list, u32
 
 declaring(__name__)
 protocol("rpcrdma", "RPC over RDMA")
@@ -174,7 +174,6 @@ def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str
     return msg, None
 
 
-_U32: Final = struct.Struct(">I").unpack_from
 _II: Final = struct.Struct(">II").unpack_from
 # The fused fast path reads the declared items with their own structs; the discriminators and counts
 # are XDR units.  tests/test_rpc_fast_paths.py holds it to parse_lists.
@@ -195,7 +194,7 @@ def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment],
     """A counted array of RDMA segments appended to ``out``; returns where it ends, or -1."""
     if end - p < XDR_UNIT:
         return -1
-    n: int = _U32(buf, p)[0]
+    n = u32(buf, p)
     p += XDR_UNIT
     if n * size > end - p:
         return -1
@@ -209,14 +208,13 @@ def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment],
 def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     """The chunk lists read with a few unpacks; returns where they end, or -1 when anything is short or
     out of range (``parse_lists`` then says what)."""
-    d: int          # typed: compiled, a machine integer compared directly (an unpack gives Any)
     if end - p >= _EMPTY_SIZE and buf[p:p + _EMPTY_SIZE] == _NO_CHUNKS:     # the common case: no chunk at all
         return p + _EMPTY_SIZE
     reads = msg.reads
     while True:
         if end - p < XDR_UNIT:
             return -1
-        d = _U32(buf, p)[0]
+        d = u32(buf, p)
         if d == 0:
             p += XDR_UNIT
             break
@@ -231,7 +229,7 @@ def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     while True:
         if end - p < XDR_UNIT:
             return -1
-        d = _U32(buf, p)[0]
+        d = u32(buf, p)
         if d == 0:
             p += XDR_UNIT
             break
@@ -244,7 +242,7 @@ def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
         writes.append(chunk)
     if end - p < XDR_UNIT:
         return -1
-    d = _U32(buf, p)[0]
+    d = u32(buf, p)
     if d == 0:
         return p + XDR_UNIT
     if d != 1:
@@ -466,13 +464,12 @@ def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
             return
     msg = None
     if end - off >= _BARE_V1:
-        # typed: compiled, compared as machine integers (an unpack gives Any)
-        xid: int
-        vers: int
-        credits: int
-        proc: int
-        xid, vers, credits, proc = _HDR.unpack_from(buf, off)
+        # the words read one by one: compiled, machine integers (an unpack gives a tuple of Any)
+        vers = u32(buf, off + 4)
+        proc = u32(buf, off + 12)
         if vers == 1 and proc <= 2:
+            xid = u32(buf, off)
+            credits = u32(buf, off + 8)
             msg = _parse_v1_fast(buf, off, end, xid, vers, credits, proc)
     if msg is not None:
         show_v1(pkt, buf, off, end, ctx, msg, None)

@@ -38,6 +38,12 @@ class XdrError(Exception):
         return f"{self.what}: truncated ({max(self.have, 0)} of {self.need} bytes)"
 
 
+def u32(buf: bytes, at: int) -> int:
+    """The big-endian 32-bit word at ``buf[at]`` (the caller knows the four bytes are there).  Compiled,
+    four byte reads, where a struct's unpack is a method call making a tuple and an int object per word."""
+    return buf[at] << 24 | buf[at + 1] << 16 | buf[at + 2] << 8 | buf[at + 3]
+
+
 class Cursor:
     """Reads big-endian XDR items from ``buf[pos:end]``."""
 
@@ -64,7 +70,7 @@ class Cursor:
         if self.end - p < 4:
             raise XdrError(what, self.end - p, 4)
         self.pos = p + 4
-        return _U32.unpack_from(self.buf, p)[0]
+        return u32(self.buf, p)
 
     def u64(self, what: str = "uint64") -> int:
         p = self.pos
