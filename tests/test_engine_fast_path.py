@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from rdmaspy.craft import rocev2
 from rdmaspy.engine import Engine
@@ -48,3 +49,17 @@ def _frame(data: bytes, num: int = 1) -> Frame:
 def test_unusual_frames_give_the_same_result_either_way(mutate):
     base = rocev2(0x0A, destqp=0x11, psn=7, va=0x1000, r_key=0x22, dma_length=8, payload=b"12345678")
     assert _same([_frame(base), _frame(mutate(base), 2)]) == 2
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 0xFF), st.integers(0, 0xFFFFFF), st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFF))
+def test_the_aeth_and_deth_read_by_word_are_what_their_declarations_decode(syndrome, msn, q_key, src_qp):
+    """The per-packet path reads AETH and DETH as 32-bit words at the positions their declarations give
+    (their declared decoders are Python functions): an ACK's (syndrome, MSN) and a UD packet's source QP
+    are what AETH.decode and DETH.decode read from the same bytes (run compiled too)."""
+    from rdmaspy.dissectors.infiniband import AETH, DETH
+    ack = Engine(strict=True).dissect(_frame(rocev2(0x11, 0x12, 7, syndrome=syndrome, msn=msn)))
+    assert ack.ib.aeth == AETH.decode(ack.frame.data, ack.ib.bth_off + 12) == (syndrome, msn)
+    ud = Engine(strict=True).dissect(_frame(rocev2(0x64, 0x12, 7, b"x" * 8, q_key=q_key, src_qp=src_qp)))
+    deth = DETH.decode(ud.frame.data, ud.ib.bth_off + 12)
+    assert ud.ib.deth_srcqp == deth[DETH.index["src_qp"]] == src_qp
