@@ -2,6 +2,8 @@
 is read; RDMA READ responses and WRITEs matched to advertised chunks."""
 from __future__ import annotations
 
+from hypothesis import given, settings, strategies as st
+
 from conftest import capture
 from rdmaspy import craft
 from rdmaspy.dissectors import onc_rpc, rpcrdma
@@ -136,3 +138,23 @@ def test_bounded_tables_drop_their_oldest_entries_in_batches():
     assert list(d) == list(range(30, 100))          # 20 over the bound, plus 80 // 8 = 10 more
     R._bound(d, 80)
     assert len(d) == 70                              # under the bound: untouched
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 64), st.binary(min_size=1, max_size=40)), max_size=8,
+                unique_by=lambda p: p[0]),
+       st.integers(1, 80))
+def test_a_segment_is_put_together_from_overlapping_pieces_as_the_bytes_placed_first_say(pieces, length):
+    """A chunk segment's bytes from the pieces placed in it (offset, bytes; overlapping, out of order, one
+    per offset): the first ``length`` bytes, each taken from the piece of lowest offset that has it, or
+    None when a byte of them is missing."""
+    from rdmaspy.dissectors import rdma_reassembly as R
+    want = bytearray(length)
+    have = [False] * length
+    for delta, data in sorted(pieces, reverse=True):          # lower offsets written last: they win
+        for i, byte in enumerate(data):
+            if delta + i < length:
+                want[delta + i] = byte
+                have[delta + i] = True
+    got = R._segment_bytes(list(pieces), length)
+    assert got == (bytes(want) if all(have) else None)

@@ -198,8 +198,9 @@ class _State(Holder):
             obj.charged = 0
 
     def forget_written(self, key: Key) -> None:
-        placed = self.written.pop(key, None)
+        placed = self.written.get(key)
         if placed is not None:
+            del self.written[key]       # not pop(key, None): compiled, a method call is generic
             self.kept -= placed.charged
             self.free(placed)
 
@@ -564,13 +565,17 @@ def _segment_bytes(pieces: list[tuple[int, bytes]], length: int) -> bytes | None
             return data if len(data) == length else data[:length]
     if not _covered(pieces, length):
         return None
-    out = bytearray()
+    # pieces joined once (compiled, a bytearray grown with += is a generic call a piece)
+    parts: list[bytes] = []
+    have = 0
     for delta, data in sorted(pieces):
-        if delta + len(data) > len(out):
-            out += data[len(out) - delta:length - delta]
-        if len(out) >= length:
+        if delta + len(data) > have:
+            piece = data[have - delta:length - delta]
+            parts.append(piece)
+            have += len(piece)
+        if have >= length:
             break
-    return bytes(out)
+    return b"".join(parts)
 
 
 def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
@@ -779,10 +784,13 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         # WRITE packets lost before the reply are sent again after it, and the reply with them: the
         # chunks stay followed (until the handle is advertised again, or the bounds give them up).
         return
+    wants = st.write_wants
     for c in chunks:
         for s in c:
-            st.write_wants.pop((client, s.handle), None)
-            st.forget_written((client, s.handle))
+            key = (client, s.handle)
+            if key in wants:            # not pop(key, None): compiled, a method call is generic
+                del wants[key]
+            st.forget_written(key)
 
 
 def _register(key: str, fn: Any) -> None:
