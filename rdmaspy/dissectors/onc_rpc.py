@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from itertools import islice
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -166,16 +167,19 @@ class _Calls(Holder):
     Outstanding calls are bounded (``limit``) so that unanswered calls cannot grow without limit; the
     oldest goes first.  A reply moves its call to the answered ones, themselves bounded (``answered``),
     so that a reply seen again (retransmitted, or rebuilt from its Reply chunk) still finds its call
-    while memory follows the calls in flight, not the length of the capture.  Ordered dicts drop
-    their oldest entry in constant time.  With a memory budget, each outstanding call is charged to it
-    and the oldest are given up past it.
+    while memory follows the calls in flight, not the length of the capture.  With a memory budget, each
+    outstanding call is charged to it and the oldest are given up past it.
+
+    The outstanding calls are a plain dict (compiled, its operations are direct; it keeps insertion
+    order, and its oldest goes only past the limit, rarely); the answered ones, which lose their oldest
+    at every reply once full, an ordered dict, which finds its first entry in constant time.
     """
 
     __slots__ = ("by_key", "answered", "limit", "answered_limit", "budget")
 
     def __init__(self, limit: int = 65536, answered: int = 4096, budget: Budget | None = None) -> None:
         # [prog, vers, proc, call frame, call time, label, program name, procedure name]
-        self.by_key: OrderedDict[Any, Any] = OrderedDict()
+        self.by_key: dict[Any, Any] = {}
         self.answered: OrderedDict[Any, Any] = OrderedDict()
         self.limit = limit
         self.answered_limit = answered
@@ -193,9 +197,11 @@ class _Calls(Holder):
             self.budget.charge(self, _CALL_COST)
         d[key] = value
         if len(d) > self.limit:
-            d.popitem(last=False)
+            del d[next(iter(d))]
             self._released(1)
-        self.answered.pop(key, None)
+        a = self.answered
+        if key in a:               # not pop(key, None): compiled, a method call is generic
+            del a[key]
 
     def _released(self, n: int) -> None:
         if self.budget is not None:
@@ -203,22 +209,25 @@ class _Calls(Holder):
 
     def shed(self, need: int) -> int:
         """Memory budget: forget the oldest outstanding calls (their replies show no procedure)."""
-        n = min(len(self.by_key), -(-need // _CALL_COST))
-        for _ in range(n):
-            self.by_key.popitem(last=False)
+        d = self.by_key
+        n = min(len(d), -(-need // _CALL_COST))
+        for key in list(islice(d, n)):     # listed once: the first key again and again is quadratic
+            del d[key]
         self._released(n)
         return n
 
     def reply(self, key: Any) -> Any:
         """The call a reply answers, or None; the call moves to the answered ones."""
-        value = self.by_key.pop(key, None)
+        d = self.by_key
+        value = d.get(key)
         if value is None:
             return self.answered.get(key)
+        del d[key]
         self._released(1)
         a = self.answered
         a[key] = value
         if len(a) > self.answered_limit:
-            a.popitem(last=False)
+            del a[next(iter(a))]           # the oldest, found in constant time by the ordered dict
         return value
 
 
