@@ -606,7 +606,9 @@ class Transactions(Module):
 
     def _close(self, st: ConnState, o: OpenTransaction, state: TransactionState) -> None:
         txn = o.txn
-        if st.open.pop((txn.call_direction, txn.xid), None) is not None:
+        key = (txn.call_direction, txn.xid)
+        if key in st.open:              # not pop(key, None): compiled, a method call is generic
+            del st.open[key]
             self.budget.release(self, TXN_COST)
         for seg in txn.segments:
             st.book.withdraw(seg)
@@ -684,8 +686,9 @@ class Transactions(Module):
         if pos == "first" or pos == "only":
             if started is None:
                 return None       # a copy, or an operation nobody follows: the active one goes on
-            cut = active.pop(d, None)
+            cut = active.get(d)
             if cut is not None:
+                del active[d]
                 # the active operation's Last was not seen: it waits for its packets to be sent again
                 Transactions._stall(st, d, cut)
             if pos == "first":
@@ -747,7 +750,12 @@ class Transactions(Module):
 
     def _ib_read_response(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction) -> None:
         pos = ib.plan.pos
-        started = st.reads_pending.pop((d.other, ib.psn), None) if pos == "first" or pos == "only" else None
+        started = None
+        if pos == "first" or pos == "only":
+            key = (d.other, ib.psn)
+            started = st.reads_pending.get(key)
+            if started is not None:
+                del st.reads_pending[key]
         op = self._in_sequence(st, st.read_active, d, pos, ib.psn, started)
         if op is None:
             return
