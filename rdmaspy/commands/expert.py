@@ -48,6 +48,11 @@ class _Hooks:
     def __init__(self, on_packet: Callable[[Any], None] | None, on_record: Callable[[Record], None] | None,
                  on_finding: Callable[[Finding], None] | None) -> None:
         self._packet, self._record, self._finding = on_packet, on_record, on_finding
+        # The pipeline takes ``packet`` when it starts: the caller's function itself (a call a packet
+        # fewer), or none to call when nobody reads the packets.
+        self.reads_packets = on_packet is not None
+        if on_packet is not None:
+            self.packet = on_packet     # type: ignore[method-assign]
 
     def packet(self, pkt: Any) -> None:
         if self._packet is not None:
@@ -66,6 +71,9 @@ class _Hooks:
 
 
 Item = tuple[tuple[int, ...], str, int | None, int | None]     # frames, text, conn, xid
+# As a group keeps it: the text, or the finding whose text it is, made only if the item is shown (most
+# findings of a long capture are counted, not kept: their message is never formatted).
+Kept = tuple[tuple[int, ...], "str | Finding", int | None, int | None]
 
 
 # The set bits of each byte value, lowest first.
@@ -89,11 +97,11 @@ class Group:
         self.source = source
         self.keep = keep
         self.count = 0
-        self._heap: list[tuple[int, int, Item]] = []      # (-first frame, -arrival, item): the latest on top
+        self._heap: list[tuple[int, int, Kept]] = []      # (-first frame, -arrival, item): the latest on top
         self._seq = 0
         self._seen = bytearray()      # bit f: a finding's first frame is f
 
-    def add(self, item: Item) -> None:
+    def add(self, item: Kept) -> None:
         self.count += 1
         fr = item[0]
         first = fr[0] if fr else 0
@@ -113,7 +121,8 @@ class Group:
     @property
     def items(self) -> list[Item]:
         """The items kept, by first frame (in arrival order for one frame)."""
-        return [it for _f, _s, it in sorted(self._heap, reverse=True)]
+        return [(fr, t if isinstance(t, str) else t.text, c, x)
+                for _f, _s, (fr, t, c, x) in sorted(self._heap, reverse=True)]
 
     @property
     def frames(self) -> list[int]:
@@ -170,7 +179,7 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
         g = groups.get(key)
         if g is None:
             g = groups[key] = Group(r.severity, r.group, r.id, r.source, keep)
-        g.add((f.frames, f.text, f.conn, f.xid))
+        g.add((f.frames, f, f.conn, f.xid))
 
     cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, progress="expert",
                                     packet_fields=False)      # only the dissectors' items are read
