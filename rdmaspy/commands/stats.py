@@ -47,14 +47,29 @@ def percentile(sorted_values: list[float], p: float) -> float | None:
     return sorted_values[k - 1]
 
 
-class _Block:
-    """The numbers of one connection (or of the whole capture)."""
+class _Op:
+    """The calls of one operation: how many, how many answered, their latencies (seconds)."""
 
-    __slots__ = ("ops", "bytes", "wire", "credits", "findings", "transactions", "unanswered")
+    __slots__ = ("count", "answered", "latencies")
 
     def __init__(self) -> None:
-        self.ops: dict[str, dict[str, Any]] = {}
-        self.bytes = {"inline": 0, "rdma_read": 0, "rdma_write": 0}
+        self.count = 0
+        self.answered = 0
+        self.latencies: list[float] = []
+
+
+class _Block:
+    """The numbers of one connection (or of the whole capture).  Counted in typed attributes, made
+    into plain data by ``record`` (compiled, += on a dict's Any values is a generic call)."""
+
+    __slots__ = ("ops", "inline", "rdma_read", "rdma_write", "wire", "credits", "findings", "transactions",
+                 "unanswered")
+
+    def __init__(self) -> None:
+        self.ops: dict[str, _Op] = {}
+        self.inline = 0
+        self.rdma_read = 0
+        self.rdma_write = 0
         self.wire = {"packets": 0, "retransmissions": 0, "duplicates": 0, "lost": 0, "out_of_order": 0,
                           "naks": 0, "rnr_naks": 0, "rnr_delay": 0.0, "acks": 0, "coalesced_acks": 0,
                           "send_bytes": 0, "write_bytes": 0, "read_bytes": 0}
@@ -68,18 +83,18 @@ class _Block:
         name = operation_name(t)
         op = self.ops.get(name)
         if op is None:
-            op = self.ops[name] = {"count": 0, "answered": 0, "latencies": []}
-        op["count"] += 1
+            op = self.ops[name] = _Op()
+        op.count += 1
         lat = t.latency_ns
         if t.reply is not None:
-            op["answered"] += 1
+            op.answered += 1
         else:
             self.unanswered += 1
         if lat is not None:
-            op["latencies"].append(lat / 1e9)
-        self.bytes["inline"] += t.bytes_inline
-        self.bytes["rdma_read"] += t.bytes_read
-        self.bytes["rdma_write"] += t.bytes_written
+            op.latencies.append(lat / 1e9)
+        self.inline += t.bytes_inline
+        self.rdma_read += t.bytes_read
+        self.rdma_write += t.bytes_written
 
     def stream(self, s: PsnStats) -> None:
         t = self.wire
@@ -99,14 +114,15 @@ class _Block:
 
     def record(self) -> dict[str, Any]:
         ops = []
-        for name, op in sorted(self.ops.items(), key=lambda kv: (-kv[1]["count"], kv[0])):
-            lats = sorted(op["latencies"])
-            ops.append({"operation": name, "count": op["count"], "answered": op["answered"],
+        for name, op in sorted(self.ops.items(), key=lambda kv: (-kv[1].count, kv[0])):
+            lats = sorted(op.latencies)
+            ops.append({"operation": name, "count": op.count, "answered": op.answered,
                         "latency": {"p50": percentile(lats, 50), "p90": percentile(lats, 90),
                                     "p99": percentile(lats, 99), "max": lats[-1] if lats else None,
                                     "mean": sum(lats) / len(lats) if lats else None}})
         return {"transactions": self.transactions, "unanswered": self.unanswered, "operations": ops,
-                "bytes": dict(self.bytes), "wire": dict(self.wire), "credits": self.credits,
+                "bytes": {"inline": self.inline, "rdma_read": self.rdma_read, "rdma_write": self.rdma_write},
+                "wire": dict(self.wire), "credits": self.credits,
                 "findings": dict(sorted(self.findings.items(), key=lambda kv: (-kv[1], kv[0])))}
 
 
