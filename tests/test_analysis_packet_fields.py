@@ -76,3 +76,43 @@ def test_a_display_filter_keeps_the_packet_fields():
     options = Options(analyze=True, matcher=display_filter("rpcrdma.analysis.latency"), packet_fields=False)
     assert options.packet_fields
     assert _run("rxe-nfsv3-rdma.pcap", options).fields > 0
+
+
+def test_a_sink_of_records_alone_is_not_handed_the_packets_but_gets_every_record_and_finding():
+    """A sink that says ``reads_packets = False`` (stats, flows) is not called for each packet; its
+    records and findings are those a sink that reads the packets gets."""
+
+    class Records:
+        reads_packets = False
+
+        def __init__(self):
+            self.records, self.findings = [], []
+
+        def packet(self, pkt):
+            raise AssertionError("a sink of records alone was handed a packet")
+
+        def on_record(self, rec):
+            self.records.append(type(rec).__name__)
+
+        def on_finding(self, f):
+            self.findings.append(f.rule_def.id)
+
+        def finish(self):
+            pass
+
+    class Reader(Records):
+        reads_packets = True
+
+        def __init__(self):
+            super().__init__()
+            self.packets = 0
+
+        def packet(self, pkt):
+            self.packets += 1
+
+    alone, reader = Records(), Reader()
+    for sink in (alone, reader):
+        with open_capture(str(capture("rxe-nfsv3-loss.pcap"))) as cap:
+            Pipeline(cap, Options(analyze=True, packet_fields=False), [sink]).run()
+    assert reader.packets > 1000
+    assert alone.records == reader.records and alone.findings == reader.findings and alone.findings

@@ -56,6 +56,8 @@ class Direction(StrEnum):
 # The connection table names directions by their values: this maps them to members without a call of
 # the enumeration (which is slow on the per-packet path).
 DIRECTION_OF: dict[str, Direction] = {"c2s": Direction.C2S, "s2c": Direction.S2C}
+# ``d.other`` without the enumeration's property (a generic attribute read compiled), for the per-packet path.
+OTHER: dict[Direction, Direction] = {Direction.C2S: Direction.S2C, Direction.S2C: Direction.C2S}
 
 
 class CallDirection(StrEnum):

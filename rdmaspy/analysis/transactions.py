@@ -38,8 +38,8 @@ from . import chunks as ck
 from . import credits as cr_rules
 from . import rpcrdma_rules as rr
 from .analyzer import Analyzer, Module, register
-from .model import (DIRECTION_OF, CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary, RpcSummary,
-                    Rule, Side, Step, StepKind, Transaction, TransactionState)
+from .model import (DIRECTION_OF, OTHER, CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary,
+                    RpcSummary, Rule, Side, Step, StepKind, Transaction, TransactionState)
 from .rpcrdma_state import ConnState, Op, OpenTransaction
 from .rules import declare
 from .transport import Transport   # registered before this module: its verdict on a packet comes first
@@ -752,7 +752,7 @@ class Transactions(Module):
         pos = ib.plan.pos
         started = None
         if pos == "first" or pos == "only":
-            key = (d.other, ib.psn)
+            key = (OTHER[d], ib.psn)
             started = st.reads_pending.get(key)
             if started is not None:
                 del st.reads_pending[key]

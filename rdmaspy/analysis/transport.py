@@ -33,7 +33,7 @@ from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NA
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, Module, register
-from .model import DIRECTION_OF, CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
+from .model import DIRECTION_OF, OTHER, CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
@@ -449,7 +449,8 @@ class Transport(Module):
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
         elif kind in _RESPONSE_KINDS:
-            st = cs.streams.get(d.other) or self._new_stream(cs, d.other)
+            other = OTHER[d]
+            st = cs.streams.get(other) or self._new_stream(cs, other)
             self._response(cs, st, pkt, ib, kind)
 
     def _fields(self, pkt: Packet) -> Layer:
