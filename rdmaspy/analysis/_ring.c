@@ -79,39 +79,43 @@ ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
+/* The slot of ``psn`` for find and frame_of: its entry copied to *out; 0 with an exception set on bad
+ * arguments. */
+static int
+slot_of_psn(PyObject *const *args, Py_ssize_t nargs, const char *usage, int64_t *psn, int64_t *slot, Slot *out)
+{
+    int64_t mask;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return 0;
+    }
+    if (!as_i64(args[1], &mask) || !as_i64(args[2], psn))
+        return 0;
+    Slot *slots = slots_of(args[0], mask);
+    if (slots == NULL)
+        return 0;
+    *slot = *psn & mask;
+    memcpy(out, (char *)(slots) + (size_t)*slot * SLOT_SIZE, SLOT_SIZE);
+    return 1;
+}
+
 static PyObject *
 ring_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t mask, psn, old;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "find(slots, mask, psn)");
+    int64_t psn, slot;
+    Slot s;
+    if (!slot_of_psn(args, nargs, "find(slots, mask, psn)", &psn, &slot, &s))
         return NULL;
-    }
-    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn))
-        return NULL;
-    Slot *slots = slots_of(args[0], mask);
-    if (slots == NULL)
-        return NULL;
-    int64_t slot = psn & mask;
-    memcpy(&old, (char *)(slots) + (size_t)slot * SLOT_SIZE, sizeof old);
-    return PyLong_FromLongLong(old == psn ? slot : -1);
+    return PyLong_FromLongLong(s.psn == psn ? slot : -1);
 }
 
 static PyObject *
 ring_frame_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t mask, psn;
+    int64_t psn, slot;
     Slot s;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "frame_of(slots, mask, psn)");
+    if (!slot_of_psn(args, nargs, "frame_of(slots, mask, psn)", &psn, &slot, &s))
         return NULL;
-    }
-    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn))
-        return NULL;
-    Slot *slots = slots_of(args[0], mask);
-    if (slots == NULL)
-        return NULL;
-    memcpy(&s, (char *)(slots) + (size_t)(psn & mask) * SLOT_SIZE, SLOT_SIZE);
     return PyLong_FromLongLong(s.psn == psn ? s.frame : -1);
 }
 
