@@ -108,6 +108,8 @@ def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() 
         c.entry(slots, 8)
     with pytest.raises(IndexError):
         c.entry(slots, -1)
+    with pytest.raises(IndexError):
+        c.entry(slots, (1 << 63) - 1)                  # no product of it overflows
     with pytest.raises(OverflowError):
         c.put(slots, 7, 1 << 64, 1, 1)
     full = bytearray(transport._EMPTY_SLOT * _RING)

@@ -30,7 +30,7 @@ typedef struct {
 
 /* The slots of a bytearray that holds mask + 1 of them, or NULL with an exception set. */
 static Slot *
-slots_of(PyObject *obj, long long mask)
+slots_of(PyObject *obj, int64_t mask)
 {
     if (!PyByteArray_Check(obj)) {
         PyErr_SetString(PyExc_TypeError, "ring slots must be a bytearray");
@@ -134,7 +134,7 @@ ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     if (!as_i64(args[1], &slot))
         return NULL;
-    if (slot < 0 || (slot + 1) * SLOT_SIZE > PyByteArray_GET_SIZE(args[0])) {
+    if (slot < 0 || slot >= PyByteArray_GET_SIZE(args[0]) / SLOT_SIZE) {      /* no product to overflow */
         PyErr_SetString(PyExc_IndexError, "ring slot out of range");
         return NULL;
     }
