@@ -35,7 +35,8 @@ Matcher = Callable[[Packet, int], bool]
 class Sink(Protocol):
     """What a presentation gives the pipeline: every shown packet, then the end.  A sink of the
     analysis' records alone says so with a class attribute ``reads_packets = False``: its ``packet`` is
-    then not called (a call a frame for nothing)."""
+    then not called (a call a frame for nothing).  A sink with ``on_record`` that reads no ``PsnEvent``
+    says ``wants_psn_events = False``: when no sink wants them, the analysis makes none."""
 
     def packet(self, pkt: Packet) -> None: ...
 
@@ -96,6 +97,9 @@ class Pipeline:
             self.analyzer = Analyzer(on_finding=_fan_out(findings), on_record=_fan_out(records), keep_findings=False,
                                      budget=self.engine.session.budget, packet_fields=opts.packet_fields)
             self.analyzer.engine = self.engine
+            # a sink of records that reads no PsnEvent says so (wants_psn_events = False): none is made
+            self.analyzer.psn_events = any(getattr(s, "wants_psn_events", True) for s in self.sinks
+                                           if getattr(s, "on_record", None) is not None)
         self._flushes: list[Callable[[], None]] = []
         for s in self.sinks:
             attach = getattr(s, "attach", None)

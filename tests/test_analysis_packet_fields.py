@@ -116,3 +116,37 @@ def test_a_sink_of_records_alone_is_not_handed_the_packets_but_gets_every_record
             Pipeline(cap, Options(analyze=True, packet_fields=False), [sink]).run()
     assert reader.packets > 1000
     assert alone.records == reader.records and alone.findings == reader.findings and alone.findings
+
+
+def test_psn_events_are_made_only_for_a_sink_that_reads_them():
+    """A sink with ``wants_psn_events = False`` (stats, flows, the TUI, parquet) gets every other record;
+    with no sink wanting them the analysis makes none, and a sink that wants them beside it still gets them."""
+
+    class Records:
+        def __init__(self):
+            self.kinds = []
+
+        def packet(self, pkt):
+            pass
+
+        def on_record(self, rec):
+            self.kinds.append(type(rec).__name__)
+
+        def finish(self):
+            pass
+
+    class NoEvents(Records):
+        wants_psn_events = False
+
+    def run(*sinks):
+        with open_capture(str(capture("rxe-ib_write_bw-loss.pcap"))) as cap:
+            Pipeline(cap, Options(analyze=True, packet_fields=False), list(sinks)).run()
+
+    wants, alone = Records(), NoEvents()
+    run(wants)
+    run(alone)
+    assert "PsnEvent" in wants.kinds and "PsnEvent" not in alone.kinds
+    assert alone.kinds == [k for k in wants.kinds if k != "PsnEvent"]
+    both, beside = Records(), NoEvents()
+    run(both, beside)
+    assert both.kinds == wants.kinds and beside.kinds == wants.kinds     # made for one, handed to all

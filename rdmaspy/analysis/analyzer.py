@@ -90,6 +90,9 @@ class Analyzer:
         self.strict = strict                # tests: let module exceptions through
         self.on_finding = on_finding
         self.on_record = on_record          # gets each record of the model as it becomes final
+        # PsnEvent records (each retransmission, loss, NAK ...) are made only for a reader of them: the
+        # pipeline clears this when none of its sinks wants them (``wants_psn_events = False``).
+        self.psn_events = on_record is not None
         self.keep_findings = keep_findings
         self.packet_fields = packet_fields  # modules that add fields to packets add none when False
         self.findings: list[Finding] = []

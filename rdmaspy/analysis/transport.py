@@ -480,7 +480,8 @@ class Transport(Module):
 
     def _event(self, st: ReqStream, kind: PsnEventKind, frame: int, ts: int, psn: int, count: int = 1,
                original: int | None = None) -> None:
-        self.an.emit(PsnEvent(st.conn_id, st.direction, kind, frame, ts, psn, count, original))
+        if self.an.psn_events:
+            self.an.emit(PsnEvent(st.conn_id, st.direction, kind, frame, ts, psn, count, original))
 
     # -- requests ------------------------------------------------------------------------------------
     def _request(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo, kind: str) -> None:

@@ -48,6 +48,8 @@ class _Hooks:
     def __init__(self, on_packet: Callable[[Any], None] | None, on_record: Callable[[Record], None] | None,
                  on_finding: Callable[[Finding], None] | None) -> None:
         self._packet, self._record, self._finding = on_packet, on_record, on_finding
+        if on_record is None:
+            self.on_record = None       # type: ignore[assignment]  # no records wanted: none handed on
         # The pipeline takes ``packet`` when it starts: the caller's function itself (a call a packet
         # fewer), or none to call when nobody reads the packets.
         self.reads_packets = on_packet is not None

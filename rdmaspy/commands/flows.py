@@ -31,6 +31,7 @@ class FlowsSink:
         self._pipe: Any = None
 
     reads_packets = False       # the flow builder's records and findings are all it reads
+    wants_psn_events = False    # the flows hold transactions, credits and summaries
 
     def attach(self, pipe: Any) -> None:
         self._pipe = pipe

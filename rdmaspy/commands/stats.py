@@ -130,6 +130,7 @@ class Stats:
     """Gathers the analysis records of one capture into per-connection and overall numbers."""
 
     reads_packets = False       # the analysis' records and findings are all it reads
+    wants_psn_events = False    # the streams' totals (PsnStats) are enough
 
     def __init__(self) -> None:
         self.conns: dict[int, _Block] = {}

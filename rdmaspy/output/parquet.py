@@ -335,6 +335,8 @@ class PacketSink:
 class ExportSink:
     """The pipeline's sink that writes the six tables into ``directory`` (files ``<table><suffix>.parquet``)."""
 
+    wants_psn_events = False    # its tables hold no PSN events
+
     def __init__(self, directory: str, suffix: str = "", file_of: Callable[[int], str] | None = None,
                  batch: int = BATCH) -> None:
         os.makedirs(directory, exist_ok=True)

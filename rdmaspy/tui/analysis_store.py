@@ -84,6 +84,8 @@ class CreditTrack:
 class AnalysisStore:
     """The analysis views' model: a pipeline sink (``on_record``, ``on_finding``, ``packet``)."""
 
+    wants_psn_events = False    # the views show transactions, credits, connections, findings
+
     def __init__(self, directory: SpoolDir) -> None:
         self.spool = RecordSpool(directory, "rdmaspy-records-")
         self.connections: dict[int, Connection] = {}
