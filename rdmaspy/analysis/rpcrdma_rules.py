@@ -180,7 +180,6 @@ def message_size(msg: RpcRdmaMessage) -> int:
 
 def check_message(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, is_reply: bool) -> None:
     """Rules a single message can break, whatever its transaction."""
-    rep = an.report
     frame = pkt.frame.num
     ts = pkt.frame.ts
     cid = st.conn_id
@@ -188,9 +187,9 @@ def check_message(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage,
     v = msg.version
     ib: IBInfo | None = pkt.ib        # typed (Packet.ib is Any): its attributes read directly
     if ib is not None and ib.plan.transport != "RC":
-        rep(RC_ONLY, frame, ts, conn=cid, xid=xid, pkt=pkt, transport=ib.plan.transport)
+        an.report(RC_ONLY, frame, ts, conn=cid, xid=xid, pkt=pkt, transport=ib.plan.transport)
     if v not in (1, 2):
-        rep(VERSION_UNKNOWN, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v)
+        an.report(VERSION_UNKNOWN, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v)
     # Version changes per direction; an ERR_VERS answer and the requester's switch into its range are allowed.
     err_vers = (v == 1 and msg.proc == 4 and msg.errcode == 1) or (v == 2 and msg.proc == 4 and msg.errcode == 1)
     if not err_vers:
@@ -200,17 +199,17 @@ def check_message(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage,
             if rng is not None and rng[0] <= v <= rng[1]:
                 pass
             else:
-                rep(VERSION_CHANGED, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v, was=was,
+                an.report(VERSION_CHANGED, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v, was=was,
                     direction=_dir_text(d))
         st.version[d] = v
         rng = st.err_vers
         if rng is not None and not is_reply and not rng[0] <= v <= rng[1]:
-            rep(VERSION_AFTER_ERR_VERS, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v, low=rng[0], high=rng[1])
+            an.report(VERSION_AFTER_ERR_VERS, frame, ts, conn=cid, xid=xid, pkt=pkt, version=v, low=rng[0], high=rng[1])
     else:
         low, high = msg.vers_low, msg.vers_high
         if low is not None and high is not None:
             if low > high:
-                rep(ERR_VERS_RANGE, frame, ts, conn=cid, xid=xid, pkt=pkt, low=low, high=high)
+                an.report(ERR_VERS_RANGE, frame, ts, conn=cid, xid=xid, pkt=pkt, low=low, high=high)
             else:
                 st.err_vers = (low, high)
     if msg.malformed is not None:
@@ -218,11 +217,11 @@ def check_message(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage,
     size = message_size(msg)
     thr = st.threshold(d, v)
     if thr is not None and size > thr:
-        rep(INLINE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size, threshold=thr, direction=_dir_text(d))
+        an.report(INLINE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size, threshold=thr, direction=_dir_text(d))
     if v == 2 and not st.v2_first_seen:
         st.v2_first_seen = True
         if size > DEFAULT_INLINE and d is Direction.C2S:
-            rep(INITIAL_SIZE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size)
+            an.report(INITIAL_SIZE, frame, ts, conn=cid, xid=xid, pkt=pkt, size=size)
     if v == 1:
         _check_v1(an, st, pkt, msg, d, is_reply)
     elif v == 2:
@@ -234,40 +233,38 @@ def _dir_text(d: Direction) -> str:
 
 
 def _check_lists(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, is_reply: bool, nomsg: bool) -> None:
-    rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     prev = None
     seen: set[int] = set()
     for s in msg.reads:
         pos = s.position or 0             # a Read list segment always has its position
         if prev is not None and pos != prev and (pos < prev or pos in seen):
-            rep(READ_ORDER, frame, ts, conn=cid, xid=xid, pkt=pkt, position=pos, previous=prev)
+            an.report(READ_ORDER, frame, ts, conn=cid, xid=xid, pkt=pkt, position=pos, previous=prev)
         if pos % 4:
-            rep(READ_ALIGN, frame, ts, conn=cid, xid=xid, pkt=pkt, position=pos)
+            an.report(READ_ALIGN, frame, ts, conn=cid, xid=xid, pkt=pkt, position=pos)
         seen.add(pos)
         prev = pos
     pos0 = 0 in seen
     if pos0 and not nomsg:
-        rep(POS_ZERO_MSG, frame, ts, conn=cid, xid=xid, pkt=pkt)
+        an.report(POS_ZERO_MSG, frame, ts, conn=cid, xid=xid, pkt=pkt)
     if is_reply and msg.reads:
         if not (nomsg and pos0 and len(seen) == 1):
-            rep(REPLY_READS, frame, ts, conn=cid, xid=xid, pkt=pkt)
+            an.report(REPLY_READS, frame, ts, conn=cid, xid=xid, pkt=pkt)
         else:
-            rep(RESPONDER_READ, frame, ts, conn=cid, xid=xid, pkt=pkt, length=sum(s.length for s in msg.reads))
+            an.report(RESPONDER_READ, frame, ts, conn=cid, xid=xid, pkt=pkt, length=sum(s.length for s in msg.reads))
     if nomsg:
         if is_reply and msg.reply is None and not pos0:
-            rep(NOMSG_EMPTY, frame, ts, conn=cid, xid=xid, pkt=pkt, role="reply",
+            an.report(NOMSG_EMPTY, frame, ts, conn=cid, xid=xid, pkt=pkt, role="reply",
                 want="Reply chunk (nor Position Zero Read chunk)")
         elif not is_reply and not pos0 and msg.version == 1:
-            rep(NOMSG_EMPTY, frame, ts, conn=cid, xid=xid, pkt=pkt, role="call", want="Position Zero Read chunk")
+            an.report(NOMSG_EMPTY, frame, ts, conn=cid, xid=xid, pkt=pkt, role="call", want="Position Zero Read chunk")
 
 
 def _check_v1(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, is_reply: bool) -> None:
-    rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     proc = msg.proc
     if proc == 2:
-        rep(MSGP, frame, ts, conn=cid, xid=xid, pkt=pkt)
+        an.report(MSGP, frame, ts, conn=cid, xid=xid, pkt=pkt)
     if proc in (0, 1, 2):
         _check_lists(an, st, pkt, msg, is_reply, proc == 1)
     _check_xids(an, st, pkt, msg)
@@ -289,21 +286,20 @@ def check_rebuilt(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage)
 
 
 def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: Direction, is_reply: bool) -> None:
-    rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     htype = msg.proc
     flags = msg.flags or 0
     if flags & ~F_DEFINED:
-        rep(V2_RESERVED, frame, ts, conn=cid, xid=xid, pkt=pkt, flags=flags & ~F_DEFINED)
+        an.report(V2_RESERVED, frame, ts, conn=cid, xid=xid, pkt=pkt, flags=flags & ~F_DEFINED)
     if htype not in V2_HTYPES:
-        rep(V2_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
+        an.report(V2_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
     if htype in st.bad_htypes.get(d, ()):
-        rep(V2_HTYPE_AGAIN, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
+        an.report(V2_HTYPE_AGAIN, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=htype)
     if flags & F_TPMORE and htype != 5:
-        rep(V2_TPMORE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=V2_HTYPES.get(htype, htype))
+        an.report(V2_TPMORE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=V2_HTYPES.get(htype, htype))
     if htype == 5:
         if st.connprop_done.get(d):
-            rep(V2_CONNPROP_AFTER, frame, ts, conn=cid, xid=xid, pkt=pkt)
+            an.report(V2_CONNPROP_AFTER, frame, ts, conn=cid, xid=xid, pkt=pkt)
         if not flags & F_TPMORE:
             st.connprop_done[d] = True
         props = dict(msg.props or ())
@@ -313,12 +309,12 @@ def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: 
             st.v2_recv[d] = rbsiz
     more = bool(flags & F_MORE)
     if more and htype not in (0, 5):
-        rep(V2_MORE_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=V2_HTYPES.get(htype, htype))
+        an.report(V2_MORE_HTYPE, frame, ts, conn=cid, xid=xid, pkt=pkt, htype=V2_HTYPES.get(htype, htype))
     if more and msg.has_chunks:
-        rep(V2_MORE_CHUNKS, frame, ts, conn=cid, xid=xid, pkt=pkt)
+        an.report(V2_MORE_CHUNKS, frame, ts, conn=cid, xid=xid, pkt=pkt)
     was = st.continuing.get(d)
     if was is not None and (was[0] != xid or was[1] != htype):
-        rep(V2_CONT_BROKEN, frame, ts, conn=cid, xid=xid, pkt=pkt, was_xid=was[0], was_htype=was[1], htype=htype,
+        an.report(V2_CONT_BROKEN, frame, ts, conn=cid, xid=xid, pkt=pkt, was_xid=was[0], was_htype=was[1], htype=htype,
             rxid=xid)
         st.discard[d] = was[0]
         if len(st.broken) > 1024:
@@ -330,9 +326,9 @@ def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: 
         st.continuing.pop(d, None)
     if htype == 4:
         if not flags & F_RESPONSE:
-            rep(V2_RESPONSE, frame, ts, conn=cid, xid=xid, pkt=pkt, flag="clear", what="RDMA2_ERROR")
+            an.report(V2_RESPONSE, frame, ts, conn=cid, xid=xid, pkt=pkt, flag="clear", what="RDMA2_ERROR")
         if msg.errcode is not None and msg.errcode not in V2_ERRCODES:
-            rep(V2_ERRCODE, frame, ts, conn=cid, xid=xid, pkt=pkt, code=msg.errcode)
+            an.report(V2_ERRCODE, frame, ts, conn=cid, xid=xid, pkt=pkt, code=msg.errcode)
         if msg.errcode == 4:
             # The responder refused a header type: remember which one its peer sent with this XID.
             bad = st.sent_htypes.get((d.other, xid))
@@ -341,11 +337,11 @@ def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: 
     if htype in (0, 1):
         rpc = msg.rpc
         if rpc is not None and rpc.msgtype in (0, 1) and bool(flags & F_RESPONSE) != (rpc.msgtype == 1):
-            rep(V2_RESPONSE, frame, ts, conn=cid, xid=xid, pkt=pkt, flag="set" if flags & F_RESPONSE else "clear",
+            an.report(V2_RESPONSE, frame, ts, conn=cid, xid=xid, pkt=pkt, flag="set" if flags & F_RESPONSE else "clear",
                 what="call" if rpc.msgtype == 0 else "reply")
         if htype == 1 and not msg.has_chunks:
             if xid != 0:
-                rep(V2_REFRESH_XID, frame, ts, conn=cid, xid=xid, pkt=pkt, rxid=xid)
+                an.report(V2_REFRESH_XID, frame, ts, conn=cid, xid=xid, pkt=pkt, rxid=xid)
         elif not more:
             _check_lists(an, st, pkt, msg, is_reply, htype == 1)
         if msg.inv_handle and not is_reply:
@@ -354,7 +350,7 @@ def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: 
             if msg.reply:
                 handles.update(s.handle for s in msg.reply)
             if msg.inv_handle not in handles:
-                rep(V2_INV_HANDLE, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=msg.inv_handle)
+                an.report(V2_INV_HANDLE, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=msg.inv_handle)
         _check_xids(an, st, pkt, msg)
     st.sent_htypes[(d, xid)] = htype
     if len(st.sent_htypes) > 4096:
@@ -368,45 +364,44 @@ def note_versions(st: ConnState, msg: RpcRdmaMessage, d: Direction) -> None:
 
 def check_reply(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, txn: OpenTransaction) -> None:
     """A reply against its call: the Write list and Reply chunk it returns."""
-    rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     call = txn.call_msg
     if msg.proc == 4:
         if msg.version == 2 and call.version != msg.version and msg.errcode != 1:
-            rep(V2_ERROR_VERSION, frame, ts, conn=cid, xid=xid, pkt=pkt, version=msg.version,
+            an.report(V2_ERROR_VERSION, frame, ts, conn=cid, xid=xid, pkt=pkt, version=msg.version,
                 call_version=call.version)
         if msg.version == 2 and msg.errcode == 9 and msg.error_args:
             idx = msg.error_args.get("chunk_index", 0)
             if idx > len(call.writes):
-                rep(V2_WRITE_INDEX, frame, ts, conn=cid, xid=xid, pkt=pkt, index=idx, chunks=len(call.writes))
+                an.report(V2_WRITE_INDEX, frame, ts, conn=cid, xid=xid, pkt=pkt, index=idx, chunks=len(call.writes))
         return
     if msg.proc not in (0, 1, 2):
         return
     if msg.writes:
         if len(msg.writes) != len(call.writes):
-            rep(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
+            an.report(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
                 what=f"has {len(msg.writes)} chunks, the call offered {len(call.writes)}")
         for ci, (got, off) in enumerate(zip(msg.writes, call.writes)):
             if len(got) != len(off):
-                rep(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
+                an.report(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
                     what=f"chunk {ci} has {len(got)} segments, the call offered {len(off)}")
                 continue
             for si, (g, o) in enumerate(zip(got, off)):
                 if g.handle != o.handle:
-                    rep(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
+                    an.report(WRITE_LIST_SHAPE, frame, ts, conn=cid, xid=xid, pkt=pkt,
                         what=f"chunk {ci} segment {si} has handle 0x{g.handle:x}, the call offered 0x{o.handle:x}")
                 elif g.length > o.length and not _overrun(txn, ci, si):   # an overrun is reported as such
-                    rep(WRITE_LIST_LONGER, frame, ts, conn=cid, xid=xid, pkt=pkt, chunk=ci, segment=si,
+                    an.report(WRITE_LIST_LONGER, frame, ts, conn=cid, xid=xid, pkt=pkt, chunk=ci, segment=si,
                         reported=g.length, offered=o.length)
     if msg.reply is not None and msg.reply:
         offered = call.reply
         if offered is None:
-            rep(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt, what="the call did not provide")
+            an.report(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt, what="the call did not provide")
         elif not any(s.overrun for s in txn.txn.segments if s.kind is ChunkList.REPLY):   # reported as such
             total = sum(s.length for s in msg.reply)
             room = sum(s.length for s in offered)
             if total > room:
-                rep(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt,
+                an.report(REPLY_CHUNK_UNOFFERED, frame, ts, conn=cid, xid=xid, pkt=pkt,
                     what=f"of {total} bytes, the call provided {room}")
 
 
@@ -418,7 +413,6 @@ def _overrun(txn: OpenTransaction, chunk: int, index: int) -> bool:
 def check_invalidate(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, txn: OpenTransaction,
                      handle: int) -> None:
     """A reply sent with Send With Invalidate."""
-    rep = an.report
     frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, msg.xid
     conn = st.conn
     if msg.version == 1 and conn is not None and conn.setup_known:
@@ -429,16 +423,17 @@ def check_invalidate(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessa
         if ps is None or not ps.valid or not ps.remote_invalidate:
             who.append("the server")
         if who:
-            rep(INVALIDATE_NOT_NEGOTIATED, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
+            an.report(INVALIDATE_NOT_NEGOTIATED, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
                 who=" and ".join(who))
     call = txn.call_msg
     if msg.version == 2:
         if call.inv_handle != handle:
-            rep(V2_INV_MISMATCH, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle, inv_handle=call.inv_handle or 0)
+            an.report(V2_INV_MISMATCH, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
+                      inv_handle=call.inv_handle or 0)
         return
     handles = {s.handle for s in call.reads}
     handles.update(s.handle for c in call.writes for s in c)
     if call.reply:
         handles.update(s.handle for s in call.reply)
     if handle not in handles:
-        rep(INVALIDATE_FOREIGN, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle, rxid=xid)
+        an.report(INVALIDATE_FOREIGN, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle, rxid=xid)
