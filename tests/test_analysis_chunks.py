@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 
@@ -152,3 +153,29 @@ def test_reply_chunk_length_that_differs_from_the_bytes_written():
     res = analyse_frames(w.out())
     assert res.rules() == ["chunk.reply_length_mismatch"]
     assert res.own[0].args["written"] == len(reply) and res.own[0].args["reported"] == len(reply) + 100
+
+
+_KERNEL = 0xFFFF888100000000      # a kernel virtual address: beyond the compiled build's machine integers
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 120)), min_size=1, max_size=4),
+       st.integers(-50, 400), st.integers(-5, 200), st.sampled_from([0, _KERNEL, (1 << 64) - 512]))
+def test_cut_is_the_overlap_of_the_range_with_each_segment(segs, at, n, base):
+    """Each segment's share of [va, va + n) is its overlap with it, relative to the segment, and the rest is
+    outside, whether the addresses are small or kernel ones (the cut computes relative to each segment)."""
+    book = ChunkBook()
+    made = [Segment(ChunkList.WRITE, 0, i, None, 9, base + off, length, Side.CLIENT)
+            for i, (off, length) in enumerate(segs)]
+    for s in made:
+        book.advertise(s)
+    va = base + at
+    hits, outside = book.cut(Side.CLIENT, 9, va, n)
+    want = []
+    for s in made:
+        lo, hi = max(va, s.offset), min(va + n, s.offset + s.length)
+        if lo < hi:
+            want.append((s, lo - s.offset, hi - s.offset))
+    assert [(h[0] is w[0], h[1], h[2]) for h, w in zip(hits, want)] == [(True, w[1], w[2]) for w in want]
+    assert len(hits) == len(want)
+    assert outside == max(n, 0) - sum(w[2] - w[1] for w in want) if n > 0 else outside == max(n, 0)

@@ -97,14 +97,18 @@ class ChunkBook:
         segs = self.by_handle.get((side, handle))
         if not segs or n <= 0:
             return [], max(n, 0)
-        end = va + n
         hits = []
         inside = 0
         for s in segs:
-            lo = va if va > s.offset else s.offset
-            hi = end if end < s.end else s.end
+            # Relative to the segment: one subtraction of two addresses.  Kernel addresses (0xffff8...)
+            # are beyond machine integers compiled, so each operation on them is a Python long's.
+            rel = va - s.offset
+            lo = rel if rel > 0 else 0
+            hi = rel + n
+            if hi > s.length:
+                hi = s.length
             if lo < hi:
-                hits.append((s, lo - s.offset, hi - s.offset))
+                hits.append((s, lo, hi))
                 inside += hi - lo
         return hits, n - inside
 

@@ -695,11 +695,12 @@ def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[
             if s.length:
                 return None
             continue
-        lo, hi = s.offset, s.offset + max(s.length, 1)
+        lo, span = s.offset, max(s.length, 1)
         inside = []
         for addr, (data, frame) in placed.pieces.items():
-            if addr < hi and addr + len(data) > lo:       # a packet may straddle two segments
-                inside.append((addr - lo, data))
+            rel = addr - lo           # one subtraction of two addresses (beyond machine integers, compiled)
+            if rel < span and rel + len(data) > 0:        # a packet may straddle two segments
+                inside.append((rel, data))
                 frames.add(frame)
         piece = _segment_bytes(inside, s.length)
         if piece is None:
