@@ -406,22 +406,26 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
         return
     handle = key[1]
     segs = job.msg.reads
-    stop = addr + end - off
+    n = end - off
     placed = False
     for i, s in enumerate(segs):
         if s.handle != handle:
             continue
-        lo = addr if addr > s.offset else s.offset
-        hi = stop if stop < s.offset + s.length else s.offset + s.length
+        # [lo, hi) relative to the segment: one subtraction of two addresses (kernel addresses are beyond
+        # machine integers compiled, each operation on them a Python long's)
+        rel = addr - s.offset
+        lo = rel if rel > 0 else 0
+        hi = rel + n
+        if hi > s.length:
+            hi = s.length
         if lo >= hi:
             continue
-        delta = lo - s.offset
         pieces = job.pieces[i]
-        old = pieces.get(delta)
+        old = pieces.get(lo)
         if old is not None and len(old) >= hi - lo:
             continue          # a repeat of bytes already placed
-        data = bytes(buf[off + lo - addr:off + hi - addr])
-        pieces[delta] = data
+        data = bytes(buf[off + lo - rel:off + hi - rel])
+        pieces[lo] = data
         grown = len(data) - (len(old) if old is not None else -_PIECE)
         st.charge(job, grown)
         job.filled[i] += len(data) - (len(old) if old is not None else 0)
