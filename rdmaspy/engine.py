@@ -59,7 +59,7 @@ class Engine:
         fast = self._fast.get(frame.linktype)
         if fast is not None:
             try:
-                if fast(pkt, data, 0, len(data), self.session):
+                if fast.dissect(pkt, data, 0, len(data), self.session):
                     return pkt
             except MemoryError:
                 out_of_memory()       # out of memory ends the run with one line (cli.main), not a packet
@@ -78,10 +78,10 @@ class Engine:
             add_data(pkt, data, 0, len(data))
             return pkt
         if self.strict:
-            fn(pkt, data, 0, len(data), self.session)
+            fn.dissect(pkt, data, 0, len(data), self.session)
             return pkt
         try:
-            fn(pkt, data, 0, len(data), self.session)
+            fn.dissect(pkt, data, 0, len(data), self.session)
         except MemoryError:
             out_of_memory()
             raise

@@ -14,10 +14,40 @@ from mypy_extensions import mypyc_attr
 
 from .packet import Packet
 
-# (pkt, buf, off, end, ctx) -> None; a heuristic returns whether it took the bytes.  Plain callables:
-# some dissectors take further keyword arguments, and fast paths return a bool too.
-Dissector = Callable[..., Any]
-Heuristic = Callable[..., bool]
+# The function a dissector is: (pkt, buf, off, end, ctx); a heuristic's or a fast path's result says
+# whether it took the bytes.  Plain callables: some take further keyword arguments.
+DissectorFunction = Callable[..., object]
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class Dissector:
+    """What a table holds: a dissector function, called through ``dissect``.
+
+    Compiled, a function taken from a table is called generically (its arguments boxed and parsed
+    again, some 400 instructions a call); a method of this compiled class is called directly.  A
+    module whose dissector is on the per-packet path registers a subclass whose ``dissect`` calls its
+    function by name, so that the call is direct too; any other function is wrapped in this class.
+    The result says whether the bytes were taken (heuristics, fast paths); a dissector's is ignored.
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: DissectorFunction) -> None:
+        self.fn = fn
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return bool(self.fn(pkt, buf, off, end, ctx))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> object:
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {getattr(self.fn, '__qualname__', self.fn)!r}>"
+
+
+def as_dissector(fn: Dissector | DissectorFunction) -> Dissector:
+    """``fn`` as a table holds it."""
+    return fn if isinstance(fn, Dissector) else Dissector(fn)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -28,15 +58,26 @@ class DissectorTable:
         self.name = name
         self.label = label or name
         self.by_key: dict[Any, Dissector] = {}
-        self.heuristics: list[tuple[str, Heuristic]] = []
+        self.heuristics: list[tuple[str, Dissector]] = []
 
-    def register(self, key: Any, dissector: Dissector) -> None:
-        if key in self.by_key and self.by_key[key] is not dissector:
+    def register(self, key: Any, dissector: Dissector | DissectorFunction) -> None:
+        d = as_dissector(dissector)
+        old = self.by_key.get(key)
+        if old is not None and old.fn is not d.fn:
             raise ValueError(f"{self.name}: {key!r} is registered already")
-        self.by_key[key] = dissector
+        self.by_key[key] = d
 
-    def add_heuristic(self, name: str, heuristic: Heuristic) -> None:
-        self.heuristics.append((name, heuristic))
+    def unregister(self, key: Any) -> Dissector | None:
+        """Take the dissector under ``key`` out of the table (tests put their own in its place)."""
+        return self.by_key.pop(key, None)
+
+    def add_heuristic(self, name: str, heuristic: Dissector | DissectorFunction, first: bool = False) -> None:
+        """Try ``heuristic`` after the others, or before them with ``first``."""
+        entry = (name, as_dissector(heuristic))
+        if first:
+            self.heuristics.insert(0, entry)
+        else:
+            self.heuristics.append(entry)
 
     def get(self, key: Any) -> Dissector | None:
         return self.by_key.get(key)
@@ -63,10 +104,10 @@ def dissect_with(tab: DissectorTable, key: Any, pkt: Packet, buf: bytes, off: in
     """
     fn = tab.by_key.get(key)
     if fn is not None:
-        fn(pkt, buf, off, end, ctx)
+        fn.dissect(pkt, buf, off, end, ctx)
         return True
     for _name, heur in tab.heuristics:
-        if heur(pkt, buf, off, end, ctx):
+        if heur.dissect(pkt, buf, off, end, ctx):
             return True
     if end > off:
         add_data(pkt, buf, off, end)
@@ -75,7 +116,7 @@ def dissect_with(tab: DissectorTable, key: Any, pkt: Packet, buf: bytes, off: in
 
 def try_heuristics(tab: DissectorTable, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     for _name, heur in tab.heuristics:
-        if heur(pkt, buf, off, end, ctx):
+        if heur.dissect(pkt, buf, off, end, ctx):
             return True
     return False
 
@@ -87,7 +128,7 @@ fallback: Final = table("data", "Undissected bytes")
 
 def add_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     """Record undissected bytes as a ``data`` layer (the data "protocol" is a dissector like any other)."""
-    fallback.by_key["data"](pkt, buf, off, end)
+    fallback.by_key["data"].dissect(pkt, buf, off, end, None)
 
 
 def import_all(package: Any, skip: tuple[str, ...] = ()) -> None:

@@ -81,14 +81,14 @@ def test_rdmacm_port_heuristic_is_first_and_dispatches_by_connection_port():
     assert heur[0][0] == "rdmacm.port"
     got = []
     ports = table("rdmacm.port")
-    saved = ports.by_key.pop(7471, None)
-    ports.by_key[7471] = lambda pkt, buf, off, end, ctx: got.append((pkt.frame.num, end - off))
+    saved = ports.unregister(7471)
+    ports.register(7471, lambda pkt, buf, off, end, ctx: got.append((pkt.frame.num, end - off)))
     try:
         pkts = first(capture("rxe-ucmatose.pcap"))
     finally:
-        del ports.by_key[7471]
+        ports.unregister(7471)
         if saved is not None:
-            ports.by_key[7471] = saved
+            ports.register(7471, saved)
     assert got == [(4, 200), (6, 200), (8, 200), (10, 200)]     # 258-byte frames: 200-byte SENDs
     assert all(p.conv is pkts[0].conv for p in pkts[3:11])
 

@@ -1,11 +1,11 @@
 """Undissected bytes, shown as data (Wireshark's ``data`` protocol)."""
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
-from ..registry import table
+from ..registry import Dissector, table
 
 declaring(__name__)
 protocol("data", "Data", repeats=True)    # what several dissectors leave undissected in one packet
@@ -40,10 +40,18 @@ class DataLayer(Layer):
         self._label = text
 
 
-def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
+def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int, ctx: object = None) -> None:
     lay = DataLayer("data", None, buf, off, end - off)
     lay._fill = _FILL_DATA
     pkt.push(lay)
 
 
-table("data").register("data", add_data_layer)
+class _Data(Dissector):
+    """Undissected bytes, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        add_data_layer(pkt, buf, off, end, ctx)
+        return True
+
+
+table("data").register("data", _Data(add_data_layer))

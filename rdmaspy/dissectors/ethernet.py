@@ -1,11 +1,11 @@
 """Ethernet II, 802.1Q / 802.1ad VLAN tags, and the ethertype table."""
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from ..fields import F, Header, declaring, repeatable
 from ..packet import Layer, Packet
-from ..registry import dissect_with, table
+from ..registry import Dissector, dissect_with, table
 
 declaring(__name__)
 repeatable("vlan")                # QinQ stacks
@@ -53,7 +53,7 @@ def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -
     pkt.proto = ETHERTYPES.get(etype, "ETH")
     fn = _by_type.get(etype)
     if fn is not None:
-        fn(pkt, buf, off, end, ctx)
+        fn.dissect(pkt, buf, off, end, ctx)
     elif not dissect_with(ethertype, etype, pkt, buf, off, end, ctx):
         # Nothing above: the addresses are the MACs.
         if not pkt.src:
@@ -66,4 +66,12 @@ def fmt_mac(b: bytes) -> str:
     return b.hex(":")
 
 
-table("linktype").register(1, dissect_ethernet)
+class _Ethernet(Dissector):
+    """Ethernet II, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_ethernet(pkt, buf, off, end, ctx)
+        return True
+
+
+table("linktype").register(1, _Ethernet(dissect_ethernet))

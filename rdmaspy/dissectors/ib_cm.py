@@ -247,7 +247,7 @@ def dissect_cm(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     pkt.set_info(f"CM {name}")
     fn = cm_attribute.by_key.get(info.attribute)
     if fn is not None:
-        fn(pkt, buf, off, end, ctx)
+        fn.dissect(pkt, buf, off, end, ctx)
     elif end > off:
         pkt.layers[-1].add(_mad.MAD_CLASS_DATA, bytes(buf[off:end]), off, end - off)
 

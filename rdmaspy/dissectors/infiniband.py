@@ -18,7 +18,7 @@ from mypy_extensions import mypyc_attr
 from .. import conversation
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
-from ..registry import dissect_with, table
+from ..registry import Dissector, dissect_with, table
 from ..session import wants_info
 from .ethernet import ETH
 from .hexfmt import hex8, hexn
@@ -558,7 +558,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     if pend > pos and pkt.malformed is None:
         fn = ib_qp.by_key.get(ib.destqp) if plan.transport in ("UD", "RD") or ib.destqp < 2 else None
         if fn is not None:
-            fn(pkt, buf, pos, pend, ctx)
+            fn.dissect(pkt, buf, pos, pend, ctx)
         else:
             dissect_with(ib_payload, plan.kind, pkt, buf, pos, pend, ctx)
     if expected_icrc >= 0:
@@ -771,6 +771,21 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     return True
 
 
+class _RoceV2(Dissector):
+    """RoCEv2 on its UDP port, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_rocev2(pkt, buf, off, end, ctx)
+        return True
+
+
+class _FastRoceV2(Dissector):
+    """The RoCEv2 fast path of Ethernet frames, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return fast_rocev2_ipv4(pkt, buf, off, end, ctx)
+
+
 def dissect_grh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, lrh_off: int = -1) -> None:
     if end - off < 40:
         pkt.proto = "InfiniBand"
@@ -860,8 +875,8 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
             pkt.add_info(f"[Bad VCRC 0x{got:04x}, expected 0x{expected:04x}]")
 
 
-table("udp.port").register(4791, dissect_rocev2)
-table("linktype.fast", "Fused fast paths by link type").register(1, fast_rocev2_ipv4)
+table("udp.port").register(4791, _RoceV2(dissect_rocev2))
+table("linktype.fast", "Fused fast paths by link type").register(1, _FastRoceV2(fast_rocev2_ipv4))
 table("ethertype").register(0x8915, dissect_rocev1)
 table("linktype").register(247, dissect_lrh)
 

@@ -1,11 +1,11 @@
 """IPv4 (with options) and IPv6 (with extension headers), and the IP protocol table."""
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
-from ..registry import dissect_with, table
+from ..registry import Dissector, dissect_with, table
 
 declaring(__name__)
 repeatable("ip", "ipv6")          # the headers an ICMP error quotes, besides the packet's own
@@ -157,7 +157,7 @@ def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
         return
     fn = _by_proto.get(proto)
     if fn is not None:
-        fn(pkt, buf, off + ihl, end, ctx)
+        fn.dissect(pkt, buf, off + ihl, end, ctx)
     else:
         dissect_with(ip_proto, proto, pkt, buf, off + ihl, end, ctx)
 
@@ -241,7 +241,15 @@ def dissect_ipv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
 
 
 ethertype: Final = table("ethertype")
-ethertype.register(0x0800, dissect_ipv4)
+class _IPv4(Dissector):
+    """IPv4, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_ipv4(pkt, buf, off, end, ctx)
+        return True
+
+
+ethertype.register(0x0800, _IPv4(dissect_ipv4))
 ethertype.register(0x86DD, dissect_ipv6)
 
 # Raw IP link types: 101 (LINKTYPE_RAW), 228 (IPv4), 229 (IPv6); 12 and 14 are the old BSD numbers for raw IP.

@@ -32,7 +32,7 @@ from mypy_extensions import mypyc_attr
 from .. import conversation as _conversation
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Packet
-from ..registry import add_data, dissect_with, table
+from ..registry import Dissector, add_data, dissect_with, table
 from ..rules import declare
 from ..session import Session
 from . import iwarp_ddp
@@ -754,5 +754,12 @@ def fpdu_chain(buf: bytes, p: int, end: int, exact: bool) -> int:
     return count
 
 
-tcp_port.add_heuristic("iwarp_mpa", heuristic_mpa)
+class _Mpa(Dissector):
+    """MPA recognised in a TCP segment, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return heuristic_mpa(pkt, buf, off, end, ctx)
+
+
+tcp_port.add_heuristic("iwarp_mpa", _Mpa(heuristic_mpa))
 tcp_end.add_heuristic("iwarp_mpa", tcp_end_mpa)

@@ -353,7 +353,7 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.add_expert("warning", "malformed", f"MAD is {end - off} bytes, expected {MAD_SIZE}", "IBTA 13.4.2")
     fn = mad_class.by_key.get(cls)
     if fn is not None:
-        fn(pkt, buf, off + MAD.size, end, ctx)
+        fn.dissect(pkt, buf, off + MAD.size, end, ctx)
         _status(pkt, info)
         return
     pkt.set_info(f"{name} {METHODS.get(info.method, f'method 0x{info.method:02x}')} "

@@ -15,6 +15,7 @@ from typing import Any, Callable, Final
 
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
+from ..registry import Dissector
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError
@@ -106,7 +107,7 @@ class _Walk:
         self.reply = info.msgtype == 1
         # (positions of Read chunks in a call, number of Write chunks for a reply) from the transport
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
-        self.programs: dict | None = None     # the capture's learnt RPC programs (callback services)
+        self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
 
     def ddp(self, cur: Cursor, kind: str) -> None:
         """At a DDP-eligible opaque/string: read its length, find whether it was reduced, step over it."""
@@ -341,7 +342,7 @@ def _cb_program(cur: Cursor, w: _Walk) -> None:
     BACKCHANNEL_CTL): calls to it in the reverse direction are CB_COMPOUNDs."""
     prog = cur.u32("cb_program")
     if w.programs is not None and prog not in w.programs and len(w.programs) < 64:
-        w.programs[prog] = dissect_nfs_cb
+        w.programs[prog] = _NFS_CB
 
 
 _V4_ARGS: Final[dict[int, Walker]] = {
@@ -517,7 +518,7 @@ def _scratch(info: RpcInfo) -> RpcInfo:
 
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
-              pkt: Packet | None, programs: dict | None = None) -> None:
+              pkt: Packet | None, programs: dict[int, Dissector] | None = None) -> None:
     if info.proc is not None:
         lay.add(PROC, info.proc)
     cur = Cursor(buf, off, end)
@@ -685,8 +686,17 @@ def _named(proto: str, label: str) -> Callable[[Packet, bytes, int, int, Any], N
     return dissect
 
 
-rpc_program.register(NFS_PROG, dissect_nfs)
-rpc_program.register(NFS_CB_PROG, dissect_nfs_cb)
+class _Nfs(Dissector):
+    """NFS, by its RPC program, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_nfs(pkt, buf, off, end, ctx)
+        return True
+
+
+rpc_program.register(NFS_PROG, _Nfs(dissect_nfs))
+_NFS_CB: Final = Dissector(dissect_nfs_cb)      # under its own number and under each learnt one
+rpc_program.register(NFS_CB_PROG, _NFS_CB)
 rpc_program.register(MOUNT_PROG, _named("MOUNT", "MOUNT"))
 rpc_program.register(NLM_PROG, _named("NLM", "NLM"))
 rpc_program.register(NFSACL_PROG, _named("NFSACL", "NFSACL"))

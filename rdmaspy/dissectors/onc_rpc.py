@@ -579,7 +579,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     wrapped = (gss_proc is not None and gss_proc == 0 and gss_service is not None
                and (gss_service == 2 or gss_service == 3))
     if fn is not None and body_ok and not wrapped:
-        fn(pkt, buf, body, end, ctx)
+        fn.dissect(pkt, buf, body, end, ctx)
         if mtype == 0:
             entry[5] = info.label     # the reply is named as its call was (NFSv4.2 COMPOUND ...)
     if not quiet and wants_info(ctx):

@@ -17,7 +17,7 @@ from typing import Any, Final
 from ..conversation import Connection
 from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Layer, Packet
-from ..registry import table
+from ..registry import Dissector, table
 
 declaring(__name__)
 protocol("rdmacm", "IP CM ServiceID")
@@ -126,10 +126,10 @@ def hand_private(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, port: in
     if port is not None:
         fn = cm_private_data.by_key.get(port)
         if fn is not None:
-            fn(pkt, buf, off, end, ctx)
+            fn.dissect(pkt, buf, off, end, ctx)
             return True
     for _name, heur in cm_private_data.heuristics:
-        if heur(pkt, buf, off, end, ctx):
+        if heur.dissect(pkt, buf, off, end, ctx):
             return True
     return False
 
@@ -145,8 +145,15 @@ def rdmacm_payload(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> boo
     fn = rdmacm_port.by_key.get(port)
     if fn is None:
         return False
-    fn(pkt, buf, off, end, ctx)
+    fn.dissect(pkt, buf, off, end, ctx)
     return True
 
 
-table("ib.payload").heuristics.insert(0, ("rdmacm.port", rdmacm_payload))
+class _ByPort(Dissector):
+    """The RC payload of an RDMA-CM connection, by its port, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return rdmacm_payload(pkt, buf, off, end, ctx)
+
+
+table("ib.payload").add_heuristic("rdmacm.port", _ByPort(rdmacm_payload), first=True)

@@ -35,7 +35,7 @@ from mypy_extensions import mypyc_attr
 from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget, Holder
-from ..registry import table, try_heuristics
+from ..registry import Dissector, table, try_heuristics
 from ..session import wants_info
 from .data import add_data_layer
 from . import infiniband, onc_rpc
@@ -798,14 +798,38 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
             st.forget_written(key)
 
 
-def _register(key: str, fn: Any) -> None:
+class _Send(Dissector):
+    """SEND payloads, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_send(pkt, buf, off, end, ctx)
+        return True
+
+
+class _ReadResponse(Dissector):
+    """RDMA READ response payloads, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_read_response(pkt, buf, off, end, ctx)
+        return True
+
+
+class _Write(Dissector):
+    """RDMA WRITE payloads, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_write(pkt, buf, off, end, ctx)
+        return True
+
+
+def _register(key: str, fn: Dissector) -> None:
     if ib_payload.by_key.get(key) is None:
         ib_payload.register(key, fn)
 
 
-_register("send", dissect_send)
-_register("read_response", dissect_read_response)
-_register("write", dissect_write)
+_register("send", _Send(dissect_send))
+_register("read_response", _ReadResponse(dissect_read_response))
+_register("write", _Write(dissect_write))
 infiniband.bth_kind_observers.setdefault("read_request", []).append(observe_read_request)
 
 

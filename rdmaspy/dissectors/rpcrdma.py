@@ -23,7 +23,7 @@ from typing import Any, Callable, Final, Sequence
 from ..conversation import Connection
 from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
-from ..registry import add_data, table
+from ..registry import Dissector, add_data, table
 from ..session import wants_info
 from . import onc_rpc, rdma_reassembly
 from .hexfmt import hex8
@@ -460,7 +460,7 @@ def dissect_rpcrdma(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
     if end - off >= 8 and buf[off + 4] == 0 and buf[off + 5] == 0 and buf[off + 6] == 0 and buf[off + 7] == 2:
         v2 = VERSIONS.by_key.get(2)
         if v2 is not None:
-            v2(pkt, buf, off, end, ctx)
+            v2.dissect(pkt, buf, off, end, ctx)
             return
     msg = None
     if end - off >= _BARE_V1:
@@ -601,7 +601,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     if vers == 2:
         v2 = VERSION_HEURISTICS.by_key.get(2)
-        return v2 is not None and bool(v2(pkt, buf, off, end, ctx))
+        return v2 is not None and v2.dissect(pkt, buf, off, end, ctx)
     if vers != 1:
         return False
     if proc > 4:
@@ -658,8 +658,23 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     return True
 
 
-table("rdmacm.port", "RC payload of RDMA-CM connections, by port").register(NFS_RDMA_PORT, dissect_rpcrdma)
-table("ib.payload").add_heuristic("rpcrdma", heuristic)
+class _OnPort(Dissector):
+    """RPC-over-RDMA on the NFS/RDMA port, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_rpcrdma(pkt, buf, off, end, ctx)
+        return True
+
+
+class _Recognised(Dissector):
+    """RPC-over-RDMA recognised in a SEND, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return heuristic(pkt, buf, off, end, ctx)
+
+
+table("rdmacm.port", "RC payload of RDMA-CM connections, by port").register(NFS_RDMA_PORT, _OnPort(dissect_rpcrdma))
+table("ib.payload").add_heuristic("rpcrdma", _Recognised(heuristic))
 
 
 # Version 2 builds on this module's message and chunk types; bound last, the import cycle resolves.

@@ -5,13 +5,13 @@ stream itself, keyed on the connection.
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
-from ..registry import dissect_with, table, try_heuristics
+from ..registry import Dissector, dissect_with, table, try_heuristics
 from ..session import wants_info
 
 declaring(__name__)
@@ -76,7 +76,7 @@ def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     pkt.proto = "UDP"
     fn = _udp_ports.get(dport) or _udp_ports.get(sport)
     if fn is not None:
-        fn(pkt, buf, off + 8, end, ctx)
+        fn.dissect(pkt, buf, off + 8, end, ctx)
         return
     pkt.set_info(f"{sport} → {dport} Len={end - off - 8}")
     dissect_with(udp_port, None, pkt, buf, off + 8, end, ctx)
@@ -142,7 +142,7 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     if seglen > 0:
         fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
         if fn is not None:
-            fn(pkt, buf, off + hlen, end, ctx)
+            fn.dissect(pkt, buf, off + hlen, end, ctx)
         else:
             dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
     if flags & 0x05 and tcp_end.heuristics:           # FIN or RST, after the bytes it carries
@@ -150,5 +150,21 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
 
 
 ip_proto: Final = table("ip.proto")
-ip_proto.register(17, dissect_udp)
-ip_proto.register(6, dissect_tcp)
+class _Udp(Dissector):
+    """UDP, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_udp(pkt, buf, off, end, ctx)
+        return True
+
+
+class _Tcp(Dissector):
+    """TCP, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_tcp(pkt, buf, off, end, ctx)
+        return True
+
+
+ip_proto.register(17, _Udp(dissect_udp))
+ip_proto.register(6, _Tcp(dissect_tcp))
