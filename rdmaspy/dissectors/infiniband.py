@@ -251,6 +251,11 @@ _ECN_W: Final = _BECN.word
 _ECN_BITS: Final = (_FECN.mask << _FECN.shift) | (_BECN.mask << _BECN.shift)
 
 
+def _word(i: int, w0: int, w1: int, w2: int) -> int:
+    """Word ``i`` of the BTH's three."""
+    return w0 if i == 0 else w1 if i == 1 else w2
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class IBInfo:
     """The transport facts of a packet, for upper layers and analysis (no text).
@@ -258,11 +263,14 @@ class IBInfo:
     Made for every packet: the BTH words are kept as unpacked and the rarer bits derived on demand.
     """
 
-    __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "words",
+    __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "w0", "w1", "w2",
                  "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn",
                  "buf", "bth_off", "at", "exts", "icrc_off", "icrc_got", "icrc_expected", "icrc_at", "eth_off",
                  "made")
     # Declared for the type checker (and for mypyc, which lays the object out from them).
+    w0: int
+    w1: int
+    w2: int
     payload_off: int
     payload_end: int
     reth: tuple[int, int, int] | None
@@ -286,13 +294,17 @@ class IBInfo:
     eth_off: int
     made: bool
 
-    def __init__(self, opcode: int, plan: "OpcodePlan", words: tuple[int, ...]) -> None:
+    def __init__(self, opcode: int, plan: "OpcodePlan", w0: int, w1: int, w2: int) -> None:
         self.opcode = opcode
         self.plan = plan
-        self.words = words          # the BTH's 32-bit words: the declaration says where each field is
-        self.pkey: int = (words[_PKEY_W] >> _PKEY_SH) & _PKEY_M
-        self.destqp: int = (words[_DESTQP_W] >> _DESTQP_SH) & _DESTQP_M
-        self.psn: int = (words[_PSN_W] >> _PSN_SH) & _PSN_M
+        # The BTH's three 32-bit words, as machine integers (compiled: an unpacked tuple would be a tuple
+        # and three int objects a packet); the declaration says where each field is.
+        self.w0 = w0
+        self.w1 = w1
+        self.w2 = w2
+        self.pkey: int = (_word(_PKEY_W, w0, w1, w2) >> _PKEY_SH) & _PKEY_M
+        self.destqp: int = (_word(_DESTQP_W, w0, w1, w2) >> _DESTQP_SH) & _DESTQP_M
+        self.psn: int = (_word(_PSN_W, w0, w1, w2) >> _PSN_SH) & _PSN_M
         self.reth = None        # (va, r_key, dma_length)
         self.aeth = None        # (syndrome, msn)
         self.deth_srcqp = None
@@ -304,6 +316,11 @@ class IBInfo:
         self.icrc_at = -1
         self.eth_off = -1
         self.made = False
+
+    @property
+    def words(self) -> tuple[int, int, int]:
+        """The BTH's words as ``BTH.words()`` unpacks them (what the declaration's spots refer to)."""
+        return (self.w0, self.w1, self.w2)
 
     @property
     def se(self) -> int:
@@ -350,7 +367,6 @@ ib_qp: Final = table("ib.qp", "InfiniBand destination QP")
 ib_payload: Final = table("ib.payload", "InfiniBand payload")
 
 _BTH_SIZE: Final = BTH.size
-_BTH_WORDS: Final = BTH.words().unpack_from     # three 32-bit words, as the spots above
 _FF8: Final = b"\xff" * 8
 _crc32: Final = zlib.crc32
 _CRC_FF8: Final = _crc32(_FF8)
@@ -466,10 +482,12 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         pkt.proto = "InfiniBand"
         pkt.truncated("bth", end - off, _BTH_SIZE + 4)
         return None
-    words: tuple[int, ...] = _BTH_WORDS(buf, off)
-    opcode: int = (words[_OPCODE_W] >> _OPCODE_SH) & _OPCODE_M
+    w0 = u32(buf, off)
+    w1 = u32(buf, off + 4)
+    w2 = u32(buf, off + 8)
+    opcode = (_word(_OPCODE_W, w0, w1, w2) >> _OPCODE_SH) & _OPCODE_M
     plan = PLANS[opcode]
-    pkt.ib = ib = IBInfo(opcode, plan, words)
+    pkt.ib = ib = IBInfo(opcode, plan, w0, w1, w2)
     pkt.defer(_MAKE_LAYERS)
     ib.buf = buf
     ib.bth_off = off
@@ -536,7 +554,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
                 info += f" Inv R_Key=0x{hex8(rkey)}"
         pos += size
     ib.exts = exts
-    pad = (words[_PADCNT_W] >> _PADCNT_SH) & _PADCNT_M
+    pad = (_word(_PADCNT_W, w0, w1, w2) >> _PADCNT_SH) & _PADCNT_M
     pend = icrc_off - pad
     if pend < pos:
         pkt.set_malformed(f"bth: pad count {pad} exceeds the {icrc_off - pos} payload bytes")
@@ -544,7 +562,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     ib.payload_off = pos
     ib.payload_end = pend
     if texts:
-        if words[_ECN_W] & _ECN_BITS:
+        if _word(_ECN_W, w0, w1, w2) & _ECN_BITS:
             info += " [BECN]" if ib.becn else " [FECN]"
         pkt.info = [info]
     if _CONNECTED[opcode]:
