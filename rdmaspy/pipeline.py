@@ -17,7 +17,10 @@ loop runs once per packet, and at a few hundred thousand packets a second its ow
 from __future__ import annotations
 
 import gc
+from abc import abstractmethod
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
+
+from mypy_extensions import mypyc_attr
 
 from .engine import Engine, Session
 from .packet import Frame, Packet
@@ -41,6 +44,21 @@ class Sink(Protocol):
     def packet(self, pkt: Packet) -> None: ...
 
     def finish(self) -> None: ...
+
+
+@mypyc_attr(allow_interpreted_subclasses=True)
+class PacketSink:
+    """A base for the sinks on the per-packet path (summary lines, trees, JSON): compiled, the pipeline
+    calls ``packet`` of a subclass directly, where a bound method kept in a list is a generic call a
+    packet.  Any other object with the ``Sink`` methods is a sink too."""
+
+    @abstractmethod
+    def packet(self, pkt: Packet) -> None:
+        """Every packet the display filter shows, in order."""
+
+    @abstractmethod
+    def finish(self) -> None:
+        """After the last packet."""
 
 
 class Options:
@@ -80,8 +98,10 @@ class Pipeline:
         self._finished = False
         self._matcher = opts.matcher
         self._count = opts.count
-        self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in self.sinks
-                                                              if getattr(s, "reads_packets", True)]
+        readers = [s for s in self.sinks if getattr(s, "reads_packets", True)]
+        self._packet_sinks: list[PacketSink] = [s for s in readers if isinstance(s, PacketSink)]
+        self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in readers
+                                                              if not isinstance(s, PacketSink)]
         findings: list[Any] = []
         records: list[Any] = []
         for s in self.sinks:
@@ -133,6 +153,8 @@ class Pipeline:
             self.matched = False
             return pkt
         self.matched = True
+        for sink in self._packet_sinks:
+            sink.packet(pkt)
         for hook in self._packet_hooks:
             hook(pkt)
         self.shown += 1

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..analysis.rules import Finding
 from ..packet import Packet
+from ..pipeline import PacketSink
 from .clock import Clock
 from .lines import LineWriter
 from .safe import safe_text
@@ -29,7 +30,7 @@ def with_findings(line: str, pkt: Packet) -> str:
     return f"{line} [{'; '.join(notes)}]" if notes else line
 
 
-class TimedSink:
+class TimedSink(PacketSink):
     """A sink whose lines show times since the first frame of its pipeline, or in the format of a
     ``clock`` (``-t``)."""
 
