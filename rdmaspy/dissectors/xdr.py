@@ -12,6 +12,8 @@ from typing import Callable, Final, Sequence, TypeVar
 
 import struct
 
+from mypy_extensions import i64
+
 from ..fields import XdrList
 
 _U32: Final = struct.Struct(">I")
@@ -40,8 +42,10 @@ class XdrError(Exception):
 
 def u32(buf: bytes, at: int) -> int:
     """The big-endian 32-bit word at ``buf[at]`` (the caller knows the four bytes are there).  Compiled,
-    four byte reads, where a struct's unpack is a method call making a tuple and an int object per word."""
-    return buf[at] << 24 | buf[at + 1] << 16 | buf[at + 2] << 8 | buf[at + 3]
+    four byte reads, where a struct's unpack is a method call making a tuple and an int object per word;
+    in 64-bit machine integers (``i64``), half the instructions of checked ``int`` arithmetic."""
+    a: i64 = at
+    return i64(buf[a]) << 24 | i64(buf[a + 1]) << 16 | i64(buf[a + 2]) << 8 | i64(buf[a + 3])
 
 
 class Cursor:
