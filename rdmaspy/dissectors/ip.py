@@ -6,6 +6,7 @@ from typing import Any, Final
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
+from .xdr import u32
 
 declaring(__name__)
 repeatable("ip", "ipv6")          # the headers an ICMP error quotes, besides the packet's own
@@ -88,7 +89,7 @@ _RECENT: Final = _Recent()
 def ipv4_text(buf: bytes, off: int) -> str:
     """Dotted text of the 4-byte address at ``buf[off]``, cached: a capture has few addresses and many
     packets."""
-    a = buf[off] << 24 | buf[off + 1] << 16 | buf[off + 2] << 8 | buf[off + 3]
+    a = u32(buf, off)
     r = _RECENT
     if a == r.a0:
         return r.t0

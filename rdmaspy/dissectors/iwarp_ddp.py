@@ -12,7 +12,6 @@ messages back together from them (by STag and tagged offset) as it does over Inf
 """
 from __future__ import annotations
 
-import struct
 from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
@@ -25,6 +24,7 @@ from .data import add_data_layer
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA, RpcRdmaMessage
+from .xdr import u32
 
 declaring(__name__)
 repeatable("ddp", "rdmap")        # one per FPDU
@@ -183,10 +183,9 @@ _MO_END: Final = _end(DDP_UNTAGGED, "mo")
 _RDMAP_AT: Final = _start(DDP_UNTAGGED, "rsvdulp")
 _INV_STAG_AT: Final = _RDMAP_AT + RDMAP_CTRL.size
 _INV_STAG_END: Final = _INV_STAG_AT + INVAL_STAG.bits // 8
-# The words after the control bytes in one precompiled unpack each, where the declarations put them: STag
-# and TO of a tagged segment; the Invalidate STag (or reserved), QN, MSN and MO of an untagged one.
-_TAGGED_WORDS: Final = struct.Struct(">IQ").unpack_from
-_UNTAGGED_WORDS: Final = struct.Struct(">IIII").unpack_from
+# The words after the control bytes, read one by one where the declarations put them (compiled, machine
+# integers: an unpack is a generic call making a tuple and an int object a word): STag and TO of a tagged
+# segment; the Invalidate STag (or reserved), QN, MSN and MO of an untagged one.
 if (_STAG_END, _TO_AT, _TO_END) != (_STAG_AT + 4, _STAG_END, _STAG_END + 8) or \
         (_QN_AT, _MSN_AT, _MO_AT, _MO_END) != (_INV_STAG_END, _INV_STAG_END + 4, _INV_STAG_END + 8, _INV_STAG_END + 12):
     raise ImportError("iwarp_ddp: the DDP declarations no longer match the unpacks of the segment's words")
@@ -392,22 +391,20 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
                        " buffer model", "RFC 5040 / RFC 7306")
     pos = off + hlen
     # typed, so that compiled they stay machine integers (unpack_from gives a tuple of Any)
-    w: int
-    qn: int
-    msn: int
-    mo: int
-    stag: int
-    to: int
     texts = wants_info(ctx)
     text = ""
     if tagged:
-        stag, to = _TAGGED_WORDS(buf, off + _STAG_AT)
+        stag = u32(buf, off + _STAG_AT)
+        to = u32(buf, off + _TO_AT) << 32 | u32(buf, off + _TO_AT + 4)
         info.stag = stag
         info.to = to
         if texts:
             text = f"iWARP RDMAP {info.name} STag=0x{hex8(stag)} TO=0x{hexn(to)}"   # no format spec: see hexfmt
     else:
-        w, qn, msn, mo = _UNTAGGED_WORDS(buf, off + _INV_STAG_AT)
+        w = u32(buf, off + _INV_STAG_AT)
+        qn = u32(buf, off + _QN_AT)
+        msn = u32(buf, off + _MSN_AT)
+        mo = u32(buf, off + _MO_AT)
         info.qn = qn
         info.msn = msn
         info.mo = mo
