@@ -185,6 +185,11 @@ class Note(Generic[T]):
 NOTES: dict[str, Note[Any]] = {}
 
 
+# The Info of a packet no dissector has written to: one list for all of them (add_info and set_info give a
+# packet its own), not a list made and freed a packet.
+_NO_INFO: Final[list[str]] = []
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Packet:
     """A frame and everything the dissectors found in it."""
@@ -202,7 +207,7 @@ class Packet:
         self.src = ""
         self.dst = ""
         self.proto = ""
-        self.info: list[str] = []
+        self.info: list[str] = _NO_INFO     # shared and never changed: a packet's own list comes with its first text
         self.malformed: str | None = None
         self.expert: list[Any] | None = None      # Expert items of dissectors, and Findings of the analysis
         self.conv: Any = None     # the connection this packet belongs to (set by the CM/IB dissectors)
@@ -271,7 +276,11 @@ class Packet:
         self.info = [text]
 
     def add_info(self, text: str) -> None:
-        self.info.append(text)
+        info = self.info
+        if info is _NO_INFO:
+            self.info = [text]
+        else:
+            info.append(text)
 
     def note(self, key: Note[T], value: T) -> None:
         extra = self.extra

@@ -612,7 +612,7 @@ def _set_info(pkt: Packet, info: RpcInfo) -> None:
         text += f" denied {REJECT_STATS.get(info.reject_stat, info.reject_stat)}"
     if pkt.proto in _RDMA_PROTOS:
         pkt.proto = "RPC"
-    pkt.info.append(text)
+    pkt.add_info(text)
 
 
 # --- encoding (tests and the traffic generator) -------------------------------------------------------
