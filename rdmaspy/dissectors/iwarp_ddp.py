@@ -546,7 +546,7 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
         return
     qn, msn, mo = info.qn, info.msn, info.mo
     assert qn is not None and msn is not None and mo is not None     # read from every untagged header
-    whole = stream.untagged.add(qn, msn, mo, bytes(buf[pos:end]), info.last)
+    whole = stream.untagged.add(qn, msn, mo, buf[pos:end], info.last)
     if whole is None:
         if end > pos:
             add_data_layer(pkt, buf, pos, end)

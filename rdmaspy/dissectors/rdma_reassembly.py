@@ -277,7 +277,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
     num = pkt.frame.num
     if pos == "first":
         st.free(st.sends.get(key))
-        opened = st.sends[key] = _Partial(psn, bytes(buf[off:end]), num)
+        opened = st.sends[key] = _Partial(psn, buf[off:end], num)
         st.charge(opened, end - off + _ENTRY)
         _bound(st.sends, st=st)
         _fragment(pkt, buf, off, end, 1, "SEND First")
@@ -291,7 +291,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
                            "IBTA 9.4.1: SEND First/Middle/Last")
         add_data_layer(pkt, buf, off, end)
         return
-    part.parts.append(bytes(buf[off:end]))
+    part.parts.append(buf[off:end])
     part.frames.append(num)
     part.size += end - off
     part.next_psn = (psn + 1) & 0xFFFFFF
@@ -424,7 +424,7 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
         old = pieces.get(lo)
         if old is not None and len(old) >= hi - lo:
             continue          # a repeat of bytes already placed
-        data = bytes(buf[off + lo - rel:off + hi - rel])
+        data = buf[off + lo - rel:off + hi - rel]
         pieces[lo] = data
         grown = len(data) - (len(old) if old is not None else -_PIECE)
         st.charge(job, grown)
@@ -465,7 +465,7 @@ def _place_written(st: _State, key: Key, addr: int, buf: bytes, off: int, end: i
     old = placed.pieces.get(addr)
     if old is not None and len(old[0]) >= end - off:
         return        # a retransmission of bytes already placed
-    data = bytes(buf[off:end])
+    data = buf[off:end]
     grown = len(data) - (len(old[0]) if old is not None else -_PIECE)
     if st.kept + grown > _BYTES_LIMIT:
         for other in list(st.written):       # the oldest chunk data goes first
@@ -739,7 +739,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         return
     st = _state(ctx)
     if msg.reads:
-        reduced = bytes(buf[off + msg.header_len:end]) if msg.proc != 1 else b""
+        reduced = buf[off + msg.header_len:end] if msg.proc != 1 else b""
         owner = (pkt.src, pkt.dst)
         job = _ReadJob(msg, owner, reduced, msg.rpc_flow if msg.rpc_flow is not None else _rpc_flow(pkt))
         if job.need:

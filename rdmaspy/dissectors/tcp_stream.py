@@ -111,7 +111,7 @@ class HalfStream:
                 old = self.held.get(seq & 0xFFFFFFFF)
                 if old is None or len(old[0]) < n:
                     self.held_bytes += n - (len(old[0]) if old else 0)
-                    self.held[seq & 0xFFFFFFFF] = (bytes(buf[off:end]), frame)
+                    self.held[seq & 0xFFFFFFFF] = (buf[off:end], frame)
                 return self._empty(buf, off, HELD, 0)
             return self._skip_hole(seq, buf, off, end, frame)
         status = NEW
@@ -127,7 +127,7 @@ class HalfStream:
             view = StreamView(buf, start, end, base_off, [(start, end, frame)], status, True)
             view.dropped = skip
             return view
-        parts = [self.pending, bytes(buf[start:end])]
+        parts = [self.pending, buf[start:end]]
         spans = list(self.pending_spans)
         p = len(self.pending)
         spans.append((p, p + n - skip, frame))
@@ -186,7 +186,7 @@ class HalfStream:
         self.next_seq = first
         self.next_off += missing
         base_off = self.next_off
-        self.held[seq & 0xFFFFFFFF] = (bytes(buf[off:end]), frame)
+        self.held[seq & 0xFFFFFFFF] = (buf[off:end], frame)
         self.held_bytes += end - off
         parts: list[bytes] = []
         spans: list[tuple[int, int, int]] = []
@@ -210,7 +210,7 @@ class HalfStream:
             self.pending = b""
             self.pending_spans = []
             return
-        self.pending = bytes(view.buf[upto:view.end])
+        self.pending = view.buf[upto:view.end]
         self.pending_spans = [(max(s, upto) - upto, e - upto, num) for s, e, num in view.spans if e > upto]
 
     def drop_pending(self) -> int:
