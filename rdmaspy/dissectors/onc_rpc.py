@@ -15,7 +15,6 @@ given the layer, spells out the items when somebody asks for them.
 """
 from __future__ import annotations
 
-import struct
 from collections import OrderedDict
 from itertools import islice
 from typing import Any, Final
@@ -405,70 +404,53 @@ def _fill(lay: Any, buf: bytes, off: int, end: int, info: RpcInfo) -> None:    #
     lay.add(BODY_LEN, end - body, body, end - body)
 
 
-# xid, type, rpcvers, prog, vers, proc, cred flavor, cred length
-_CALL_HEAD: Final = struct.Struct(">IIIIIIII").unpack_from
-# xid, type, reply_stat, verifier flavor, verifier length
-_REPLY_HEAD: Final = struct.Struct(">IIIII").unpack_from
-_U32: Final = struct.Struct(">I").unpack_from
-_II: Final = struct.Struct(">II").unpack_from
-_III: Final = struct.Struct(">III").unpack_from
-_GSS: Final = struct.Struct(">IIIII").unpack_from
+# A call's header words: xid, type, rpcvers (8), prog (12), vers (16), proc (20), cred flavor (24), cred
+# length (28); a reply's: xid, type, reply_stat (8), verifier flavor (12), verifier length (16).
 
 
 def _call_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
-    """The facts of a well-formed call header, read with a few unpacks; returns where the body starts,
-    or -1 when anything is short or out of range (the careful walk then says what)."""
+    """The facts of a well-formed call header, read word by word (``xdr.u32``: compiled, machine integers,
+    where an unpack is a generic call making a tuple and an int object a word); returns where the body
+    starts, or -1 when anything is short or out of range (the careful walk then says what)."""
     if end - off < 40:
         return -1
-    # The words typed: compiled, they stay machine integers (an unpack gives Any, and arithmetic on
-    # Any is a generic call per operation).
-    rpcvers: int
-    prog: int
-    vers: int
-    proc: int
-    cfl: int
-    clen: int
-    vlen: int
-    nlen: int
-    uid: int
-    gid: int
-    ngids: int
-    hlen: int
-    _x, _t, rpcvers, prog, vers, proc, cfl, clen = _CALL_HEAD(buf, off)
+    clen = u32(buf, off + 28)
     if clen > 400:
         return -1
+    cfl = u32(buf, off + 24)
     cb = off + 32
     ce = cb + clen
     vp = cb + ((clen + 3) & ~3)
     if vp + 8 > end:
         return -1
-    _vfl, vlen = _II(buf, vp)
+    vlen = u32(buf, vp + 4)
     body = vp + 8 + ((vlen + 3) & ~3)
     if vlen > 400 or body > end:
         return -1
     if cfl == 1:            # AUTH_SYS: stamp, machine name, uid, gid, gids
         if ce - cb < 8:
             return -1
-        nlen = _U32(buf, cb + 4)[0]
+        nlen = u32(buf, cb + 4)
         q = cb + 8 + ((nlen + 3) & ~3)
         if nlen > ce - cb - 8 or q + 12 > ce:
             return -1
-        uid, gid, ngids = _III(buf, q)
-        if ngids * 4 > ce - q - 12:
+        if u32(buf, q + 8) * 4 > ce - q - 12:
             return -1
-        info.machinename = bytes(buf[cb + 8:cb + 8 + nlen]).decode("utf-8", "replace")
-        info.uid = uid
-        info.gid = gid
+        info.machinename = buf[cb + 8:cb + 8 + nlen].decode("utf-8", "replace")
+        info.uid = u32(buf, q)
+        info.gid = u32(buf, q + 4)
     elif cfl == 6:          # RPCSEC_GSS: version, procedure, sequence, service, context handle
         if ce - cb < 20:
             return -1
-        _gv, gproc, gseq, gsvc, hlen = _GSS(buf, cb)
-        if ((hlen + 3) & ~3) > ce - cb - 20:
+        if ((u32(buf, cb + 16) + 3) & ~3) > ce - cb - 20:
             return -1
-        info.gss_proc = gproc
-        info.gss_seq = gseq
-        info.gss_service = gsvc
-    info.rpcvers = rpcvers
+        info.gss_proc = u32(buf, cb + 4)
+        info.gss_seq = u32(buf, cb + 8)
+        info.gss_service = u32(buf, cb + 12)
+    prog = u32(buf, off + 12)
+    vers = u32(buf, off + 16)
+    proc = u32(buf, off + 20)
+    info.rpcvers = u32(buf, off + 8)
     info.prog = prog
     info.vers = vers
     info.proc = proc
@@ -483,11 +465,8 @@ def _reply_facts(buf: bytes, off: int, end: int, info: RpcInfo) -> int:
     """The facts of an accepted reply header (the common case), or -1 (the careful walk takes it)."""
     if end - off < 24:
         return -1
-    stat: int
-    vlen: int
-    acc: int
-    _x, _t, stat, _vfl, vlen = _REPLY_HEAD(buf, off)
-    if stat != 0 or vlen > 400:
+    vlen = u32(buf, off + 16)
+    if u32(buf, off + 8) != 0 or vlen > 400:
         return -1
     p = off + 20 + ((vlen + 3) & ~3)
     if p + 4 > end:
