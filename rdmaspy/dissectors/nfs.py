@@ -10,7 +10,6 @@ RPC facts (``RpcInfo.ddp``) so that analysis can tie chunk data to it.
 """
 from __future__ import annotations
 
-import struct
 from typing import Any, Callable, Final
 
 from ..fields import Field, declaring, protocol, repeatable
@@ -18,7 +17,7 @@ from ..packet import Layer, Packet
 from ..registry import Dissector
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
-from .xdr import Cursor, XdrError
+from .xdr import Cursor, XdrError, u32
 
 declaring(__name__)
 protocol("nfs", "Network File System")
@@ -541,7 +540,7 @@ def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tu
     for a first item); False when the length word is not there."""
     if end - p < 4:
         return False
-    n = _U32(buf, p)[0]
+    n = u32(buf, p)
     p += 4
     pos = p - base
     if chunks is None:
@@ -564,7 +563,7 @@ def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     """WRITE3args (file, offset, count, stable, data) when well formed; False: the careful walk takes it."""
     if end - off < 4:
         return False
-    p = off + 4 + ((_U32(buf, off)[0] + 3) & ~3) + 16
+    p = off + 4 + ((u32(buf, off) + 3) & ~3) + 16
     return p <= end and _last_ddp(buf, p, end, info, base, chunks, "write_data")
 
 
@@ -572,7 +571,8 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     """READ3res (status, file_attributes, count, eof, data) when well formed; False: the careful walk."""
     if end - off < 8:
         return False
-    status, follows = _II(buf, off)
+    status = u32(buf, off)
+    follows = u32(buf, off + 4)
     p = off + 8
     if follows:
         p += 84
@@ -603,8 +603,6 @@ def _fill_cb(lay: Layer) -> None:
 
 
 _LABELS: Final = {2: "NFSv2", 3: "NFSv3", 4: "NFSv4"}
-_U32: Final = struct.Struct(">I").unpack_from
-_II: Final = struct.Struct(">II").unpack_from
 
 
 def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
@@ -630,7 +628,7 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
                 return
         elif end - off >= 4:
             if proc != 5 and proc != 6:
-                info.nfs_status = _U32(buf, off)[0]
+                info.nfs_status = u32(buf, off)
                 return
             if proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks):
                 return

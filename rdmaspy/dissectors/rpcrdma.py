@@ -18,7 +18,7 @@ facts only when somebody asks for it.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Final, Sequence
+from typing import Any, Final, Sequence
 
 from ..conversation import Connection
 from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
@@ -174,34 +174,32 @@ def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str
     return msg, None
 
 
-_II: Final = struct.Struct(">II").unpack_from
 # The fused fast path reads the declared items with their own structs; the discriminators and counts
 # are XDR units.  tests/test_rpc_fast_paths.py holds it to parse_lists.
 _EMPTY_SIZE: Final = XDR_UNIT * len(CHUNK_LISTS)
 # every list empty: one FALSE discriminator each (compared as bytes: compiled, one native comparison)
 _NO_CHUNKS: Final = bytes(_EMPTY_SIZE)
 _BARE_V1: Final = _HDR.size + _EMPTY_SIZE                # a v1 header with no chunk: 28 bytes
-_RSEG: Final = READ_SEGMENT.struct.unpack_from
 _READ_ENTRY: Final = XDR_UNIT + READ_SEGMENT.size      # discriminator, then the item
-_WSEG: Final = WRITE_SEGMENT.struct.unpack_from
-_WSEG_SIZE: Final = WRITE_SEGMENT.size
-_PSEG: Final = REPLY_SEGMENT.struct.unpack_from
-_PSEG_SIZE: Final = REPLY_SEGMENT.size
+# An RDMA segment, read word by word (compiled, machine integers: an unpack is a generic call making a
+# tuple and an int object a word): handle, length, 64-bit offset, in Write and Reply chunks alike; a read
+# segment is its position, then the same.
+_SEG_SIZE: Final = WRITE_SEGMENT.size
+if (WRITE_SEGMENT.struct.format, REPLY_SEGMENT.struct.format, READ_SEGMENT.struct.format) != (">IIQ", ">IIQ", ">IIIQ"):
+    raise ImportError("rpcrdma: the segment declarations no longer match the fast path's word reads")
 
 
-def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment],
-                   unpack: Callable[[bytes, int], tuple[int, ...]], size: int) -> int:
+def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment]) -> int:
     """A counted array of RDMA segments appended to ``out``; returns where it ends, or -1."""
     if end - p < XDR_UNIT:
         return -1
     n = u32(buf, p)
     p += XDR_UNIT
-    if n * size > end - p:
+    if n * _SEG_SIZE > end - p:
         return -1
     for _ in range(n):
-        handle, length, offset = unpack(buf, p)
-        out.append(Segment(None, handle, length, offset, p))
-        p += size
+        out.append(Segment(None, u32(buf, p), u32(buf, p + 4), u32(buf, p + 8) << 32 | u32(buf, p + 12), p))
+        p += _SEG_SIZE
     return p
 
 
@@ -220,8 +218,8 @@ def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
             break
         if d != 1 or end - p < _READ_ENTRY:
             return -1
-        pos, handle, length, offset = _RSEG(buf, p + XDR_UNIT)
-        reads.append(Segment(pos, handle, length, offset, p + XDR_UNIT))
+        q = p + XDR_UNIT
+        reads.append(Segment(u32(buf, q), u32(buf, q + 4), u32(buf, q + 8), u32(buf, q + 12) << 32 | u32(buf, q + 16), q))
         p += _READ_ENTRY
     if reads:
         group_reads(msg)
@@ -236,7 +234,7 @@ def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
         if d != 1:
             return -1
         chunk: list[Segment] = []
-        p = _fast_segments(buf, p + XDR_UNIT, end, chunk, _WSEG, _WSEG_SIZE)
+        p = _fast_segments(buf, p + XDR_UNIT, end, chunk)
         if p < 0:
             return -1
         writes.append(chunk)
@@ -248,7 +246,7 @@ def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     if d != 1:
         return -1
     reply: list[Segment] = []
-    p = _fast_segments(buf, p + XDR_UNIT, end, reply, _PSEG, _PSEG_SIZE)
+    p = _fast_segments(buf, p + XDR_UNIT, end, reply)
     msg.reply = reply
     return p
 
@@ -264,7 +262,8 @@ def _parse_v1_fast(buf: bytes, off: int, end: int, xid: int, vers: int, credits:
     if proc == 2:
         if end - p < 8:
             return None
-        msg.align, msg.thresh = _II(buf, p)
+        msg.align = u32(buf, p)
+        msg.thresh = u32(buf, p + 4)
         p += 8
     p = _fast_lists(buf, p, end, msg)
     if p < 0:
@@ -589,14 +588,10 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     n = end - off
     if n < 16:
         return False
-    # typed: compiled, machine integers (an unpack gives Any: every compare a generic call)
-    xid: int
-    vers: int
-    credits: int
-    proc: int
-    rxid: int
-    rtype: int
-    xid, vers, credits, proc = _HDR.unpack_from(buf, off)
+    xid = u32(buf, off)
+    vers = u32(buf, off + 4)
+    credits = u32(buf, off + 8)
+    proc = u32(buf, off + 12)
     if vers > 255 or proc > 255:
         return False
     if vers == 2:
@@ -608,8 +603,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return False
     if proc == 0 and n >= _BARE_V1 + 8 and buf[off + 16:off + 16 + _EMPTY_SIZE] == _NO_CHUNKS:
         # The common case, RDMA_MSG without chunks: the RPC message's XID and type decide.
-        rxid, rtype = _II(buf, off + _BARE_V1)
-        if rxid != xid or rtype > 1:
+        if u32(buf, off + _BARE_V1) != xid or u32(buf, off + _BARE_V1 + 4) > 1:
             return False
         msg = RpcRdmaMessage(vers, xid, credits, 0)
         msg.header_len = _BARE_V1
@@ -648,8 +642,7 @@ def heuristic(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         # An RPC message must follow: its XID is the transport's, its type call or reply.
         if rest < 8:
             return False
-        rxid, rtype = _II(buf, off + msg.header_len)
-        if rxid != xid or rtype > 1:
+        if u32(buf, off + msg.header_len) != xid or u32(buf, off + msg.header_len + 4) > 1:
             return False
     elif proc == 2:
         if msg.align not in (0, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096):
