@@ -82,3 +82,17 @@ def test_the_bth_read_as_three_words_is_what_its_declaration_decodes(bth):
     assert (ib.se, ib.migreq, ib.padcnt, ib.tver) == (want["se"], want["m"], want["padcnt"], want["tver"])
     assert (ib.fecn, ib.becn, ib.ackreq) == (want["fecn"], want["becn"], want["ackreq"])
     assert ib.words == BTH.words().unpack_from(data, 42)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**64 - 1), st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFFFF), st.integers(0, 0xFFFFFFFF))
+def test_the_reth_immdt_and_ieth_read_by_word_are_what_their_declarations_decode(va, r_key, dma_length, word):
+    """RETH (with a 64-bit VA: kernel addresses are above 2**63), ImmDt and IETH are read as words on the
+    per-packet path; they are what RETH.decode, IMMDT.decode and IETH.decode read from the same bytes."""
+    from rdmaspy.dissectors.infiniband import IETH, IMMDT, RETH
+    wr = Engine(strict=True).dissect(_frame(rocev2(0x0A, 0x12, 7, b"x" * 8, va=va, r_key=r_key, dma_length=dma_length)))
+    assert wr.ib.reth == RETH.decode(wr.frame.data, wr.ib.bth_off + 12) == (va, r_key, dma_length)
+    imm = Engine(strict=True).dissect(_frame(rocev2(0x05, 0x12, 7, b"x" * 8, imm=word)))
+    assert imm.ib.imm == IMMDT.decode(imm.frame.data, imm.ib.bth_off + 12)[0] == word
+    inv = Engine(strict=True).dissect(_frame(rocev2(0x17, 0x12, 7, b"x" * 8, ieth={"r_key": word})))
+    assert inv.ib.ieth == IETH.decode(inv.frame.data, inv.ib.bth_off + 12)[0] == word
