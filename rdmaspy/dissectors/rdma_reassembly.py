@@ -96,11 +96,13 @@ class _Partial(_Charged):
         self.size = len(data)
 
 
-# A handle's owner: the host whose memory it names, and the peer it was given to.
-Pair = tuple[str, str]
+# A handle's owner: the host whose memory it names, and the peer it was given to: (str, str).
 # R_Keys and STags are small numbers of each device: two clients of one server use the same ones, so a
-# handle is known by its owner and itself.
-Key = tuple[Pair, int]
+# handle is known by its owner and itself: (Pair, int).  Both are typed as plain tuples: compiled, a
+# tuple of fixed shape is kept unpacked and made again, a tuple object for each level, every time it
+# is used as a dict key (three to six a packet here); a plain tuple stays the one object.
+Pair = tuple
+Key = tuple
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
