@@ -13,7 +13,7 @@ import zlib
 from struct import unpack_from as _unpack_words
 from typing import Any, Callable, Final
 
-from mypy_extensions import mypyc_attr
+from mypy_extensions import i64, mypyc_attr
 
 from .. import conversation
 from ..fields import F, Field, Header, declaring
@@ -770,12 +770,15 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     their generic checks; anything else (VLAN tags, options, fragments, short or snapped frames)
     returns False untouched and takes the general path.
     """
-    if end - off < 62 or buf[off + 14] != 0x45 or buf[off + 12] != 8 or buf[off + 13] or buf[off + 23] != 17 \
-            or buf[off + 36] != 0x12 or buf[off + 37] != 0xB7 or buf[off + 20] & 0x3F or buf[off + 21]:
+    # offsets in 64-bit machine integers (``i64``): compiled, each byte's index without checked arithmetic
+    o: i64 = off
+    n: i64 = end - off
+    if n < 62 or buf[o + 14] != 0x45 or buf[o + 12] != 8 or buf[o + 13] or buf[o + 23] != 17 \
+            or buf[o + 36] != 0x12 or buf[o + 37] != 0xB7 or buf[o + 20] & 0x3F or buf[o + 21]:
         return False
-    total = (buf[off + 16] << 8) | buf[off + 17]
-    ulen = (buf[off + 38] << 8) | buf[off + 39]
-    if total > end - off - 14 or ulen < 8 or ulen > total - 20 or total < 28:
+    total: i64 = i64(buf[o + 16]) << 8 | i64(buf[o + 17])
+    ulen: i64 = i64(buf[o + 38]) << 8 | i64(buf[o + 39])
+    if total > n - 14 or ulen < 8 or ulen > total - 20 or total < 28:
         return False
     ip = off + 14
     pkt.src = _ip_text(buf, ip + 12)
