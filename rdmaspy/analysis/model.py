@@ -744,7 +744,7 @@ class AnalysisModel:
         if isinstance(rec, Transaction):
             self.transactions.append(rec)
         elif isinstance(rec, CreditSeries):
-            key = (rec.conn, rec.direction)
+            key: tuple = (rec.conn, rec.direction)
             series = self.credits.get(key)
             if series is None:
                 self.credits[key] = list(rec.samples)

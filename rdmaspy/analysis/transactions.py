@@ -435,7 +435,7 @@ class Transactions(Module):
         frame = pkt.frame.num
         xid = msg.xid
         frames = list(msg.continuation or msg.frames or [frame])
-        key = (d, xid)
+        key: tuple = (d, xid)
         old = st.open.get(key)
         if old is not None and old.reply_msg is None:
             resent = old.txn.call.retransmissions
@@ -606,7 +606,7 @@ class Transactions(Module):
 
     def _close(self, st: ConnState, o: OpenTransaction, state: TransactionState) -> None:
         txn = o.txn
-        key = (txn.call_direction, txn.xid)
+        key: tuple = (txn.call_direction, txn.xid)
         if key in st.open:              # not pop(key, None): compiled, a method call is generic
             del st.open[key]
             self.budget.release(self, TXN_COST)
@@ -752,7 +752,7 @@ class Transactions(Module):
         pos = ib.plan.pos
         started = None
         if pos == "first" or pos == "only":
-            key = (OTHER[d], ib.psn)
+            key: tuple = (OTHER[d], ib.psn)
             started = st.reads_pending.get(key)
             if started is not None:
                 del st.reads_pending[key]
@@ -769,7 +769,7 @@ class Transactions(Module):
         op_code = iw.opcode
         n = iw.payload_end - iw.payload_off
         if op_code == 0 and iw.stag is not None and iw.to is not None:   # RDMA Write: each DDP segment names STag, TO
-            key = (d, iw.stag)
+            key: tuple = (d, iw.stag)
             op = st.iw_writes.get(key)
             if op is None or op.cursor != iw.to:
                 op = self._start(st, pkt, d, StepKind.RDMA_WRITE, iw.stag, iw.to, n)
