@@ -38,9 +38,6 @@ class Dissector:
     def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
         return bool(self.fn(pkt, buf, off, end, ctx))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> object:
-        return self.fn(*args, **kwargs)
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {getattr(self.fn, '__qualname__', self.fn)!r}>"
 

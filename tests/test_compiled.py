@@ -49,7 +49,9 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
               "tests/test_icrc.py", "tests/test_line_scan.py", "tests/test_deferred_layers.py",
               "tests/test_summary_line.py", "tests/test_analysis_transport_ring.py",
               # records and texts of the analysis and the hot path, made and read by interpreted code too
-              "tests/test_analysis_model.py", "tests/test_hot_path_texts.py", "tests/test_analysis_recent_frames.py"]
+              "tests/test_analysis_model.py", "tests/test_hot_path_texts.py", "tests/test_analysis_recent_frames.py",
+              # the fast paths' word reads against the careful walks; the tables' direct dissectors
+              "tests/test_rpc_fast_paths.py", "tests/test_registry.py"]
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
                          cwd=compiled, capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stdout[-4000:]

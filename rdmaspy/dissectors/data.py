@@ -40,7 +40,7 @@ class DataLayer(Layer):
         self._label = text
 
 
-def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int, ctx: object = None) -> None:
+def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     lay = DataLayer("data", None, buf, off, end - off)
     lay._fill = _FILL_DATA
     pkt.push(lay)
@@ -50,7 +50,7 @@ class _Data(Dissector):
     """Undissected bytes, called directly (``registry.Dissector``)."""
 
     def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
-        add_data_layer(pkt, buf, off, end, ctx)
+        add_data_layer(pkt, buf, off, end)
         return True
 
 
