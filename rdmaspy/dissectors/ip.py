@@ -242,6 +242,8 @@ def dissect_ipv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
 
 
 ethertype: Final = table("ethertype")
+
+
 class _IPv4(Dissector):
     """IPv4, called directly (``registry.Dissector``)."""
 

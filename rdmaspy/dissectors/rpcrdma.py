@@ -174,8 +174,8 @@ def parse_v1(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str
     return msg, None
 
 
-# The fused fast path reads the declared items with their own structs; the discriminators and counts
-# are XDR units.  tests/test_rpc_fast_paths.py holds it to parse_lists.
+# The fused fast path reads the declared items word by word (their layout checked below); the
+# discriminators and counts are XDR units.  tests/test_rpc_fast_paths.py holds it to parse_lists.
 _EMPTY_SIZE: Final = XDR_UNIT * len(CHUNK_LISTS)
 # every list empty: one FALSE discriminator each (compared as bytes: compiled, one native comparison)
 _NO_CHUNKS: Final = bytes(_EMPTY_SIZE)

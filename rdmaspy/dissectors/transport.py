@@ -150,6 +150,8 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
 
 
 ip_proto: Final = table("ip.proto")
+
+
 class _Udp(Dissector):
     """UDP, called directly (``registry.Dissector``)."""
 
