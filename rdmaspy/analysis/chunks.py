@@ -67,7 +67,7 @@ class ChunkBook:
         self.by_handle: dict[tuple[Side, int], list[Segment]] = {}
 
     def advertise(self, seg: Segment) -> None:
-        key: tuple = (seg.side, seg.handle)
+        key: tuple = (seg.side, seg.handle)  # plain tuple: see docs/architecture.md
         lst = self.by_handle.get(key)
         if lst is None:
             self.by_handle[key] = [seg]

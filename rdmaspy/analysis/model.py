@@ -744,7 +744,7 @@ class AnalysisModel:
         if isinstance(rec, Transaction):
             self.transactions.append(rec)
         elif isinstance(rec, CreditSeries):
-            key: tuple = (rec.conn, rec.direction)
+            key: tuple = (rec.conn, rec.direction)  # plain tuple: see docs/architecture.md
             series = self.credits.get(key)
             if series is None:
                 self.credits[key] = list(rec.samples)

@@ -435,7 +435,7 @@ class Transactions(Module):
         frame = pkt.frame.num
         xid = msg.xid
         frames = list(msg.continuation or msg.frames or [frame])
-        key: tuple = (d, xid)
+        key: tuple = (d, xid)  # plain tuple: see docs/architecture.md
         old = st.open.get(key)
         if old is not None and old.reply_msg is None:
             resent = old.txn.call.retransmissions

@@ -844,7 +844,7 @@ class Transport(Module):
     # -- congestion and checksums --------------------------------------------------------------------
     def _flow_counts(self, pkt: Packet, ib: IBInfo) -> list[int]:
         """[CNPs, congestion marks] seen so far on the packet's flow (addresses and destination QP)."""
-        key: tuple = (pkt.src, pkt.dst, ib.destqp)
+        key: tuple = (pkt.src, pkt.dst, ib.destqp)  # plain tuple: see docs/architecture.md
         c = self.flows.get(key)
         if c is None:
             c = self.flows[key] = [0, 0]

@@ -257,7 +257,7 @@ class UntaggedAssembly:
 
     def add(self, qn: int, msn: int, mo: int, data: bytes, last: bool) -> bytes | None:
         """Returns the whole message when ``last`` completes a contiguous one, else None."""
-        key: tuple = (qn, msn)
+        key: tuple = (qn, msn)  # plain tuple: see docs/architecture.md
         parts = self.partial.get(key)
         if parts is None:
             if len(self.partial) >= MAX_PARTIAL_MESSAGES:

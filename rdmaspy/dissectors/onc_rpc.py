@@ -513,7 +513,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
         return info
     calls = calls_of(ctx)
-    key: tuple = (flow, xid)
+    key: tuple = (flow, xid)  # plain tuple: see docs/architecture.md
     if mtype == 0:
         body = _call_facts(buf, off, end, info)
     else:

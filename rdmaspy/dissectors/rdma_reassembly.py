@@ -236,7 +236,7 @@ def _drop_job(st: _State, key: Key) -> None:
     jobs = st.read_jobs
     job = jobs.pop(key)
     for s in job.msg.reads:
-        k: tuple = (job.owner, s.handle)
+        k: Key = (job.owner, s.handle)
         if jobs.get(k) is job:
             del jobs[k]
     st.free(job)
@@ -274,7 +274,7 @@ def dissect_send(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> N
         return
     pos = ib.plan.pos
     st = _state(ctx)
-    key: tuple = (pkt.src, pkt.dst, ib.destqp)
+    key: tuple = (pkt.src, pkt.dst, ib.destqp)  # plain tuple: see docs/architecture.md
     psn = ib.psn
     num = pkt.frame.num
     if pos == "first":
@@ -370,7 +370,7 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
         return
     st = _state(ctx)
     va, rkey, dlen = ib.reth
-    key: tuple = ((pkt.dst, pkt.src), rkey)      # the responder's memory, read by the requester
+    key: Key = ((pkt.dst, pkt.src), rkey)      # the responder's memory, read by the requester
     if key in st.read_jobs:
         _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
@@ -442,7 +442,7 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
     if job.need:
         return
     for s in segs:
-        k: tuple = (job.owner, s.handle)
+        k: Key = (job.owner, s.handle)
         if st.read_jobs.get(k) is job:
             del st.read_jobs[k]
     st.free(job)
@@ -494,7 +494,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if ib.reth is None:
             return
         va, rkey, dlen = ib.reth
-        key: tuple = ((pkt.dst, pkt.src), rkey)      # the receiver's memory, written by the sender
+        key: Key = ((pkt.dst, pkt.src), rkey)      # the receiver's memory, written by the sender
         if key not in st.write_wants:
             return
         if pos == "first":
@@ -517,7 +517,7 @@ def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
     sink_stag, sink_to, size, src_stag, src_to = request
     if st is None:
         return
-    key: tuple = ((pkt.dst, pkt.src), src_stag)      # the responder's memory, read by the requester
+    key: Key = ((pkt.dst, pkt.src), src_stag)      # the responder's memory, read by the requester
     if key not in st.read_jobs:
         return
     _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(key, src_to, size, sink_to))
@@ -531,7 +531,7 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
     if st is None or end <= off:
         return
     if opcode == 0:
-        key: tuple = ((pkt.dst, pkt.src), stag)
+        key: Key = ((pkt.dst, pkt.src), stag)
         if key in st.write_wants:
             _place_written(st, key, to, buf, off, end, pkt.frame.num)
         return
