@@ -225,3 +225,16 @@ def test_ek_without_fields_groups_every_field_by_protocol(capsys):
     assert layers["bth"]["bth_bth_opcode"] == "12" and layers["bth"]["bth_bth_destqp"] == "0x000019"
     assert layers["bth"]["bth_bth_se"] is False
     assert layers["frame"]["frame_frame_time_epoch"] == "1795243000.879627000"
+
+
+def test_lines_wait_for_company_only_where_somebody_reads_them_as_they_come(tmp_path):
+    # a terminal or a pipe gets each line within INTERVAL; a file and the null device get blocks only
+    from rdmaspy.output.lines import is_timed
+    read_end, write_end = os.pipe()
+    with open(write_end, "wb") as pipe, open(read_end, "rb"):
+        assert is_timed(pipe)
+    with open(tmp_path / "out.txt", "wb") as regular:
+        assert not is_timed(regular)
+    with open(os.devnull, "wb") as null:
+        assert not is_timed(null)
+    assert not is_timed(io.BytesIO())

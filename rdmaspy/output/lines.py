@@ -117,9 +117,20 @@ class LineWriter:
 
 def is_timed(stream: BinaryIO) -> bool:
     """Whether lines written to ``stream`` are awaited as they come: anything but a regular file
-    (a terminal, a pipe, a socket); False for a stream with no file descriptor (one in memory)."""
+    (a terminal, a pipe, a socket) or the null device, which nobody reads (the clock would be read
+    for every line for nothing); False for a stream with no file descriptor (one in memory)."""
     try:
-        mode = os.fstat(stream.fileno()).st_mode
+        st = os.fstat(stream.fileno())
     except (OSError, ValueError, AttributeError):
         return False
-    return not stat.S_ISREG(mode)
+    if stat.S_ISREG(st.st_mode):
+        return False
+    return not (stat.S_ISCHR(st.st_mode) and _is_null_device(st))
+
+
+def _is_null_device(st: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return st.st_rdev == null.st_rdev and stat.S_ISCHR(null.st_mode)
