@@ -144,3 +144,30 @@ def test_truncated_bth_and_lrh() -> None:
     g = craft.rocev1(0x04, 0x11, 1)
     pkt = _dissect(g[:14 + 30])
     assert pkt.malformed.startswith("grh: truncated")
+
+
+def test_heads_of_interleaved_flows_name_each_packets_own_opcode_and_qp() -> None:
+    # three (opcode, QP) pairs in turn and back: more than the two the head texts are kept for at hand
+    engine = Engine(strict=True)
+    order = [(0x04, 0x11), (0x11, 0x12), (0x04, 0x13), (0x11, 0x12), (0x04, 0x11), (0x04, 0x13), (0x04, 0x11)]
+    for num, (opcode, qp) in enumerate(order * 2, 1):
+        data = craft.rocev2(opcode, qp, num, b"abcd") if opcode == 0x04 else craft.rocev2(opcode, qp, num, syndrome=0)
+        info = engine.dissect(Frame(num, 0, 1, data, len(data))).info_text
+        name = "RC SEND Only" if opcode == 0x04 else "RC Acknowledge"
+        assert info.startswith(f"{name} QP=0x{qp:06x} PSN={num}")
+
+
+def test_an_observer_of_one_kind_of_operation_sees_that_kind_alone() -> None:
+    seen: list[tuple[int, str]] = []
+
+    def observe(pkt, info, ctx) -> None:
+        seen.append((pkt.frame.num, info.plan.kind))
+    ib.bth_kind_observers.setdefault("ack", []).append(observe)
+    try:
+        engine = Engine(strict=True)
+        for num, data in enumerate([craft.rocev2(0x04, 0x11, 1, b"abcd"), craft.rocev2(0x11, 0x11, 1, syndrome=0),
+                                    craft.rocev2(0x0A, 0x11, 2, b"x", va=4096, r_key=1, dma_length=1)], 1):
+            engine.dissect(Frame(num, 0, 1, data, len(data)))
+    finally:
+        ib.bth_kind_observers["ack"].remove(observe)
+    assert seen == [(2, "ack")]

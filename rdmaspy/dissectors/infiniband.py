@@ -183,9 +183,17 @@ OP_POS: Final = {0: "first", 1: "middle", 2: "last", 3: "last", 4: "only", 5: "o
           22: "last", 23: "only"}
 
 
+# Called with (pkt, ib, ctx) once a BTH's headers are parsed and before its payload is dissected, after
+# the packet is attributed to its connection: for every BTH, or for the BTHs of one kind of operation
+# (``OpcodePlan.kind``: "read_request", ...), so that a packet of another kind pays no call.  An observer
+# of a kind is appended to that kind's list here: each plan holds its kind's list (no look-up a packet).
+bth_observers: Final[list] = []
+bth_kind_observers: Final[dict[str, list]] = {}
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class OpcodePlan:
-    __slots__ = ("opcode", "transport", "op", "name", "exts", "kind", "pos", "valid")
+    __slots__ = ("opcode", "transport", "op", "name", "exts", "kind", "pos", "valid", "connected", "observers")
 
     def __init__(self, opcode: int) -> None:
         self.opcode = opcode
@@ -210,6 +218,8 @@ class OpcodePlan:
         self.exts = exts
         self.kind = "cnp" if opcode == 0x81 else OP_KIND.get(op, "unknown") if self.valid else "unknown"
         self.pos = OP_POS.get(op, "only") if self.valid else "only"
+        self.connected = t in (0, 1, 5)        # RC, UC, XRC: the packet belongs to a connection
+        self.observers: list = bth_kind_observers.setdefault(self.kind, [])
 
 
 PLANS: Final = tuple(OpcodePlan(i) for i in range(256))
@@ -355,13 +365,6 @@ class IBInfo:
         return self.payload_end - self.payload_off
 
 
-# Called with (pkt, ib, ctx) once a BTH's headers are parsed and before its payload is dissected, after
-# the packet is attributed to its connection: for every BTH, or for the BTHs of one kind of operation
-# (``OpcodePlan.kind``: "read_request", ...), so that a packet of another kind pays no call.
-bth_observers: Final[list] = []
-bth_kind_observers: Final[dict[str, list]] = {}
-# Opcodes of connected transports: RC (0), UC (1), XRC (5).
-_CONNECTED: Final = tuple((op >> 5) in (0, 1, 5) for op in range(256))
 
 ib_qp: Final = table("ib.qp", "InfiniBand destination QP")
 ib_payload: Final = table("ib.payload", "InfiniBand payload")
@@ -498,14 +501,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     icrc_off = end - 4
     texts = wants_info(ctx)
     if texts:
-        qp = ib.destqp
-        head = _head_text.get(opcode << 24 | qp)
-        if head is None:
-            # "RC SEND Only QP=0x000012": a capture has few (opcode, QP) pairs and many packets
-            if len(_head_text) >= 65536:
-                _head_text.clear()
-            head = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
-        info = head + str(ib.psn)
+        info = _head(plan, opcode, ib.destqp) + str(ib.psn)
     else:
         info = ""
 
@@ -568,14 +564,12 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         if _word(_ECN_W, w0, w1, w2) & _ECN_BITS:
             info += " [BECN]" if ib.becn else " [FECN]"
         pkt.info = [info]
-    if _CONNECTED[opcode]:
+    if plan.connected:
         conversation.account(pkt, ib.destqp, ctx)
     for observe in bth_observers:
         observe(pkt, ib, ctx)
-    by_kind = bth_kind_observers.get(plan.kind)
-    if by_kind is not None:
-        for observe in by_kind:
-            observe(pkt, ib, ctx)
+    for observe in plan.observers:
+        observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
         fn = ib_qp.by_key.get(ib.destqp) if plan.transport in ("UD", "RD") or ib.destqp < 2 else None
         if fn is not None:
@@ -666,6 +660,43 @@ assert _AETH_SYN.word == _AETH_MSN.word == 0
 
 
 _head_text: Final[dict[int, str]] = {}
+
+
+class _RecentHeads:
+    """The head texts of the last two (opcode, QP) pairs, by their key as a machine integer: a flow's
+    requests and its acknowledgements find theirs with an integer compare, where the dict's look-up of
+    a new int object costs an allocation and a comparison of values."""
+
+    __slots__ = ("key0", "text0", "key1", "text1")
+
+    def __init__(self) -> None:
+        self.key0: i64 = -1
+        self.key1: i64 = -1
+        self.text0 = self.text1 = ""
+
+
+_RECENT_HEADS: Final = _RecentHeads()
+
+
+def _head(plan: OpcodePlan, opcode: int, qp: int) -> str:
+    """The Info's head, such as ``RC SEND Only QP=0x000012 PSN=``: a capture has few (opcode, QP) pairs
+    and many packets."""
+    r = _RECENT_HEADS
+    key: i64 = i64(opcode) << 24 | i64(qp)
+    if key == r.key0:
+        return r.text0
+    if key == r.key1:
+        text = r.text1
+    else:
+        found = _head_text.get(opcode << 24 | qp)
+        if found is None:
+            if len(_head_text) >= 65536:
+                _head_text.clear()
+            found = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
+        text = found
+    r.key1, r.text1 = r.key0, r.text0
+    r.key0, r.text0 = key, text
+    return text
 
 
 def icrc_of(end: int, off: int, fn: Callable[..., int], *args: Any) -> int:
