@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from mypy_extensions import mypyc_attr
+from mypy_extensions import i64, mypyc_attr
 
 from .packet import Note
 
@@ -151,12 +151,21 @@ def _advertised(p: Any) -> tuple[int, int, bool]:
 class ConnectionTable:
     """The connections of one capture, in order of appearance."""
 
-    __slots__ = ("conns", "by_dst", "_comm", "_half", "_no_rep", "_tcp")
+    __slots__ = ("conns", "by_dst", "_comm", "_half", "_no_rep", "_tcp", "_dst0", "_qpn0", "_hit0", "_dst1",
+                 "_qpn1", "_hit1")
 
     def __init__(self) -> None:
         self.conns: list[Connection] = []
         # destination address -> destination QPN -> (connection, packet goes client-to-server)
         self.by_dst: dict[str, dict[int, tuple[Connection, bool]]] = {}
+        # the last two entries of by_dst found, by the identity of the address text (the dissectors
+        # cache it) and the QPN as a machine integer: a connection's two directions find theirs
+        # without two hashed look-ups (the QPN's a new int object each time); cleared by _bind
+        self._dst0 = self._dst1 = ""
+        self._qpn0: i64 = -1
+        self._qpn1: i64 = -1
+        self._hit0: tuple[Connection, bool] | None = None
+        self._hit1: tuple[Connection, bool] | None = None
         self._comm: dict[tuple[str, int], Connection] = {}
         # (client address, server address) -> traffic-only connections still missing the client's QPN
         self._half: dict[tuple[str, str], list[Connection]] = {}
@@ -176,6 +185,8 @@ class ConnectionTable:
         return conn
 
     def _bind(self, addr: str, qpn: int, conn: Connection, c2s: bool) -> None:
+        self._hit0 = self._hit1 = None
+        self._qpn0 = self._qpn1 = -1
         d = self.by_dst.get(addr)
         if d is None:
             d = self.by_dst[addr] = {}
@@ -392,8 +403,19 @@ def account(pkt: Packet, destqp: int, ctx: Session | None) -> None:
         return
     found = ctx.state.get(KEY)
     tab: ConnectionTable = connections(ctx) if found is None else found
-    d = tab.by_dst.get(pkt.dst)
-    hit = d.get(destqp) if d is not None else None
+    dst = pkt.dst
+    qpn: i64 = destqp
+    if qpn == tab._qpn0 and dst is tab._dst0:
+        hit = tab._hit0
+    else:
+        if qpn == tab._qpn1 and dst is tab._dst1:
+            hit = tab._hit1
+        else:
+            d = tab.by_dst.get(dst)
+            hit = d.get(destqp) if d is not None else None
+        if hit is not None:
+            tab._dst1, tab._qpn1, tab._hit1 = tab._dst0, tab._qpn0, tab._hit0
+            tab._dst0, tab._qpn0, tab._hit0 = dst, qpn, hit
     if hit is None:
         hit = tab._from_traffic(pkt, destqp)
     conn, c2s = hit
