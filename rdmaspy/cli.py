@@ -81,9 +81,11 @@ def _take_memory_budget(argv: list[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from . import budget
+    from .readers.base import keep_chunks_in_heap
     hook = sys.unraisablehook
     sys.unraisablehook = _quiet_out_of_memory
     budget.arm_reserve()
+    keep_chunks_in_heap()       # the process is ours: its heap keeps the readers' chunks (no refaulted pages)
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
     finally:

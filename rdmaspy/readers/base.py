@@ -12,6 +12,17 @@ from typing import Any, BinaryIO, Callable, Iterator
 from ..errors import CaptureError
 from ..packet import Frame
 
+try:        # built with the compiled decoder (setup.py); without it the C library's heap is left as it is
+    from .._heap import keep_freed as _keep_freed  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:
+    _keep_freed = None
+
+# The heap a process reading captures asks the C library for (keep_chunks_in_heap): chunks of the
+# readers (a mebibyte, more for a block larger than that) come from it up to this size ...
+HEAP_SERVES_BELOW = 4 << 20
+# ... and this much of its free top stays with the process for the next chunk
+HEAP_KEEPS_UP_TO = 16 << 20
+
 PCAP_MAGICS = {
     b"\xd4\xc3\xb2\xa1": ("<", 1000),      # little-endian, microseconds
     b"\xa1\xb2\xc3\xd4": (">", 1000),
@@ -123,6 +134,15 @@ def _open_stream(path: str) -> tuple[Any, bytes]:           # a binary file, or 
     if seekable:
         raw.seek(0)
     return raw, head
+
+
+def keep_chunks_in_heap() -> bool:
+    """For a process that reads captures (the command line): a chunk freed is kept by the C library's
+    heap for the next one, instead of going back to the kernel and coming back a page fault at a time
+    (rdmaspy/_heap.c says why).  False where that cannot be asked (not glibc, or the C helper not built)."""
+    if _keep_freed is None:
+        return False
+    return bool(_keep_freed(HEAP_KEEPS_UP_TO, HEAP_SERVES_BELOW))
 
 
 def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
