@@ -98,11 +98,17 @@ class _Partial(_Charged):
 
 # A handle's owner: the host whose memory it names, and the peer it was given to: (str, str).
 # R_Keys and STags are small numbers of each device: two clients of one server use the same ones, so a
-# handle is known by its owner and itself: (Pair, int).  Both are typed as plain tuples: compiled, a
-# tuple of fixed shape is kept unpacked and made again, a tuple object for each level, every time it
-# is used as a dict key (three to six a packet here); a plain tuple stays the one object.
+# handle is known by its owner and itself: (host, peer, handle), one flat tuple (a nested one is hashed
+# and compared a level deeper at each of the three to six look-ups a packet).  Both are typed as plain
+# tuples: compiled, a tuple of fixed shape is kept unpacked and made again every time it is used as a
+# dict key; a plain tuple stays the one object.
 Pair = tuple
 Key = tuple
+
+
+def _key(owner: Pair, handle: int) -> Key:
+    """The key of ``handle`` in ``owner``'s memory."""
+    return (owner[0], owner[1], handle)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -236,7 +242,7 @@ def _drop_job(st: _State, key: Key) -> None:
     jobs = st.read_jobs
     job = jobs.pop(key)
     for s in job.msg.reads:
-        k: Key = (job.owner, s.handle)
+        k = _key(job.owner, s.handle)
         if jobs.get(k) is job:
             del jobs[k]
     st.free(job)
@@ -370,7 +376,7 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
         return
     st = _state(ctx)
     va, rkey, dlen = ib.reth
-    key: Key = ((pkt.dst, pkt.src), rkey)      # the responder's memory, read by the requester
+    key: Key = (pkt.dst, pkt.src, rkey)      # the responder's memory, read by the requester
     if key in st.read_jobs:
         _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
@@ -406,7 +412,7 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
     job = st.read_jobs.get(key)
     if job is None:
         return
-    handle = key[1]
+    handle = key[2]
     segs = job.msg.reads
     n = end - off
     placed = False
@@ -442,7 +448,7 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
     if job.need:
         return
     for s in segs:
-        k: Key = (job.owner, s.handle)
+        k = _key(job.owner, s.handle)
         if st.read_jobs.get(k) is job:
             del st.read_jobs[k]
     st.free(job)
@@ -494,7 +500,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if ib.reth is None:
             return
         va, rkey, dlen = ib.reth
-        key: Key = ((pkt.dst, pkt.src), rkey)      # the receiver's memory, written by the sender
+        key: Key = (pkt.dst, pkt.src, rkey)      # the receiver's memory, written by the sender
         if key not in st.write_wants:
             return
         if pos == "first":
@@ -517,7 +523,7 @@ def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
     sink_stag, sink_to, size, src_stag, src_to = request
     if st is None:
         return
-    key: Key = ((pkt.dst, pkt.src), src_stag)      # the responder's memory, read by the requester
+    key: Key = (pkt.dst, pkt.src, src_stag)      # the responder's memory, read by the requester
     if key not in st.read_jobs:
         return
     _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(key, src_to, size, sink_to))
@@ -531,7 +537,7 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
     if st is None or end <= off:
         return
     if opcode == 0:
-        key: Key = ((pkt.dst, pkt.src), stag)
+        key: Key = (pkt.dst, pkt.src, stag)
         if key in st.write_wants:
             _place_written(st, key, to, buf, off, end, pkt.frame.num)
         return
@@ -696,7 +702,7 @@ def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[
     out = []
     frames: set[int] = set()
     for s in segs:
-        placed = st.written.get((owner, s.handle))
+        placed = st.written.get(_key(owner, s.handle))
         if placed is None:
             if s.length:
                 return None
@@ -747,11 +753,12 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         if job.need:
             jobs = st.read_jobs
             for s in msg.reads:
-                if (owner, s.handle) in jobs:
+                key = _key(owner, s.handle)
+                if key in jobs:
                     # an older message's Read chunks under this handle cannot complete now: give them up
-                    _drop_job(st, (owner, s.handle))
+                    _drop_job(st, key)
             for s in msg.reads:
-                jobs[(owner, s.handle)] = job
+                jobs[_key(owner, s.handle)] = job
             st.charge(job, len(reduced) + _ENTRY)
             if len(jobs) > _WANT_LIMIT:
                 for key in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
@@ -763,10 +770,10 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
     if not msg.is_reply:
         if chunks:
             xid = msg.xid
-            owner = (pkt.src, pkt.dst)
+            host, peer = pkt.src, pkt.dst
             for c in chunks:
                 for s in c:
-                    _want(st, (owner, s.handle), xid, s.offset, s.offset + s.length)
+                    _want(st, (host, peer, s.handle), xid, s.offset, s.offset + s.length)
             wants = st.write_wants
             if len(wants) > _WANT_LIMIT:
                 _bound(wants)
@@ -792,9 +799,10 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         # chunks stay followed (until the handle is advertised again, or the bounds give them up).
         return
     wants = st.write_wants
+    host, peer = pkt.dst, pkt.src
     for c in chunks:
         for s in c:
-            key = (client, s.handle)
+            key = (host, peer, s.handle)
             if key in wants:            # not pop(key, None): compiled, a method call is generic
                 del wants[key]
             st.forget_written(key)
