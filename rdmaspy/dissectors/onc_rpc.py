@@ -161,7 +161,7 @@ _CALL_COST: Final = 512     # an outstanding call's entry (key, list, strings), 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Calls(Holder):
-    """Calls per (flow, xid): the outstanding ones, and the most recently answered.
+    """Calls per flow and XID (``call_key``): the outstanding ones, and the most recently answered.
 
     Outstanding calls are bounded (``limit``) so that unanswered calls cannot grow without limit; the
     oldest goes first.  A reply moves its call to the answered ones, themselves bounded (``answered``),
@@ -239,6 +239,14 @@ def calls_of(ctx: Session) -> _Calls:
 
 
 RPC: Final[Note[RpcInfo]] = Note("rpc")     # the RPC message of the packet
+
+
+def call_key(flow: tuple | None, xid: int) -> tuple:
+    """A call's key in ``_Calls``: its flow's two parts and its XID, one flat tuple (a nested one is
+    hashed and compared a level deeper at each of the four to six look-ups of a call and its reply)."""
+    if flow is None:
+        return (None, None, xid)
+    return (flow[0], flow[1], xid)
 
 
 def rpc_flow(pkt: Packet) -> tuple:
@@ -513,7 +521,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         pkt.set_malformed(f"rpc: message type {mtype} is neither call (0) nor reply (1)")
         return info
     calls = calls_of(ctx)
-    key: tuple = (flow, xid)  # plain tuple: see docs/architecture.md
+    key = call_key(flow, xid)  # plain tuple: see docs/architecture.md
     if mtype == 0:
         body = _call_facts(buf, off, end, info)
     else:

@@ -411,7 +411,7 @@ def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
     if msg.flags is not None:
         return bool(msg.flags & 1)
     calls = onc_rpc.calls_of(ctx)
-    if (rpc_flow(pkt), msg.xid) in calls.by_key:
+    if onc_rpc.call_key(rpc_flow(pkt), msg.xid) in calls.by_key:
         return True
     conv: Connection | None = pkt.conv
     if conv is not None:
