@@ -134,6 +134,8 @@ SCAN = Extension("rdmaspy.output._scan", ["rdmaspy/output/_scan.c"], extra_compi
 LINE = Extension("rdmaspy.output._line", ["rdmaspy/output/_line.c"], extra_compile_args=["-O2"])
 # The transport analysis' PSN ring slots (rdmaspy/analysis/transport.py, PsnRing)
 RING = Extension("rdmaspy.analysis._ring", ["rdmaspy/analysis/_ring.c"], extra_compile_args=["-O2"])
+# Hexadecimal text of the info lines (rdmaspy/dissectors/hexfmt.py)
+HEX = Extension("rdmaspy.dissectors._hex", ["rdmaspy/dissectors/_hex.c"], extra_compile_args=["-O2"])
 # The C library's heap kept between the readers' chunks (rdmaspy/readers/base.py, keep_chunks_in_heap)
 HEAP = Extension("rdmaspy._heap", ["rdmaspy/_heap.c"], extra_compile_args=["-O2"])
 
@@ -182,7 +184,7 @@ have = _have_rdma_headers()
 if want_native == "1" and not have:
     raise SystemExit("RDMASPY_NATIVE=1 but the libibverbs/librdmacm headers are missing "
                      "(Debian: apt-get install libibverbs-dev librdmacm-dev)")
-ext_modules = [ICRC, SCAN, LINE, RING, HEAP] if _compile_wanted() else []
+ext_modules = [ICRC, SCAN, LINE, RING, HEAP, HEX] if _compile_wanted() else []
 if have and want_native != "0":
     ext_modules.append(Extension("rdmaspy.traffic._hotpath", ["rdmaspy/traffic/_hotpath.c"],
                                  libraries=["ibverbs", "rdmacm"], extra_compile_args=["-O2", "-std=gnu11"]))

@@ -4,11 +4,21 @@ Compiled with mypyc, ``"%08x" % n`` costs some 1,000 instructions (the format st
 call, the integer formatted the general way), an f-string with a format spec (``f"{n:08x}"``) is a
 ``str.format`` method call, and a chain of ``+`` makes a new string at every step.  An f-string
 without a spec is one ``CPyStr_Build``: a 32-bit value from the wire is four bytes, each two digits
-from a table, put together in one step.
+from a table, put together in one step.  Where the compiled decoder is built, C writes the digits
+straight into the string (rdmaspy/dissectors/_hex.c); these stay the reference and the fallback.
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Callable, Final
+
+try:        # the digits written in C (rdmaspy/dissectors/_hex.c), built with the compiled decoder (setup.py)
+    from ._hex import hex8 as _hex8_c, hexn as _hexn_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+except ImportError:
+    _hex8_c = _hexn_c = None
+# Final: compiled, C statics (a name imported is otherwise a look-up in the module's dict at each call)
+HEX8_C: Final[Callable[[int], str] | None] = _hex8_c
+HEXN_C: Final[Callable[[int], str] | None] = _hexn_c
+_U64_MAX: Final = (1 << 64) - 1
 
 _HEX2: Final[list[str]] = ["%02x" % b for b in range(256)]
 
@@ -17,6 +27,9 @@ def hex8(n: int) -> str:
     """``n`` as ``"%08x" % n`` writes it: eight lowercase digits for a 32-bit value."""
     if n < 0 or n > 0xFFFFFFFF:
         return "%08x" % n
+    c = HEX8_C
+    if c is not None:
+        return c(n)
     h = _HEX2
     return f"{h[n >> 24]}{h[(n >> 16) & 255]}{h[(n >> 8) & 255]}{h[n & 255]}"
 
@@ -25,4 +38,7 @@ def hexn(n: int) -> str:
     """``n`` as ``"%x" % n`` writes it: lowercase digits, no padding."""
     if n < 0:
         return "%x" % n
+    c = HEXN_C
+    if c is not None and n <= _U64_MAX:
+        return c(n)
     return hex(n)[2:]

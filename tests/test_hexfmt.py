@@ -1,0 +1,49 @@
+"""Hexadecimal text of the info lines: the C digits (rdmaspy/dissectors/_hex.c, built with the compiled
+decoder) and the Python ones (rdmaspy/dissectors/hexfmt.py) write what "%08x" and "%x" write."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from rdmaspy.dissectors import hexfmt
+
+_ints = st.one_of(st.integers(0, 0xFFFFFFFF), st.integers(0, (1 << 64) - 1), st.integers(-(1 << 70), 1 << 70),
+                  st.sampled_from([0, 1, 15, 16, 255, 256, 0xFFFFFFFF, 1 << 32, (1 << 63) - 1, 1 << 63,
+                                   (1 << 64) - 1, 1 << 64, -1]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ints)
+def test_the_digits_are_those_of_the_format_operator(n: int) -> None:
+    assert hexfmt.hex8(n) == "%08x" % n
+    assert hexfmt.hexn(n) == "%x" % n
+
+
+def _hex_c():
+    return pytest.importorskip("rdmaspy.dissectors._hex")
+
+
+@settings(max_examples=500, deadline=None)
+@given(_ints)
+def test_the_c_digits_are_those_of_the_format_operator_or_refused(n: int) -> None:
+    c = _hex_c()
+    if 0 <= n <= 0xFFFFFFFF:
+        assert c.hex8(n) == "%08x" % n
+    else:
+        with pytest.raises(ValueError):
+            c.hex8(n)
+    if 0 <= n < 1 << 64:
+        assert c.hexn(n) == "%x" % n
+    else:
+        with pytest.raises(ValueError):
+            c.hexn(n)
+
+
+def test_the_c_digits_take_ints_only() -> None:
+    c = _hex_c()
+    for bad in ("12", 1.0, None, b"\x01"):
+        with pytest.raises(TypeError):
+            c.hex8(bad)
+        with pytest.raises(TypeError):
+            c.hexn(bad)
+    assert c.hex8(True) == "00000001"          # a bool is an int, as "%08x" % True says
