@@ -68,6 +68,7 @@ _ENTRY: Final = 256                   # what an entry costs beside its bytes, ch
 _PIECE: Final = 64                    # what a placed packet's bytes cost beside themselves
 _RECENT: Final = 16                   # READ requests / WRITE First packets remembered per direction
 _MIN_MTU: Final = 256                 # the smallest InfiniBand path MTU
+_HALF_PSN: Final = 1 << 23            # half the 24-bit PSN space: a step beyond it is one backwards
 
 ib_payload: Final = table("ib.payload")
 
@@ -148,13 +149,22 @@ class _Request:
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Recent(_Charged):
-    """The last requests of one direction (a retransmitted one replaces its first copy)."""
+    """The last requests of one direction (a retransmitted one replaces its first copy).
 
-    __slots__ = ("items",)
+    ``breaks``: how many of the requests came after the one before them out of PSN order (a step of
+    half the PSN space or more: a capture replayed, a QP reused), ``span`` the sum of the steps from
+    the oldest to the newest.  With no break and a span under half the space, a packet that a request
+    can reach (from less than half the space away) is nearer to it than to any older one, and
+    ``_ib_address``, looking from the newest, stops at the first: a WRITE's or READ response's packets
+    follow their request, usually the newest."""
+
+    __slots__ = ("items", "breaks", "span")
 
     def __init__(self) -> None:
         super().__init__()
         self.items: list[_Request] = []
+        self.breaks = 0
+        self.span = 0
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -343,9 +353,18 @@ def _remember(st: _State, d: dict[tuple, _Recent], key: tuple, req: _Request) ->
         if old.base == req.base:      # the same request again (retransmitted), or its buffer reused
             items[i] = req
             return
+    if items:
+        step = (req.base - items[-1].base) & 0xFFFFFF
+        if step >= _HALF_PSN:
+            rec.breaks += 1
+        rec.span += step
     items.append(req)
     st.charge(rec, _ENTRY)
     if len(items) > _RECENT:
+        step = (items[1].base - items[0].base) & 0xFFFFFF
+        if step >= _HALF_PSN:
+            rec.breaks -= 1
+        rec.span -= step
         del items[0]
         st.uncharge(rec, _ENTRY)
 
@@ -355,9 +374,20 @@ def _ib_address(rec: _Recent, psn: int, pos: str, plen: int) -> tuple[_Request, 
     request's length can reach) and the address of its first byte.  Every packet but the last of a
     message carries a path MTU of bytes, so a packet's address follows from its PSN and its own
     length, and a Last's from the end of the message: packets out of order or repeated land right."""
+    items = rec.items
+    if rec.breaks == 0 and rec.span < _HALF_PSN:
+        # newest first: the first that reaches the packet from less than half the PSN space away is the
+        # nearest (every older one is further by its step from it); the answer is usually the newest
+        i = len(items) - 1
+        while i >= 0:
+            r = items[i]
+            d = (psn - r.base) & 0xFFFFFF
+            if d != 0 and d < _HALF_PSN and d * _MIN_MTU < r.length:
+                return _address(r, d, pos, plen)
+            i -= 1
     best: _Request | None = None
     best_d = 0
-    for r in rec.items:
+    for r in items:
         d = (psn - r.base) & 0xFFFFFF
         if d == 0 or d * _MIN_MTU >= r.length:
             continue
@@ -365,9 +395,14 @@ def _ib_address(rec: _Recent, psn: int, pos: str, plen: int) -> tuple[_Request, 
             best, best_d = r, d
     if best is None:
         return None
+    return _address(best, best_d, pos, plen)
+
+
+def _address(req: _Request, d: int, pos: str, plen: int) -> tuple[_Request, int]:
+    """The request of a packet ``d`` PSNs after it and the address of the packet's first byte."""
     if pos == "last":
-        return best, best.va + best.length - plen if best.length >= plen else best.va
-    return best, best.va + best_d * plen
+        return req, req.va + req.length - plen if req.length >= plen else req.va
+    return req, req.va + d * plen
 
 
 def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
