@@ -165,19 +165,8 @@ class Pipeline:
     def packets(self) -> Iterator[Packet]:
         """Pull every frame from the source; yields each shown packet after the sinks have had it.
         The pipeline is finished when the source ends or the count is reached."""
-        source = self.source
-        if source is None:
-            raise ValueError("this pipeline has no frame source: push frames with feed()")
-        # What is loaded by now (modules, declarations, tables) outlives the run: keep the cycle
-        # collector off it, and let it run less often, since packets are freed by their reference
-        # counts.  Both are undone at the end (a command may run inside another program).  With
-        # these thresholds the oldest generation would hardly ever be collected, and the analysis
-        # makes cycles that live long (a transaction and its segments): they are collected every
-        # FULL_COLLECT_EVERY frames, or their garbage would grow with the capture.
-        thresholds = gc.get_threshold()
-        gc.collect()        # not to freeze what an earlier run left (a worker's previous task: its state)
-        gc.freeze()
-        gc.set_threshold(10_000, 20, 100)
+        source = self._pulled_source()
+        thresholds = _collect_rarely()
         try:
             left = FULL_COLLECT_EVERY
             for frame in source:
@@ -191,14 +180,34 @@ class Pipeline:
                     if self.done:
                         break
         finally:
-            gc.set_threshold(*thresholds)
-            gc.unfreeze()
+            _collect_as_before(thresholds)
         self.finish()
 
     def run(self) -> None:
-        """Pull every frame from the source through the sinks, then finish."""
-        for _pkt in self.packets():
-            pass
+        """Pull every frame from the source through the sinks, then finish: the loop of ``packets``
+        without its generator (compiled, a generator's step costs its resumption and its locals kept
+        in an object, a frame at a time)."""
+        source = self._pulled_source()
+        thresholds = _collect_rarely()
+        try:
+            left = FULL_COLLECT_EVERY
+            for frame in source:
+                self.feed(frame)
+                left -= 1
+                if left == 0:
+                    gc.collect()
+                    left = FULL_COLLECT_EVERY
+                if self.done:
+                    break
+        finally:
+            _collect_as_before(thresholds)
+        self.finish()
+
+    def _pulled_source(self) -> Iterable[Frame]:
+        source = self.source
+        if source is None:
+            raise ValueError("this pipeline has no frame source: push frames with feed()")
+        return source
 
     def idle(self) -> None:
         """No frame is at hand (the source waits for input): the sinks send out what they hold."""
@@ -214,6 +223,25 @@ class Pipeline:
             self.analyzer.finish()
         for s in self.sinks:
             s.finish()
+
+
+def _collect_rarely() -> tuple[int, int, int]:
+    """Before a pull of the whole source: what is loaded by now (modules, declarations, tables)
+    outlives the run, so the cycle collector is kept off it, and runs less often, since packets are
+    freed by their reference counts.  With these thresholds the oldest generation would hardly ever be
+    collected, and the analysis makes cycles that live long (a transaction and its segments): the
+    puller collects them every FULL_COLLECT_EVERY frames, or their garbage would grow with the
+    capture.  Returns the thresholds to put back (a command may run inside another program)."""
+    thresholds = gc.get_threshold()
+    gc.collect()        # not to freeze what an earlier run left (a worker's previous task: its state)
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 100)
+    return thresholds
+
+
+def _collect_as_before(thresholds: tuple[int, int, int]) -> None:
+    gc.set_threshold(*thresholds)
+    gc.unfreeze()
 
 
 def _fan_out(hooks: list[Any]) -> Any:

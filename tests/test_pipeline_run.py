@@ -1,0 +1,53 @@
+"""The pipeline's pull of a whole source: ``run`` (its own loop) and ``packets`` (a generator) show the
+same packets, stop at the count, finish the sinks once, and leave the cycle collector as they found it."""
+from __future__ import annotations
+
+import gc
+
+from conftest import ROOT
+
+from rdmaspy.pipeline import Options, Pipeline
+from rdmaspy.readers import open_capture
+
+CAPTURE = ROOT / "captures" / "rxe-nfsv3-rdma.pcap"
+
+
+class _Kept:
+    def __init__(self) -> None:
+        self.nums: list[int] = []
+        self.finished = 0
+
+    def packet(self, pkt) -> None:
+        self.nums.append(pkt.frame.num)
+
+    def finish(self) -> None:
+        self.finished += 1
+
+
+def _pipeline(sink: _Kept, count: int = 0) -> Pipeline:
+    return Pipeline(open_capture(str(CAPTURE)), Options(count=count), [sink])
+
+
+def test_run_and_packets_show_the_same_packets_and_finish_once() -> None:
+    ran, pulled = _Kept(), _Kept()
+    _pipeline(ran).run()
+    yielded = [p.frame.num for p in _pipeline(pulled).packets()]
+    assert ran.nums == pulled.nums == yielded and len(ran.nums) > 1000
+    assert ran.finished == pulled.finished == 1
+
+
+def test_run_stops_at_the_count() -> None:
+    sink = _Kept()
+    pipe = _pipeline(sink, count=25)
+    pipe.run()
+    assert sink.nums == list(range(1, 26)) and sink.finished == 1 and pipe.frames == 25
+
+
+def test_the_cycle_collector_is_left_as_it_was_found() -> None:
+    before = gc.get_threshold()
+    frozen = gc.get_freeze_count()
+    _pipeline(_Kept()).run()
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+    for _ in _pipeline(_Kept()).packets():
+        pass
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
