@@ -62,6 +62,9 @@ def test_a_segment_with_two_rpc_messages_shows_both():
        st.text(max_size=40))
 @example(7, 1_500_000, b"   192.0.2.1 \xe2\x86\x92 192.0.2.2  RoCEv2   ", 60, "RC Acknowledge")
 @example(10_000_000, 999_999, b"", 100_000, "NFSv3 READ Call \u2192 \U0001f600")
+@example(10**18 - 1, 10**18, b"", 99, "")                  # a digit more at each power of ten
+@example(2**63 - 1, 2**63 - 1, b"x", 2**63 - 1, "")
+@example(9, 10, b"", 100, "")
 def test_the_c_line_is_the_format_it_stands_for(num, us, middle, length, text):
     """rdmaspy/output/_line.c (the compiled build's summary line) against the format summary_bytes
     spells out in Python: every width overflowed, multi-byte text, the largest numbers."""

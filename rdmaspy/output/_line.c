@@ -15,21 +15,35 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Two decimal digits at a time: half the divisions of one at a time (a line holds some twenty digits). */
+static const char PAIRS[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
 /* ``v`` in decimal, right-aligned in ``width`` columns with ``fill`` ('0' or ' '), at p; the end. */
 static char *
 put_number(char *p, uint64_t v, int width, char fill)
 {
     char digits[20];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
+    char *d = digits + sizeof digits;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        d -= 2;
+        memcpy(d, PAIRS + 2 * r, 2);
+    }
+    if (v >= 10) {
+        d -= 2;
+        memcpy(d, PAIRS + 2 * v, 2);
+    } else {
+        *--d = (char)('0' + v);
+    }
+    int n = (int)(digits + sizeof digits - d);
     for (int k = n; k < width; k++)
         *p++ = fill;
-    while (n)
-        *p++ = digits[--n];
-    return p;
+    memcpy(p, d, (size_t)n);
+    return p + n;
 }
 
 /* The columns ``v`` takes in decimal, ``width`` at least. */
@@ -37,9 +51,11 @@ static Py_ssize_t
 columns(uint64_t v, int width)
 {
     int n = 1;
-    while (v >= 10) {
-        v /= 10;
+    uint64_t next = 10;         /* the least number of n + 1 digits; 10**19 is the last that fits */
+    while (n < 20 && v >= next) {
         n++;
+        if (n < 20)
+            next *= 10;
     }
     return n > width ? n : width;
 }
