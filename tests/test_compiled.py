@@ -25,9 +25,9 @@ from digests import MODES, digests as _digests
 def test_the_per_packet_modules_are_really_compiled(compiled):
     probe = "import rdmaspy.packet, rdmaspy.dissectors.infiniband as ib, rdmaspy.pipeline as p, " \
             "rdmaspy.dissectors._icrc as c, rdmaspy.output._scan as s, rdmaspy.output._line as l, " \
-            "rdmaspy.analysis._ring as r, rdmaspy._heap as h; " \
+            "rdmaspy.analysis._ring as r, rdmaspy._heap as h, rdmaspy.dissectors._hex as x; " \
             "print(ib.__file__); print(p.__file__); print(c.__file__); print(s.__file__); print(l.__file__); " \
-            "print(r.__file__); print(h.__file__)"
+            "print(r.__file__); print(h.__file__); print(x.__file__)"
     res = subprocess.run([sys.executable, "-c", probe], cwd=compiled, capture_output=True, text=True, check=True)
     paths = res.stdout.split()
     assert paths and all(p.startswith(str(compiled)) and not p.endswith(".py") for p in paths), paths
@@ -53,7 +53,9 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
               # the fast paths' word reads against the careful walks; the tables' direct dissectors
               "tests/test_rpc_fast_paths.py", "tests/test_registry.py",
               # the C library's heap kept between the readers' chunks
-              "tests/test_heap.py", "tests/test_infiniband_plans.py"]
+              "tests/test_heap.py", "tests/test_infiniband_plans.py",
+              # hexadecimal digits in C; the request of a Middle or Last packet
+              "tests/test_hexfmt.py", "tests/test_reassembly_requests.py"]
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
                          cwd=compiled, capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stdout[-4000:]
