@@ -1,4 +1,4 @@
-"""The fused RoCEv2 fast path must give exactly what the general dissector chain gives."""
+"""The fused fast paths (RoCEv2; TCP over IPv4) must give exactly what the general dissector chain gives."""
 from __future__ import annotations
 
 import pytest
@@ -96,3 +96,37 @@ def test_the_reth_immdt_and_ieth_read_by_word_are_what_their_declarations_decode
     assert imm.ib.imm == IMMDT.decode(imm.frame.data, imm.ib.bth_off + 12)[0] == word
     inv = Engine(strict=True).dissect(_frame(rocev2(0x17, 0x12, 7, b"x" * 8, ieth={"r_key": word})))
     assert inv.ib.ieth == IETH.decode(inv.frame.data, inv.ib.bth_off + 12)[0] == word
+
+
+def _tcp_frames(limit: int = 40) -> list[bytes]:
+    """Ethernet frames of TCP over IPv4 from a real soft-iWARP capture (MPA, DDP, RDMAP, acknowledgements)."""
+    with open_capture(str(CAPTURES / "siw-rping.pcap")) as cap:
+        frames = [f.data for f in cap if f.data[12:14] == b"\x08\x00" and f.data[23] == 6]
+    assert len(frames) > 10
+    return frames[:limit]
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda b: b[:14] + bytes([0x46]) + b[15:],                 # IPv4 options announced
+    lambda b: b[:20] + bytes([0x20]) + b[21:],                 # more fragments
+    lambda b: b[:16] + (9999).to_bytes(2, "big") + b[18:],     # total length beyond the frame
+    lambda b: b[:16] + (39).to_bytes(2, "big") + b[18:],       # total length shorter than two headers
+    lambda b: b[:46] + bytes([0x40]) + b[47:],                 # TCP data offset below 20 bytes
+    lambda b: b[:46] + bytes([0xF0]) + b[47:],                 # TCP data offset beyond the segment
+    lambda b: b[:53],                                          # cut short
+    lambda b: b + b"\0" * 6,                                   # Ethernet padding after the IP datagram
+    lambda b: b[:12] + b"\x81\x00\x00\x05" + b[12:],           # a VLAN tag
+], ids=["options", "fragment", "total-too-long", "total-too-short", "tcp-offset-short", "tcp-offset-long", "cut",
+        "padding", "vlan"])
+def test_unusual_tcp_frames_give_the_same_result_either_way(mutate):
+    frames = _tcp_frames()
+    assert _same([_frame(d, i) for i, d in enumerate(frames, 1)] +
+                 [_frame(mutate(d), len(frames) + i) for i, d in enumerate(frames, 1)]) == 2 * len(frames)
+
+
+def test_tcp_frames_take_the_fast_path_and_make_their_lower_layers_when_read():
+    engine = Engine(strict=True)
+    for num, data in enumerate(_tcp_frames(), 1):
+        pkt = engine.dissect(_frame(data, num))
+        assert [lay.proto for lay in pkt.made_layers()][:1] == ["tcp"]      # Ethernet and IPv4 left unmade
+        assert [lay.proto for lay in pkt.layers][:3] == ["eth", "ip", "tcp"]

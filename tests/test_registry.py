@@ -80,7 +80,8 @@ def test_the_per_packet_dissectors_are_called_directly(name, key):
 
 
 @pytest.mark.parametrize("name,heuristic", [("ib.payload", "rdmacm.port"), ("ib.payload", "rpcrdma"),
-                                            ("tcp.port", "iwarp_mpa")])
+                                            ("tcp.port", "iwarp_mpa"), ("eth.fast", "rocev2"),
+                                            ("eth.fast", "tcp_ipv4")])
 def test_the_per_packet_heuristics_are_called_directly(name, heuristic):
     load_dissectors()
     found = dict(table(name).heuristics)[heuristic]

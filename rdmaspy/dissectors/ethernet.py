@@ -75,3 +75,26 @@ class _Ethernet(Dissector):
 
 
 table("linktype").register(1, _Ethernet(dissect_ethernet))
+
+
+# Fused fast paths of Ethernet II frames (an IPv4 transport in one step, its lower layers made only when
+# somebody reads them), tried in order: the first that takes the frame wins; one that does not leaves
+# the packet untouched for the dissector chain (tests/test_engine_fast_path.py holds both equal).
+eth_fast: Final = table("eth.fast", "Fused fast paths of Ethernet II frames")
+
+
+def fast_paths(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+    for _name, path in eth_fast.heuristics:
+        if path.dissect(pkt, buf, off, end, ctx):
+            return True
+    return False
+
+
+class _FastPaths(Dissector):
+    """Ethernet's fast paths, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return fast_paths(pkt, buf, off, end, ctx)
+
+
+table("linktype.fast", "Fused fast paths by link type").register(1, _FastPaths(fast_paths))

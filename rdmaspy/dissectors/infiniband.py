@@ -20,7 +20,7 @@ from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
 from ..session import wants_info
-from .ethernet import ETH
+from .ethernet import ETH, eth_fast
 from .hexfmt import hex8, hexn
 from .ip import IPV4, ipv4_text as _ip_text
 from .transport import UDP
@@ -933,7 +933,7 @@ def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
 
 
 table("udp.port").register(4791, _RoceV2(dissect_rocev2))
-table("linktype.fast", "Fused fast paths by link type").register(1, _FastRoceV2(fast_rocev2_ipv4))
+eth_fast.add_heuristic("rocev2", _FastRoceV2(fast_rocev2_ipv4), first=True)     # most frames, tried first
 table("ethertype").register(0x8915, dissect_rocev1)
 table("linktype").register(247, dissect_lrh)
 
