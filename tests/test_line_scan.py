@@ -1,6 +1,7 @@
 """The line writer's check in C (rdmaspy/output/_scan.c, built with the compiled decoder) finds what
 rdmaspy/output/safe.py finds: a C0 control other than the newline, DEL, or a C1 control (0xC2 0x80-0x9F)
-anywhere in a block, across the sixteen-byte steps it takes, and counts the newlines otherwise.  Run on
+anywhere in a block, across the steps it takes (32 bytes with AVX2, then 16 with SSE2), and counts the
+newlines otherwise.  Run on
 the compiled build too (tests/test_compiled.py), where the writer uses it."""
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ def _reference(data: bytes) -> int:
 @example(b"a" * 15 + b"\xc2" + b"\xb5", 0)        # "µ" split the same way
 @example(b"a" * 31 + b"\x1b", 0)                  # the last byte of a step
 @example(b"\n" * 16 + b"\x7f", 0)
+@example(b"a" * 31 + b"\xc2" + b"\x85", 0)        # split between two AVX2 steps
+@example(b"a" * 31 + b"\xc2" + b"\xb5", 0)
+@example(b"a" * 63 + b"\x1b", 0)
+@example(b"\n" * 40 + b"a" * 24 + b"\x7f", 0)      # newlines counted over a 32-byte step, then one unsafe
 def test_the_c_scan_counts_newlines_or_finds_what_a_terminal_obeys(data, start):
     scan = pytest.importorskip("rdmaspy.output._scan").newlines_if_safe
     padded = b"x" * start + data            # every position of a byte within a step

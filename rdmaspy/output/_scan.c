@@ -7,8 +7,9 @@
  *   (UTF-8 0xC2 0x80-0x9F); -1 when it holds one.  The writer joins its lines with newlines and compares
  *   the count with the joins it made: one more is a line's own newline, which must show escaped too.
  *
- * A summary line is some 110 bytes and a block 64 KiB: sixteen bytes a step with SSE2 (every x86-64
- * has it), a byte a step elsewhere or where a step holds 0xC2 (its next byte decides).
+ * A summary line is some 110 bytes and a block 64 KiB: thirty-two bytes a step with AVX2 where the CPU
+ * has it, then sixteen with SSE2 (every x86-64 has it), a byte a step elsewhere or where a step holds
+ * 0xC2 (its next byte decides).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,12 +37,52 @@ scan_bytes(const unsigned char *p, const unsigned char *stop, const unsigned cha
     return 1;
 }
 
+#ifdef RDMASPY_SSE2
+#include <immintrin.h>
+
+static int have_avx2;       /* set at import: the CPU runs AVX2 (32 bytes a step) */
+
+/* The bytes from *pp 32 at a time with AVX2, as the SSE2 loop below does 16: *pp is left where it
+ * stopped (fewer than 32 bytes left); 0 if a byte is unsafe. */
+__attribute__((target("avx2")))
+static int
+scan_avx2(const unsigned char **pp, const unsigned char *end, Py_ssize_t *lines)
+{
+    const unsigned char *p = *pp;
+    const __m256i c1f = _mm256_set1_epi8(0x1f);
+    const __m256i nl = _mm256_set1_epi8('\n');
+    const __m256i del = _mm256_set1_epi8(0x7f);
+    const __m256i c2 = _mm256_set1_epi8((char)0xc2);
+    while (end - p >= 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)p);
+        __m256i low = _mm256_cmpeq_epi8(_mm256_min_epu8(v, c1f), v);
+        unsigned newline = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl));
+        unsigned odd = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(low, _mm256_cmpeq_epi8(v, del)),
+                                                                      _mm256_cmpeq_epi8(v, c2)));
+        if (odd & ~newline) {
+            if (!scan_bytes(p, p + 32, end, lines))
+                return 0;
+        } else {
+            while (newline) {
+                (*lines)++;
+                newline &= newline - 1;
+            }
+        }
+        p += 32;
+    }
+    *pp = p;
+    return 1;
+}
+#endif
+
 static Py_ssize_t
 newlines_if_safe_c(const unsigned char *p, Py_ssize_t n)
 {
     const unsigned char *end = p + n;
     Py_ssize_t lines = 0;
 #ifdef RDMASPY_SSE2
+    if (have_avx2 && !scan_avx2(&p, end, &lines))
+        return -1;
     const __m128i c1f = _mm_set1_epi8(0x1f);
     const __m128i nl = _mm_set1_epi8('\n');
     const __m128i del = _mm_set1_epi8(0x7f);
@@ -98,5 +139,9 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Control cha
 PyMODINIT_FUNC
 PyInit__scan(void)
 {
+#ifdef RDMASPY_SSE2
+    __builtin_cpu_init();
+    have_avx2 = __builtin_cpu_supports("avx2");
+#endif
     return PyModule_Create(&module);
 }
