@@ -1,5 +1,5 @@
-"""InfiniBand's layers (the BTH, its extended headers, the ICRC, and the RoCEv2 fast path's Ethernet, IPv4
-and UDP) are made when somebody reads ``pkt.layers``, not while the packet is dissected: a summary line
+"""InfiniBand's layers (the BTH, its extended headers, the data of an RDMA WRITE or READ response, the ICRC,
+and the RoCEv2 fast path's Ethernet, IPv4 and UDP) are made when somebody reads ``pkt.layers``, not while the packet is dissected: a summary line
 and the analysis never pay for them.  Made late, or early by an upper dissector that reads the layers in
 the middle of the dissection, they are the layers, in the places, that making them at once would give."""
 from __future__ import annotations
@@ -61,6 +61,8 @@ def test_a_summary_makes_no_infiniband_layer_of_a_connected_transport(path):
         summary_line(pkt, 0)
         made = [lay.proto for lay in pkt.made_layers()]
         assert "bth" not in made and "icrc" not in made, (pkt.frame.num, made)
+        if pkt.ib.plan.kind in ("write", "read_response"):
+            assert "data" not in made, (pkt.frame.num, made)      # the payload's bytes: made with the BTH's
 
 
 @pytest.mark.parametrize("path", ROCE, ids=lambda p: p.name)

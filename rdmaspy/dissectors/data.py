@@ -40,10 +40,15 @@ class DataLayer(Layer):
         self._label = text
 
 
-def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
+def data_layer(buf: bytes, off: int, end: int) -> DataLayer:
+    """The layer of the undissected bytes ``buf[off:end]``, its items filled when read."""
     lay = DataLayer("data", None, buf, off, end - off)
     lay._fill = _FILL_DATA
-    pkt.push(lay)
+    return lay
+
+
+def add_data_layer(pkt: Packet, buf: bytes, off: int, end: int) -> None:
+    pkt.push(data_layer(buf, off, end))
 
 
 class _Data(Dissector):

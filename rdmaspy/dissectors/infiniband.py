@@ -20,6 +20,7 @@ from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
 from ..session import wants_info
+from .data import add_data_layer, data_layer
 from .ethernet import ETH, eth_fast
 from .hexfmt import hex8, hexn
 from .ip import IPV4, ipv4_text as _ip_text
@@ -276,7 +277,7 @@ class IBInfo:
     __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "w0", "w1", "w2",
                  "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn",
                  "buf", "bth_off", "at", "exts", "icrc_off", "icrc_got", "icrc_expected", "icrc_at", "eth_off",
-                 "made")
+                 "made", "data_at", "data_off", "data_end")
     # Declared for the type checker (and for mypyc, which lays the object out from them).
     w0: int
     w1: int
@@ -292,7 +293,8 @@ class IBInfo:
     # Where the packet's BTH layers go when somebody reads them (_make_layers): the packet's buffer, the
     # BTH's offset, the index of the BTH among the layers made before it, how many extended headers were
     # whole, the ICRC read and computed and the index of its layer (-1: none yet), the offset of the
-    # Ethernet header whose Ethernet, IPv4 and UDP layers the RoCEv2 fast path left unmade (-1: none).
+    # Ethernet header whose Ethernet, IPv4 and UDP layers the RoCEv2 fast path left unmade (-1: none);
+    # the index among the layers made and the bytes of the payload's data layer left unmade (-1: none).
     buf: bytes
     bth_off: int
     at: int
@@ -303,6 +305,9 @@ class IBInfo:
     icrc_at: int
     eth_off: int
     made: bool
+    data_at: int
+    data_off: int
+    data_end: int
 
     def __init__(self, opcode: int, plan: "OpcodePlan", w0: int, w1: int, w2: int) -> None:
         self.opcode = opcode
@@ -326,6 +331,7 @@ class IBInfo:
         self.icrc_at = -1
         self.eth_off = -1
         self.made = False
+        self.data_at = -1
 
     @property
     def words(self) -> tuple[int, int, int]:
@@ -587,6 +593,19 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     return ib
 
 
+def add_payload_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
+    """A BTH payload's undissected bytes (an RDMA WRITE's, a READ response's): while the BTH's layers
+    are unmade, their data layer is made with them, where this call would have put it (a summary line
+    reads none of them); else now."""
+    ib = pkt.ib
+    if isinstance(ib, IBInfo) and not ib.made and ib.data_at < 0 and buf is ib.buf:
+        ib.data_at = len(pkt.made_layers())
+        ib.data_off = off
+        ib.data_end = end
+        return
+    add_data_layer(pkt, buf, off, end)
+
+
 def _icrc_layer(ib: IBInfo) -> Layer:
     lay = Layer("icrc", None, ib.buf, ib.icrc_off, 4)
     got = ib.icrc_got
@@ -608,6 +627,8 @@ def _make_layers(pkt: Packet) -> None:
     buf = ib.buf
     if ib.icrc_at >= 0:
         layers.insert(ib.icrc_at, _icrc_layer(ib))
+    if ib.data_at >= 0:       # at or before the ICRC's place: inserted after it, it comes before it
+        layers.insert(ib.data_at, data_layer(buf, ib.data_off, ib.data_end))
     pos = ib.bth_off
     bth = BthLayer("bth", BTH, buf, pos, _BTH_SIZE)
     bth.ib = ib

@@ -417,7 +417,7 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
 
 
 def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
-    add_data_layer(pkt, buf, off, end)
+    infiniband.add_payload_data(pkt, buf, off, end)
     ib: IBInfo | None = pkt.ib
     if ib is None:
         return
@@ -522,7 +522,7 @@ def _place_written(st: _State, key: Key, addr: int, buf: bytes, off: int, end: i
 
 
 def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
-    add_data_layer(pkt, buf, off, end)
+    infiniband.add_payload_data(pkt, buf, off, end)
     ib: IBInfo | None = pkt.ib
     if ib is None:
         return
