@@ -275,6 +275,10 @@ class Packet:
     def set_info(self, text: str) -> None:
         self.info = [text]
 
+    def clear_info(self) -> None:
+        """No Info text (yet): the shared empty list, which add_info and set_info replace."""
+        self.info = _NO_INFO
+
     def add_info(self, text: str) -> None:
         info = self.info
         if info is _NO_INFO:

@@ -43,7 +43,7 @@ protocol("tcp_stream", "TCP stream reassembly")
 protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
-from .transport import TcpLayer
+from .transport import TcpLayer, take_line
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView, seq_delta
 
 KEY_REQ: Final = b"MPA ID Req Frame"
@@ -321,7 +321,7 @@ def heuristic_mpa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool
             d = conn.dirs[src]
         else:
             return False
-    dissect_mpa_segment(pkt, buf, off, end, ctx, d, seq)
+    dissect_mpa_segment(pkt, buf, off, end, ctx, d, seq, tcp)
     return True
 
 
@@ -379,7 +379,10 @@ MPA_RESYNC: Final = declare(
 
 
 # --- stream walking -------------------------------------------------------------------------------
-def dissect_mpa_segment(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, d: MpaDir, seq: int) -> None:
+def dissect_mpa_segment(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, d: MpaDir, seq: int,
+                        tcp: TcpLayer | None = None) -> None:
+    """The segment ``buf[off:end]`` at ``seq`` of direction ``d``'s stream; ``tcp``: its TCP layer, whose
+    own Info line this writes over (transport.take_line) once it has written anything of its own."""
     view = d.stream.feed(seq, buf, off, end, pkt.frame.num)
     pkt.proto = "MPA"
     _account(ctx, d, pkt)
@@ -409,7 +412,8 @@ def dissect_mpa_segment(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, d
     iw: list[iwarp_ddp.IWarpInfo] = []
     p = view.off
     vend = view.end
-    # TCP's own line (one, or none when the Info column is not wanted): the iWARP summary replaces it below
+    # TCP's own line when it was made before (none when it comes after, or the Info column is not wanted):
+    # the iWARP summary replaces it below
     k = len(pkt.info)
     tcp_info = pkt.info[0] if k == 1 else list(pkt.info) if k else None
     while p < vend:
@@ -446,6 +450,8 @@ def dissect_mpa_segment(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, d
     info = pkt.info
     if k and len(info) > k and (info[0] == tcp_info if k == 1 else info[:k] == tcp_info):
         del info[:k]          # the iWARP summary replaces TCP's own line
+    elif len(info) > k and tcp is not None:
+        take_line(pkt, tcp)   # TCP's own line, not made yet: the iWARP summary takes its place
 
 
 def _resync(view: StreamView, p: int, d: MpaDir) -> int:

@@ -89,11 +89,14 @@ class TcpLayer(Layer):
     """The TCP header's layer keeps the segment's length, from which its items are filled on demand, and
     the ports and sequence number, which a protocol that reassembles the stream reads (iWARP's MPA)."""
 
-    __slots__ = ("seglen", "sport", "dport", "seq")
+    __slots__ = ("seglen", "sport", "dport", "seq", "line_pending")
     seglen: int
     sport: int
     dport: int
     seq: int
+    # TCP's own Info line is made after the protocol above has had the segment, and only if it has not
+    # written the Info column itself (take_line): iWARP writes its own for nearly every segment.
+    line_pending: bool
 
 
 def _fill_tcp(lay: Layer) -> None:
@@ -109,6 +112,22 @@ def _fill_tcp(lay: Layer) -> None:
 _FILL_TCP: Final = _fill_tcp
 # "46371 → 20049 [ACK] Seq=" by ports and flags: a connection's segments repeat a few of them
 _tcp_head: Final[dict[int, str]] = {}
+
+
+def _tcp_line(sport: int, dport: int, flags: int, seq: int, seglen: int) -> str:
+    """TCP's Info line: ``4791 → 52000 [ACK] Seq=1 Len=0``."""
+    key = (sport << 24) | (dport << 8) | flags
+    head = _tcp_head.get(key)
+    if head is None:
+        if len(_tcp_head) >= 4096:
+            _tcp_head.clear()
+        head = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
+    return f"{head}{seq} Len={seglen}"
+
+
+def take_line(pkt: Packet, tcp: TcpLayer) -> None:
+    """The protocol above writes the Info column of this segment: TCP's own line is not made."""
+    tcp.line_pending = False
 
 
 def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
@@ -133,20 +152,24 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     lay.dport = dport = (buf[off + 2] << 8) | buf[off + 3]
     lay.seq = seq = (buf[off + 4] << 24) | (buf[off + 5] << 16) | (buf[off + 6] << 8) | buf[off + 7]
     flags = buf[off + 13]
-    if wants_info(ctx):
-        key = (sport << 24) | (dport << 8) | flags
-        head = _tcp_head.get(key)
-        if head is None:
-            if len(_tcp_head) >= 4096:
-                _tcp_head.clear()
-            head = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
-        pkt.info = [f"{head}{seq} Len={seglen}"]
+    texts = wants_info(ctx)
+    lay.line_pending = False
     if seglen > 0:
-        fn = tcp_port.by_key.get(dport) or tcp_port.by_key.get(sport)
+        if texts:
+            pkt.clear_info()
+            lay.line_pending = True
+        by_port = tcp_port.by_key
+        fn = (by_port.get(dport) or by_port.get(sport)) if by_port else None   # no port bound: no look-up
         if fn is not None:
             fn.dissect(pkt, buf, off + hlen, end, ctx)
         else:
             dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
+        if lay.line_pending:
+            # nobody above wrote the Info column: TCP's line comes first, before what they added to it
+            lay.line_pending = False
+            pkt.info = [_tcp_line(sport, dport, flags, seq, seglen), *pkt.info]
+    elif texts:
+        pkt.info = [_tcp_line(sport, dport, flags, seq, seglen)]
     if flags & 0x05 and tcp_end.heuristics:           # FIN or RST, after the bytes it carries
         try_heuristics(tcp_end, pkt, buf, off, end, ctx)
 
