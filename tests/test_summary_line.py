@@ -84,3 +84,15 @@ def test_the_c_line_refuses_what_it_cannot_format():
         native.line(1, 0, b"", 0, b"not text")
     with pytest.raises(UnicodeEncodeError):
         native.line(1, 0, b"", 0, "\ud800")       # as str.encode refuses a lone surrogate
+
+
+def test_the_address_columns_stay_right_past_the_bound_of_their_table():
+    # more (source, destination, protocol) combinations than the table keeps: each line still its own
+    from rdmaspy.output import text
+    for i in range(5000):
+        src, dst, proto = f"10.0.{i // 256}.{i % 256}", f"10.1.{i % 7}.1", ("RoCEv2", "TCP", "NFS")[i % 3]
+        want = ("%15s → %-15s %-9s" % (src, dst, proto)).encode()
+        assert text._middle(src, dst, proto) == want
+        assert text._middle(src, dst, proto) == want          # the second time, from the table
+    assert text._RECENT.made <= 4096
+    assert sum(len(by_proto) for by_dst in text._columns.values() for by_proto in by_dst.values()) <= 4096

@@ -10,7 +10,9 @@ from .safe import safe_text
 from .values import text_value
 
 
-_columns: Final[dict[tuple[str, str, str], bytes]] = {}
+# The address and protocol columns made so far, by source, destination and protocol text: three look-ups
+# of strings (their hashes kept by the strings) rather than a tuple made, hashed and compared each time.
+_columns: Final[dict[str, dict[str, dict[str, bytes]]]] = {}
 
 try:        # the line in one call in C, built with the compiled decoder (setup.py); the f-string below otherwise
     from ._line import line as _line_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
@@ -60,11 +62,12 @@ class _RecentColumns:
     texts: the address texts are cached by the dissectors and the protocols are constants, so a
     conversation's two directions find theirs with a few pointer compares instead of a hashed tuple."""
 
-    __slots__ = ("src0", "dst0", "proto0", "bytes0", "src1", "dst1", "proto1", "bytes1")
+    __slots__ = ("src0", "dst0", "proto0", "bytes0", "src1", "dst1", "proto1", "bytes1", "made")
 
     def __init__(self) -> None:
         self.src0 = self.dst0 = self.proto0 = self.src1 = self.dst1 = self.proto1 = ""
         self.bytes0 = self.bytes1 = b""
+        self.made = 0           # entries in _columns
 
 
 _RECENT: Final = _RecentColumns()
@@ -77,13 +80,22 @@ def _middle(src: str, dst: str, proto: str) -> bytes:
         return r.bytes0
     if src is r.src1 and dst is r.dst1 and proto is r.proto1:
         return r.bytes1
-    key = (src, dst, proto)
-    middle = _columns.get(key)
+    by_dst = _columns.get(src)
+    if by_dst is None:
+        by_dst = _columns[src] = {}
+    by_proto = by_dst.get(dst)
+    if by_proto is None:
+        by_proto = by_dst[dst] = {}
+    middle = by_proto.get(proto)
     if middle is None:
-        # a capture has few combinations
-        if len(_columns) >= 4096:
+        # a capture has few combinations: past that many (a hostile one), the table starts again
+        if r.made >= 4096:
             _columns.clear()
-        middle = _columns[key] = ("%15s → %-15s %-9s" % key).encode()
+            r.made = 0
+            by_proto = {}
+            _columns[src] = {dst: by_proto}
+        middle = by_proto[proto] = ("%15s → %-15s %-9s" % (src, dst, proto)).encode()
+        r.made += 1
     r.src1, r.dst1, r.proto1, r.bytes1 = r.src0, r.dst0, r.proto0, r.bytes0
     r.src0, r.dst0, r.proto0, r.bytes0 = src, dst, proto, middle
     return middle
