@@ -47,3 +47,21 @@ def test_the_c_digits_take_ints_only() -> None:
         with pytest.raises(TypeError):
             c.hexn(bad)
     assert c.hex8(True) == "00000001"          # a bool is an int, as "%08x" % True says
+
+
+_heads = st.one_of(st.text(max_size=30), st.sampled_from(["", "RC SEND Only QP=0x000012 PSN=", "µs=", "a\u2192b="]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(_heads, _ints)
+def test_a_number_after_a_head_is_its_decimal_text(head: str, n: int) -> None:
+    assert hexfmt.with_decimal(head, n) == head + str(n)
+    c = _hex_c()
+    assert c.with_decimal(head, n) == head + str(n)
+
+
+def test_the_c_decimal_takes_a_str_and_an_int_only() -> None:
+    c = _hex_c()
+    for args in [("a", "1"), (b"a", 1), ("a",), ("a", 1, 2), ("a", 1.0)]:
+        with pytest.raises(TypeError):
+            c.with_decimal(*args)

@@ -4,6 +4,7 @@
  *
  * hex8(n) -> str   "%08x" % n for 0 <= n < 2**32: eight lowercase digits (an XID, an R_Key, a CRC)
  * hexn(n) -> str   "%x" % n for 0 <= n < 2**64: no padding (a virtual address, a tagged offset)
+ * with_decimal(head, n) -> str   head + str(n): an Info line ending in a number ("... PSN=1234")
  * Any other int, or another type: ValueError or TypeError, and the Python function formats it.
  *
  * Compiled with mypyc, hex8 is one string built from four two-digit pieces (some 700 instructions with
@@ -13,6 +14,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static const char DIGITS[] = "0123456789abcdef";
 
@@ -70,7 +72,45 @@ hexn(PyObject *self, PyObject *arg)
     return s;
 }
 
+/* head + str(n) for an ASCII head and 0 <= n < 2**64, the digits written straight after a copy of the
+ * head; anything else through the general operations (the same text). */
+static PyObject *
+with_decimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "with_decimal(head: str, n: int)");
+        return NULL;
+    }
+    PyObject *head = args[0];
+    unsigned long long v = PyLong_AsUnsignedLongLong(args[1]);
+    if ((v == (unsigned long long)-1 && PyErr_Occurred()) || !PyUnicode_IS_ASCII(head)) {
+        PyErr_Clear();
+        PyObject *digits = PyObject_Str(args[1]);
+        if (digits == NULL)
+            return NULL;
+        PyObject *joined = PyUnicode_Concat(head, digits);
+        Py_DECREF(digits);
+        return joined;
+    }
+    char digits[20];
+    int n = 0;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    Py_ssize_t h = PyUnicode_GET_LENGTH(head);
+    PyObject *s = PyUnicode_New(h + n, 127);
+    if (s == NULL)
+        return NULL;
+    Py_UCS1 *p = PyUnicode_1BYTE_DATA(s);
+    memcpy(p, PyUnicode_1BYTE_DATA(head), (size_t)h);
+    memcpy(p + h, digits + sizeof digits - n, (size_t)n);
+    return s;
+}
+
 static PyMethodDef methods[] = {
+    {"with_decimal", (PyCFunction)(void (*)(void))with_decimal, METH_FASTCALL,
+     "with_decimal(head, n) -> str: head + str(n)"},
     {"hex8", hex8, METH_O, "hex8(n) -> str: '%08x' % n for 0 <= n < 2**32"},
     {"hexn", hexn, METH_O, "hexn(n) -> str: '%x' % n for 0 <= n < 2**64"},
     {NULL, NULL, 0, NULL},

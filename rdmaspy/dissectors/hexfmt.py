@@ -12,12 +12,14 @@ from __future__ import annotations
 from typing import Callable, Final
 
 try:        # the digits written in C (rdmaspy/dissectors/_hex.c), built with the compiled decoder (setup.py)
-    from ._hex import hex8 as _hex8_c, hexn as _hexn_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._hex import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
+        hex8 as _hex8_c, hexn as _hexn_c, with_decimal as _with_decimal_c)
 except ImportError:
-    _hex8_c = _hexn_c = None
+    _hex8_c = _hexn_c = _with_decimal_c = None
 # Final: compiled, C statics (a name imported is otherwise a look-up in the module's dict at each call)
 HEX8_C: Final[Callable[[int], str] | None] = _hex8_c
 HEXN_C: Final[Callable[[int], str] | None] = _hexn_c
+WITH_DECIMAL_C: Final[Callable[[str, int], str] | None] = _with_decimal_c
 _U64_MAX: Final = (1 << 64) - 1
 
 _HEX2: Final[list[str]] = ["%02x" % b for b in range(256)]
@@ -42,3 +44,12 @@ def hexn(n: int) -> str:
     if c is not None and n <= _U64_MAX:
         return c(n)
     return hex(n)[2:]
+
+
+def with_decimal(head: str, n: int) -> str:
+    """``head + str(n)``: an Info line ending in a number (compiled, a number's text and a concatenation
+    are two strings made; in C one)."""
+    c = WITH_DECIMAL_C
+    if c is not None:
+        return c(head, n)
+    return head + str(n)

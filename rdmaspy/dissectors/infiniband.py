@@ -22,7 +22,7 @@ from ..registry import Dissector, dissect_with, table
 from ..session import wants_info
 from .data import add_data_layer, data_layer
 from .ethernet import ETH, eth_fast
-from .hexfmt import hex8, hexn
+from .hexfmt import hex8, hexn, with_decimal
 from .ip import IPV4, ipv4_text as _ip_text
 from .transport import UDP
 from .xdr import u32
@@ -507,7 +507,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     icrc_off = end - 4
     texts = wants_info(ctx)
     if texts:
-        info = _head(plan, opcode, ib.destqp) + str(ib.psn)
+        info = with_decimal(_head(plan, opcode, ib.destqp), ib.psn)
     else:
         info = ""
 
