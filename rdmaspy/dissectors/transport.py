@@ -160,14 +160,16 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
             lay.line_pending = True
         by_port = tcp_port.by_key
         fn = (by_port.get(dport) or by_port.get(sport)) if by_port else None   # no port bound: no look-up
-        if fn is not None:
-            fn.dissect(pkt, buf, off + hlen, end, ctx)
-        else:
-            dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
-        if lay.line_pending:
-            # nobody above wrote the Info column: TCP's line comes first, before what they added to it
-            lay.line_pending = False
-            pkt.info = [_tcp_line(sport, dport, flags, seq, seglen), *pkt.info]
+        try:
+            if fn is not None:
+                fn.dissect(pkt, buf, off + hlen, end, ctx)
+            else:
+                dissect_with(tcp_port, None, pkt, buf, off + hlen, end, ctx)
+        finally:        # a dissector's error above marks the packet malformed: its line stays TCP's
+            if lay.line_pending:
+                # nobody above wrote the Info column: TCP's line comes first, before what they added to it
+                lay.line_pending = False
+                pkt.info = [_tcp_line(sport, dport, flags, seq, seglen), *pkt.info]
     elif texts:
         pkt.info = [_tcp_line(sport, dport, flags, seq, seglen)]
     if flags & 0x05 and tcp_end.heuristics:           # FIN or RST, after the bytes it carries
