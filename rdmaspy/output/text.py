@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Callable, Final, Iterator, TypeVar
 
+from mypy_extensions import i64
+
 from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, protocols_text
 from ..packet import Item, Layer, Packet
@@ -36,12 +38,14 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
     if when is not None:
         return b"%7d %s %s %5d %s" % (f.num, when, middle, len(f.data), text.encode())
     d = f.ts - t0
-    if 0 <= d < _EXACT_NS and d % 1000 != 500:
+    # below 2**53 a machine integer (``i64``): compiled, its remainder and quotient are C's, not calls
+    nd: i64 = d if 0 <= d < _EXACT_NS else -1
+    if nd >= 0 and nd % 1000 != 500:
         # Microseconds in integers, as %12.6f of d/1e9 would print them, cheaper than formatting a float.
         # The same digits: below 2**53 ns (104 days) d is exact as a float and d/1e9 is off by at most
         # (d/1e9) * 2**-53 < 1 ns, while a rounding boundary (an odd multiple of 500 ns) is at least
         # 1 ns away unless d ends in 500 (the decimal tie, left to the float).
-        us = (d + 500) // 1000
+        us: i64 = (nd + 500) // 1000
         line = LINE
         if line is not None:
             return line(f.num, us, middle, len(f.data), text)

@@ -133,20 +133,23 @@ def _plain_epbs(buf: bytes, pos: int, blen: int, local: list[Interface], nlocal:
     options, of an interface of this section, a time stamp in the usual range), up to ``_BATCH`` of them,
     as frames appended to ``out``, numbered on from ``num``: where the run ends.  The reader's loop takes
     anything else, a block at a time, as before (options, clamped times, damage, the end of the chunk)."""
-    while blen - pos >= 32 and len(out) < _BATCH:
-        if u32le(buf, pos) != 6:
+    # offsets and lengths in machine integers (``i64``): compiled, without checked arithmetic
+    p: i64 = pos
+    n: i64 = blen
+    while n - p >= 32 and len(out) < _BATCH:
+        if u32le(buf, p) != 6:
             break
-        length = u32le(buf, pos + 4)
-        iface = u32le(buf, pos + 8)
-        if length < 32 or length > blen - pos or length & 3 or iface >= nlocal:
+        length: i64 = u32le(buf, p + 4)
+        iface = u32le(buf, p + 8)
+        if length < 32 or length > n - p or length & 3 or iface >= nlocal:
             break
-        caplen = u32le(buf, pos + 20)
-        bend = pos + length
-        dend = pos + 28 + caplen
+        caplen: i64 = u32le(buf, p + 20)
+        bend = p + length
+        dend = p + 28 + caplen
         if dend > bend - 4 or u32le(buf, bend - 4) != length or dend + (-caplen & 3) < bend - 4:
             break
         gi, lt, mul, den, toff, _snap = local[iface]
-        ts = (u32le(buf, pos + 12) << 32) | u32le(buf, pos + 16)
+        ts = (u32le(buf, p + 12) << 32) | u32le(buf, p + 16)
         if mul != 1:            # the usual resolutions (µs, ns) skip the big product
             ts *= mul
         if den != 1:
@@ -155,9 +158,9 @@ def _plain_epbs(buf: bytes, pos: int, blen: int, local: list[Interface], nlocal:
         if ts > _SMALL_MAX or ts < _SMALL_MIN:
             break
         num += 1
-        out.append(Frame(num, ts, lt, buf[pos + 28:dend], u32le(buf, pos + 24), gi, None, base + pos))
-        pos = bend
-    return pos
+        out.append(Frame(num, ts, lt, buf[p + 28:dend], u32le(buf, p + 24), gi, None, base + p))
+        p = bend
+    return p
 
 
 class PcapngReader(Capture):
