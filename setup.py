@@ -95,7 +95,7 @@ def _mypyc_modules() -> list:
             # One generated C file holds every compiled function: without this, each call between them
             # goes through the shared library's PLT (a function could be interposed by another library,
             # as far as the compiler knows) and none is inlined into its caller (xdr.u32, the BTH's words).
-            ext.extra_compile_args = list(ext.extra_compile_args or []) + ["-fno-semantic-interposition"]
+            ext.extra_compile_args = list(ext.extra_compile_args or []) + ["-fno-semantic-interposition", "-fno-plt"]
     return modules
 
 
