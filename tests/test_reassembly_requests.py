@@ -54,8 +54,8 @@ def test_requests_out_of_psn_order_are_all_looked_at() -> None:
     recent: dict = {}
     # the newer request has the older PSN: the packet at 105 is the first request's, four PSNs after it
     for base in (100, 0xFFFF00):
-        R._remember(state, recent, "k", R._Request(("h", "p", base), base, 1 << 20, base))
-    rec = recent["k"]
+        R._remember(state, recent, ("h", "p"), R._Request(("h", "p", base), base, 1 << 20, base))
+    rec = recent[("h", "p")]
     assert rec.breaks == 1
     found = R._ib_address(rec, 105, "middle", 1024)
     assert found is not None and found[0].base == 100 and found[1] == 100 + 5 * 1024
@@ -65,9 +65,9 @@ def test_a_request_reaching_round_the_psn_space_does_not_hide_a_nearer_one() -> 
     # a 4 GiB request reaches almost 2**24 PSNs: the packet five PSNs before it is five after the older one
     state = R._State(Budget(1 << 30))
     recent: dict = {}
-    R._remember(state, recent, "k", R._Request(("h", "p", 1), 0x10000, 1 << 20, 990))
-    R._remember(state, recent, "k", R._Request(("h", "p", 2), 0x90000, (1 << 32) - 1, 1000))
-    rec = recent["k"]
+    R._remember(state, recent, ("h", "p"), R._Request(("h", "p", 1), 0x10000, 1 << 20, 990))
+    R._remember(state, recent, ("h", "p"), R._Request(("h", "p", 2), 0x90000, (1 << 32) - 1, 1000))
+    rec = recent[("h", "p")]
     assert rec.breaks == 0 and rec.span == 10
     found = R._ib_address(rec, 995, "middle", 256)
     assert found is not None and found[0].base == 990 and found[1] == 0x10000 + 5 * 256
@@ -79,11 +79,11 @@ def test_requests_in_order_again_once_the_break_has_gone_by() -> None:
     state = R._State(Budget(1 << 30))
     recent: dict = {}
     for base in (5000, 5010, 100):
-        R._remember(state, recent, "k", R._Request(("h", "p", base), base, 1 << 20, base))
-    rec = recent["k"]
+        R._remember(state, recent, ("h", "p"), R._Request(("h", "p", base), base, 1 << 20, base))
+    rec = recent[("h", "p")]
     assert rec.breaks == 1
     for base in range(110, 110 + 10 * R._RECENT, 10):
-        R._remember(state, recent, "k", R._Request(("h", "p", base), base, 1 << 20, base))
+        R._remember(state, recent, ("h", "p"), R._Request(("h", "p", base), base, 1 << 20, base))
     assert rec.breaks == 0 and rec.span == 10 * (R._RECENT - 1)
     found = R._ib_address(rec, rec.items[-1].base + 3, "middle", 1024)
     assert found is not None and found[0] is rec.items[-1]
