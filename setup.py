@@ -11,7 +11,9 @@ pyproject.toml holds the package metadata.
   rdmaspy.dissectors._icrc, the RoCEv2 ICRC in C (CRC-32 folded with PCLMULQDQ where
   the CPU has it, else zlib's) and MPA's CRC-32c (SSE4.2's instruction, else a table), and
   rdmaspy.output._scan, the line writer's check for control characters, rdmaspy.output._line,
-  a summary line's columns in one call, and rdmaspy.analysis._ring, the transport analysis' PSN ring.
+  a summary line's columns in one call, rdmaspy.analysis._ring, the transport analysis' PSN ring,
+  rdmaspy.dissectors._hex, the Info column's hexadecimal and decimal numbers, and rdmaspy._heap,
+  the C library's heap kept between a reader's chunks.
 - The extension rdmaspy.traffic._hotpath is built only where the libibverbs and librdmacm
   headers exist (rdma-core's -dev packages); elsewhere ``rdmaspy serve/load`` say that this
   machine has no native RDMA path and point to the lab.  RDMASPY_NATIVE=0 skips it,
@@ -92,9 +94,10 @@ def _mypyc_modules() -> list:
     _refuse_materialised_generators(messages)
     if sys.platform.startswith("linux"):
         for ext in modules:
-            # One generated C file holds every compiled function: without this, each call between them
-            # goes through the shared library's PLT (a function could be interposed by another library,
-            # as far as the compiler knows) and none is inlined into its caller (xdr.u32, the BTH's words).
+            # One generated C file holds every compiled function: without the first, each call between
+            # them goes through the shared library's PLT (a function could be interposed by another
+            # library, as far as the compiler knows) and none is inlined into its caller (xdr.u32, the
+            # BTH's words); with the second, calls into libpython go through the GOT, not a PLT stub.
             ext.extra_compile_args = list(ext.extra_compile_args or []) + ["-fno-semantic-interposition", "-fno-plt"]
     return modules
 
@@ -140,7 +143,7 @@ SCAN = Extension("rdmaspy.output._scan", ["rdmaspy/output/_scan.c"], extra_compi
 LINE = Extension("rdmaspy.output._line", ["rdmaspy/output/_line.c"], extra_compile_args=["-O2"])
 # The transport analysis' PSN ring slots (rdmaspy/analysis/transport.py, PsnRing)
 RING = Extension("rdmaspy.analysis._ring", ["rdmaspy/analysis/_ring.c"], extra_compile_args=["-O2"])
-# Hexadecimal text of the info lines (rdmaspy/dissectors/hexfmt.py)
+# Hexadecimal and decimal numbers of the Info column (rdmaspy/dissectors/hexfmt.py)
 HEX = Extension("rdmaspy.dissectors._hex", ["rdmaspy/dissectors/_hex.c"], extra_compile_args=["-O2"])
 # The C library's heap kept between the readers' chunks (rdmaspy/readers/base.py, keep_chunks_in_heap)
 HEAP = Extension("rdmaspy._heap", ["rdmaspy/_heap.c"], extra_compile_args=["-O2"])
