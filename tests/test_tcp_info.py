@@ -34,7 +34,7 @@ def _upper(pkt, buf, off, end, ctx) -> bool:
     elif buf[off:end] == b"mine":
         pkt.set_info("My protocol")
         tcp = next(lay for lay in pkt.made_layers() if isinstance(lay, transport.TcpLayer))
-        transport.take_line(pkt, tcp)
+        transport.take_line(tcp)
     return buf[off:end] in (b"note", b"mine", b"none")
 
 

@@ -21,9 +21,9 @@ from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
 from ..session import wants_info
 from .data import add_data_layer, data_layer
-from .ethernet import ETH, eth_fast
+from .ethernet import eth_fast
 from .hexfmt import hex8, hexn, with_decimal
-from .ip import IPV4, ipv4_text as _ip_text
+from .ip import eth_ipv4_layers, ipv4_text as _ip_text
 from .transport import UDP
 from .xdr import u32
 
@@ -655,8 +655,7 @@ _MAKE_LAYERS: Final = _make_layers
 
 def _eth_ip_udp(buf: bytes, eth: int) -> list[Layer]:
     """The layers under the BTH that the RoCEv2 fast path took in one step (Ethernet II, IPv4 without options)."""
-    ip = eth + 14
-    return [Layer("eth", ETH, buf, eth, 14), Layer("ip", IPV4, buf, ip, 20), Layer("udp", UDP, buf, ip + 20, 8)]
+    return [*eth_ipv4_layers(buf, eth), Layer("udp", UDP, buf, eth + 34, 8)]
 
 
 # RETH, ImmDt and IETH are whole words (VA, R_Key, DMA Length; the immediate; the R_Key): read as such

@@ -6,6 +6,7 @@ from typing import Any, Final
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
+from .ethernet import ETH
 from .xdr import u32
 
 declaring(__name__)
@@ -110,6 +111,12 @@ def ipv4_text(buf: bytes, off: int) -> str:
 def fmt_ipv6(b: bytes) -> str:
     import ipaddress
     return str(ipaddress.IPv6Address(bytes(b)))
+
+
+def eth_ipv4_layers(buf: bytes, eth: int) -> list[Layer]:
+    """The Ethernet II and IPv4 (without options) layers of a frame a fused fast path took in one step,
+    made when somebody reads them: the Ethernet header at ``eth``."""
+    return [Layer("eth", ETH, buf, eth, 14), Layer("ip", IPV4, buf, eth + 14, 20)]
 
 
 def dissect_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:

@@ -451,7 +451,7 @@ def dissect_mpa_segment(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, d
     if k and len(info) > k and (info[0] == tcp_info if k == 1 else info[:k] == tcp_info):
         del info[:k]          # the iWARP summary replaces TCP's own line
     elif len(info) > k and tcp is not None:
-        take_line(pkt, tcp)   # TCP's own line, not made yet: the iWARP summary takes its place
+        take_line(tcp)        # TCP's own line, not made yet: the iWARP summary takes its place
 
 
 def _resync(view: StreamView, p: int, d: MpaDir) -> int:

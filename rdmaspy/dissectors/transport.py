@@ -13,8 +13,8 @@ from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table, try_heuristics
 from ..session import wants_info
-from .ethernet import ETH, eth_fast
-from .ip import IPV4, ipv4_text
+from .ethernet import eth_fast
+from .ip import eth_ipv4_layers, ipv4_text
 
 declaring(__name__)
 repeatable("udp", "tcp")          # the headers an ICMP error quotes, besides the packet's own
@@ -125,7 +125,7 @@ def _tcp_line(sport: int, dport: int, flags: int, seq: int, seglen: int) -> str:
     return f"{head}{seq} Len={seglen}"
 
 
-def take_line(pkt: Packet, tcp: TcpLayer) -> None:
+def take_line(tcp: TcpLayer) -> None:
     """The protocol above writes the Info column of this segment: TCP's own line is not made."""
     tcp.line_pending = False
 
@@ -224,8 +224,7 @@ def _make_eth_ip(pkt: Packet) -> None:
     """The Ethernet and IPv4 layers fast_tcp_ipv4 left unmade, before the TCP layer (the first made)."""
     layers = pkt.made_layers()
     tcp = layers[0]
-    ip = tcp.off - 20
-    layers[0:0] = [Layer("eth", ETH, tcp.buf, ip - 14, 14), Layer("ip", IPV4, tcp.buf, ip, 20)]
+    layers[0:0] = eth_ipv4_layers(tcp.buf, tcp.off - 34)
 
 
 _MAKE_ETH_IP: Final = _make_eth_ip
