@@ -40,6 +40,24 @@ scan_bytes(const unsigned char *p, const unsigned char *stop, const unsigned cha
 #ifdef RDMASPY_SSE2
 #include <immintrin.h>
 
+/* One vector step's answer from its masks (a bit a byte): newlines counted into *lines, or, where the
+ * step holds another byte of interest, the step byte by byte (0xC2 may start a harmless character,
+ * "µ", "§": the next step's first byte in view); 0 if a byte is unsafe. */
+static inline int
+step(const unsigned char *p, int width, const unsigned char *end, unsigned newline, unsigned odd,
+     Py_ssize_t *lines)
+{
+    if (odd & ~newline)
+        return scan_bytes(p, p + width, end, lines);
+    /* a bit a newline, rarely more than one a step: cleared one by one (a popcount without the CPU's
+     * instruction, which x86-64's baseline lacks, is a library call of some 20) */
+    while (newline) {
+        (*lines)++;
+        newline &= newline - 1;
+    }
+    return 1;
+}
+
 static int have_avx2;       /* set at import: the CPU runs AVX2 (32 bytes a step) */
 
 /* The bytes from *pp 32 at a time with AVX2, as the SSE2 loop below does 16: *pp is left where it
@@ -59,15 +77,8 @@ scan_avx2(const unsigned char **pp, const unsigned char *end, Py_ssize_t *lines)
         unsigned newline = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, nl));
         unsigned odd = (unsigned)_mm256_movemask_epi8(_mm256_or_si256(_mm256_or_si256(low, _mm256_cmpeq_epi8(v, del)),
                                                                       _mm256_cmpeq_epi8(v, c2)));
-        if (odd & ~newline) {
-            if (!scan_bytes(p, p + 32, end, lines))
-                return 0;
-        } else {
-            while (newline) {
-                (*lines)++;
-                newline &= newline - 1;
-            }
-        }
+        if (!step(p, 32, end, newline, odd, lines))
+            return 0;
         p += 32;
     }
     *pp = p;
@@ -90,22 +101,11 @@ newlines_if_safe_c(const unsigned char *p, Py_ssize_t n)
     while (end - p >= 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)p);
         __m128i low = _mm_cmpeq_epi8(_mm_min_epu8(v, c1f), v);          /* bytes below 0x20 */
-        int newline = _mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
-        int odd = _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(low, _mm_cmpeq_epi8(v, del)),
-                                                 _mm_cmpeq_epi8(v, c2)));
-        if (odd & ~newline) {
-            /* 0xC2 may start a harmless character ("µ", "§"): this step byte by byte, the next
-             * step's first byte in view */
-            if (!scan_bytes(p, p + 16, end, &lines))
-                return -1;
-        } else {
-            /* a bit a newline, rarely more than one a step: cleared one by one (a popcount without
-             * the CPU's instruction, which x86-64's baseline lacks, is a library call of some 20) */
-            while (newline) {
-                lines++;
-                newline &= newline - 1;
-            }
-        }
+        unsigned newline = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl));
+        unsigned odd = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(low, _mm_cmpeq_epi8(v, del)),
+                                                                _mm_cmpeq_epi8(v, c2)));
+        if (!step(p, 16, end, newline, odd, &lines))
+            return -1;
         p += 16;
     }
 #endif
