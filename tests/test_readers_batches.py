@@ -20,7 +20,7 @@ def _frames(path: str) -> list[tuple]:
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_block, min_size=1, max_size=600), st.integers(0, 40))
+@given(st.lists(_block, min_size=1, max_size=600), st.integers(0, 31))   # a cut within the last block (32+ bytes)
 def test_runs_of_plain_blocks_give_the_frames_of_the_block_by_block_loop(tmp_path_factory, blocks, cut):
     path = str(tmp_path_factory.mktemp("batches") / "mix.pcapng")
     with PcapngWriter(path) as w:
