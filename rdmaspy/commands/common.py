@@ -42,8 +42,12 @@ def resolve_capture_argument(args: argparse.Namespace) -> None:
 
 
 def open_source(path: str) -> Capture:
-    """The capture at ``path`` as a frame source (CaptureError, one clear line, when it is none)."""
-    return open_capture(path)
+    """The capture at ``path`` as a frame source (CaptureError, one clear line, when it is none); what
+    is odd in its header is said once here."""
+    cap = open_capture(path)
+    for message in cap.warnings:
+        print(f"rdmaspy: warning: {cap.path}: {message}", file=sys.stderr)
+    return cap
 
 
 def undecoded_linktypes(cap: Capture, told: set[int]) -> None:

@@ -48,6 +48,7 @@ class Capture:
         self.stream = stream
         self.path = path
         self.problems: list[str] = []
+        self.warnings: list[str] = []      # what is odd in the file but does not stop or change the reading
         self.clamped = 0               # frames whose time lies beyond 64-bit nanoseconds (clamped to the bound)
         self.linktypes: dict[int, int] = {}
         self.interfaces: list[dict] = []
@@ -62,6 +63,10 @@ class Capture:
         compile the update of an attribute of this (pure Python) base from a compiled subclass."""
         self.clamped += 1
         return bound
+
+    def warn(self, message: str) -> None:
+        """Something odd in the file that does not stop or change the reading (said once, on opening)."""
+        self.warnings.append(message)
 
     def problem(self, message: str, offset: int) -> None:
         self.problems.append(f"{message} at byte offset {offset}")

@@ -14,6 +14,9 @@ CHUNK: Final = 1 << 20
 # the cap keeps a damaged length from making us allocate gigabytes.
 MAX_RECORD: Final = 262144
 MAX_SNAPLEN_RECORD: Final = 1 << 24
+LINKTYPE_MASK: Final = 0x0000FFFF
+FCS_PRESENT: Final = 0x04000000
+RESERVED_BITS: Final = 0x0BFF0000
 
 
 class PcapReader(Capture):
@@ -33,10 +36,14 @@ class PcapReader(Capture):
                                + (f", {damage}" if damage else ""), 0)
         order, self.ns_per_tick = PCAP_MAGICS[hdr[:4]]
         _magic, self.major, self.minor, _tz, _sigfigs, self.snaplen, network = struct.unpack(order + "4sHHiIII", hdr)
-        # The upper bits of the link-type word may say that frames end in an FCS, and how long it is in
-        # 16-bit units (pcap-linktype(7): FCS length in bits 28-31, "present" in bit 26).
-        self.linktype = network & 0x03FFFFFF
-        self.fcs_len = (network >> 28) * 2 if network & 0x04000000 else 0
+        # The link-type word (pcap-linktype(7)): the link type in bits 0-15, reserved bits 16-25 and 27,
+        # "FCS length present" in bit 26 and the FCS length in 16-bit units in bits 28-31.
+        self.linktype = network & LINKTYPE_MASK
+        self.fcs_len = (network >> 28) * 2 if network & FCS_PRESENT else 0
+        reserved = network & RESERVED_BITS
+        if reserved:
+            self.warn(f"the pcap header's link-type word {network:#010x} has reserved bits set "
+                                 f"({reserved:#010x}); they are ignored: link type {self.linktype}")
         self.linktypes[0] = self.linktype
         self.interfaces.append({"name": "", "description": "", "linktype": self.linktype,
                                 "snaplen": self.snaplen, "ns_per_tick": self.ns_per_tick, "filter": None,

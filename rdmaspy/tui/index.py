@@ -170,7 +170,7 @@ def index_file(index: PacketIndex, path: str, stop: threading.Event, pipe: Pipel
     try:
         with cap:
             _run(index, cap, pipe, stop, lambda f: file_progress(cap, f, size), checkpoints)
-            index.problems = list(cap.problems)
+            index.problems = [*cap.warnings, *cap.problems]
     except OSError as exc:
         index.problems.append(f"read error: {exc.strerror or exc}")
     index.publish()

@@ -5,8 +5,10 @@ import os
 import struct
 from typing import BinaryIO
 
+from ..errors import RdmaspyError
 from .base import Writer
 
+LINKTYPE_MAX = 0xFFFF                # bits 16-31 of the header's link-type word are FCS and reserved bits
 MAGIC_US = 0xA1B2C3D4
 MAGIC_NS = 0xA1B23C4D
 _REC = struct.Struct("=IIII")        # seconds, sub-second ticks, captured length, original length
@@ -17,6 +19,8 @@ class PcapWriter(Writer):
 
     def __init__(self, target: str | os.PathLike | BinaryIO, linktype: int, snaplen: int = 262144, *,
                  nanosecond: bool = True, buffering: int = 1 << 20) -> None:
+        if not 0 <= linktype <= LINKTYPE_MAX:
+            raise RdmaspyError(f"link type {linktype} cannot be written in pcap (its field is 16 bits)")
         super().__init__(target, buffering)
         self.linktype = linktype
         self.snaplen = snaplen

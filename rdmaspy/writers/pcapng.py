@@ -14,6 +14,7 @@ import struct
 from typing import BinaryIO, Iterable
 
 from .. import __version__
+from ..errors import RdmaspyError
 from ..packet import Frame
 from .base import Writer
 
@@ -54,6 +55,7 @@ _OPT_HEAD = struct.Struct("=HH")
 _PAD = (b"", b"\0\0\0", b"\0\0", b"\0")   # indexed by length % 4
 
 
+LINKTYPE_MAX = 0xFFFF                     # an interface's link type is 16 bits
 OPTION_MAX = 0xFFFF                       # an option's length is 16 bits
 TICKS_END = 1 << 64                       # a timestamp is 64 bits of ticks
 
@@ -131,6 +133,8 @@ class PcapngWriter(Writer):
         every timestamp of the interface (if_tsoffset), so times before 1970 can be written exactly."""
         if not 0 <= tsresol <= 19:
             raise ValueError(f"tsresol {tsresol} out of range")
+        if not 0 <= linktype <= LINKTYPE_MAX:
+            raise RdmaspyError(f"link type {linktype} cannot be written in pcapng (its field is 16 bits)")
         opts: list[tuple[int, bytes]] = []
         if name:
             opts.append((IF_NAME, name.encode()))
