@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 try:
     import scapy.config  # noqa: F401  (scapy is an optional extra)
@@ -34,32 +34,19 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
 
 from . import fields as _fields
-from .dissectors import (erf, ethernet, ib_cm, icmp, infiniband, ip, iwarp_ddp, iwarp_mpa, mad, rdma_cm,
-                         rpcrdma, rpcrdma2, rpcrdma_pdata, sll, transport)
+from . import stacking
+from .dissectors import ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, rdma_cm, rpcrdma, rpcrdma2, rpcrdma_pdata
 from .dissectors.xdr import Cursor, XdrError, p32
+from .stacking import class_names, short_name
 
 Header = _fields.Header
 Declared = _fields.Field
-
-# Modules whose headers become layers; Ethernet, IP, UDP, TCP, ICMP, SLL and ERF are scapy's own.
-_MODULES = (infiniband, mad, ib_cm, rdma_cm, rpcrdma_pdata, iwarp_mpa, iwarp_ddp)
-_SCAPY_HAS = (ethernet, ip, transport, icmp, sll, erf)
-# Values a new packet starts with where 0 would not be a valid header (the dissectors' own constants).
-_DEFAULTS: dict[str, Any] = {
-    "bth.p_key": 0xFFFF, "grh.ipver": 6, "grh.nxthdr": 0x1B, "grh.hoplmt": 64, "mad.baseversion": 1,
-    "rpcrdma.pdata.format_id": rpcrdma_pdata.FORMAT_ID, "rpcrdma.pdata.version": 1,
-    "mpa.key": iwarp_mpa.KEY_REQ, "ddp.dv": 1,
-}
+_DEFAULTS = stacking.DEFAULTS
 # Fields filled on build when left as None: lengths and the pad count follow from the packet.
-_COMPUTED = frozenset({"bth.padcnt", "grh.paylen", "lrh.pktlen", "lrh.lnh", "mpa.ulpdulength"})
+_COMPUTED = stacking.COMPUTED
 
 
 # --- fields -------------------------------------------------------------------------------------------
-def short_name(field: Declared, header: Header) -> str:
-    """The scapy field name: the declared name relative to its header (``bth.destqp`` -> ``destqp``)."""
-    return field.name[len(header.name) + 1:].replace(".", "_")
-
-
 def scapy_field(field: Declared, name: str, as_bytes: bool) -> ScapyField:
     """One declared field as a scapy field of the same width, shown as the declaration says."""
     default = None if field.name in _COMPUTED else _DEFAULTS.get(field.name, 0)
@@ -81,8 +68,8 @@ def scapy_field(field: Declared, name: str, as_bytes: bool) -> ScapyField:
 
 def header_fields(header: Header) -> list[ScapyField]:
     # A field the declaration decodes as bytes (addresses, GIDs, opaque data) stays bytes in scapy.
-    kinds = header.decode(bytes(header.size))
-    return [scapy_field(f, short_name(f, header), isinstance(v, bytes)) for f, v in zip(header.fields, kinds)]
+    kinds = stacking.byte_fields(header)
+    return [scapy_field(f, short_name(f, header), as_bytes) for f, as_bytes in zip(header.fields, kinds)]
 
 
 def raw_value(layer: Packet, name: str) -> Any:
@@ -111,33 +98,6 @@ class DeclaredLayer(Packet):
         decl = self.declaration
         assert decl is not None
         return tuple(raw_value(self, short_name(f, decl)) for f in decl.fields)
-
-
-def class_names() -> Iterator[tuple[str, Header]]:
-    """(class name, declaration) for every header the dissectors declare, each once.
-
-    A class is named after its header (``bth`` -> ``BTH``, ``cm.req`` -> ``CM_REQ``); where one header name
-    has several layouts (``ddp``, ``mpa``) the declaring variable tells them apart (``DDP_TAGGED``,
-    ``MPA_FPDU``).
-    """
-    found: list[tuple[str, Header]] = []
-    seen = {id(v) for module in _SCAPY_HAS for v in vars(module).values() if isinstance(v, Header)}
-    for module in _MODULES:
-        for var, value in vars(module).items():
-            if isinstance(value, Header) and id(value) not in seen:
-                seen.add(id(value))
-                found.append((var, value))
-    counts: dict[str, int] = {}
-    for _var, h in found:
-        counts[h.name] = counts.get(h.name, 0) + 1
-    for var, h in found:
-        base = h.name.upper().replace(".", "_")
-        if counts[h.name] == 1:
-            yield base, h
-        elif var.startswith(base):
-            yield var, h
-        else:
-            yield f"{base}_{var}", h
 
 
 def make_class(name: str, header: Header, extra: list[Any] | None = None,
@@ -351,16 +311,7 @@ class RPCRDMA2(Packet):
 
 def rpcrdma_class(payload: bytes) -> type[Packet] | None:
     """RPC-over-RDMA when the dissectors' parser reads a whole, known transport header from ``payload``."""
-    if len(payload) < 16:
-        return None
-    version = struct.unpack_from(">I", payload, 4)[0]
-    if version == 1:
-        msg, err = rpcrdma.parse_v1(payload, 0, len(payload))
-        return RPCRDMA if err is None and msg is not None else None
-    if version == 2:
-        msg, err = rpcrdma2.parse_v2(payload, 0, len(payload))
-        return RPCRDMA2 if err is None and msg is not None else None
-    return None
+    return class_of(stacking.rpcrdma_version(payload))
 
 
 class _Fpdu(DeclaredLayer):
@@ -368,9 +319,7 @@ class _Fpdu(DeclaredLayer):
 
     @classmethod
     def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
-        if _pkt and _pkt[:16] in (iwarp_mpa.KEY_REQ, iwarp_mpa.KEY_REP):
-            return LAYER_OF[id(iwarp_mpa.REQREP)]
-        return cls
+        return LAYER_OF[id(stacking.mpa_frame(_pkt))] if _pkt else cls
 
     def do_dissect_payload(self, s: bytes) -> None:
         n = self.ulpdulength or 0
@@ -400,9 +349,7 @@ class _MpaFrame(DeclaredLayer):
 class _Ddp(DeclaredLayer):
     @classmethod
     def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
-        if not _pkt:
-            return cls
-        return LAYER_OF[id(iwarp_ddp.DDP_TAGGED if _pkt[0] & 0x80 else iwarp_ddp.DDP_UNTAGGED)]
+        return LAYER_OF[id(stacking.ddp_header(_pkt))] if _pkt else cls
 
 
 # --- generation -----------------------------------------------------------------------------------------
@@ -415,8 +362,7 @@ _TRAILERS: dict[int, list[Any]] = {
     # Every FPDU ends in a CRC field: CRC32c when the MPA exchange negotiated it, else 0 (give crc=0).
     id(iwarp_mpa.FPDU): [FCSField("crc", None, fmt=">I")],
     # The IP CM header is followed by its 32-byte address area (IPv4 at its end, or IPv6 in full).
-    id(rdma_cm.IP_CM): [StrFixedLenField("addresses", b"\0" * (rdma_cm.IP_CM_SIZE - rdma_cm.IP_CM.size),
-                                      rdma_cm.IP_CM_SIZE - rdma_cm.IP_CM.size)],
+    id(rdma_cm.IP_CM): [StrFixedLenField("addresses", b"\0" * stacking.IP_CM_ADDRESSES, stacking.IP_CM_ADDRESSES)],
 }
 LAYERS: dict[str, type[Packet]] = {}          # class name -> class
 LAYER_OF: dict[int, type[DeclaredLayer]] = {}        # id(Header) -> class
@@ -440,6 +386,16 @@ def layer_of(header: Header) -> type[DeclaredLayer]:
     return LAYER_OF[id(header)]
 
 
+def class_of(follower: stacking.Follower) -> type[Packet] | None:
+    """The class of what ``stacking`` says follows: a declared header's layer, or one of the classes below."""
+    if follower is None:
+        return None
+    if isinstance(follower, str):
+        return {stacking.RPCRDMA_V1: RPCRDMA, stacking.RPCRDMA_V2: RPCRDMA2, stacking.PERF_RESERVED: PerfReserved,
+                stacking.PDATA_PREFIX: PrivateDataPrefix}[follower]
+    return layer_of(follower)
+
+
 # --- what follows what (the dissectors' tables) -------------------------------------------------------------
 def _bth_of(layer: Packet) -> Packet | None:
     found: Packet | None = layer
@@ -461,25 +417,11 @@ def _after_transport(layer: Packet, payload: bytes) -> type[Packet] | None:
         below = below.underlayer
     if index < len(plan.exts):
         return layer_of(plan.exts[index])
-    if plan.transport in ("UD", "RD") or bth.destqp < 2:
-        return layer_of(mad.MAD) if bth.destqp in (0, 1) else None
-    if plan.kind == "send" and plan.pos in ("first", "only"):
-        return rpcrdma_class(payload)
-    return None
+    return class_of(stacking.transport_payload(bth.opcode, bth.destqp, payload))
 
 
 def _after_mad(layer: Packet, payload: bytes) -> type[Packet] | None:
-    """By management class (the SMP attributes lie inside the SMP's data field, decoded by rdmaspy only)."""
-    cls = layer.mgmtclass
-    if cls == 0x04:
-        return PerfReserved
-    if cls == 0x07:
-        if layer.attributeid == 0x0001:
-            return layer_of(mad.CLASSPORTINFO) if layer.method != 0x01 else None
-        hdr = ib_cm.MESSAGE_HEADERS.get(layer.attributeid)
-    else:
-        hdr = {0x01: mad.SMP_LID, 0x81: mad.SMP_DR_BODY, 0x03: mad.RMPP}.get(cls)
-    return layer_of(hdr) if hdr is not None else None
+    return class_of(stacking.after_mad(layer.mgmtclass, layer.attributeid, layer.method))
 
 
 def _mad_below(layer: Packet) -> Packet | None:
@@ -496,11 +438,8 @@ class PerfReserved(Packet):
 
     def guess_payload_class(self, payload: bytes) -> type[Packet]:
         m = _mad_below(self)
-        if m is not None and m.method != 0x01:
-            hdr = mad.CLASSPORTINFO if m.attributeid == 0x0001 else mad.PERF_ATTRIBUTE_HEADERS.get(m.attributeid)
-            if hdr is not None:
-                return layer_of(hdr)
-        return conf.raw_layer
+        hdr = stacking.perf_attribute(m.attributeid, m.method) if m is not None else None
+        return layer_of(hdr) if hdr is not None else conf.raw_layer
 
 
 def _after_sa(layer: Packet, payload: bytes) -> type[Packet] | None:
@@ -508,14 +447,10 @@ def _after_sa(layer: Packet, payload: bytes) -> type[Packet] | None:
     rmpp = layer.underlayer
     if m is None or rmpp is None:
         return None
-    if m.attributeid == 0x0001:
-        return layer_of(mad.CLASSPORTINFO) if m.method != 0x01 else None
-    hdr = mad.SA_RECORD_HEADERS.get(m.attributeid)
-    first = rmpp.rmpptype == 0 or (rmpp.rmpptype == 1 and rmpp.data1 == 1)
-    return layer_of(hdr) if hdr is not None and first and len(payload) >= hdr.size else None
+    return class_of(stacking.sa_record(m.attributeid, m.method, rmpp.rmpptype, rmpp.data1, len(payload)))
 
 
-_FORMAT_ID = rpcrdma_pdata.FORMAT_ID.to_bytes(4, "big")
+_FORMAT_ID = stacking.FORMAT_ID
 
 
 class PrivateDataPrefix(Packet):
@@ -524,7 +459,7 @@ class PrivateDataPrefix(Packet):
     fields_desc = [StrField("skipped", b"")]
 
     def do_dissect(self, s: bytes) -> bytes:
-        at = max(s.find(_FORMAT_ID), 0)
+        at = max(stacking.format_id_at(s), 0)
         self.fields["skipped"] = self.raw_packet_cache = s[:at]
         return s[at:]
 
@@ -533,33 +468,19 @@ class PrivateDataPrefix(Packet):
 
 
 def _private_data(payload: bytes) -> type[Packet] | None:
-    """RFC 8797 private data where consumer private data holds its Format Identifier (searched as rdmaspy does)."""
-    at = payload.find(_FORMAT_ID)
-    if at < 0 or len(payload) - at < rpcrdma_pdata.PDATA.size:
-        return None
-    return layer_of(rpcrdma_pdata.PDATA) if at == 0 else PrivateDataPrefix
+    return class_of(stacking.private_data(payload))
 
 
 def _after_cm_req(layer: Packet, payload: bytes) -> type[Packet] | None:
-    if rdma_cm.split_service_id(layer.serviceid) is not None:
-        return layer_of(rdma_cm.IP_CM)
-    return _private_data(payload)
+    return class_of(stacking.after_cm(ib_cm.REQ, layer.serviceid, payload))
 
 
 def _after_mpa_frame(layer: Packet, payload: bytes) -> type[Packet] | None:
-    if layer.rev == 2 and layer.res & 0x10 and len(payload) >= iwarp_mpa.IRD_ORD.size:
-        return layer_of(iwarp_mpa.IRD_ORD)
-    return _private_data(payload)
+    return class_of(stacking.after_mpa_frame(layer.rev, layer.res, payload))
 
 
-def _after_ddp(layer: Packet, payload: bytes) -> type[Packet] | None:
-    if layer.tagged_flag:
-        return None
-    opcode = layer.rsvdulp[0] & 15
-    if opcode in iwarp_ddp.SEND_OPS:
-        return rpcrdma_class(payload) if layer.mo == 0 else None
-    hdr = iwarp_ddp.HEADER_OF_OPCODE.get(opcode)
-    return layer_of(hdr) if hdr is not None else None
+def _after_untagged_ddp(layer: Packet, payload: bytes) -> type[Packet] | None:
+    return class_of(stacking.after_untagged_ddp(layer.rsvdulp, layer.mo, payload))
 
 
 def _bind() -> None:
@@ -576,19 +497,18 @@ def _bind() -> None:
     layer_of(iwarp_mpa.REQREP).next_layer = _after_mpa_frame
     layer_of(iwarp_mpa.IRD_ORD).next_layer = lambda layer, payload: _private_data(payload)
     layer_of(iwarp_mpa.FPDU).next_layer = lambda layer, payload: layer_of(iwarp_ddp.DDP_TAGGED)
-    layer_of(iwarp_ddp.DDP_TAGGED).next_layer = _after_ddp
-    layer_of(iwarp_ddp.DDP_UNTAGGED).next_layer = _after_ddp
+    layer_of(iwarp_ddp.DDP_UNTAGGED).next_layer = _after_untagged_ddp
 
     roce = sys.modules.get("scapy.contrib.roce")
     if roce is not None:        # scapy's own RoCE layers would take UDP port 4791 first
-        split_bottom_up(UDP, roce.BTH, dport=4791)
+        split_bottom_up(UDP, roce.BTH, dport=stacking.ROCEV2_PORT)
     bth, grh, lrh = layer_of(infiniband.BTH), layer_of(infiniband.GRH), layer_of(infiniband.LRH)
-    bind_layers(UDP, bth, dport=4791)
-    bind_layers(Ether, grh, type=0x8915)
-    bind_layers(grh, bth, nxthdr=0x1B)
-    bind_layers(lrh, bth, lnh=2)
-    bind_layers(lrh, grh, lnh=3)
-    conf.l2types.register(247, lrh)       # LINKTYPE_INFINIBAND: rdpcap reads native IB captures
+    bind_layers(UDP, bth, dport=stacking.ROCEV2_PORT)
+    bind_layers(Ether, grh, type=stacking.ROCEV1_ETHERTYPE)
+    bind_layers(grh, bth, nxthdr=stacking.BTH_NEXT_HEADER)
+    bind_layers(lrh, bth, lnh=stacking.LNH_LOCAL)
+    bind_layers(lrh, grh, lnh=stacking.LNH_GLOBAL)
+    conf.l2types.register(stacking.LINKTYPE_INFINIBAND, lrh)     # rdpcap reads native IB captures
 
 
 _bind()
