@@ -32,7 +32,7 @@ LIBRARIES_HAVE = (ethernet, ip, transport, icmp, sll, erf)
 DEFAULTS: dict[str, Any] = {
     "bth.p_key": 0xFFFF, "grh.ipver": 6, "grh.nxthdr": 0x1B, "grh.hoplmt": 64, "mad.baseversion": 1,
     "rpcrdma.pdata.format_id": rpcrdma_pdata.FORMAT_ID, "rpcrdma.pdata.version": 1,
-    "mpa.key": iwarp_mpa.KEY_REQ, "ddp.dv": 1,
+    "mpa.key": iwarp_mpa.KEY_REQ, "ddp.dv": 1, "rpcrdma.version": 1, "rpcrdma2.version": 2,
 }
 # Fields a library computes when a packet is built: lengths and the pad count follow from what it carries.
 COMPUTED = frozenset({"bth.padcnt", "grh.paylen", "lrh.pktlen", "lrh.lnh", "mpa.ulpdulength"})
@@ -94,6 +94,8 @@ def transport_payload(opcode: int, destqp: int, payload: bytes) -> Follower:
     """What the payload of a BTH (after its opcode's extended headers) is: a MAD for QP0 and QP1,
     RPC-over-RDMA in the first or only SEND of a message when the dissectors' parser reads it, else data."""
     plan = infiniband.PLANS[opcode & 0xFF]
+    if not plan.valid:
+        return None             # a reserved opcode: rdmaspy marks the packet malformed there
     if plan.transport in ("UD", "RD") or destqp < 2:
         return mad.MAD if destqp in (0, 1) else None
     if plan.kind == "send" and plan.pos in ("first", "only"):

@@ -29,8 +29,9 @@ RANKS: dict[str, int] = {
     "rdmaspy.analysis": 5,
     "rdmaspy.pipeline": 6, "rdmaspy.filter": 6,
     "rdmaspy.output": 7,
-    # the declarations as other libraries' packet classes: what the libraries share (stacking), scapy layers
-    "rdmaspy.stacking": 7, "rdmaspy.scapy": 7,
+    # the declarations as other libraries' packet classes: what the libraries share (stacking), scapy layers,
+    # dpkt classes
+    "rdmaspy.stacking": 7, "rdmaspy.scapy": 7, "rdmaspy.dpkt": 7,
     # the TUI presents the model; a command chooses a presentation (``rdmaspy tui`` starts the app)
     "rdmaspy.tui": 8,
     # parallel export runs the pipeline in shards and writes their tables: beside the TUI, below the commands
