@@ -631,3 +631,28 @@ def test_dpkt_is_unchanged_until_rdmaspy_dpkt_is_imported() -> None:
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+# --- docs/dpkt.md ---------------------------------------------------------------------------------------
+EXAMPLES = ROOT / "docs" / "examples"
+
+
+@pytest.mark.parametrize("capture", ["rxe-ib_write_bw.pcap", "rxe-nfsv3-rdma.pcap", "rxe-pyverbs-rc-verbs.pcap"])
+def test_the_three_write_byte_scripts_of_docs_dpkt_md_print_the_same_sums(capture: str, tmp_path: Path) -> None:
+    """dpkt with rdmaspy.dpkt, scapy with rdmaspy.scapy and rdmaspy's own command sum the same RDMA WRITE
+    bytes per QP, and each script is in the doc as it is in docs/examples."""
+    doc = (ROOT / "docs" / "dpkt.md").read_text()
+    shim = tmp_path / "rdmaspy"                 # the rdmaspy command of this tree, for the shell script
+    shim.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT}" exec "{sys.executable}" -m rdmaspy "$@"\n')
+    shim.chmod(0o755)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    outputs = []
+    for script, command in (("write_bytes_dpkt.py", [sys.executable]), ("write_bytes_scapy.py", [sys.executable]),
+                            ("write_bytes_rdmaspy.sh", ["sh"])):
+        text = (EXAMPLES / script).read_text()
+        assert text.strip() in doc, f"docs/dpkt.md does not hold docs/examples/{script} as it is"
+        done = subprocess.run([*command, str(EXAMPLES / script), str(CAPTURES / capture)], capture_output=True,
+                              text=True, env=env, stdin=subprocess.DEVNULL, timeout=600)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] and outputs[0].startswith("QP 0x") and outputs[0] == outputs[1] == outputs[2]
