@@ -74,3 +74,71 @@ wait_listening() {
   local i=0
   while [ $i -lt 600 ] && ! grep -q "listening on" "$1" 2>/dev/null; do sleep 0.2; i=$((i + 1)); done
 }
+
+nfs_server_start() {
+  # The kernel NFS server on this guest, exporting over RDMA on port 20049 (and TCP for the side
+  # programs), past its grace period when this returns.
+  modprobe rpcrdma 2>/dev/null || { modprobe svcrdma; modprobe xprtrdma; }
+  mkdir -p /proc/fs/nfsd /var/lib/nfs/rpc_pipefs /run/rpcbind /mnt/nfs
+  mount -t nfsd nfsd /proc/fs/nfsd
+  mount -t rpc_pipefs sunrpc /var/lib/nfs/rpc_pipefs 2>/dev/null
+  rpcbind -w
+  exportfs -ra
+  # In the foreground, so that what it says (and how it ends) is kept.
+  rpc.mountd -F -d all > /lab/share/out/mountd.log 2>&1 &
+  # No nfsdcld here: short grace and lease times, or the first open waits 90 s; NLM's grace period
+  # (lockd's, which NFSv4 LOCK honours too) as short.
+  modprobe lockd && echo 10 > /proc/sys/fs/nfs/nlm_grace_period
+  echo 10 > /proc/fs/nfsd/nfsv4gracetime
+  echo 10 > /proc/fs/nfsd/nfsv4leasetime
+  rpc.nfsd 4
+  echo rdma 20049 > /proc/fs/nfsd/portlist
+  cat /proc/fs/nfsd/portlist
+  sleep 11          # let the grace period pass
+}
+
+nfs_loss() {
+  # nfs_loss LOSS: make both NICs drop LOSS percent of the packets; prints the tag the captures get.
+  # N drops before the capture point (netem on the way out: eth0's egress is seen after its qdisc, eth1's
+  # packets never reach eth0), so the retransmissions are captured; Na after it (a tc ingress filter,
+  # 1 packet in 100/N), so a lost packet and its retransmission are both captured.
+  case $1 in
+    0) ;;
+    *a)
+      local pct=${1%a}
+      for n in 0 1; do
+        tc qdisc add dev eth$n ingress
+        tc filter add dev eth$n parent ffff: matchall action gact ok random netrand drop $((100 / pct))
+      done
+      echo "-loss$pct-after" ;;
+    *)
+      tc qdisc add dev eth0 root netem loss $1%
+      tc qdisc add dev eth1 root netem loss $1%
+      echo "-loss$1" ;;
+  esac
+}
+
+TRACE_PID=""
+TRACE_EVENTS="-e rpcrdma -e sunrpc -e nfs -e nfs4 -e nfsd -e rdma_cma -e ib_cma"
+trace_start() {
+  # trace_start FILE.dat: trace-cmd records the RPC-over-RDMA, RPC, NFS client and server and RDMA-CM
+  # events (client and server: both are this guest) on the TAI clock, which is the capture's clock
+  # (TAI = UTC + the kernel's TAI offset, 0 here). Returns once the events are on.
+  mountpoint -q /sys/kernel/tracing || mount -t tracefs tracefs /sys/kernel/tracing
+  # shellcheck disable=SC2086
+  trace-cmd record -C tai -b 16384 $TRACE_EVENTS -o "$1" > "$1.log" 2>&1 &
+  TRACE_PID=$!
+  local i=0
+  while [ $i -lt 100 ] && [ "$(cat /sys/kernel/tracing/events/rpcrdma/enable 2>/dev/null)" != 1 ]; do
+    sleep 0.1; i=$((i + 1))
+  done
+  sleep 0.5
+}
+
+trace_stop() {
+  # trace_stop FILE.dat: stop the recorder (it writes FILE.dat) and leave its report beside it, with
+  # full-resolution timestamps (`trace-cmd report -t`), and its per-CPU statistics (overruns).
+  kill -INT $TRACE_PID 2>/dev/null; wait $TRACE_PID 2>/dev/null
+  trace-cmd report -t -i "$1" > "${1%.dat}.txt" 2> "${1%.dat}.report.log"
+  trace-cmd report --stat -i "$1" >> "$1.log" 2>&1
+}
