@@ -40,6 +40,17 @@ class XdrError(Exception):
         return f"{self.what}: truncated ({max(self.have, 0)} of {self.need} bytes)"
 
 
+class XdrInvalid(XdrError):
+    """An item that is there but not allowed: a count or length over its declared bound, a boolean
+    that is neither 0 nor 1, a union discriminant with no arm."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(what, 0, 0)
+
+    def __str__(self) -> str:
+        return self.what
+
+
 def u32(buf: bytes, at: int) -> int:
     """The big-endian 32-bit word at ``buf[at]`` (the caller knows the four bytes are there).  Compiled,
     four byte reads, where a struct's unpack is a method call making a tuple and an int object per word;
