@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rdmaspy.dissectors import xdrlang as x
+from rdmaspy.dissectors import nfs3, xdrlang as x
 from rdmaspy.dissectors.xdr import Cursor, XdrError, XdrInvalid, p32, p64, popaque
 from rdmaspy.fields import CATALOG, declaring
 from rdmaspy.packet import Layer
@@ -162,3 +162,11 @@ def test_a_reduced_ddp_item_keeps_its_length_and_has_no_bytes():
     assert got == {"data": None, "after": 6} and end == 8
     names = [it.name for _d, it, *_r in layer_nodes(lay)]
     assert "xdrtest.data" not in names and "xdrtest.data_len" in names
+
+
+def test_the_nfs_handle_hash_is_zlibs_crc32():
+    raw = popaque(bytes.fromhex("0100010000000000"))
+    lay = Layer("nfs", None, raw, 0, len(raw))
+    x.decode(nfs3.fh3("object"), raw, lay=lay)
+    got = {it.name: v for _d, it, v, _o, _l in layer_nodes(lay) if not isinstance(it, Layer)}
+    assert got["nfs.fh.hash"] == 0x62D40C52 and got["nfs.fh.length"] == 8      # tshark's, frame 24 of rxe-nfsv3

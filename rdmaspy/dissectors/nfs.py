@@ -1,12 +1,16 @@
-"""NFS and its side programs over ONC RPC: names of every procedure and NFSv4 operation.
+"""NFS and its side programs over ONC RPC.
 
-NFSv2/v3 procedures (RFC 1094, RFC 1813), NFSv4.x COMPOUND with each operation
-named (RFC 7530, 8881, 7862, 8276), the NFSv4.1 backchannel CB_COMPOUND, MOUNT,
-NLM and NFSACL.  Arguments are walked only as far as needed to find the next
-operation and the four DDP-eligible items of the RPC-over-RDMA binding
-(RFC 8267): READ result data, WRITE argument data, READLINK result,
-SYMLINK / CREATE(NF4LNK) argument.  Where such an item lies is recorded on the
-RPC facts (``RpcInfo.ddp``) so that analysis can tie chunk data to it.
+NFSv3 (RFC 1813) is decoded in full from its XDR declarations (``nfs3.py``, on the engine of
+``xdrlang.py``): every procedure's arguments and results, named as tshark names them.  NFSv2 (RFC 1094)
+and NFSv4.x COMPOUND (RFC 7530, 8881, 7862, 8276) with each operation named, and the NFSv4.1 backchannel
+CB_COMPOUND, are walked as far as needed to find the next operation and the DDP-eligible items of the
+RPC-over-RDMA binding (RFC 8267): READ result data, WRITE argument data, READLINK result, SYMLINK /
+CREATE(NF4LNK) argument.  Where such an item lies is recorded on the RPC facts (``RpcInfo.ddp``) so that
+analysis can tie chunk data to it.
+
+The summary path reads only what it needs (a v3 reply's status, the DDP items' places: ``_v3_write_call``,
+``_v3_read_reply``); the full structure is decoded when the layer is filled (``-V``, JSON, a filter
+naming nfs.* fields).
 """
 from __future__ import annotations
 
@@ -15,9 +19,11 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
+from . import nfs3, nfs_side
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError, u32
+from .xdrlang import Walk, field
 
 declaring(__name__)
 protocol("nfs", "Network File System")
@@ -77,12 +83,17 @@ register_program(NLM_PROG, "NLM", {v: NLM_PROCS for v in (1, 2, 3, 4)})
 register_program(NFSACL_PROG, "NFSACL", {2: NFSACL2_PROCS, 3: NFSACL3_PROCS})
 register_program(NFS_CB_PROG, "NFS CB", {1: NFS_CB_PROCS})
 
-PROC: Final = Field("nfs.proc", 32, "Procedure")
-STATUS: Final = Field("nfs.status", 32, "Status")
-TAG: Final = Field("nfs.tag", 0, "Tag", "str")
-MINORVERSION: Final = Field("nfs.minorversion", 32, "Minor version")
-OPS_COUNT: Final = Field("nfs.ops_count", 32, "Operations")
-OPCODE: Final = Field("nfs.opcode", 32, "Operation", names=NFS4_OPS)
+# The procedure, by version, as tshark names it
+PROCS: Final = {2: field("nfs.procedure_v2", "V2 Procedure", names=NFS2_PROCS),
+                3: field("nfs.procedure_v3", "V3 Procedure", names=NFS3_PROCS),
+                4: field("nfs.procedure_v4", "V4 Procedure", names=NFS4_PROCS)}
+CB_PROC: Final = Field("nfs.cb.procedure", 32, "Callback procedure", names=NFS_CB_PROCS)
+STATUS: Final = nfs3.STATUS
+TAG: Final = field("nfs.tag", "Tag", "str")
+MINORVERSION: Final = field("nfs.minorversion", "minorversion")
+OPS_COUNT: Final = field("nfs.ops.count", "Operations")
+OPCODE: Final = field("nfs.opcode", "Opcode", names=NFS4_OPS)
+MALFORMED: Final = field("nfs.malformed", "Malformed: the walk stopped here", "str")
 CB_OPCODE: Final = Field("nfs.cb.opcode", 32, "Callback operation", names=NFS_CB_OPS)
 OP_STATUS: Final = Field("nfs.op_status", 32, "Operation status")
 CB_IDENT: Final = Field("nfs.callback_ident", 32, "Callback identifier", "hex")
@@ -93,12 +104,13 @@ DDP_INLINE: Final = Field("nfs.ddp.inline", 0, "Carried inline", "bool")
 UNPARSED: Final = Field("nfs.unparsed_ops", 0, "Operations not walked", "str")
 
 
-class _Walk:
+class _Walk(Walk):
     """Where the walk over one message stands: the RPC start and how reduced items are placed."""
 
     __slots__ = ("base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
+        super().__init__(info.call_facts)
         self.base = base
         self.shift = 0
         self.info = info
@@ -108,10 +120,12 @@ class _Walk:
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
         self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
 
-    def ddp(self, cur: Cursor, kind: str) -> None:
-        """At a DDP-eligible opaque/string: read its length, find whether it was reduced, step over it."""
+    def ddp(self, cur: Cursor, kind: str, lay: Any = None) -> tuple[int, int, bool]:
+        """At a DDP-eligible opaque/string: read its length, find whether it was reduced, step over it;
+        return where its bytes start, its length and whether they are inline."""
         n = cur.u32(kind)
-        pos = cur.pos - self.base + self.shift
+        start = cur.pos
+        pos = start - self.base + self.shift
         if self.reply:
             reduced = self.writes_left > 0
             if reduced:
@@ -131,58 +145,27 @@ class _Walk:
         if self.info.ddp is None:
             self.info.ddp = []
         self.info.ddp.append(item)
-        if self.lay is NULL:
-            return
-        sub = self.lay.child("nfs.ddp", None, cur.pos, 0, f"DDP-eligible item: {kind}")
+        tree = self.lay if lay is None else lay
+        if tree is NULL:
+            return start, n, not reduced
+        sub = tree.child("nfs.ddp", None, cur.pos, 0, f"DDP-eligible item: {kind}")
         sub.add(DDP_KIND, kind)
         sub.add(DDP_POS, pos)
         sub.add(DDP_LEN, n)
         sub.add(DDP_INLINE, not reduced)
+        return start, n, not reduced
 
 
 # --- NFSv2/v3 ---------------------------------------------------------------------------------------
-def _post_op_attr(cur: Cursor) -> None:
-    if cur.u32("attributes_follow"):
-        cur.skip(84, "fattr3")
-
-
-def _sattr3(cur: Cursor) -> None:
-    for what in ("mode", "uid", "gid"):
-        if cur.u32(f"set_{what}"):
-            cur.skip(4, what)
-    if cur.u32("set_size"):
-        cur.skip(8, "size")
-    for what in ("atime", "mtime"):
-        if cur.u32(f"set_{what}") == 2:
-            cur.skip(8, what)
-
-
 def _nfs3(cur: Cursor, w: _Walk, proc: int | None) -> None:
-    if not w.reply:
-        if proc == 7:        # WRITE3args: file, offset, count, stable, data
-            cur.skip_opaque("fh")
-            cur.skip(16, "offset/count/stable")
-            w.ddp(cur, "write_data")
-        elif proc == 10:     # SYMLINK3args: where (dir, name), symlinkattr, symlink_data
-            cur.skip_opaque("dir fh")
-            cur.skip_opaque("name")
-            _sattr3(cur)
-            w.ddp(cur, "symlink")
+    """A v3 call's arguments or a reply's results, by their declarations (nfs3.ARGS / nfs3.RES)."""
+    decl = (nfs3.RES if w.reply else nfs3.ARGS).get(proc) if proc is not None else None
+    if decl is None:
         return
-    if proc == 0:            # NULL: a void result, no status (RFC 1813 §3.3.0)
-        return
-    status = cur.u32("status")
-    w.lay.add(STATUS, status, cur.pos - 4, 4)
-    w.info.nfs_status = status
-    if proc == 6:            # READ3res: file_attributes, count, eof, data
-        _post_op_attr(cur)
-        if status == 0:
-            cur.skip(8, "count/eof")
-            w.ddp(cur, "read_data")
-    elif proc == 5:          # READLINK3res: symlink_attributes, data
-        _post_op_attr(cur)
-        if status == 0:
-            w.ddp(cur, "readlink")
+    lay = w.lay
+    value = decl.read(cur, w, None if lay is NULL else lay)
+    if w.reply and proc != 0:       # NULL: a void result, no status (RFC 1813 §3.3.0)
+        w.info.nfs_status = value[0]
 
 
 def _nfs2(cur: Cursor, w: _Walk, proc: int | None) -> None:
@@ -513,13 +496,15 @@ def _chunks(pkt: Packet) -> tuple[frozenset[int], int] | None:
 def _scratch(info: RpcInfo) -> RpcInfo:
     s = RpcInfo(info.xid, info.msgtype)
     s.prog, s.vers, s.proc = info.prog, info.vers, info.proc
+    s.call_facts = info.call_facts
     return s
 
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
               pkt: Packet | None, programs: dict[int, Dissector] | None = None) -> None:
-    if info.proc is not None:
-        lay.add(PROC, info.proc)
+    proc_field = PROCS.get(info.vers) if info.vers is not None else None
+    if info.proc is not None and proc_field is not None:
+        lay.add(proc_field, info.proc)
     cur = Cursor(buf, off, end)
     w = _Walk(info, lay, base, chunks)
     w.programs = programs
@@ -533,6 +518,8 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     except XdrError as e:
         if pkt is not None:
             pkt.add_expert("warning", "malformed", f"nfs: {e}")
+        elif lay is not NULL:
+            lay.add(MALFORMED, str(e), cur.pos, 0)
 
 
 def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tuple | None, kind: str) -> bool:
@@ -588,6 +575,15 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     return _last_ddp(buf, p, end, info, base, chunks, "read_data")
 
 
+def _v3_access_call(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
+    """ACCESS3args (object, access): the mask asked for, kept for the reply (which shows the rights
+    granted of those asked, as tshark does)."""
+    if end - off >= 4:
+        p = off + 4 + ((u32(buf, off) + 3) & ~3)
+        if p + 4 <= end:
+            info.call_facts = u32(buf, p)
+
+
 def _fill_nfs(lay: Layer) -> None:
     info, end, base, chunks = lay._vals
     _walk_nfs(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
@@ -623,6 +619,8 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         proc = info.proc
         if info.msgtype == 0:
             if proc != 7 and proc != 10:
+                if proc == 4:
+                    _v3_access_call(buf, off, end, info)
                 return
             if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks):
                 return
@@ -640,7 +638,7 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
 def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
              pkt: Packet | None) -> None:
     if info.proc is not None:
-        lay.add(PROC, info.proc)
+        lay.add(CB_PROC, info.proc)
     if info.proc != 1:
         return
     try:
@@ -672,6 +670,40 @@ def _rpc_start(pkt: Packet, off: int) -> int:
     return off
 
 
+# MOUNT, NLM and NFSACL: named on the summary path, decoded from their declarations (nfs_side) on fill
+_SIDE_MALFORMED: Final = {p: field(f"{p}.malformed", "Malformed: the walk stopped here", "str")
+                          for p in ("mount", "nlm", "nfsacl")}
+
+
+def _fill_side(lay: Layer) -> None:
+    info, end = lay._vals
+    proto = lay.proto
+    vers = info.vers
+    proc = info.proc
+    if vers is None or proc is None:
+        return
+    lay.add(field(f"{proto}.procedure_v{vers}", f"V{vers} Procedure", names=PROC_TABLES.get((proto, vers))), proc)
+    procs = nfs_side.PROGRAMS[_SIDE_PROGRAMS[proto]].get(vers)
+    if procs is None:
+        return
+    decl = procs[info.msgtype].get(proc)
+    if decl is None:
+        return
+    cur = Cursor(lay.buf, lay.off, end)
+    try:
+        decl.read(cur, Walk(info.call_facts), lay)
+    except XdrError as e:
+        lay.add(_SIDE_MALFORMED[proto], str(e), cur.pos, 0)
+
+
+_FILL_SIDE: Final = _fill_side
+_SIDE_PROGRAMS: Final = {"mount": MOUNT_PROG, "nlm": NLM_PROG, "nfsacl": NFSACL_PROG}
+PROC_TABLES: Final = {**{("mount", v): MOUNT_PROCS for v in (1, 2, 3)}, **{("nlm", v): NLM_PROCS for v in (1, 2, 3, 4)},
+                      ("nfsacl", 2): NFSACL2_PROCS, ("nfsacl", 3): NFSACL3_PROCS}
+for (_proto, _vers), _names in PROC_TABLES.items():
+    field(f"{_proto}.procedure_v{_vers}", f"V{_vers} Procedure", names=_names)
+
+
 def _named(proto: str, label: str) -> Callable[[Packet, bytes, int, int, Any], None]:
     def dissect(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         info = current_rpc(pkt)
@@ -679,8 +711,8 @@ def _named(proto: str, label: str) -> Callable[[Packet, bytes, int, int, Any], N
         if info is not None:
             info.label = f"{label}v{info.vers}"
             lay = pkt.add_layer(proto.lower(), None, buf, off, end - off, label)
-            if info.proc is not None:
-                lay.add(PROC, info.proc)
+            lay._vals = (info, end)
+            lay._fill = _FILL_SIDE
     return dissect
 
 

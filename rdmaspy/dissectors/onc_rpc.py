@@ -117,7 +117,7 @@ class RpcInfo:
     __slots__ = ("xid", "msgtype", "rpcvers", "prog", "vers", "proc", "prog_name", "proc_name",
                  "cred_flavor", "uid", "gid", "machinename", "gss_proc", "gss_service", "gss_seq",
                  "reply_stat", "accept_stat", "reject_stat", "call_frame", "frame", "length",
-                 "ops", "nfs_status", "ddp", "label", "delay")
+                 "ops", "nfs_status", "ddp", "label", "delay", "call_facts")
 
     def __init__(self, xid: int, msgtype: int) -> None:
         self.xid = xid
@@ -146,6 +146,9 @@ class RpcInfo:
         self.nfs_status: int | None = None
         self.ddp: list[DdpItem] | None = None
         self.label: str | None = None        # "NFSv3", "NFSv4.1", "MOUNTv3", ...
+        # What the program dissector kept of a call to decode its reply (NFSv3 ACCESS: the mask asked
+        # for), carried from the call to its reply as tshark's RPC layer carries its call data.
+        self.call_facts: object = None
 
     @property
     def is_call(self) -> bool:
@@ -177,7 +180,7 @@ class _Calls(Holder):
     __slots__ = ("by_key", "answered", "limit", "answered_limit", "budget")
 
     def __init__(self, limit: int = 65536, answered: int = 4096, budget: Budget | None = None) -> None:
-        # [prog, vers, proc, call frame, call time, label, program name, procedure name]
+        # [prog, vers, proc, call frame, call time, label, program name, procedure name, call facts]
         self.by_key: dict[Any, Any] = {}
         self.answered: OrderedDict[Any, Any] = OrderedDict()
         self.limit = limit
@@ -527,7 +530,8 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
     else:
         call = calls.reply(key)
         if call is not None:
-            info.prog, info.vers, info.proc, info.call_frame, ts, info.label, info.prog_name, info.proc_name = call
+            info.prog, info.vers, info.proc, info.call_frame, ts, info.label, info.prog_name, info.proc_name, \
+                info.call_facts = call
             info.delay = (frame.ts - ts) / 1e9
         body = _reply_facts(buf, off, end, info)
     if body < 0:
@@ -542,7 +546,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         if info.rpcvers != 2:
             pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
         # a list: the program dissector's label is filled in below without a new entry
-        entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None, info.prog_name, info.proc_name]
+        entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None, info.prog_name, info.proc_name, None]
         calls.add(key, entry)
         body_ok = True
     else:
@@ -569,6 +573,7 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         fn.dissect(pkt, buf, body, end, ctx)
         if mtype == 0:
             entry[5] = info.label     # the reply is named as its call was (NFSv4.2 COMPOUND ...)
+            entry[8] = info.call_facts
     if not quiet and wants_info(ctx):
         _set_info(pkt, info)
     return info
