@@ -18,7 +18,7 @@ from rdmaspy.tui.detail_tree import DetailTree  # noqa: E402
 from rdmaspy.tui.filter_bar import FilterInput  # noqa: E402
 from tui_helpers import new_app, settle  # noqa: E402
 
-FILTER = "nfs.proc == 3 or rpcrdma.xid == 0x7efff5fc"
+FILTER = "nfs.procedure_v3 == 3 or rpcrdma.xid == 0x7efff5fc"
 
 
 async def shoot(target: Path) -> None:
