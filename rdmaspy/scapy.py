@@ -17,6 +17,7 @@ attribute tables, the CM message table, the RDMAP opcode table); this module onl
 """
 from __future__ import annotations
 
+import keyword
 import struct
 import sys
 from typing import Any, Callable
@@ -35,7 +36,8 @@ from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
 
 from . import fields as _fields
 from . import stacking
-from .dissectors import ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, rdma_cm, rpcrdma, rpcrdma2, rpcrdma_pdata
+from .dissectors import (ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nfs, nfs3, nfs_side, rdma_cm, rpcrdma,
+                         rpcrdma2, rpcrdma_pdata, xdrlang)
 from .dissectors.xdr import Cursor, XdrError, p32
 from .stacking import class_names, short_name
 
@@ -527,4 +529,72 @@ def bind_iwarp(port: int) -> None:
 
 bind_iwarp(rpcrdma.NFS_RDMA_PORT)
 
-__all__ = ["LAYERS", "bind_iwarp", "layer_of", "RPCRDMA", "RPCRDMA2", "Pad", "ChunkListsField", "PerfReserved", "PrivateDataPrefix", *LAYERS]
+# --- NFS and its side programs: one class per procedure's call and reply, from the XDR declarations ---------
+class XdrField(ScapyField[Any, bytes]):
+    """One member of an XDR declaration (``rdmaspy.dissectors.xdrlang``), read and written by the
+    declaration itself: an integer, bytes or text, a dict for a struct, (discriminant, arm value) for a
+    union, None or the value for an optional item, a list for an array or a linked list."""
+
+    __slots__ = ["xdr"]
+
+    islist = 1          # one value, not a set of values for scapy to iterate over
+
+    def __init__(self, name: str, xdr: xdrlang.XdrType) -> None:
+        super().__init__(name, None, fmt="!I")
+        self.xdr = xdr
+
+    def getfield(self, pkt: Packet, s: bytes) -> tuple[bytes, Any]:
+        try:
+            value, end = xdrlang.decode(self.xdr, s)
+        except XdrError:
+            return s, None              # left to the payload (Raw), as a short header is
+        return s[end:], value
+
+    def addfield(self, pkt: Packet, s: bytes, val: Any) -> bytes:
+        if val is None and not isinstance(self.xdr, (xdrlang.Optional, xdrlang.Void)):
+            return s
+        return s + xdrlang.encode(self.xdr, val)
+
+    def i2len(self, pkt: Packet, x: Any) -> int:
+        return len(self.addfield(pkt, b"", x))
+
+
+class XdrPacket(Packet):
+    """An RPC body declared in XDR: the members of a struct, or one ``body`` field for any other type."""
+
+    declaration: xdrlang.XdrType = xdrlang.VOID
+
+    def extract_padding(self, s: bytes) -> tuple[bytes, bytes]:
+        return b"", s
+
+
+def _xdr_fields(decl: xdrlang.XdrType) -> list[ScapyField]:
+    if isinstance(decl, xdrlang.Struct):     # a member named as a Python keyword gets a "_" (RENAME's from_)
+        return [XdrField(f"{key}_" if keyword.iskeyword(key) else key, t) for key, t in decl.members]
+    return [XdrField("body", decl)]
+
+
+NFS_LAYERS: dict[str, type[XdrPacket]] = {}     # "NFS3_READ_Call" -> class; MOUNT3_, NLM4_, NFSACL3_ too
+
+
+def _generate_nfs() -> None:
+    module = sys.modules[__name__]
+    programs = {nfs.NFS_PROG: {3: (nfs3.ARGS, nfs3.RES)}, **nfs_side.PROGRAMS}
+    for prog, versions in programs.items():
+        prog_name = {nfs.NFS_PROG: "NFS", nfs.MOUNT_PROG: "MOUNT", nfs.NLM_PROG: "NLM",
+                     nfs.NFSACL_PROG: "NFSACL"}[prog]
+        for vers, (args, results) in versions.items():
+            names = nfs.PROC_TABLES.get((prog_name.lower(), vers)) or nfs.NFS3_PROCS
+            for side, table in (("Call", args), ("Reply", results)):
+                for proc, decl in table.items():
+                    name = f"{prog_name}{vers}_{names.get(proc, f'PROC{proc}')}_{side}"
+                    cls = type(name, (XdrPacket,), {"name": name.replace("_", " "), "declaration": decl,
+                                                    "fields_desc": _xdr_fields(decl)})
+                    NFS_LAYERS[name] = cls
+                    setattr(module, name, cls)
+
+
+_generate_nfs()
+
+__all__ = ["LAYERS", "NFS_LAYERS", "bind_iwarp", "layer_of", "RPCRDMA", "RPCRDMA2", "Pad", "ChunkListsField",
+           "PerfReserved", "PrivateDataPrefix", "XdrField", "XdrPacket", *LAYERS, *NFS_LAYERS]
