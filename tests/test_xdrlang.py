@@ -170,3 +170,38 @@ def test_the_nfs_handle_hash_is_zlibs_crc32():
     x.decode(nfs3.fh3("object"), raw, lay=lay)
     got = {it.name: v for _d, it, v, _o, _l in layer_nodes(lay) if not isinstance(it, Layer)}
     assert got["nfs.fh.hash"] == 0x62D40C52 and got["nfs.fh.length"] == 8      # tshark's, frame 24 of rxe-nfsv3
+
+
+@pytest.mark.parametrize("name", sorted(x.DECLARED))
+def test_skipping_ends_where_decoding_ends(name):
+    """The summary path's skip, derived from the declaration, agrees with the decode: same end on good
+    input, an XdrError wherever the decode finds a short count or length."""
+    t = x.DECLARED[name]
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(values(t), st.integers(0, 12))
+    def agree(v, cut):
+        raw = x.encode(t, v)
+        assert x.skip(t, raw) == len(raw)
+        short = raw[:max(len(raw) - cut, 0)]
+        try:
+            end = x.decode(t, short)[1]
+        except XdrError:
+            with pytest.raises(XdrError):
+                x.skip(t, short)
+        else:
+            assert x.skip(t, short) == end
+
+    agree()
+
+
+def test_struct_derived_fields_cover_its_bytes():
+    declaring(__name__)
+    t = x.struct("xdrtest_derived", ("a", x.uint32("xdrtest.u32")), ("b", x.opaque("xdrtest.fixed", fixed=6)),
+                 derived=[(x.field("xdrtest.whole_len", "whole length"), len)])
+    declaring("")
+    raw = x.encode(t, {"a": 1, "b": b"abcdef"})
+    lay = Layer("xdrtest", None, raw, 0, len(raw))
+    x.decode(t, raw, lay=lay)
+    got = [(v, o, ln) for _d, it, v, o, ln in layer_nodes(lay) if it.name == "xdrtest.whole_len"]
+    assert got == [(12, 0, 12)]

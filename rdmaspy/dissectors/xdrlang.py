@@ -107,6 +107,12 @@ class XdrType(ABC):
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         """The value at ``cur`` (which moves past it); its named items added to ``lay`` unless None."""
 
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        """Step over one value, checking what a summary needs (counts and lengths against their bounds
+        and the bytes left, DDP-eligible items placed by the walk), building nothing: the summary path's
+        walk, derived from the same declaration.  A kind with a cheaper way overrides this."""
+        self.read(cur, w, None)
+
     @abstractmethod
     def write(self, value: Any, out: Out) -> None:
         """Append the encoding of ``value`` to ``out``."""
@@ -125,6 +131,9 @@ class Void(XdrType):
         super().__init__(0, 0)
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
+        return None
+
+    def skip(self, cur: Cursor, w: Walk) -> None:
         return None
 
     def write(self, value: Any, out: Out) -> None:
@@ -171,6 +180,9 @@ class Int(XdrType):
         if lay is not None:
             self.show(lay, v, p)
         return v
+
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        cur.skip(self.size, self.what)
 
     def show(self, lay: Layer, v: int, p: int) -> None:
         n = self.size
@@ -273,6 +285,14 @@ class Opaque(XdrType):
                 lay.add(self.field, v, p, n)
         return v
 
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        n = self.fixed
+        if n is None:
+            n = cur.u32(self.what)
+            if self.bound is not None and n > self.bound:
+                raise XdrInvalid(f"{self.what}: length {n} over its bound {self.bound}")
+        cur.skip((n + 3) & ~3, self.what)
+
     def write(self, value: Any, out: Out) -> None:
         raw = value.encode() if isinstance(value, str) else bytes(value)
         n = len(raw)
@@ -341,23 +361,37 @@ Member = tuple[str, XdrType]
 
 
 class Struct(XdrType):
-    """``struct { ... }``: members in order; the value is a dict by member name."""
+    """``struct { ... }``: members in order; the value is a dict by member name.  ``derived``: fields
+    computed from the whole struct's bytes (tshark's ``nfs.stateid`` and its hash over a stateid4)."""
 
-    __slots__ = ("name", "members")
+    __slots__ = ("name", "members", "derived")
 
-    def __init__(self, name: str, members: Sequence[Member]) -> None:
+    def __init__(self, name: str, members: Sequence[Member], derived: Sequence[Derived] = ()) -> None:
         sizes = [t.size for _k, t in members]
         super().__init__(sum(sizes) if all(s >= 0 for s in sizes) else -1, sum(t.min_size for _k, t in members))
         self.name = name
         self.members = tuple(members)
+        self.derived = tuple(derived)
         if name:
             DECLARED.setdefault(name, self)
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         out: dict[str, Any] = {}
+        p = cur.pos
         for key, t in self.members:
             out[key] = t.read(cur, w, lay)
+        if lay is not None and self.derived:
+            raw = bytes(cur.buf[p:cur.pos])
+            for f, compute in self.derived:
+                lay.add(f, compute(raw), p, cur.pos - p)
         return out
+
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        if self.size >= 0:
+            cur.skip(self.size, self.name)
+            return
+        for _k, t in self.members:
+            t.skip(cur, w)
 
     def write(self, value: Any, out: Out) -> None:
         for key, t in self.members:
@@ -368,6 +402,8 @@ class Struct(XdrType):
     def fields(self) -> Iterator[Field]:
         for _k, t in self.members:
             yield from t.fields()
+        for f, _c in self.derived:
+            yield f
 
 
 NO_DEFAULT: Final = object()
@@ -401,6 +437,9 @@ class Union(XdrType):
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         d = int(self.disc.read(cur, w, lay))
         return d, self.arm(d).read(cur, w, lay)
+
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        self.arm(int(self.disc.read(cur, w, None))).skip(cur, w)
 
     def write(self, value: Any, out: Out) -> None:
         d, v = value
@@ -436,6 +475,17 @@ class Optional(XdrType):
         if lay is not None and self.follows is not None:
             lay.add(self.follows, v, p, 4)
         return self.item.read(cur, w, lay) if v else None
+
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        if self.read_follows(cur):
+            self.item.skip(cur, w)
+
+    def read_follows(self, cur: Cursor) -> bool:
+        name = self.follows.name if self.follows is not None else "optional"
+        v = cur.u32(name)
+        if v > 1:
+            raise XdrInvalid(f"{name}: discriminant {v} is not 0 or 1")
+        return v == 1
 
     def write(self, value: Any, out: Out) -> None:
         if value is None:
@@ -486,6 +536,22 @@ class Array(XdrType):
         item = self.item
         return [item.read(cur, w, lay) for _ in range(n)]
 
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        n = self.fixed
+        if n is None:
+            n = cur.u32(self.what)
+            if self.bound is not None and n > self.bound:
+                raise XdrInvalid(f"{self.what}: count {n} over its bound {self.bound}")
+        item = self.item
+        if item.size >= 0:
+            cur.skip(n * item.size, self.what)
+            return
+        need = n * max(item.min_size, 1)
+        if need > cur.end - cur.pos:
+            raise XdrError(self.what, cur.end - cur.pos, need)
+        for _ in range(n):
+            item.skip(cur, w)
+
     def write(self, value: Any, out: Out) -> None:
         n = len(value)
         if self.fixed is not None:
@@ -531,6 +597,16 @@ class Chain(XdrType):
                 return out
             out.append(item.read(cur, w, lay))
 
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        name = self.follows.name if self.follows is not None else "value_follows"
+        while True:
+            v = cur.u32(name)
+            if v > 1:
+                raise XdrInvalid(f"{name}: discriminant {v} is not 0 or 1")
+            if not v:
+                return
+            self.item.skip(cur, w)
+
     def write(self, value: Any, out: Out) -> None:
         for v in value:
             out.parts.append(_TRUE)
@@ -564,6 +640,9 @@ class Tree(XdrType):
             return self.item.read(cur, w, sub)
         finally:
             sub.length = cur.pos - p
+
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        self.item.skip(cur, w)
 
     def write(self, value: Any, out: Out) -> None:
         self.item.write(value, out)
@@ -615,8 +694,8 @@ def ddp(kind: str, name: str | None, label: str = "", length: str | None = None,
     return Ddp(kind, _field_of(name, label, "str" if text else "bytes"), _field_of(length, "length"), text, bound)
 
 
-def struct(name: str, *members: Member) -> Struct:
-    return Struct(name, members)
+def struct(name: str, *members: Member, derived: Sequence[Derived] = ()) -> Struct:
+    return Struct(name, members, derived)
 
 
 def union(name: str, disc: Int | Bool, arms: Mapping[int, XdrType | None], default: Any = NO_DEFAULT) -> Union:
@@ -654,6 +733,13 @@ def decode(t: XdrType, buf: bytes, off: int = 0, end: int | None = None, w: Walk
     cur = Cursor(buf, off, len(buf) if end is None else end)
     v = t.read(cur, w, lay)
     return v, cur.pos
+
+
+def skip(t: XdrType, buf: bytes, off: int = 0, end: int | None = None, w: Walk = PLAIN) -> int:
+    """Where the value of ``t`` at ``buf[off:end]`` ends, nothing built; XdrError for short or invalid input."""
+    cur = Cursor(buf, off, len(buf) if end is None else end)
+    t.skip(cur, w)
+    return cur.pos
 
 
 def encode(t: XdrType, value: Any, reduce: bool = False) -> bytes:
