@@ -10,8 +10,8 @@ A call reduced by a Read list is shown by tshark only in the frame where the RDM
 rdmaspy shows it there too (compared) and in its SEND frame, reduced (checked, not compared).
 
 MOUNT before an RDMA mount goes over plain TCP, which rdmaspy does not decode (RPC over RDMA only): those
-frames are skipped.  NFSv4 frames are compared on ``V4_COMPARED`` only, the v4 operations not yet being
-declared on the engine.
+frames are skipped.  An NFSv4 frame is compared in full where every operation in it is declared on the
+engine (``v4_in_full``), on the COMPOUND's own fields elsewhere.
 
 Where tshark is wrong, the test names the frames and checks rdmaspy instead (``_tshark_misreads``):
 an NFSv3 READ reply whose data came by RDMA Write into a Write chunk.  tshark 4.0 decodes the reduced
@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CAPTURES, require_tshark, tshark_fields, tshark_int
+from rdmaspy.dissectors import nfs, nfs4
 from rdmaspy.engine import Engine
 from rdmaspy.fields import CATALOG
 from rdmaspy.fieldview import layer_nodes
@@ -40,16 +41,7 @@ PREFIXES = ("nfs.", "mount.", "nlm.", "nfsacl.")
 LAYERS = ("nfs", "mount", "nlm", "nfsacl")
 
 # Names both sides have whose values are not compared here, and why.
-NOT_COMPARED = {
-    # NFSv4: ops are named by rdmaspy (nfs.opcode), their arguments not yet decoded on the engine; tshark's
-    # v4 tree also shows nfs.status and nfs.tag per operation where rdmaspy shows them per COMPOUND
-    "nfs.status": "v4: tshark shows one per operation as well; compared for v3 through nfs.status3",
-    "nfs.tag": "v4 COMPOUND tag: tshark shows it in calls and replies alike; not on the engine yet",
-    "nfs.minorversion": "v4: not on the engine yet",
-    "nfs.opcode": "v4: not on the engine yet",
-    "nfs.ops.count": "v4: not on the engine yet",
-    "nfs.procedure_v4": "v4: not on the engine yet",
-}
+NOT_COMPARED: dict[str, str] = {}
 # Frames where tshark rebuilds an RPC message rdmaspy does not, and why tshark is wrong there.
 _SQUEEZED = ("tshark rebuilds this Read-chunk call from RDMA READ responses with the lost ones' holes squeezed "
              "out (a WRITE call shorter than its Read chunk); rdmaspy rebuilds it whole from the responses sent "
@@ -58,9 +50,19 @@ TSHARK_WRONG: dict[tuple[str, int], str] = {
     ("rxe-nfsv3-loss.pcap", 228): _SQUEEZED + ": 128,108 bytes for 131,180",
     ("rxe-nfsv3-loss.pcap", 621): _SQUEEZED + ": 127,084 bytes for 131,180",
 }
-# In NFSv4 frames only these are compared: the fields of the v4 operations declared on the engine (an op
-# moved onto it adds its names here).
-V4_COMPARED: set[str] = set()
+# An NFSv4 frame is compared on these, the COMPOUND's own fields, and in full where every operation in it
+# is declared on the engine (nfs4.ARGS for a call, nfs4.RES for a reply, less nfs4.PARTIAL): declaring an
+# operation brings the frames it is in under comparison.
+V4_COMPOUND = {"nfs.procedure_v4", "nfs.tag", "nfs.minorversion", "nfs.ops.count", "nfs.opcode", "nfs.nfsstat4",
+               "nfs.status"}
+_V4_CODES = {name: code for code, name in nfs.NFS4_OPS.items()}
+
+
+def v4_in_full(info) -> bool:
+    """Whether every operation of this COMPOUND is declared on the engine, in full."""
+    decls = nfs4.RES if info.msgtype == 1 else nfs4.ARGS
+    codes = [_V4_CODES.get(name) for name in info.ops or ()]
+    return bool(codes) and all(c in decls and not (info.msgtype == 1 and c in nfs4.PARTIAL) for c in codes)
 
 
 @functools.lru_cache(maxsize=1)
@@ -106,7 +108,7 @@ def our_values(pkt: Packet, names: set[str]) -> dict[str, set]:
         if lay.proto not in LAYERS:
             continue
         for _d, item, value, _o, _l in layer_nodes(lay):
-            if not isinstance(item, Layer) and item.name in names:
+            if not isinstance(item, Layer) and item.name in names and value != "":   # tshark prints "" as nothing
                 out.setdefault(item.name, set()).add(_ours(value))
     return out
 
@@ -147,9 +149,9 @@ def test_the_fields_compared_cover_nfsv3_and_its_side_programs():
 def test_every_declared_nfs_field_has_tsharks_values(name):
     theirs, ours, pkts = decoded(name)
     assert len(theirs) == len(ours)
-    compared = misread = 0
+    compared = misread = full4 = 0
     for num, (row, mine, pkt) in enumerate(zip(theirs, ours, pkts), 1):
-        tv = {k: {_theirs(k, v) for v in vals} - {None} for k, vals in row.items()
+        tv = {k: {_theirs(k, v) for v in vals} - {None, ""} for k, vals in row.items()
               if vals and k not in ("_ws.col.Info", "frame.protocols")}
         tv = {k: vals for k, vals in tv.items() if vals}
         wrong = TSHARK_WRONG.get((name, num))
@@ -163,18 +165,19 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
             continue
         info = (pkt.extra or {}).get("rpc")
         v4 = info is not None and info.prog == 100003 and info.vers == 4
-        if v4:
-            tv = {k: v for k, v in tv.items() if k in V4_COMPARED}
-            mine = {k: v for k, v in mine.items() if k in V4_COMPARED}
+        if v4 and not v4_in_full(info):
+            tv = {k: v for k, v in tv.items() if k in V4_COMPOUND}
+            mine = {k: v for k, v in mine.items() if k in V4_COMPOUND}
+        full4 += v4 and v4_in_full(info)
         if _tshark_misreads(row, pkt):
             # tshark read the reduced reply as if its data were inline: what it shows is a subset of
             # rdmaspy's (the header, the attributes, count and eof), and rdmaspy's rebuilt copy has the data
             misread += 1
             for k, vals in tv.items():
                 assert vals <= mine.get(k, set()), f"{name} frame {num} (tshark misreads a Write-chunk reply): {k}"
-            if not v4:
-                assert mine.get("nfs.data"), f"{name} frame {num}: the READ data rebuilt from the Write chunk"
-                assert mine["nfs.count3"] == {len(d) for d in mine["nfs.data"]}
+            assert mine.get("nfs.data"), f"{name} frame {num}: the READ data rebuilt from the Write chunk"
+            lengths = mine["nfs.read.data_length"] if v4 else mine["nfs.count3"]
+            assert lengths == {len(d) for d in mine["nfs.data"]}, f"{name} frame {num}"
             continue
         if not tv and mine:
             info = (pkt.extra or {}).get("rpc")
@@ -193,7 +196,8 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
             continue
         assert mine == tv, f"{name} frame {num}"
         compared += bool(tv)
-    if "nfsv4" not in name or V4_COMPARED:
-        assert compared > 10
+    assert compared > 10
+    if "nfsv4" in name:
+        assert full4 > 20          # SEQUENCE, PUTFH, READ, WRITE, GETATTR's request... compared in full
     if name == "rxe-nfsv3-rdma.pcap":
         assert misread == 7

@@ -19,11 +19,11 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
-from . import nfs3, nfs_side
+from . import nfs3, nfs4, nfs_side
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError, u32
-from .xdrlang import Walk, field
+from .xdrlang import Walk, XdrType, field
 
 declaring(__name__)
 protocol("nfs", "Network File System")
@@ -95,7 +95,6 @@ OPS_COUNT: Final = field("nfs.ops.count", "Operations")
 OPCODE: Final = field("nfs.opcode", "Opcode", names=NFS4_OPS)
 MALFORMED: Final = field("nfs.malformed", "Malformed: the walk stopped here", "str")
 CB_OPCODE: Final = Field("nfs.cb.opcode", 32, "Callback operation", names=NFS_CB_OPS)
-OP_STATUS: Final = Field("nfs.op_status", 32, "Operation status")
 CB_IDENT: Final = Field("nfs.callback_ident", 32, "Callback identifier", "hex")
 DDP_KIND: Final = Field("nfs.ddp.kind", 0, "DDP-eligible item", "str")
 DDP_POS: Final = Field("nfs.ddp.position", 0, "Position in the RPC message", unit="bytes")
@@ -327,19 +326,19 @@ def _cb_program(cur: Cursor, w: _Walk) -> None:
         w.programs[prog] = _NFS_CB
 
 
+# Arguments of the operations not yet declared in nfs4.py.
 _V4_ARGS: Final[dict[int, Walker]] = {
-    3: _fixed(4), 4: _fixed(20), 5: _fixed(12), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 9: _bitmap,
-    10: _void, 11: _opaque, 12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40),
-    15: _opaque, 16: _void, 17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28),
-    22: _opaque, 23: _void, 24: _void, 25: _fixed(28), 26: _seq(_fixed(24), _bitmap), 27: _void, 28: _opaque,
-    29: _seq(_opaque, _opaque), 30: _fixed(8), 31: _void, 32: _void, 33: _opaque, 34: _seq(_fixed(16), _fattr4),
+    3: _fixed(4), 4: _fixed(20), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 11: _opaque,
+    12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40), 15: _opaque, 16: _void,
+    17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28), 26: _seq(_fixed(24), _bitmap),
+    27: _void, 28: _opaque, 29: _seq(_opaque, _opaque), 30: _fixed(8), 33: _opaque,
+    34: _seq(_fixed(16), _fattr4),
     35: _seq(_fixed(8), _opaque, _cb_program, _opaque, _opaque, _fixed(4)), 36: _fixed(16), 37: _fattr4,
-    38: _seq(_fixed(28), lambda c, w: w.ddp(c, "write_data")), 39: _lock_owner,
-    40: _seq(_cb_program, _array(_sec_parms)), 41: _fixed(24),
+    39: _lock_owner, 40: _seq(_cb_program, _array(_sec_parms)), 41: _fixed(24),
     42: _seq(_fixed(8), _opaque, _fixed(4), _state_protect, _impl_id),
     43: _seq(_fixed(16), _channel_attrs, _channel_attrs, _cb_program, _array(_sec_parms)),
-    44: _fixed(16), 45: _fixed(16), 47: _seq(_fixed(24), _bitmap), 50: _fixed(60), 51: _layoutreturn,
-    52: _fixed(4), 53: _fixed(32), 55: _array(_fixed(16), 16), 57: _fixed(8), 58: _fixed(4), 59: _fixed(32),
+    45: _fixed(16), 47: _seq(_fixed(24), _bitmap), 50: _fixed(60), 51: _layoutreturn,
+    52: _fixed(4), 55: _array(_fixed(16), 16), 57: _fixed(8), 58: _fixed(4), 59: _fixed(32),
     62: _fixed(32), 63: _seq(_fixed(32), _bitmap), 66: _fixed(16), 67: _fixed(16), 68: _fixed(28),
     69: _fixed(28), 71: _fixed(56), 72: _opaque, 73: _seq(_fixed(4), _opaque, _opaque), 74: _fixed(12),
     75: _opaque,
@@ -400,16 +399,19 @@ def _listxattrs_res(cur: Cursor, _w: _Walk) -> None:
     cur.skip(4, "eof")
 
 
-# Results when the operation's status is NFS4_OK.
+def _readlink_res(cur: Cursor, w: _Walk) -> None:
+    w.ddp(cur, "readlink")
+
+
+# Results when the operation's status is NFS4_OK (the operations declared in nfs4.py are not here).
 _V4_RES: Final[dict[int, Walker]] = {
-    3: _fixed(8), 4: _fixed(16), 5: _fixed(8), 6: _seq(_fixed(20), _bitmap), 7: _void, 8: _void, 9: _fattr4,
-    10: _opaque, 11: _fixed(20), 12: _fixed(16), 13: _void, 14: _fixed(16), 15: _void, 16: _void, 17: _void,
-    18: _open_res, 19: _void, 20: _fixed(16), 21: _fixed(16), 22: _void, 23: _void, 24: _void,
-    25: _seq(_fixed(4), lambda c, w: w.ddp(c, "read_data")), 26: _readdir_res,
-    27: lambda c, w: w.ddp(c, "readlink"), 28: _fixed(20), 29: _fixed(40), 30: _void, 31: _void, 32: _void,
-    33: _secinfo_res, 34: _bitmap, 35: _fixed(16), 36: _void, 37: _void, 38: _fixed(16), 39: _void, 40: _void,
-    41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs), 44: _void,
-    45: _void, 51: _void, 52: _secinfo_res, 53: _fixed(36), 55: _array(_fixed(4)), 57: _void, 58: _void,
+    3: _fixed(8), 4: _fixed(16), 6: _seq(_fixed(20), _bitmap), 7: _void, 8: _void,
+    11: _fixed(20), 12: _fixed(16), 13: _void, 14: _fixed(16), 15: _void, 16: _void, 17: _void,
+    18: _open_res, 19: _void, 20: _fixed(16), 21: _fixed(16), 26: _readdir_res,
+    27: _readlink_res, 28: _fixed(20), 29: _fixed(40), 30: _void,
+    33: _secinfo_res, 34: _bitmap, 35: _fixed(16), 36: _void, 37: _void, 39: _void, 40: _void,
+    41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs),
+    45: _void, 51: _void, 52: _secinfo_res, 55: _array(_fixed(4)), 57: _void, 58: _void,
     59: _void, 62: _void, 66: _void, 69: _fixed(12), 71: _void, 72: _opaque, 73: _fixed(20),
     74: _listxattrs_res, 75: _fixed(20),
 }
@@ -427,15 +429,25 @@ _CB_ARGS: Final[dict[int, Walker]] = {
 _CB_RES: Final[dict[int, Walker]] = {3: _fattr4, 4: _void, 5: _void, 8: _void, 10: _void, 11: _fixed(32)}
 
 
+def _status4(lay: Any, cur: Cursor) -> int:
+    """A COMPOUND's or an operation's nfsstat4, shown as tshark shows it (nfs.nfsstat4 and nfs.status)."""
+    p = cur.pos
+    status = cur.u32("status")
+    if lay is not NULL:
+        nfs4.STATUS4.show(lay, status, p)
+    return status
+
+
 def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
-              args: dict[int, Walker], res: dict[int, Walker], callback: bool) -> None:
+              args: dict[int, Walker], res: dict[int, Walker], callback: bool,
+              decls: dict[int, XdrType] | None = None) -> None:
+    """A COMPOUND's operations: those declared (``decls``: nfs4.ARGS or nfs4.RES) read from their
+    declarations when the layer is filled and skipped over on the summary path; the others by the
+    walkers of ``args``/``res``."""
     lay = w.lay
     info = w.info
     if w.reply:
-        p = cur.pos
-        status = cur.u32("status")
-        lay.add(STATUS, status, p, 4)
-        info.nfs_status = status
+        info.nfs_status = _status4(lay, cur)
     p = cur.pos
     tag = cur.string("tag")
     lay.add(TAG, tag, p, cur.pos - p)
@@ -463,11 +475,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
         ops.append(name)
         sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}") if lay is not NULL else NULL
         sub.add(op_field, op, p, 4)
-        walker = table.get(op)
         if w.reply:
-            q = cur.pos
-            st = cur.u32("op status")
-            sub.add(OP_STATUS, st, q, 4)
+            st = _status4(sub, cur)
             if st != 0:
                 # Failed operations return nothing, except these (RFC 8881 §18).
                 if op == 34:
@@ -479,6 +488,15 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
                     cur.skip_opaque("addr")
                 sub.length = cur.pos - p
                 continue
+        decl = decls.get(op) if decls is not None else None
+        if decl is not None:
+            if sub is NULL:
+                decl.skip(cur, w)
+            else:
+                decl.read(cur, w, sub)
+            sub.length = cur.pos - p
+            continue
+        walker = table.get(op)
         if walker is None:
             rest = nops - i - 1
             if rest:
@@ -514,7 +532,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
         elif info.vers == 2:
             _nfs2(cur, w, info.proc)
         elif info.vers == 4 and info.proc == 1:
-            _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False)
+            _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False, nfs4.RES if w.reply else nfs4.ARGS)
     except XdrError as e:
         if pkt is not None:
             pkt.add_expert("warning", "malformed", f"nfs: {e}")

@@ -546,7 +546,8 @@ def dissect_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, flow: Any
         if info.rpcvers != 2:
             pkt.add_expert("warning", "protocol", f"RPC version {info.rpcvers}, not 2", "RFC 5531: rpcvers")
         # a list: the program dissector's label is filled in below without a new entry
-        entry = [info.prog, info.vers, info.proc, frame.num, frame.ts, None, info.prog_name, info.proc_name, None]
+        entry: list[object] = [info.prog, info.vers, info.proc, frame.num, frame.ts, None, info.prog_name,
+                               info.proc_name, None]
         calls.add(key, entry)
         body_ok = True
     else:
