@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from rdmaspy.dissectors import xdrlang as x
+from rdmaspy.dissectors import nfs4, xdrlang as x
 
 _SMALL = 6          # items of a variable-length array or list, bytes of an unbounded opaque (kept small)
 
 
 def values(t: x.XdrType) -> st.SearchStrategy:
+    # kinds of a protocol's own (subclasses of XdrType with a value of their own shape) first
+    if isinstance(t, nfs4.Bitmap4):
+        return st.lists(st.integers(0, (1 << 32) - 1), max_size=3)
     if isinstance(t, x.Tree):
         return values(t.item)
     if isinstance(t, x.Void):

@@ -164,7 +164,8 @@ def result(name: str, ok: XdrType, fail: XdrType) -> XdrType:
 
 class AccessMask(Int):
     """An ACCESS3 mask.  In a call, the bits asked for; in a reply, the bits granted, shown (as tshark
-    does) for the bits the call asked for: the walk's ``call`` holds the call's mask."""
+    does) for the bits the call asked for: the walk's ``call`` holds the call's mask.  Every defined bit
+    is in the word's last byte, which is what tshark shows (an 8-bit field there)."""
 
     __slots__ = ("rights",)
 
@@ -177,11 +178,11 @@ class AccessMask(Int):
         v = cur.u32(self.what)
         if lay is not None:
             assert self.field is not None
-            lay.add(self.field, v, p, 4)
+            lay.add(self.field, v & 0xFF, p + 3, 1)
             asked = w.call if isinstance(w.call, int) else v if self.field.name == "nfs.access_check" else 0x3F
             for f, m in self.rights:
                 if asked & m:
-                    lay.add(f, bool(v & m), p, 4)
+                    lay.add(f, bool(v & m), p + 3, 1)
         return v
 
     def fields(self) -> Any:

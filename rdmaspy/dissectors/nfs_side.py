@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..fields import declaring
-from .nfs3 import NFS_FH3, STATUS, fh3, fhandle, post_op_attr, post_op_fh3
+from .nfs3 import FH_HASH, NFS_FH3, STATUS, fh3, fh_hash, fhandle, post_op_attr
 from .xdrlang import (VOID, XdrType, array, boolean, chain, enum, int32, opaque, string, struct, tree, uint32,
                       uint64, union)
 
@@ -36,8 +36,8 @@ _EXPORTS: Final = chain(tree(struct(
     "exportnode", ("dir", string("mount.export.directory", "Directory", 1024)),
     ("groups", tree(chain(string("mount.export.group", "Group", 255)), "mount.export.groups", "Groups"))),
     "mount.export.entry", "Export List Entry"))
-_FHSTATUS2: Final = union("fhstatus", _MOUNT_STATUS, {0: tree(opaque("nfs.fhandle", "FileHandle", fixed=32),
-                                                              "nfs.fh", "fhandle")}, None)
+_FHSTATUS2: Final = union("fhstatus", _MOUNT_STATUS, {0: tree(
+    opaque("nfs.fhandle", "FileHandle", fixed=32, derived=[(FH_HASH, fh_hash)]), "nfs.fh", "fhandle")}, None)
 _MOUNTRES3: Final = union("mountres3", _MOUNT_STATUS, {0: struct(
     "mountres3_ok", ("fhandle", fh3("fhandle")),
     ("auth_flavors", array(enum("mount.flavor", "Flavor", AUTH_FLAVORS), count="mount.flavors",
@@ -63,8 +63,9 @@ _STAT: Final = enum("nlm.stat", "stat", NLM_STATS)
 _EXCLUSIVE: Final = boolean("nlm.exclusive", "exclusive")
 
 
-def _nlm(wide: bool) -> tuple[Procs, Procs]:
-    """One version's procedures: v4 (``wide``) has 64-bit offsets and lengths, v1-v3 32-bit ones."""
+def _nlm(wide: bool, shares: bool) -> tuple[Procs, Procs]:
+    """One version's procedures: v4 (``wide``) has 64-bit offsets and lengths, v1-v3 32-bit ones; v3 and
+    v4 (``shares``) have SHARE, UNSHARE, NM_LOCK and FREE_ALL."""
     offset = uint64("nlm.lock.l_offset64", "l_offset") if wide else uint32("nlm.lock.l_offset", "l_offset")
     length = uint64("nlm.lock.l_len64", "l_len") if wide else uint32("nlm.lock.l_len", "l_len")
     lock = tree(struct("nlm4_lock" if wide else "nlm_lock", ("caller_name", _CALLER), ("fh", _NLM_FH),
@@ -84,7 +85,7 @@ def _nlm(wide: bool) -> tuple[Procs, Procs]:
         union("nlm_testrply", enum("nlm.test_stat.stat", "stat", NLM_STATS), {1: holder}, None),
         "nlm.test_stat", "test_stat")))
     res = struct("nlm_res", ("cookie", _COOKIE), ("stat", _STAT))
-    share = tree(struct("nlm_share", ("caller_name", string("nlm.share.name", "name", bound=1024)),
+    share = tree(struct("nlm_share", ("caller_name", _CALLER),
                         ("fh", _NLM_FH), ("oh", _OWNER), ("mode", uint32("nlm.share.mode", "mode")),
                         ("access", uint32("nlm.share.access", "access"))), "nlm.share", "share")
     shareargs = struct("nlm_shareargs", ("cookie", _COOKIE), ("share", share),
@@ -95,14 +96,15 @@ def _nlm(wide: bool) -> tuple[Procs, Procs]:
                     ("state", uint32("nlm.state", "state")))
     args: Procs = {0: VOID, 1: testargs, 2: lockargs, 3: cancargs, 4: unlockargs, 5: testargs,
                    6: testargs, 7: lockargs, 8: cancargs, 9: unlockargs, 10: testargs,
-                   11: testres, 12: res, 13: res, 14: res, 15: res,
-                   20: shareargs, 21: shareargs, 22: lockargs, 23: notify}
-    results: Procs = {0: VOID, 1: testres, 2: res, 3: res, 4: res, 5: res,
-                      **{p: VOID for p in range(6, 16)}, 20: shareres, 21: shareres, 22: res, 23: VOID}
+                   11: testres, 12: res, 13: res, 14: res, 15: res}
+    results: Procs = {0: VOID, 1: testres, 2: res, 3: res, 4: res, 5: res, **{p: VOID for p in range(6, 16)}}
+    if shares:
+        args.update({20: shareargs, 21: shareargs, 22: lockargs, 23: notify})
+        results.update({20: shareres, 21: shareres, 22: res, 23: VOID})
     return args, results
 
 
-PROGRAMS[100021] = {1: _nlm(False), 2: _nlm(False), 3: _nlm(False), 4: _nlm(True)}
+PROGRAMS[100021] = {1: _nlm(False, False), 2: _nlm(False, False), 3: _nlm(False, True), 4: _nlm(True, True)}
 
 # --- NFSACL ------------------------------------------------------------------------------------------------
 _ACL_MASK: Final = uint32("nfsacl.mask", "Mask", "hex", flags=(
@@ -136,6 +138,6 @@ PROGRAMS[100227] = {3: (
      1: _acl_result("GETACL3res", tree(struct("GETACL3resok", ("attr", post_op_attr("attr")), ("mask", _ACL_MASK),
                                                ("acls", _ACLS)), "nfsacl.acl", "ACL"), post_op_attr("attr")),
      2: _acl_result("SETACL3res", post_op_attr("attr"), post_op_attr("attr")),
-     3: _acl_result("GETXATTRDIR3res", struct("GETXATTRDIR3resok", ("fh", post_op_fh3("fh")),
-                                              ("attr", post_op_attr("attr"))), post_op_attr("attr"))},
+     3: _acl_result("GETXATTRDIR3res", struct("GETXATTRDIR3resok", ("fh", tree(NFS_FH3, "nfs.fh", "fhandle")),
+                                              ("attr", post_op_attr("attr"))), None)},
 )}
