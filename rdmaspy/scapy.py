@@ -36,8 +36,8 @@ from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
 
 from . import fields as _fields
 from . import stacking
-from .dissectors import (ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nfs, nfs3, nfs_side, rdma_cm, rpcrdma,
-                         rpcrdma2, rpcrdma_pdata, xdrlang)
+from .dissectors import (ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nfs, nfs2, nfs3, nfs_side, rdma_cm,
+                         rpcrdma, rpcrdma2, rpcrdma_pdata, xdrlang)
 from .dissectors.xdr import Cursor, XdrError, p32
 from .stacking import class_names, short_name
 
@@ -579,12 +579,12 @@ NFS_LAYERS: dict[str, type[XdrPacket]] = {}     # "NFS3_READ_Call" -> class; MOU
 
 def _generate_nfs() -> None:
     module = sys.modules[__name__]
-    programs = {nfs.NFS_PROG: {3: (nfs3.ARGS, nfs3.RES)}, **nfs_side.PROGRAMS}
+    programs = {nfs.NFS_PROG: {2: (nfs2.ARGS, nfs2.RES), 3: (nfs3.ARGS, nfs3.RES)}, **nfs_side.PROGRAMS}
     for prog, versions in programs.items():
         prog_name = {nfs.NFS_PROG: "NFS", nfs.MOUNT_PROG: "MOUNT", nfs.NLM_PROG: "NLM",
                      nfs.NFSACL_PROG: "NFSACL"}[prog]
         for vers, (args, results) in versions.items():
-            names = nfs.PROC_TABLES.get((prog_name.lower(), vers)) or nfs.NFS3_PROCS
+            names = nfs.PROC_TABLES.get((prog_name.lower(), vers)) or {2: nfs.NFS2_PROCS}.get(vers, nfs.NFS3_PROCS)
             for side, table in (("Call", args), ("Reply", results)):
                 for proc, decl in table.items():
                     name = f"{prog_name}{vers}_{names.get(proc, f'PROC{proc}')}_{side}"

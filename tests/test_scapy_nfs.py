@@ -22,7 +22,7 @@ def _class(info) -> type | None:
     prog = _PROGS.get(info.prog)
     if prog is None:
         return None
-    names = nfs.PROC_TABLES.get((prog.lower(), info.vers)) or nfs.NFS3_PROCS
+    names = nfs.PROC_TABLES.get((prog.lower(), info.vers)) or {2: nfs.NFS2_PROCS}.get(info.vers, nfs.NFS3_PROCS)
     side = "Call" if info.msgtype == 0 else "Reply"
     return rs.NFS_LAYERS.get(f"{prog}{info.vers}_{names.get(info.proc)}_{side}")
 

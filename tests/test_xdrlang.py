@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rdmaspy.dissectors import nfs3, xdrlang as x
+from rdmaspy.dissectors import nfs, nfs3, xdrlang as x  # nfs: every declaring module (NFSv2-v4, MOUNT, NLM, NFSACL)
 from rdmaspy.dissectors.xdr import Cursor, XdrError, XdrInvalid, p32, p64, popaque
 from rdmaspy.fields import CATALOG, declaring
 from rdmaspy.packet import Layer
@@ -143,7 +143,7 @@ def test_every_named_item_is_a_catalogued_field():
                                                                      "xdrtest.name"]
 
 
-class _Reducing(x.Walk):
+class _Reducing(x.PlainWalk):
     """A walk that finds every DDP-eligible item reduced (its bytes in a chunk)."""
 
     def ddp(self, cur: Cursor, kind: str, lay):

@@ -1,11 +1,12 @@
 """NFS and its side programs over ONC RPC.
 
-NFSv3 (RFC 1813) is decoded in full from its XDR declarations (``nfs3.py``, on the engine of
-``xdrlang.py``): every procedure's arguments and results, named as tshark names them.  NFSv2 (RFC 1094)
-and NFSv4.x COMPOUND (RFC 7530, 8881, 7862, 8276) with each operation named, and the NFSv4.1 backchannel
-CB_COMPOUND, are walked as far as needed to find the next operation and the DDP-eligible items of the
-RPC-over-RDMA binding (RFC 8267): READ result data, WRITE argument data, READLINK result, SYMLINK /
-CREATE(NF4LNK) argument.  Where such an item lies is recorded on the RPC facts (``RpcInfo.ddp``) so that
+NFSv2 and NFSv3 (RFC 1094, 1813) are decoded in full from their XDR declarations (``nfs2.py``,
+``nfs3.py``, on the engine of ``xdrlang.py``): every procedure's arguments and results, named as tshark
+names them; so are MOUNT, NLM and NFSACL (``nfs_side.py``) and the NFSv4 operations of ``nfs4.py``.
+The other NFSv4.x COMPOUND operations (RFC 7530, 8881, 7862, 8276), each named, and the NFSv4.1
+backchannel CB_COMPOUND are walked as far as needed to find the next operation and the DDP-eligible
+items of the RPC-over-RDMA binding (RFC 8267): READ result data, WRITE argument data, READLINK result,
+SYMLINK / CREATE(NF4LNK) argument.  Where such an item lies is recorded on the RPC facts (``RpcInfo.ddp``) so that
 analysis can tie chunk data to it.
 
 The summary path reads only what it needs (a v3 reply's status, the DDP items' places: ``_v3_write_call``,
@@ -19,11 +20,11 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
-from . import nfs3, nfs4, nfs_side
+from . import nfs2, nfs3, nfs4, nfs_side
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError, u32
-from .xdrlang import Walk, XdrType, field
+from .xdrlang import VOID, PlainWalk, XdrType, field
 
 declaring(__name__)
 protocol("nfs", "Network File System")
@@ -103,13 +104,14 @@ DDP_INLINE: Final = Field("nfs.ddp.inline", 0, "Carried inline", "bool")
 UNPARSED: Final = Field("nfs.unparsed_ops", 0, "Operations not walked", "str")
 
 
-class _Walk(Walk):
-    """Where the walk over one message stands: the RPC start and how reduced items are placed."""
+class _Walk:
+    """Where the walk over one message stands: the RPC start and how reduced items are placed (an
+    ``xdrlang.Walk`` for the declarations: ``call`` and ``ddp``)."""
 
-    __slots__ = ("base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs")
+    __slots__ = ("call", "base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
-        super().__init__(info.call_facts)
+        self.call: object = info.call_facts       # what the reply's call left (RpcInfo.call_facts)
         self.base = base
         self.shift = 0
         self.info = info
@@ -156,37 +158,16 @@ class _Walk(Walk):
 
 
 # --- NFSv2/v3 ---------------------------------------------------------------------------------------
-def _nfs3(cur: Cursor, w: _Walk, proc: int | None) -> None:
-    """A v3 call's arguments or a reply's results, by their declarations (nfs3.ARGS / nfs3.RES)."""
-    decl = (nfs3.RES if w.reply else nfs3.ARGS).get(proc) if proc is not None else None
-    if decl is None:
+def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrType],
+                  results: dict[int, XdrType]) -> None:
+    """A v2 or v3 call's arguments or a reply's results, by their declarations (nfs2 / nfs3)."""
+    decl = (results if w.reply else args).get(proc) if proc is not None else None
+    if decl is None or decl is VOID:    # NULL (and v2's ROOT, WRITECACHE): void results, no status
         return
     lay = w.lay
     value = decl.read(cur, w, None if lay is NULL else lay)
-    if w.reply and proc != 0:       # NULL: a void result, no status (RFC 1813 §3.3.0)
+    if w.reply:
         w.info.nfs_status = value[0]
-
-
-def _nfs2(cur: Cursor, w: _Walk, proc: int | None) -> None:
-    if not w.reply:
-        if proc == 8:        # writeargs: file(32), beginoffset, offset, totalcount, data
-            cur.skip(44, "writeargs")
-            w.ddp(cur, "write_data")
-        elif proc == 13:     # symlinkargs: from (dir 32, name), to path, attributes
-            cur.skip(32, "dir fh")
-            cur.skip_opaque("name")
-            w.ddp(cur, "symlink")
-        return
-    if proc in (0, 3, 7):    # NULL, ROOT, WRITECACHE: void results, no status (RFC 1094 §2.2)
-        return
-    status = cur.u32("status")
-    w.lay.add(STATUS, status, cur.pos - 4, 4)
-    w.info.nfs_status = status
-    if status == 0 and proc == 6:
-        cur.skip(68, "fattr")
-        w.ddp(cur, "read_data")
-    elif status == 0 and proc == 5:
-        w.ddp(cur, "readlink")
 
 
 # --- NFSv4 argument and result walkers ---------------------------------------------------------------
@@ -528,9 +509,9 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     w.programs = programs
     try:
         if info.vers == 3:
-            _nfs3(cur, w, info.proc)
+            _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES)
         elif info.vers == 2:
-            _nfs2(cur, w, info.proc)
+            _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
         elif info.vers == 4 and info.proc == 1:
             _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False, nfs4.RES if w.reply else nfs4.ARGS)
     except XdrError as e:
@@ -709,7 +690,7 @@ def _fill_side(lay: Layer) -> None:
         return
     cur = Cursor(lay.buf, lay.off, end)
     try:
-        decl.read(cur, Walk(info.call_facts), lay)
+        decl.read(cur, PlainWalk(info.call_facts), lay)
     except XdrError as e:
         lay.add(_SIDE_MALFORMED[proto], str(e), cur.pos, 0)
 

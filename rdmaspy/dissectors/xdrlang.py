@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import struct as _struct
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Final, Iterator, Mapping, Sequence
+from typing import Any, Callable, Final, Iterator, Mapping, Protocol, Sequence
 
 from ..fields import CATALOG, Field, protocol
 from ..packet import Layer
@@ -44,11 +44,21 @@ _FALSE: Final = b"\0\0\0\0"
 DECLARED: Final[dict[str, "XdrType"]] = {}
 
 
-class Walk:
+class Walk(Protocol):
     """What a decode walk carries beside the bytes: ``call``, what was kept of a reply's call (tshark
-    decodes a reply with its call in hand: NFSv3 ACCESS shows the rights asked for); DDP-eligible
-    items, which this walk finds inline and a protocol's walk (NFS over RPC-over-RDMA) tells reduced
-    from inline by overriding ``ddp``."""
+    decodes a reply with its call in hand: NFSv3 ACCESS shows the rights asked for), and ``ddp``, which
+    places a DDP-eligible item: reduced out of the message into a chunk, or inline.  A protocol's walk
+    (NFS over RPC-over-RDMA: nfs._Walk) is any object of this shape; ``PlainWalk`` finds every item inline."""
+
+    call: object
+
+    def ddp(self, cur: Cursor, kind: str, lay: Layer | None) -> tuple[int, int, bool]:
+        """At a DDP-eligible item's length word: step over the item; return (where its bytes start,
+        its length, whether they are in the message)."""
+
+
+class PlainWalk:
+    """A walk with every DDP-eligible item inline (bytes decoded or built alone, a side program)."""
 
     __slots__ = ("call",)
 
@@ -56,15 +66,13 @@ class Walk:
         self.call = call
 
     def ddp(self, cur: Cursor, kind: str, lay: Layer | None) -> tuple[int, int, bool]:
-        """At a DDP-eligible item's length word: step over the item; return (where its bytes start,
-        its length, whether they are in the message)."""
         n = cur.u32(kind)
         p = cur.need((n + 3) & ~3, kind)
         cur.pos = p + ((n + 3) & ~3)
         return p, n, True
 
 
-PLAIN: Final = Walk()
+PLAIN: Final = PlainWalk()
 
 
 class Out:
@@ -151,9 +159,9 @@ class Int(XdrType):
     """``[unsigned] int`` (32 bits) or ``[unsigned] hyper`` (64 bits); an ``enum`` is one with value names
     (its field's ``names``).  ``also``: further fields showing the same value (tshark shows an NFSv3
     status as both ``nfs.status3`` and ``nfs.status``); ``flags``: (field, mask) pairs, each shown as a
-    boolean of the value's bits."""
+    boolean of the value's bits (a field displayed "bool") or as the value of the bits under the mask."""
 
-    __slots__ = ("field", "bits", "signed", "also", "flags")
+    __slots__ = ("field", "bits", "signed", "also", "flags", "_pack")
 
     def __init__(self, f: Field | None, bits: int = 32, signed: bool = False, also: Sequence[Field] = (),
                  flags: Sequence[tuple[Field, int]] = ()) -> None:
@@ -165,6 +173,8 @@ class Int(XdrType):
         self.signed = signed
         self.also = tuple(also)
         self.flags = tuple(flags)
+        self._pack = _struct.Struct({(4, False): ">I", (4, True): ">i", (8, False): ">Q",
+                                     (8, True): ">q"}[(bits // 8, signed)]).pack
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         p = cur.pos
@@ -192,15 +202,17 @@ class Int(XdrType):
         for a in self.also:
             lay.add(a, v, p, n)
         for flag, mask in self.flags:
-            lay.add(flag, bool(v & mask), p, n)
+            if flag.display == "bool":
+                lay.add(flag, bool(v & mask), p, n)
+            else:                       # a field of several bits: its value, shifted down
+                lay.add(flag, (v & mask) >> ((mask & -mask).bit_length() - 1), p, n)
 
     @property
     def what(self) -> str:
         return self.field.name if self.field is not None else f"{'' if self.signed else 'u'}int{self.bits}"
 
     def write(self, value: Any, out: Out) -> None:
-        code = {(4, False): ">I", (4, True): ">i", (8, False): ">Q", (8, True): ">q"}[(self.size, self.signed)]
-        out.parts.append(_struct.pack(code, value))
+        out.parts.append(self._pack(value))
 
     def fields(self) -> Iterator[Field]:
         if self.field is not None:
@@ -468,19 +480,16 @@ class Optional(XdrType):
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         p = cur.pos
-        name = self.follows.name if self.follows is not None else "optional"
-        v = cur.u32(name)
-        if v > 1:
-            raise XdrInvalid(f"{name}: discriminant {v} is not 0 or 1")
+        follows = self._follows(cur)
         if lay is not None and self.follows is not None:
-            lay.add(self.follows, v, p, 4)
-        return self.item.read(cur, w, lay) if v else None
+            lay.add(self.follows, int(follows), p, 4)
+        return self.item.read(cur, w, lay) if follows else None
 
     def skip(self, cur: Cursor, w: Walk) -> None:
-        if self.read_follows(cur):
+        if self._follows(cur):
             self.item.skip(cur, w)
 
-    def read_follows(self, cur: Cursor) -> bool:
+    def _follows(self, cur: Cursor) -> bool:
         name = self.follows.name if self.follows is not None else "optional"
         v = cur.u32(name)
         if v > 1:
@@ -653,10 +662,11 @@ class Tree(XdrType):
 
 # --- declaring: short constructors ------------------------------------------------------------------
 def uint32(name: str | None, label: str = "", display: str = "dec", names: Mapping[int, str] | None = None,
-           also: Sequence[str | Field] = (), flags: Sequence[tuple[str, str, int]] = ()) -> Int:
-    """``unsigned int`` shown as field ``name`` (None: read, not shown); ``flags``: (name, label, mask)."""
+           also: Sequence[str | Field] = (), flags: Sequence[tuple[Any, ...]] = ()) -> Int:
+    """``unsigned int`` shown as field ``name`` (None: read, not shown); ``flags``: (name, label, mask) for
+    a boolean of the value's bits, (name, label, mask, display) for the value of several bits."""
     return Int(_field_of(name, label, display, names), 32, False, _fields(also),
-               [(field(n, lab, "bool"), m) for n, lab, m in flags])
+               [(field(f[0], f[1], f[3] if len(f) > 3 else "bool"), f[2]) for f in flags])
 
 
 def int32(name: str | None, label: str = "", display: str = "dec") -> Int:
