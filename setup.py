@@ -36,7 +36,7 @@ COMPILED = [
     "rdmaspy/dissectors/data.py", "rdmaspy/dissectors/ethernet.py", "rdmaspy/dissectors/ip.py",
     "rdmaspy/dissectors/transport.py", "rdmaspy/dissectors/infiniband.py",
     "rdmaspy/dissectors/rdma_reassembly.py", "rdmaspy/dissectors/rpcrdma.py", "rdmaspy/dissectors/rpcrdma_message.py",
-    "rdmaspy/dissectors/xdr.py",
+    "rdmaspy/dissectors/xdr.py", "rdmaspy/dissectors/xdrlang.py",
     "rdmaspy/dissectors/hexfmt.py",
     "rdmaspy/dissectors/onc_rpc.py", "rdmaspy/dissectors/nfs.py", "rdmaspy/dissectors/rpcrdma2.py",
     "rdmaspy/dissectors/rdma_cm.py", "rdmaspy/dissectors/rpcrdma_pdata.py",

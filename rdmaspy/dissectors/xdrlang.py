@@ -30,6 +30,8 @@ import struct as _struct
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Final, Iterator, Mapping, Protocol, Sequence
 
+from mypy_extensions import mypyc_attr
+
 from ..fields import CATALOG, Field, protocol
 from ..packet import Layer
 from .xdr import Cursor, XdrError, XdrInvalid, u32
@@ -101,6 +103,7 @@ def _field_of(f: Field | str | None, label: str = "", display: str = "dec",
     return field(f, label, display, names)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)      # a protocol's own kinds (nfs4.Bitmap4)
 class XdrType(ABC):
     """One XDR type.  ``size``: its encoded size when fixed, else -1; ``min_size``: the least bytes
     one instance takes (what a counted array's claim is checked against)."""
@@ -155,6 +158,7 @@ class Void(XdrType):
 VOID: Final = Void()
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)      # nfs3.AccessMask
 class Int(XdrType):
     """``[unsigned] int`` (32 bits) or ``[unsigned] hyper`` (64 bits); an ``enum`` is one with value names
     (its field's ``names``).  ``also``: further fields showing the same value (tshark shows an NFSv3
