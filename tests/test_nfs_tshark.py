@@ -217,3 +217,16 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
         assert full4 > 20          # SEQUENCE, PUTFH, READ, WRITE, GETATTR's request... compared in full
     if name == "rxe-nfsv3-rdma.pcap":
         assert misread == 7
+
+
+def test_the_built_capture_is_what_its_builder_makes(tmp_path):
+    """tests/fixtures/nfs_all_procs.pcap is made from the declarations: a changed or new declaration needs
+    it rebuilt (``python3 tests/fixtures/nfs_procs_build.py``) to be compared with tshark."""
+    import importlib.util
+    from conftest import FIXTURES
+    spec = importlib.util.spec_from_file_location("nfs_procs_build", FIXTURES / "nfs_procs_build.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    built = mod.build(tmp_path / "nfs_all_procs.pcap")
+    assert built.read_bytes() == (FIXTURES / "nfs_all_procs.pcap").read_bytes(), \
+        "rebuild it: python3 tests/fixtures/nfs_procs_build.py"
