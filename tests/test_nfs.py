@@ -193,3 +193,32 @@ def test_the_real_nfsv3_null_replies_are_not_malformed(name, frame):
     p = pkts[-1]
     assert "NFSv3 NULL Reply" in p.info_text
     assert p.malformed is None and not [e for e in p.expert or () if e.group == "malformed"]
+
+
+_DECLARED_PROGRAMS = [(100003, 2, sorted(nfs.nfs2.ARGS)), (100003, 3, sorted(nfs.nfs3.ARGS)),
+                      (100003, 4, [1]), (100005, 3, list(range(6))), (100021, 4, [1, 2, 3, 4, 5, 20, 23]),
+                      (100227, 3, [1, 2, 3])]
+
+
+@pytest.mark.parametrize("prog, vers, procs", _DECLARED_PROGRAMS)
+def test_hostile_bodies_leave_a_reason_and_never_an_exception(prog, vers, procs):
+    """Random call and reply bodies for every declared procedure: the summary path and the fill of the
+    tree raise nothing; a body the declarations cannot read leaves its reason (``*.malformed``) in the
+    tree, the frame's decoding and the capture's go on."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from rdmaspy.fieldview import layer_nodes
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.sampled_from(procs), st.binary(max_size=160), st.binary(max_size=160))
+    def hostile(proc, args, results):
+        s = Session()
+        for p, _info in (call(prog, vers, proc, args, 7, session=s), reply(7, results, s)):
+            names = set()
+            for lay in p.layers:
+                for _d, item, _v, off, ln in layer_nodes(lay):
+                    names.add(getattr(item, "name", None) or getattr(item, "proto", None))
+                    assert off == -1 or 0 <= off and off + ln <= len(lay.buf)
+            if any(e.group == "malformed" for e in p.expert or ()):
+                assert names & {"nfs.malformed", "mount.malformed", "nlm.malformed", "nfsacl.malformed"}
+    hostile()
