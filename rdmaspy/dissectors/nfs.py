@@ -88,15 +88,15 @@ register_program(NFS_CB_PROG, "NFS CB", {1: NFS_CB_PROCS})
 PROCS: Final = {2: field("nfs.procedure_v2", "V2 Procedure", names=NFS2_PROCS),
                 3: field("nfs.procedure_v3", "V3 Procedure", names=NFS3_PROCS),
                 4: field("nfs.procedure_v4", "V4 Procedure", names=NFS4_PROCS)}
-CB_PROC: Final = Field("nfs.cb.procedure", 32, "Callback procedure", names=NFS_CB_PROCS)
+CB_PROC: Final = field("nfs.cb_procedure", "CB Procedure", names=NFS_CB_PROCS)
 STATUS: Final = nfs3.STATUS
 TAG: Final = field("nfs.tag", "Tag", "str")
 MINORVERSION: Final = field("nfs.minorversion", "minorversion")
 OPS_COUNT: Final = field("nfs.ops.count", "Operations")
 OPCODE: Final = field("nfs.opcode", "Opcode", names=NFS4_OPS)
 MALFORMED: Final = field("nfs.malformed", "Malformed: the walk stopped here", "str")
-CB_OPCODE: Final = Field("nfs.cb.opcode", 32, "Callback operation", names=NFS_CB_OPS)
-CB_IDENT: Final = Field("nfs.callback_ident", 32, "Callback identifier", "hex")
+CB_OPCODE: Final = field("nfs.cb.operation", "Opcode", names=NFS_CB_OPS)
+CB_IDENT: Final = field("nfs.callback.ident", "callback_ident")
 DDP_KIND: Final = Field("nfs.ddp.kind", 0, "DDP-eligible item", "str")
 DDP_POS: Final = Field("nfs.ddp.position", 0, "Position in the RPC message", unit="bytes")
 DDP_LEN: Final = Field("nfs.ddp.length", 0, "Length", unit="bytes")
@@ -164,10 +164,10 @@ def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrTy
     decl = (results if w.reply else args).get(proc) if proc is not None else None
     if decl is None or decl is VOID:    # NULL (and v2's ROOT, WRITECACHE): void results, no status
         return
+    if w.reply and cur.left >= 4:
+        w.info.nfs_status = u32(cur.buf, cur.pos)     # the status, first, even if what follows is bad
     lay = w.lay
-    value = decl.read(cur, w, None if lay is NULL else lay)
-    if w.reply:
-        w.info.nfs_status = value[0]
+    decl.read(cur, w, None if lay is NULL else lay)
 
 
 # --- NFSv4 argument and result walkers ---------------------------------------------------------------
@@ -549,7 +549,10 @@ def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     """WRITE3args (file, offset, count, stable, data) when well formed; False: the careful walk takes it."""
     if end - off < 4:
         return False
-    p = off + 4 + ((u32(buf, off) + 3) & ~3) + 16
+    fh_len = u32(buf, off)
+    if fh_len > 64:                 # nfs_fh3 is opaque<64>: the walk says why it is not
+        return False
+    p = off + 4 + ((fh_len + 3) & ~3) + 16
     return p <= end and _last_ddp(buf, p, end, info, base, chunks, "write_data")
 
 
@@ -559,6 +562,8 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
         return False
     status = u32(buf, off)
     follows = u32(buf, off + 4)
+    if follows > 1:                 # a boolean: the walk says why it is not
+        return False
     p = off + 8
     if follows:
         p += 84
@@ -568,7 +573,7 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
         info.nfs_status = status
         return True
     p += 8
-    if p > end:
+    if p > end or u32(buf, p - 4) > 1:     # count, eof (a boolean)
         return False
     info.nfs_status = status
     return _last_ddp(buf, p, end, info, base, chunks, "read_data")
