@@ -50,9 +50,9 @@ _BYTE_DISPLAYS = ("bytes", "gid", "ipv4", "ipv6", "mac", "str")
 
 
 # --- header packers compiled from the declarations ---------------------------------------------------
-def _as_bytes(v: Any, n: int) -> bytes:
+def _as_bytes(v: Any, n: int, order: str = "big") -> bytes:
     if isinstance(v, int):
-        return v.to_bytes(n, "big")
+        return v.to_bytes(n, "little" if order == "little" else "big")
     b = bytes(v)
     return b if len(b) == n else b.ljust(n, b"\0")[:n]
 
@@ -71,7 +71,7 @@ def compile_packer(header: Header) -> Callable[..., bytes]:
             idx = members[0][0]
             name = header.fields[idx].name.rsplit(".", 1)[-1]
             params.append(f"{name}=b''")
-            exprs.append(f"_b({name}, {g.nbytes})")
+            exprs.append(f"_b({name}, {g.nbytes}, {header.byteorder!r})")
             continue
         parts = []
         for idx, shift, w in members:
@@ -83,7 +83,7 @@ def compile_packer(header: Header) -> Callable[..., bytes]:
             parts.append(e)
         e = " | ".join(parts)
         if g.nbytes not in (1, 2, 4, 8):
-            e = f"({e}).to_bytes({g.nbytes}, 'big')"
+            e = f"({e}).to_bytes({g.nbytes}, {header.byteorder!r})"
         exprs.append(e)
     seen: set[str] = set()
     for p in params:

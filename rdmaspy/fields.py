@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Callable, Final, Mapping
+from typing import Any, Callable, Final, Literal, Mapping
 
 from mypy_extensions import mypyc_attr
 
@@ -96,14 +96,25 @@ class Header:
     integers, others as byte strings converted with ``int.from_bytes`` (only
     where a value is wider than 64 bits or the group width is odd, as for
     24-bit QPNs standing alone) or kept as bytes (addresses, GIDs).
+
+    ``little``: a little-endian layout (NVMe): each group is a little-endian integer and its fields are
+    declared from its least significant bit up, as the specifications draw them (bit 0 first), so a
+    field of whole bytes is where the declaration puts it and a flag byte reads as written.
+
+    ``parts``: the named bits of some of its words (the word's name relative to the header -> its bits,
+    named relative to the header too, in the header's bit order), shown besides the whole word as tshark shows a word and
+    its bits: each word's parts are a header of their own over the word's bytes (``parts_of``), whose
+    values a layer adds as items (``packet.add_parts``).
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields", "every_field")
+                 "struct", "_groups", "_byte_fields", "every_field", "little", "parts")
 
-    def __init__(self, name: str, label: str, fields: list[Field]) -> None:
+    def __init__(self, name: str, label: str, fields: list[Field], little: bool = False,
+                 parts: Mapping[str, list[Field]] | None = None) -> None:
         self.name = name
         self.label = label
+        self.little = little
         self.fields: tuple[Field, ...] = tuple(
             Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False)
             for f in fields)
@@ -113,7 +124,37 @@ class Header:
             self.index[f.name] = i
             self.index[f.name.rsplit(".", 1)[-1]] = i
         self._compile()
+        # (field index, byte offset, the word's parts as a header) for each word with parts
+        self.parts: tuple[tuple[int, int, Header], ...] = ()
+        if parts:
+            self.parts = tuple(self._compile_parts(word, fields) for word, fields in parts.items())
         CATALOG.add_header(self)
+
+    def _compile_parts(self, word: str, parts: list[Field]) -> tuple[int, int, Header]:
+        i = self.index[f"{self.name}.{word}"]
+        f = self.fields[i]
+        byte_off, nbytes, bit = self.spans[i]
+        if bit or f.bits % 8 or i in self._byte_fields:
+            raise ValueError(f"{f.name}: only a word of whole bytes has parts")
+        if sum(p.bits for p in parts) != f.bits:
+            raise ValueError(f"{f.name}: its parts are {sum(p.bits for p in parts)} bits, the word {f.bits}")
+        hdr = Header(self.name, self.label, parts, self.little)
+        # a layer holds them as items (packet.add_parts): what filters look for in a layer's variable part
+        CATALOG.standalone.update(p.name for p in hdr.fields)
+        return i, byte_off, hdr
+
+    def parts_of(self, word: str) -> Header:
+        """The header of the parts of ``word`` (its name relative to the header, or full)."""
+        i = self.index.get(f"{self.name}.{word}", self.index.get(word, -1))
+        for idx, _off, hdr in self.parts:
+            if idx == i:
+                return hdr
+        raise KeyError(f"{self.name}: {word} has no parts")
+
+    @property
+    def byteorder(self) -> Literal["little", "big"]:
+        """"big" or "little": how the header's multi-byte integers are laid out."""
+        return "little" if self.little else "big"
 
     def __reduce__(self) -> tuple[Callable[[str, int], Header], tuple[str, int]]:
         """Pickled as a reference to the declaration (the pipeline's checkpoints): its decoder is
@@ -122,6 +163,8 @@ class Header:
 
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self) -> None:
+        little = self.little
+        order = "little" if little else "big"
         groups: list[_Group] = []
         spans: list[tuple[int, int, int]] = []  # per field: byte offset, byte length, bit offset in first byte
         bitpos = 0
@@ -147,10 +190,19 @@ class Header:
             if width % 8 == 0:
                 assert current is not None
                 current.nbytes = width // 8
-                shift = width
-                for idx, w in pending:
-                    shift -= w
-                    current.members.append((idx, shift, w))
+                if little:
+                    # least significant bit first: a field's shift is the width declared before it
+                    shift = 0
+                    for idx, w in pending:
+                        current.members.append((idx, shift, w))
+                        lo = current.byte_off * 8 + shift
+                        spans[idx] = (lo // 8, (lo % 8 + w + 7) // 8, lo % 8)
+                        shift += w
+                else:
+                    shift = width
+                    for idx, w in pending:
+                        shift -= w
+                        current.members.append((idx, shift, w))
                 groups.append(current)
                 pending = []
         if pending:
@@ -160,7 +212,7 @@ class Header:
         self._groups = groups
         self._byte_fields = byte_fields
 
-        fmt = ">"
+        fmt = "<" if little else ">"
         for g in groups:
             fmt += _INT_CODES.get(g.nbytes, f"{g.nbytes}s") if not (
                 len(g.members) == 1 and g.members[0][1] == -1) else f"{g.nbytes}s"
@@ -175,7 +227,7 @@ class Header:
                 exprs[g.members[0][0]] = gv
                 continue
             if g.nbytes not in _INT_CODES:
-                lines.append(f"    {gv} = _fb({gv}, 'big')")
+                lines.append(f"    {gv} = _fb({gv}, '{order}')")
             for idx, shift, w in g.members:
                 mask = (1 << w) - 1
                 e = gv
@@ -196,19 +248,28 @@ class Header:
         self.decode = ns["decode"]
 
     def words(self, width: int = 32) -> struct.Struct:
-        """The header read as big-endian unsigned integers of ``width`` bits (8, 16, 32 or 64), the unpack
-        that ``spot`` positions refer to; ValueError if the header is not a whole number of them."""
+        """The header read as unsigned integers of ``width`` bits (8, 16, 32 or 64) in its byte order, the
+        unpack that ``spot`` positions refer to; ValueError if the header is not a whole number of them."""
         code = _INT_CODES.get(width // 8) if width % 8 == 0 else None
         if code is None or (self.size * 8) % width:
             raise ValueError(f"{self.name}: {self.size} bytes are not {width}-bit words")
-        return struct.Struct(f">{self.size * 8 // width}{code}")
+        return struct.Struct(f"{'<' if self.little else '>'}{self.size * 8 // width}{code}")
 
     def spot(self, name: str, width: int = 32) -> BitSpot:
         """Where field ``name`` (short or full) sits in what ``words(width)`` unpacks, from the bit widths
         declared before it; ValueError for a field that straddles two words."""
         i = self.index[name]
-        start = sum(f.bits for f in self.fields[:i])
         bits = self.fields[i].bits
+        if self.little:
+            # bit b of a little-endian run of bytes is bit b % width of its word b // width
+            byte_off, _n, bit = self.spans[i]
+            start = byte_off * 8 + bit
+            word, first = divmod(start, width)
+            if first + bits > width:
+                raise ValueError(f"{self.fields[i].name}: bits {start}..{start + bits - 1} straddle {width}-bit "
+                                 f"words")
+            return BitSpot(word, first, (1 << bits) - 1)
+        start = sum(f.bits for f in self.fields[:i])
         word, first = divmod(start, width)
         if first + bits > width:
             raise ValueError(f"{self.fields[i].name}: bits {start}..{start + bits - 1} straddle {width}-bit words")
@@ -228,7 +289,7 @@ class Header:
                 idx = g.members[0][0]
                 v = vals.get(self.fields[idx].name, vals.get(self.fields[idx].name.rsplit(".", 1)[-1], b""))
                 if isinstance(v, int):
-                    v = v.to_bytes(g.nbytes, "big")
+                    v = v.to_bytes(g.nbytes, self.byteorder)
                 v = bytes(v)
                 args.append(v.ljust(g.nbytes, b"\0")[:g.nbytes])
                 continue
@@ -237,12 +298,12 @@ class Header:
                 f = self.fields[idx]
                 v = vals.get(f.name, vals.get(f.name.rsplit(".", 1)[-1], 0))
                 if isinstance(v, (bytes, bytearray)):
-                    v = int.from_bytes(v, "big")
+                    v = int.from_bytes(v, self.byteorder)
                 acc |= (int(v) & ((1 << w) - 1)) << shift
             if g.nbytes in _INT_CODES:
                 args.append(acc)
             else:
-                args.append(acc.to_bytes(g.nbytes, "big"))
+                args.append(acc.to_bytes(g.nbytes, self.byteorder))
         return self.struct.pack(*args)
 
     def as_dict(self, values: tuple) -> dict[str, Any]:

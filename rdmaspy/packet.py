@@ -155,6 +155,22 @@ class Layer:
         return f"<Layer {self.proto} @{self.off}+{self.length}>"
 
 
+def add_parts(lay: Layer) -> None:
+    """The named bits of the words of ``lay``'s header (``Header.parts``), as its items, each over its
+    word's bytes: a layer's fill (``Layer.lazy``), so that a summary never decodes them."""
+    hdr = lay.header
+    if hdr is None:
+        return
+    buf = lay.buf
+    base = lay.off
+    for _i, at, bits in hdr.parts:
+        off = base + at
+        if off + bits.size > len(buf):
+            continue
+        for f, v in zip(bits.fields, bits.decode(buf, off)):
+            lay.add(f, v, off, bits.size)
+
+
 @dataclass(slots=True)
 class Expert:
     """A finding attached to a packet by a dissector (analysis adds its own later)."""

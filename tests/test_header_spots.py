@@ -44,7 +44,8 @@ def test_spots_read_what_the_decoder_reads_in_every_declared_header(data, width)
         values = hdr.decode(data, 0)
         for i, spot in _word_fields(hdr, width):
             v = values[i]
-            assert spot.of(words) == (int.from_bytes(v, "big") if isinstance(v, bytes) else v), hdr.fields[i].name
+            assert spot.of(words) == (int.from_bytes(v, hdr.byteorder) if isinstance(v, bytes) else v), \
+                hdr.fields[i].name
             checked += 1
     assert checked
 
