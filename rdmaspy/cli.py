@@ -26,6 +26,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="most memory kept across packets (reassembly, analysis), e.g. 512M or 2G; past it the oldest"
                         " state is given up with a finding (default 256M, or $RDMASPY_MEMORY_BUDGET); accepted"
                         " before or after the command")
+    p.add_argument("--decode-as", metavar="PORT=PROTOCOL", action="append",
+                   help="decode the RDMA connections of RDMA-CM port (iWARP: TCP port) PORT as PROTOCOL, one of "
+                        "nvme-rdma, rpcrdma (repeatable; NVMe/RDMA is bound to 4420 and RPC-over-RDMA to 20049 "
+                        "already); accepted before or after the command")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
         module.register(sub)
@@ -54,8 +58,9 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _take_memory_budget(argv: list[str]) -> list[str]:
-    """``--memory-budget SIZE`` (or ``=SIZE``) anywhere on the line sets the one budget of every command."""
+def _take_global_options(argv: list[str]) -> list[str]:
+    """``--memory-budget SIZE`` and ``--decode-as PORT=PROTOCOL`` (or ``=VALUE``) anywhere on the line: the one
+    budget of every command, the upper layers bound to ports."""
     from . import budget
     rest: list[str] = []
     i = 0
@@ -64,19 +69,40 @@ def _take_memory_budget(argv: list[str]) -> list[str]:
         if a == "--":
             rest.extend(argv[i:])
             break
-        if a == "--memory-budget" or a.startswith("--memory-budget="):
+        name = a.split("=", 1)[0]
+        if name in ("--memory-budget", "--decode-as"):
             if "=" in a:
                 value = a.split("=", 1)[1]
             elif i + 1 < len(argv):
                 i += 1
                 value = argv[i]
             else:
-                raise UsageError("argument --memory-budget: expected a size such as 512M")
-            budget.configure(budget.parse_size(value))
+                raise UsageError("argument --memory-budget: expected a size such as 512M" if name == "--memory-budget"
+                                 else "argument --decode-as: expected PORT=PROTOCOL, such as 4421=nvme-rdma")
+            if name == "--memory-budget":
+                budget.configure(budget.parse_size(value))
+            else:
+                _decode_as(value)
         else:
             rest.append(a)
         i += 1
     return rest
+
+
+def _decode_as(text: str) -> None:
+    """``PORT=PROTOCOL``: bind an upper layer to an RDMA-CM port (registry.decode_as)."""
+    from .engine import load_dissectors
+    from .registry import ULPS, decode_as
+    load_dissectors()
+    port_text, _, name = text.partition("=")
+    try:
+        port = int(port_text, 0)
+    except ValueError:
+        port = -1
+    if not 0 < port < 65536 or name not in ULPS:
+        raise UsageError(f"argument --decode-as: {text!r} is not PORT=PROTOCOL (a port 1-65535, a protocol of "
+                         f"{', '.join(sorted(ULPS))})")
+    decode_as(port, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -91,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         sys.unraisablehook = hook
         budget.configure(None)
+        from .registry import reset_decode_as
+        reset_decode_as()
 
 
 def _quiet_out_of_memory(unraisable) -> None:
@@ -103,7 +131,7 @@ def _quiet_out_of_memory(unraisable) -> None:
 
 def _main(argv: list[str]) -> int:
     try:
-        argv = _take_memory_budget(argv)
+        argv = _take_global_options(argv)
         parser = build_parser()
         args = parser.parse_args(argv)
         resolve_capture_argument(args)

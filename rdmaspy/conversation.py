@@ -40,7 +40,7 @@ class Connection:
                  "req_psn", "rep_psn", "path_mtu", "state", "setup_known",
                  "t_requested", "t_established", "t_closed", "t_first", "t_last",
                  "reject_reason", "closed_by", "client_comm", "server_comm", "pdata_client", "pdata_server",
-                 "inline_c2s", "inline_s2c", "remote_invalidate",
+                 "inline_c2s", "inline_s2c", "remote_invalidate", "ulp", "ulp_client", "ulp_server",
                  "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c")
 
     def __init__(self, conn_id: int, client_addr: str, server_addr: str, ts: int, setup_known: bool = True,
@@ -80,6 +80,11 @@ class Connection:
         self.inline_c2s = DEFAULT_INLINE
         self.inline_s2c = DEFAULT_INLINE
         self.remote_invalidate = False
+        # The upper layer a dissector found on the connection ("nvme-rdma"), and what its setup data said
+        # (facts of the dissector of the port's CM or MPA private data, other than RFC 8797's)
+        self.ulp: str | None = None
+        self.ulp_client: Any = None
+        self.ulp_server: Any = None
         self.packets_c2s = 0
         self.packets_s2c = 0
         self.bytes_c2s = 0
@@ -139,6 +144,9 @@ class Connection:
 # The connections that ended at a packet (an iWARP connection's RST or second in-sequence FIN, or its
 # endpoints beginning another): no later packet belongs to them, so the analysis can let their state go.
 ENDED: Final[Note[list[Connection]]] = Note("conversation.ended")
+# What an upper layer's dissector of CM or MPA private data found (its own facts), for the connection the
+# CM or MPA message sets up (the message's dissector enters them: ``Connection.ulp_client``/``ulp_server``).
+ULP_PDATA: Final[Note[Any]] = Note("conversation.ulp_pdata")
 
 
 def _advertised(p: Any) -> tuple[int, int, bool]:

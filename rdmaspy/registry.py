@@ -118,6 +118,40 @@ def try_heuristics(tab: DissectorTable, pkt: Packet, buf: bytes, off: int, end: 
     return False
 
 
+# --- decode as: upper layers bound to a key (an RDMA-CM port) by the user ----------------------------------
+# Upper layer name -> the (table, dissector) pairs that bind it: its payloads and its connection setup data.
+ULPS: Final[dict[str, list[tuple[str, Dissector]]]] = {}
+# (table, key) -> what held the key before the user bound it (None: nothing), to undo decode_as
+_REBOUND: Final[dict[tuple[str, Any], Dissector | None]] = {}
+
+
+def declare_ulp(name: str, bindings: list[tuple[str, Dissector]]) -> None:
+    """Declare an upper layer a user may bind to another key (``--decode-as PORT=name``): the tables it sits
+    in by key and its dissector in each."""
+    ULPS[name] = bindings
+
+
+def decode_as(key: Any, name: str) -> None:
+    """Bind the upper layer ``name`` to ``key`` in each of its tables, in place of what held it (KeyError for
+    a name never declared)."""
+    for tab_name, dissector in ULPS[name]:
+        tab = table(tab_name)
+        if (tab_name, key) not in _REBOUND:
+            _REBOUND[(tab_name, key)] = tab.by_key.get(key)
+        tab.by_key[key] = dissector
+
+
+def reset_decode_as() -> None:
+    """Undo every ``decode_as``: the tables as the dissectors registered them."""
+    for (tab_name, key), old in _REBOUND.items():
+        tab = table(tab_name)
+        if old is None:
+            tab.by_key.pop(key, None)
+        else:
+            tab.by_key[key] = old
+    _REBOUND.clear()
+
+
 # The dissector of bytes nothing else takes, registered under "data" by dissectors/data.py (which the
 # dissectors package loads first).
 fallback: Final = table("data", "Undissected bytes")

@@ -123,11 +123,12 @@ def frames() -> list[tuple[int, bytes]]:
     s2c(cm_mad(0x12, ib_cm.REJ.encode(localcommid=0, remotecommid=0x3003, msgrej=0, rejinfolen=72, reason=28,
                                       ari=ari) + b"go away", tid2))
 
-    # Connection 3: RDMA-CM over IPv6 with the identifier cut short at the end of the private data.
+    # Connection 3: RDMA-CM over IPv6 with the identifier cut short at the end of the private data, on a
+    # port no upper layer is bound to (the RFC 8797 search runs there; 4420 would be NVMe/RDMA).
     tid3 = 0x0000000400003003
     c3 = dict(src=CLIENT6, dst=SERVER6, ip="6")
     s3 = dict(src=SERVER6, dst=CLIENT6, ip="6")
-    c2s(cm_mad(0x10, req(0x4004, sid(4420), 0x000404, 0x000001,
+    c2s(cm_mad(0x10, req(0x4004, sid(9999), 0x000404, 0x000001,
                           ip_cm_header(CLIENT6, SERVER6, 0x1234) + bytes(51) + MAGIC + b"\x01",
                           src=CLIENT6, dst=SERVER6), tid3), **c3)
     s2c(cm_mad(0x13, rep(0x5005, 0x4004, 0x000505, 0x000002, b""), tid3), **s3)

@@ -63,7 +63,7 @@ def test_fixture_connections_states_and_thresholds():
     assert (c1.packets_c2s, c1.packets_s2c) == (2, 2) and c1.path_mtu == 4096
     assert c2.state == "rejected" and c2.reject_reason == 28 and c2.server_qpn is None
     assert (c2.inline_c2s, c2.inline_s2c) == (1024, 1024) and c2.pdata_client.version == 2
-    assert c3.state == "established" and c3.client_addr == "2001:db8::10" and c3.port == 4420
+    assert c3.state == "established" and c3.client_addr == "2001:db8::10" and c3.port == 9999
     assert c3.pdata_client.problem == "overrun" and (c3.inline_c2s, c3.inline_s2c) == (1024, 1024)
     assert [p.frame.num for p in pkts if p.conv is c1] == list(range(1, 13))
 

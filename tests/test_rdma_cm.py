@@ -45,7 +45,7 @@ def test_ip_cm_header_ipv6():
     import ipaddress
     assert ipaddress.ip_address(ip["cm.req.ip_cm.sip6"]) == ipaddress.ip_address(CLIENT6)
     assert ipaddress.ip_address(ip["cm.req.ip_cm.dip6"]) == ipaddress.ip_address(SERVER6)
-    assert "SID=NVMe/RDMA(4420)" in p.info_text
+    assert "SID=RDMA-CM TCP(9999)" in p.info_text
 
 
 def test_non_rdma_cm_service_id_keeps_whole_private_data():

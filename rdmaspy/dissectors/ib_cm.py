@@ -271,6 +271,18 @@ def _pdata_of(pkt: Packet) -> RpcRdmaPdata | None:
     return pkt.noted(RPCRDMA_PDATA)
 
 
+def _take_ulp(pkt: Packet, conn: conversation.Connection, client: bool) -> None:
+    """What the upper layer's private data said, for the connection (the client's REQ, the server's REP
+    or REJ)."""
+    facts = pkt.noted(conversation.ULP_PDATA)
+    if facts is None:
+        return
+    if client:
+        conn.ulp_client = facts
+    else:
+        conn.ulp_server = facts
+
+
 def _timeout_us(code: int) -> float:
     """CM timeouts are 4.096 us * 2^code."""
     return 4.096 * (1 << code)
@@ -305,6 +317,7 @@ def dissect_req(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     conn = conversation.connections(ctx).cm_req(
         pkt, comm, sid, port, rc[1] if rc is not None else None, qpn, psn, MTU_BYTES.get(mtu),
         v[i["transpsvctype"]], _pdata_of(pkt))
+    _take_ulp(pkt, conn, True)
     conn.client_gid = fmt_gid(v[i["prim_localgid"]])
     conn.server_gid = fmt_gid(v[i["prim_remotegid"]])
     if sport is not None:
@@ -328,7 +341,7 @@ def dissect_rep(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.add_expert("warning", "malformed", f"cm.rep: private data is {pend - poff} of 196 bytes", "IBTA 12.6")
     lay.add(REP_PRIVATE, bytes(buf[poff:pend]), poff, pend - poff)
     rdma_cm.hand_private(pkt, buf, poff, pend, ctx, conn.port if conn is not None else None)
-    tab.cm_rep(pkt, local, remote, qpn, psn, _pdata_of(pkt))
+    _take_ulp(pkt, tab.cm_rep(pkt, local, remote, qpn, psn, _pdata_of(pkt)), False)
 
 
 def _two_ids(hdr: Header, private: Field, psize: int, kind: str):
@@ -366,7 +379,9 @@ def _two_ids(hdr: Header, private: Field, psize: int, kind: str):
         if kind == "rtu":
             tab.cm_rtu(pkt, local, remote)
         elif kind == "rej":
-            tab.cm_rej(pkt, local, remote, v[hdr.index["reason"]])
+            rejected = tab.cm_rej(pkt, local, remote, v[hdr.index["reason"]])
+            if rejected is not None:
+                _take_ulp(pkt, rejected, False)
         elif kind == "dreq":
             tab.cm_dreq(pkt, local, remote)
         elif kind == "drep":

@@ -607,6 +607,12 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     kw: dict[str, Any] = {"pdata_server": pdata, "replied": True, "rejected": conn.rejected} if replied \
         else {"pdata_client": pdata}
     conn.connection = tab.open_from_mpa(conn.initiator, conn.responder, pkt.frame.ts, port=conn.server_port, **kw)
+    ulp = pkt.noted(_conversation.ULP_PDATA)
+    if ulp is not None:
+        if replied:
+            conn.connection.ulp_server = ulp
+        else:
+            conn.connection.ulp_client = ulp
     if pkt.conv is None:
         # the Request's segment, seen before the connection was known: it is the connection's first
         tab.account(pkt, conn.connection, not replied)

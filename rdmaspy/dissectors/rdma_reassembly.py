@@ -23,6 +23,10 @@
    its RDMA_NOMSG arrives; a reply whose results went into Write chunks is
    rebuilt in its own packet, each chunk's data put back where the NFS walk
    found the reduced item.  Versions 1 and 2, InfiniBand and iWARP.
+3. Any upper layer may want the bytes of one buffer it advertised (``want_data``: an NVMe Identify's data,
+   written by the controller; a Connect's data, read by it): the packets are placed as for chunks, by
+   address, and the upper layer's ``DataDone`` is called with the whole buffer in the packet that completes
+   it (``take_data`` gives what came so far, when its command ends first).
 """
 from __future__ import annotations
 
@@ -180,11 +184,38 @@ class _Placed(_Charged):
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class DataDone:
+    """What an upper layer runs when the buffer it wanted is whole (``want_data``): ``done(pkt, ctx, data,
+    frames)`` in the packet that completed it."""
+
+    def done(self, pkt: Packet, ctx: Session, data: bytes, frames: list[int]) -> None:
+        return None
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _DataWant(_Charged):
+    """One buffer an upper layer wants the bytes of: [address, address + length) under its handle, the
+    pieces placed so far by offset, the frames they came in."""
+
+    __slots__ = ("address", "length", "pieces", "filled", "frames", "then")
+
+    def __init__(self, address: int, length: int, then: DataDone) -> None:
+        super().__init__()
+        self.address = address
+        self.length = length
+        self.pieces: dict[int, bytes] = {}
+        self.filled = 0
+        self.frames: list[int] = []
+        self.then = then
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _State(Holder):
     """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
-    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "write_wants", "written", "kept", "budget")
+    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "write_wants", "written", "kept", "budget",
+                 "data_wants")
 
     def __init__(self, budget: Budget) -> None:
         self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"
@@ -201,6 +232,7 @@ class _State(Holder):
         self.write_wants: dict[Key, tuple[int, int, int]] = {}
         self.written: dict[Key, _Placed] = {}
         self.kept = 0             # bytes charged for ``written``
+        self.data_wants: dict[Key, _DataWant] = {}    # buffers upper layers want whole (want_data)
 
     def charge(self, obj: _Charged, n: int) -> None:
         obj.charged += n
@@ -244,6 +276,11 @@ class _State(Holder):
             if key in self.read_jobs:
                 _drop_job(self, key)
                 gone += 1
+        for key in list(self.data_wants):
+            if start - self.held >= need:
+                return gone
+            self.free(self.data_wants.pop(key))
+            gone += 1
         return gone
 
 
@@ -412,7 +449,7 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
     st = _state(ctx)
     va, rkey, dlen = ib.reth
     key: Key = (pkt.dst, pkt.src, rkey)      # the responder's memory, read by the requester
-    if key in st.read_jobs:
+    if key in st.read_jobs or key in st.data_wants:
         _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
 
@@ -446,6 +483,8 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
     packet that leaves no segment with a hole rebuilds the call."""
     job = st.read_jobs.get(key)
     if job is None:
+        if st.data_wants:
+            _place_wanted(pkt, ctx, st, key, addr, buf, off, end)
         return
     handle = key[2]
     segs = job.msg.reads
@@ -527,7 +566,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
     if ib is None:
         return
     st: _State | None = ctx.state.get("rdma_reassembly")
-    if st is None or not st.write_wants:
+    if st is None or (not st.write_wants and not st.data_wants):
         return
     pos = ib.plan.pos
     akey: tuple = (pkt.src, pkt.dst, ib.destqp)
@@ -537,6 +576,11 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         va, rkey, dlen = ib.reth
         key: Key = (pkt.dst, pkt.src, rkey)      # the receiver's memory, written by the sender
         if key not in st.write_wants:
+            if key not in st.data_wants:
+                return
+            if pos == "first":
+                _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
+            _place_wanted(pkt, ctx, st, key, va, buf, off, end)
             return
         if pos == "first":
             _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
@@ -547,7 +591,10 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         return
     found = _ib_address(rec, ib.psn, pos, end - off)
     if found is not None:
-        _place_written(st, found[0].key, found[1], buf, off, end, pkt.frame.num)
+        if found[0].key in st.data_wants:
+            _place_wanted(pkt, ctx, st, found[0].key, found[1], buf, off, end)
+        else:
+            _place_written(st, found[0].key, found[1], buf, off, end, pkt.frame.num)
 
 
 # --- the same over iWARP: a tagged DDP segment carries its own STag and tagged offset -----------------
@@ -559,7 +606,7 @@ def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
     if st is None:
         return
     key: Key = (pkt.dst, pkt.src, src_stag)      # the responder's memory, read by the requester
-    if key not in st.read_jobs:
+    if key not in st.read_jobs and key not in st.data_wants:
         return
     _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(key, src_to, size, sink_to))
 
@@ -575,6 +622,8 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
         key: Key = (pkt.dst, pkt.src, stag)
         if key in st.write_wants:
             _place_written(st, key, to, buf, off, end, pkt.frame.num)
+        elif key in st.data_wants:
+            _place_wanted(pkt, ctx, st, key, to, buf, off, end)
         return
     rec = st.read_reqs.get((pkt.dst, pkt.src, stag)) if opcode == 2 else None
     if rec is None:
@@ -841,6 +890,91 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
             if key in wants:            # not pop(key, None): compiled, a method call is generic
                 del wants[key]
             st.forget_written(key)
+
+
+# --- buffers an upper layer wants whole ----------------------------------------------------------------------
+_DATA_WANT_LIMIT: Final = 1024        # buffers wanted at once
+_DATA_WANT_BYTES: Final = 1 << 20     # the largest buffer wanted (an admin command's data is a few KiB)
+
+
+def want_data(ctx: Session, owner: str, peer: str, handle: int, address: int, length: int, then: DataDone) -> bool:
+    """Follow the RDMA WRITEs of ``peer`` into, or READs by ``peer`` of, the buffer [address, address + length)
+    that ``owner`` advertised under ``handle``; ``then`` gets the whole buffer in the packet completing it.
+    A handle wanted again replaces its earlier want.  False (nothing followed) for an empty buffer or one
+    larger than an upper layer's structures are."""
+    if length <= 0 or length > _DATA_WANT_BYTES:
+        return False
+    st = _state(ctx)
+    key: Key = (owner, peer, handle)
+    wants = st.data_wants
+    old = wants.get(key)
+    if old is not None:
+        del wants[key]
+        st.free(old)
+    want = wants[key] = _DataWant(address, length, then)
+    st.charge(want, _ENTRY)
+    if len(wants) > _DATA_WANT_LIMIT:
+        _bound(wants, _DATA_WANT_LIMIT, st)
+    return True
+
+
+def take_data(ctx: Session, owner: str, peer: str, handle: int) -> tuple[bytes, list[int]] | None:
+    """Stop following the buffer ``owner`` advertised under ``handle`` (its command ended): the bytes that
+    came for it from its start without a hole, and their frames; None when it was not followed or nothing
+    came."""
+    st: _State | None = ctx.state.get("rdma_reassembly")
+    if st is None:
+        return None
+    key: Key = (owner, peer, handle)
+    want = st.data_wants.get(key)
+    if want is None:
+        return None
+    del st.data_wants[key]
+    st.free(want)
+    if not want.pieces:
+        return None
+    reach = 0
+    parts: list[bytes] = []
+    for at, data in sorted(want.pieces.items()):
+        if at > reach:
+            break
+        if at + len(data) > reach:
+            parts.append(data[reach - at:])
+            reach = at + len(data)
+    return (b"".join(parts), want.frames) if parts else None
+
+
+def _place_wanted(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf: bytes, off: int,
+                  end: int) -> None:
+    """A packet's bytes at ``addr`` in a wanted buffer (cut at its bounds); the packet that leaves no hole
+    hands the whole buffer over."""
+    want = st.data_wants.get(key)
+    if want is None:
+        return
+    rel = addr - want.address
+    lo = rel if rel > 0 else 0
+    hi = rel + (end - off)
+    if hi > want.length:
+        hi = want.length
+    if lo >= hi:
+        return
+    old = want.pieces.get(lo)
+    if old is not None and len(old) >= hi - lo:
+        return            # a repeat of bytes already placed
+    data = buf[off + lo - rel:off + hi - rel]
+    want.pieces[lo] = data
+    st.charge(want, len(data) - (len(old) if old is not None else -_PIECE))
+    want.filled += len(data) - (len(old) if old is not None else 0)
+    num = pkt.frame.num
+    if not want.frames or want.frames[-1] != num:
+        want.frames.append(num)
+    if want.filled < want.length or not _covered(list(want.pieces.items()), want.length):
+        return
+    del st.data_wants[key]
+    st.free(want)
+    whole = _segment_bytes(list(want.pieces.items()), want.length)
+    if whole is not None:
+        want.then.done(pkt, ctx, whole, want.frames)
 
 
 class _Send(Dissector):

@@ -23,9 +23,9 @@ from typing import Any, Final, Sequence
 from ..conversation import Connection
 from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
-from ..registry import Dissector, add_data, table
+from ..registry import Dissector, add_data, declare_ulp, table
 from ..session import wants_info
-from . import onc_rpc, rdma_reassembly
+from . import onc_rpc, rdma_reassembly, rpcrdma_pdata
 from .hexfmt import hex8
 from .onc_rpc import rpc_flow
 from .rpcrdma_message import RpcRdmaMessage, Segment
@@ -666,7 +666,10 @@ class _Recognised(Dissector):
         return heuristic(pkt, buf, off, end, ctx)
 
 
-table("rdmacm.port", "RC payload of RDMA-CM connections, by port").register(NFS_RDMA_PORT, _OnPort(dissect_rpcrdma))
+ON_PORT: Final = _OnPort(dissect_rpcrdma)
+table("rdmacm.port", "RC payload of RDMA-CM connections, by port").register(NFS_RDMA_PORT, ON_PORT)
+# --decode-as PORT=rpcrdma: its messages, and the RFC 8797 private data of its connections' setup
+declare_ulp("rpcrdma", [("rdmacm.port", ON_PORT), ("cm.private_data", rpcrdma_pdata.ON_PORT)])
 table("ib.payload").add_heuristic("rpcrdma", _Recognised(heuristic))
 
 

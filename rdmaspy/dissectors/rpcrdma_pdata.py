@@ -19,7 +19,7 @@ from mypy_extensions import mypyc_attr
 
 from ..fields import F, Field, Header, declaring, single
 from ..packet import Note, Packet
-from ..registry import table
+from ..registry import Dissector, table
 
 declaring(__name__)
 single("rpcrdma.pdata")           # in a CM or MPA exchange, once
@@ -115,5 +115,6 @@ def dissect_pdata(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None
     find_pdata(pkt, buf, off, end, ctx)
 
 
-table("cm.private_data").register(20049, dissect_pdata)
+ON_PORT: Final = Dissector(dissect_pdata)
+table("cm.private_data").register(20049, ON_PORT)
 table("cm.private_data").add_heuristic("rpcrdma.pdata", find_pdata)
