@@ -90,6 +90,7 @@ def test_a_tree_made_from_a_checkpoint_is_decode_V(path):
     blocks = verbose_blocks(path)
     model = CaptureModel(str(path), checkpoint_every=50)
     model.checkpoints.bytes_per_frame = 0           # every 50 frames, however big the state
+    model.checkpoints.keep = len(blocks)            # and however many (none dropped, the spacing kept)
     try:
         model.start()
         assert model.wait(60)

@@ -127,7 +127,7 @@ GET_LOG_PAGE: Final = Header("nvme.cmd", "Get Log Page", [
     "get_logpage.dword14": [_hexw("identify.get_logpage.dword14.uuid_index", 6, "UUID Index"),
                             _hexw("identify.get_logpage.dword14.rsvd", 26, "Reserved")],
 })
-LOG_NUMD: Final = Field("nvme.cmd.get_logpage.numd", 32, "Number of Dwords", unit="dwords")
+LOG_NUMD: Final = Field("nvme.cmd.get_logpage.numd", 32, "Number of Dwords (0's based: NUMDU, NUMDL)")
 
 # Features (§5.27.1): dword 11 of Set Features and dword 0 of a Get Features completion share a layout,
 # declared once per feature: (key, the word's parts as Set Features names them, as Get Features does).
@@ -306,9 +306,10 @@ CSTS: Final = Header("nvme.fabrics.prop_get_set", "Controller Status", [
         _hexw("csts.rdy", 1, "Ready"), _hexw("csts.cfs", 1, "Controller Fatal Status"),
         _hexw("csts.shst", 2, "Shutdown Status", N.SHUTDOWN_STATUS), _hexw("csts.nssro", 1, "NVM Subsystem Reset Occurred"),
         _hexw("csts.pp", 1, "Processing Paused"), _hexw("csts.rsvd", 26, "Reserved")]})
-VS: Final = Header("nvme.fabrics.prop_get", "Version", [
-    _hexw("vs", 32, "Version"), _hexw("data.rsvd", 32, "Reserved")], little=True, parts={"vs": [
-        F("vs.ter", 8, "Tertiary Version"), F("vs.mnr", 8, "Minor Version"), F("vs.mjr", 16, "Major Version")]})
+VS: Final = Header("nvme.fabrics", "Version", [
+    _hexw("prop_get.vs", 32, "Version"), _hexw("prop_get_set.data.rsvd", 32, "Reserved")], little=True, parts={
+        "prop_get.vs": [F("prop_get.vs.ter", 8, "Tertiary Version"), F("prop_get.vs.mnr", 8, "Minor Version"),
+                        F("prop_get.vs.mjr", 16, "Major Version")]})
 CAP: Final = Header("nvme.fabrics.prop_get", "Controller Capabilities", [_hexw("ccap", 64, "Controller Capabilities")],
                     little=True, parts={"ccap": [
                         F("ccap.mqes", 16, "Maximum Queue Entries Supported (0's based)"),
@@ -328,6 +329,7 @@ PROPERTY_DATA: Final = Header("nvme.fabrics.prop_get_set", "Property Data", [
 PROPERTY_DATA8: Final = Header("nvme.fabrics.prop_get_set", "Property Data", [_hexw("data.8B", 64, "Value")],
                                little=True)
 PROPERTY_VALUES: Final[dict[int, Header]] = {0x00: CAP, 0x08: VS, 0x14: CC, 0x1C: CSTS}
+PROPERTY_RAW: Final = Field("nvme.fabrics.prop_get_set.data", 64, "Property Data", "bytes")
 
 # --- the Completion Queue Entry ---------------------------------------------------------------------------
 CQE: Final = Header("nvme.cqe", "NVMe Completion", [
@@ -389,7 +391,6 @@ CMD_LATENCY: Final = Field("nvme.cmd_latency", 0, "Command latency", "float", un
 FABRICS_CMD_PKT: Final = Field("nvme.fabrics.cmd_pkt", 0, "Fabric Command in frame")
 FABRICS_CMD_LATENCY: Final = Field("nvme.fabrics.cmd_latency", 0, "Fabric command latency", "float", unit="ms")
 CMD_NAME: Final = Field("nvme.cmd.name", 0, "Command", "str")
-DATA: Final = Field("nvme.data", 0, "In-capsule data", "bytes")
 ICD_LEN: Final = Field("nvme.icd_len", 0, "In-capsule data length", unit="bytes")
 UNMATCHED: Final = Field("nvme.cqe.unmatched", 0, "No command with this CID is outstanding", "bool")
 
@@ -451,11 +452,13 @@ class NvmeCommand:
     """One command capsule.  ``qid`` is the queue's (None while unknown), ``fctype`` set for Fabrics commands;
     ``sgls`` the data descriptors in wire order (SGL1, or the Last Segment list it points at); ``icd`` the
     in-capsule data length; ``nlb`` the NVM commands' 0's based block count, ``slba`` their first block;
-    ``cdw10``..``cdw15`` the command dwords; ``frames`` the SENDs the capsule came in."""
+    ``cdw10``..``cdw15`` the command dwords; ``frames`` the SENDs the capsule came in; ``seq`` the
+    transport's sequence number of the capsule (a retransmitted SEND has the same), ``retransmission_of``
+    the frame of the first copy when this is a copy of a capsule seen already."""
 
     __slots__ = ("qid", "cid", "opcode", "fctype", "nsid", "psdt", "fuse", "sgls", "icd", "slba", "nlb", "cdw10",
                  "cdw11", "cdw12", "cdw13", "cdw14", "cdw15", "connect", "frame", "frames", "ts", "malformed",
-                 "name", "completion")
+                 "name", "completion", "seq", "retransmission_of")
 
     def __init__(self, qid: int | None, cid: int, opcode: int, fctype: int | None, nsid: int, frame: int,
                  ts: int) -> None:
@@ -478,6 +481,8 @@ class NvmeCommand:
         self.malformed: str | None = None
         self.name = ""
         self.completion: NvmeCompletion | None = None
+        self.seq: int | None = None
+        self.retransmission_of: int | None = None
 
     @property
     def admin(self) -> bool:
@@ -502,7 +507,7 @@ class NvmeCompletion:
     the transport invalidated with it (Send with Invalidate), ``latency`` ns since the command."""
 
     __slots__ = ("qid", "cid", "sqid", "sqhd", "dw0", "dw1", "status", "frame", "ts", "command", "invalidated",
-                 "latency")
+                 "latency", "seq", "retransmission_of")
 
     def __init__(self, qid: int | None, cid: int, sqid: int, sqhd: int, dw0: int, dw1: int, status: int, frame: int,
                  ts: int) -> None:
@@ -518,6 +523,8 @@ class NvmeCompletion:
         self.command: NvmeCommand | None = None
         self.invalidated: int | None = None
         self.latency: int | None = None
+        self.seq: int | None = None
+        self.retransmission_of: int | None = None    # a copy of the completion in that frame
 
     @property
     def sc(self) -> int:
@@ -581,6 +588,7 @@ def status_text(cqe: NvmeCompletion) -> str:
 _COMMAND_COST: Final = 512          # what an outstanding command costs, charged to the memory budget
 MAX_OUTSTANDING: Final = 4096       # commands waiting for their completion on one queue (CIDs are 16 bits)
 MAX_QUEUES: Final = 65536           # queues followed at once (the oldest goes first)
+MAX_RECENT: Final = 256             # completed commands kept per queue to know copies by
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -589,7 +597,7 @@ class NvmeQueue:
     setup gave, and its commands waiting for their completion, by CID."""
 
     __slots__ = ("key", "qid", "cntlid", "hsqsize", "hrqsize", "crqsize", "sqsize", "kato", "learnt", "pending",
-                 "state")
+                 "recent", "state")
 
     def __init__(self, key: tuple, state: NvmeState) -> None:
         self.key = key
@@ -602,6 +610,9 @@ class NvmeQueue:
         self.kato: int | None = None
         self.learnt = ""                  # where the QID came from: "cm", "connect", "completion"
         self.pending: dict[int, NvmeCommand] = {}
+        # the last commands completed, by CID: a copy of a command or completion sent again after its
+        # completion (the transport retransmitting) is known by them
+        self.recent: dict[int, NvmeCommand] = {}
         self.state = state
 
     def learn_qid(self, qid: int, how: str) -> None:
@@ -625,11 +636,29 @@ class NvmeQueue:
         return old
 
     def complete(self, cid: int) -> NvmeCommand | None:
-        cmd = self.pending.get(cid)
-        if cmd is not None:
-            del self.pending[cid]
+        """The outstanding command ``cid`` completes (None: none is): it moves to the recent ones, with its
+        charge to the memory budget."""
+        cmd = self.pending.pop(cid, None)
+        if cmd is None:
+            return None
+        recent = self.recent
+        if recent.pop(cid, None) is not None:
+            self.state.release(_COMMAND_COST)        # the older command of this CID goes
+        elif len(recent) >= MAX_RECENT:
+            del recent[next(iter(recent))]
             self.state.release(_COMMAND_COST)
+        recent[cid] = cmd
         return cmd
+
+    def copy_of(self, cid: int, seq: int | None) -> NvmeCommand | None:
+        """The command a capsule with ``cid`` and transport sequence ``seq`` is a copy of: an outstanding or
+        recently completed command that came with the same sequence number (None: a new command)."""
+        if seq is None:
+            return None
+        cmd = self.pending.get(cid)
+        if cmd is None:
+            cmd = self.recent.get(cid)
+        return cmd if cmd is not None and cmd.seq == seq else None
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -651,7 +680,7 @@ class NvmeState(Holder):
         if q is None:
             if len(self.queues) >= MAX_QUEUES:
                 old = self.queues.pop(next(iter(self.queues)))
-                self.release(_COMMAND_COST * len(old.pending))
+                self.release(_COMMAND_COST * (len(old.pending) + len(old.recent)))
             q = self.queues[key] = NvmeQueue(key, self)
         return q
 
@@ -665,11 +694,11 @@ class NvmeState(Holder):
         start = self.held
         gone = 0
         for q in list(self.queues.values()):
-            while q.pending and start - self.held < need:
-                first = next(iter(q.pending))
-                del q.pending[first]
-                self.release(_COMMAND_COST)
-                gone += 1
+            for kept in (q.recent, q.pending):
+                while kept and start - self.held < need:
+                    del kept[next(iter(kept))]
+                    self.release(_COMMAND_COST)
+                    gone += 1
             if start - self.held >= need:
                 break
         return gone
@@ -746,7 +775,7 @@ def dissect_command(pkt: Packet, buf: bytes, off: int, end: int, queue: NvmeQueu
         tail = _dwords(cmd, admin)
         dw = _layer(lay, "nvme.cmd", tail, off + CDW10_AT, f"{cmd.name} (DWORD10-15)")
         if tail is GET_LOG_PAGE:
-            dw.add(LOG_NUMD, ((cmd.cdw11 & 0xFFFF) << 16 | cmd.cdw10 >> 16) + 1, off + 42, 4)
+            dw.add(LOG_NUMD, (cmd.cdw11 & 0xFFFF) << 16 | cmd.cdw10 >> 16, off + 42, 4)
         elif tail is READ_WRITE:
             cmd.slba = _u64(buf, off + 40)
             cmd.nlb = cmd.cdw12 & 0xFFFF
@@ -779,7 +808,8 @@ def _fabrics_command(pkt: Packet, lay: Layer, buf: bytes, off: int, cmd: NvmeCom
         _layer(lay, "nvme.fabrics.cmd.prop_get_set", PROPERTY, off + 5)
         if fctype == FCTYPE_PROPERTY_SET:
             value_hdr = _property_header(cmd)
-            _layer(lay, "nvme.fabrics.prop_get_set", value_hdr, off + 48, "Property Data")
+            value = _layer(lay, "nvme.fabrics.prop_get_set", value_hdr, off + 48, "Property Data")
+            value.add(PROPERTY_RAW, bytes(buf[off + 48:off + 56]), off + 48, 8)
             lay.child("nvme.fabrics.cmd.prop_set", PROPERTY_SET_TAIL, off + 56, PROPERTY_SET_TAIL.size)
         else:
             lay.child("nvme.fabrics.cmd.prop_get", PROPERTY_GET_TAIL, off + 48, PROPERTY_GET_TAIL.size)
@@ -865,7 +895,9 @@ def dissect_completion(pkt: Packet, buf: bytes, off: int, queue: NvmeQueue | Non
         cq = _layer(lay, "nvme.cqe", CQE, off)
     else:
         proto = "nvme.fabrics.cqe" if fabrics else "nvme.cqe"
-        _layer(lay, proto, head, off, "Command specific result (DWORD0-1)")
+        result = _layer(lay, proto, head, off, "Command specific result (DWORD0-1)")
+        if cmd is not None and cmd.fctype == FCTYPE_PROPERTY_GET:
+            result.add(PROPERTY_RAW, bytes(buf[off:off + 8]), off, 8)
         cq = _layer(lay, "nvme.cqe", FABRICS_CQE_TAIL if fabrics else CQE_TAIL, off + 8)
     cq.add(STATUS_NAME, status_text(cqe), off + 14, 2)
     pkt.proto = "NVMe"

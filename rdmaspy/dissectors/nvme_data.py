@@ -57,7 +57,8 @@ IDCTRL_BASIC: Final = Header(IDCTRL, "Controller Capabilities and Features", [
     _h("rrls", 16, "Read Recovery Levels Support (RRLS)"), F("rsvd0", 72, "Reserved", "bytes"),
     _h("cntrltype", 8, "Controller Type (CNTRLTYPE)", {0: "Reserved", 1: "I/O controller", 2: "Discovery controller",
                                                        3: "Administrative controller"}),
-    F("fguid", 128, "FRU Globally Unique Identifier (FGUID)", "bytes"),
+    _h("fguid.vse", 64, "FGUID: Vendor Specific Extension Identifier"),
+    _h("fguid.oui", 24, "FGUID: Organizationally Unique Identifier"), _h("fguid.ei", 40, "FGUID: Extension Identifier"),
     F("crdt1", 16, "Command Retry Delay Time 1", unit="x 100 ms"), F("crdt2", 16, "Command Retry Delay Time 2",
                                                                      unit="x 100 ms"),
     F("crdt3", 16, "Command Retry Delay Time 3", unit="x 100 ms"), F("rsvd1", 848, "Reserved", "bytes"),
@@ -460,19 +461,18 @@ def _one(hdr: Header, proto: str) -> Callable[[Packet, Layer, bytes], int]:
 
 
 def _effects(pkt: Packet, lay: Layer, data: bytes) -> int:
-    """Commands Supported and Effects: 256 admin entries, then 256 I/O entries; supported ones shown."""
-    shown = 0
-    for i in range(min(len(data) // 4, 512)):
+    """Commands Supported and Effects: 256 admin entries, then 256 I/O entries, each by its opcode."""
+    n = min(len(data) // 4, 512)
+    for i in range(n):
         at = i * 4
-        if not data[at] & 1:
-            continue
         opcode = i & 0xFF
         table = N.ADMIN_OPCODES if i < 256 else N.IO_OPCODES
         name = table.get(opcode, f"0x{opcode:02x}")
-        e = _section(lay, f"{LOG}.cmd_and_eff", CSE_WORD, at, f"{'Admin' if i < 256 else 'I/O'} command {name}")
-        e.add(CSE_OPCODE, f"{'Admin' if i < 256 else 'I/O'} {name} (0x{opcode:02x})", at, 4)
-        shown = at + 4
-    return shown
+        kind = "Admin" if i < 256 else "I/O"
+        e = _section(lay, f"{LOG}.cmd_and_eff", CSE_WORD, at,
+                     f"{kind} command {name}{'' if data[at] & 1 else ' (not supported)'}")
+        e.add(CSE_OPCODE, f"{kind} {name} (0x{opcode:02x})", at, 4)
+    return n * 4
 
 
 def _ana(pkt: Packet, lay: Layer, data: bytes) -> int:

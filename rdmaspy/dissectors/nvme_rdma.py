@@ -66,6 +66,7 @@ CAPSULE: Final = Field("nvme-rdma.capsule", 0, "Capsule", "str")
 CAPSULE_LEN: Final = Field("nvme-rdma.capsule_len", 0, "Capsule length", unit="bytes")
 INVALIDATE: Final = Field("nvme-rdma.invalidate_key", 32, "Key invalidated (Send with Invalidate)", "hex")
 RECOGNISED: Final = Field("nvme-rdma.recognised", 0, "Recognised by", "str")
+COPY_OF: Final = Field("nvme-rdma.retransmission_of", 0, "Copy of the capsule in frame (sent again)")
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -263,13 +264,35 @@ def _rdma_layer(pkt: Packet, buf: bytes, off: int, end: int, kind: str, q: NvmeQ
     return lay
 
 
+def _seq(pkt: Packet) -> int | None:
+    """The transport's sequence number of the Send at hand (InfiniBand's PSN, iWARP's MSN): a copy of a
+    capsule the transport sent again has the same."""
+    ib = pkt.ib
+    if ib is not None:
+        return ib.psn
+    infos = pkt.noted(IWARP)
+    if infos:
+        return infos[-1].msn
+    return None
+
+
 def _command(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> NvmeCommand:
     q = _queue(pkt, ctx)
     rdma = _rdma_layer(pkt, buf, off, end, "command", q)
     cmd = nvme.dissect_command(pkt, buf, off, end, q)
+    cmd.seq = _seq(pkt)
     frames = pkt.noted(rdma_reassembly.SEND_FRAMES)
     if frames is not None:
         cmd.frames = list(frames)
+    copy = q.copy_of(cmd.cid, cmd.seq)
+    if copy is not None:
+        # the transport sent the capsule again (its retransmission is the transport analysis' to explain)
+        cmd.retransmission_of = copy.frame
+        rdma.add(COPY_OF, copy.frame, -1, 0)
+        if wants_info(ctx):
+            pkt.add_info(f"{nvme.command_info(cmd)} [copy of frame {copy.frame}]")
+        _note(pkt, nvme.NVME_COMMANDS, cmd)
+        return cmd
     if cmd.connect is not None:
         q.learn_qid(cmd.connect.qid, "connect")
         q.sqsize, q.kato = cmd.connect.sqsize, cmd.connect.kato
@@ -361,22 +384,33 @@ def _response(pkt: Packet, buf: bytes, off: int, ctx: Any) -> NvmeCompletion:
     cid = buf[off + 12] | buf[off + 13] << 8
     if q.qid is None:
         q.learn_qid(buf[off + 10] | buf[off + 11] << 8, "completion")
+    seq = _seq(pkt)
     cmd = q.complete(cid)
+    copy_of: int | None = None
+    if cmd is None:
+        done = q.recent.get(cid)
+        first = done.completion if done is not None else None
+        if first is not None and seq is not None and first.seq == seq:
+            cmd, copy_of = done, first.frame          # the completion sent again
     rdma = _rdma_layer(pkt, buf, off, off + nvme.CQE_SIZE, "response", q)
     inv = _invalidated(pkt)
     if inv is not None:
         rdma.add(INVALIDATE, inv, -1, 0)
-    if cmd is not None and isinstance(ctx, Session):
+    if cmd is not None and copy_of is None and isinstance(ctx, Session):
         _data_left(pkt, ctx, cmd)
     cqe = nvme.dissect_completion(pkt, buf, off, q, cmd)
     cqe.invalidated = inv
-    if cmd is not None:
+    cqe.seq = seq
+    if copy_of is not None:
+        cqe.retransmission_of = copy_of
+        rdma.add(COPY_OF, copy_of, -1, 0)
+    elif cmd is not None:
         cmd.completion = cqe
         if cmd.connect is not None and cmd.fctype == nvme.FCTYPE_CONNECT and cqe.ok:
             q.cntlid = cqe.dw0 & 0xFFFF
     _note(pkt, nvme.NVME_COMPLETIONS, cqe)
     if wants_info(ctx):
-        pkt.add_info(nvme.completion_info(cqe))
+        pkt.add_info(nvme.completion_info(cqe) + (f" [copy of frame {copy_of}]" if copy_of is not None else ""))
     return cqe
 
 
