@@ -144,9 +144,31 @@ class Connection:
 # The connections that ended at a packet (an iWARP connection's RST or second in-sequence FIN, or its
 # endpoints beginning another): no later packet belongs to them, so the analysis can let their state go.
 ENDED: Final[Note[list[Connection]]] = Note("conversation.ended")
-# What an upper layer's dissector of CM or MPA private data found (its own facts), for the connection the
-# CM or MPA message sets up (the message's dissector enters them: ``Connection.ulp_client``/``ulp_server``).
-ULP_PDATA: Final[Note[Any]] = Note("conversation.ulp_pdata")
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class UlpSetup:
+    """What an upper layer's dissector found in a CM or MPA message's private data: the upper layer's name
+    (``Connection.ulp``) and, in its subclass, its own facts (nvme_rdma.NvmeRdmaCm)."""
+
+    __slots__ = ("ulp",)
+
+    def __init__(self, ulp: str) -> None:
+        self.ulp = ulp
+
+
+# For the connection the CM or MPA message sets up: the message's dissector enters it as the connection's
+# ``ulp``, ``ulp_client`` (a REQ's, an MPA Request's) or ``ulp_server`` (a REP's or REJ's, an MPA Reply's).
+ULP_PDATA: Final[Note[UlpSetup]] = Note("conversation.ulp_pdata")
+
+
+def take_ulp(conn: Connection, facts: UlpSetup, client: bool) -> None:
+    """Enter what an upper layer's private data said for ``conn`` (the client's or the server's)."""
+    conn.ulp = facts.ulp
+    if client:
+        conn.ulp_client = facts
+    else:
+        conn.ulp_server = facts
 
 
 def _advertised(p: Any) -> tuple[int, int, bool]:

@@ -122,6 +122,7 @@ class Header:
         self.index: dict[str, int] = {}
         for i, f in enumerate(self.fields):
             self.index[f.name] = i
+            self.index[f.name[len(name) + 1:]] = i        # relative to the header ("sgl1.addr")
             self.index[f.name.rsplit(".", 1)[-1]] = i
         self._compile()
         # (field index, byte offset, the word's parts as a header) for each word with parts
@@ -278,16 +279,19 @@ class Header:
     # -- building --------------------------------------------------------------------------------
     def encode(self, values: Mapping[str, Any] | None = None, **kw: Any) -> bytes:
         """Build the header from field values (missing fields are 0 / zero bytes)."""
-        vals = dict(values or {})
-        vals.update(kw)
-        for key in vals:
-            if key not in self.index:
+        given = dict(values or {})
+        given.update(kw)
+        vals: dict[int, Any] = {}        # field index -> value (a field named in full, relative or short)
+        for key, value in given.items():
+            i = self.index.get(key)
+            if i is None:
                 raise KeyError(f"{self.name} has no field {key!r}")
+            vals[i] = value
         args: list[Any] = []
         for g in self._groups:
             if len(g.members) == 1 and g.members[0][1] == -1:
                 idx = g.members[0][0]
-                v = vals.get(self.fields[idx].name, vals.get(self.fields[idx].name.rsplit(".", 1)[-1], b""))
+                v = vals.get(idx, b"")
                 if isinstance(v, int):
                     v = v.to_bytes(g.nbytes, self.byteorder)
                 v = bytes(v)
@@ -295,8 +299,7 @@ class Header:
                 continue
             acc = 0
             for idx, shift, w in g.members:
-                f = self.fields[idx]
-                v = vals.get(f.name, vals.get(f.name.rsplit(".", 1)[-1], 0))
+                v = vals.get(idx, 0)
                 if isinstance(v, (bytes, bytearray)):
                     v = int.from_bytes(v, self.byteorder)
                 acc |= (int(v) & ((1 << w) - 1)) << shift

@@ -145,3 +145,20 @@ def test_capsules_the_transport_sent_again_are_copies_not_new_commands():
     with open_capture(str(capture("rxe-nvme-rdma-loss-after.pcap.gz"))) as cap:
         rules = Counter(x.rule for f in cap for x in eng.dissect(f).expert or [] if x.rule.startswith("nvme"))
     assert rules["nvme.cid_reused"] == 0
+
+
+@pytest.mark.parametrize("name", ["rxe-nvme-rdma.pcap.gz", "siw-nvme-rdma.pcap.gz"])
+def test_the_connection_table_shows_the_nvme_queues_and_no_inline_thresholds(name, capsys):
+    from rdmaspy.cli import main
+    assert main(["conversations", str(capture(name))]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert [r.split()[5:8] if name.startswith("rxe") else r.split()[5:10] for r in rows] == (
+        [["NVMe/RDMA(4420)", "QID", "0"], ["NVMe/RDMA(4420)", "QID", "0"], ["NVMe/RDMA(4420)", "QID", "1"]]
+        if name.startswith("rxe") else
+        [["iWARP", "TCP(4420)", "NVMe/RDMA", "QID", "0"]] * 2 + [["iWARP", "TCP(4420)", "NVMe/RDMA", "QID", "1"]])
+    assert all(r.split()[-3:] == ["-", "-", "-"] for r in rows)       # RPC-over-RDMA's thresholds: not theirs
+    assert main(["conversations", "-T", "json", str(capture(name))]) == 0
+    import json
+    conns = json.loads(capsys.readouterr().out)["connections"]
+    assert [c["ulp"]["qid"] for c in conns] == [0, 0, 1] and {c["ulp"]["crqsize"] for c in conns} == {32, 128}
+    assert all(c["inline_c2s"] is None and c["ulp"]["protocol"] == "nvme-rdma" for c in conns)

@@ -252,10 +252,19 @@ class Connection:
     inline_c2s: int = 0                 # negotiated inline thresholds (RFC 8797 §4.3)
     inline_s2c: int = 0
     remote_invalidate: bool = False     # both peers set R
+    ulp: str | None = None              # the upper layer a dissector found on it ("nvme-rdma"); None: not said
+    ulp_client: object = None           # that upper layer's own facts from the client's and the server's
+    ulp_server: object = None           # CM or MPA private data (nvme_rdma.NvmeRdmaCm)
     packets_c2s: int = 0
     packets_s2c: int = 0
     bytes_c2s: int = 0
     bytes_s2c: int = 0
+
+    @property
+    def inline_applies(self) -> bool:
+        """Whether RPC-over-RDMA's inline thresholds are the connection's (not when another upper layer,
+        NVMe/RDMA, is found on it)."""
+        return self.ulp is None or self.ulp == "rpcrdma"
 
     @staticmethod
     def of(live: LiveConnection) -> Connection:
@@ -291,6 +300,9 @@ class Connection:
         self.inline_c2s = live.inline_c2s
         self.inline_s2c = live.inline_s2c
         self.remote_invalidate = live.remote_invalidate
+        self.ulp = live.ulp
+        self.ulp_client = live.ulp_client
+        self.ulp_server = live.ulp_server
         self.packets_c2s = live.packets_c2s
         self.packets_s2c = live.packets_s2c
         self.bytes_c2s = live.bytes_c2s

@@ -33,11 +33,12 @@ def _qpn(c: Connection, q: int | None) -> str:
 
 def _service(c: Connection) -> str:
     from ..dissectors.rdma_cm import service_text
+    from ..output.ulp import ulp_service
     if c.transport == "iwarp":
-        return f"iWARP TCP({c.port})"
+        return f"iWARP TCP({c.port}){ulp_service(c, named=True)}"
     if c.service_id is None:
-        return "-"
-    return service_text(c.service_id)
+        return "-" if not c.ulp else ulp_service(c, named=True).strip()
+    return service_text(c.service_id) + ulp_service(c)
 
 
 def _endpoint(addr: str, tcp_port: int | None) -> str:
@@ -54,7 +55,8 @@ def row(c: Connection, t0: int) -> list[str]:
         _endpoint(c.server.address, c.server.tcp_port), _qpn(c, c.server.qpn), _service(c), state,
         f"{(c.t_start - t0) / 1e9:.6f}", f"{(c.t_end - t0) / 1e9:.6f}",
         str(c.packets_c2s), str(c.bytes_c2s), str(c.packets_s2c), str(c.bytes_s2c),
-        str(c.inline_c2s), str(c.inline_s2c), "1" if c.remote_invalidate else "0",
+        *((str(c.inline_c2s), str(c.inline_s2c), "1" if c.remote_invalidate else "0") if c.inline_applies
+          else ("-", "-", "-")),      # RPC-over-RDMA's negotiation: not another upper layer's
     ]
 
 

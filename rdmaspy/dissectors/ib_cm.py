@@ -275,12 +275,8 @@ def _take_ulp(pkt: Packet, conn: conversation.Connection, client: bool) -> None:
     """What the upper layer's private data said, for the connection (the client's REQ, the server's REP
     or REJ)."""
     facts = pkt.noted(conversation.ULP_PDATA)
-    if facts is None:
-        return
-    if client:
-        conn.ulp_client = facts
-    else:
-        conn.ulp_server = facts
+    if facts is not None:
+        conversation.take_ulp(conn, facts, client)
 
 
 def _timeout_us(code: int) -> float:

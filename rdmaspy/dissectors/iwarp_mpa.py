@@ -609,10 +609,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     conn.connection = tab.open_from_mpa(conn.initiator, conn.responder, pkt.frame.ts, port=conn.server_port, **kw)
     ulp = pkt.noted(_conversation.ULP_PDATA)
     if ulp is not None:
-        if replied:
-            conn.connection.ulp_server = ulp
-        else:
-            conn.connection.ulp_client = ulp
+        _conversation.take_ulp(conn.connection, ulp, not replied)
     if pkt.conv is None:
         # the Request's segment, seen before the connection was known: it is the connection's first
         tab.account(pkt, conn.connection, not replied)

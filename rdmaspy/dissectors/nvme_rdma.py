@@ -42,6 +42,7 @@ protocol("nvme-rdma.cm", "NVMe/RDMA CM private data")
 protocol("nvme.icd", "In-capsule data")
 
 NVME_RDMA_PORT: Final = 4420
+ULP: Final = "nvme-rdma"          # the upper layer's name (Connection.ulp, --decode-as)
 REJ_STATUS: Final = {1: "Invalid private data length", 2: "Invalid record format", 3: "Invalid queue ID",
                      4: "Invalid host send queue size", 5: "Invalid host receive queue size",
                      6: "No resources (controller)", 7: "Invalid IRD", 8: "Invalid ORD", 9: "Invalid controller ID"}
@@ -70,12 +71,13 @@ COPY_OF: Final = Field("nvme-rdma.retransmission_of", 0, "Copy of the capsule in
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class NvmeRdmaCm:
+class NvmeRdmaCm(conversation.UlpSetup):
     """What one CM message's NVMe/RDMA private data says (``kind``: "req", "rep" or "rej")."""
 
     __slots__ = ("kind", "recfmt", "qid", "hrqsize", "hsqsize", "cntlid", "crqsize", "status", "short")
 
     def __init__(self, kind: str, recfmt: int) -> None:
+        super().__init__(ULP)
         self.kind = kind
         self.recfmt = recfmt
         self.qid: int | None = None
@@ -155,8 +157,8 @@ def dissect_cm_private(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) ->
         lay = pkt.add_layer("nvme-rdma.cm", hdr, buf, off, hdr.size, hdr.label)
         vals = list(lay.values)
     if kind == "req":
-        if len(vals) >= 5:
-            facts.qid, facts.hrqsize, facts.hsqsize, facts.cntlid = vals[1], vals[2], vals[3], vals[4]
+        have = vals + [None] * (5 - len(vals))
+        facts.qid, facts.hrqsize, facts.hsqsize, facts.cntlid = have[1], have[2], have[3], have[4]
         info = f"NVMe/RDMA QID {facts.qid} HSQSIZE {(facts.hsqsize or 0) + 1} HRQSIZE {facts.hrqsize}"
     elif kind == "rep":
         if len(vals) >= 2:
@@ -203,10 +205,17 @@ def _binding(ctx: Any) -> _Binding:
 
 def _queue_key(pkt: Packet) -> tuple:
     """The key of the queue a capsule travels on: its connection, else (iWARP without the MPA exchange)
-    its two endpoints."""
+    its TCP connection's two endpoints, else its two hosts."""
     conv: Connection | None = pkt.conv
     if conv is not None:
         return ("conn", conv.conn_id)
+    infos = pkt.noted(IWARP)
+    if infos:
+        mpa = infos[-1].conn             # the MPA connection the DDP stream belongs to (iwarp_mpa.MpaConn)
+        one: tuple[str, int] | None = getattr(mpa, "initiator", None)
+        other: tuple[str, int] | None = getattr(mpa, "responder", None)
+        if one is not None and other is not None:
+            return ("tcp", one, other) if one <= other else ("tcp", other, one)
     a, b = (pkt.src, pkt.dst) if pkt.src <= pkt.dst else (pkt.dst, pkt.src)
     return ("hosts", a, b)
 
@@ -241,7 +250,7 @@ def dissect_capsule(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> No
     n = end - off
     conv: Connection | None = pkt.conv
     if conv is not None and conv.ulp is None:
-        conv.ulp = "nvme-rdma"
+        conv.ulp = ULP
     if n == nvme.CQE_SIZE:
         _response(pkt, buf, off, ctx)
     elif n >= nvme.SQE_SIZE:
@@ -543,4 +552,4 @@ table("rdmacm.port").register(NVME_RDMA_PORT, CAPSULES)
 table("cm.private_data").register(NVME_RDMA_PORT, CM_PRIVATE)
 table("ib.payload").add_heuristic("nvme-rdma", _Recognise(heuristic))
 table("rdmacm.port").add_heuristic("nvme-rdma", _Recognise(heuristic))
-declare_ulp("nvme-rdma", [("rdmacm.port", CAPSULES), ("cm.private_data", CM_PRIVATE)])
+declare_ulp(ULP, [("rdmacm.port", CAPSULES), ("cm.private_data", CM_PRIVATE)])

@@ -21,6 +21,7 @@ from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint,
                               RpcSummary, Segment, Step, StepKind, Transaction)
 from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
 from .jsonout import dumps
+from .ulp import ulp_record
 
 JSON = dict[str, object]
 
@@ -145,7 +146,7 @@ def endpoint_record(p: Endpoint) -> JSON:
 
 def connection_record(c: Connection) -> JSON:
     """A connection as plain values (``conversations -T json``)."""
-    return {
+    return _with_ulp(c, {
         "id": c.id, "transport": c.transport, "state": c.state.value, "setup_known": c.setup_known,
         "service_id": c.service_id, "port_space": c.port_space, "port": c.port,
         "client": endpoint_record(c.client), "server": endpoint_record(c.server),
@@ -156,7 +157,19 @@ def connection_record(c: Connection) -> JSON:
         "bytes_c2s": c.bytes_c2s, "bytes_s2c": c.bytes_s2c, "inline_c2s": c.inline_c2s, "inline_s2c": c.inline_s2c,
         "remote_invalidate": c.remote_invalidate,
         "pdata_client": pdata_record(c.pdata_client), "pdata_server": pdata_record(c.pdata_server),
-    }
+    })
+
+
+def _with_ulp(c: Connection, record: JSON) -> JSON:
+    """A connection carrying another upper layer than RPC-over-RDMA (NVMe/RDMA): its setup, and no inline
+    thresholds (RPC-over-RDMA's); the others' records as they were."""
+    ulp = ulp_record(c)
+    if ulp is None:
+        return record
+    for key in ("inline_c2s", "inline_s2c", "remote_invalidate"):
+        record[key] = None
+    record["ulp"] = ulp
+    return record
 
 
 def connection_head(c: Connection) -> JSON:
@@ -169,6 +182,7 @@ def connection_head(c: Connection) -> JSON:
         "closed_by": None if c.closed_by is None else c.closed_by.value, "reject_reason": c.reject_reason,
         "inline_c2s": c.inline_c2s, "inline_s2c": c.inline_s2c, "remote_invalidate": c.remote_invalidate,
         "pdata_client": pdata_record(c.pdata_client), "pdata_server": pdata_record(c.pdata_server)}
+    setup = _with_ulp(c, setup)
     traffic: JSON = {"packets_c2s": c.packets_c2s, "packets_s2c": c.packets_s2c, "bytes_c2s": c.bytes_c2s,
                      "bytes_s2c": c.bytes_s2c}
     return {"kind": "connection", "id": c.id, "transport": c.transport, "client": endpoint_record(c.client),

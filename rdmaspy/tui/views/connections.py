@@ -13,6 +13,7 @@ from ...analysis.model import Connection, Endpoint
 from ...dissectors.ib_cm import REJ_REASONS
 from ...dissectors.rdma_cm import service_text
 from ...dissectors.rpcrdma_pdata import RpcRdmaPdata
+from ...output.ulp import ulp_service, ulp_text
 from ..messages import ApplyFilter
 from . import register_view
 from .common import AnalysisView, bytes_text, duration_text
@@ -40,8 +41,9 @@ def qpn_text(c: Connection, qpn: int | None) -> str:
 
 def service_of(c: Connection) -> str:
     if c.transport == "iwarp":
-        return f"iWARP TCP {c.port}" if c.port is not None else "iWARP"
-    return "-" if c.service_id is None else service_text(c.service_id)
+        return (f"iWARP TCP {c.port}" if c.port is not None else "iWARP") + ulp_service(c, named=True)
+    return service_text(c.service_id) + ulp_service(c) if c.service_id is not None else \
+        ("-" if not c.ulp else ulp_service(c, named=True).strip())
 
 
 def state_of(c: Connection) -> str:
@@ -102,8 +104,9 @@ class ConnectionsView(AnalysisView):
         mark = "*" if self.focus_state.connection == c.id else ""
         return (f"{mark}{c.id}", state_of(c), endpoint_text(c, c.client), qpn_text(c, c.client.qpn),
                 endpoint_text(c, c.server), qpn_text(c, c.server.qpn), service_of(c), str(c.packets_c2s), str(c.bytes_c2s),
-                str(c.packets_s2c), str(c.bytes_s2c), f"{c.inline_c2s}/{c.inline_s2c}",
-                "1" if c.remote_invalidate else "0")
+                str(c.packets_s2c), str(c.bytes_s2c),
+                f"{c.inline_c2s}/{c.inline_s2c}" if c.inline_applies else "-",
+                ("1" if c.remote_invalidate else "0") if c.inline_applies else "-")
 
     def refresh_view(self) -> None:
         self.rows = self.model.analysis.connection_list()
@@ -127,9 +130,10 @@ class ConnectionsView(AnalysisView):
             f"{'  GID ' + c.client.gid if c.client.gid else ''}",
             f"server {endpoint_text(c, c.server)}  QPN {qpn_text(c, c.server.qpn)}"
             f"{'  GID ' + c.server.gid if c.server.gid else ''}",
-            f"private data: client {pdata_text(c.pdata_client)}; server {pdata_text(c.pdata_server)}",
-            f"inline thresholds: client→server {c.inline_c2s} B, server→client {c.inline_s2c} B; "
-            f"remote invalidation {'on' if c.remote_invalidate else 'off'}",
+            *((f"private data: client {pdata_text(c.pdata_client)}; server {pdata_text(c.pdata_server)}",
+               f"inline thresholds: client→server {c.inline_c2s} B, server→client {c.inline_s2c} B; "
+               f"remote invalidation {'on' if c.remote_invalidate else 'off'}") if c.inline_applies
+              else (ulp_text(c) or "",)),
             f"traffic: → {c.packets_c2s} packets {bytes_text(c.bytes_c2s)}, "
             f"← {c.packets_s2c} packets {bytes_text(c.bytes_s2c)}; "
             f"seen for {duration_text(c.t_end - c.t_start)}",
