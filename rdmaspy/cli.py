@@ -20,7 +20,8 @@ from .errors import RdmaspyError
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="rdmaspy",
-        description="Protocol analyzer for RDMA: RoCEv2/RoCEv1/InfiniBand/iWARP and RPC-over-RDMA v1/v2.")
+        description="Protocol analyzer for RDMA: RoCEv2/RoCEv1/InfiniBand/iWARP, RPC-over-RDMA v1/v2 and NVMe over "
+                    "Fabrics on RDMA.")
     p.add_argument("--version", action="version", version=f"rdmaspy {__version__}")
     p.add_argument("--memory-budget", metavar="SIZE",
                    help="most memory kept across packets (reassembly, analysis), e.g. 512M or 2G; past it the oldest"

@@ -305,3 +305,22 @@ def test_the_siw_capture_taken_after_its_mpa_exchanges_is_bound_by_its_port():
     # a queue's QID is known from its first completion (its SQ identifier) on
     assert {q for _n, _cid, q in got} - {None} == {0, 1}
     assert sum(q is None for _n, _cid, q in got) <= 2
+
+
+def test_data_that_came_only_in_part_is_shown_as_far_as_it_goes_when_the_command_completes():
+    c = connected()
+    addr, key = 0xFFFF888800003000, 0x77
+    c.host_send(B.sqe(IDENTIFY, 0x31, sgl=B.keyed_sgl(addr, 4096, key), dwords=(1,)))
+    from rdmaspy.dissectors import nvme_data
+    data = nvme_data.IDCTRL_BASIC.encode(cntlid=9).ljust(4096, b"\0")
+    writes = c.ctrl_write(addr, key, data)
+    assert writes[-1].layer("nvme.data") is not None
+    # the controller wrote the first 1 KiB only (or the capture holds no more)
+    c2 = connected()
+    c2.host_send(B.sqe(IDENTIFY, 0x31, sgl=B.keyed_sgl(addr, 4096, key), dwords=(1,)))
+    first = c2.ctrl_write(addr, key, data[:1024])
+    assert first[0].layer("nvme.data") is None
+    done = c2.ctrl_send(B.cqe(0x31), invalidate=key)
+    got = fields(done)
+    assert got["nvme.data.length"] == [1024] and got["nvme.cmd.identify.ctrl.cntlid"] == [9]
+    assert "in part" in done.layer("nvme.data").label and "nvme.cmd.identify.ctrl.nvmeof.ioccsz" not in got

@@ -405,8 +405,6 @@ def _response(pkt: Packet, buf: bytes, off: int, ctx: Any) -> NvmeCompletion:
     inv = _invalidated(pkt)
     if inv is not None:
         rdma.add(INVALIDATE, inv, -1, 0)
-    if cmd is not None and copy_of is None and isinstance(ctx, Session):
-        _data_left(pkt, ctx, cmd)
     cqe = nvme.dissect_completion(pkt, buf, off, q, cmd)
     cqe.invalidated = inv
     cqe.seq = seq
@@ -420,6 +418,8 @@ def _response(pkt: Packet, buf: bytes, off: int, ctx: Any) -> NvmeCompletion:
     _note(pkt, nvme.NVME_COMPLETIONS, cqe)
     if wants_info(ctx):
         pkt.add_info(nvme.completion_info(cqe) + (f" [copy of frame {copy_of}]" if copy_of is not None else ""))
+    if cmd is not None and copy_of is None and isinstance(ctx, Session):
+        _data_left(pkt, ctx, cmd)
     return cqe
 
 
