@@ -324,3 +324,33 @@ def test_data_that_came_only_in_part_is_shown_as_far_as_it_goes_when_the_command
     got = fields(done)
     assert got["nvme.data.length"] == [1024] and got["nvme.cmd.identify.ctrl.cntlid"] == [9]
     assert "in part" in done.layer("nvme.data").label and "nvme.cmd.identify.ctrl.nvmeof.ioccsz" not in got
+
+
+def test_fabrics_property_set_disconnect_authentication_and_completions_by_command():
+    c = connected()
+    cc = nvme.CC.encode(cc=0x00460001)                     # EN, IOSQES 6, IOCQES 4
+    prop_set = B.fabrics(nvme.FCTYPE_PROPERTY_SET, 1, tail=nvme.PROPERTY.encode(offset=0x14)[35:] + cc)
+    got = fields(c.host_send(prop_set)[0])
+    assert got["nvme.fabrics.prop_get_set.cc.en"] == [1] and got["nvme.fabrics.prop_get_set.cc.iosqes"] == [6]
+    assert got["nvme.fabrics.cmd.prop_get_set.offset"] == [0x14]
+    get_vs = B.fabrics(nvme.FCTYPE_PROPERTY_GET, 2, tail=nvme.PROPERTY.encode(offset=0x08)[35:])
+    c.host_send(get_vs)
+    vs = fields(c.ctrl_send(B.cqe(2, dw0=0x00010400)))
+    assert (vs["nvme.fabrics.prop_get.vs.mjr"], vs["nvme.fabrics.prop_get.vs.mnr"]) == ([1], [4])
+    c.host_send(B.fabrics(nvme.FCTYPE_DISCONNECT, 3))
+    assert "Disconnect" in c.ctrl_send(B.cqe(3)).info_text
+    auth = c.host_send(B.fabrics(nvme.FCTYPE_AUTH_SEND, 4, B.keyed_sgl(0x9000, 64, 5), nvme.AUTH.encode(secp=0xE9, al=64)))
+    assert fields(auth[0])["nvme.fabrics.cmd.auth.secp"] == [0xE9]
+    # completions read by their command: the asynchronous event, the keep alive timer, the queues allotted
+    c.host_send(B.sqe(0x0C, 0x1F))
+    aer = fields(c.ctrl_send(B.cqe(0x1F, dw0=0x00700002)))
+    assert aer["nvme.cqe.dword0.aev.aet"] == [2] and aer["nvme.cqe.dword0.aev.lpi"] == [0x70]
+    c.host_send(B.sqe(0x0A, 0x20, dwords=(0x0F,)))
+    assert fields(c.ctrl_send(B.cqe(0x20, dw0=5000)))["nvme.cqe.dword0.get_features.kat.kato"] == [5000]
+    c.host_send(B.sqe(0x09, 0x21, dwords=(0x07, 0x00030003)))
+    nq = fields(c.ctrl_send(B.cqe(0x21, dw0=0x00010001)))
+    assert nq["nvme.cqe.dword0.set_features.nq.nsqa"] == [1] and nq["nvme.cqe.dword0.set_features.ncqa"] == [1]
+    # a Fabrics command's specific status by its name
+    c.host_send(B.connect(6, qid=1, sqsize=127, sgl=B.offset_sgl(0, 1024)) + B.connect_data("nqn.s", "nqn.h"))
+    refused = c.ctrl_send(B.cqe(6, status=B.status(0x82, sct=1, dnr=True)))
+    assert "Connect Invalid Parameters DNR" in refused.info_text
