@@ -55,7 +55,9 @@ def test_fuzz_and_reader_tests_pass_on_the_compiled_build(compiled):
               # the C library's heap kept between the readers' chunks
               "tests/test_heap.py", "tests/test_infiniband_plans.py",
               # hexadecimal digits in C; the request of a Middle or Last packet
-              "tests/test_hexfmt.py", "tests/test_reassembly_requests.py"]
+              "tests/test_hexfmt.py", "tests/test_reassembly_requests.py",
+              # NVMe/RDMA: little-endian declarations, built and hostile capsules, the lab captures
+              "tests/test_fields_little_endian.py", "tests/test_nvme_rdma.py", "tests/test_nvme_lab_captures.py"]
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites],
                          cwd=compiled, capture_output=True, text=True, timeout=1200)
     assert res.returncode == 0, res.stdout[-4000:]

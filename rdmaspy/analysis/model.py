@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Callable, Final, Union
+from typing import TYPE_CHECKING, Any, Callable, Final, Union
 
 from mypy_extensions import mypyc_attr
 
@@ -253,8 +253,8 @@ class Connection:
     inline_s2c: int = 0
     remote_invalidate: bool = False     # both peers set R
     ulp: str | None = None              # the upper layer a dissector found on it ("nvme-rdma"); None: not said
-    ulp_client: object = None           # that upper layer's own facts from the client's and the server's
-    ulp_server: object = None           # CM or MPA private data (nvme_rdma.NvmeRdmaCm)
+    ulp_client: Any = None              # that upper layer's own facts from the client's and the server's
+    ulp_server: Any = None              # CM or MPA private data (nvme_rdma.NvmeRdmaCm)
     packets_c2s: int = 0
     packets_s2c: int = 0
     bytes_c2s: int = 0

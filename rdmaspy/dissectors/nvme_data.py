@@ -83,7 +83,7 @@ IDCTRL_BASIC: Final = Header(IDCTRL, "Controller Capabilities and Features", [
                     ("tbkas", 1, "Traffic Based Keep Alive Support (TBKAS)"), ("ng", 1, "Namespace Granularity"),
                     ("sqa", 1, "SQ Associations Support"), ("uuidl", 1, "UUID List Support"),
                     ("rsvd", 22, "Reserved")),
-    "rrls": _bits("rrls", *((f"rrls{i}", 1, f"Read Recovery Level {i} Support") for i in range(16))),
+    "rrls": _bits("rrls", *[(f"rrls{i}", 1, f"Read Recovery Level {i} Support") for i in range(16)]),
     "mi.nvmsr": _bits("mi.nvmsr", ("nvmesd", 1, "NVMe Storage Device (NVMESD)"), ("nvmee", 1, "NVMe Enclosure (NVMEE)"),
                       ("rsvd", 6, "Reserved")),
     "mi.vwci": [_h("mi.vwci.vwcr", 7, "VPD Write Cycles Remaining (VWCR)"),
@@ -295,7 +295,7 @@ SMART: Final = Header(f"{LOG}.smart", "SMART / Health Information", [
     F("ele", 128, "Number of Error Information Log Entries", "bytes"),
     F("wctt", 32, "Warning Composite Temperature Time", unit="minutes"),
     F("cctt", 32, "Critical Composite Temperature Time", unit="minutes"),
-    *(F(f"ts.s{i}", 16, f"Temperature Sensor {i}", unit="K") for i in range(1, 9)),
+    *[F(f"ts.s{i}", 16, f"Temperature Sensor {i}", unit="K") for i in range(1, 9)],
     F("tmt1c", 32, "Thermal Management Temperature 1 Transition Count"),
     F("tmt2c", 32, "Thermal Management Temperature 2 Transition Count"),
     F("tmt1t", 32, "Total Time For Thermal Management Temperature 1", unit="s"),
@@ -311,7 +311,7 @@ SMART: Final = Header(f"{LOG}.smart", "SMART / Health Information", [
                        ("rsvd1", 4, "Reserved"))})
 FW_SLOT: Final = Header(f"{LOG}.fw_slot", "Firmware Slot Information", [
     _h("afi", 8, "Active Firmware Info (AFI)"), F("rsvd0", 56, "Reserved", "bytes"),
-    *(F(f"frs.s{i}", 64, f"Firmware Revision for Slot {i}", "bytes") for i in range(1, 8)),
+    *[F(f"frs.s{i}", 64, f"Firmware Revision for Slot {i}", "bytes") for i in range(1, 8)],
     F("rsvd1", 3584, "Reserved", "bytes")], little=True, parts={"afi": [
         F("afi.afs", 3, "Active Firmware Slot"), _h("afi.rsvd0", 1, "Reserved"),
         F("afi.nfs", 3, "Next Reset Firmware Slot"), _h("afi.rsvd1", 1, "Reserved")]})

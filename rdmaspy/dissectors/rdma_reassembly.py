@@ -449,7 +449,7 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
     st = _state(ctx)
     va, rkey, dlen = ib.reth
     key: Key = (pkt.dst, pkt.src, rkey)      # the responder's memory, read by the requester
-    if key in st.read_jobs or key in st.data_wants:
+    if key in st.read_jobs or (st.data_wants and key in st.data_wants):
         _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
 
@@ -576,7 +576,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         va, rkey, dlen = ib.reth
         key: Key = (pkt.dst, pkt.src, rkey)      # the receiver's memory, written by the sender
         if key not in st.write_wants:
-            if key not in st.data_wants:
+            if not st.data_wants or key not in st.data_wants:
                 return
             if pos == "first":
                 _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
@@ -591,7 +591,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         return
     found = _ib_address(rec, ib.psn, pos, end - off)
     if found is not None:
-        if found[0].key in st.data_wants:
+        if st.data_wants and found[0].key in st.data_wants:
             _place_wanted(pkt, ctx, st, found[0].key, found[1], buf, off, end)
         else:
             _place_written(st, found[0].key, found[1], buf, off, end, pkt.frame.num)
@@ -606,7 +606,7 @@ def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
     if st is None:
         return
     key: Key = (pkt.dst, pkt.src, src_stag)      # the responder's memory, read by the requester
-    if key not in st.read_jobs and key not in st.data_wants:
+    if key not in st.read_jobs and (not st.data_wants or key not in st.data_wants):
         return
     _remember(st, st.read_reqs, (pkt.src, pkt.dst, sink_stag), _Request(key, src_to, size, sink_to))
 
@@ -622,7 +622,7 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
         key: Key = (pkt.dst, pkt.src, stag)
         if key in st.write_wants:
             _place_written(st, key, to, buf, off, end, pkt.frame.num)
-        elif key in st.data_wants:
+        elif st.data_wants and key in st.data_wants:
             _place_wanted(pkt, ctx, st, key, to, buf, off, end)
         return
     rec = st.read_reqs.get((pkt.dst, pkt.src, stag)) if opcode == 2 else None
