@@ -3,7 +3,7 @@
 pyproject.toml holds the package metadata.
 
 - The modules every packet goes through (reader, engine, packet, the RoCEv2/IB, RPC-over-RDMA,
-  ONC RPC and NFS dissectors, summary and JSON output) are compiled to C with mypyc when the
+  ONC RPC, NFS and NVMe/RDMA dissectors, summary and JSON output) are compiled to C with mypyc when the
   wheel is built: the same Python source, two to three times faster.  Editable installs
   (``pip install -e``) stay pure Python, so an edit takes effect at once.  Where no C compiler
   or mypyc is at hand the package installs as pure Python.  RDMASPY_COMPILE=0 skips the
