@@ -102,9 +102,9 @@ class Header:
     field of whole bytes is where the declaration puts it and a flag byte reads as written.
 
     ``parts``: the named bits of some of its words (the word's name relative to the header -> its bits,
-    named relative to the header too, in the header's bit order), shown besides the whole word as tshark shows a word and
-    its bits: each word's parts are a header of their own over the word's bytes (``parts_of``), whose
-    values a layer adds as items (``packet.add_parts``).
+    named relative to the header too, in the header's bit order), shown besides the whole word as tshark
+    shows a word and its bits: each word's parts are a header of their own over the word's bytes
+    (``parts_of``), whose values a layer adds as items (``packet.add_parts``).
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",

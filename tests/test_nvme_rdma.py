@@ -339,7 +339,8 @@ def test_fabrics_property_set_disconnect_authentication_and_completions_by_comma
     assert (vs["nvme.fabrics.prop_get.vs.mjr"], vs["nvme.fabrics.prop_get.vs.mnr"]) == ([1], [4])
     c.host_send(B.fabrics(nvme.FCTYPE_DISCONNECT, 3))
     assert "Disconnect" in c.ctrl_send(B.cqe(3)).info_text
-    auth = c.host_send(B.fabrics(nvme.FCTYPE_AUTH_SEND, 4, B.keyed_sgl(0x9000, 64, 5), nvme.AUTH.encode(secp=0xE9, al=64)))
+    auth = c.host_send(B.fabrics(nvme.FCTYPE_AUTH_SEND, 4, B.keyed_sgl(0x9000, 64, 5),
+                                 nvme.AUTH.encode(secp=0xE9, al=64)))
     assert fields(auth[0])["nvme.fabrics.cmd.auth.secp"] == [0xE9]
     # completions read by their command: the asynchronous event, the keep alive timer, the queues allotted
     c.host_send(B.sqe(0x0C, 0x1F))

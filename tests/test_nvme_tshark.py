@@ -39,7 +39,8 @@ THEIRS_ONLY = {
     # a transfer packet's raw payload (rdmaspy shows the data structure, and the bytes as data)
     "nvme.data",
     # a whole byte string whose fields rdmaspy gives (and compares) one by one
-    "nvme.cmd.identify.ctrl.mi", "nvme.cmd.identify.ctrl.nvmeof", "nvme.cmd.identify.ctrl.fguid", "nvme.cmd.identify.ctrl.psds",
+    "nvme.cmd.identify.ctrl.mi", "nvme.cmd.identify.ctrl.nvmeof", "nvme.cmd.identify.ctrl.fguid",
+    "nvme.cmd.identify.ctrl.psds",
     "nvme.cmd.identify.ctrl.psds.psd", "nvme.cmd.get_logpage.identify.rcrd", "nvme.cmd.get_logpage.identify.rcrd.tsas",
     "nvme.cmd.get_logpage.ana.grp", "nvme.cmd.get_logpage.fw_slot.frs", "nvme.cmd.get_logpage.smart.ts",
     "nvme.cmd.get_logpage.cmd_and_eff.cs",
@@ -58,8 +59,8 @@ THEIRS_ONLY = {
 }
 # tshark fields that only link frames: compared on completions (the command's frame), not on data frames
 LINKS = {"nvme.cmd_pkt", "nvme.fabrics.cmd_pkt"}
-# What makes a frame a capsule's (or a CM message's) for tshark; in any other (RDMA READ/WRITE, SEND fragments) it shows the
-# queue ID and links, and the data it matched to a command
+# What makes a frame a capsule's (or a CM message's) for tshark; in any other (RDMA READ/WRITE, SEND fragments)
+# it shows the queue ID and links, and the data it matched to a command
 CAPSULE_MARKS = ("nvme.cmd.opc", "nvme.fabrics.cmd.opc", "nvme.cqe.cid")
 # tshark shows a command's dwords 10-15 as words where rdmaspy decodes them by field (Write Zeroes, Dataset
 # Management): compared with the command's dwords in rdmaspy's facts (the nvme.commands note)

@@ -304,7 +304,8 @@ CC: Final = Header("nvme.fabrics.prop_get_set", "Controller Configuration", [
 CSTS: Final = Header("nvme.fabrics.prop_get_set", "Controller Status", [
     _hexw("csts", 32, "Controller Status"), _hexw("data.rsvd", 32, "Reserved")], little=True, parts={"csts": [
         _hexw("csts.rdy", 1, "Ready"), _hexw("csts.cfs", 1, "Controller Fatal Status"),
-        _hexw("csts.shst", 2, "Shutdown Status", N.SHUTDOWN_STATUS), _hexw("csts.nssro", 1, "NVM Subsystem Reset Occurred"),
+        _hexw("csts.shst", 2, "Shutdown Status", N.SHUTDOWN_STATUS),
+        _hexw("csts.nssro", 1, "NVM Subsystem Reset Occurred"),
         _hexw("csts.pp", 1, "Processing Paused"), _hexw("csts.rsvd", 26, "Reserved")]})
 VS: Final = Header("nvme.fabrics", "Version", [
     _hexw("prop_get.vs", 32, "Version"), _hexw("prop_get_set.data.rsvd", 32, "Reserved")], little=True, parts={
@@ -317,8 +318,10 @@ CAP: Final = Header("nvme.fabrics.prop_get", "Controller Capabilities", [_hexw("
                         F("ccap.ams.wrr", 1, "Weighted Round Robin with Urgent Priority Class", "bool"),
                         F("ccap.ams.vs", 1, "Arbitration Mechanism Vendor Specific", "bool"),
                         _hexw("ccap.rsvd0", 5, "Reserved"), F("ccap.to", 8, "Timeout (500 ms units)"),
-                        F("ccap.dstrd", 4, "Doorbell Stride"), F("ccap.nssrs", 1, "NVM Subsystem Reset Supported", "bool"),
-                        _hexw("ccap.css", 8, "Command Sets Supported"), F("ccap.bps", 1, "Boot Partition Support", "bool"),
+                        F("ccap.dstrd", 4, "Doorbell Stride"),
+                        F("ccap.nssrs", 1, "NVM Subsystem Reset Supported", "bool"),
+                        _hexw("ccap.css", 8, "Command Sets Supported"),
+                        F("ccap.bps", 1, "Boot Partition Support", "bool"),
                         _hexw("ccap.rsdv1", 2, "Reserved"), F("ccap.mpsmin", 4, "Memory Page Size Minimum"),
                         F("ccap.mpsmax", 4, "Memory Page Size Maximum"),
                         F("ccap.pmrs", 1, "Persistent Memory Region Supported", "bool"),
@@ -366,8 +369,9 @@ AER_DWORD0: Final = Header("nvme.cqe", "Asynchronous Event", [
         F("dword0.aev.lpi", 8, "Log Page Identifier", "hex", N.LOG_PAGES), _hexw("dword0.aev.rsvd1", 8, "Reserved")]})
 SET_NQ_DWORD0: Final = Header("nvme.cqe", "Number of Queues", [
     _hexw("dword0.set_features.nq", 32, "Number of Queues Allocated"), _hexw("dword1", 32, "DWORD1")], little=True,
-    parts={"dword0.set_features.nq": [F("dword0.set_features.nq.nsqa", 16, "I/O Submission Queues Allocated (0's based)"),
-                                      F("dword0.set_features.ncqa", 16, "I/O Completion Queues Allocated (0's based)")]})
+    parts={"dword0.set_features.nq": [
+        F("dword0.set_features.nq.nsqa", 16, "I/O Submission Queues Allocated (0's based)"),
+        F("dword0.set_features.ncqa", 16, "I/O Completion Queues Allocated (0's based)")]})
 
 
 def _get_features_dword0(fid: int) -> Header:
