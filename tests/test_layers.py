@@ -21,6 +21,7 @@ RANKS: dict[str, int] = {
     "rdmaspy.fields": 1, "rdmaspy.packet": 1, "rdmaspy.budget": 1, "rdmaspy.readers": 1, "rdmaspy.writers": 1,
     "rdmaspy.capture": 1, "rdmaspy.traffic": 1,
     "rdmaspy.scale.source": 1,      # several capture files read as one
+    "rdmaspy.hosttrace": 1,         # kernel traces read beside a capture (--host-trace)
     # what the dissectors are given: the tables they register into, a capture's state and its connections,
     # the visitor of what they produce
     "rdmaspy.registry": 2, "rdmaspy.session": 2, "rdmaspy.conversation": 2, "rdmaspy.fieldview": 2,

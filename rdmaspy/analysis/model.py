@@ -27,6 +27,7 @@ from ..rules import Rule, Severity   # declared below the dissectors, which decl
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
     from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
+    from .hostmodel import HostView
 
 
 # --- enumerations --------------------------------------------------------------------------------------
@@ -508,13 +509,13 @@ class Transaction:
     """One RPC call on one connection, its reply and everything that moved its data between them."""
 
     __slots__ = ("conn", "xid", "call_direction", "version", "call", "reply", "state", "rpc", "steps", "segments",
-                 "findings", "bytes_read", "bytes_written", "dropped")
+                 "findings", "bytes_read", "bytes_written", "dropped", "host")
 
     def __init__(self, conn: int, xid: int, call_direction: Direction, version: int, call: CallSide,
                 reply: ReplySide | None = None, state: TransactionState = TransactionState.OPEN,
                 rpc: RpcSummary | None = None, steps: list[Step] | None = None,
                 segments: list[Segment] | None = None, findings: list[Finding] | None = None, bytes_read: int = 0,
-                bytes_written: int = 0, dropped: int = 0) -> None:
+                bytes_written: int = 0, dropped: int = 0, host: HostView | None = None) -> None:
         self.conn = conn
         self.xid = xid
         self.call_direction = call_direction    # the way the call went (c2s: forward channel)
@@ -529,6 +530,7 @@ class Transaction:
         self.bytes_read = bytes_read            # moved by RDMA READ
         self.bytes_written = bytes_written      # moved by RDMA WRITE
         self.dropped = dropped                  # steps, findings and resendings past the caps: counted, not kept
+        self.host = host                        # what the host traces say of it (--host-trace; analysis.hostjoin)
 
     def __repr__(self) -> str:
         return _record_repr(self, _TRANSACTION_FIELDS)

@@ -1,0 +1,559 @@
+"""Host traces joined to the wire: each transaction gets the events its client and server traced.
+
+``measure_clock`` aligns a trace's clock with the capture's by measurement: over XIDs both saw, the
+lower envelope of (wire time - host time) for the events a host traces before the wire carries the
+message (the client's ``xprtrdma_post_send`` before the call, the server's ``svcrdma_post_send`` before
+the reply) is the offset; the events traced after the wire carried it (``svcrdma_decode_rqst``,
+``xprtrdma_reply``) bound it from below.  Each trace file gets its own offset.
+
+``HostJoin`` is a sink of the analysis' records that stands first among the pipeline's sinks: when a
+transaction closes, it reads each trace on (in its order, a little past the transaction's end on the
+capture's clock), takes the events of the transaction's XID (named by ``hosttrace.resolve``) within its
+time, and hangs them on the transaction (``Transaction.host``, a ``HostView``) before the other sinks see
+it; it declares and reports the findings only the two sides together show.  The events read are kept in a
+window bounded in time and in number (by the memory budget), whatever the trace's size.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final, Iterator
+
+from ..hosttrace.events import EVENTS, Join, Side, Stage
+from ..hosttrace.parse import HostEvent
+from ..hosttrace.resolve import Resolver
+from ..hosttrace.source import TraceFile
+from .hostmodel import HostClock, HostView, Registration
+from .model import Connection, Direction, Finding, Record, Step, StepKind, Transaction
+from .rules import declare
+
+if TYPE_CHECKING:
+    from .analyzer import Analyzer
+
+SOURCE_TRACE: Final = "Linux include/trace/events/rpcrdma.h, sunrpc.h; docs/hosttrace.md"
+REGISTRATION_UNUSED: Final = declare(
+    "host.registration_unused", "note", "host",
+    "the client registered R_Key 0x{handle:08x} ({length} bytes, {chunk} chunk) for XID 0x{rxid:08x} and the "
+    "wire never read or wrote it",
+    SOURCE_TRACE + " (xprtrdma_mr_fastreg against the wire's RDMA operations)")
+ACCESS_AFTER_INVALIDATION: Final = declare(
+    "host.access_after_invalidation", "error", "host",
+    "RDMA {op} on R_Key 0x{handle:08x} {after_us} us after the client's {how} invalidation of it",
+    "RFC 8166 §3.6 (a segment is invalidated when its transaction ends); " + SOURCE_TRACE)
+CREDITS_DISAGREE: Final = declare(
+    "host.credits_disagree", "warning", "credits",
+    "the {side} took {host} credits from XID 0x{rxid:08x} where the wire carried {wire}",
+    "RFC 8166 §3.3.1; Linux rpc_rdma.c (the client clamps a grant to 1..max_requests)")
+HOST_RETRANSMISSION: Final = declare(
+    "host.retransmission", "warning", "host",
+    "the client sent call XID 0x{rxid:08x} again (transmission {ntrans}); on the wire before it: {wire}",
+    "Linux sunrpc xprt_retransmit; RFC 8166 §3.3.1 (a call is retransmitted after a reconnect)")
+HOST_RECONNECT: Final = declare(
+    "host.reconnect", "warning", "host",
+    "the client connected to {peer} again{qp}; on the wire before it: {wire}",
+    "Linux xprtrdma_op_connect / cm_qp_create; RFC 8166 §3.3.1")
+COMPLETION_ERROR: Final = declare(
+    "host.completion_error", "warning", "host",
+    "{count} {event} completion(s) with status {status}; on the wire before them: {wire}",
+    "IBTA Vol. 1 §10.8 (work completion status); Linux xprtrdma/svcrdma completion events")
+HOST_ONLY: Final = declare(
+    "host.not_captured", "warning", "host",
+    "the {side} traced XID 0x{rxid:08x} ({event}) and the capture has no such transaction",
+    "capture coverage: a host trace against the capture of the same time")
+COVERAGE: Final = declare(
+    "host.coverage", "note", "host",
+    "{trace}: {joined} transactions joined, {host_only} traced by the host only, {wire_only} on the wire only "
+    "within the trace's span; clock offset {offset_us} us (range {low_us}..{high_us} us, spread {spread_us} us, "
+    "{matched} XIDs)",
+    "rdmaspy host trace join (docs/hosttrace.md)")
+NO_MATCH: Final = declare(
+    "host.no_match", "warning", "host",
+    "{trace}: no XID of the trace is in the capture: its events are not joined",
+    "rdmaspy host trace join (docs/hosttrace.md)")
+
+HORIZON_NS: Final = 1_000_000_000       # events within this of a transaction's first and last packet are its
+KEEP_NS: Final = 10_000_000_000         # events older than this behind the wire are let go
+EVENTS_KEPT: Final = 256                # events hung on one transaction
+EVENT_COST: Final = 1024                # bytes an event kept in the window costs, measured roughly
+INCIDENT_WINDOW_NS: Final = 10_000_000  # completion errors this close together are one finding
+DISRUPTIONS_KEPT: Final = 256
+FINDINGS_OF_A_KIND: Final = 64          # host-only XIDs, unused registrations ... reported by finding at most
+CALIBRATION_EVENTS: Final = 2_000_000   # events read at most to measure a clock
+
+_BEFORE_CALL: Final = frozenset(("xprtrdma_post_send", "xprtrdma_marshal"))
+_AFTER_CALL: Final = frozenset(("svcrdma_wc_recv", "svcrdma_decode_rqst"))
+_BEFORE_REPLY: Final = frozenset(("svcrdma_post_send",))
+_AFTER_REPLY: Final = frozenset(("xprtrdma_wc_receive", "xprtrdma_reply"))
+_CHUNK_OF: Final = {"xprtrdma_chunk_read": "read", "xprtrdma_chunk_write": "write",
+                    "xprtrdma_chunk_reply": "reply", "xprtrdma_chunk_wp": "wp"}
+
+
+def resolved(trace: TraceFile) -> Iterator[HostEvent]:
+    """The declared events of a trace with their XIDs named, in the order the resolver gives them out."""
+    r = Resolver()
+    for ev in trace.events():
+        yield from r.feed(ev)
+    yield from r.flush()
+
+
+# --- the clock ------------------------------------------------------------------------------------------
+def measure_clock(trace: TraceFile, wire: dict[int, tuple[int, int | None]]) -> HostClock:
+    """The offset of ``trace``'s clock from the capture's, from ``wire``: XID -> (call time, reply time) of
+    transactions of the capture's beginning.  The trace is read until each of them is met (or far enough)."""
+    clock = HostClock(trace.path, trace.number, trace.form)
+    upper: list[int] = []               # wire - host for events before the wire: offset <= each
+    lower: list[int] = []               # wire - host for events after it: offset >= each
+    seen: set[tuple[int, str]] = set()
+    read = 0
+    wanted = len(wire)
+    matched: set[int] = set()
+    for ev in resolved(trace):
+        read += 1
+        if read > CALIBRATION_EVENTS:
+            break
+        x = ev.xid
+        if x is None or x not in wire:
+            continue
+        name = ev.name
+        if (x, name) in seen:            # the first of each kind: a retransmission's would lie
+            continue
+        call, reply = wire[x]
+        if name in _BEFORE_CALL:
+            upper.append(call - ev.host_ts)
+        elif name in _AFTER_CALL:
+            lower.append(call - ev.host_ts)
+        elif reply is not None and name in _BEFORE_REPLY:
+            upper.append(reply - ev.host_ts)
+        elif reply is not None and name in _AFTER_REPLY:
+            lower.append(reply - ev.host_ts)
+        else:
+            continue
+        seen.add((x, name))
+        matched.add(x)
+        if len(matched) >= wanted and len(seen) >= 4 * wanted:
+            break
+    clock.matched = len(matched)
+    if upper:
+        clock.offset_ns = min(upper)
+        clock.high_ns = clock.offset_ns
+        ups = sorted(upper)
+        clock.spread_ns = ups[len(ups) // 2] - clock.offset_ns
+    if lower:
+        clock.low_ns = max(lower)
+        if clock.offset_ns is None:
+            clock.offset_ns = clock.low_ns
+            downs = sorted(lower)
+            clock.spread_ns = clock.low_ns - downs[len(downs) // 2]
+    return clock
+
+
+# --- the join -------------------------------------------------------------------------------------------
+class _Cursor:
+    """One trace read on, its events put on the capture's clock."""
+
+    def __init__(self, trace: TraceFile, clock: HostClock) -> None:
+        self.trace = trace
+        self.clock = clock
+        self.offset = clock.offset_ns or 0
+        self._events = resolved(trace)
+        self.next: HostEvent | None = None
+        self.done = False
+        self._pull()
+
+    def _pull(self) -> None:
+        ev = next(self._events, None)
+        if ev is None:
+            self.done = True
+            self.next = None
+            return
+        ev.ts = ev.host_ts + self.offset
+        self.next = ev
+
+    def take(self) -> HostEvent:
+        ev = self.next
+        assert ev is not None
+        self._pull()
+        return ev
+
+
+class _Incident:
+    """Something a host traced that the wire should explain: judged once the wire has gone past it."""
+    __slots__ = ("rule", "ts", "args", "xid", "count", "key")
+
+    def __init__(self, rule: Any, ts: int, args: dict[str, object], xid: int | None, key: str) -> None:
+        self.rule = rule
+        self.ts = ts
+        self.args = args
+        self.xid = xid
+        self.count = 1
+        self.key = key
+
+
+class HostJoin:
+    """The analysis' record sink that joins host traces to the transactions (see the module's text)."""
+
+    reads_packets = False
+    wants_psn_events = False
+
+    def __init__(self, traces: list[TraceFile], clocks: list[HostClock], budget_limit: int = 256 << 20) -> None:
+        self.clocks = clocks
+        self.cursors = [_Cursor(t, c) for t, c in zip(traces, clocks) if c.offset_ns is not None]
+        self.max_events = max(4096, budget_limit // (8 * EVENT_COST))
+        self.window: deque[HostEvent] = deque()          # the events read, in the order read
+        self.by_xid: dict[int, list[HostEvent]] = {}
+        self.by_handle: dict[int, list[HostEvent]] = {}  # registrations and invalidations
+        self.claimed: set[int] = set()                   # XIDs a transaction took
+        self.wire_now = 0
+        self.read_to = -1
+        self.let_go = 0                                  # events let go before their time (the bound)
+        self.incidents: deque[_Incident] = deque()
+        self.disruptions: deque[tuple[int, int | None, str]] = deque(maxlen=DISRUPTIONS_KEPT)
+        self.qpns: dict[int, int] = {}                   # client QPN -> connection
+        self.reported: dict[str, int] = {}
+        self.connects: dict[int, int] = {}               # trace -> connects seen (the first is no reconnect)
+        self.analyzer: Analyzer | None = None
+        self.t0 = -1
+        self.t_last = -1
+        self._pipe: Any = None
+
+    def attach(self, pipe: Any) -> None:
+        self._pipe = pipe
+        self.analyzer = pipe.analyzer
+
+    def packet(self, pkt: object) -> None:
+        """Reads no packet (``reads_packets``)."""
+
+    # -- the analysis' records -------------------------------------------------------------------
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction):
+            end = _end_of(rec)
+            self.wire_now = max(self.wire_now, end)
+            self._read(end + HORIZON_NS)
+            self._join(rec, end)
+            self._judge(self.wire_now - HORIZON_NS)
+            self._evict(self.wire_now - KEEP_NS)
+        elif isinstance(rec, Connection):
+            if rec.client.qpn is not None:
+                self.qpns[rec.client.qpn] = rec.id
+            if rec.t_closed is not None:
+                self._disruption(rec.t_closed, None, f"connection {rec.id} closed")
+
+    def on_finding(self, f: Finding) -> None:
+        if f.rule_def.id.startswith("host.") or f.severity not in ("error", "warning"):
+            return
+        self._disruption(f.ts, f.frames[0] if f.frames else None, f"{f.rule_def.id} (frame "
+                         f"{f.frames[0] if f.frames else '?'})")
+
+    def finish(self) -> None:
+        self._read(None)
+        self._judge(None)
+        self._evict(None)
+        pipe = self._pipe
+        if pipe is not None and pipe.frames:
+            self.t0, self.t_last = pipe.t0, pipe.t_last
+        for c in self.clocks:
+            if c.offset_ns is None:
+                self._report(NO_MATCH, (), c.first_ts or 0, None, trace=c.path)
+                continue
+            self._report(COVERAGE, (), c.first_ts or 0, None, trace=c.path, joined=c.joined, host_only=c.host_only,
+                         wire_only=c.wire_only, offset_us=_us(c.offset_ns), low_us=_us(c.low_ns),
+                         high_us=_us(c.high_ns), spread_us=_us(c.spread_ns), matched=c.matched)
+
+    # -- reading the traces on -------------------------------------------------------------------
+    def _read(self, until: int | None) -> None:
+        """Read every trace up to ``until`` on the capture's clock (None: to its end)."""
+        for cur in self.cursors:
+            stats = cur.trace.stats
+            while cur.next is not None and (until is None or cur.next.ts <= until):
+                ev = cur.take()
+                self._keep(ev)
+            c = cur.clock
+            c.lines, c.events, c.kept, c.skipped, c.lost = (stats.lines, stats.events, stats.kept, stats.skipped,
+                                                            stats.lost)
+            c.too_long = stats.too_long
+            c.unknown = sum(stats.unknown.values())
+            if stats.first_ts is not None:
+                c.first_ts = stats.first_ts + cur.offset
+                c.last_ts = (stats.last_ts or stats.first_ts) + cur.offset
+
+    def _keep(self, ev: HostEvent) -> None:
+        self.window.append(ev)
+        if ev.xid is not None:
+            self.by_xid.setdefault(ev.xid, []).append(ev)
+        h = ev.fields.get("handle")
+        if isinstance(h, int) and EVENTS[ev.name].stage in (Stage.REGISTER, Stage.INVALIDATE) \
+                and ev.name.startswith("xprtrdma_mr_"):
+            self.by_handle.setdefault(h, []).append(ev)
+        self._notice(ev)
+        if len(self.window) > self.max_events:
+            self.let_go += 1
+            self._drop(self.window.popleft())
+
+    def _evict(self, before: int | None) -> None:
+        w = self.window
+        while w and (before is None or w[0].ts < before):
+            self._drop(w.popleft())
+
+    def _drop(self, ev: HostEvent) -> None:
+        x = ev.xid
+        if x is not None:
+            evs = self.by_xid.get(x)
+            if evs is not None:
+                if evs and evs[0] is ev:
+                    evs.pop(0)
+                elif ev in evs:
+                    evs.remove(ev)
+                if not evs:
+                    del self.by_xid[x]
+            if x not in self.claimed and ev.name in ("xprtrdma_marshal", "svcrdma_decode_rqst"):
+                self._host_only(ev)
+        h = ev.fields.get("handle")
+        if isinstance(h, int):
+            hs = self.by_handle.get(h)
+            if hs is not None and ev in hs:
+                hs.remove(ev)
+                if not hs:
+                    del self.by_handle[h]
+        if x is not None and x in self.claimed and x not in self.by_xid:
+            self.claimed.discard(x)
+
+    def _host_only(self, ev: HostEvent) -> None:
+        """An RPC the host traced and no transaction took: lost by the capture, if the capture covers its time."""
+        pipe = self._pipe
+        t0 = pipe.t0 if pipe is not None and pipe.frames else None
+        t_last = pipe.t_last if pipe is not None and pipe.frames else None
+        if t0 is None or t_last is None or not (t0 <= ev.ts <= t_last):
+            return
+        clock = self.clocks[ev.trace]
+        clock.host_only += 1
+        side = EVENTS[ev.name].side.value
+        assert ev.xid is not None
+        self._report(HOST_ONLY, (), ev.ts, ev.xid, kind="host_only", side=side, rxid=ev.xid, event=ev.name)
+
+    # -- incidents: what the host traced that the wire should explain ------------------------------
+    def _notice(self, ev: HostEvent) -> None:
+        name = ev.name
+        f = ev.fields
+        if name == "xprt_retransmit" and ev.xid is not None:
+            self.incidents.append(_Incident(HOST_RETRANSMISSION, ev.ts, {"rxid": ev.xid, "ntrans": f.get("ntrans", "?")},
+                                            ev.xid, name))
+        elif name == "xprtrdma_op_connect":
+            n = self.connects.get(ev.trace, 0)
+            self.connects[ev.trace] = n + 1
+            if n:
+                self.incidents.append(_Incident(HOST_RECONNECT, ev.ts, {"peer": f.get("peer", "?"), "qp": ""},
+                                                None, name))
+        elif name == "cm_qp_create" and self.incidents and self.incidents[-1].rule is HOST_RECONNECT \
+                and not self.incidents[-1].args["qp"] and str(f.get("dst", "")).endswith(":20049"):
+            qp = f.get("qp_num")
+            self.incidents[-1].args["qp"] = f" (new QP {qp})"
+        else:
+            status = f.get("status")
+            if isinstance(status, str) and status != "SUCCESS" and "vendor_err" in EVENTS[name].fields \
+                    or name.endswith(("_flush", "_err")) and EVENTS[name].stage in (Stage.RECEIVE, Stage.COMPLETE,
+                                                                                    Stage.ERROR) \
+                    and "cq_id" in EVENTS[name].fields:
+                st = status if isinstance(status, str) else "error"
+                last = self.incidents[-1] if self.incidents else None
+                key = f"{name}:{st}"
+                if last is not None and last.key == key and ev.ts - last.ts <= INCIDENT_WINDOW_NS * last.count:
+                    last.count += 1
+                    last.args["count"] = last.count
+                else:
+                    self.incidents.append(_Incident(COMPLETION_ERROR, ev.ts, {"count": 1, "event": name,
+                                                                              "status": st}, ev.xid, key))
+
+    def _disruption(self, ts: int, frame: int | None, what: str) -> None:
+        self.disruptions.append((ts, frame, what))
+
+    def _judge(self, until: int | None) -> None:
+        """The incidents the wire has gone past, each with what the wire showed before it."""
+        inc = self.incidents
+        while inc and (until is None or inc[0].ts <= until):
+            i = inc.popleft()
+            before = [d for d in self.disruptions if d[0] <= i.ts + HORIZON_NS // 100 and i.ts - d[0] <= 60 * HORIZON_NS]
+            wire = "nothing the capture shows"
+            frames: tuple[int, ...] = ()
+            if before:
+                last = before[-1]
+                wire = last[2]
+                frames = tuple(d[1] for d in before[-3:] if d[1] is not None)
+            self._report(i.rule, frames, i.ts, i.xid, kind=i.rule.id, wire=wire, **i.args)
+
+    # -- one transaction ---------------------------------------------------------------------------
+    def _join(self, t: Transaction, end: int) -> None:
+        evs = self.by_xid.get(t.xid)
+        if t.reply is not None and t.reply.error is not None:
+            self._disruption(t.reply.ts, t.reply.frame, f"RDMA_ERROR reply to XID 0x{t.xid:08x} (frame "
+                             f"{t.reply.frame})")
+        start = t.call.ts - HORIZON_NS
+        mine = [e for e in evs if start <= e.ts <= end + HORIZON_NS] if evs else []
+        covered = [c for c in self.clocks if c.first_ts is not None and c.last_ts is not None
+                   and c.first_ts <= t.call.ts <= c.last_ts]
+        if not mine:
+            for c in covered:
+                c.wire_only += 1
+            return
+        self.claimed.add(t.xid)
+        mine.sort(key=lambda e: e.ts)
+        view = HostView()
+        if len(mine) > EVENTS_KEPT:
+            view.dropped = len(mine) - EVENTS_KEPT
+        view.events = mine[:EVENTS_KEPT]
+        for n in {e.trace for e in mine}:
+            self.clocks[n].joined += 1
+        self._registrations(t, view, mine)
+        self._latency(t, view, mine)
+        self._credits(t, view, mine)
+        t.host = view
+
+    def _registrations(self, t: Transaction, view: HostView, evs: list[HostEvent]) -> None:
+        regs: dict[int, Registration] = {}
+        for e in evs:
+            f = e.fields
+            h = f.get("handle")
+            if not isinstance(h, int) or EVENTS[e.name].side is not Side.CLIENT:
+                continue
+            chunk = _CHUNK_OF.get(e.name)
+            r = regs.get(h)
+            if r is None:
+                if chunk is None and not e.name.startswith("xprtrdma_mr_"):
+                    continue
+                r = regs[h] = Registration(h, _int(f.get("offset")), _int(f.get("length")), chunk or "")
+            if chunk is not None:
+                r.chunk = chunk
+            mr = f.get("mr_id")
+            if isinstance(mr, int):
+                r.mr_id = mr
+            if e.name == "xprtrdma_mr_fastreg":
+                r.registered_ts = e.ts
+            elif e.name == "xprtrdma_mr_localinv" and r.invalidated_ts is None:
+                r.invalidated_ts, r.invalidation = e.ts, "local"
+            elif e.name == "xprtrdma_mr_reminv" and r.invalidated_ts is None:
+                r.invalidated_ts, r.invalidation = e.ts, "remote"
+            elif e.name == "xprtrdma_mr_unmap":
+                r.unmapped_ts = e.ts
+        advertised = {s.handle for s in t.segments}
+        for step in t.steps:
+            if step.handle is None:
+                continue
+            r = regs.get(step.handle)
+            if r is None:
+                continue
+            r.operations += 1
+            r.bytes += step.bytes or 0
+            if step.frames:
+                r.frames.append(step.frames[0])
+            self._check_access(t, step)
+        for r in regs.values():
+            r.advertised = r.handle in advertised
+            if r.operations == 0 and r.chunk in ("read", "write", "reply") and r.length > 0:
+                frames = (t.call_frame,)
+                self._report(REGISTRATION_UNUSED, frames, t.call.ts, t.xid, kind="unused", conn=t.conn,
+                             handle=r.handle, length=r.length, chunk=r.chunk, rxid=t.xid)
+        view.registrations = sorted(regs.values(), key=lambda r: (r.registered_ts or 0, r.handle))
+
+    def _check_access(self, t: Transaction, step: Step) -> None:
+        """A wire RDMA operation against the client's invalidations of its R_Key traced before it."""
+        assert step.handle is not None
+        history = self.by_handle.get(step.handle)
+        if not history:
+            return
+        tol = max((c.spread_ns or 0) + ((c.high_ns or 0) - (c.low_ns if c.low_ns is not None else (c.high_ns or 0)))
+                  for c in self.clocks)
+        state: HostEvent | None = None
+        for e in history:
+            if e.ts < step.ts - tol:
+                state = e
+        if state is None or state.name not in ("xprtrdma_mr_localinv", "xprtrdma_mr_reminv", "xprtrdma_mr_unmap"):
+            return
+        how = "remote" if state.name == "xprtrdma_mr_reminv" else "local"
+        op = "READ" if step.kind is StepKind.RDMA_READ else "WRITE"
+        self._report(ACCESS_AFTER_INVALIDATION, tuple(step.frames[:1]), step.ts, t.xid, kind="access",
+                     conn=t.conn, op=op, handle=step.handle, how=how, after_us=_us(step.ts - state.ts))
+
+    def _latency(self, t: Transaction, view: HostView, evs: list[HostEvent]) -> None:
+        """Where the time went: the client before the wire, the server between call and reply, the client
+        after the reply; the rest is the wire's."""
+        if t.call_direction is not Direction.C2S or t.reply is None:
+            return
+        call, reply = t.call.ts, t.reply.ts
+        first = {}
+        for e in evs:
+            first.setdefault(e.name, e.ts)
+        lat = view.latency
+        marshal = first.get("xprtrdma_marshal")
+        if marshal is not None and marshal <= call:
+            lat["client_send"] = call - marshal
+        srv_in = first.get("svcrdma_wc_recv", first.get("svcrdma_decode_rqst"))
+        srv_out = _last(evs, "svcrdma_post_send")
+        if srv_in is not None and srv_out is not None and call <= srv_in <= srv_out <= reply:
+            lat["server"] = srv_out - srv_in
+        handled = first.get("xprtrdma_reply")
+        if handled is not None and handled >= reply:
+            lat["client_reply"] = handled - reply
+        lat["wire"] = reply - call - lat.get("server", 0)
+        lat["total"] = lat.get("client_send", 0) + (reply - call) + lat.get("client_reply", 0)
+
+    def _credits(self, t: Transaction, view: HostView, evs: list[HostEvent]) -> None:
+        for e in evs:
+            c = e.fields.get("credits")
+            if not isinstance(c, int):
+                continue
+            if e.name == "xprtrdma_reply" and view.credits_host is None:
+                view.credits_host = c
+            elif e.name == "svcrdma_decode_rqst" and view.credits_server is None:
+                view.credits_server = c
+        rep = t.reply
+        if rep is not None and view.credits_host is not None and t.version == 1 and rep.error is None:
+            wire = rep.credits
+            expected = min(max(wire, 1), max(t.call.credits, 1))
+            if view.credits_host != expected:
+                self._report(CREDITS_DISAGREE, (rep.frame,), rep.ts, t.xid, kind="credits", conn=t.conn,
+                             side="client", host=view.credits_host, wire=wire, rxid=t.xid)
+        if view.credits_server is not None and t.version == 1 and view.credits_server != t.call.credits:
+            self._report(CREDITS_DISAGREE, (t.call_frame,), t.call.ts, t.xid, kind="credits", conn=t.conn,
+                         side="server", host=view.credits_server, wire=t.call.credits, rxid=t.xid)
+
+    # -- reporting -------------------------------------------------------------------------------
+    def _report(self, rule: Any, frames: tuple[int, ...], ts: int, xid: int | None, kind: str = "",
+                conn: int | None = None, **args: object) -> None:
+        an = self.analyzer
+        if an is None:
+            return
+        key = kind or rule.id
+        n = self.reported.get(key, 0)
+        self.reported[key] = n + 1
+        if n >= FINDINGS_OF_A_KIND and rule is not COVERAGE and rule is not NO_MATCH:
+            return
+        an.report_args(rule, frames, ts, conn, xid, None, dict(args))
+
+
+def _end_of(t: Transaction) -> int:
+    end = t.reply.ts if t.reply is not None else t.call.ts
+    for s in t.steps:
+        if s.ts > end:
+            end = s.ts
+    return end
+
+
+def _last(evs: list[HostEvent], name: str) -> int | None:
+    for e in reversed(evs):
+        if e.name == name:
+            return e.ts
+    return None
+
+
+def _int(v: object) -> int:
+    return v if isinstance(v, int) else 0
+
+
+def _us(ns: int | None) -> str:
+    return "?" if ns is None else f"{ns / 1000:.1f}"
+
+
+def stage_of(ev: HostEvent) -> Stage:
+    return EVENTS[ev.name].stage
+
+
+def joins_by(ev: HostEvent) -> Join:
+    return EVENTS[ev.name].join

@@ -1,0 +1,210 @@
+"""Host traces beside a capture (``--host-trace``): making the join, and presenting what it gives.
+
+``prepare`` opens the traces (a one-line error for one that cannot be read), measures each one's clock
+against the beginning of the capture (a first, short pass of the pipeline over the capture's first
+transactions: ``analysis.hostjoin.measure_clock``) and gives the ``HostJoin`` sink to put first among a
+command's sinks.  ``HostLines`` prints the host's events between the packets of ``decode`` (``-V`` or
+summary lines), on the capture's clock.  The ``*_record`` functions give the JSON objects of the flows
+document and the rows of the export.
+"""
+from __future__ import annotations
+
+import heapq
+from typing import Any, Final
+
+from ..analysis.hostjoin import HORIZON_NS, HostJoin, _Cursor, measure_clock
+from ..analysis.hostmodel import HostClock, HostView, Registration
+from ..analysis.model import CallDirection, Record, Transaction
+from ..dissectors.rpcrdma import RPCRDMA
+from ..errors import RdmaspyError
+from ..hosttrace.events import EVENTS
+from ..hosttrace.parse import HostEvent
+from ..hosttrace.source import TraceFile
+from ..packet import Packet
+from ..pipeline import Options, Pipeline
+from ..readers import open_capture
+from .lines import LineWriter
+
+JSON = dict[str, object]
+PREFIX_FRAMES: Final = 200_000      # frames of the capture's beginning the clocks are measured over, at most
+PREFIX_TRANSACTIONS: Final = 512    # ... or this many forward transactions
+SHOWN_XIDS: Final = 4096
+
+
+class _Samples:
+    """The first pass's sink: the call and reply times of the first forward transactions."""
+
+    reads_packets = False
+    wants_psn_events = False
+
+    def __init__(self) -> None:
+        self.wire: dict[int, tuple[int, int | None]] = {}
+
+    def on_record(self, rec: Record) -> None:
+        if isinstance(rec, Transaction) and rec.direction is CallDirection.FORWARD and rec.xid not in self.wire:
+            self.wire[rec.xid] = (rec.call.ts, rec.reply.ts if rec.reply is not None else None)
+
+    def packet(self, pkt: Packet) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def wire_samples(capture: str) -> dict[int, tuple[int, int | None]]:
+    """XID -> (call time, reply time) of the capture's first forward transactions."""
+    samples = _Samples()
+    cap = open_capture(capture)
+    with cap:
+        pipe = Pipeline(None, Options(analyze=True, packet_fields=False), [samples])
+        for frame in cap:
+            pipe.feed(frame)
+            if pipe.frames >= PREFIX_FRAMES or len(samples.wire) >= PREFIX_TRANSACTIONS:
+                break
+        else:
+            if pipe.analyzer is not None:
+                pipe.analyzer.finish()
+    return samples.wire
+
+
+def open_traces(paths: list[str]) -> list[TraceFile]:
+    """The traces given, checked (TraceError, one line, for the first that cannot be read)."""
+    return [TraceFile(p, i) for i, p in enumerate(paths)]
+
+
+def measure(capture: str, traces: list[TraceFile]) -> list[HostClock]:
+    if capture == "-":
+        raise RdmaspyError("--host-trace: the capture is read twice (its beginning first, to align the clocks): "
+                           "give a capture file, not standard input")
+    wire = wire_samples(capture)
+    return [measure_clock(t, wire) for t in traces]
+
+
+def prepare(capture: str, paths: list[str], budget_limit: int = 256 << 20) -> HostJoin:
+    """The join of the traces at ``paths`` with the capture at ``capture``, its clocks measured."""
+    traces = open_traces(paths)
+    clocks = measure(capture, traces)
+    return HostJoin(traces, clocks, budget_limit)
+
+
+# --- records ------------------------------------------------------------------------------------------
+def host_event_record(ev: HostEvent) -> JSON:
+    """A kernel event as the flows document and the export carry it."""
+    return {"event": ev.name, "ts": ev.ts, "side": EVENTS[ev.name].side.value, "stage": EVENTS[ev.name].stage.value,
+            "trace": ev.trace, "fields": dict(ev.fields)}
+
+
+def registration_record(r: Registration) -> JSON:
+    return {"handle": r.handle, "offset": r.offset, "length": r.length, "chunk": r.chunk, "mr_id": r.mr_id,
+            "registered_ts": r.registered_ts, "invalidated_ts": r.invalidated_ts, "invalidation": r.invalidation,
+            "unmapped_ts": r.unmapped_ts, "advertised": r.advertised, "operations": r.operations,
+            "frames": list(r.frames), "bytes": r.bytes}
+
+
+def host_view_record(v: HostView) -> JSON:
+    """What a transaction's ``host`` says besides its events: registrations, latency shares, credits."""
+    rec: JSON = {"registrations": [registration_record(r) for r in v.registrations],
+                 "latency_ns": dict(v.latency), "host_share": v.host_share,
+                 "credits_host": v.credits_host, "credits_server": v.credits_server}
+    if v.dropped:
+        rec["dropped"] = v.dropped
+    return rec
+
+
+def host_clock_record(c: HostClock) -> JSON:
+    """One trace file: the offset applied to its times, how well it is known, what was read."""
+    return {"file": c.path, "trace": c.number, "form": c.form, "offset_ns": c.offset_ns, "spread_ns": c.spread_ns,
+            "low_ns": c.low_ns, "high_ns": c.high_ns, "matched": c.matched, "lines": c.lines, "events": c.events,
+            "kept": c.kept, "unknown": c.unknown, "skipped": c.skipped + c.too_long, "lost": c.lost,
+            "first_ts": c.first_ts, "last_ts": c.last_ts, "joined": c.joined, "host_only": c.host_only,
+            "wire_only": c.wire_only}
+
+
+def event_text(ev: HostEvent) -> str:
+    """An event's fields as a line shows them: XIDs, R_Keys and addresses in hex."""
+    parts = []
+    if ev.xid is not None and "xid" not in ev.fields:
+        parts.append(f"(xid 0x{ev.xid:08x})")
+    for k, v in ev.fields.items():
+        if isinstance(v, int) and k in ("xid", "handle", "offset", "inv_rkey", "fh_hash", "fhandle") and v >= 0:
+            parts.append(f"{k}=0x{v:x}" if k != "xid" else f"xid=0x{v:08x}")
+        else:
+            parts.append(f"{k}={v}")
+    return " ".join(parts)
+
+
+def clock_lines(clocks: list[HostClock]) -> list[str]:
+    """The host traces read, for a text report (stats)."""
+    out = []
+    for c in clocks:
+        if c.offset_ns is None:
+            out.append(f"  {c.path}: no XID in common with the capture: not joined ({c.lines} lines)")
+            continue
+        out.append(f"  {c.path} ({c.form}): offset {c.offset_ns / 1e3:.1f} us (range {_us(c.low_ns)}..{_us(c.high_ns)}"
+                   f" us, spread {_us(c.spread_ns)} us, over {c.matched} XIDs)")
+        out.append(f"    {c.lines} lines, {c.events} events, {c.kept} joined kinds, {c.unknown} of other kinds, "
+                   f"{c.skipped + c.too_long} lines skipped, {c.lost} lost by the tracer")
+        out.append(f"    {c.joined} transactions joined, {c.host_only} traced by the host only, {c.wire_only} on the "
+                   f"wire only within the trace's span")
+    return out
+
+
+def _us(ns: int | None) -> str:
+    return "?" if ns is None else f"{ns / 1e3:.1f}"
+
+
+# --- the events between the packets (decode) -----------------------------------------------------------
+class HostLines:
+    """Prints, before each packet ``decode`` shows, the host events up to its time, on the capture's clock;
+    with a display filter, only the events of the XIDs of the packets shown.  Put before the packets' sink."""
+
+    def __init__(self, out: LineWriter, traces: list[TraceFile], clocks: list[HostClock], filtered: bool) -> None:
+        self.out = out
+        self.cursors = [_Cursor(t, c) for t, c in zip(traces, clocks) if c.offset_ns is not None]
+        self.filtered = filtered
+        self.shown: dict[int, None] = {}
+        self._heap: list[tuple[int, int, HostEvent]] = []
+        self._seq = 0
+        for i, cur in enumerate(self.cursors):
+            self._push(i)
+        self._pipe: Any = None
+        self.last = 0
+
+    def attach(self, pipe: Any) -> None:
+        self._pipe = pipe
+
+    def _push(self, i: int) -> None:
+        cur = self.cursors[i]
+        if cur.next is not None:
+            ev = cur.take()
+            self._seq += 1
+            heapq.heappush(self._heap, (ev.ts, i, ev))
+
+    def packet(self, pkt: Packet) -> None:
+        xid = None
+        msg = pkt.noted(RPCRDMA)
+        if msg is not None:
+            xid = msg.xid
+            self.shown[xid] = None
+            if len(self.shown) > SHOWN_XIDS:
+                del self.shown[next(iter(self.shown))]
+        self.last = pkt.frame.ts
+        self._until(pkt.frame.ts)
+
+    def _until(self, ts: int) -> None:
+        heap = self._heap
+        lines: list[str] = []
+        t0 = self._pipe.t0 if self._pipe is not None and self._pipe.t0 >= 0 else 0
+        while heap and heap[0][0] <= ts:
+            _t, i, ev = heapq.heappop(heap)
+            self._push(i)
+            if self.filtered and (ev.xid is None or ev.xid not in self.shown):
+                continue
+            side = EVENTS[ev.name].side.value
+            lines.append(f"host {(ev.ts - t0) / 1e9:12.9f} {side:6} {ev.name}: {event_text(ev)}")
+        if lines:
+            self.out.block(lines)
+
+    def finish(self) -> None:
+        if self.last:
+            self._until(self.last + HORIZON_NS)
