@@ -15,6 +15,7 @@ window bounded in time and in number (by the memory budget), whatever the trace'
 """
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Iterator
 
@@ -77,12 +78,15 @@ EVENT_COST: Final = 1024                # bytes an event kept in the window cost
 INCIDENT_WINDOW_NS: Final = 10_000_000  # completion errors this close together are one finding
 DISRUPTIONS_KEPT: Final = 256
 FINDINGS_OF_A_KIND: Final = 64          # host-only XIDs, unused registrations ... reported by finding at most
+REORDER_NS: Final = 100_000_000        # how late the resolver gives out an event, at most as a rule
 CALIBRATION_EVENTS: Final = 2_000_000   # events read at most to measure a clock
 
 _BEFORE_CALL: Final = frozenset(("xprtrdma_post_send", "xprtrdma_marshal"))
 _AFTER_CALL: Final = frozenset(("svcrdma_wc_recv", "svcrdma_decode_rqst"))
 _BEFORE_REPLY: Final = frozenset(("svcrdma_post_send",))
 _AFTER_REPLY: Final = frozenset(("xprtrdma_wc_receive", "xprtrdma_reply"))
+# The wire's findings that may explain what a host traced (a retransmission, a reconnect, a failed completion).
+_DISRUPTING: Final = frozenset(("sequence", "transaction", "chunk", "checksum", "credits"))
 _CHUNK_OF: Final = {"xprtrdma_chunk_read": "read", "xprtrdma_chunk_write": "write",
                     "xprtrdma_chunk_reply": "reply", "xprtrdma_chunk_wp": "wp"}
 
@@ -148,23 +152,36 @@ def measure_clock(trace: TraceFile, wire: dict[int, tuple[int, int | None]]) -> 
 
 # --- the join -------------------------------------------------------------------------------------------
 class _Cursor:
-    """One trace read on, its events put on the capture's clock."""
+    """One trace read on, its events put on the capture's clock and back in time order (the resolver gives
+    out an event it held back once a later one names its XID: REORDER_NS later at most, as a rule)."""
 
     def __init__(self, trace: TraceFile, clock: HostClock) -> None:
         self.trace = trace
         self.clock = clock
         self.offset = clock.offset_ns or 0
         self._events = resolved(trace)
+        self._held: list[tuple[int, int, HostEvent]] = []
+        self._seq = 0
+        self._newest = -1
+        self._ended = False
         self.next: HostEvent | None = None
-        self.done = False
         self._pull()
 
     def _pull(self) -> None:
-        ev = next(self._events, None)
-        if ev is None:
-            self.done = True
+        held = self._held
+        while not self._ended and (not held or held[0][0] > self._newest - REORDER_NS):
+            ev = next(self._events, None)
+            if ev is None:
+                self._ended = True
+                break
+            self._seq += 1
+            heapq.heappush(held, (ev.host_ts, self._seq, ev))
+            if ev.host_ts > self._newest:
+                self._newest = ev.host_ts
+        if not held:
             self.next = None
             return
+        ev = heapq.heappop(held)[2]
         ev.ts = ev.host_ts + self.offset
         self.next = ev
 
@@ -238,7 +255,7 @@ class HostJoin:
                 self._disruption(rec.t_closed, None, f"connection {rec.id} closed")
 
     def on_finding(self, f: Finding) -> None:
-        if f.rule_def.id.startswith("host.") or f.severity not in ("error", "warning"):
+        if f.group not in _DISRUPTING or f.rule_def.id.startswith("host."):
             return
         self._disruption(f.ts, f.frames[0] if f.frames else None, f"{f.rule_def.id} (frame "
                          f"{f.frames[0] if f.frames else '?'})")
@@ -362,6 +379,14 @@ class HostJoin:
                     self.incidents.append(_Incident(COMPLETION_ERROR, ev.ts, {"count": 1, "event": name,
                                                                               "status": st}, ev.xid, key))
 
+    def _uncertainty(self) -> int:
+        """How far apart two instants may seem on the two clocks: the widest range an offset is known within."""
+        width = 0
+        for c in self.clocks:
+            if c.high_ns is not None and c.low_ns is not None:
+                width = max(width, c.high_ns - c.low_ns)
+        return width
+
     def _disruption(self, ts: int, frame: int | None, what: str) -> None:
         self.disruptions.append((ts, frame, what))
 
@@ -370,13 +395,14 @@ class HostJoin:
         inc = self.incidents
         while inc and (until is None or inc[0].ts <= until):
             i = inc.popleft()
-            before = [d for d in self.disruptions if d[0] <= i.ts + HORIZON_NS // 100 and i.ts - d[0] <= 60 * HORIZON_NS]
+            slack = self._uncertainty()
+            before = [d for d in self.disruptions if d[0] <= i.ts + slack and i.ts - d[0] <= 60 * HORIZON_NS]
             wire = "nothing the capture shows"
             frames: tuple[int, ...] = ()
             if before:
-                last = before[-1]
-                wire = last[2]
-                frames = tuple(d[1] for d in before[-3:] if d[1] is not None)
+                cited = before[-2:]          # the last two: a connection's close, and what came before it
+                wire = "; ".join(d[2] for d in cited)
+                frames = tuple(d[1] for d in cited if d[1] is not None)
             self._report(i.rule, frames, i.ts, i.xid, kind=i.rule.id, wire=wire, **i.args)
 
     # -- one transaction ---------------------------------------------------------------------------
@@ -446,7 +472,8 @@ class HostJoin:
             self._check_access(t, step)
         for r in regs.values():
             r.advertised = r.handle in advertised
-            if r.operations == 0 and r.chunk in ("read", "write", "reply") and r.length > 0:
+            # a segment of 4 bytes or less is Linux's XDR pad: it is there to be left unused
+            if r.operations == 0 and r.chunk in ("read", "write", "reply") and r.length > 4:
                 frames = (t.call_frame,)
                 self._report(REGISTRATION_UNUSED, frames, t.call.ts, t.xid, kind="unused", conn=t.conn,
                              handle=r.handle, length=r.length, chunk=r.chunk, rxid=t.xid)
@@ -458,8 +485,7 @@ class HostJoin:
         history = self.by_handle.get(step.handle)
         if not history:
             return
-        tol = max((c.spread_ns or 0) + ((c.high_ns or 0) - (c.low_ns if c.low_ns is not None else (c.high_ns or 0)))
-                  for c in self.clocks)
+        tol = self._uncertainty()
         state: HostEvent | None = None
         for e in history:
             if e.ts < step.ts - tol:
@@ -503,14 +529,16 @@ class HostJoin:
                 view.credits_host = c
             elif e.name == "svcrdma_decode_rqst" and view.credits_server is None:
                 view.credits_server = c
+        if t.call_direction is not Direction.C2S or t.version != 1:
+            return                      # a backchannel's credits are another ledger
         rep = t.reply
-        if rep is not None and view.credits_host is not None and t.version == 1 and rep.error is None:
+        if rep is not None and view.credits_host is not None and rep.error is None:
             wire = rep.credits
             expected = min(max(wire, 1), max(t.call.credits, 1))
             if view.credits_host != expected:
                 self._report(CREDITS_DISAGREE, (rep.frame,), rep.ts, t.xid, kind="credits", conn=t.conn,
                              side="client", host=view.credits_host, wire=wire, rxid=t.xid)
-        if view.credits_server is not None and t.version == 1 and view.credits_server != t.call.credits:
+        if view.credits_server is not None and view.credits_server != t.call.credits:
             self._report(CREDITS_DISAGREE, (t.call_frame,), t.call.ts, t.xid, kind="credits", conn=t.conn,
                          side="server", host=view.credits_server, wire=t.call.credits, rxid=t.xid)
 

@@ -21,12 +21,32 @@ EXIT_DAMAGED = 2      # the capture was read only in part (as tshark)
 
 
 CAPTURE_HELP = "pcap or pcapng file (optionally gzip-compressed); - reads standard input"
+HOST_TRACE_HELP = ("a kernel trace of the same time (trace-cmd report text, -R or -t; ftrace text; .xz/.gz; "
+                   "trace.dat through trace-cmd) joined to the capture's transactions; repeat for the client's "
+                   "and the server's (docs/hosttrace.md)")
 
 
 def add_capture_argument(p: argparse.ArgumentParser) -> None:
     """The capture a command reads: the positional FILE, or ``-r FILE`` as tshark takes it."""
     p.add_argument("file", nargs="?", metavar="FILE", help=CAPTURE_HELP)
     p.add_argument("-r", dest="read_file", metavar="FILE", help="the capture to read (the same as FILE, as tshark -r)")
+
+
+def add_host_trace_argument(p: argparse.ArgumentParser) -> None:
+    """``--host-trace FILE``, repeatable: the kernel traces joined to the capture (docs/hosttrace.md)."""
+    p.add_argument("--host-trace", dest="host_trace", action="append", default=[], metavar="FILE",
+                   help=HOST_TRACE_HELP)
+
+
+def host_join(args: argparse.Namespace) -> Any:
+    """The join of the ``--host-trace`` files with the capture, its clocks measured (None without any): the
+    sink to put first among the command's sinks (``run_capture(..., host=)``)."""
+    paths = getattr(args, "host_trace", None)
+    if not paths:
+        return None
+    from ..budget import default_limit
+    from ..output.hosttrace import prepare
+    return prepare(args.file, list(paths), default_limit())
 
 
 def resolve_capture_argument(args: argparse.Namespace) -> None:
@@ -110,7 +130,8 @@ def pipeline_options(expr: str | None, count: int | None = None, analyze: bool =
 
 
 def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
-                out: LineWriter | None = None, progress: str | None = None) -> tuple[Capture, Pipeline]:
+                out: LineWriter | None = None, progress: str | None = None,
+                host: Sink | None = None) -> tuple[Capture, Pipeline]:
     """Open ``path`` and run it through the sinks; ``out`` is flushed however the run ends (an
     interrupt leaves every line made so far).  ``progress``: the label of a progress bar on stderr
     (rdmaspy.output.progress: a terminal only, and long work only).  Returns the capture (for its
@@ -118,6 +139,8 @@ def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
     from ..output.progress import Progress
     cap = open_source(path)
     told: set[int] = set()
+    if host is not None:
+        sinks = [host, *sinks]      # first: the transactions get their host events before the others see them
     with cap:
         undecoded_linktypes(cap, told)
         pipe = Pipeline(cap, options, sinks)

@@ -16,8 +16,8 @@ from ..output.sinks import SummarySink, TextSink
 from ..packet import Packet
 from ..pipeline import Options, Sink
 from ..writers.outfile import OutputFile
-from .common import (add_capture_argument, filter_needs_analysis, pipeline_options, positive_int, report_problems,
-                     report_writer, run_capture, stdout_lines)
+from .common import (add_capture_argument, add_host_trace_argument, filter_needs_analysis, pipeline_options,
+                     positive_int, report_problems, report_writer, run_capture, stdout_lines)
 
 
 # a packet's values of the named fields (rdmaspy.filter.make_extractor)
@@ -33,12 +33,19 @@ def cmd_decode(args: argparse.Namespace) -> int:
     # since it costs about half again the time of a plain summary.
     analyze = args.analyze or args.verbose or args.T == "json" or (args.T == "ek" and not args.fields)
     options = pipeline_options(args.display_filter, args.count, analyze)
+    if args.host_trace and (args.write is not None or args.T != "text"):
+        raise RdmaspyError("decode: --host-trace shows the host's events between the packets of text output (-V or "
+                           "summary lines); flows and export carry them as data")
     if args.write is not None:
         return _write(args, options)
     out = stdout_lines(args.line_buffered, safe=_checked(args))
-    sink = _sink(args, out, options)
+    sinks: list[Sink] = [_sink(args, out, options)]
+    if args.host_trace:
+        from ..output.hosttrace import HostLines, measure, open_traces
+        traces = open_traces(list(args.host_trace))
+        sinks.insert(0, HostLines(out, traces, measure(args.file, traces), options.matcher is not None))
     # a bar on stderr while the lines go to a file (not to the terminal, nor to a program reading them)
-    cap, _pipe = run_capture(args.file, [sink], options, out, progress=None if out.timed else "decode")
+    cap, _pipe = run_capture(args.file, sinks, options, out, progress=None if out.timed else "decode")
     return report_problems(cap)
 
 
@@ -157,4 +164,5 @@ def register(sub: Any) -> None:
     d.add_argument("-A", "--analyze", action="store_true",
                    help="run the analysis (PSNs, transactions, expert findings) for summary lines too; always on"
                         " with -V, -T json and filters on analysis or expert fields")
+    add_host_trace_argument(d)
     d.set_defaults(func=cmd_decode)

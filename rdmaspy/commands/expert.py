@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..analysis.model import Record
 from ..analysis.rules import RULES, SEVERITIES, Finding
-from .common import add_capture_argument, print_text, report_problems, run_capture
+from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 
@@ -24,19 +24,21 @@ SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "c
 def analyse(path: str, on_packet: Callable[[Any], None] | None = None,
             on_record: Callable[[Record], None] | None = None,
             on_finding: Callable[[Finding], None] | None = None, progress: str | None = None,
-            packet_fields: bool = True):
+            packet_fields: bool = True, host: Any = None):
     """Decode and analyse a whole capture; returns (capture, analyzer, frames, t0).
 
     ``on_packet(pkt)`` sees each packet after the analysis has; ``on_record`` gets the analysis
     records (``analysis.model``: transactions, connection and transport summaries) as they become final;
     ``on_finding`` each finding as it is made (the analyzer keeps no list of them); ``progress``: the
     label of the progress bar on a terminal's stderr; ``packet_fields``: False when ``on_packet`` reads
-    no analysis field (``rpcrdma.analysis.*``), which are then not made.
+    no analysis field (``rpcrdma.analysis.*``), which are then not made; ``host``: the join of host traces
+    (``common.host_join``), whose findings come with the others.
     """
     from ..pipeline import Options
 
     hooks = _Hooks(on_packet, on_record, on_finding)
-    cap, pipe = run_capture(path, [hooks], Options(analyze=True, packet_fields=packet_fields), progress=progress)
+    cap, pipe = run_capture(path, [hooks], Options(analyze=True, packet_fields=packet_fields), progress=progress,
+                            host=host)
     an = pipe.analyzer
     assert an is not None
     return cap, an, pipe.frames, pipe.t0 if pipe.frames else None
@@ -149,9 +151,9 @@ class Group:
                 "findings": [{"frames": list(f), "message": t, "conn": c, "xid": x} for f, t, c, x in items]}
 
 
-def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
+def collect(path: str, keep: int | None = None, host: Any = None) -> tuple[Any, int, list[Group]]:
     """(capture, frames, groups in presentation order) of a capture; ``keep``: the items kept per group
-    (None: all)."""
+    (None: all); ``host``: the join of host traces, whose findings are grouped with the others."""
     groups: dict[tuple, Group] = {}
 
     def dissector_items(pkt: Any) -> None:
@@ -184,7 +186,7 @@ def collect(path: str, keep: int | None = None) -> tuple[Any, int, list[Group]]:
         g.add((f.frames, f, f.conn, f.xid))
 
     cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, progress="expert",
-                                    packet_fields=False)      # only the dissectors' items are read
+                                    packet_fields=False, host=host)      # only the dissectors' items are read
     order = {s: i for i, s in enumerate(SEVERITIES)}
     out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
     return cap, frames, out
@@ -247,7 +249,7 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
 
 def cmd_expert(args: argparse.Namespace) -> int:
     # JSON and -n 0 show every finding; otherwise a group keeps only the items it shows
-    cap, frames, groups = collect(args.file, None if args.T == "json" or args.n == 0 else args.n)
+    cap, frames, groups = collect(args.file, None if args.T == "json" or args.n == 0 else args.n, host_join(args))
     if args.severity:
         keep = SEVERITIES[:SEVERITIES.index(args.severity) + 1]
         groups = [g for g in groups if g.severity in keep]
@@ -280,4 +282,5 @@ def register(sub: Any) -> None:
     p.add_argument("-n", type=_count, default=3, metavar="N",
                    help="messages shown per rule in text (default 3; 0: all)")
     p.add_argument("--severity", choices=SEVERITIES, help="show this severity and the more severe ones only")
+    add_host_trace_argument(p)
     p.set_defaults(func=cmd_expert)

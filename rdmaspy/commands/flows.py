@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import RdmaspyError
 from ..pipeline import Options
 from ..writers.outfile import STDOUT, OutputFile
-from .common import add_capture_argument, report_problems, run_capture
+from .common import add_capture_argument, add_host_trace_argument, host_join, report_problems, run_capture
 
 
 class FlowsSink:
@@ -60,14 +60,17 @@ def spool_dir(output: str | None) -> str | None:
     return head if os.path.isdir(head) and os.access(head, os.W_OK) else None
 
 
-def run(path: str, out: Any, fmt: str = "json", spool: str | None = None) -> tuple[Any, int]:
+def run(path: str, out: Any, fmt: str = "json", spool: str | None = None, host: Any = None) -> tuple[Any, int]:
     """Decode and analyse ``path``, write the flows to the binary stream ``out``; returns (capture, frames).
-    ``spool``: the directory of the temporary spool (None: $TMPDIR)."""
+    ``spool``: the directory of the temporary spool (None: $TMPDIR); ``host``: the join of host traces
+    (``common.host_join``): the transactions carry their host events, the document the clocks."""
     from ..output.flows import FlowBuilder
 
     with FlowBuilder(spool) as builder:
+        if host is not None:
+            builder.host_clocks = host.clocks
         cap, pipe = run_capture(path, [FlowsSink(builder, out, path, fmt)], Options(packet_fields=False),
-                                progress="flows")          # records only: no packet is shown
+                                progress="flows", host=host)          # records only: no packet is shown
     return cap, pipe.frames
 
 
@@ -76,8 +79,9 @@ def cmd_flows(args: argparse.Namespace) -> int:
     if args.output is None and fmt != "jsonl":
         raise RdmaspyError("flows: give -o FILE for the JSON document, or -T jsonl for JSON Lines on stdout")
     # Written whole or not at all: under a temporary name beside the output, renamed at the end.
+    host = host_join(args)
     with OutputFile(args.output or STDOUT, [args.file]) as out:
-        cap, _n = run(args.file, out, fmt, spool_dir(args.output))
+        cap, _n = run(args.file, out, fmt, spool_dir(args.output), host)
     return report_problems(cap)
 
 
@@ -88,4 +92,5 @@ def register(sub: Any) -> None:
                    "with -T jsonl)")
     p.add_argument("-T", choices=("json", "jsonl"), default="json",
                    help="json (default: one document, needs -o) or jsonl (one connection per line)")
+    add_host_trace_argument(p)
     p.set_defaults(func=cmd_flows)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
 from ..pipeline import Options
-from .common import add_capture_argument, print_text, report_problems, run_capture
+from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:
@@ -183,12 +183,18 @@ class Stats:
             counts[rid] = counts.get(rid, 0) + 1
 
 
-def gather(path: str) -> tuple[Any, dict[str, Any]]:
-    """Decode and analyse ``path``; returns (capture, the statistics as plain data)."""
+def gather(path: str, host: Any = None) -> tuple[Any, dict[str, Any]]:
+    """Decode and analyse ``path``; returns (capture, the statistics as plain data).  ``host``: the join of
+    host traces (``common.host_join``): the document gets a ``host`` section."""
     from ..conversation import connections
 
     stats = Stats()
-    cap, pipe = run_capture(path, [stats], Options(packet_fields=False), progress="stats")   # records only
+    sinks: list[Any] = [stats]
+    if host is not None:
+        from ..output.hosttrace import HostStats
+        host_stats = HostStats(host)
+        sinks.append(host_stats)
+    cap, pipe = run_capture(path, sinks, Options(packet_fields=False), progress="stats", host=host)   # records only
     conns = []
     for c in connections(pipe.session):
         b = stats.conns.get(c.conn_id) or _Block()
@@ -200,6 +206,8 @@ def gather(path: str) -> tuple[Any, dict[str, Any]]:
     doc = {"file": path, "frames": pipe.frames, "t_first": t0, "t_last": t1,
            "duration": (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0,
            "connections": conns, "overall": stats.overall.record(), "congestion": stats.congestion}
+    if host is not None:
+        doc["host"] = host_stats.record()
     return cap, doc
 
 
@@ -257,6 +265,10 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
     for c in doc.get("congestion") or ():
         lines.append(f"  Congestion {c['src']} -> {c['dst']} QP 0x{c['qp']:06x}: {c['cnps']} CNPs, "
                      f"{c['ce_marks']} ECN CE / FECN marks")
+    if "host" in doc:
+        from ..output.hosttrace import host_stats_lines
+        lines.append("")
+        lines += host_stats_lines(doc["host"])
     return lines
 
 
@@ -284,7 +296,7 @@ def text_width() -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    cap, doc = gather(args.file)
+    cap, doc = gather(args.file, host_join(args))
     if args.T == "json":
         import orjson      # here, not at import: every command module is imported to build the parser
         sys.stdout.buffer.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
@@ -299,4 +311,5 @@ def register(sub: Any) -> None:
                                      "inline / RDMA READ / RDMA WRITE, credits, PSN counters, findings by rule")
     add_capture_argument(p)
     p.add_argument("-T", choices=("text", "json"), default="text", help="text (default) or json")
+    add_host_trace_argument(p)
     p.set_defaults(func=cmd_stats)

@@ -17,9 +17,11 @@ import tempfile
 from types import TracebackType
 from typing import BinaryIO, Iterable
 
+from ..analysis.hostmodel import HostClock
 from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, RpcRdmaSummary,
                               RpcSummary, Segment, Step, StepKind, Transaction)
 from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
+from .hosttrace import host_clock_record, host_event_record, host_view_record
 from .jsonout import dumps
 from .ulp import ulp_record
 
@@ -110,6 +112,10 @@ def transaction_record(t: Transaction) -> JSON:
     }
     if t.dropped:
         record["dropped"] = t.dropped
+    host = t.host
+    if host is not None:
+        record["host_events"] = [host_event_record(e) for e in host.events]
+        record["host"] = host_view_record(host)
     return record
 
 
@@ -238,6 +244,7 @@ class FlowBuilder:
         self.transactions = 0
         self._by_conn: dict[int | None, list[_Spool]] = {}
         self._held = 0                  # bytes the spools hold in memory
+        self.host_clocks: list[HostClock] | None = None   # the host traces joined (--host-trace)
 
     def close(self) -> None:
         self._tmp.cleanup()
@@ -355,9 +362,12 @@ class FlowBuilder:
         out.write(b"}")
 
     def _capture(self, path: str, t0: int | None, frames: int, nconn: int) -> JSON:
-        return {"kind": "capture", "format": FORMAT, "version": VERSION, "file": path, "t0": t0, "frames": frames,
-                "summary": {"connections": nconn, "transactions": self.transactions,
-                            "findings": dict(sorted(self.severities.items()))}}
+        head: JSON = {"kind": "capture", "format": FORMAT, "version": VERSION, "file": path, "t0": t0,
+                      "frames": frames, "summary": {"connections": nconn, "transactions": self.transactions,
+                                                    "findings": dict(sorted(self.severities.items()))}}
+        if self.host_clocks is not None:
+            head["host_clock"] = [host_clock_record(c) for c in self.host_clocks]
+        return head
 
     def write_document(self, out: BinaryIO, connections: Iterable[Connection], path: str, t0: int | None,
                        frames: int) -> None:

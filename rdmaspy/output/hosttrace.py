@@ -21,7 +21,7 @@ from ..hosttrace.events import EVENTS
 from ..hosttrace.parse import HostEvent
 from ..hosttrace.source import TraceFile
 from ..packet import Packet
-from ..pipeline import Options, Pipeline
+from ..pipeline import Options, PacketSink, Pipeline
 from ..readers import open_capture
 from .lines import LineWriter
 
@@ -125,8 +125,10 @@ def event_text(ev: HostEvent) -> str:
     parts = []
     if ev.xid is not None and "xid" not in ev.fields:
         parts.append(f"(xid 0x{ev.xid:08x})")
+    segment = "handle" in ev.fields           # an offset beside a handle is an address, else a file's offset
     for k, v in ev.fields.items():
-        if isinstance(v, int) and k in ("xid", "handle", "offset", "inv_rkey", "fh_hash", "fhandle") and v >= 0:
+        if isinstance(v, int) and v >= 0 and (k in ("xid", "handle", "inv_rkey", "fh_hash", "fhandle")
+                                              or k == "offset" and segment):
             parts.append(f"{k}=0x{v:x}" if k != "xid" else f"xid=0x{v:08x}")
         else:
             parts.append(f"{k}={v}")
@@ -154,11 +156,12 @@ def _us(ns: int | None) -> str:
 
 
 # --- the events between the packets (decode) -----------------------------------------------------------
-class HostLines:
+class HostLines(PacketSink):
     """Prints, before each packet ``decode`` shows, the host events up to its time, on the capture's clock;
     with a display filter, only the events of the XIDs of the packets shown.  Put before the packets' sink."""
 
     def __init__(self, out: LineWriter, traces: list[TraceFile], clocks: list[HostClock], filtered: bool) -> None:
+        super().__init__()
         self.out = out
         self.cursors = [_Cursor(t, c) for t, c in zip(traces, clocks) if c.offset_ns is not None]
         self.filtered = filtered
@@ -208,3 +211,81 @@ class HostLines:
     def finish(self) -> None:
         if self.last:
             self._until(self.last + HORIZON_NS)
+
+
+# --- stats ----------------------------------------------------------------------------------------------
+SHARE_SAMPLES: Final = 100_000      # transactions whose latency shares the percentiles are taken over, at most
+_SHARES: Final = ("client_send", "server", "wire", "client_reply", "total")
+
+
+class HostStats:
+    """``stats``' sink of the joined transactions: how many, and the percentiles of each share of latency."""
+
+    reads_packets = False
+    wants_psn_events = False
+
+    def __init__(self, join: HostJoin) -> None:
+        self.join = join
+        self.joined = 0
+        self.samples: dict[str, list[int]] = {k: [] for k in _SHARES}
+        self.host_share: list[float] = []
+
+    def on_record(self, rec: Record) -> None:
+        if not isinstance(rec, Transaction) or rec.host is None:
+            return
+        self.joined += 1
+        lat = rec.host.latency
+        for k in _SHARES:
+            v = lat.get(k)
+            if v is not None and len(self.samples[k]) < SHARE_SAMPLES:
+                self.samples[k].append(v)
+        share = rec.host.host_share
+        if share is not None and len(self.host_share) < SHARE_SAMPLES:
+            self.host_share.append(share)
+
+    def packet(self, pkt: Packet) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    def record(self) -> JSON:
+        def pct(values: list[int]) -> JSON:
+            v = sorted(values)
+            if not v:
+                return {"count": 0, "p50": None, "p90": None, "max": None}
+            return {"count": len(v), "p50": v[len(v) // 2], "p90": v[min(len(v) - 1, len(v) * 9 // 10)],
+                    "max": v[-1]}
+        shares = sorted(self.host_share)
+        return {"traces": [host_clock_record(c) for c in self.join.clocks], "transactions": self.joined,
+                "latency_ns": {k: pct(self.samples[k]) for k in _SHARES},
+                "host_share_p50": shares[len(shares) // 2] if shares else None}
+
+
+def host_stats_lines(doc: JSON) -> list[str]:
+    """``stats``' text of the host traces: each one's clock and reading, the joined transactions' latency shares."""
+    clocks = doc["traces"]
+    assert isinstance(clocks, list)
+    lines = [f"Host traces ({len(clocks)}): {doc['transactions']} transactions joined"]
+    for c in clocks:
+        assert isinstance(c, dict)
+        if c["offset_ns"] is None:
+            lines.append(f"  {c['file']}: no XID in common with the capture: not joined ({c['lines']} lines)")
+            continue
+        lines.append(f"  {c['file']} ({c['form']}): clock offset {_us(c['offset_ns'])} us (range {_us(c['low_ns'])}.."
+                     f"{_us(c['high_ns'])} us, spread {_us(c['spread_ns'])} us, over {c['matched']} XIDs)")
+        lines.append(f"    {c['lines']:,} lines, {c['events']:,} events, {c['kept']:,} of the kinds joined, "
+                     f"{c['unknown']:,} of other kinds, {c['skipped']} lines skipped, {c['lost']} lost by the tracer")
+        lines.append(f"    {c['joined']} transactions joined, {c['host_only']} traced by the host only, "
+                     f"{c['wire_only']} on the wire only within the trace's span")
+    lat = doc["latency_ns"]
+    assert isinstance(lat, dict)
+    lines.append(f"  {'Latency share':<14}  {'Count':>6}  {'p50 ms':>9}  {'p90 ms':>9}  {'max ms':>9}")
+    for k in _SHARES:
+        p = lat[k]
+        ms = lambda v: "-" if v is None else f"{v / 1e6:.3f}"   # noqa: E731
+        lines.append(f"  {k:<14}  {p['count']:>6}  {ms(p['p50']):>9}  {ms(p['p90']):>9}  {ms(p['max']):>9}")
+    share = doc["host_share_p50"]
+    if share is not None:
+        lines.append(f"  the hosts' share of a transaction's time (median): {float(share) * 100:.0f} %")
+    return lines
