@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import RdmaspyError
-from .common import EXIT_DAMAGED, EXIT_OK, positive_int
+from .common import EXIT_DAMAGED, EXIT_OK, add_host_trace_argument, positive_int
 
 
 def check_inputs(paths: list[str]) -> None:
@@ -36,26 +36,31 @@ def prepare_directory(directory: str) -> None:
             os.remove(os.path.join(directory, name))
 
 
-def export_single(paths: list[str], directory: str) -> tuple[dict[str, int], int, list[str]]:
-    """One process: the files through the one pipeline with the export sink.
-    Returns the rows of each table, the frames read and the damage met."""
+def export_single(paths: list[str], directory: str, host: Any = None) -> tuple[dict[str, int], int, list[str]]:
+    """One process: the files through the one pipeline with the export sink (and, with ``host``, the join of
+    host traces before it: the host_events table).  Returns the rows of each table, the frames read and the
+    damage met."""
     from ..output.parquet import ExportSink
     from ..pipeline import Options, Pipeline
     from ..scale.source import ChainedCapture
 
     cap = ChainedCapture(paths)
-    sink = ExportSink(directory, file_of=cap.file_of)
+    sink = ExportSink(directory, file_of=cap.file_of, host_events=host is not None)
     with cap:
-        pipe = Pipeline(cap, Options(analyze=True), [sink])
+        pipe = Pipeline(cap, Options(analyze=True), [sink] if host is None else [host, sink])
         pipe.run()
     return sink.rows, pipe.frames, cap.problems
 
 
 def export_tables(paths: list[str], directory: str, workers: int | None,
-                  cluster: str | None) -> tuple[dict[str, int], int, list[str], int]:
+                  cluster: str | None, host: Any = None) -> tuple[dict[str, int], int, list[str], int]:
     """One process, or shards on the engine: asked for (``--workers N`` above 1, ``--cluster``), or by
     default when the machine has several cores and the capture is big enough and has several host pairs.
+    With host traces (``host``), one process: the traces are read in the capture's order.
     Returns the rows of each table, the frames, the damage met and the shards."""
+    if host is not None:
+        rows, frames, problems = export_single(paths, directory, host)
+        return rows, frames, problems, 1
     plan = None
     if workers is None and cluster is None:
         cores = os.cpu_count() or 1
@@ -88,8 +93,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     need("pyarrow.parquet", "export")
     paths: list[str] = args.files
     check_inputs(paths)
+    host = None
+    if args.host_trace:
+        if (args.workers or 1) > 1 or args.cluster:
+            raise RdmaspyError("export: --host-trace joins the traces in the capture's order, in one process: "
+                               "--workers and --cluster do not go with it")
+        from ..budget import default_limit
+        from ..output.hosttrace import prepare
+        host = prepare(paths[0], list(args.host_trace), default_limit())
     prepare_directory(args.output)
-    rows, frames, problems, workers = export_tables(paths, args.output, args.workers, args.cluster)
+    rows, frames, problems, workers = export_tables(paths, args.output, args.workers, args.cluster, host)
     write_manifest(args.output, paths, frames, rows, workers)
     if not args.quiet:
         counts = ", ".join(f"{n} {t}" for t, n in rows.items())
@@ -111,4 +124,5 @@ def register(sub: Any) -> None:
     p.add_argument("--cluster", metavar="ADDRESS", help="run the shards on the Dask scheduler at ADDRESS "
                    "(tcp://host:8786) instead of a local cluster; the files must be at the same path on its workers")
     p.add_argument("-q", dest="quiet", action="store_true", help="print no summary line")
+    add_host_trace_argument(p)
     p.set_defaults(func=cmd_export)

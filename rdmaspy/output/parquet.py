@@ -10,7 +10,7 @@ capture's size.  Nothing here parses bytes: values come from the packets' layers
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 import orjson
 import pyarrow as pa
@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 
 from ..analysis.model import Connection, CreditSeries, Finding, Record, Segment, Step, Transaction
 from ..packet import Expert, Packet
+from ..hosttrace.events import EVENTS
 from .flows import json_default
 
 SCHEMA_NAME = "rdmaspy-export"
@@ -81,7 +82,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("source", STR), ("message", STR), ("frames", pa.list_(U64)), ("connection", U32), ("xid", U32),
         ("args", STR)]),
 }
-TABLES = tuple(SCHEMAS)
+# With --host-trace only: each transaction's kernel events (docs/hosttrace.md), a row an event.
+HOST_EVENTS = "host_events"
+HOST_SCHEMA: Final = pa.schema([
+    ("connection", U32), ("xid", U32), ("call_frame", U64), ("trace", U16), ("event", STR), ("side", STR),
+    ("stage", STR), ("time", TS), ("host_time", I64), ("fields", STR)])
+TABLES = tuple(SCHEMAS) + (HOST_EVENTS,)
 
 
 def part_path(path: str, n: int) -> str:
@@ -275,6 +281,13 @@ def connection_row(c: Connection, first_frame: int | None) -> tuple[Any, ...]:
             c.remote_invalidate, c.packets_c2s, c.packets_s2c, c.bytes_c2s, c.bytes_s2c)
 
 
+def host_event_row(t: Transaction, ev: Any) -> tuple[Any, ...]:
+    """A kernel event of a transaction (``analysis.hostmodel``): its fields as one JSON text."""
+    decl = EVENTS[ev.name]
+    return (t.conn, t.xid, t.call_frame, ev.trace, ev.name, decl.side.value, decl.stage.value, ev.ts, ev.host_ts,
+            orjson.dumps(ev.fields).decode())
+
+
 def finding_row(f: Finding) -> tuple[Any, ...]:
     return (f.frames[0] if f.frames else None, f.ts, "analysis", f.rule_def.id, f.severity, f.group,
             f.rule_def.source, f.text, list(f.frames), f.conn, _u32(f.xid), orjson.dumps(f.args, default=json_default).decode())
@@ -338,12 +351,16 @@ class ExportSink:
     wants_psn_events = False    # its tables hold no PSN events
 
     def __init__(self, directory: str, suffix: str = "", file_of: Callable[[int], str] | None = None,
-                 batch: int = BATCH) -> None:
+                 batch: int = BATCH, host_events: bool = False) -> None:
+        """``host_events``: write the host_events table too (``--host-trace``)."""
         os.makedirs(directory, exist_ok=True)
         self.directory = directory
+        schemas = dict(SCHEMAS)
+        if host_events:
+            schemas[HOST_EVENTS] = HOST_SCHEMA
         self.writers = {name: TableWriter(os.path.join(directory, f"{name}{suffix}.parquet"), schema,
                                           min(batch, BATCHES.get(name, batch)))
-                        for name, schema in SCHEMAS.items()}
+                        for name, schema in schemas.items()}
         self._packets = self.writers["packets"].add
         self.file_of = file_of if file_of is not None else (lambda _n: "")
         # connection id -> the frame that made the connection known (ids follow these frames: a parallel
@@ -379,6 +396,10 @@ class ExportSink:
             seg_add = self.writers["segments"].add
             for s in rec.segments:
                 seg_add(segment_row(rec, s))
+            host = self.writers.get(HOST_EVENTS)
+            if host is not None and rec.host is not None:
+                for ev in rec.host.events:
+                    host.add(host_event_row(rec, ev))
         elif isinstance(rec, CreditSeries):
             add = self.writers["credits"].add
             for p in rec.samples:
