@@ -6,7 +6,7 @@ import os
 import sys
 
 from ..errors import RdmaspyError
-from .common import add_capture_argument
+from .common import add_capture_argument, add_host_trace_argument, host_join
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -16,6 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "segments and expert views.  Press ? inside for the keys.")
     add_capture_argument(p)
     p.add_argument("-Y", dest="display_filter", metavar="EXPR", help="display filter applied on opening")
+    add_host_trace_argument(p)
     p.set_defaults(func=cmd_tui)
 
 
@@ -31,9 +32,10 @@ def cmd_tui(args: argparse.Namespace) -> int:
         compile_filter(args.display_filter)          # a bad filter is a usage error, before the screen opens
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise RdmaspyError("rdmaspy tui needs a terminal (use 'rdmaspy decode' for output to a pipe or file)")
+    host = host_join(args)              # the traces read and their clocks measured before the screen opens
     from ..tui.app import RdmaspyApp
     from ..tui.model import CaptureModel
-    app = RdmaspyApp(CaptureModel(args.file), initial_filter=args.display_filter or "")
+    app = RdmaspyApp(CaptureModel(args.file, host=host), initial_filter=args.display_filter or "")
     # The index is built on a thread beside the interface: switch between them often, so that a key
     # is answered within a few milliseconds however busy the index is (Python's default is 5 ms a turn).
     interval = sys.getswitchinterval()

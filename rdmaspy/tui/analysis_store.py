@@ -99,12 +99,18 @@ class AnalysisStore:
         self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
         self.credits: dict[tuple[int, CallDirection], CreditTrack] = {}
+        # --host-trace: per connection, the credits the client took from the replies (xprtrdma_reply): low, high
+        self.host_credits: dict[int, tuple[int, int]] = {}
         self._lock = threading.Lock()      # the dicts grow on the writer thread; views copy them under it
 
     # -- the sink (the background pass's thread) ----------------------------------------------------
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
             self.transactions.add(rec)
+            host = rec.host
+            if host is not None and host.credits_host is not None:
+                low, high = self.host_credits.get(rec.conn, (host.credits_host, host.credits_host))
+                self.host_credits[rec.conn] = (min(low, host.credits_host), max(high, host.credits_host))
         elif isinstance(rec, CreditSeries):
             self._credits(rec)
         elif isinstance(rec, Connection):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Any
 
 from ..pipeline import Options, Pipeline
 from .analysis_store import AnalysisStore
@@ -24,8 +25,12 @@ class CaptureModel:
     removed as soon as they are made): they go when they are closed or the process ends.
     """
 
-    def __init__(self, path: str, name: str | None = None, checkpoint_every: int = CHECKPOINT_EVERY) -> None:
+    def __init__(self, path: str, name: str | None = None, checkpoint_every: int = CHECKPOINT_EVERY,
+                 host: Any = None) -> None:
+        """``host``: the join of host traces (``output.hosttrace.prepare``): the transactions carry their
+        kernel events, which the transactions view's timeline shows among the wire's steps."""
         self.path = path
+        self.host = host
         self.name = name or os.path.basename(path)
         self.spool_dir = SpoolDir()
         self.index = PacketIndex(self.name, self.spool_dir)
@@ -46,7 +51,10 @@ class CaptureModel:
 
     def pipeline(self) -> Pipeline:
         """The pipeline of the background pass: dissection and analysis into the index and the store."""
-        return Pipeline(None, Options(analyze=True), [IndexSink(self.index), self.analysis])
+        sinks: list[Any] = [IndexSink(self.index), self.analysis]
+        if self.host is not None:
+            sinks.insert(0, self.host)      # first: the transactions get their events before the store sees them
+        return Pipeline(None, Options(analyze=True), sinks)
 
     def _index(self) -> None:
         index_file(self.index, self.path, self._stop, self.pipeline(), self.checkpoints)

@@ -125,8 +125,10 @@ class CreditsView(AnalysisView):
             conn, direction = self.current
             store = self.model.analysis
             chart.show((self.current, track.count), lambda: store.samples(track), track.first_ts, track.last_ts)
+            host = store.host_credits.get(conn) if direction is CallDirection.FORWARD else None
+            seen = f"; the client took {host[0]}..{host[1]} (xprtrdma_reply)" if host is not None else ""
             label.update(f"connection {conn} {DIRECTION_TEXT.get(direction.value, direction.value)}: granted "
-                         f"{track.granted_min or 0}..{track.granted_max or 0}, outstanding peak {track.peak}, "
+                         f"{track.granted_min or 0}..{track.granted_max or 0}{seen}, outstanding peak {track.peak}, "
                          f"over {duration_text(track.last_ts - track.first_ts)}")
             self.violations = self._credit_findings(conn)
         self.query_one("#violations-title", Static).update(f"Violations: {len(self.violations)}")

@@ -1,7 +1,8 @@
 """View 2, the transactions: every RPC-over-RDMA call with its reply — XID, procedure and NFS
 operation, connection, latency, state, findings — and, for the one under the cursor, its timeline:
 the call's Sends, each RDMA READ against the Read chunk segment it pulled, each RDMA WRITE into its
-Write or Reply chunk segment, the reply's Sends, invalidation and RDMA_DONE, with bytes and times.
+Write or Reply chunk segment, the reply's Sends, invalidation and RDMA_DONE, with bytes and times; with
+``--host-trace``, the kernel events of its client and server among them, in time order.
 
 Enter on a transaction moves into its timeline; Enter on a step opens its packet.  ``n``/``N``
 (anywhere in the app) go to the next/previous packet of the selected transaction; ``e`` here
@@ -20,6 +21,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from ...analysis.model import Step, StepKind, Transaction, TransactionState
+from ...hosttrace.parse import HostEvent
 from ..analysis_store import NO_LATENCY, Rows
 from ..messages import JumpToFrame
 from . import register_view
@@ -82,6 +84,11 @@ def segment_text(step: Step) -> str:
     return ""
 
 
+def host_title(ev: HostEvent) -> str:
+    """A kernel event's row title: whose (client, server, CM) and the stage it marks."""
+    return f"{ev.side.value[0]}:{ev.decl.stage.value}"
+
+
 def bar(start: int, end: int, t0: int, span: int, width: int = BAR_WIDTH) -> str:
     """Where a step falls in its transaction's time, as a bar ``width`` characters wide."""
     if span <= 0:
@@ -102,7 +109,7 @@ class TransactionsView(AnalysisView):
     def __init__(self, model: "CaptureModel", *, id: str | None = None) -> None:
         super().__init__(model, id=id)
         self.rows: Rows[Transaction] = Rows(range(0), model.analysis.transactions.get)
-        self.steps: list[Step] = []
+        self.steps: list[Step | HostEvent] = []
         self.selected: Transaction | None = None
         self._selected_number = -1    # the selected transaction's number in the store
         self._seen: tuple[int, int | None] = (-1, None)
@@ -177,11 +184,19 @@ class TransactionsView(AnalysisView):
         t = self.rows[row] if number >= 0 else None
         self.selected = t
         self._frame_pos = -1
-        self.steps = list(t.steps) if t is not None else []
+        steps: list[Step | HostEvent] = list(t.steps) if t is not None else []
+        host = t.host if t is not None else None
+        if host is not None:
+            steps = sorted(steps + list(host.events), key=lambda s: s.ts)
+        self.steps = steps
         title = "Timeline"
         if t is not None:
-            title = (f"Timeline of {xid_text(t.xid)} {procedure_text(t)}: {len(self.steps)} steps, "
+            title = (f"Timeline of {xid_text(t.xid)} {procedure_text(t)}: {len(t.steps)} steps, "
                      f"latency {duration_text(t.latency_ns) or 'none (unanswered)'}")
+            if host is not None:
+                share = host.host_share
+                title += f"; {len(host.events)} host events" + (f", hosts {share:.0%} of the time"
+                                                                 if share is not None else "")
         self.query_one("#timeline-title", Static).update(title)
         self.timeline.move_to(0)
         self.timeline.reload()
@@ -190,8 +205,11 @@ class TransactionsView(AnalysisView):
         step = self.steps[i]
         t = self.selected
         assert t is not None
-        t0 = t.call.ts
+        t0 = min(t.call.ts, self.steps[0].ts) if self.steps else t.call.ts
         t_end = max([t.reply.ts if t.reply is not None else t0] + [s.ts for s in self.steps])
+        if isinstance(step, HostEvent):
+            return (host_title(step), ("+" if step.ts >= t.call.ts else "-") + duration_text(abs(step.ts - t.call.ts)),
+                    "", "", step.name, bar(step.ts, step.ts, t0, t_end - t0))
         frames = list(step.frames)
         if step.response_frames:
             frames += step.response_frames
@@ -213,7 +231,7 @@ class TransactionsView(AnalysisView):
             self.timeline.focus()
             return
         step = self.steps[event.row]
-        if step.frames:
+        if isinstance(step, Step) and step.frames:
             self.post_message(JumpToFrame(step.frames[0]))
 
     # -- n / N and export -------------------------------------------------------------------------
