@@ -71,7 +71,8 @@ NO_MATCH: Final = declare(
     "{trace}: no XID of the trace is in the capture: its events are not joined",
     "rdmaspy host trace join (docs/hosttrace.md)")
 
-HORIZON_NS: Final = 1_000_000_000       # events within this of a transaction's first and last packet are its
+HORIZON_NS: Final = 1_000_000_000       # events this long before a transaction's first packet are its ...
+AFTER_NS: Final = 5_000_000_000         # ... and this long after its last (a reply lost and sent again comes late)
 KEEP_NS: Final = 10_000_000_000         # events older than this behind the wire are let go
 EVENTS_KEPT: Final = 256                # events hung on one transaction
 EVENT_COST: Final = 1024                # bytes an event kept in the window costs, measured roughly
@@ -226,6 +227,7 @@ class HostJoin:
         self.disruptions: deque[tuple[int, int | None, str]] = deque(maxlen=DISRUPTIONS_KEPT)
         self.qpns: dict[int, int] = {}                   # client QPN -> connection
         self.reported: dict[str, int] = {}
+        self.host_only: dict[int, None] = {}             # XIDs found traced by a host only, lately
         self.connects: dict[int, int] = {}               # trace -> connects seen (the first is no reconnect)
         self.analyzer: Analyzer | None = None
         self.t0 = -1
@@ -244,9 +246,9 @@ class HostJoin:
         if isinstance(rec, Transaction):
             end = _end_of(rec)
             self.wire_now = max(self.wire_now, end)
-            self._read(end + HORIZON_NS)
+            self._read(end + AFTER_NS)
             self._join(rec, end)
-            self._judge(self.wire_now - HORIZON_NS)
+            self._judge(self.wire_now - AFTER_NS)
             self._evict(self.wire_now - KEEP_NS)
         elif isinstance(rec, Connection):
             if rec.client.qpn is not None:
@@ -340,6 +342,12 @@ class HostJoin:
         t_last = pipe.t_last if pipe is not None and pipe.frames else None
         if t0 is None or t_last is None or not (t0 <= ev.ts <= t_last):
             return
+        assert ev.xid is not None
+        if ev.xid in self.host_only:        # the client's marshal and the server's decode: one RPC
+            return
+        self.host_only[ev.xid] = None
+        if len(self.host_only) > DISRUPTIONS_KEPT:
+            del self.host_only[next(iter(self.host_only))]
         clock = self.clocks[ev.trace]
         clock.host_only += 1
         side = EVENTS[ev.name].side.value
@@ -412,7 +420,7 @@ class HostJoin:
             self._disruption(t.reply.ts, t.reply.frame, f"RDMA_ERROR reply to XID 0x{t.xid:08x} (frame "
                              f"{t.reply.frame})")
         start = t.call.ts - HORIZON_NS
-        mine = [e for e in evs if start <= e.ts <= end + HORIZON_NS] if evs else []
+        mine = [e for e in evs if start <= e.ts <= end + AFTER_NS] if evs else []
         covered = [c for c in self.clocks if c.first_ts is not None and c.last_ts is not None
                    and c.first_ts <= t.call.ts <= c.last_ts]
         if not mine:

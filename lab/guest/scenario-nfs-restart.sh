@@ -1,0 +1,41 @@
+# Kernel NFS over RDMA with the server stopped and started again under a client's writes: the client
+# sees its connection closed (CM DREQ), reconnects when the server listens again (a new QP) and sends
+# the calls left unanswered again (xprt_retransmit): one pcap and the kernel's trace of the same run
+# (docs/hosttrace.md: host.reconnect, host.retransmission, host.completion_error).
+# Arguments: KIND (rxe or siw; default rxe), VERSION (default 3).
+# Results: KIND-nfsvV-restart.{pcap,trace.dat,trace.txt,log}.
+. /lab/share/guest/lib.sh
+OUT=/lab/share/out
+kind=${1:-rxe}
+v=${2:-3}
+lab_rdma_links $kind > $OUT/links.log 2>&1
+nfs_server_start
+name=$kind-nfsv$(echo $v | tr -d .)-restart
+case $v in 3) path=/export ;; *) path=/ ;; esac
+trace_start /tmp/$name.trace.dat
+cap_start $OUT/$name.pcap
+fail=0
+if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:$path /mnt/nfs; then
+  dd if=/dev/urandom of=/mnt/nfs/before bs=32k count=4 oflag=direct 2>/dev/null
+  # Writes in flight while the server goes away and comes back.
+  ( for i in $(seq 1 40); do dd if=/dev/urandom of=/mnt/nfs/during bs=32k count=1 seek=$i oflag=direct \
+      conv=notrunc 2>/dev/null; done; echo "lab: writes done" ) > $OUT/$name.log 2>&1 &
+  writer=$!
+  sleep 2
+  echo "lab: server stops $(date +%s.%N)" >> $OUT/$name.log
+  rpc.nfsd 0
+  sleep 3
+  echo "lab: server starts $(date +%s.%N)" >> $OUT/$name.log
+  rpc.nfsd 4
+  echo rdma 20049 > /proc/fs/nfsd/portlist
+  wait $writer
+  md5sum /mnt/nfs/before /mnt/nfs/during >> $OUT/$name.log
+  umount /mnt/nfs
+else
+  echo "lab: NFS v$v mount over $kind failed"; fail=1
+fi
+cap_stop $OUT/$name.pcap > $OUT/$name.pcap.cap.log
+trace_stop /tmp/$name.trace.dat
+mv /tmp/$name.trace.* $OUT/
+echo "lab: nfs-restart v$v over $kind: $(tail -1 $OUT/$name.pcap.cap.log | tr -d '\n'), trace $(wc -c < $OUT/$name.trace.dat) bytes"
+exit $fail
