@@ -200,8 +200,9 @@ def test_a_comm_with_spaces_and_dashes():
     assert line is not None and (line.comm, line.pid, line.ts) == ("192.0.2.2-manag", 348, 12_500_000_000)
 
 
-@pytest.mark.skipif(shutil.which("trace-cmd") is None, reason="scripts/test installs trace-cmd")
 def test_trace_dat_is_read_through_trace_cmd(tmp_path: Path):
+    if shutil.which("trace-cmd") is None:
+        pytest.fail("trace-cmd is not installed: run scripts/test, which installs it")
     dat = tmp_path / "t.dat"
     dat.write_bytes(lzma.decompress((NFS / "rxe-nfsv3-full.trace.dat.xz").read_bytes()))
     assert TraceFile(str(dat)).form == "dat"

@@ -9,6 +9,8 @@ OUT=/lab/share/out
 kind=${1:-rxe}
 v=${2:-3}
 lab_rdma_links $kind > $OUT/links.log 2>&1
+# The event systems of modules not yet loaded would be missing from the trace (trace-cmd refuses them).
+modprobe nfs; modprobe nfsv3; modprobe nfsv4
 nfs_server_start
 name=$kind-nfsv$(echo $v | tr -d .)-restart
 case $v in 3) path=/export ;; *) path=/ ;; esac
@@ -16,10 +18,13 @@ trace_start /tmp/$name.trace.dat
 cap_start $OUT/$name.pcap
 fail=0
 if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:$path /mnt/nfs; then
-  dd if=/dev/urandom of=/mnt/nfs/before bs=32k count=4 oflag=direct 2>/dev/null
-  # Writes in flight while the server goes away and comes back.
-  ( for i in $(seq 1 40); do dd if=/dev/urandom of=/mnt/nfs/during bs=32k count=1 seek=$i oflag=direct \
-      conv=notrunc 2>/dev/null; done; echo "lab: writes done" ) > $OUT/$name.log 2>&1 &
+  dd if=/dev/urandom of=/mnt/nfs/before bs=4k count=4 oflag=direct 2>/dev/null
+  # Small writes, one every 0.2 s, while the server goes away and comes back: the one in flight when it
+  # stops waits for the reconnect and is sent again.
+  rm -f /tmp/stop-writes
+  ( i=0; while [ ! -e /tmp/stop-writes ]; do dd if=/dev/urandom of=/mnt/nfs/during bs=4k count=1 seek=$i \
+      oflag=direct conv=notrunc 2>/dev/null; i=$((i + 1)); sleep 0.2; done; echo "lab: $i writes done" ) \
+      > $OUT/$name.writes.log 2>&1 &
   writer=$!
   sleep 2
   echo "lab: server stops $(date +%s.%N)" >> $OUT/$name.log
@@ -28,6 +33,8 @@ if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:$path /mnt/nfs
   echo "lab: server starts $(date +%s.%N)" >> $OUT/$name.log
   rpc.nfsd 4
   echo rdma 20049 > /proc/fs/nfsd/portlist
+  sleep 4
+  touch /tmp/stop-writes
   wait $writer
   md5sum /mnt/nfs/before /mnt/nfs/during >> $OUT/$name.log
   umount /mnt/nfs

@@ -24,7 +24,8 @@ def check_inputs(paths: list[str]) -> None:
 
 def prepare_directory(directory: str) -> None:
     """An output directory that holds no tables of an earlier export (they would mix with these)."""
-    from ..output.parquet import MANIFEST, TABLES
+    from ..output.parquet import EVERY_TABLE as TABLES
+    from ..output.parquet import MANIFEST
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise RdmaspyError(f"{directory}: exists and is not a directory")
     try:

@@ -65,7 +65,7 @@ def connect(directory: str) -> Any:
 
 def _views(con: Any, directory: str) -> int:
     """A view per table found in ``directory``; returns how many."""
-    from ..output.parquet import TABLES
+    from ..output.parquet import EVERY_TABLE as TABLES
     found = 0
     for name in TABLES:
         # <name>.parquet, its next files <name>.<n>.parquet, a parallel export's <name>-<shard>...

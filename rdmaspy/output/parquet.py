@@ -87,7 +87,8 @@ HOST_EVENTS = "host_events"
 HOST_SCHEMA: Final = pa.schema([
     ("connection", U32), ("xid", U32), ("call_frame", U64), ("trace", U16), ("event", STR), ("side", STR),
     ("stage", STR), ("time", TS), ("host_time", I64), ("fields", STR)])
-TABLES = tuple(SCHEMAS) + (HOST_EVENTS,)
+TABLES = tuple(SCHEMAS)
+EVERY_TABLE = TABLES + (HOST_EVENTS,)       # what a directory of tables may hold (query's views, export's cleanup)
 
 
 def part_path(path: str, n: int) -> str:
