@@ -19,7 +19,7 @@ import heapq
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final, Iterator
 
-from ..hosttrace.events import EVENTS, Join, Side, Stage
+from ..hosttrace.events import EVENTS, Side, Stage
 from ..hosttrace.parse import HostEvent
 from ..hosttrace.resolve import Resolver
 from ..hosttrace.source import TraceFile
@@ -77,7 +77,9 @@ KEEP_NS: Final = 10_000_000_000         # events older than this behind the wire
 EVENTS_KEPT: Final = 256                # events hung on one transaction
 EVENT_COST: Final = 1024                # bytes an event kept in the window costs, measured roughly
 INCIDENT_WINDOW_NS: Final = 10_000_000  # completion errors this close together are one finding
-DISRUPTIONS_KEPT: Final = 256
+DISRUPTIONS_KEPT: Final = 4096          # the wire's events kept to explain a host's, the latest
+INCIDENTS_KEPT: Final = 4096            # host incidents waiting for the end to be explained
+CONNECTIONS_KEPT: Final = 4096
 FINDINGS_OF_A_KIND: Final = 64          # host-only XIDs, unused registrations ... reported by finding at most
 REORDER_NS: Final = 100_000_000        # how late the resolver gives out an event, at most as a rule
 CALIBRATION_EVENTS: Final = 2_000_000   # events read at most to measure a clock
@@ -195,9 +197,10 @@ class _Cursor:
 
 class _Incident:
     """Something a host traced that the wire should explain: judged once the wire has gone past it."""
-    __slots__ = ("rule", "ts", "args", "xid", "count", "key")
+    __slots__ = ("rule", "ts", "args", "xid", "count", "key", "qpn")
 
     def __init__(self, rule: Any, ts: int, args: dict[str, object], xid: int | None, key: str) -> None:
+        self.qpn: object = None
         self.rule = rule
         self.ts = ts
         self.args = args
@@ -225,7 +228,7 @@ class HostJoin:
         self.let_go = 0                                  # events let go before their time (the bound)
         self.incidents: deque[_Incident] = deque()
         self.disruptions: deque[tuple[int, int | None, str]] = deque(maxlen=DISRUPTIONS_KEPT)
-        self.qpns: dict[int, int] = {}                   # client QPN -> connection
+        self.connections: dict[int, Connection] = {}     # the snapshots, updated in place by the analysis
         self.reported: dict[str, int] = {}
         self.host_only: dict[int, None] = {}             # XIDs found traced by a host only, lately
         self.connects: dict[int, int] = {}               # trace -> connects seen (the first is no reconnect)
@@ -248,13 +251,9 @@ class HostJoin:
             self.wire_now = max(self.wire_now, end)
             self._read(end + AFTER_NS)
             self._join(rec, end)
-            self._judge(self.wire_now - AFTER_NS)
             self._evict(self.wire_now - KEEP_NS)
-        elif isinstance(rec, Connection):
-            if rec.client.qpn is not None:
-                self.qpns[rec.client.qpn] = rec.id
-            if rec.t_closed is not None:
-                self._disruption(rec.t_closed, None, f"connection {rec.id} closed")
+        elif isinstance(rec, Connection) and (rec.id in self.connections or len(self.connections) < CONNECTIONS_KEPT):
+            self.connections[rec.id] = rec
 
     def on_finding(self, f: Finding) -> None:
         if f.group not in _DISRUPTING or f.rule_def.id.startswith("host."):
@@ -356,6 +355,8 @@ class HostJoin:
 
     # -- incidents: what the host traced that the wire should explain ------------------------------
     def _notice(self, ev: HostEvent) -> None:
+        if len(self.incidents) >= INCIDENTS_KEPT:
+            return
         name = ev.name
         f = ev.fields
         if name == "xprt_retransmit" and ev.xid is not None:
@@ -368,9 +369,9 @@ class HostJoin:
                 self.incidents.append(_Incident(HOST_RECONNECT, ev.ts, {"peer": f.get("peer", "?"), "qp": ""},
                                                 None, name))
         elif name == "cm_qp_create" and self.incidents and self.incidents[-1].rule is HOST_RECONNECT \
-                and not self.incidents[-1].args["qp"] and str(f.get("dst", "")).endswith(":20049"):
-            qp = f.get("qp_num")
-            self.incidents[-1].args["qp"] = f" (new QP {qp})"
+                and not self.incidents[-1].args["qp"] and f.get("dst") == self.incidents[-1].args["peer"]:
+            self.incidents[-1].args["qp"] = f" (new QP {f.get('qp_num')})"
+            self.incidents[-1].qpn = f.get("qp_num")
         else:
             status = f.get("status")
             if isinstance(status, str) and status != "SUCCESS" and "vendor_err" in EVENTS[name].fields \
@@ -399,19 +400,37 @@ class HostJoin:
         self.disruptions.append((ts, frame, what))
 
     def _judge(self, until: int | None) -> None:
-        """The incidents the wire has gone past, each with what the wire showed before it."""
+        """The incidents, each with what the wire showed before it (judged at the end: a connection's close
+        is known for sure only then)."""
         inc = self.incidents
+        slack = self._uncertainty()
+        wire_events = sorted(list(self.disruptions) + self._connection_events())
         while inc and (until is None or inc[0].ts <= until):
             i = inc.popleft()
-            slack = self._uncertainty()
-            before = [d for d in self.disruptions if d[0] <= i.ts + slack and i.ts - d[0] <= 60 * HORIZON_NS]
+            before = [d for d in wire_events if d[0] <= i.ts + slack and i.ts - d[0] <= 60 * HORIZON_NS]
             wire = "nothing the capture shows"
             frames: tuple[int, ...] = ()
             if before:
                 cited = before[-2:]          # the last two: a connection's close, and what came before it
                 wire = "; ".join(d[2] for d in cited)
                 frames = tuple(d[1] for d in cited if d[1] is not None)
-            self._report(i.rule, frames, i.ts, i.xid, kind=i.rule.id, wire=wire, **i.args)
+            if i.qpn is not None:
+                new = next((c for c in self.connections.values() if c.client.qpn == i.qpn
+                            and c.t_start >= i.ts - slack), None)
+                if new is not None:
+                    i.args["qp"] = f"{i.args['qp']}, connection {new.id} on the wire ({new.state.value})"
+            i.args["wire"] = wire
+            self._report_args(i.rule, frames, i.ts, i.xid, i.rule.id, None, i.args)
+
+    def _connection_events(self) -> list[tuple[int, int | None, str]]:
+        out: list[tuple[int, int | None, str]] = []
+        for c in self.connections.values():
+            if c.t_closed is not None:
+                by = f" by the {c.closed_by.value}" if c.closed_by is not None else ""
+                out.append((c.t_closed, None, f"connection {c.id} closed{by}"))
+            elif c.state.value == "rejected":
+                out.append((c.t_end, None, f"connection {c.id} rejected"))
+        return out
 
     # -- one transaction ---------------------------------------------------------------------------
     def _join(self, t: Transaction, end: int) -> None:
@@ -511,7 +530,7 @@ class HostJoin:
         if t.call_direction is not Direction.C2S or t.reply is None:
             return
         call, reply = t.call.ts, t.reply.ts
-        first = {}
+        first: dict[str, int] = {}
         for e in evs:
             first.setdefault(e.name, e.ts)
         lat = view.latency
@@ -553,6 +572,10 @@ class HostJoin:
     # -- reporting -------------------------------------------------------------------------------
     def _report(self, rule: Any, frames: tuple[int, ...], ts: int, xid: int | None, kind: str = "",
                 conn: int | None = None, **args: object) -> None:
+        self._report_args(rule, frames, ts, xid, kind, conn, args)
+
+    def _report_args(self, rule: Any, frames: tuple[int, ...], ts: int, xid: int | None, kind: str,
+                     conn: int | None, args: dict[str, object]) -> None:
         an = self.analyzer
         if an is None:
             return
@@ -586,10 +609,3 @@ def _int(v: object) -> int:
 def _us(ns: int | None) -> str:
     return "?" if ns is None else f"{ns / 1000:.1f}"
 
-
-def stage_of(ev: HostEvent) -> Stage:
-    return EVENTS[ev.name].stage
-
-
-def joins_by(ev: HostEvent) -> Join:
-    return EVENTS[ev.name].join

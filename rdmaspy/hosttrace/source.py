@@ -16,7 +16,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from typing import BinaryIO, Final, Iterator
+from typing import IO, Final, Iterator
 
 from ..errors import RdmaspyError
 from .events import EVENTS
@@ -92,7 +92,7 @@ class TraceFile:
         self.form = check(path)
         self.stats = TraceStats(form=self.form)
 
-    def _stream(self) -> tuple[BinaryIO, subprocess.Popen[bytes] | None]:
+    def _stream(self) -> tuple[IO[bytes] | gzip.GzipFile, subprocess.Popen[bytes] | None]:
         if self.form == "dat":
             proc = subprocess.Popen(["trace-cmd", "report", "-t", "-i", self.path], stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)

@@ -286,6 +286,6 @@ def host_stats_lines(doc: JSON) -> list[str]:
         ms = lambda v: "-" if v is None else f"{v / 1e6:.3f}"   # noqa: E731
         lines.append(f"  {k:<14}  {p['count']:>6}  {ms(p['p50']):>9}  {ms(p['p90']):>9}  {ms(p['max']):>9}")
     share = doc["host_share_p50"]
-    if share is not None:
+    if isinstance(share, float):
         lines.append(f"  the hosts' share of a transaction's time (median): {float(share) * 100:.0f} %")
     return lines
