@@ -234,6 +234,43 @@ def test_a_reconnect_and_a_retransmission_each_with_the_wire_event_behind_it():
     assert "connection 1 closed" in rt.text
 
 
+def test_a_blackout_breaks_the_connection_and_the_call_in_flight_is_sent_again():
+    """lab/run nfs-restart rxe 3 blackout: the server's NIC dropped everything for 20 s; its Send of a reply
+    exhausted its retries (RETRY_EXC_ERR), the connection broke, the client reconnected on QP 18 and sent
+    the WRITE in flight (XID 0x07516c28) again; the wire shows the retransmissions behind each."""
+    stem = NFS / "rxe-nfsv3-blackout"
+    join, rec = joined(stem.with_suffix(".pcap"), [trace_of(stem)])
+    assert all(t.host is not None for t in rec.transactions)
+    found = rules(rec)
+    assert found["host.reconnect"] == 1 and found["host.retransmission"] == 1
+    by = {f.rule_def.id: f for f in rec.findings}
+    rt = by["host.retransmission"]
+    assert rt.xid == 0x07516C28 and "ib.retransmission" in rt.text and rt.frames
+    assert "new QP 18" in by["host.reconnect"].text
+    retry = [f for f in rec.findings if f.rule_def.id == "host.completion_error" and f.args["status"] == "RETRY_EXC_ERR"]
+    assert {f.args["event"] for f in retry} == {"svcrdma_wc_send_err", "xprtrdma_wc_send"}
+    assert all("ib.retransmission" in f.text for f in retry)
+    # the call in flight is two transactions on the wire (unanswered, then answered on the new connection),
+    # each with its own sending's events
+    calls = [t for t in rec.transactions if t.xid == 0x07516C28]
+    assert len(calls) == 2 and all(t.host is not None for t in calls)
+    assert sum(e.name == "xprtrdma_marshal" for t in calls for e in t.host.events) == 2
+    c = join.clocks[0]
+    assert c.host_only == 0 and c.wire_only == 0 and c.low_ns <= 0 <= c.high_ns
+
+
+def test_a_server_restarted_is_reconnected_to_until_it_listens():
+    """lab/run nfs-restart rxe 3 restart: the server stopped (its DREQ closed connection 1) and started 3 s
+    later; the client's reconnects were rejected until it listened again (new QPs 18, 19, 20)."""
+    stem = NFS / "rxe-nfsv3-restart"
+    _join, rec = joined(stem.with_suffix(".pcap"), [trace_of(stem)])
+    assert all(t.host is not None for t in rec.transactions)
+    reconnects = sorted(f.text for f in rec.findings if f.rule_def.id == "host.reconnect")
+    assert len(reconnects) == 3
+    assert "new QP 18), connection 2 on the wire (rejected)" in reconnects[0]
+    assert "new QP 20), connection 4 on the wire (closed)" in reconnects[2]
+
+
 def test_flushed_completions_are_found_with_the_close_behind_them():
     stem = NFS / "rxe-nfsv3-full"
     _join, rec = joined(stem.with_suffix(".pcap"), [trace_of(stem)])

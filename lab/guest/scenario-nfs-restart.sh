@@ -2,16 +2,18 @@
 # trace of the same run (docs/hosttrace.md: host.reconnect, host.retransmission, host.completion_error).
 # MODE restart: the server is stopped and started again: the client sees its connection closed (CM
 # DREQ), reconnects once the server listens again (a new QP each try) and goes on.  MODE blackout: the
-# server's NIC drops everything for a few seconds: its Sends are retried until its QP gives up, the
+# server's NIC drops everything for BLACKOUT seconds (20): its Sends are retried until its QP gives up, the
 # connection breaks, and the client, once the link is back, reconnects and sends again the calls left
 # unanswered (xprt_retransmit).
-# Arguments: KIND (rxe or siw; default rxe), VERSION (default 3), MODE (restart or blackout; default restart).
+# Arguments: KIND (rxe or siw; default rxe), VERSION (default 3), MODE (restart or blackout; default restart),
+# BLACKOUT (seconds, default 20).
 # Results: KIND-nfsvV-MODE.{pcap,trace.dat,trace.txt,log,writes.log}.
 . /lab/share/guest/lib.sh
 OUT=/lab/share/out
 kind=${1:-rxe}
 v=${2:-3}
 mode=${3:-restart}
+blackout=${4:-20}       # seconds the server's NIC drops everything: past the RC retries of its Sends
 lab_rdma_links $kind > $OUT/links.log 2>&1
 # The event systems of modules not yet loaded would be missing from the trace (trace-cmd refuses them).
 modprobe nfs; modprobe nfsv3; modprobe nfsv4
@@ -35,7 +37,7 @@ if mount -t nfs -o proto=rdma,port=20049,vers=$v,clientaddr=$A $B:$path /mnt/nfs
     blackout)
       echo "lab: server's NIC drops all $(date +%s.%N)" >> $OUT/$name.log
       tc qdisc add dev eth1 root netem loss 100%
-      sleep 6
+      sleep $blackout
       tc qdisc del dev eth1 root
       echo "lab: server's NIC back $(date +%s.%N)" >> $OUT/$name.log ;;
     *)

@@ -78,6 +78,8 @@ EVENTS_KEPT: Final = 256                # events hung on one transaction
 EVENT_COST: Final = 1024                # bytes an event kept in the window costs, measured roughly
 INCIDENT_WINDOW_NS: Final = 10_000_000  # completion errors this close together are one finding
 DISRUPTIONS_KEPT: Final = 4096          # the wire's events kept to explain a host's, the latest
+PARKED_XIDS: Final = 4096               # RPCs whose events wait for a transaction past the window
+_CALLS: Final = frozenset(("xprtrdma_marshal", "svcrdma_decode_rqst"))   # an RPC over RDMA, by its host
 INCIDENTS_KEPT: Final = 4096            # host incidents waiting for the end to be explained
 CONNECTIONS_KEPT: Final = 4096
 FINDINGS_OF_A_KIND: Final = 64          # host-only XIDs, unused registrations ... reported by finding at most
@@ -107,12 +109,11 @@ def measure_clock(trace: TraceFile, wire: dict[int, tuple[int, int | None]]) -> 
     """The offset of ``trace``'s clock from the capture's, from ``wire``: XID -> (call time, reply time) of
     transactions of the capture's beginning.  The trace is read until each of them is met (or far enough)."""
     clock = HostClock(trace.path, trace.number, trace.form)
-    upper: list[int] = []               # wire - host for events before the wire: offset <= each
-    lower: list[int] = []               # wire - host for events after it: offset >= each
+    pairs: dict[int, list[tuple[bool, int]]] = {}   # XID -> (before the wire?, wire - host) of each event
     seen: set[tuple[int, str]] = set()
+    twice: set[int] = set()             # an event kind seen twice for an XID: a call sent again, which is unsure
     read = 0
     wanted = len(wire)
-    matched: set[int] = set()
     for ev in resolved(trace):
         read += 1
         if read > CALIBRATION_EVENTS:
@@ -121,23 +122,30 @@ def measure_clock(trace: TraceFile, wire: dict[int, tuple[int, int | None]]) -> 
         if x is None or x not in wire:
             continue
         name = ev.name
-        if (x, name) in seen:            # the first of each kind: a retransmission's would lie
+        if (x, name) in seen or name == "xprt_retransmit":
+            twice.add(x)
             continue
         call, reply = wire[x]
         if name in _BEFORE_CALL:
-            upper.append(call - ev.host_ts)
+            pair = (True, call - ev.host_ts)
         elif name in _AFTER_CALL:
-            lower.append(call - ev.host_ts)
+            pair = (False, call - ev.host_ts)
         elif reply is not None and name in _BEFORE_REPLY:
-            upper.append(reply - ev.host_ts)
+            pair = (True, reply - ev.host_ts)
         elif reply is not None and name in _AFTER_REPLY:
-            lower.append(reply - ev.host_ts)
+            pair = (False, reply - ev.host_ts)
         else:
             continue
         seen.add((x, name))
-        matched.add(x)
-        if len(matched) >= wanted and len(seen) >= 4 * wanted:
+        pairs.setdefault(x, []).append(pair)
+        if len(pairs) >= wanted and len(seen) >= 4 * wanted:
             break
+    upper: list[int] = []               # wire - host for events before the wire: offset <= each
+    lower: list[int] = []               # wire - host for events after it: offset >= each
+    matched = [x for x in pairs if x not in twice]
+    for x in matched:
+        for before, d in pairs[x]:
+            (upper if before else lower).append(d)
     clock.matched = len(matched)
     if upper:
         clock.offset_ns = min(upper)
@@ -222,7 +230,9 @@ class HostJoin:
         self.window: deque[HostEvent] = deque()          # the events read, in the order read
         self.by_xid: dict[int, list[HostEvent]] = {}
         self.by_handle: dict[int, list[HostEvent]] = {}  # registrations and invalidations
-        self.claimed: set[int] = set()                   # XIDs a transaction took
+        # The events of RPCs no transaction took yet, let go from the window: an unanswered call's transaction
+        # closes only at the end (or when its connection does); by XID, the oldest first, PARKED_XIDS at most.
+        self.parked: dict[int, list[HostEvent]] = {}
         self.wire_now = 0
         self.read_to = -1
         self.let_go = 0                                  # events let go before their time (the bound)
@@ -265,6 +275,9 @@ class HostJoin:
         self._read(None)
         self._judge(None)
         self._evict(None)
+        for evs in self.parked.values():
+            self._unclaimed(evs)
+        self.parked.clear()
         pipe = self._pipe
         if pipe is not None and pipe.frames:
             self.t0, self.t_last = pipe.t0, pipe.t_last
@@ -322,8 +335,8 @@ class HostJoin:
                     evs.remove(ev)
                 if not evs:
                     del self.by_xid[x]
-            if x not in self.claimed and ev.name in ("xprtrdma_marshal", "svcrdma_decode_rqst"):
-                self._host_only(ev)
+            if not ev.joined and (x in self.parked or ev.name in _CALLS):
+                self._park(x, ev)
         h = ev.fields.get("handle")
         if isinstance(h, int):
             hs = self.by_handle.get(h)
@@ -331,8 +344,21 @@ class HostJoin:
                 hs.remove(ev)
                 if not hs:
                     del self.by_handle[h]
-        if x is not None and x in self.claimed and x not in self.by_xid:
-            self.claimed.discard(x)
+
+    def _park(self, x: int, ev: HostEvent) -> None:
+        evs = self.parked.get(x)
+        if evs is None:
+            evs = self.parked[x] = []
+            if len(self.parked) > PARKED_XIDS:
+                self._unclaimed(self.parked.pop(next(iter(self.parked))))
+        if len(evs) < EVENTS_KEPT:
+            evs.append(ev)
+
+    def _unclaimed(self, evs: list[HostEvent]) -> None:
+        """Events of an RPC no transaction took: the capture lost it, if it covers its time."""
+        call = next((e for e in evs if e.name in _CALLS and not e.joined), None)
+        if call is not None:
+            self._host_only(call)
 
     def _host_only(self, ev: HostEvent) -> None:
         """An RPC the host traced and no transaction took: lost by the capture, if the capture covers its time."""
@@ -434,19 +460,25 @@ class HostJoin:
 
     # -- one transaction ---------------------------------------------------------------------------
     def _join(self, t: Transaction, end: int) -> None:
-        evs = self.by_xid.get(t.xid)
+        evs = self.by_xid.get(t.xid, [])
+        parked = self.parked.get(t.xid)
+        if parked is not None:
+            evs = parked + evs
         if t.reply is not None and t.reply.error is not None:
             self._disruption(t.reply.ts, t.reply.frame, f"RDMA_ERROR reply to XID 0x{t.xid:08x} (frame "
                              f"{t.reply.frame})")
-        start = t.call.ts - HORIZON_NS
-        mine = [e for e in evs if start <= e.ts <= end + AFTER_NS] if evs else []
+        start, stop = _attempt(t, evs, self._uncertainty())
+        mine = [e for e in evs if start <= e.ts < stop and not e.joined and e.ts <= end + AFTER_NS]
         covered = [c for c in self.clocks if c.first_ts is not None and c.last_ts is not None
                    and c.first_ts <= t.call.ts <= c.last_ts]
         if not mine:
             for c in covered:
                 c.wire_only += 1
             return
-        self.claimed.add(t.xid)
+        for e in mine:
+            e.joined = True
+        if parked is not None and all(e.joined for e in parked):
+            del self.parked[t.xid]
         mine.sort(key=lambda e: e.ts)
         view = HostView()
         if len(mine) > EVENTS_KEPT:
@@ -585,6 +617,41 @@ class HostJoin:
         if n >= FINDINGS_OF_A_KIND and rule is not COVERAGE and rule is not NO_MATCH:
             return
         an.report_args(rule, frames, ts, conn, xid, None, dict(args))
+
+
+def _attempt(t: Transaction, evs: list[HostEvent], slack: int) -> tuple[int, int]:
+    """The time of a transaction's own sending of its XID.  A call sent again (``xprt_retransmit``, or the
+    client's marshal of it again: a retry after an RDMA_ERROR, a new connection) starts another attempt,
+    from its first event (the registrations before the marshal); another transaction of the same XID on
+    the wire is the other attempt's."""
+    start, stop = t.call.ts - HORIZON_NS, 1 << 63
+    if t.call.retransmissions:
+        return start, stop              # the wire's resendings are this transaction's: so are the host's
+    for b in _boundaries(evs):
+        if b <= t.call.ts + slack:
+            start = max(start, b)
+        else:
+            stop = min(stop, b)
+    return start, stop
+
+
+def _boundaries(evs: list[HostEvent]) -> list[int]:
+    """Where the client's attempts at sending one XID begin, but the first."""
+    client = sorted((e for e in evs if EVENTS[e.name].side is Side.CLIENT), key=lambda e: e.ts)
+    out: list[int] = []
+    marshals = 0
+    for i, e in enumerate(client):
+        if e.name != "xprtrdma_marshal":
+            continue
+        marshals += 1
+        if marshals == 1:
+            continue
+        j = i
+        while j > 0 and EVENTS[client[j - 1].name].stage in (Stage.REGISTER, Stage.RETRANSMIT, Stage.CREDITS) \
+                and client[j - 1].name != "xprtrdma_mr_fastreg":
+            j -= 1
+        out.append(client[j].ts)
+    return out
 
 
 def _end_of(t: Transaction) -> int:

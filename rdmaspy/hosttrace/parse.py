@@ -37,11 +37,11 @@ _NONE_ID: Final = 0xFFFFFFFF
 _TASK_FIELDS: Final = frozenset(("task", "client", "snd_task"))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class HostEvent:
     """One kernel event: its name, its time (ns on the trace's clock), the thread that traced it, its fields.
     ``xid`` is the RPC it belongs to once ``resolve`` has named it; ``trace`` is the trace file's number;
-    ``ts`` its time on the capture's clock once the clocks are aligned."""
+    ``ts`` its time on the capture's clock once the clocks are aligned; ``joined``: a transaction took it."""
     name: str
     host_ts: int
     pid: int
@@ -49,6 +49,7 @@ class HostEvent:
     xid: int | None = None
     trace: int = 0
     ts: int = 0
+    joined: bool = False
 
     @property
     def decl(self) -> EventDecl:

@@ -39,10 +39,14 @@ class _Samples:
 
     def __init__(self) -> None:
         self.wire: dict[int, tuple[int, int | None]] = {}
+        self.again: set[int] = set()        # XIDs of several transactions: which host event is whose is unsure
 
     def on_record(self, rec: Record) -> None:
-        if isinstance(rec, Transaction) and rec.direction is CallDirection.FORWARD and rec.xid not in self.wire:
-            self.wire[rec.xid] = (rec.call.ts, rec.reply.ts if rec.reply is not None else None)
+        if not isinstance(rec, Transaction) or rec.direction is not CallDirection.FORWARD:
+            return
+        if rec.xid in self.wire or rec.call.retransmissions:
+            self.again.add(rec.xid)
+        self.wire[rec.xid] = (rec.call.ts, rec.reply.ts if rec.reply is not None else None)
 
     def packet(self, pkt: Packet) -> None:
         pass
@@ -64,7 +68,7 @@ def wire_samples(capture: str) -> dict[int, tuple[int, int | None]]:
         else:
             if pipe.analyzer is not None:
                 pipe.analyzer.finish()
-    return samples.wire
+    return {x: w for x, w in samples.wire.items() if x not in samples.again}
 
 
 def open_traces(paths: list[str]) -> list[TraceFile]:
