@@ -262,3 +262,38 @@ def test_views_work_at_80x24():
                 await pilot.pause()
                 assert words in screen_text(app), key
     run(go())
+
+
+def test_the_timeline_shows_the_host_events_among_the_wire_steps():
+    """tui --host-trace: a transaction's kernel events stand in its timeline in time order with its steps;
+    the credits view says what the client took; a segment's row its registration's life."""
+    from rdmaspy.output.hosttrace import prepare
+    from rdmaspy.tui.app import RdmaspyApp
+    from rdmaspy.tui.model import CaptureModel
+
+    pcap = ROOT / "captures" / "nfs" / "rxe-nfsv3-full.pcap"
+    host = prepare(str(pcap), [str(ROOT / "captures" / "nfs" / "rxe-nfsv3-full.trace.txt.xz")])
+
+    async def go():
+        app = RdmaspyApp(CaptureModel(str(pcap), host=host))
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            row = next(i for i, t in enumerate(view.rows) if t.xid == 0xE8E166D4)
+            view.table.move_to(row)
+            await pilot.pause()
+            names = [getattr(s, "name", None) or s.kind.value for s in view.steps]
+            assert names.index("xprtrdma_marshal") < names.index("call") < names.index("svcrdma_decode_rqst") \
+                < names.index("read") < names.index("nfsd_write_start") < names.index("reply") \
+                < names.index("xprtrdma_reply")
+            assert [s.ts for s in view.steps] == sorted(s.ts for s in view.steps)
+            assert "host events" in screen_text(app) and "c:marshal" in screen_text(app)
+            await pilot.press("4")
+            await pilot.pause()
+            assert "the client took 64..64 (xprtrdma_reply)" in screen_text(app)
+            await pilot.press("5")
+            await pilot.pause()
+            assert "remote invalidation" in screen_text(app)
+    run(go())

@@ -581,6 +581,12 @@ class HostJoin:
 
     def _credits(self, t: Transaction, view: HostView, evs: list[HostEvent]) -> None:
         for e in evs:
+            if e.name == "xprt_get_cong":
+                cwnd = e.fields.get("cwnd")
+                if isinstance(cwnd, int) and view.cwnd is None:
+                    view.cwnd = cwnd >> 8           # RPC_CWNDSHIFT: a credit is 256 units of the window
+                if e.fields.get("wait") == 1:
+                    view.credit_waits += 1
             c = e.fields.get("credits")
             if not isinstance(c, int):
                 continue

@@ -66,6 +66,8 @@ class HostView:
     latency: dict[str, int] = field(default_factory=dict)   # ns: client_send, wire, server, client_reply, total
     credits_host: int | None = None     # xprtrdma_reply credits (as the client took the grant)
     credits_server: int | None = None   # svcrdma_decode_rqst credits (as the server read the call)
+    cwnd: int | None = None             # the client's congestion window when the call took its slot, in credits
+    credit_waits: int = 0               # times the call waited for the window (xprt_get_cong ... wait): credit-bound
     dropped: int = 0                    # events past the cap
 
     @property

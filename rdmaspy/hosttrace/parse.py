@@ -147,6 +147,8 @@ def parse_body(decl: EventDecl, body: str) -> dict[str, Value]:
             out["num_sge"] = int(m.group(1))
         if "signaled" not in out:
             out["signaled"] = 1 if body.rstrip().endswith("signaled") else 0
+    if "cwnd" in decl.fields and "wait" not in out:       # TP_printk: " wait" after cwnd when the task waits
+        out["wait"] = 1 if body.rstrip().endswith(" wait") else 0
     if "active" in decl.fields and "active" not in out:
         m = _RECVS.search(body)
         if m is not None:

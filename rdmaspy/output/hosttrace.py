@@ -109,7 +109,8 @@ def host_view_record(v: HostView) -> JSON:
     """What a transaction's ``host`` says besides its events: registrations, latency shares, credits."""
     rec: JSON = {"registrations": [registration_record(r) for r in v.registrations],
                  "latency_ns": dict(v.latency), "host_share": v.host_share,
-                 "credits_host": v.credits_host, "credits_server": v.credits_server}
+                 "credits_host": v.credits_host, "credits_server": v.credits_server, "cwnd": v.cwnd,
+                 "credit_waits": v.credit_waits}
     if v.dropped:
         rec["dropped"] = v.dropped
     return rec

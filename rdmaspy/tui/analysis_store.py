@@ -99,8 +99,10 @@ class AnalysisStore:
         self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
         self.credits: dict[tuple[int, CallDirection], CreditTrack] = {}
-        # --host-trace: per connection, the credits the client took from the replies (xprtrdma_reply): low, high
+        # --host-trace: per connection, the credits the client took from the replies (xprtrdma_reply): low, high,
+        # and the calls that waited for the client's congestion window
         self.host_credits: dict[int, tuple[int, int]] = {}
+        self.credit_waits: dict[int, int] = {}
         self._lock = threading.Lock()      # the dicts grow on the writer thread; views copy them under it
 
     # -- the sink (the background pass's thread) ----------------------------------------------------
@@ -108,6 +110,8 @@ class AnalysisStore:
         if isinstance(rec, Transaction):
             self.transactions.add(rec)
             host = rec.host
+            if host is not None and host.credit_waits:
+                self.credit_waits[rec.conn] = self.credit_waits.get(rec.conn, 0) + 1
             if host is not None and host.credits_host is not None:
                 low, high = self.host_credits.get(rec.conn, (host.credits_host, host.credits_host))
                 self.host_credits[rec.conn] = (min(low, host.credits_host), max(high, host.credits_host))

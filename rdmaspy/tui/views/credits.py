@@ -127,6 +127,9 @@ class CreditsView(AnalysisView):
             chart.show((self.current, track.count), lambda: store.samples(track), track.first_ts, track.last_ts)
             host = store.host_credits.get(conn) if direction is CallDirection.FORWARD else None
             seen = f"; the client took {host[0]}..{host[1]} (xprtrdma_reply)" if host is not None else ""
+            waits = store.credit_waits.get(conn, 0) if direction is CallDirection.FORWARD else 0
+            if waits:
+                seen += f", {waits} calls waited for its window"
             label.update(f"connection {conn} {DIRECTION_TEXT.get(direction.value, direction.value)}: granted "
                          f"{track.granted_min or 0}..{track.granted_max or 0}{seen}, outstanding peak {track.peak}, "
                          f"over {duration_text(track.last_ts - track.first_ts)}")

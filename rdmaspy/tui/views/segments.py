@@ -15,7 +15,7 @@ from ...analysis.model import Segment, SegmentState
 from ..analysis_store import Rows
 from ..messages import JumpToFrame
 from . import register_view
-from .common import AnalysisView, xid_text
+from .common import AnalysisView, duration_text, xid_text
 from .rows import ERROR_STYLE, WARNING_STYLE, Column, RowSource, RowTable
 
 if TYPE_CHECKING:
@@ -25,6 +25,22 @@ COLUMNS = (Column("XID", 10), Column("Conn", 4, True), Column("List", 6), Column
            Column("Seg", 3, True), Column("Pos", 5, True), Column("Handle", 10), Column("Offset", 18),
            Column("Length", 9, True), Column("Moved", 9, True), Column("Ops", 3, True), Column("State", 10),
            Column("Frames", 20))
+
+def host_life(s: Segment) -> str:
+    """With --host-trace, the life of the client's registration of the segment: registered, then invalidated
+    (by the server's Send With Invalidate: remote, or locally), as the client traced it."""
+    t = s.transaction
+    host = t.host if t is not None else None
+    if host is None:
+        return ""
+    r = next((r for r in host.registrations if r.handle == s.handle), None)
+    if r is None:
+        return ""
+    life = "  registered" if r.registered_ts is not None else "  mapped"
+    if r.invalidated_ts is not None and t is not None:
+        life += f", {r.invalidation} invalidation +{duration_text(r.invalidated_ts - t.call.ts)}"
+    return life
+
 
 STATE_STYLES: dict[SegmentState, Style] = {SegmentState.OVERRUN: ERROR_STYLE, SegmentState.PARTIAL: WARNING_STYLE}
 
@@ -61,7 +77,8 @@ class SegmentsView(AnalysisView):
         t = s.transaction
         return (xid_text(t.xid if t is not None else None), "" if t is None else str(t.conn), s.kind.value,
                 str(s.chunk), str(s.index), "" if s.position is None else str(s.position), f"0x{s.handle:08x}",
-                f"0x{s.offset:016x}", str(s.length), str(s.used), str(s.ops), s.state.value, frames_text(s.frames))
+                f"0x{s.offset:016x}", str(s.length), str(s.used), str(s.ops), s.state.value,
+                frames_text(s.frames) + host_life(s))
 
     def _style(self, i: int) -> Style | None:
         return STATE_STYLES.get(self.rows[i].state)
