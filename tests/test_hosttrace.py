@@ -340,6 +340,8 @@ def test_a_trace_that_matches_nothing_says_so_in_one_line():
     r = run_cli("expert", str(CAPTURES / "rxe-nfsv3-rdma.pcap"), "--host-trace", str(trace_of(NFS / "rxe-nfsv3-full")))
     assert r.returncode == 0, r.stderr
     assert "no XID of the trace is in the capture" in r.stdout
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("rdmaspy: warning: ") and "its events are not joined" in line
 
 
 # --- hostile and truncated traces --------------------------------------------------------------------------

@@ -79,11 +79,13 @@ EVENT_COST: Final = 1024                # bytes an event kept in the window cost
 INCIDENT_WINDOW_NS: Final = 10_000_000  # completion errors this close together are one finding
 DISRUPTIONS_KEPT: Final = 4096          # the wire's events kept to explain a host's, the latest
 PARKED_XIDS: Final = 4096               # RPCs whose events wait for a transaction past the window
+PARKED_EVENTS: Final = 64               # events kept of each
 _CALLS: Final = frozenset(("xprtrdma_marshal", "svcrdma_decode_rqst"))   # an RPC over RDMA, by its host
 INCIDENTS_KEPT: Final = 4096            # host incidents waiting for the end to be explained
 CONNECTIONS_KEPT: Final = 4096
 FINDINGS_OF_A_KIND: Final = 64          # host-only XIDs, unused registrations ... reported by finding at most
 REORDER_NS: Final = 100_000_000        # how late the resolver gives out an event, at most as a rule
+REORDER_HELD: Final = 65536             # events held to put them back in order, at most
 CALIBRATION_EVENTS: Final = 2_000_000   # events read at most to measure a clock
 
 _BEFORE_CALL: Final = frozenset(("xprtrdma_post_send", "xprtrdma_marshal"))
@@ -180,7 +182,7 @@ class _Cursor:
 
     def _pull(self) -> None:
         held = self._held
-        while not self._ended and (not held or held[0][0] > self._newest - REORDER_NS):
+        while not self._ended and len(held) < REORDER_HELD and (not held or held[0][0] > self._newest - REORDER_NS):
             ev = next(self._events, None)
             if ev is None:
                 self._ended = True
@@ -233,6 +235,7 @@ class HostJoin:
         # The events of RPCs no transaction took yet, let go from the window: an unanswered call's transaction
         # closes only at the end (or when its connection does); by XID, the oldest first, PARKED_XIDS at most.
         self.parked: dict[int, list[HostEvent]] = {}
+        self.parked_events = 0
         self.wire_now = 0
         self.read_to = -1
         self.let_go = 0                                  # events let go before their time (the bound)
@@ -278,6 +281,7 @@ class HostJoin:
         for evs in self.parked.values():
             self._unclaimed(evs)
         self.parked.clear()
+        self.parked_events = 0
         pipe = self._pipe
         if pipe is not None and pipe.frames:
             self.t0, self.t_last = pipe.t0, pipe.t_last
@@ -349,10 +353,14 @@ class HostJoin:
         evs = self.parked.get(x)
         if evs is None:
             evs = self.parked[x] = []
-            if len(self.parked) > PARKED_XIDS:
-                self._unclaimed(self.parked.pop(next(iter(self.parked))))
-        if len(evs) < EVENTS_KEPT:
+        if len(evs) < PARKED_EVENTS:
             evs.append(ev)
+            self.parked_events += 1
+        # bounded as the window is: in RPCs, and in events (a quarter of the window's)
+        while len(self.parked) > PARKED_XIDS or self.parked_events > self.max_events // 4:
+            oldest = self.parked.pop(next(iter(self.parked)))
+            self.parked_events -= len(oldest)
+            self._unclaimed(oldest)
 
     def _unclaimed(self, evs: list[HostEvent]) -> None:
         """Events of an RPC no transaction took: the capture lost it, if it covers its time."""
@@ -479,6 +487,7 @@ class HostJoin:
             e.joined = True
         if parked is not None and all(e.joined for e in parked):
             del self.parked[t.xid]
+            self.parked_events -= len(parked)
         mine.sort(key=lambda e: e.ts)
         view = HostView()
         if len(mine) > EVENTS_KEPT:

@@ -46,7 +46,17 @@ def host_join(args: argparse.Namespace) -> Any:
         return None
     from ..budget import default_limit
     from ..output.hosttrace import prepare
-    return prepare(args.file, list(paths), default_limit())
+    join = prepare(args.file, list(paths), default_limit())
+    warn_unmatched(join.clocks)
+    return join
+
+
+def warn_unmatched(clocks: Any) -> None:
+    """One line for each trace that shares no XID with the beginning of the capture: it joins nothing."""
+    for c in clocks:
+        if c.offset_ns is None:
+            print(f"rdmaspy: warning: {c.path}: no XID of the trace is in the capture's first transactions: its "
+                  f"events are not joined", file=sys.stderr)
 
 
 def resolve_capture_argument(args: argparse.Namespace) -> None:

@@ -42,8 +42,11 @@ def cmd_decode(args: argparse.Namespace) -> int:
     sinks: list[Sink] = [_sink(args, out, options)]
     if args.host_trace:
         from ..output.hosttrace import HostLines, measure, open_traces
+        from .common import warn_unmatched
         traces = open_traces(list(args.host_trace))
-        sinks.insert(0, HostLines(out, traces, measure(args.file, traces), options.matcher is not None))
+        clocks = measure(args.file, traces)
+        warn_unmatched(clocks)
+        sinks.insert(0, HostLines(out, traces, clocks, options.matcher is not None))
     # a bar on stderr while the lines go to a file (not to the terminal, nor to a program reading them)
     cap, _pipe = run_capture(args.file, sinks, options, out, progress=None if out.timed else "decode")
     return report_problems(cap)

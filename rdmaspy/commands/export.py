@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from ..errors import RdmaspyError
-from .common import EXIT_DAMAGED, EXIT_OK, add_host_trace_argument, positive_int
+from .common import EXIT_DAMAGED, EXIT_OK, add_host_trace_argument, positive_int, warn_unmatched
 
 
 def check_inputs(paths: list[str]) -> None:
@@ -102,6 +102,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         from ..budget import default_limit
         from ..output.hosttrace import prepare
         host = prepare(paths[0], list(args.host_trace), default_limit())
+        warn_unmatched(host.clocks)
     prepare_directory(args.output)
     rows, frames, problems, workers = export_tables(paths, args.output, args.workers, args.cluster, host)
     write_manifest(args.output, paths, frames, rows, workers)

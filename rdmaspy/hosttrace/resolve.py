@@ -20,6 +20,8 @@ from .events import EVENTS, Join, Side
 from .parse import HostEvent
 
 LIMIT: Final = 4096                 # entries of each map
+WAITING: Final = 1024               # tasks or contexts with events waiting for their XID ...
+WAITING_EACH: Final = 16            # ... and the events each keeps waiting
 _NEXT_WITHIN: Final = 50_000_000    # ns: a receive completion and the reply its thread handles next
 
 
@@ -146,11 +148,11 @@ class Resolver:
         waiting = table.get(key)
         if waiting is None:
             waiting = table[key] = []
-            if len(table) > LIMIT:
+            if len(table) > WAITING:
                 for old in table.pop(next(iter(table))):
                     self.dropped += 1
                     out.append(old)
-        if len(waiting) >= 64:
+        if len(waiting) >= WAITING_EACH:
             self.dropped += 1
             out.append(waiting.pop(0))
         waiting.append(ev)
