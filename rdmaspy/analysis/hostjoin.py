@@ -206,7 +206,7 @@ class _Cursor:
 
 
 class _Incident:
-    """Something a host traced that the wire should explain: judged once the wire has gone past it."""
+    """Something a host traced that the wire should explain (judged at the end, against what the wire showed)."""
     __slots__ = ("rule", "ts", "args", "xid", "count", "key", "qpn")
 
     def __init__(self, rule: Any, ts: int, args: dict[str, object], xid: int | None, key: str) -> None:
@@ -237,7 +237,6 @@ class HostJoin:
         self.parked: dict[int, list[HostEvent]] = {}
         self.parked_events = 0
         self.wire_now = 0
-        self.read_to = -1
         self.let_go = 0                                  # events let go before their time (the bound)
         self.incidents: deque[_Incident] = deque()
         self.disruptions: deque[tuple[int, int | None, str]] = deque(maxlen=DISRUPTIONS_KEPT)
@@ -246,8 +245,6 @@ class HostJoin:
         self.host_only: dict[int, None] = {}             # XIDs found traced by a host only, lately
         self.connects: dict[int, int] = {}               # trace -> connects seen (the first is no reconnect)
         self.analyzer: Analyzer | None = None
-        self.t0 = -1
-        self.t_last = -1
         self._pipe: Any = None
 
     def attach(self, pipe: Any) -> None:
@@ -282,9 +279,6 @@ class HostJoin:
             self._unclaimed(evs)
         self.parked.clear()
         self.parked_events = 0
-        pipe = self._pipe
-        if pipe is not None and pipe.frames:
-            self.t0, self.t_last = pipe.t0, pipe.t_last
         for c in self.clocks:
             if c.offset_ns is None:
                 self._report(NO_MATCH, (), c.first_ts or 0, None, trace=c.path)
