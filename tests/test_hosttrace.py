@@ -482,3 +482,24 @@ def test_nothing_changes_without_a_trace():
     """The join is a sink given only with --host-trace: a transaction without it has no host."""
     _join, rec = joined(NFS / "rxe-nfsv3-full.pcap", [])
     assert rec.transactions and all(t.host is None for t in rec.transactions)
+
+
+def test_lost_events_headers_and_the_tgid_column_are_counted_not_events(tmp_path: Path):
+    text = "\n".join([
+        "# tracer: nop",
+        "cpus=2",
+        "CPU:1 [LOST 120 EVENTS]",
+        "CPU:0 [7 EVENTS DROPPED]",
+        "  kworker/0:1H-37    (     37) [000] d..1. 100.000001: xprtrdma_reply: task:00000004@00000004 "
+        "xid=0x1db6175a credits=64",
+        "a line that is nothing",
+        "  mount.nfs-289   [000] 100.000002: some_other_event: x=1",
+    ]) + "\n"
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    tf = TraceFile(str(path))
+    (ev,) = list(tf.events())
+    assert (ev.name, ev.pid, ev.host_ts, ev.fields["xid"], ev.fields["credits"]) == \
+           ("xprtrdma_reply", 37, 100_000_001_000, 0x1DB6175A, 64)
+    s = tf.stats
+    assert (s.lost, s.skipped, s.events, s.kept, s.unknown) == (127, 1, 2, 1, {"some_other_event": 1})
