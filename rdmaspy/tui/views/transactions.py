@@ -258,6 +258,8 @@ class TransactionsView(AnalysisView):
         wanted = {t.conn for t in self.rows}
         try:
             with FlowBuilder(os.path.dirname(target)) as builder, open(target, "wb") as out:
+                if self.model.host is not None:
+                    builder.host_clocks = self.model.host.clocks      # the transactions carry host events
                 for t in self.rows:
                     builder.on_record(t)
                 builder.write_document(out, [conns[c] for c in sorted(wanted) if c in conns], self.model.path,
