@@ -503,3 +503,15 @@ def test_lost_events_headers_and_the_tgid_column_are_counted_not_events(tmp_path
            ("xprtrdma_reply", 37, 100_000_001_000, 0x1DB6175A, 64)
     s = tf.stats
     assert (s.lost, s.skipped, s.events, s.kept, s.unknown) == (127, 1, 2, 1, {"some_other_event": 1})
+
+
+def test_the_raw_forms_addresses_and_the_inline_thresholds():
+    raw = parse_body(EVENTS["cm_qp_create"], "cm_id=2 qp_num=17 rc=0 srcaddr=ARRAY[02, 00, d1, 1e, c0, 00, 02, 01, "
+                     "00, 00, 00, 00] dstaddr=ARRAY[02, 00, 4e, 51, c0, 00, 02, 02, 00, 00, 00, 00]")
+    assert (raw["src"], raw["dst"], raw["qp_num"]) == ("192.0.2.1:53534", "192.0.2.2:20049", 17)
+    assert parse_body(EVENTS["xprtrdma_op_connect"], "delay=0 addr=192.0.2.2 port=20049")["peer"] == "192.0.2.2:20049"
+    text = parse_body(EVENTS["xprtrdma_inline_thresh"],
+                      "192.0.2.1:53534 -> 192.0.2.2:20049 neg send/recv=4096/4096, calc send/recv=3780/3884")
+    assert text == parse_body(EVENTS["xprtrdma_inline_thresh"], "inline_send=4096 inline_recv=4096 max_send=3780 "
+                              "max_recv=3884 srcaddr=ARRAY[02, 00, d1, 1e, c0, 00, 02, 01] "
+                              "dstaddr=ARRAY[02, 00, 4e, 51, c0, 00, 02, 02]")

@@ -122,10 +122,16 @@ FIELDS: Final[dict[str, str]] = {
     "operation": "NFSv4 operation",
     "ret": "return value",
     "fixup": "bytes copied into the receive buffer",
-    "peer": "the peer's address",
+    "peer": "the peer's address and port",
+    "addr": "the peer's address (the raw form's; with port it makes peer)",
+    "port": "the peer's port (the raw form's)",
     "src": "source address and port",
     "dst": "destination address and port",
     "state": "state",
+    "inline_send": "inline threshold for Sends, as negotiated (RFC 8797 private data)",
+    "inline_recv": "inline threshold for receives, as negotiated (RFC 8797 private data)",
+    "max_send": "largest inline Send the client computed",
+    "max_recv": "largest inline receive the client computed",
 }
 
 # Other names of the same fields: the raw form's (``trace-cmd report -R``) and other kernels'.
@@ -183,7 +189,8 @@ DECLARATIONS: Final[tuple[EventDecl, ...]] = (
     _d("xprtrdma_err_unrecognized", C, Stage.ERROR, Join.XID, ("task", "xid")),
     _d("xprtrdma_decode_seg", C, Stage.DECODE, Join.HANDLE, _SEG),
     _d("xprtrdma_fixup", C, Stage.DECODE, Join.TASK, ("task", "fixup")),
-    _d("xprtrdma_inline_thresh", C, Stage.CONNECT, Join.NONE, ("src", "dst")),
+    _d("xprtrdma_inline_thresh", C, Stage.CONNECT, Join.NONE,
+       ("src", "dst", "inline_send", "inline_recv", "max_send", "max_recv")),
     _d("xprtrdma_connect", C, Stage.CONNECT, Join.NONE, ("peer", "rc", "connect_status")),
     _d("xprtrdma_disconnect", C, Stage.CONNECT, Join.NONE, ("peer", "rc", "connect_status")),
     _d("xprtrdma_op_connect", C, Stage.CONNECT, Join.NONE, ("peer", "delay")),

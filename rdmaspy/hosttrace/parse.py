@@ -10,6 +10,7 @@ returns a reason, the source counts it.
 """
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass, field
 from typing import Final, Union
@@ -31,6 +32,9 @@ _STATUS_CODE: Final = re.compile(r"status=\w+ \((\d+)/0x([0-9a-fA-F]+)\)")
 _SGES: Final = re.compile(r"\((\d+) SGEs?\)")
 _RECVS: Final = re.compile(r"(\d+) new recvs, (-?\d+) active")
 _CREATED: Final = re.compile(r"created (\d+) MRs")
+_ARRAY: Final = re.compile(r"([A-Za-z_]\w*)=ARRAY\[([0-9a-fA-F, ]*)\]")
+_SOCKADDRS: Final = {"srcaddr": "src", "dstaddr": "dst"}
+_THRESH: Final = re.compile(r"(\S+) -> (\S+) neg send/recv=(\d+)/(\d+), calc send/recv=(\d+)/(\d+)")
 _DECIMAL: Final = re.compile(r"-?\d+")
 _HEX: Final = re.compile(r"0x[0-9a-fA-F]+")
 _NONE_ID: Final = 0xFFFFFFFF
@@ -101,10 +105,32 @@ def _value(text: str) -> Value:
     return text.rstrip(",")[:MAX_VALUE]
 
 
+def sockaddr(raw: str) -> str | None:
+    """``address:port`` of a sockaddr the raw form prints as its bytes (``02, 00, d1, 1e, c0, 00, 02, 01, ...``:
+    AF_INET little-endian, the port and address in network order; AF_INET6 likewise)."""
+    try:
+        b = bytes(int(x, 16) for x in raw.replace(" ", "").split(",") if x)
+    except ValueError:
+        return None
+    if len(b) >= 8 and b[0] == 2 and b[1] == 0:
+        return f"{b[4]}.{b[5]}.{b[6]}.{b[7]}:{(b[2] << 8) | b[3]}"
+    if len(b) >= 24 and b[0] == 10 and b[1] == 0:
+        return f"[{ipaddress.IPv6Address(b[8:24])}]:{(b[2] << 8) | b[3]}"
+    return None
+
+
 def parse_body(decl: EventDecl, body: str) -> dict[str, Value]:
     """The fields of an event's body, under their canonical names."""
     out: dict[str, Value] = {}
     body = body.replace("connection status=", "connect_status=")
+    if "=ARRAY[" in body:                  # the raw form's sockaddrs: read them, then leave them out
+        for key, raw in _ARRAY.findall(body):
+            name = _SOCKADDRS.get(key)
+            if name is not None:
+                addr = sockaddr(raw)
+                if addr is not None:
+                    out[name] = addr
+        body = _ARRAY.sub("", body)
     for key, raw in _PAIR.findall(body):
         if len(out) >= MAX_FIELDS:
             break
@@ -118,6 +144,8 @@ def parse_body(decl: EventDecl, body: str) -> dict[str, Value]:
             out[name] = raw.replace("[", "").replace("]", "")[:MAX_VALUE]
             continue
         out[name] = _value(raw)
+    if "peer" not in out and "addr" in out and "port" in out:      # the raw form's peer
+        out["peer"] = f"{out['addr']}:{out['port']}"
     if "task" not in out:
         m = _TASK.search(body)
         if m is not None:
@@ -153,6 +181,13 @@ def parse_body(decl: EventDecl, body: str) -> dict[str, Value]:
         m = _RECVS.search(body)
         if m is not None:
             out["count"], out["active"] = int(m.group(1)), int(m.group(2))
+    if decl.name == "xprtrdma_inline_thresh" and "inline_send" not in out:
+        m = _THRESH.search(body)
+        if m is not None:
+            out.pop("recv", None)
+            out["src"], out["dst"] = m.group(1), m.group(2)
+            out["inline_send"], out["inline_recv"] = int(m.group(3)), int(m.group(4))
+            out["max_send"], out["max_recv"] = int(m.group(5)), int(m.group(6))
     if decl.name == "xprtrdma_createmrs" and "count" not in out:
         m = _CREATED.search(body)
         if m is not None:
