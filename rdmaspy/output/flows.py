@@ -21,7 +21,7 @@ from ..analysis.hostmodel import HostClock
 from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, RpcRdmaSummary,
                               RpcSummary, Segment, Step, StepKind, Transaction)
 from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
-from .hosttrace import host_clock_record, host_event_record, host_view_record
+from .hostrecords import host_clock_record, host_event_record, host_view_record
 from .jsonout import dumps
 from .ulp import ulp_record
 
