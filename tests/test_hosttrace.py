@@ -515,3 +515,31 @@ def test_the_raw_forms_addresses_and_the_inline_thresholds():
     assert text == parse_body(EVENTS["xprtrdma_inline_thresh"], "inline_send=4096 inline_recv=4096 max_send=3780 "
                               "max_recv=3884 srcaddr=ARRAY[02, 00, d1, 1e, c0, 00, 02, 01] "
                               "dstaddr=ARRAY[02, 00, 4e, 51, c0, 00, 02, 02]")
+
+
+def test_a_client_and_a_server_trace_each_get_their_own_clock(tmp_path: Path):
+    """Two hosts: the client's events in one file, the server's in another on a clock 3 s ahead; each file
+    is measured on its own, and every transaction gets both sides' events."""
+    client, server = tmp_path / "client.txt", tmp_path / "server.txt"
+    shift = 3_000_000_000
+
+    def later(m: re.Match) -> str:
+        ns = int(m.group(1)) * 10**9 + int(m.group(2)) + shift
+        return f"{ns // 10**9}.{ns % 10**9:09d}:"
+    with lzma.open(trace_of(NFS / "rxe-nfsv3-full"), "rt") as src, open(client, "w") as c, open(server, "w") as s:
+        for line in src:
+            line_ = split_line(line.rstrip("\n"))
+            if line_ is None or line_.event not in EVENTS:
+                continue
+            if EVENTS[line_.event].side.value == "server":
+                s.write(re.sub(r"(\d+)\.(\d{9}):", later, line, count=1))
+            elif EVENTS[line_.event].side.value == "client":
+                c.write(line)
+    join, rec = joined(NFS / "rxe-nfsv3-full.pcap", [client, server])
+    cc, sc = join.clocks
+    assert 0 <= cc.offset_ns < 200_000 and abs(sc.offset_ns + shift) < 2_000_000
+    assert cc.low_ns <= 0 <= cc.high_ns and sc.low_ns <= -shift <= sc.high_ns
+    for t in rec.transactions:
+        sides = {e.side.value for e in t.host.events}
+        assert sides == {"client", "server"}, hex(t.xid)
+        assert [e.ts for e in t.host.events] == sorted(e.ts for e in t.host.events)
