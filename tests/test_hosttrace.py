@@ -181,7 +181,10 @@ def test_raw_fields_join_as_the_printed_ones():
 
 def test_old_kernels_decimal_task_ids_and_cq_id_spellings():
     decl = EVENTS["xprtrdma_marshal"]
-    assert parse_body(decl, "task:37@5 xid=0x1234abcd: hdr=28 xdr=40/0/0 pullup/inline")["task"] == 37
+    old = parse_body(decl, "task:37@5 xid=0x1234abcd: hdr=28 xdr=40/0/0 pullup/inline")
+    assert (old["task"], old["client"], old["xid"], old["hdrlen"]) == (37, 5, 0x1234ABCD, 28)
+    reply = parse_body(EVENTS["xprtrdma_reply"], "task:37@5 xid=0x1234abcd, 64 credits, rep=00000000deadbeef -> 1")
+    assert (reply["xid"], reply["credits"]) == (0x1234ABCD, 64)
     assert parse_body(decl, "task:00000025@00000005 xid=0x1234abcd hdr=28")["task"] == 0x25
     seg = EVENTS["svcrdma_decode_wseg"]
     for body in ("cq_id=2 cid=52 segno=0 256@0xe3e166d45130c000:0x00000c8d",

@@ -34,6 +34,7 @@ _RECVS: Final = re.compile(r"(\d+) new recvs, (-?\d+) active")
 _CREATED: Final = re.compile(r"created (\d+) MRs")
 _ARRAY: Final = re.compile(r"([A-Za-z_]\w*)=ARRAY\[([0-9a-fA-F, ]*)\]")
 _SOCKADDRS: Final = {"srcaddr": "src", "dstaddr": "dst"}
+_CREDITS: Final = re.compile(r"(\d+) credits")      # 5.x: "xid=0x%08x, %d credits, rep=%p"
 _THRESH: Final = re.compile(r"(\S+) -> (\S+) neg send/recv=(\d+)/(\d+), calc send/recv=(\d+)/(\d+)")
 _DECIMAL: Final = re.compile(r"-?\d+")
 _HEX: Final = re.compile(r"0x[0-9a-fA-F]+")
@@ -98,11 +99,12 @@ def _task_id(text: str) -> int | None:
 
 
 def _value(text: str) -> Value:
+    text = text.rstrip(",:;")              # 5.x: "xid=0x%08x: hdr=..."
     if _DECIMAL.fullmatch(text):
         return int(text)
     if _HEX.fullmatch(text):
         return int(text, 16)
-    return text.rstrip(",")[:MAX_VALUE]
+    return text[:MAX_VALUE]
 
 
 def sockaddr(raw: str) -> str | None:
@@ -181,6 +183,10 @@ def parse_body(decl: EventDecl, body: str) -> dict[str, Value]:
         m = _RECVS.search(body)
         if m is not None:
             out["count"], out["active"] = int(m.group(1)), int(m.group(2))
+    if "credits" in decl.fields and "credits" not in out:
+        m = _CREDITS.search(body)
+        if m is not None:
+            out["credits"] = int(m.group(1))
     if decl.name == "xprtrdma_inline_thresh" and "inline_send" not in out:
         m = _THRESH.search(body)
         if m is not None:
