@@ -546,3 +546,33 @@ def test_a_client_and_a_server_trace_each_get_their_own_clock(tmp_path: Path):
         sides = {e.side.value for e in t.host.events}
         assert sides == {"client", "server"}, hex(t.xid)
         assert [e.ts for e in t.host.events] == sorted(e.ts for e in t.host.events)
+
+
+@pytest.mark.parametrize("stem", [NFS / "rxe-nfsv3-full", NFS / "rxe-nfsv42-full"], ids=lambda p: p.name)
+def test_the_clients_file_events_join_by_file_handle_hash_offset_and_count(stem: Path):
+    """nfs_initiate_read/write (and NFSv4's nfs4_read/write) carry no XID: the file handle's hash
+    (nfs.fh.hash), offset and count of the call tie each to its transaction, every one of the trace."""
+    v4 = "v42" in stem.name
+    r = run_cli("decode", str(stem.with_suffix(".pcap")), "-A", "-T", "fields", "-e", "rpcrdma.analysis.xid",
+                "-e", "nfs.fh.hash", "-e", "nfs.offset4" if v4 else "nfs.offset3", "-e",
+                "nfs.count4" if v4 else "nfs.count3", "-Y",
+                f"{'nfs.offset4' if v4 else 'nfs.offset3'} and rpcrdma.analysis.role == \"call\"")
+    wire = {}
+    for line in r.stdout.splitlines():
+        xid, fhs, off, cnt = line.split("\t")
+        count = int(cnt.split(",")[0]) if cnt else None          # NFSv4 WRITE: tshark names no count field
+        wire[int(xid, 16)] = ({int(f, 16) for f in fhs.split(",")}, int(off.split(",")[0]), count)
+    _join, rec = joined(stem.with_suffix(".pcap"), [trace_of(stem)])
+    names = ("nfs_initiate_read", "nfs_initiate_write", "nfs4_read", "nfs4_write")
+    found = Counter()
+    for t in rec.transactions:
+        for e in t.host.events:
+            if e.name in names:
+                found[e.name] += 1
+                fhs, off, cnt = wire[t.xid]
+                assert e.fields["fhandle"] in fhs and e.fields["offset"] == off, hex(t.xid)
+                assert cnt is None or e.fields["count"] == cnt, hex(t.xid)
+    with lzma.open(trace_of(stem), "rt") as f:
+        traced = Counter(m.group(1) for m in re.finditer(r" (nfs_initiate_read|nfs_initiate_write|nfs4_read|"
+                                                         r"nfs4_write): ", f.read()))
+    assert found == traced

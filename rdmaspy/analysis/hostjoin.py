@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from typing import TYPE_CHECKING, Any, Final, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Final, Iterator
+
+from ..dissectors.rpcrdma import REBUILT, RPCRDMA
 
 from ..hosttrace.events import EVENTS, Side, Stage
 from ..hosttrace.parse import HostEvent
 from ..hosttrace.resolve import Resolver
 from ..hosttrace.source import TraceFile
 from .hostmodel import HostClock, HostView, Registration
+from ..packet import Packet
 from .model import Connection, Direction, Finding, Record, Step, StepKind, Transaction
 from .rules import declare
 
@@ -84,6 +87,8 @@ _CALLS: Final = frozenset(("xprtrdma_marshal", "svcrdma_decode_rqst"))   # an RP
 INCIDENTS_KEPT: Final = 4096            # host incidents waiting for the end to be explained
 CONNECTIONS_KEPT: Final = 4096
 FINDINGS_OF_A_KIND: Final = 64          # host-only XIDs, unused registrations ... reported by finding at most
+NFS_CALLS_KEPT: Final = 4096            # the latest calls' NFS arguments (file handle hash, offset, count)
+FH_BEFORE_NS: Final = 100_000_000       # a client's nfs_initiate_* this long before the call at most
 REORDER_NS: Final = 100_000_000        # how late the resolver gives out an event, at most as a rule
 REORDER_HELD: Final = 65536             # events held to put them back in order, at most
 CALIBRATION_EVENTS: Final = 2_000_000   # events read at most to measure a clock
@@ -219,13 +224,23 @@ class _Incident:
         self.key = key
 
 
-class HostJoin:
-    """The analysis' record sink that joins host traces to the transactions (see the module's text)."""
+# The NFS arguments of a packet: its file handles' hashes (nfs.fh.hash), offsets and counts.
+NfsArgs = Callable[[Packet], tuple[list[int], list[int], list[int]]]
 
-    reads_packets = False
+
+class HostJoin:
+    """The analysis' record sink that joins host traces to the transactions (see the module's text).  With
+    ``nfs_args`` it reads the packets too: the file handle hash, offset and count of each call, which tie the
+    client's ``nfs_initiate_read/write`` (and ``nfs4_read/write``), events without an XID, to it."""
+
     wants_psn_events = False
 
-    def __init__(self, traces: list[TraceFile], clocks: list[HostClock], budget_limit: int = 256 << 20) -> None:
+    def __init__(self, traces: list[TraceFile], clocks: list[HostClock], budget_limit: int = 256 << 20,
+                 nfs_args: NfsArgs | None = None) -> None:
+        self.nfs_args = nfs_args
+        self.reads_packets = nfs_args is not None
+        self.nfs_calls: dict[int, tuple[list[int], list[int], list[int]]] = {}   # XID -> its NFS arguments
+        self.by_fh: dict[int, list[HostEvent]] = {}       # events with a file handle hash and no XID
         self.clocks = clocks
         self.cursors = [_Cursor(t, c) for t, c in zip(traces, clocks) if c.offset_ns is not None]
         self.max_events = max(4096, budget_limit // (8 * EVENT_COST))
@@ -251,8 +266,19 @@ class HostJoin:
         self._pipe = pipe
         self.analyzer = pipe.analyzer
 
-    def packet(self, pkt: object) -> None:
-        """Reads no packet (``reads_packets``)."""
+    def packet(self, pkt: Packet) -> None:
+        """A call's NFS arguments (with ``nfs_args`` only: else no packet is read)."""
+        args = self.nfs_args
+        if args is None:
+            return
+        msg = pkt.noted(RPCRDMA) or pkt.noted(REBUILT)
+        if msg is None or msg.xid in self.nfs_calls:
+            return
+        fhs, offsets, counts = args(pkt)
+        if fhs:
+            self.nfs_calls[msg.xid] = (fhs, offsets, counts)
+            if len(self.nfs_calls) > NFS_CALLS_KEPT:
+                del self.nfs_calls[next(iter(self.nfs_calls))]
 
     # -- the analysis' records -------------------------------------------------------------------
     def on_record(self, rec: Record) -> None:
@@ -312,6 +338,9 @@ class HostJoin:
         if isinstance(h, int) and EVENTS[ev.name].stage in (Stage.REGISTER, Stage.INVALIDATE) \
                 and ev.name.startswith("xprtrdma_mr_"):
             self.by_handle.setdefault(h, []).append(ev)
+        fh = ev.fields.get("fhandle")
+        if isinstance(fh, int) and ev.xid is None and self.nfs_args is not None:
+            self.by_fh.setdefault(fh, []).append(ev)
         self._notice(ev)
         if len(self.window) > self.max_events:
             self.let_go += 1
@@ -342,6 +371,13 @@ class HostJoin:
                 hs.remove(ev)
                 if not hs:
                     del self.by_handle[h]
+        fh = ev.fields.get("fhandle")
+        if isinstance(fh, int) and x is None:
+            fs = self.by_fh.get(fh)
+            if fs is not None and ev in fs:
+                fs.remove(ev)
+                if not fs:
+                    del self.by_fh[fh]
 
     def _park(self, x: int, ev: HostEvent) -> None:
         evs = self.parked.get(x)
@@ -471,6 +507,8 @@ class HostJoin:
                              f"{t.reply.frame})")
         start, stop = _attempt(t, evs, self._uncertainty())
         mine = [e for e in evs if start <= e.ts < stop and not e.joined and e.ts <= end + AFTER_NS]
+        if mine:
+            mine += self._by_file(t)
         covered = [c for c in self.clocks if c.first_ts is not None and c.last_ts is not None
                    and c.first_ts <= t.call.ts <= c.last_ts]
         if not mine:
@@ -493,6 +531,33 @@ class HostJoin:
         self._latency(t, view, mine)
         self._credits(t, view, mine)
         t.host = view
+
+    def _by_file(self, t: Transaction) -> list[HostEvent]:
+        """The client's NFS events of the call's file (its handle's hash), offset and count, taken by no other
+        call: nfs_initiate_read/write, traced just before the call, and nfs4_read/write, just after the reply,
+        carry no XID."""
+        args = self.nfs_calls.pop(t.xid, None)
+        if args is None:
+            return []
+        fhs, offsets, counts = args
+        out: list[HostEvent] = []
+        slack = self._uncertainty()
+        rep = t.reply
+        for fh in set(fhs):
+            for e in self.by_fh.get(fh, ()):
+                if e.name.startswith("nfs_initiate_"):
+                    near = t.call.ts - FH_BEFORE_NS <= e.ts <= t.call.ts + slack
+                else:
+                    near = rep is not None and rep.ts - slack <= e.ts <= rep.ts + FH_BEFORE_NS
+                if e.joined or not near:
+                    continue
+                off, cnt = e.fields.get("offset"), e.fields.get("count")
+                if isinstance(off, int) and offsets and off not in offsets:
+                    continue
+                if isinstance(cnt, int) and counts and cnt not in counts:
+                    continue
+                out.append(e)
+        return out
 
     def _registrations(self, t: Transaction, view: HostView, evs: list[HostEvent]) -> None:
         regs: dict[int, Registration] = {}

@@ -12,11 +12,12 @@ from __future__ import annotations
 import heapq
 from typing import Any, Final
 
-from ..analysis.hostjoin import HORIZON_NS, HostJoin, _Cursor, measure_clock
+from ..analysis.hostjoin import HORIZON_NS, HostJoin, NfsArgs, _Cursor, measure_clock
 from ..analysis.hostmodel import HostClock
 from ..analysis.model import CallDirection, Record, Transaction
 from ..dissectors.rpcrdma import RPCRDMA
 from ..errors import RdmaspyError
+from ..filter import make_extractor
 from ..hosttrace.events import EVENTS
 from ..hosttrace.parse import HostEvent
 from ..hosttrace.source import TraceFile
@@ -86,10 +87,25 @@ def measure(capture: str, traces: list[TraceFile]) -> list[HostClock]:
 
 
 def prepare(capture: str, paths: list[str], budget_limit: int = 256 << 20) -> HostJoin:
-    """The join of the traces at ``paths`` with the capture at ``capture``, its clocks measured."""
+    """The join of the traces at ``paths`` with the capture at ``capture``, its clocks measured; the NFS
+    calls' file handle hashes read from the packets (``nfs.fh.hash``, the offsets and counts)."""
     traces = open_traces(paths)
     clocks = measure(capture, traces)
-    return HostJoin(traces, clocks, budget_limit)
+    return HostJoin(traces, clocks, budget_limit, nfs_arguments())
+
+
+NFS_ARGS: Final = ("nfs.fh.hash", "nfs.offset3", "nfs.count3", "nfs.offset4", "nfs.count4")
+
+
+def nfs_arguments() -> NfsArgs:
+    """A packet's NFS file handle hashes, offsets and counts, read through the field catalog."""
+    extract = make_extractor(NFS_ARGS)
+
+    def args(pkt: Packet) -> tuple[list[int], list[int], list[int]]:
+        v = extract(pkt, 0)
+        ints = lambda names: [x for n in names for x in v.get(n, ()) if isinstance(x, int)]   # noqa: E731
+        return ints(("nfs.fh.hash",)), ints(("nfs.offset3", "nfs.offset4")), ints(("nfs.count3", "nfs.count4"))
+    return args
 
 
 def event_text(ev: HostEvent) -> str:
