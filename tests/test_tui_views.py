@@ -290,6 +290,10 @@ def test_the_timeline_shows_the_host_events_among_the_wire_steps():
                 < names.index("xprtrdma_reply")
             assert [s.ts for s in view.steps] == sorted(s.ts for s in view.steps)
             assert "host events" in screen_text(app) and "c:marshal" in screen_text(app)
+            call = view.steps[names.index("call")]
+            assert view._step_cells(names.index("call"))[1] == "+0.0 µs"      # times from the call's packet
+            assert view._step_cells(names.index("xprtrdma_marshal"))[1].startswith("-")
+            assert call.ts == view.selected.call.ts
             await pilot.press("4")
             await pilot.pause()
             assert "the client took 64..64 (xprtrdma_reply)" in screen_text(app)

@@ -216,7 +216,7 @@ class TransactionsView(AnalysisView):
         title = STEP_TITLES.get(step.kind, step.kind.value)
         if step.kind is StepKind.REPLY_SEND and step.invalidated is not None:
             title = "reply SendInv"
-        return (title, "+" + duration_text(step.ts - t0), _frames(frames), bytes_text(step.bytes),
+        return (title, "+" + duration_text(step.ts - t.call.ts), _frames(frames), bytes_text(step.bytes),
                 segment_text(step), bar(step.ts, step.ts, t0, t_end - t0))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
