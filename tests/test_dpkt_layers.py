@@ -3,7 +3,9 @@
 - dpkt, with rdmaspy.dpkt imported, dissects every frame of every shipped capture read with dpkt.pcap.Reader,
   and every generated layer it finds holds the values rdmaspy decodes at the same offset of the same frame
   (RPC-over-RDMA the same chunk lists); every header rdmaspy decodes in a frame's own bytes, dpkt finds too
-  (iWARP: in segments that start with an MPA frame, the FPDUs whole in them);
+  (iWARP: in segments that start with an MPA frame, the FPDUs whole in them); NVMe/RDMA as a dpkt user reads
+  it, told what the bytes do not say: the QPs of its connections, a command's queue, the command a
+  completion answers, that a CM REP or REJ answers an NVMe/RDMA REQ;
 - a frame whose ICRC rdmaspy finds valid, rebuilt by dpkt with its ICRC, VCRC, pad count and lengths left
   to compute, is the captured frame byte for byte;
 - every generated class round trips (hypothesis): built from values of the declared widths, packed to the
@@ -14,12 +16,14 @@
 """
 from __future__ import annotations
 
+import gzip
 import os
 import struct
 import subprocess
 import sys
 import textwrap
 import traceback
+from typing import Iterator
 from pathlib import Path
 
 import dpkt
@@ -28,7 +32,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import rdmaspy.dpkt as rd
 from rdmaspy import craft, stacking
-from rdmaspy.dissectors import infiniband, iwarp_ddp, iwarp_mpa, rpcrdma, rpcrdma2
+from rdmaspy.dissectors import infiniband, iwarp_ddp, iwarp_mpa, nvme, nvme_rdma, rpcrdma, rpcrdma2
 from rdmaspy.engine import Engine
 from rdmaspy.fields import Header
 from rdmaspy.packet import Frame, Packet
@@ -38,7 +42,7 @@ from conftest import CAPTURES, FIXTURES, ROOT
 
 # The shipped captures, and the fixtures with what they lack: native InfiniBand (LINKTYPE_INFINIBAND), RoCEv1,
 # every opcode, every CM message and MAD class, every RPC-over-RDMA shape of both versions.
-SAMPLES = sorted(p.name for p in CAPTURES.glob("*.pcap")) + [
+SAMPLES = sorted(p.name for p in [*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcap.gz")]) + [
     "ib_native_247.pcap", "ib_rocev1_opcodes.pcap", "ib_rocev2_all_opcodes.pcap", "cm_all_messages.pcap",
     "rpcrdma_v1_shapes.pcap", "rpcrdma_v2_all.pcap"]
 LINKTYPES = {dpkt.pcap.DLT_EN10MB: dpkt.ethernet.Ethernet, stacking.LINKTYPE_INFINIBAND: rd.LRH}
@@ -52,7 +56,7 @@ def sample(name: str) -> Path:
 
 
 def dpkt_frames(path: Path) -> list[tuple[int, bytes]]:
-    with open(path, "rb") as f:
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
         reader = dpkt.pcap.Reader(f)
         return [(reader.datalink(), buf) for _ts, buf in reader]
 
@@ -68,19 +72,56 @@ def header_len(layer: dpkt.Packet) -> int:
     return len(layer) - len(layer.data)      # dpkt's own layers: no trailer
 
 
-def dpkt_layers(top: dpkt.Packet) -> dict[tuple[int, object], dpkt.Packet]:
+# The first class of an NVMe/RDMA capsule: what a dpkt user reads again with what the connection says
+NVME_HEADS = (nvme.ADMIN_SQE, nvme.IO_SQE, nvme.FABRICS_SQE, nvme.CQE, *nvme.PROPERTY_VALUES.values(),
+              nvme.PROPERTY_DATA, nvme.PROPERTY_DATA8, nvme.CONNECT_CQE, nvme.PROPERTY_SET_CQE, nvme.FABRICS_CQE,
+              nvme.AER_DWORD0, nvme.SET_NQ_DWORD0, *nvme.GET_FEATURES_DWORD0.values())
+NVME_HEAD_CLASSES = tuple(rd.layer_of(h) for h in NVME_HEADS)
+CM_MESSAGES = (rd.CM_REP, rd.CM_REJ)
+
+
+def _nvme_context(pkt: Packet) -> tuple[dict[int, nvme.NvmeCommand], dict[int, nvme.NvmeCompletion], bool]:
+    """What rdmaspy knows from the connection about the capsules of a frame: its commands and completions
+    by CID, and whether the frame's CM private data is NVMe/RDMA's."""
+    cmds = {c.cid: c for c in pkt.noted(nvme.NVME_COMMANDS) or ()}
+    cqes = {c.cid: c for c in pkt.noted(nvme.NVME_COMPLETIONS) or ()}
+    return cmds, cqes, pkt.noted(nvme_rdma.NVME_RDMA_CM) is not None
+
+
+def _with_nvme_context(layer: dpkt.Packet, context: tuple) -> None:
+    """``layer``'s payload read again as a dpkt user does who knows the connection (``context``)."""
+    cmds, cqes, cm = context
+    if cm and isinstance(layer, CM_MESSAGES):
+        rd.nvme_rdma_cm(layer)
+    data = layer.data
+    if not isinstance(data, NVME_HEAD_CLASSES):
+        return
+    raw = bytes(data)
+    if len(raw) == nvme.CQE_SIZE:
+        cqe = cqes.get(int.from_bytes(raw[12:14], "little"))
+        if cqe is not None:
+            layer.data = rd.nvme_capsule(raw, cqe.qid, cqe.command)
+    else:
+        cmd = cmds.get(int.from_bytes(raw[2:4], "little"))
+        if cmd is not None:
+            layer.data = rd.nvme_capsule(raw, cmd.qid)
+
+
+def dpkt_layers(top: dpkt.Packet, context: tuple | None = None) -> dict[tuple[int, object], dpkt.Packet]:
     """Every layer of a dissected frame by (byte offset, declaration or class name), the FPDUs that follow
-    a segment's first one included."""
+    a segment's first one included; NVMe/RDMA capsules read with ``context`` (``_nvme_context``)."""
     out: dict[tuple[int, object], dpkt.Packet] = {}
 
     def walk(layer: object, off: int) -> None:
         while isinstance(layer, dpkt.Packet):
+            if context is not None:
+                _with_nvme_context(layer, context)
             decl = getattr(layer, "declaration", None)
             out[(off, id(decl) if decl is not None else type(layer).__name__)] = layer
             if isinstance(layer, QUOTING):
                 return
             if decl is iwarp_mpa.FPDU and layer.rest:          # the FPDUs after it (each walks its own rest)
-                following, _left = rd.fpdus(layer.rest)
+                following, _left = rd.fpdus(layer.rest, layer.nvme_rdma)
                 if following:
                     walk(following[0], off + len(layer) - len(layer.rest))
             off += header_len(layer)
@@ -148,8 +189,17 @@ def _starts_with_mpa(ours: dict, theirs: dict) -> bool:
     return any(off == start and key in (id(iwarp_mpa.FPDU), id(iwarp_mpa.REQREP)) for off, key in ours)
 
 
+@pytest.fixture
+def nvme_qps() -> Iterator[set[int]]:
+    """rdmaspy.dpkt's NVMe/RDMA queue pairs, as they were after the test."""
+    saved = set(rd.NVME_RDMA_QPS)
+    yield rd.NVME_RDMA_QPS
+    rd.NVME_RDMA_QPS.clear()
+    rd.NVME_RDMA_QPS.update(saved)
+
+
 @pytest.mark.parametrize("name", SAMPLES)
-def test_dpkt_dissects_every_shipped_frame_as_rdmaspy_decodes_it(name: str) -> None:
+def test_dpkt_dissects_every_shipped_frame_as_rdmaspy_decodes_it(name: str, nvme_qps: set[int]) -> None:
     path = sample(name)
     frames = dpkt_frames(path)
     _iwarp_ports(frames)
@@ -157,11 +207,14 @@ def test_dpkt_dissects_every_shipped_frame_as_rdmaspy_decodes_it(name: str) -> N
     compared = 0
     rdmaspy_frames = list(open_capture(str(path)))
     assert [f.data for f in rdmaspy_frames] == [buf for _lt, buf in frames]
-    for frame, (linktype, buf) in zip(rdmaspy_frames, frames):
+    packets = [engine.dissect(frame) for frame in rdmaspy_frames]
+    # the QPs of NVMe/RDMA connections on RoCE, which a dpkt user names (the CM exchange, or the capture's owner)
+    nvme_qps.update(p.ib.destqp for p in packets
+                    if p.ib is not None and (p.noted(nvme.NVME_COMMANDS) or p.noted(nvme.NVME_COMPLETIONS)))
+    for frame, pkt, (linktype, buf) in zip(rdmaspy_frames, packets, frames):
         where = f"{name} frame {frame.num}"
-        pkt = engine.dissect(frame)
         ours = rdmaspy_layers(pkt)
-        theirs = dpkt_layers(LINKTYPES[linktype](buf))
+        theirs = dpkt_layers(LINKTYPES[linktype](buf), _nvme_context(pkt))
         iwarp = any(isinstance(lay, dpkt.tcp.TCP) for lay in theirs.values())
         if iwarp and not _starts_with_mpa(ours, theirs):
             continue        # a segment that continues an FPDU: only a stream reassembler knows where it is

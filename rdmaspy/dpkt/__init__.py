@@ -32,15 +32,17 @@ import dpkt.udp
 
 from .. import stacking
 from ..dissectors import infiniband, rpcrdma
-from .layers import (LAYER_OF, LAYERS, DeclaredPacket, PerfReserved, PrivateDataPrefix, carry, class_of,
-                     field_name, fpdus, layer_of, make_class)
+from .layers import (LAYER_OF, LAYERS, NVME_RDMA_PORTS, NVME_RDMA_QPS, DeclaredPacket, PerfReserved,
+                     PrivateDataPrefix, carry, chain, class_of, field_name, fpdus, layer_of, make_class, nvme_capsule,
+                     nvme_rdma_cm, nvme_record, reading_nvme_rdma)
 from .rpc_over_rdma import RPCRDMA, RPCRDMA2
 
 globals().update(LAYERS)         # BTH, RETH, MAD, CM_REQ, ...: each generated class by its name
 
 # --- binding into dpkt's own tables -------------------------------------------------------------------
 UDP_PORTS: set[int] = {stacking.ROCEV2_PORT}         # UDP ports whose datagrams carry a BTH (RoCEv2)
-IWARP_PORTS: set[int] = {rpcrdma.NFS_RDMA_PORT}      # TCP ports whose segments start with MPA frames
+IWARP_PORTS: set[int] = {rpcrdma.NFS_RDMA_PORT, stacking.NVME_RDMA_PORT}   # TCP ports whose segments start
+                                                                            # with MPA frames
 
 _UDP = dpkt.ip.IP.get_proto(dpkt.ip.IP_PROTO_UDP)
 _TCP = dpkt.ip.IP.get_proto(dpkt.ip.IP_PROTO_TCP)
@@ -64,7 +66,8 @@ class TCP(dpkt.tcp.TCP):
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         tcp = _TCP(*args, **kwargs)
         if args and tcp.data and (tcp.dport in IWARP_PORTS or tcp.sport in IWARP_PORTS):
-            tcp.data = carry(tcp, stacking.mpa_frame(tcp.data), tcp.data)
+            with reading_nvme_rdma(tcp.dport in NVME_RDMA_PORTS or tcp.sport in NVME_RDMA_PORTS):
+                tcp.data = carry(tcp, stacking.mpa_frame(tcp.data), tcp.data)
         return tcp
 
 
@@ -75,6 +78,21 @@ def bind_iwarp(port: int) -> None:
     import. Each TCP segment is read as starting with an MPA frame, as the Linux senders align them.
     """
     IWARP_PORTS.add(port)
+
+
+def bind_nvme_rdma(port: int | None = None, qp: int | None = None) -> None:
+    """Read NVMe/RDMA where rdmaspy would (its Sends as capsules, the CM private data as its records).
+
+    ``port``: an RDMA-CM port (a CM REQ to its service ID carries the NVMe/RDMA REQ record) that is also
+    read as an iWARP TCP port whose Sends are capsules; 4420 is bound on import. ``qp``: a destination QP
+    whose Sends (RoCE, InfiniBand) are capsules: the bytes of a Send do not say they are one, the CM
+    exchange does (the REQ's and the REP's ``localqpn``), or the capture's user knows.
+    """
+    if port is not None:
+        NVME_RDMA_PORTS.add(port)
+        IWARP_PORTS.add(port)
+    if qp is not None:
+        NVME_RDMA_QPS.add(qp)
 
 
 def _bind() -> None:
@@ -101,6 +119,8 @@ def unbound() -> Iterator[None]:
             types.pop(stacking.ROCEV1_ETHERTYPE, None)
 
 
-__all__ = ["LAYERS", "LAYER_OF", "UDP_PORTS", "IWARP_PORTS", "UDP", "TCP", "bind_iwarp", "unbound", "fpdus",
+__all__ = ["LAYERS", "LAYER_OF", "UDP_PORTS", "IWARP_PORTS", "NVME_RDMA_PORTS", "NVME_RDMA_QPS", "UDP", "TCP",
+           "bind_iwarp", "bind_nvme_rdma", "nvme_capsule", "nvme_rdma_cm", "nvme_record", "reading_nvme_rdma",
+           "chain", "unbound", "fpdus",
            "layer_of", "class_of", "carry", "field_name", "make_class", "DeclaredPacket", "RPCRDMA", "RPCRDMA2",
            "PerfReserved", "PrivateDataPrefix", *LAYERS]

@@ -2,6 +2,7 @@
 classes for what follows a header that is not one fixed header; which follows which is ``rdmaspy.stacking``'s."""
 from __future__ import annotations
 
+import contextvars
 import struct
 from typing import Any, Callable, Sequence
 
@@ -10,7 +11,7 @@ import dpkt.ip
 import dpkt.ip6
 
 from .. import stacking
-from ..dissectors import ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, rdma_cm, rpcrdma_pdata
+from ..dissectors import ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nvme, rdma_cm, rpcrdma_pdata
 from ..fields import Field, Header
 from ..stacking import class_names, short_name
 from .layout import Layout, bytes_property, shown
@@ -116,7 +117,13 @@ class _Transport(DeclaredPacket):
         cut = len(body) - self.padcnt
         whole = whole and cut >= 0
         body, self.pad = body[:max(cut, 0)], body[max(cut, 0):]
-        upper = stacking.transport_payload(self.opcode, self.destqp, body) if whole else None
+        upper: stacking.Follower = None
+        if whole:
+            plan_ok = plan.valid and plan.kind == "send" and plan.pos == "only"
+            if plan_ok and self.destqp in NVME_RDMA_QPS:
+                upper = stacking.nvme_capsule(body)
+            else:
+                upper = stacking.transport_payload(self.opcode, self.destqp, body)
         below.data = carry(below, upper, body)
 
     @property
@@ -277,6 +284,9 @@ class _MpaFrame(DeclaredPacket):
         dpkt.Packet.unpack(self, buf)
         private, self.rest = self.data[:self.pdlength], self.data[self.pdlength:]
         self.data = carry(self, self.follower(private), private)
+        if _NVME.get():         # a TCP port of NVMe/RDMA: the private data (after IRD/ORD) is its record
+            below = self.data if isinstance(self.data, layer_of(iwarp_mpa.IRD_ORD)) else self
+            nvme_record(below, stacking.mpa_message_kind(bytes(self.key), self.rej_flag))
 
     def __len__(self) -> int:
         return self.__hdr_len__ + len(self.data) + len(self.rest)
@@ -288,14 +298,17 @@ class _MpaFrame(DeclaredPacket):
 class _Fpdu(DeclaredPacket):
     """An MPA FPDU: its ULPDU (a DDP segment), then ``pad`` to 4 bytes and ``crc``, the CRC32c when the MPA
     exchange negotiated it, else 0 (None computes both); the bytes after it in the segment are ``rest``.
-    Only an FPDU whole in the bytes given unpacks (dpkt has no TCP reassembly)."""
+    Only an FPDU whole in the bytes given unpacks (dpkt has no TCP reassembly). ``nvme_rdma``: read on an
+    NVMe/RDMA connection (its Sends as capsules; pass it to ``fpdus`` for the ones in ``rest``)."""
 
     pad: bytes | None = None
     crc: int | None = None
     rest = b""
+    nvme_rdma = False
 
     def unpack(self, buf: bytes) -> None:
         dpkt.Packet.unpack(self, buf)
+        self.nvme_rdma = _NVME.get()
         n = self.ulpdulength
         pad = -(self.__hdr_len__ + n) & 3
         end = n + pad + 4
@@ -320,18 +333,126 @@ class _Fpdu(DeclaredPacket):
         return whole + struct.pack(">I", crc & 0xFFFFFFFF) + bytes(self.rest)
 
 
-def fpdus(segment: bytes) -> tuple[list[Any], bytes]:
+def fpdus(segment: bytes, nvme_rdma: bool = False) -> tuple[list[Any], bytes]:
     """Every whole MPA FPDU a TCP segment's payload holds from its start, and the bytes left after them
-    (an FPDU that goes on in the next segment): a bound TCP port shows the first as its payload."""
+    (an FPDU that goes on in the next segment): a bound TCP port shows the first as its payload.
+    ``nvme_rdma``: the connection carries NVMe/RDMA (its Sends are capsules)."""
     found: list[Any] = []
-    while segment:
-        try:
-            fpdu = layer_of(iwarp_mpa.FPDU)(segment)
-        except dpkt.UnpackError:
-            break
-        found.append(fpdu)
-        segment = fpdu.rest
+    with reading_nvme_rdma(nvme_rdma):
+        while segment:
+            try:
+                fpdu = layer_of(iwarp_mpa.FPDU)(segment)
+            except dpkt.UnpackError:
+                break
+            found.append(fpdu)
+            segment = fpdu.rest
     return found, segment
+
+
+# --- NVMe/RDMA ----------------------------------------------------------------------------------------------
+# Which Sends are NVMe/RDMA capsules: those to these destination QPs (RoCE, InfiniBand; the CM names them),
+# and on iWARP those of a TCP port in ``rdmaspy.dpkt.NVME_RDMA_PORTS`` (read within ``reading_nvme_rdma``).
+NVME_RDMA_QPS: set[int] = set()
+_NVME: contextvars.ContextVar[bool] = contextvars.ContextVar("rdmaspy_dpkt_nvme_rdma", default=False)
+
+
+class reading_nvme_rdma:
+    """Within the block, iWARP Sends and MPA private data are read as NVMe/RDMA (``on``) or not."""
+
+    def __init__(self, on: bool = True) -> None:
+        self.on = on
+        self.token: contextvars.Token[bool] | None = None
+
+    def __enter__(self) -> None:
+        self.token = _NVME.set(self.on)
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.token is not None
+        _NVME.reset(self.token)
+
+
+def chain(headers: Sequence[Header], buf: bytes) -> Any:
+    """``buf`` read as the classes of ``headers`` one after the other (each the data of the one before), the
+    bytes after the last their data; the bytes themselves when the first does not fit."""
+    top: Any = None
+    below: dpkt.Packet | None = None
+    body = buf
+    for hdr in headers:
+        if len(body) < hdr.size:
+            break
+        layer = layer_of(hdr)(body)
+        if below is None:
+            top = layer
+        else:
+            below.data = layer
+            setattr(below, type(layer).__name__.lower(), layer)
+        below, body = layer, layer.data
+    return buf if top is None else top
+
+
+def nvme_capsule(payload: bytes, qid: int | None = None, command: Any = None) -> Any:
+    """An NVMe/RDMA Send's payload as its capsule's classes: a command (64 bytes or more: the SQE's headers,
+    then any in-capsule SGL list or Dataset Management ranges, then data), or a response (16 bytes: the CQE,
+    its dwords 0-1 read for ``command``), or the bytes themselves (any other length).
+
+    The declarations are chosen as rdmaspy's dissector chooses them, which depends on the connection:
+    ``qid`` is the command's queue (0 the admin queue; None: unknown, and a command naming a namespace with
+    an NVM opcode is read as I/O), ``command`` the command a response completes (its packet as returned
+    here, its SQE bytes, or rdmaspy's ``NvmeCommand``; None: not known, the CQE as plain dwords).
+    """
+    payload = bytes(payload)
+    plan = stacking.nvme_plan(payload, qid, command)
+    return chain(plan, payload) if plan else payload
+
+
+def nvme_record(layer: dpkt.Packet, kind: str) -> Any:
+    """The private data that is ``layer``'s payload read as the NVMe/RDMA CM record of a "req", "rep" or
+    "rej" message (the bytes themselves when shorter than the record); it becomes ``layer``'s data."""
+    data = layer.data
+    raw = bytes(data)
+    record = stacking.nvme_cm_record(kind)
+    if len(raw) < record.size:
+        return data
+    got = layer_of(record)(raw)
+    layer.data = got
+    setattr(layer, type(got).__name__.lower(), got)
+    return got
+
+
+def nvme_rdma_cm(message: dpkt.Packet) -> Any:
+    """The NVMe/RDMA record in a CM REQ, REP or REJ's private data (after a REQ's IP CM header), read as
+    rdmaspy reads it on an NVMe/RDMA connection; None for other messages. A REQ to a port in
+    ``NVME_RDMA_PORTS`` is read so when it is unpacked; a REP or REJ does not say what it answers."""
+    kinds = {id(ib_cm.REQ): "req", id(ib_cm.REP): "rep", id(ib_cm.REJ): "rej"}
+    kind = kinds.get(id(getattr(message, "declaration", None)))
+    if kind is None:
+        return None
+    below = message.data if isinstance(message.data, layer_of(rdma_cm.IP_CM)) else message
+    return nvme_record(below, kind)
+
+
+class _NvmeCapsule(dpkt.Packet):
+    """What ``carry`` makes of an NVMe/RDMA capsule: the head of its classes (``nvme_capsule``)."""
+
+    def __new__(cls, buf: bytes = b"", **kwargs: Any) -> Any:
+        got = nvme_capsule(buf)
+        if isinstance(got, (bytes, bytearray)):
+            raise dpkt.UnpackError("not an NVMe/RDMA capsule")
+        return got
+
+
+class _CmReq(DeclaredPacket):
+    """A CM REQ: to an RDMA-CM service ID of a port in ``NVME_RDMA_PORTS``, its private data (after the IP CM
+    header) is the NVMe/RDMA record."""
+
+    def unpack(self, buf: bytes) -> None:
+        super().unpack(buf)
+        if stacking.nvme_rdma_port(self.serviceid, NVME_RDMA_PORTS) and isinstance(self.data,
+                                                                               layer_of(rdma_cm.IP_CM)):
+            nvme_record(self.data, "req")
+
+
+NVME_RDMA_PORTS: set[int] = {stacking.NVME_RDMA_PORT}
 
 
 # --- what follows a header that is not a fixed one ---------------------------------------------------
@@ -373,12 +494,14 @@ def _follow_private_data(self: DeclaredPacket, payload: bytes) -> stacking.Follo
 
 
 def _follow_untagged_ddp(self: DeclaredPacket, payload: bytes) -> stacking.Follower:
+    if _NVME.get() and self.rsvdulp[0] & 15 in iwarp_ddp.SEND_OPS:
+        return stacking.nvme_capsule(payload) if self.mo == 0 and self.last_flag else None
     return stacking.after_untagged_ddp(self.rsvdulp, self.mo, payload)
 
 
 _BASES: dict[int, type[DeclaredPacket]] = {
     id(infiniband.BTH): _Transport, id(infiniband.GRH): _Grh, id(infiniband.LRH): _Lrh, id(mad.MAD): _Mad,
-    id(iwarp_mpa.REQREP): _MpaFrame, id(iwarp_mpa.FPDU): _Fpdu}
+    id(iwarp_mpa.REQREP): _MpaFrame, id(iwarp_mpa.FPDU): _Fpdu, id(ib_cm.REQ): _CmReq}
 _FOLLOW: dict[int, Callable[[DeclaredPacket, bytes], stacking.Follower]] = {
     id(mad.RMPP): lambda self, payload: mad.SA,
     **{id(h): _follow_cm for h in ib_cm.MESSAGE_HEADERS.values()},
@@ -391,7 +514,7 @@ _EXTRA: dict[int, list[tuple[str, str, Any]]] = {
 # What each class holds besides its header, which no declared field may be called.
 _RESERVED = frozenset(dir(dpkt.Packet)) | {"data", "declaration", "field_names", "extra_names", "computed",
                                            "compute", "follower", "values", "icrc", "pad", "carrier",
-                                           "expected_icrc", "vcrc", "crc", "rest"}
+                                           "expected_icrc", "vcrc", "crc", "rest", "nvme_rdma"}
 
 
 
@@ -410,10 +533,11 @@ def make_class(name: str, header: Header, base: type[DeclaredPacket] = DeclaredP
                extra: Sequence[tuple[str, str, Any]] = (), **attrs: Any) -> type[DeclaredPacket]:
     """A dpkt class for ``header``: ``__hdr__`` and ``__bit_fields__`` from its declared widths."""
     names = [field_name(f, header) for f in header.fields]
-    layout = Layout(list(zip(names, header.fields, stacking.byte_fields(header))))
+    layout = Layout(list(zip(names, header.fields, stacking.byte_fields(header))), header.little)
     body: dict[str, Any] = {
         "__doc__": f"{header.label} ({header.name}), generated from its declaration.",
         "__hdr__": [*layout.hdr, *extra], "__bit_fields__": layout.bit_fields,
+        "__byte_order__": "<" if header.little else ">",
         "__pprint_funcs__": {n: fn for n, f in zip(names, header.fields) if (fn := shown(f)) is not None},
         "__module__": "rdmaspy.dpkt", "declaration": header, "field_names": tuple(names),
         "extra_names": tuple(e[0] for e in extra),
@@ -447,5 +571,6 @@ def class_of(follower: stacking.Follower) -> type[dpkt.Packet] | None:
         return None
     if isinstance(follower, str):
         return {stacking.RPCRDMA_V1: RPCRDMA, stacking.RPCRDMA_V2: RPCRDMA2, stacking.PERF_RESERVED: PerfReserved,
-                stacking.PDATA_PREFIX: PrivateDataPrefix}[follower]
+                stacking.PDATA_PREFIX: PrivateDataPrefix, stacking.NVME_COMMAND: _NvmeCapsule,
+                stacking.NVME_RESPONSE: _NvmeCapsule}[follower]
     return layer_of(follower)

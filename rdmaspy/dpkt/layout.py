@@ -45,16 +45,22 @@ class Layout:
     """A declaration's fields as dpkt's ``__hdr__`` and ``__bit_fields__``.
 
     A field the declaration decodes as bytes (an address, a GID, opaque data) is a ``Ns`` entry; integer
-    fields fill big-endian words of 1, 2, 4 or 8 bytes: one field alone is its own entry, several share a
-    word named after them (``_se_m_padcnt_tver``) and are dpkt bit fields. Integer fields that fill no such
-    words (three bytes standing between two byte fields) share one ``Ns`` entry, read and written by
-    properties made here.
+    fields fill words of 1, 2, 4 or 8 bytes: one field alone is its own entry, several share a word named
+    after them (``_se_m_padcnt_tver``) and are dpkt bit fields. Integer fields that fill no such words
+    (three bytes standing between two byte fields) share one ``Ns`` entry, read and written by properties
+    made here.
+
+    ``little``: the words are little-endian (the class's ``__byte_order__`` is ``<``) and their fields are
+    declared from the least significant bit up (``Header(little=True)``), so a word's bit fields are its
+    members in reverse (dpkt names a word's bits from the most significant down).
     """
 
-    def __init__(self, fields: Sequence[tuple[str, Field, bool]]) -> None:
+    def __init__(self, fields: Sequence[tuple[str, Field, bool]], little: bool = False) -> None:
+        self.little = little
+        self.byteorder: str = "little" if little else "big"
         self.hdr: list[tuple[str, str, Any]] = []
         self.bit_fields: dict[str, tuple[tuple[str, int], ...]] = {}
-        self.in_bytes: dict[str, tuple[str, int, int, int]] = {}   # name -> (entry, entry bytes, shift, width)
+        self.in_bytes: dict[str, tuple[str, int, int, int, str]] = {}   # name -> (entry, bytes, shift, width, order)
         run: list[tuple[str, Field]] = []
         for name, field, as_bytes in fields:
             if as_bytes:
@@ -73,6 +79,8 @@ class Layout:
         words = _words(widths) or [(0, len(run))]
         for first, end in words:
             members = run[first:end]
+            if self.little:             # most significant first, as dpkt's bit fields and big-endian words
+                members = members[::-1]
             bits = sum(widths[first:end])
             default, shift = 0, bits
             for _name, f in members:
@@ -86,25 +94,26 @@ class Layout:
                 self.hdr.append((entry, _WORD_CODES[bits], default))
                 self.bit_fields[entry] = tuple((name, f.bits) for name, f in members)
                 continue
-            self.hdr.append((entry, f"{bits // 8}s", default.to_bytes(bits // 8, "big")))
+            self.hdr.append((entry, f"{bits // 8}s", default.to_bytes(bits // 8, self.byteorder)))
             shift = bits
             for name, f in members:
                 shift -= f.bits
-                self.in_bytes[name] = (entry, bits // 8, shift, f.bits)
+                self.in_bytes[name] = (entry, bits // 8, shift, f.bits, self.byteorder)
 
 
-def bytes_property(entry: str, size: int, shift: int, width: int) -> property:
+def bytes_property(entry: str, size: int, shift: int, width: int, byteorder: str = "big") -> property:
     """An integer field inside a ``Ns`` entry (see ``Layout``)."""
     mask = (1 << width) - 1
+    order: Any = byteorder
 
     def get(self: dpkt.Packet) -> int:
-        return (int.from_bytes(getattr(self, entry), "big") >> shift) & mask
+        return (int.from_bytes(getattr(self, entry), order) >> shift) & mask
 
     def set_(self: dpkt.Packet, value: int) -> None:
         if not 0 <= value <= mask:
             raise ValueError(f"value {value} does not fit in {width} bits")
-        word = int.from_bytes(getattr(self, entry), "big") & ~(mask << shift)
-        setattr(self, entry, (word | value << shift).to_bytes(size, "big"))
+        word = int.from_bytes(getattr(self, entry), order) & ~(mask << shift)
+        setattr(self, entry, (word | value << shift).to_bytes(size, order))
     return property(get, set_)
 
 
