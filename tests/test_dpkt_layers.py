@@ -318,6 +318,26 @@ def test_every_generated_class_packs_as_the_declaration_encodes_and_unpacks_the_
     assert bytes(again) == raw
 
 
+@settings(max_examples=300, deadline=None)
+@given(size=st.sampled_from([15, 16, 64, 80, 128]), noise=st.binary(min_size=128, max_size=128),
+       qid=st.none() | st.integers(0, 3), command=st.none() | st.binary(min_size=64, max_size=64))
+def test_any_capsule_unpacks_as_the_plan_says_and_packs_the_same(size: int, noise: bytes, qid: int | None,
+                                                                 command: bytes | None) -> None:
+    """Any bytes read as an NVMe/RDMA capsule (any opcode, SGL, descriptor list, range count; any queue and
+    command answered): the classes rdmaspy's plan names, each with the values the declaration decodes, and
+    bytes() the same bytes."""
+    payload = noise[:size]
+    got = rd.nvme_capsule(payload, qid, command)
+    assert bytes(got) == payload
+    plan = stacking.nvme_plan(payload, qid, command)
+    assert bool(plan) == (size == 16 or size >= 64)
+    layer, at = got, 0
+    for hdr in plan:
+        assert isinstance(layer, rd.layer_of(hdr)) and layer.values() == hdr.decode(payload, at)
+        layer, at = layer.data, at + hdr.size
+    assert bytes(layer) == payload[at:]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_a_bth_unpacks_the_extended_headers_of_its_opcode_as_craft_builds_them(data: st.DataObject) -> None:
@@ -709,3 +729,30 @@ def test_the_three_write_byte_scripts_of_docs_dpkt_md_print_the_same_sums(captur
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
     assert outputs[0] and outputs[0].startswith("QP 0x") and outputs[0] == outputs[1] == outputs[2]
+
+
+NVME_CAPTURES = sorted(p.name for p in CAPTURES.glob("*nvme*.pcap.gz"))
+
+
+@pytest.mark.parametrize("capture", NVME_CAPTURES)
+def test_the_nvme_command_count_of_docs_dpkt_md_is_rdmaspys(capture: str) -> None:
+    """The NVMe/RDMA script of docs/dpkt.md (as in docs/examples) counts the commands rdmaspy decodes in
+    frame bytes, by name: the queue pairs and queues it learns from the CM exchange read each command for
+    its queue."""
+    script = EXAMPLES / "nvme_opcodes_dpkt.py"
+    assert script.read_text().strip() in (ROOT / "docs" / "dpkt.md").read_text()
+    done = subprocess.run([sys.executable, str(script), str(CAPTURES / capture)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.DEVNULL, timeout=600)
+    assert done.returncode == 0, done.stderr
+    theirs = {line[5:].strip(): int(line[:5]) for line in done.stdout.splitlines()}
+    ours: dict[str, int] = {}
+    engine = Engine()
+    heads = {id(nvme.ADMIN_SQE), id(nvme.IO_SQE), id(nvme.FABRICS_SQE)}
+    for frame in open_capture(str(CAPTURES / capture)):
+        pkt = engine.dissect(frame)
+        names = {c.cid: c.name for c in pkt.noted(nvme.NVME_COMMANDS) or ()}
+        for lay in pkt.layers:
+            if lay.buf is frame.data and id(lay.header) in heads:
+                name = names[int.from_bytes(frame.data[lay.off + 2:lay.off + 4], "little")]
+                ours[name] = ours.get(name, 0) + 1
+    assert sum(ours.values()) > 50 and theirs == ours

@@ -32,9 +32,9 @@ import dpkt.udp
 
 from .. import stacking
 from ..dissectors import infiniband, rpcrdma
-from .layers import (LAYER_OF, LAYERS, NVME_RDMA_PORTS, NVME_RDMA_QPS, DeclaredPacket, PerfReserved,
-                     PrivateDataPrefix, carry, chain, class_of, field_name, fpdus, layer_of, make_class, nvme_capsule,
-                     nvme_rdma_cm, nvme_record, reading_nvme_rdma)
+from .layers import (LAYER_OF, LAYERS, NVME_RDMA_PORTS, NVME_RDMA_QIDS, NVME_RDMA_QPS, DeclaredPacket,
+                     PerfReserved, PrivateDataPrefix, carry, carry_capsule, chain, class_of, field_name, fpdus,
+                     layer_of, make_class, nvme_capsule, nvme_rdma_cm, nvme_record, reading_nvme_rdma)
 from .rpc_over_rdma import RPCRDMA, RPCRDMA2
 
 globals().update(LAYERS)         # BTH, RETH, MAD, CM_REQ, ...: each generated class by its name
@@ -80,19 +80,23 @@ def bind_iwarp(port: int) -> None:
     IWARP_PORTS.add(port)
 
 
-def bind_nvme_rdma(port: int | None = None, qp: int | None = None) -> None:
+def bind_nvme_rdma(port: int | None = None, qp: int | None = None, qid: int | None = None) -> None:
     """Read NVMe/RDMA where rdmaspy would (its Sends as capsules, the CM private data as its records).
 
     ``port``: an RDMA-CM port (a CM REQ to its service ID carries the NVMe/RDMA REQ record) that is also
     read as an iWARP TCP port whose Sends are capsules; 4420 is bound on import. ``qp``: a destination QP
     whose Sends (RoCE, InfiniBand) are capsules: the bytes of a Send do not say they are one, the CM
-    exchange does (the REQ's and the REP's ``localqpn``), or the capture's user knows.
+    exchange does (the REQ's and the REP's ``localqpn``), or the capture's user knows. ``qid``: the NVMe
+    queue of the controller's QP ``qp`` (the CM REQ record's ``qid``), so its commands read as the admin
+    queue's (0) or an I/O queue's rather than guessed.
     """
     if port is not None:
         NVME_RDMA_PORTS.add(port)
         IWARP_PORTS.add(port)
     if qp is not None:
         NVME_RDMA_QPS.add(qp)
+        if qid is not None:
+            NVME_RDMA_QIDS[qp] = qid
 
 
 def _bind() -> None:
@@ -119,8 +123,9 @@ def unbound() -> Iterator[None]:
             types.pop(stacking.ROCEV1_ETHERTYPE, None)
 
 
-__all__ = ["LAYERS", "LAYER_OF", "UDP_PORTS", "IWARP_PORTS", "NVME_RDMA_PORTS", "NVME_RDMA_QPS", "UDP", "TCP",
-           "bind_iwarp", "bind_nvme_rdma", "nvme_capsule", "nvme_rdma_cm", "nvme_record", "reading_nvme_rdma",
+__all__ = ["LAYERS", "LAYER_OF", "UDP_PORTS", "IWARP_PORTS", "NVME_RDMA_PORTS", "NVME_RDMA_QPS", "NVME_RDMA_QIDS",
+           "UDP", "TCP",
+           "bind_iwarp", "bind_nvme_rdma", "nvme_capsule", "carry_capsule", "nvme_rdma_cm", "nvme_record", "reading_nvme_rdma",
            "chain", "unbound", "fpdus",
            "layer_of", "class_of", "carry", "field_name", "make_class", "DeclaredPacket", "RPCRDMA", "RPCRDMA2",
            "PerfReserved", "PrivateDataPrefix", *LAYERS]

@@ -117,13 +117,10 @@ class _Transport(DeclaredPacket):
         cut = len(body) - self.padcnt
         whole = whole and cut >= 0
         body, self.pad = body[:max(cut, 0)], body[max(cut, 0):]
-        upper: stacking.Follower = None
-        if whole:
-            plan_ok = plan.valid and plan.kind == "send" and plan.pos == "only"
-            if plan_ok and self.destqp in NVME_RDMA_QPS:
-                upper = stacking.nvme_capsule(body)
-            else:
-                upper = stacking.transport_payload(self.opcode, self.destqp, body)
+        if whole and plan.kind == "send" and plan.pos == "only" and self.destqp in NVME_RDMA_QPS:
+            below.data = carry_capsule(below, body, NVME_RDMA_QIDS.get(self.destqp))
+            return
+        upper = stacking.transport_payload(self.opcode, self.destqp, body) if whole else None
         below.data = carry(below, upper, body)
 
     @property
@@ -353,6 +350,7 @@ def fpdus(segment: bytes, nvme_rdma: bool = False) -> tuple[list[Any], bytes]:
 # Which Sends are NVMe/RDMA capsules: those to these destination QPs (RoCE, InfiniBand; the CM names them),
 # and on iWARP those of a TCP port in ``rdmaspy.dpkt.NVME_RDMA_PORTS`` (read within ``reading_nvme_rdma``).
 NVME_RDMA_QPS: set[int] = set()
+NVME_RDMA_QIDS: dict[int, int] = {}      # a destination QP -> the NVMe queue its commands are on (admin: 0)
 _NVME: contextvars.ContextVar[bool] = contextvars.ContextVar("rdmaspy_dpkt_nvme_rdma", default=False)
 
 
@@ -403,6 +401,14 @@ def nvme_capsule(payload: bytes, qid: int | None = None, command: Any = None) ->
     payload = bytes(payload)
     plan = stacking.nvme_plan(payload, qid, command)
     return chain(plan, payload) if plan else payload
+
+
+def carry_capsule(parent: dpkt.Packet, payload: bytes, qid: int | None = None, command: Any = None) -> Any:
+    """``payload`` as an NVMe/RDMA capsule (``nvme_capsule``), named on ``parent`` as ``carry`` names a layer."""
+    got = nvme_capsule(payload, qid, command)
+    if not isinstance(got, (bytes, bytearray)):
+        setattr(parent, type(got).__name__.lower(), got)
+    return got
 
 
 def nvme_record(layer: dpkt.Packet, kind: str) -> Any:
