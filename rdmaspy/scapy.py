@@ -17,6 +17,7 @@ attribute tables, the CM message table, the RDMAP opcode table); this module onl
 """
 from __future__ import annotations
 
+import contextvars
 import keyword
 import struct
 import sys
@@ -36,8 +37,8 @@ from scapy.packet import Packet, Raw, bind_layers, split_bottom_up
 
 from . import fields as _fields
 from . import stacking
-from .dissectors import (ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nfs, nfs2, nfs3, nfs_side, rdma_cm,
-                         rpcrdma, rpcrdma2, rpcrdma_pdata, xdrlang)
+from .dissectors import (ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nfs, nfs2, nfs3, nfs_side, nvme, nvme_rdma,
+                         rdma_cm, rpcrdma, rpcrdma2, rpcrdma_pdata, xdrlang)
 from .dissectors.xdr import Cursor, XdrError, p32
 from .stacking import class_names, short_name
 
@@ -49,8 +50,9 @@ _COMPUTED = stacking.COMPUTED
 
 
 # --- fields -------------------------------------------------------------------------------------------
-def scapy_field(field: Declared, name: str, as_bytes: bool) -> ScapyField:
-    """One declared field as a scapy field of the same width, shown as the declaration says."""
+def scapy_field(field: Declared, name: str, as_bytes: bool, **little: int) -> ScapyField:
+    """One declared field as a scapy field of the same width, shown as the declaration says; ``little``:
+    the ``tot_size``/``end_tot_size`` of a bit field in a little-endian group (``header_fields``)."""
     default = None if field.name in _COMPUTED else _DEFAULTS.get(field.name, 0)
     if as_bytes:
         n = field.bits // 8
@@ -62,16 +64,34 @@ def scapy_field(field: Declared, name: str, as_bytes: bool) -> ScapyField:
             return MACField(name, "00:00:00:00:00:00")
         return StrFixedLenField(name, _DEFAULTS.get(field.name, b"\0" * n), n)
     if field.names:
-        return BitEnumField(name, default, field.bits, dict(field.names))
+        return BitEnumField(name, default, field.bits, dict(field.names), **little)
     if field.display == "hex":
-        return XBitField(name, default, field.bits)
-    return BitField(name, default, field.bits)
+        return XBitField(name, default, field.bits, **little)
+    return BitField(name, default, field.bits, **little)
 
 
 def header_fields(header: Header) -> list[ScapyField]:
     # A field the declaration decodes as bytes (addresses, GIDs, opaque data) stays bytes in scapy.
     kinds = stacking.byte_fields(header)
-    return [scapy_field(f, short_name(f, header), as_bytes) for f, as_bytes in zip(header.fields, kinds)]
+    if not header.little:
+        return [scapy_field(f, short_name(f, header), as_bytes) for f, as_bytes in zip(header.fields, kinds)]
+    # Little-endian (NVMe): each group's bytes reversed, its fields most significant first (scapy's
+    # low-endian bit fields: the group's size, negative, on its first and last field).
+    out: list[ScapyField] = []
+    byte_index = 0
+    for nbytes, members in stacking.little_words(header):
+        if not members:
+            f = header.fields[[i for i, b in enumerate(kinds) if b][byte_index]]
+            byte_index += 1
+            out.append(scapy_field(f, short_name(f, header), True))
+            continue
+        for k, i in enumerate(members):
+            sizes = {"tot_size": -nbytes} if k == 0 else {}
+            if k == len(members) - 1:
+                sizes["end_tot_size"] = -nbytes
+            f = header.fields[i]
+            out.append(scapy_field(f, short_name(f, header), kinds[i], **sizes))
+    return out
 
 
 def raw_value(layer: Packet, name: str) -> Any:
@@ -394,7 +414,8 @@ def class_of(follower: stacking.Follower) -> type[Packet] | None:
         return None
     if isinstance(follower, str):
         return {stacking.RPCRDMA_V1: RPCRDMA, stacking.RPCRDMA_V2: RPCRDMA2, stacking.PERF_RESERVED: PerfReserved,
-                stacking.PDATA_PREFIX: PrivateDataPrefix}[follower]
+                stacking.PDATA_PREFIX: PrivateDataPrefix, stacking.NVME_COMMAND: NvmeCapsule,
+                stacking.NVME_RESPONSE: NvmeCapsule}[follower]
     return layer_of(follower)
 
 
@@ -419,6 +440,8 @@ def _after_transport(layer: Packet, payload: bytes) -> type[Packet] | None:
         below = below.underlayer
     if index < len(plan.exts):
         return layer_of(plan.exts[index])
+    if bth.destqp in NVME_RDMA_QPS and plan.valid and plan.kind == "send" and plan.pos == "only":
+        return class_of(stacking.nvme_capsule(payload))
     return class_of(stacking.transport_payload(bth.opcode, bth.destqp, payload))
 
 
@@ -478,11 +501,143 @@ def _after_cm_req(layer: Packet, payload: bytes) -> type[Packet] | None:
 
 
 def _after_mpa_frame(layer: Packet, payload: bytes) -> type[Packet] | None:
-    return class_of(stacking.after_mpa_frame(layer.rev, layer.res, payload))
+    follower = stacking.after_mpa_frame(layer.rev, layer.res, payload)
+    if _on_nvme_port(layer) and follower is not iwarp_mpa.IRD_ORD:
+        return _nvme_record(stacking.mpa_message_kind(layer.key, layer.rej_flag), payload)
+    return class_of(follower)
+
+
+def _after_ird_ord(layer: Packet, payload: bytes) -> type[Packet] | None:
+    frame = layer.underlayer
+    if frame is not None and _on_nvme_port(layer):
+        return _nvme_record(stacking.mpa_message_kind(frame.key, frame.rej_flag), payload)
+    return _private_data(payload)
 
 
 def _after_untagged_ddp(layer: Packet, payload: bytes) -> type[Packet] | None:
+    if _on_nvme_port(layer) and layer.rsvdulp[0] & 15 in iwarp_ddp.SEND_OPS:
+        return class_of(stacking.nvme_capsule(payload)) if layer.mo == 0 and layer.last_flag else None
     return class_of(stacking.after_untagged_ddp(layer.rsvdulp, layer.mo, payload))
+
+
+def _after_ip_cm(layer: Packet, payload: bytes) -> type[Packet] | None:
+    req = layer.underlayer
+    if req is not None and stacking.nvme_rdma_port(getattr(req, "serviceid", 0) or 0, NVME_RDMA_PORTS):
+        return _nvme_record("req", payload)
+    return _private_data(payload)
+
+
+# --- NVMe/RDMA ----------------------------------------------------------------------------------------------
+# Which Sends are NVMe/RDMA capsules: those to these destination QPs (RoCE, InfiniBand: the CM names them),
+# and on iWARP those of a TCP port in NVME_RDMA_PORTS (also the RDMA-CM ports whose REQs carry its record).
+NVME_RDMA_QPS: set[int] = set()
+NVME_RDMA_QIDS: dict[int, int] = {}      # a destination QP -> the NVMe queue its commands are on (admin: 0)
+NVME_RDMA_PORTS: set[int] = {stacking.NVME_RDMA_PORT}
+# What the connection says about the capsule being dissected (nvme_capsule): its queue, the command answered
+_NVME_CONTEXT: contextvars.ContextVar[tuple[int | None, Any]] = contextvars.ContextVar(
+    "rdmaspy_scapy_nvme", default=(None, None))
+_NVME_HEADERS = frozenset(id(h) for name, h in class_names() if name.startswith("NVME_") and
+                          not name.startswith("NVME_RDMA_"))
+
+
+def _on_nvme_port(layer: Packet) -> bool:
+    """Whether the TCP segment ``layer`` is in has a port in ``NVME_RDMA_PORTS``."""
+    tcp = layer.underlayer
+    while tcp is not None and not isinstance(tcp, TCP):
+        tcp = tcp.underlayer
+    return tcp is not None and (tcp.sport in NVME_RDMA_PORTS or tcp.dport in NVME_RDMA_PORTS)
+
+
+def _nvme_record(kind: str, payload: bytes) -> type[Packet] | None:
+    record = stacking.nvme_cm_record(kind)
+    return layer_of(record) if len(payload) >= record.size else None
+
+
+class NvmeCapsule(Packet):
+    """An NVMe/RDMA capsule: dissected as the first of its layers (``stacking.nvme_plan``), or Raw."""
+    name = "NVMe/RDMA capsule"
+    fields_desc = [StrField("load", b"")]
+
+    @classmethod
+    def dispatch_hook(cls, _pkt: bytes | None = None, *args: Any, **kargs: Any) -> type[Packet]:
+        plan = stacking.nvme_plan(bytes(_pkt or b""), *_capsule_context(kargs.get("_underlayer")))
+        return layer_of(plan[0]) if plan else conf.raw_layer
+
+
+def _capsule_context(layer: Packet | None) -> tuple[int | None, Any]:
+    """What is known of the capsule at hand: given to ``nvme_capsule``, or its QP's queue (``NVME_RDMA_QIDS``)."""
+    qid, command = _NVME_CONTEXT.get()
+    bth = _bth_of(layer) if layer is not None else None
+    if qid is None and bth is not None:
+        qid = NVME_RDMA_QIDS.get(bth.destqp)
+    return qid, command
+
+
+def _after_nvme(layer: Packet, payload: bytes) -> type[Packet] | None:
+    """The next layer of a capsule: the capsule's plan, computed once by its first layer."""
+    head, depth = layer, 0
+    while isinstance(head.underlayer, DeclaredLayer) and id(head.underlayer.declaration) in _NVME_HEADERS:
+        head, depth = head.underlayer, depth + 1
+    plan = head.__dict__.get("nvme_plan")
+    if plan is None:
+        plan = stacking.nvme_plan(bytes(head.original or b""), *_capsule_context(head))
+        head.__dict__["nvme_plan"] = plan
+    if depth + 1 < len(plan) and plan[depth] is layer.declaration and len(payload) >= plan[depth + 1].size:
+        return layer_of(plan[depth + 1])
+    return None
+
+
+def nvme_capsule(payload: bytes, qid: int | None = None, command: Any = None) -> Packet:
+    """An NVMe/RDMA Send's payload dissected as its capsule: a command (64 bytes or more: the SQE's layers,
+    then any in-capsule SGL list or Dataset Management ranges), a response (16 bytes: the CQE), else Raw.
+
+    The declarations are chosen as rdmaspy's dissector chooses them, which depends on the connection:
+    ``qid`` is the command's queue (0 the admin queue; None: unknown, and a command naming a namespace with
+    an NVM opcode is read as I/O), ``command`` the command a response completes (its packet or SQE bytes,
+    or rdmaspy's ``NvmeCommand``; None: not known, the CQE as plain dwords).
+    """
+    token = _NVME_CONTEXT.set((qid, command))
+    try:
+        return NvmeCapsule(bytes(payload))
+    finally:
+        _NVME_CONTEXT.reset(token)
+
+
+def nvme_rdma_cm(message: Packet) -> Packet | None:
+    """A CM REQ, REP or REJ layer whose private data (after a REQ's IP CM header) is read again as its
+    NVMe/RDMA record, as rdmaspy reads it on an NVMe/RDMA connection: a REP or REJ does not say what it
+    answers (a REQ to a port in NVME_RDMA_PORTS is read so when dissected). The record layer, or None."""
+    kinds = {id(ib_cm.REQ): "req", id(ib_cm.REP): "rep", id(ib_cm.REJ): "rej"}
+    kind = kinds.get(id(getattr(message, "declaration", None)))
+    if kind is None:
+        return None
+    below = message.payload if isinstance(message.payload, layer_of(rdma_cm.IP_CM)) else message
+    data = bytes(below.payload)
+    cls = _nvme_record(kind, data)
+    if cls is None:
+        return None
+    below.remove_payload()
+    below.add_payload(cls(data))
+    return below.payload
+
+
+def bind_nvme_rdma(port: int | None = None, qp: int | None = None, qid: int | None = None) -> None:
+    """Dissect NVMe/RDMA where rdmaspy would (its Sends as capsules, the CM private data as its records).
+
+    ``port``: an RDMA-CM port (a CM REQ to its service ID carries the NVMe/RDMA REQ record), also bound as
+    an iWARP TCP port whose Sends are capsules; 4420 is bound on import. ``qp``: a destination QP whose
+    Sends (RoCE, InfiniBand) are capsules: a Send's bytes do not say they are one, the CM exchange does
+    (the REQ's and the REP's ``localqpn``), or the capture's user knows. ``qid``: the NVMe queue of the
+    controller's QP ``qp`` (the CM REQ record's ``qid``), so its commands read as the admin queue's (0) or an
+    I/O queue's rather than guessed.
+    """
+    if port is not None:
+        NVME_RDMA_PORTS.add(port)
+        bind_iwarp(port)
+    if qp is not None:
+        NVME_RDMA_QPS.add(qp)
+        if qid is not None:
+            NVME_RDMA_QIDS[qp] = qid
 
 
 def _bind() -> None:
@@ -495,9 +650,12 @@ def _bind() -> None:
     for hdr in ib_cm.MESSAGE_HEADERS.values():
         if hdr is not ib_cm.REQ:
             layer_of(hdr).next_layer = lambda layer, payload: _private_data(payload)
-    layer_of(rdma_cm.IP_CM).next_layer = lambda layer, payload: _private_data(payload)
+    layer_of(rdma_cm.IP_CM).next_layer = _after_ip_cm
     layer_of(iwarp_mpa.REQREP).next_layer = _after_mpa_frame
-    layer_of(iwarp_mpa.IRD_ORD).next_layer = lambda layer, payload: _private_data(payload)
+    layer_of(iwarp_mpa.IRD_ORD).next_layer = _after_ird_ord
+    for name, hdr in class_names():
+        if id(hdr) in _NVME_HEADERS:
+            layer_of(hdr).next_layer = _after_nvme
     layer_of(iwarp_mpa.FPDU).next_layer = lambda layer, payload: layer_of(iwarp_ddp.DDP_TAGGED)
     layer_of(iwarp_ddp.DDP_UNTAGGED).next_layer = _after_untagged_ddp
 
@@ -528,6 +686,7 @@ def bind_iwarp(port: int) -> None:
 
 
 bind_iwarp(rpcrdma.NFS_RDMA_PORT)
+bind_iwarp(stacking.NVME_RDMA_PORT)
 
 # --- NFS and its side programs: one class per procedure's call and reply, from the XDR declarations ---------
 class XdrField(ScapyField[Any, bytes]):
@@ -596,5 +755,7 @@ def _generate_nfs() -> None:
 
 _generate_nfs()
 
-__all__ = ["LAYERS", "NFS_LAYERS", "bind_iwarp", "layer_of", "RPCRDMA", "RPCRDMA2", "Pad", "ChunkListsField",
+__all__ = ["LAYERS", "NFS_LAYERS", "bind_iwarp", "bind_nvme_rdma", "nvme_capsule", "nvme_rdma_cm", "NvmeCapsule",
+           "NVME_RDMA_QPS", "NVME_RDMA_QIDS", "NVME_RDMA_PORTS", "layer_of", "RPCRDMA", "RPCRDMA2", "Pad",
+           "ChunkListsField",
            "PerfReserved", "PrivateDataPrefix", "XdrField", "XdrPacket", *LAYERS, *NFS_LAYERS]

@@ -1,7 +1,9 @@
 """rdmaspy.scapy: scapy layers generated from the header declarations, checked against rdmaspy's decoder.
 
 - scapy dissects every frame of every shipped capture, and every generated layer it finds holds the values
-  rdmaspy decodes at the same offset of the same frame (and RPC-over-RDMA the same chunk lists);
+  rdmaspy decodes at the same offset of the same frame (and RPC-over-RDMA the same chunk lists); NVMe/RDMA
+  as a scapy user reads it, told what the bytes do not say (the QPs of its connections, a command's queue,
+  the command a completion answers, that a CM REP answers an NVMe/RDMA REQ);
 - every header rdmaspy decodes in a RoCE frame, scapy finds too (iWARP: in segments that start an FPDU);
 - a frame rebuilt by scapy with its ICRC left to compute is the captured frame, byte for byte;
 - packets built with scapy (RoCEv2, RoCEv1, native InfiniBand, CM with IP CM and RFC 8797 data,
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import traceback
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -22,7 +25,9 @@ from scapy.packet import NoPayload, Packet as ScapyPacket
 from scapy.utils import rdpcap
 
 import rdmaspy.scapy as rs
-from rdmaspy.dissectors import ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, rpcrdma, rpcrdma2, rpcrdma_pdata
+from rdmaspy import stacking
+from rdmaspy.dissectors import (ib_cm, infiniband, iwarp_ddp, iwarp_mpa, mad, nvme, nvme_rdma, rpcrdma, rpcrdma2,
+                                rpcrdma_pdata)
 from rdmaspy.engine import Engine
 from rdmaspy.packet import Frame, Packet
 from rdmaspy.readers import open_capture
@@ -31,7 +36,7 @@ from conftest import CAPTURES, FIXTURES
 
 # The shipped captures, and the fixtures with what they lack: native InfiniBand (LINKTYPE_INFINIBAND), RoCEv1,
 # every opcode, every CM message and MAD class, every RPC-over-RDMA shape of both versions.
-SAMPLES = sorted(p.name for p in CAPTURES.glob("*.pcap")) + [
+SAMPLES = sorted(p.name for p in [*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pcap.gz")]) + [
     "ib_native_247.pcap", "ib_rocev1_opcodes.pcap", "ib_rocev2_all_opcodes.pcap", "cm_all_messages.pcap",
     "rpcrdma_v1_shapes.pcap", "rpcrdma_v2_all.pcap"]
 # Layers that overlap the header before them, which scapy cannot stack: the RDMAP control byte is the DDP
@@ -126,17 +131,62 @@ def _compare_rpcrdma(where: str, pkt: Packet, sc: dict, stop: int) -> int:
     return 1
 
 
+NVME_HEADS = tuple(rs.layer_of(h) for h in (
+    nvme.ADMIN_SQE, nvme.IO_SQE, nvme.FABRICS_SQE, nvme.CQE, *nvme.PROPERTY_VALUES.values(), nvme.PROPERTY_DATA,
+    nvme.PROPERTY_DATA8, nvme.CONNECT_CQE, nvme.PROPERTY_SET_CQE, nvme.FABRICS_CQE, nvme.AER_DWORD0,
+    nvme.SET_NQ_DWORD0, *nvme.GET_FEATURES_DWORD0.values()))
+
+
+def with_nvme_context(top: ScapyPacket, pkt: Packet) -> ScapyPacket:
+    """``top`` with its NVMe/RDMA capsules and CM records read again as a scapy user does who knows the
+    connection: what rdmaspy knows of the frame's commands (their queue) and completions (their command)."""
+    cmds = {c.cid: c for c in pkt.noted(nvme.NVME_COMMANDS) or ()}
+    cqes = {c.cid: c for c in pkt.noted(nvme.NVME_COMPLETIONS) or ()}
+    lay = top
+    while not isinstance(lay, NoPayload):
+        if pkt.noted(nvme_rdma.NVME_RDMA_CM) is not None and isinstance(lay, (rs.CM_REP, rs.CM_REJ)):
+            rs.nvme_rdma_cm(lay)
+        below = lay.payload
+        if isinstance(below, NVME_HEADS):
+            raw = bytes(below)
+            if len(raw) == nvme.CQE_SIZE:
+                cqe = cqes.get(int.from_bytes(raw[12:14], "little"))
+                again = rs.nvme_capsule(raw, cqe.qid, cqe.command) if cqe is not None else None
+            else:
+                cmd = cmds.get(int.from_bytes(raw[2:4], "little"))
+                again = rs.nvme_capsule(raw, cmd.qid) if cmd is not None else None
+            if again is not None:
+                lay.remove_payload()
+                lay.add_payload(again)
+            break
+        lay = below
+    return top
+
+
+@pytest.fixture
+def nvme_qps() -> Iterator[set[int]]:
+    """rdmaspy.scapy's NVMe/RDMA queue pairs, as they were after the test."""
+    saved = set(rs.NVME_RDMA_QPS)
+    yield rs.NVME_RDMA_QPS
+    rs.NVME_RDMA_QPS.clear()
+    rs.NVME_RDMA_QPS.update(saved)
+
+
 @pytest.mark.parametrize("name", SAMPLES)
-def test_scapy_dissects_every_shipped_frame_as_rdmaspy_decodes_it(name: str) -> None:
+def test_scapy_dissects_every_shipped_frame_as_rdmaspy_decodes_it(name: str, nvme_qps: set[int]) -> None:
     path = sample(name)
     _iwarp_ports(path)
     engine = Engine()
     compared = 0
-    for frame, raw in zip(open_capture(str(path)), rdpcap(str(path))):
+    packets = [engine.dissect(frame) for frame in open_capture(str(path))]
+    # the QPs of NVMe/RDMA connections on RoCE, which a scapy user names (the CM exchange, or the capture's owner)
+    nvme_qps.update(p.ib.destqp for p in packets
+                    if p.ib is not None and (p.noted(nvme.NVME_COMMANDS) or p.noted(nvme.NVME_COMPLETIONS)))
+    for pkt, raw in zip(packets, rdpcap(str(path))):
+        frame = pkt.frame
         where = f"{name} frame {frame.num}"
-        pkt = engine.dissect(frame)
         ours = rdmaspy_layers(pkt)
-        theirs = scapy_layers(raw.__class__(bytes(raw)))
+        theirs = scapy_layers(with_nvme_context(raw.__class__(bytes(raw)), pkt))
         iwarp = any(isinstance(lay, TCP) for lay in theirs.values())
         starts_fpdu = any(off == key[0] and key[1] in (id(iwarp_mpa.FPDU), id(iwarp_mpa.REQREP))
                           for key in ours for off in [key[0]])
@@ -366,15 +416,69 @@ def test_scapy_builds_an_rdma_read_request_over_iwarp() -> None:
 
 def test_every_declared_header_has_a_generated_layer() -> None:
     from rdmaspy.fields import Header
-    for module in (infiniband, mad, ib_cm, iwarp_mpa, iwarp_ddp, rpcrdma_pdata):
+    for module in (infiniband, mad, ib_cm, iwarp_mpa, iwarp_ddp, rpcrdma_pdata, nvme, nvme_rdma):
         for value in vars(module).values():
             if isinstance(value, Header) and value.name not in ("eth", "ip", "udp"):
                 cls = rs.layer_of(value)
                 assert issubclass(cls, rs.DeclaredLayer) and cls.declaration is value
-                names = [f.name for f in cls.fields_desc]
-                assert names[:len(value.fields)] == [rs.short_name(f, value) for f in value.fields]
+                names = [f.name for f in cls.fields_desc][:len(value.fields)]
+                declared = [rs.short_name(f, value) for f in value.fields]
+                # a little-endian group's fields are written most significant first (scapy's low-endian bits)
+                assert (sorted(names) if value.little else names) == (sorted(declared) if value.little else declared)
                 trailer = {id(infiniband.BTH): 4, id(infiniband.LRH): 2, id(iwarp_mpa.FPDU): 2 + 4}.get(id(value), 0)
                 assert len(bytes(cls())) == value.size + trailer + (32 if cls.__name__ == "CM_REQ_IP_CM" else 0)
+
+
+# Layers with a trailer or lengths that follow from what they carry: their own tests build them whole.
+_CARRIERS = ("BTH", "LRH", "GRH", "MPA_FPDU", "MPA_REQREP")
+
+
+def _scapy_values(cls: type, data: st.DataObject) -> dict[str, object]:
+    """Values for every declared field of ``cls``, as its scapy fields take them (addresses as text)."""
+    header = cls.declaration
+    values = {}
+    for f, as_bytes in zip(header.fields, stacking.byte_fields(header)):
+        name = rs.short_name(f, header)
+        values[name] = data.draw(st.binary(min_size=f.bits // 8, max_size=f.bits // 8) if as_bytes
+                                 else st.integers(0, (1 << f.bits) - 1), label=name)
+    return values
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in rs.LAYERS.items()
+                                        if getattr(c, "declaration", None) is not None and n not in _CARRIERS))
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_generated_layer_builds_as_the_declaration_encodes_and_dissects_the_same(name: str,
+                                                                                       data: st.DataObject) -> None:
+    cls = rs.LAYERS[name]
+    header = cls.declaration
+    values = _scapy_values(cls, data)
+    if header in (iwarp_ddp.DDP_TAGGED, iwarp_ddp.DDP_UNTAGGED):     # scapy picks the DDP layer by this flag
+        values["tagged_flag"] = int(header is iwarp_ddp.DDP_TAGGED)
+    fields = {f.name: f for f in cls.fields_desc}
+    built = cls(**{n: fields[n].m2i(None, v) for n, v in values.items()})
+    raw = bytes(built)
+    assert raw[:header.size] == header.encode({f.name: v for f, v in zip(header.fields, values.values())})
+    again = cls(raw)
+    assert again.values() == tuple(values.values())
+    assert bytes(again) == raw
+
+
+@settings(max_examples=300, deadline=None)
+@given(size=st.sampled_from([16, 64, 80, 128]), noise=st.binary(min_size=128, max_size=128),
+       qid=st.none() | st.integers(0, 3), command=st.none() | st.binary(min_size=64, max_size=64))
+def test_any_capsule_dissects_and_rebuilds_the_same(size: int, noise: bytes, qid: int | None,
+                                                    command: bytes | None) -> None:
+    """Any bytes read as an NVMe/RDMA capsule (any opcode, SGL, descriptor list, range count) dissect with
+    the layers rdmaspy's plan names, and rebuild to the same bytes."""
+    payload = noise[:size]
+    got = rs.nvme_capsule(payload, qid, command)
+    assert bytes(got) == payload
+    plan = stacking.nvme_plan(payload, qid, command)
+    layer, at = got, 0
+    for hdr in plan:
+        assert isinstance(layer, rs.layer_of(hdr)) and layer.values() == hdr.decode(payload, at)
+        layer, at = layer.payload, at + hdr.size
 
 
 _MUTABLE = [bytes(f.data) for name in ("rxe-nfsv3-rdma.pcap", "siw-nfsv3-rdma.pcap", "rxe-pyverbs-rc-verbs.pcap")
