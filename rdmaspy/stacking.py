@@ -66,13 +66,20 @@ def byte_fields(header: Header) -> tuple[bool, ...]:
 def little_words(header: Header) -> list[tuple[int, list[int]]]:
     """A little-endian header's groups as (bytes, indices of its fields most significant first), a field
     read as bytes a group of its own with no indices: the order big-endian bit fields are written in over
-    the group's bytes reversed (scapy's low-endian bit fields, dpkt's ``<`` words)."""
+    the group's bytes reversed (scapy's low-endian bit fields). A group is the integer fields up to the next
+    whole byte, as ``Header`` groups them; its first field is its least significant."""
     out: list[tuple[int, list[int]]] = []
-    for group in header._groups:
-        if len(group.members) == 1 and group.members[0][1] == -1:
-            out.append((group.nbytes, []))
-        else:
-            out.append((group.nbytes, [idx for idx, _shift, _w in sorted(group.members, key=lambda m: -m[1])]))
+    pending: list[int] = []
+    bits = 0
+    for i, (field, as_bytes) in enumerate(zip(header.fields, byte_fields(header))):
+        if as_bytes and not pending:
+            out.append((field.bits // 8, []))
+            continue
+        pending.append(i)
+        bits += field.bits
+        if bits % 8 == 0:
+            out.append((bits // 8, pending[::-1]))
+            pending, bits = [], 0
     return out
 
 
