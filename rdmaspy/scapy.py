@@ -1,8 +1,9 @@
 """scapy layers generated from rdmaspy's own header declarations (``pip install 'rdmaspy[scapy]'``).
 
 Every ``Header`` a dissector declares (InfiniBand LRH, GRH, BTH and the extended headers, the MADs and the
-Communication Manager, the IP CM header, RFC 8797 private data, MPA, DDP and RDMAP) becomes a scapy
-``Packet`` class whose ``fields_desc`` is made from the declared names, widths and value names; the
+Communication Manager, the IP CM header, RFC 8797 private data, MPA, DDP and RDMAP, NVMe's capsules and the
+NVMe/RDMA CM records) becomes a scapy ``Packet`` class whose ``fields_desc`` is made from the declared
+names, widths and value names; the
 RPC-over-RDMA transport headers (v1 and v2), declared as ``Field``s over XDR, become classes whose chunk
 lists, error arms and properties are read and written by the dissectors' own XDR parsers and encoders.
 ``bind_layers`` joins them as rdmaspy's dissector tables do, so scapy builds and dissects RDMA traffic:

@@ -731,6 +731,33 @@ def test_the_three_write_byte_scripts_of_docs_dpkt_md_print_the_same_sums(captur
     assert outputs[0] and outputs[0].startswith("QP 0x") and outputs[0] == outputs[1] == outputs[2]
 
 
+def test_dpkt_builds_nvme_capsules_as_nvme_build_does_and_reads_them_on_a_bound_qp(nvme_qps: set[int]) -> None:
+    """An Identify and a Connect built with dpkt are nvme_build's SQEs, a completion its CQE; a SEND Only to
+    a QP bound for NVMe/RDMA unpacks to the same classes (the Connect's completion read for its command), and
+    to a QP not bound stays bytes."""
+    import nvme_build as nb
+    identify = rd.NVME_ADMIN_SQE(opc=0x06, psdt=1, cid=5, data=rd.NVME_SGL_KEYED(
+        sgl1_addr=0x1000, sgl1_len=4096, sgl1_key=0x1234, sgl_type=4, sgl_subtype=0xF,
+        data=rd.NVME_IDENTIFY(identify_dword10=1)))
+    assert bytes(identify) == nb.sqe(0x06, 5, sgl=nb.keyed_sgl(0x1000, 4096, 0x1234), dwords=(1,))
+    sgl = rd.NVME_SGL_KEYED(sgl1_addr=0x2000, sgl1_len=1024, sgl1_key=0x99, sgl_type=4, sgl_subtype=0xF,
+                            data=rd.NVME_CONNECT(qid=1, sqsize=31, kato=5000))
+    connect = rd.NVME_FABRICS_SQE(opc=0x7F, rsvd=0x40, cid=1, fctype=nvme.FCTYPE_CONNECT,
+                                  data=rd.NVME_CONNECT_HEAD(data=sgl))
+    assert bytes(connect) == nb.connect(1, 1, 31, nb.keyed_sgl(0x2000, 1024, 0x99), kato=5000)
+    done = rd.NVME_CQE(cid=5, sqid=0, sqhd=1, status=nb.status(0x02))
+    assert bytes(done) == nb.cqe(5, status=nb.status(0x02))
+    nvme_qps.add(nb.CTRL_QP)
+    for capsule, cls in ((identify, rd.NVME_ADMIN_SQE), (connect, rd.NVME_FABRICS_SQE)):
+        bth = rd.BTH(rd.BTH(opcode=nb.SEND_ONLY, destqp=nb.CTRL_QP, data=capsule).pack())
+        assert isinstance(bth.data, cls) and bytes(bth.data) == bytes(capsule)
+        other = rd.BTH(rd.BTH(opcode=nb.SEND_ONLY, destqp=nb.HOST_QP + 7, data=capsule).pack())
+        assert not isinstance(other.data, cls)
+    answer = rd.nvme_capsule(nb.cqe(1, dw0=0x0002), command=connect)
+    assert isinstance(answer, rd.NVME_CONNECT_CQE) and answer.cntrlid == 2 and isinstance(answer.data,
+                                                                                            rd.NVME_FABRICS_CQE_TAIL)
+
+
 NVME_CAPTURES = sorted(p.name for p in CAPTURES.glob("*nvme*.pcap.gz"))
 
 

@@ -1,13 +1,15 @@
 """dpkt packet classes generated from rdmaspy's own header declarations (``pip install 'rdmaspy[dpkt]'``).
 
 Every ``Header`` a dissector declares (InfiniBand LRH, GRH, BTH and the extended headers, the MADs and the
-Communication Manager, the IP CM header, RFC 8797 private data, MPA, DDP and RDMAP) becomes a ``dpkt.Packet``
+Communication Manager, the IP CM header, RFC 8797 private data, MPA, DDP and RDMAP, NVMe's command and
+response capsules and the NVMe/RDMA CM records, little-endian) becomes a ``dpkt.Packet``
 class whose ``__hdr__`` and ``__bit_fields__`` are made from the declared names and widths, with the value
 names in ``__pprint_funcs__``; the RPC-over-RDMA transport headers (v1 and v2), declared as ``Field``s over
 XDR, become classes whose chunk lists, error arms and properties are read and written by the dissectors' own
 XDR parsers and encoders. Unpacking follows what follows what as rdmaspy's dissector tables do (the BTH's
 opcode to its extended headers, as dpkt's IP follows its protocol field), and importing this module binds
-UDP port 4791, Ethernet type 0x8915 and TCP port 20049 in dpkt's own tables:
+UDP port 4791, Ethernet type 0x8915 and TCP ports 20049 and 4420 (NVMe/RDMA) in dpkt's own tables; what one
+packet's bytes do not say of NVMe/RDMA is told (``bind_nvme_rdma``, ``nvme_capsule``, ``nvme_rdma_cm``):
 
     import dpkt, rdmaspy.dpkt
     for ts, buf in dpkt.pcap.Reader(open("captures/rxe-nfsv3-rdma.pcap", "rb")):
@@ -124,8 +126,6 @@ def unbound() -> Iterator[None]:
 
 
 __all__ = ["LAYERS", "LAYER_OF", "UDP_PORTS", "IWARP_PORTS", "NVME_RDMA_PORTS", "NVME_RDMA_QPS", "NVME_RDMA_QIDS",
-           "UDP", "TCP",
-           "bind_iwarp", "bind_nvme_rdma", "nvme_capsule", "carry_capsule", "nvme_rdma_cm", "nvme_record", "reading_nvme_rdma",
-           "chain", "unbound", "fpdus",
-           "layer_of", "class_of", "carry", "field_name", "make_class", "DeclaredPacket", "RPCRDMA", "RPCRDMA2",
+           "UDP", "TCP", "bind_iwarp", "bind_nvme_rdma", "nvme_capsule", "carry_capsule", "nvme_rdma_cm", "nvme_record",
+           "reading_nvme_rdma", "chain", "unbound", "fpdus", "layer_of", "class_of", "carry", "field_name", "make_class", "DeclaredPacket", "RPCRDMA", "RPCRDMA2",
            "PerfReserved", "PrivateDataPrefix", *LAYERS]
