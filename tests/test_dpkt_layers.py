@@ -758,6 +758,50 @@ def test_dpkt_builds_nvme_capsules_as_nvme_build_does_and_reads_them_on_a_bound_
                                                                                             rd.NVME_FABRICS_CQE_TAIL)
 
 
+_NVME_DECLARED = frozenset(id(h) for name, h in stacking.class_names() if name.startswith("NVME_"))
+_OPCODES = sorted({*nvme.N.ADMIN_OPCODES, *nvme.N.IO_OPCODES})
+
+
+@settings(max_examples=150, deadline=None,      # the QPs the fixture restores are the same in every example
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(qid=st.sampled_from([0, 1]), opcode=st.sampled_from(_OPCODES), fctype=st.sampled_from([0, 1, 4, 5, 6, 8, 9]),
+       body=st.binary(min_size=63, max_size=63), icd=st.binary(max_size=96), dw0=st.integers(0, 2**32 - 1),
+       sgl=st.sampled_from([None, (0x0, 0x1), (0x3, 0x1), (0x4, 0xF)]))
+def test_dpkt_reads_any_command_and_its_completion_as_rdmaspy_decodes_them(
+        nvme_qps: set[int], qid: int, opcode: int, fctype: int, body: bytes, icd: bytes, dw0: int,
+        sgl: tuple[int, int] | None) -> None:
+    """A command of any opcode (or Fabrics type) with any dwords, SGL1 and in-capsule data, sent on an
+    NVMe/RDMA connection's admin or I/O queue, and a completion with its CID: the NVMe classes dpkt reads on
+    the QPs bound with the queue (the completion read for its command) are the headers rdmaspy decodes, at
+    the same offsets, with the same values."""
+    import nvme_build as nb
+    capsule = bytearray(bytes([opcode]) + body[:3] + (bytes([fctype]) if opcode == 0x7F else body[3:4]) + body[4:])
+    if sgl is not None:
+        capsule[nvme.SGL_AT:nvme.SGL_AT + 16] = nb.offset_sgl(0, len(icd), sgl[0]) if sgl[1] == 1 else \
+            nb.keyed_sgl(0x1000, 512, 0x77)
+    capsule = bytes(capsule) + icd
+    assert len(capsule) == nvme.SQE_SIZE + len(icd)
+    talk = nb.Conversation(Engine())
+    talk.setup(qid=qid)
+    rd.bind_nvme_rdma(qp=nb.CTRL_QP, qid=qid)
+    nvme_qps.update({nb.CTRL_QP, nb.HOST_QP})
+    try:
+        sent = talk.host_send(capsule)
+        done = talk.ctrl_send(nb.cqe(int.from_bytes(capsule[2:4], "little"), sqid=qid, dw0=dw0))
+    finally:
+        rd.NVME_RDMA_QIDS.pop(nb.CTRL_QP, None)
+    compared = 0
+    for pkt in [*sent, done]:
+        ours = {k: v for k, v in rdmaspy_layers(pkt).items() if k[1] in _NVME_DECLARED}
+        theirs = {k: v for k, v in dpkt_layers(dpkt.ethernet.Ethernet(pkt.frame.data), _nvme_context(pkt)).items()
+                  if k[1] in _NVME_DECLARED}
+        assert ours.keys() == theirs.keys()
+        for key, lay in theirs.items():
+            assert lay.values() == tuple(ours[key].values), type(lay).__name__
+            compared += 1
+    assert compared >= 4        # the SQE's head, SGL1 or a Fabrics part, ...; the completion
+
+
 NVME_CAPTURES = sorted(p.name for p in CAPTURES.glob("*nvme*.pcap.gz"))
 
 
