@@ -17,13 +17,20 @@ rdmaspy is measured as ``pip install .`` installs it: the per-packet path compil
 (built from the working tree into benchmarks/out/compiled by scripts/compiled_tree.py).
 ``--build pure`` measures the Python source instead, ``--build installed`` the rdmaspy on PATH.
 
+``--kinds`` makes the per-kind table instead: every capture shipped in captures/ (and each capture
+given with ``--lab``, of a kind not shipped yet) cycled alone to 20,000 frames (``--kind-frames``), its
+summary, JSON and ``-V`` against tshark's, the two run by turns (tshark, rdmaspy, tshark, rdmaspy: the
+best of ``--repeat``, 2 by default), and the weakest kind of each command: the figure the README quotes.
+
     python3 benchmarks/decode_bench.py [--workloads real,synthetic] [--sizes 100000,1000000]
                                        [--repeat 1] [--skip-slow-above N] [--build compiled|pure|installed]
                                        [--commands=summary,JSON,-V,stats,expert,flows]
+    python3 benchmarks/decode_bench.py --kinds [--lab FILE|DIR,...] [--only NAME,...] [--kind-frames 20000]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import shutil
 import subprocess
@@ -36,7 +43,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import real_mix  # noqa: E402
 import traffic  # noqa: E402
-from measure import Run, best_of  # noqa: E402
+from measure import Run, best_of, run  # noqa: E402
 
 WORKLOADS = {
     "real": ("real_mix_{size}.pcapng", lambda path, size: real_mix.build(Path(path), size)),
@@ -96,11 +103,11 @@ def row(r: Run) -> str:
 
 # (label, rdmaspy arguments ({file}: the capture), tshark arguments or None, target ratio rdmaspy/tshark, slow)
 COMMANDS: list[tuple[str, list[str], list[str] | None, float | None, bool]] = [
-    ("summary", ["decode", "{file}"], [], 2.0, False),
-    ("JSON", ["decode", "-T", "json", "{file}"], ["-T", "ek"], 4.0, True),
-    ("-V", ["decode", "-V", "{file}"], ["-V"], 1.0, True),
-    ("stats", ["stats", "{file}"], ["-q", "-z", "conv,udp"], 1.0, False),
-    ("expert", ["expert", "{file}"], ["-q", "-z", "expert"], None, False),
+    ("summary", ["decode", "{file}"], [], 3.0, False),
+    ("JSON", ["decode", "-T", "json", "{file}"], ["-T", "ek"], 6.0, True),
+    ("-V", ["decode", "-V", "{file}"], ["-V"], 1.5, True),
+    ("stats", ["stats", "{file}"], ["-q", "-z", "conv,udp"], 2.0, False),
+    ("expert", ["expert", "{file}"], ["-q", "-z", "expert"], 2.0, False),
     ("flows", ["flows", "{file}", "-o", os.devnull], None, None, False),
 ]
 
@@ -145,18 +152,121 @@ def table(results: dict[tuple[str, int], list]) -> str:
     return "\n".join(lines)
 
 
+# -- the per-kind table ---------------------------------------------------------------------------
+KIND_FRAMES = 20_000
+# (label, rdmaspy arguments, tshark arguments, target ratio): what every kind of traffic must reach
+KIND_COMMANDS: list[tuple[str, list[str], list[str], float]] = [
+    ("summary", ["decode", "{file}"], [], 2.0),
+    ("JSON", ["decode", "-T", "json", "{file}"], ["-T", "ek"], 4.0),
+    ("-V", ["decode", "-V", "{file}"], ["-V"], 1.2),
+]
+CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".erf")
+
+
+def kind_captures(lab: list[str]) -> list[Path]:
+    """Every capture shipped in captures/, then those named by ``lab`` (files, or directories of them)."""
+    found = sorted(p for p in (HERE.parent / "captures").iterdir() if p.suffix in CAPTURE_SUFFIXES)
+    for item in lab:
+        p = Path(item)
+        found += sorted(q for q in p.iterdir() if q.suffix in CAPTURE_SUFFIXES) if p.is_dir() else [p]
+    return found
+
+
+def cycled_kind(capture: Path, frames: int, out: Path) -> Path:
+    """``capture`` alone, cycled to ``frames`` frames (built once; named by its content)."""
+    digest = hashlib.sha256(capture.read_bytes()).hexdigest()[:12]
+    path = out / "kinds" / f"{capture.stem}-{digest}-{frames}.pcapng"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        real_mix.build(tmp, frames, [capture])
+        tmp.rename(path)
+    return path
+
+
+def by_turns(repeat: int, label: str, ours: list[str], theirs: list[str], frames: int) -> tuple[Run, Run]:
+    """rdmaspy and tshark run by turns, ``repeat`` times each: the fastest run of each."""
+    mine: list[Run] = []
+    tsharks: list[Run] = []
+    for _ in range(repeat):
+        tsharks.append(run(f"tshark {' '.join(theirs[4:]) or '-r'}", theirs, frames))
+        mine.append(run(f"rdmaspy {label}", ours, frames))
+    return min(mine, key=lambda r: r.wall), min(tsharks, key=lambda r: r.wall)
+
+
+KindRow = tuple[str, int, dict[str, tuple[Run, Run]]]     # capture, its own frames, label -> (ours, tshark's)
+
+
+def measure_kinds(captures: list[Path], frames: int, repeat: int, out: Path,
+                  only: set[str] | None) -> list[KindRow]:
+    rows: list[KindRow] = []
+    for capture in captures:
+        own = sum(1 for _ in _frames_of(capture))
+        path = str(cycled_kind(capture, frames, out))
+        print(f"\n{capture.name}: {own:,} frames, cycled to {frames:,}", flush=True)
+        results: dict[str, tuple[Run, Run]] = {}
+        for label, ours, theirs, target in KIND_COMMANDS:
+            if only is not None and label not in only:
+                continue
+            argv = [path if a == "{file}" else a for a in ours]
+            mine, tshark = by_turns(repeat, label, rdmaspy_cmd(*argv), ["tshark", "-n", "-r", path, *theirs], frames)
+            results[label] = (mine, tshark)
+            print(f"  {label:<8} rdmaspy {mine.pps:>10,.0f} pkt/s  tshark {tshark.pps:>10,.0f} pkt/s  "
+                  f"{mine.pps / tshark.pps:5.2f}x (target >= {target:.1f})", flush=True)
+        rows.append((capture.name, own, results))
+    return rows
+
+
+def _frames_of(capture: Path):
+    from rdmaspy.readers import open_capture
+    with open_capture(str(capture)) as cap:
+        yield from cap
+
+
+def kinds_table(rows: list[KindRow]) -> str:
+    """The per-kind figures as a Markdown table, then the weakest kind of each command."""
+    labels = [c[0] for c in KIND_COMMANDS if any(c[0] in r[2] for r in rows)]
+    head = " | ".join(f"{label} (rdmaspy / tshark pkt/s)" for label in labels)
+    lines = [f"| capture | frames | {head} |", "|---|---:|" + "---|" * len(labels)]
+    for name, own, results in rows:
+        cells = []
+        for label in labels:
+            if label not in results:
+                cells.append("")
+                continue
+            mine, tshark = results[label]
+            cells.append(f"{mine.pps / tshark.pps:.2f}x ({mine.pps:,.0f} / {tshark.pps:,.0f})")
+        lines.append(f"| `{name}` | {own:,} | " + " | ".join(cells) + " |")
+    targets = {c[0]: c[3] for c in KIND_COMMANDS}
+    lines.append("")
+    for label in labels:
+        ratios = [(r[2][label][0].pps / r[2][label][1].pps, r[0]) for r in rows if label in r[2]]
+        worst, name = min(ratios)
+        met = sum(1 for x, _ in ratios if x >= targets[label])
+        lines.append(f"- weakest {label}: {worst:.2f}x (`{name}`); target >= {targets[label]:.1f}x, "
+                     f"met by {met} of {len(ratios)} kinds")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", default="real,synthetic", help="real, synthetic or both (comma-separated)")
     ap.add_argument("--sizes", default="100000,1000000")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="runs of each command (tshark's JSON and -V: one); the fastest is reported")
+    ap.add_argument("--repeat", type=int,
+                    help="runs of each command (tshark's JSON and -V: one; with --kinds, every command: "
+                         "default 2, else 1); the fastest is reported")
     ap.add_argument("--skip-slow-above", type=int, default=10**9,
                     help="skip the JSON and -V comparisons for captures larger than this (tshark takes minutes)")
     ap.add_argument("--commands", help="only these, comma-separated (--commands=-V,stats): " + ", ".join(c[0] for c in COMMANDS))
     ap.add_argument("--out", default=str(HERE / "out"))
     ap.add_argument("--build", choices=("compiled", "pure", "installed"), default="compiled",
                     help="which rdmaspy to measure (default: compiled, as pip install . builds it)")
+    ap.add_argument("--kinds", action="store_true",
+                    help="the per-kind table: each capture cycled alone to --kind-frames, against tshark")
+    ap.add_argument("--kind-frames", type=int, default=KIND_FRAMES)
+    ap.add_argument("--lab", default="", help="with --kinds: captures (files or directories, comma-separated) "
+                                              "of kinds not shipped yet")
+    ap.add_argument("--only", help="with --kinds: only the captures whose name holds one of these (comma-separated)")
     args = ap.parse_args()
     if not shutil.which("tshark"):
         print("tshark is needed: apt-get install -y tshark", file=sys.stderr)
@@ -167,6 +277,8 @@ def main() -> int:
         print(f"unknown workload {unknown[0]!r} (real, synthetic)", file=sys.stderr)
         return 1
     only = None if args.commands is None else set(args.commands.split(","))
+    if args.kinds:
+        return main_kinds(args, only)
     if only is not None and not only <= {c[0] for c in COMMANDS}:
         print(f"unknown command {sorted(only - {c[0] for c in COMMANDS})[0]!r} "
               f"({', '.join(c[0] for c in COMMANDS)})", file=sys.stderr)
@@ -182,7 +294,7 @@ def main() -> int:
         for size in sizes:
             path = str(capture_for(workload, size, out))
             print(f"\n{workload}: {size:,} frames ({os.path.getsize(path) / 2**20:.0f} MiB)", flush=True)
-            results[(workload, size)] = measure(path, size, args.repeat, size > args.skip_slow_above, only)
+            results[(workload, size)] = measure(path, size, args.repeat or 1, size > args.skip_slow_above, only)
     if len(sizes) > 1:
         for workload in workloads:
             small, large = results[(workload, sizes[0])], results[(workload, sizes[-1])]
@@ -197,6 +309,29 @@ def main() -> int:
                 if theirs is not None and theirs_l is not None:
                     print(f"  tshark  {label:<10} {theirs.maxrss_mb:8.1f} -> {theirs_l.maxrss_mb:8.1f} MiB")
     print("\n" + table(results))
+    return 0
+
+
+def main_kinds(args: argparse.Namespace, only: set[str] | None) -> int:
+    if only is not None and not only <= {c[0] for c in KIND_COMMANDS}:
+        print(f"unknown command {sorted(only - {c[0] for c in KIND_COMMANDS})[0]!r} "
+              f"({', '.join(c[0] for c in KIND_COMMANDS)})", file=sys.stderr)
+        return 1
+    captures = kind_captures([x for x in args.lab.split(",") if x])
+    if args.only:
+        names = args.only.split(",")
+        captures = [c for c in captures if any(n in c.name for n in names)]
+    missing = [c for c in captures if not c.exists()]
+    if missing or not captures:
+        print(f"no such capture: {missing[0]}" if missing else "no capture matches --only", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tshark_version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    print("rdmaspy:", use_build(args.build, out), flush=True)
+    print("tshark:", tshark_version, flush=True)
+    rows = measure_kinds(captures, args.kind_frames, args.repeat or 2, out, only)
+    print("\n" + kinds_table(rows))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The real-traffic workload: the SoftRoCE and soft-iWARP captures shipped in captures/, cycled.
+"""The real-traffic workload: the SoftRoCE and soft-iWARP captures shipped in captures/, cycled (or any
+captures given, each alone for the per-kind table of decode_bench.py).
 
 Each copy of each capture is shifted in time to start just after the previous one ends, so the
 timestamps rise as in one long capture; link types keep their own pcapng interface.
@@ -27,9 +28,9 @@ def _records(path: Path) -> list[Record]:
         return [(f.linktype, f.ts, f.data, f.wirelen) for f in cap]
 
 
-def build(out: Path, frames: int) -> Path:
-    """Write ``frames`` frames of the real captures, cycled, to ``out`` (pcapng)."""
-    sources = [r for r in (_records(p) for p in real_captures()) if r]
+def build(out: Path, frames: int, captures: list[Path] | None = None) -> Path:
+    """Write ``frames`` frames of ``captures`` (default: the real captures), cycled, to ``out`` (pcapng)."""
+    sources = [r for r in (_records(p) for p in (real_captures() if captures is None else captures)) if r]
     written = 0
     shift = sources[0][0][1]                          # the first capture's own start
     with PcapngWriter(str(out)) as writer:
