@@ -183,10 +183,12 @@ class Pipeline:
             _collect_as_before(thresholds)
         self.finish()
 
-    def run(self) -> None:
+    def run(self, hook: Callable[[int], int] | None = None, at: int = -1) -> None:
         """Pull every frame from the source through the sinks, then finish: the loop of ``packets``
         without its generator (compiled, a generator's step costs its resumption and its locals kept
-        in an object, a frame at a time)."""
+        in an object, a frame at a time).  ``hook(n)``, if given, is called once ``at`` frames are fed,
+        and again once as many as it returns (a long pass's checkpoints and progress); an exception it
+        raises ends the run without finishing."""
         source = self._pulled_source()
         thresholds = _collect_rarely()
         try:
@@ -197,6 +199,8 @@ class Pipeline:
                 if left == 0:
                     gc.collect()
                     left = FULL_COLLECT_EVERY
+                if self.frames == at and hook is not None:
+                    at = hook(at)
                 if self.done:
                     break
         finally:

@@ -31,6 +31,24 @@ def test_a_spooled_array_reads_back_what_was_appended(values, block):
         d.remove()
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.binary(max_size=40), max_size=30), st.integers(1, 17))
+def test_a_spooled_array_extended_by_blocks_reads_back_every_byte(blocks, block):
+    d = SpoolDir()
+    try:
+        arr = SpooledArray(d, "B", block=block, cached=2)
+        have = b""
+        for data in blocks:
+            arr.extend_bytes(data)
+            have += data
+            assert len(arr) == len(have)
+            assert bytes(arr[i] for i in range(len(have))) == have
+        assert bytes(arr) == have
+        arr.close()
+    finally:
+        d.remove()
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.one_of(st.binary(max_size=9000), st.lists(st.integers(), max_size=50)), max_size=40),
        st.lists(st.booleans(), min_size=40, max_size=40))

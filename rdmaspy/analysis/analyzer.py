@@ -105,6 +105,25 @@ class Analyzer:
         self.packets = 0
         self.engine: Engine | None = None   # the Engine whose packets it sees, for commands that need its tables
 
+    def show_fields(self) -> None:
+        """Add the analysis fields to the packets from now on: an analyzer made without them
+        (``packet_fields=False``) whose state a pipeline that shows packets takes on (the TUI's detail
+        from a checkpoint of its pass).  The modules that only add fields keep no state: they are made
+        now, in their place; the others hold the same state either way and are told."""
+        if self.packet_fields:
+            return
+        self.packet_fields = True
+        modules: dict[str, AnalysisModule] = {}
+        for name, factory in MODULES:
+            module = self.modules.get(name)
+            if module is None:
+                module = factory(self)
+            elif hasattr(module, "packet_fields"):
+                setattr(module, "packet_fields", True)
+            modules[name] = module
+        self.modules = modules
+        self._feeders = [(name, m if isinstance(m, Module) else _Foreign(m)) for name, m in modules.items()]
+
     def feed(self, pkt: Packet) -> None:
         self.packets += 1
         if self.strict:

@@ -7,7 +7,8 @@ pipeline's first frame (``attach``).  Compiled with the dissectors (setup.py).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+import time
+from typing import TYPE_CHECKING, Callable, Final
 
 from ..analysis.rules import Finding
 from ..packet import Packet
@@ -142,3 +143,132 @@ class TextSink(TimedSink):
                 text(hexpaint(line))
         if self.verbose or self.hexdump:
             text("")
+
+
+# A packet list's colour byte: bits 0-5 the protocol's number (in the order the protocols first came),
+# bits 6-7 the severity of what the packet says (malformed, an error or a warning of the expert).
+SEVERITY_NONE: Final = 0
+SEVERITY_WARNING: Final = 1
+SEVERITY_ERROR: Final = 2
+MAX_PROTOCOLS: Final = 63          # protocol numbers past this share the last one (drawn uncoloured)
+
+
+def packet_severity(pkt: Packet) -> int:
+    """The severity of a packet's colour (``packet_style``'s red and yellow)."""
+    style = packet_style(pkt)
+    if style is None:
+        return SEVERITY_NONE
+    return SEVERITY_ERROR if style == "red" else SEVERITY_WARNING
+
+
+# What a RowSink hands out: the block's lines, the end offset of each in the text of every line so far,
+# and their colour bytes.
+RowBlock = Callable[[list[bytes], list[int], bytes], None]
+
+
+class RowSink(PacketSink):
+    """The rows of a packet list: each packet's summary line (``decode``'s, without its newline), where it
+    ends in the text of all the lines before it, and its colour byte, handed to ``emit`` a block at a time:
+    every ``rows`` lines, or every ``seconds`` while they come slower, and at ``flush`` and ``finish``.
+    ``protocols`` names the protocol numbers of the colour bytes."""
+
+    __slots__ = ("emit", "rows", "seconds", "protocols", "_ids", "_pipe", "_lines", "_ends", "_codes",
+                 "_written", "_last")
+
+    def __init__(self, emit: RowBlock, rows: int = 4096, seconds: float = 0.1) -> None:
+        self.emit = emit
+        self.rows = rows
+        self.seconds = seconds
+        self.protocols: list[str] = []
+        self._ids: dict[str, int] = {}
+        self._pipe: Pipeline | None = None
+        self._lines: list[bytes] = []
+        self._ends: list[int] = []
+        self._codes: list[int] = []
+        self._written = 0
+        self._last = time.monotonic()
+
+    def attach(self, pipe: Pipeline) -> None:
+        self._pipe = pipe
+
+    def packet(self, pkt: Packet) -> None:
+        pipe = self._pipe
+        line = summary_bytes(pkt, pipe.t0 if pipe is not None else 0)
+        self._written += len(line)
+        self._lines.append(line)
+        self._ends.append(self._written)
+        self._codes.append(self._protocol_id(pkt.proto) | (packet_severity(pkt) << 6))
+        n = len(self._lines)
+        if n >= self.rows or (n & 63 == 0 and time.monotonic() - self._last >= self.seconds):
+            self.publish()
+
+    def _protocol_id(self, proto: str) -> int:
+        pid = self._ids.get(proto)
+        if pid is None:
+            if len(self.protocols) >= MAX_PROTOCOLS:
+                return MAX_PROTOCOLS
+            pid = self._ids[proto] = len(self.protocols)
+            self.protocols.append(proto)
+        return pid
+
+    def publish(self) -> None:
+        """Hand out the rows made since the last block."""
+        self._last = time.monotonic()
+        if not self._lines:
+            return
+        lines, ends, codes = self._lines, self._ends, bytes(self._codes)
+        self._lines, self._ends, self._codes = [], [], []
+        self.emit(lines, ends, codes)
+
+    def flush(self) -> None:
+        self.publish()
+
+    def finish(self) -> None:
+        self.publish()
+
+
+class SeveritySink(PacketSink):
+    """Each packet's colour severity (``packet_severity``), a byte a packet, handed to ``emit`` a block at
+    a time: every ``rows`` packets, or every ``seconds`` while they come slower, and at ``flush`` and
+    ``finish``.  A packet whose dissectors put items in its expert list (the analysis' findings apart)
+    goes to ``items`` as it comes."""
+
+    __slots__ = ("emit", "items", "rows", "seconds", "_pending", "_last")
+
+    def __init__(self, emit: Callable[[bytes], None], items: Callable[[Packet], None], rows: int = 4096,
+                 seconds: float = 0.1) -> None:
+        self.emit = emit
+        self.items = items
+        self.rows = rows
+        self.seconds = seconds
+        self._pending = bytearray()
+        self._last = time.monotonic()
+
+    def packet(self, pkt: Packet) -> None:
+        expert = pkt.expert
+        pending = self._pending
+        if expert or pkt.malformed:
+            pending.append(packet_severity(pkt))
+            if expert:
+                for e in expert:
+                    if not isinstance(e, Finding):
+                        self.items(pkt)
+                        break
+        else:
+            pending.append(SEVERITY_NONE)
+        n = len(pending)
+        if n >= self.rows or (n & 63 == 0 and time.monotonic() - self._last >= self.seconds):
+            self.publish()
+
+    def publish(self) -> None:
+        self._last = time.monotonic()
+        if self._pending:
+            block = bytes(self._pending)
+            self._pending = bytearray()
+            self.emit(block)
+
+    def flush(self) -> None:
+        self.publish()
+
+    def finish(self) -> None:
+        self.publish()

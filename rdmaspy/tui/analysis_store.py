@@ -8,13 +8,14 @@ memory, the rest on disk), so that memory does not grow with the capture:
 
 - transactions: the offset of each, its connection and latency; a row is unpickled when drawn (a
   few hundred are cached).  Segments are rows of their transaction (its number and the place).
-- findings (the analysis' and the dissectors'): the offset, frame and group of each, in the order
-  they were reported; a group is a severity, rule and connection, and the expert view's counts
+- findings (the analysis' and the dissectors'): the offset and group of each, in the order they
+  were reported (pickled by blocks, as transactions are: a block's offset and a place in it); a group is a severity, rule and connection, and the expert view's counts
   are the groups' sizes, kept in memory.  Credit findings are indexed a second time, for the
   credits view.
 - credit samples: the offsets of the pieces of each series, and per series its count, time span,
   range of grants and peak outstanding; the chart reads its series back when shown.
-- connections and the per-connection summaries, which are few, as objects.
+- connections and the per-connection summaries, which are few, as objects;
+- the colour severity of every frame (a byte each), which the packet list's rows take on (index.py).
 
 PSN events are not kept: the analysis also reports each as a finding, which the expert view shows.
 Written by the background pass's thread, read by the UI's: an index entry is appended only after
@@ -23,6 +24,7 @@ its record is in the spool, and the UI reads the arrays' lengths before their it
 from __future__ import annotations
 
 import threading
+import time
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -30,12 +32,18 @@ from typing import Callable, Generic, Iterator, NamedTuple, TypeVar
 
 from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, RpcRdmaSummary, Segment,
                               Transaction)
+from ..output.sinks import SeveritySink
 from ..packet import Packet
 from .spool import RecordSpool, SpooledArray, SpoolDir
 
 NO_LATENCY = -(1 << 63)         # a transaction without a reply
 NO_CONNECTION = -1
 _CACHED = 512                   # unpickled transactions kept for the rows on screen
+_ENTRY_BLOCK = 256              # findings pickled together (one pickle each costs some twice the time)
+_PLACE_BITS = 12                # a finding's offset: its block's spool offset << 12 | its place in it
+_PLACE_MASK = (1 << _PLACE_BITS) - 1
+_BLOCKS_CACHED = 8              # blocks of findings read back, kept for the rows on screen
+_PENDING_SECONDS = 0.25         # findings and transactions wait at most this long to be counted
 T = TypeVar("T")
 
 
@@ -85,6 +93,7 @@ class AnalysisStore:
     """The analysis views' model: a pipeline sink (``on_record``, ``on_finding``, ``packet``)."""
 
     wants_psn_events = False    # the views show transactions, credits, connections, findings
+    reads_packets = False       # its per-packet part is ``sink()``, compiled
 
     def __init__(self, directory: SpoolDir) -> None:
         self.spool = RecordSpool(directory, "rdmaspy-records-")
@@ -93,16 +102,20 @@ class AnalysisStore:
         self.transactions = TransactionIndex(self.spool, directory)
         self.findings: dict[tuple[str, str, int], FindingGroup] = {}
         self.finding_offsets = SpooledArray(directory, "Q")     # finding i: where it is on the spool,
-        self.finding_frames = SpooledArray(directory, "I")      # its first frame,
-        self.finding_groups = SpooledArray(directory, "I")      # its group's number
+        self.finding_groups = SpooledArray(directory, "I")      # and its group's number
         self.credit_offsets = SpooledArray(directory, "Q")      # the credit findings again: where,
         self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
+        self._entries: list[tuple[tuple[str, str, str, int, int | None, str, int], FindingGroup, int]] = []
+        self._entries_at = time.monotonic()
+        self._blocks: OrderedDict[int, list[tuple[object, ...]]] = OrderedDict()   # entry blocks read back
+        self._blocks_lock = threading.Lock()
         self.credits: dict[tuple[int, CallDirection], CreditTrack] = {}
         # --host-trace: per connection, the credits the client took from the replies (xprtrdma_reply): low, high,
         # and the calls that waited for the client's congestion window
         self.host_credits: dict[int, tuple[int, int]] = {}
         self.credit_waits: dict[int, int] = {}
+        self.severities = SpooledArray(directory, "B", 65536)   # each frame's colour severity (sink())
         self._lock = threading.Lock()      # the dicts grow on the writer thread; views copy them under it
 
     # -- the sink (the background pass's thread) ----------------------------------------------------
@@ -125,10 +138,16 @@ class AnalysisStore:
                 self.rpcrdma[rec.conn] = rec
 
     def on_finding(self, f: Finding) -> None:
-        self._entry(Entry(f.severity, f.rule_def.id, f.group, f.frames[0] if f.frames else 0, f.conn, f.text, f.ts))
+        frames = f.frames
+        self._entry(f.severity, f.rule_def.id, f.group, frames[0] if frames else 0, f.conn, f.text, f.ts)
 
-    def packet(self, pkt: Packet) -> None:
-        """The dissectors' expert items of a packet (the analysis' come through ``on_finding``)."""
+    def sink(self) -> SeveritySink:
+        """The pipeline's per-packet sink of the store: each packet's colour severity into ``severities``
+        (the packet list's rows come from a pass without the analysis, whose findings colour them), and
+        the dissectors' expert items (the analysis' come through ``on_finding``)."""
+        return SeveritySink(self.severities.extend_bytes, self.dissector_items)
+
+    def dissector_items(self, pkt: Packet) -> None:
         items = pkt.expert
         if not items:
             return
@@ -137,27 +156,47 @@ class AnalysisStore:
             if isinstance(item, Finding):
                 continue
             rule = item.rule or item.source or item.group
-            self._entry(Entry(item.severity, rule, item.group, pkt.frame.num, conn, item.text, pkt.frame.ts))
+            self._entry(item.severity, rule, item.group, pkt.frame.num, conn, item.text, pkt.frame.ts)
 
-    def finish(self) -> None:
+    def flush(self) -> None:
+        """The pipeline waits for input (live mode): what is pending becomes readable."""
+        self.transactions.flush()
+        self._flush_entries()
         self.spool.flush()
 
-    def _entry(self, e: Entry) -> None:
-        conn = NO_CONNECTION if e.conn is None else e.conn
-        key = (e.severity, e.rule, conn)
+    def finish(self) -> None:
+        self.flush()
+
+    def _entry(self, severity: str, rule: str, group_name: str, frame: int, conn: int | None, text: str,
+               ts: int) -> None:
+        conn_key = NO_CONNECTION if conn is None else conn
+        key = (severity, rule, conn_key)
         group = self.findings.get(key)
         if group is None:
             with self._lock:
-                group = self.findings[key] = FindingGroup(e.severity, e.rule, e.conn, e.group, len(self.findings))
-        offset = self.spool.add(e)
-        if e.group == "credits":
-            self.credit_offsets.append(offset)
-            self.credit_conns.append(conn)
-        self.finding_frames.append(e.frame)
-        self.finding_groups.append(group.number)
-        self.finding_offsets.append(offset)
-        group.count += 1
-        self.finding_count += 1
+                group = self.findings[key] = FindingGroup(severity, rule, conn, group_name, len(self.findings))
+        # an Entry's fields as a tuple (pickled in C, where the dataclass goes through its __getstate__), a
+        # block of them at a time
+        self._entries.append(((severity, rule, group_name, frame, conn, text, ts), group, conn_key))
+        if len(self._entries) >= _ENTRY_BLOCK or time.monotonic() - self._entries_at >= _PENDING_SECONDS:
+            self._flush_entries()
+
+    def _flush_entries(self) -> None:
+        """Put the findings still pending on the spool and count them."""
+        self._entries_at = time.monotonic()
+        pending = self._entries
+        if not pending:
+            return
+        self._entries = []
+        offset = self.spool.add([e for e, _g, _c in pending]) << _PLACE_BITS
+        for place, (e, group, conn_key) in enumerate(pending):
+            if e[2] == "credits":
+                self.credit_offsets.append(offset | place)
+                self.credit_conns.append(conn_key)
+            self.finding_groups.append(group.number)
+            self.finding_offsets.append(offset | place)
+            group.count += 1
+            self.finding_count += 1
 
     def _credits(self, rec: CreditSeries) -> None:
         samples = rec.samples
@@ -219,9 +258,21 @@ class AnalysisStore:
             return list(self.credits.items())
 
     def entry(self, offset: int) -> Entry:
-        e = self.spool.get(offset)
-        assert isinstance(e, Entry)
-        return e
+        """The finding at ``offset`` (as ``finding_offsets`` and ``credit_findings`` give it)."""
+        at = offset >> _PLACE_BITS
+        with self._blocks_lock:
+            block = self._blocks.get(at)
+            if block is not None:
+                self._blocks.move_to_end(at)
+        if block is None:
+            read = self.spool.get(at)
+            assert isinstance(read, list)
+            block = read
+            with self._blocks_lock:
+                self._blocks[at] = block
+                while len(self._blocks) > _BLOCKS_CACHED:
+                    self._blocks.popitem(last=False)
+        return Entry(*block[offset & _PLACE_MASK])
 
     def samples(self, track: CreditTrack) -> Iterator[Point]:
         """The samples of a credit series, in time order, read back from the spool."""
@@ -234,22 +285,30 @@ class AnalysisStore:
     def close(self) -> None:
         self.spool.close()
         self.transactions.close()
-        for a in (self.finding_offsets, self.finding_frames, self.finding_groups, self.credit_offsets,
-                  self.credit_conns):
+        for a in (self.finding_offsets, self.finding_groups, self.credit_offsets,
+                  self.credit_conns, self.severities):
             a.close()
 
 
 class TransactionIndex:
-    """Every transaction, in the order the analysis closed them: on the spool, indexed in memory."""
+    """Every transaction, in the order the analysis closed them: on the spool, indexed in memory.
+
+    They are pickled a block at a time (``BLOCK`` of them, or fewer at ``flush``): one pickle keeps the
+    names, classes and enumerations a block's transactions share once, some half the time and bytes of
+    one pickle each.  A transaction is counted (readable) once its block is on the spool."""
+
+    BLOCK = 32
 
     def __init__(self, spool: RecordSpool, directory: SpoolDir) -> None:
         self.spool = spool
-        self.offsets = SpooledArray(directory, "Q")
+        self.offsets = SpooledArray(directory, "Q")      # transaction i: its block's offset << 6 | its place
         self.conns = SpooledArray(directory, "i")
         self.latencies = SpooledArray(directory, "q")
         self.seg_txn = SpooledArray(directory, "I")      # segment i: its transaction's number ...
         self.seg_pos = SpooledArray(directory, "I")      # ... and its place among the transaction's segments
         self.seg_states: dict[int, dict[str, int]] = {}   # connection -> segment state -> count
+        self._pending: list[Transaction] = []
+        self._pending_at = time.monotonic()
         self._cache: OrderedDict[int, Transaction] = OrderedDict()
         self._cache_lock = threading.Lock()
 
@@ -261,19 +320,32 @@ class TransactionIndex:
         return len(self.seg_txn)
 
     def add(self, t: Transaction) -> None:
-        n = len(self.offsets)
-        offset = self.spool.add(t)
-        for pos, s in enumerate(t.segments):
+        self._pending.append(t)
+        if len(self._pending) >= self.BLOCK or time.monotonic() - self._pending_at >= _PENDING_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Put the transactions still pending on the spool and count them."""
+        self._pending_at = time.monotonic()
+        block = self._pending
+        if not block:
+            return
+        self._pending = []
+        offset = self.spool.add(block)
+        for place, t in enumerate(block):
+            n = len(self.offsets)
             states = self.seg_states.get(t.conn)
             if states is None:
                 states = self.seg_states[t.conn] = {}
-            states[s.state.value] = states.get(s.state.value, 0) + 1
-            self.seg_txn.append(n)
-            self.seg_pos.append(pos)
-        self.conns.append(t.conn)
-        lat = t.latency_ns
-        self.latencies.append(NO_LATENCY if lat is None else lat)
-        self.offsets.append(offset)          # last: the transaction is readable once it is counted
+            for pos, s in enumerate(t.segments):
+                state = str(s.state)
+                states[state] = states.get(state, 0) + 1
+                self.seg_txn.append(n)
+                self.seg_pos.append(pos)
+            self.conns.append(t.conn)
+            lat = t.latency_ns
+            self.latencies.append(NO_LATENCY if lat is None else lat)
+            self.offsets.append(offset << 6 | place)     # last: the transaction is readable once it is counted
 
     def get(self, i: int) -> Transaction:
         with self._cache_lock:
@@ -281,12 +353,18 @@ class TransactionIndex:
             if hit is not None:
                 self._cache.move_to_end(i)
                 return hit
-        t = self.spool.get(self.offsets[i])
-        assert isinstance(t, Transaction)
+        where = self.offsets[i]
+        block = self.spool.get(where >> 6)
+        assert isinstance(block, list)
+        first = i - (where & 0x3F)
         with self._cache_lock:
-            self._cache[i] = t
+            for place, t in enumerate(block):
+                self._cache[first + place] = t
+                self._cache.move_to_end(first + place)
             while len(self._cache) > _CACHED:
                 self._cache.popitem(last=False)
+        t = block[where & 0x3F]
+        assert isinstance(t, Transaction)
         return t
 
     def segment(self, i: int) -> Segment:

@@ -200,7 +200,7 @@ class RdmaspyApp(App[None]):
         plist.refresh_rows()
         st = self.status
         st.packets = index.count
-        st.displayed = plist.rows if plist.rows >= 0 else 0
+        st.displayed = plist.available
         st.filtering = run is not None and not run.done
         st.loading = None if index.done or self.model.live else index.progress
         problem = index.error or "; ".join(index.problems)

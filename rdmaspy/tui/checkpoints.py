@@ -33,7 +33,7 @@ from .spool import RecordSpool, SpoolDir
 
 EVERY = 8192            # frames between checkpoints at first
 KEEP = 128              # checkpoints kept at most
-BYTES_PER_FRAME = 128   # a big state is kept less often: at most this many bytes of checkpoint a frame
+BYTES_PER_FRAME = 32    # a big state is kept less often: at most this many bytes of checkpoint a frame
 
 
 class Checkpoints:
@@ -125,6 +125,10 @@ class Checkpoints:
         assert isinstance(state, tuple) and len(state) == 5
         engine, an, t0, t_last, frames = state
         assert isinstance(engine, Engine) and (an is None or isinstance(an, Analyzer))
+        # the pass ran without the Info text and the analysis fields, on which no state depends
+        engine.session.info = True
+        if an is not None:
+            an.show_fields()
         pipe = Pipeline(None, Options(analyze=False), engine=engine)
         pipe.analyzer = an
         pipe.t0, pipe.t_last, pipe.frames = int(t0), int(t_last), int(frames)

@@ -1,25 +1,22 @@
 """Applying a display filter: which rows ``rdmaspy decode -Y EXPR`` would print.
 
 The capture runs through the pipeline once more with the compiled filter, exactly as ``decode -Y``
-runs it (with the analysis when the filter names an analysis or expert field), on a background
-thread; the result is the list of matching rows, 4 bytes a row.
+runs it (with the analysis when the filter names an analysis or expert field), in a helper process
+(``worker.py``) that a background thread reads; the result is the list of matching rows, 4 bytes a row.
 """
 from __future__ import annotations
 
+import struct
+import subprocess
 import threading
 from array import array
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import RdmaspyError
-from ..filter import compile_filter, filter_needs_analysis
+from ..filter import compile_filter
 from ..packet import Packet
-from ..pipeline import Options, Pipeline
-from .source import open_frames
-
-
-def needs_analysis(names: frozenset[str]) -> bool:
-    return filter_needs_analysis(names)
+from . import process
 
 
 @dataclass(slots=True)
@@ -37,6 +34,7 @@ class FilterRun:
     pending: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     match: Callable[[Packet, int], bool] | None = None
+    helper_peak_mib: float = 0.0         # the helper process's peak memory, once it has ended
 
     def compile(self) -> None:
         self.match = compile_filter(self.expr)
@@ -59,44 +57,43 @@ class FilterRun:
             self.done = True
 
     def run(self, path: str) -> None:
-        """Match every frame of ``path`` (the first ``limit`` only, when more than 0)."""
-        limit = self.limit
+        """Match every frame of ``path`` (the first ``limit`` only, when more than 0), in a helper process
+        (``worker.py``): the app's process keeps its time for the screen and its analysis pass."""
         try:
             if self.match is None:
                 self.compile()
-            match = self.match
-            assert match is not None
-            cap = open_frames(path)
+            proc = process.start("filter", path, self.expr, str(self.limit))
         except RdmaspyError as exc:
             self.error = str(exc)
             self._end()
             return
-        rows = _Rows(self.rows)
-        pipe = Pipeline(None, Options(analyze=needs_analysis(match.names), matcher=match),   # type: ignore[attr-defined]
-                        [rows])
-        feed = pipe.feed
-        try:
-            with cap:
-                for frame in cap:
-                    feed(frame)
-                    self.scanned = frame.num
-                    if frame.num == limit or (frame.num & 1023 == 0 and self.stop.is_set()):
-                        break
-                if limit and self.scanned < limit and not self.stop.is_set():
-                    self.error = f"the capture spool ended at frame {self.scanned} of {limit}"
         except OSError as exc:
-            self.error = f"read error: {exc.strerror or exc}"
+            self.error = f"the filter's helper process did not start: {exc.strerror or exc}"
+            self._end()
+            return
+        assert proc.stdout is not None
+        watcher = threading.Thread(target=self._kill_when_stopped, args=(proc,), daemon=True)
+        watcher.start()
+        ended = False
+        for kind, payload in process.messages(proc.stdout):
+            if kind == process.ROWS:
+                self.rows.frombytes(payload)
+            elif kind == process.SCANNED:
+                (self.scanned,) = struct.unpack("<Q", payload)
+            elif kind == process.ERROR:
+                self.error = payload.decode()
+            elif kind == process.END:
+                ended = True
+                (peak,) = struct.unpack("<Q", payload)
+                self.helper_peak_mib = peak / 1024
+        rc = proc.wait()
+        if not ended and not self.stop.is_set() and self.error is None:
+            self.error = f"the filter's helper process ended with status {rc}"
         self._end()
+        watcher.join()
 
-
-class _Rows:
-    """The sink of a filter's pipeline: the row (frame number - 1) of every packet it shows."""
-
-    def __init__(self, rows: array) -> None:
-        self.rows = rows
-
-    def packet(self, pkt: Packet) -> None:
-        self.rows.append(pkt.frame.num - 1)
-
-    def finish(self) -> None:
-        pass
+    def _kill_when_stopped(self, proc: subprocess.Popen[bytes]) -> None:
+        while proc.poll() is None:
+            if self.stop.wait(0.1):
+                proc.kill()
+                return

@@ -6,6 +6,7 @@ coloured by protocol, and errors and warnings of the expert stand out.
 """
 from __future__ import annotations
 
+import time
 from array import array
 
 from rich.segment import Segment
@@ -25,6 +26,7 @@ HEADING = "    No.         Time          Source → Destination     Protocol Len
 # Below this width the Time column is left out, so that Info still shows on an 80-column terminal.
 NARROW = 110
 NARROW_HEADING = HEADING[:7] + HEADING[20:]
+GROW_SECONDS = 1.0      # while the file is read, rows below a full screen are taken in this often
 
 
 def without_time(line: str) -> str:
@@ -87,6 +89,8 @@ class PacketList(ScrollView, can_focus=True):
         self.follow = follow                    # keep the last row selected while rows arrive (live)
         self._may_follow = follow               # live mode: G and the last row start following again
         self._rows = 0
+        self._coloured = 0                      # rows whose colour was final when last drawn
+        self._grown_at = 0.0                    # when the list last took in rows below a full screen
         self._styles: dict[int, Style] = {}
         self._width = len(HEADING)
 
@@ -95,11 +99,26 @@ class PacketList(ScrollView, can_focus=True):
     def rows(self) -> int:
         return self._rows
 
+    @property
+    def available(self) -> int:
+        """The rows there are to show by now (the list takes them in at ``refresh_rows``)."""
+        return self.index.count if self.displayed is None else len(self.displayed)
+
     def refresh_rows(self) -> None:
         """Take the rows the index has published by now (called by the app as the index grows)."""
-        n = self.index.count if self.displayed is None else len(self.displayed)
+        n = self.available
+        coloured = self.index.coloured
+        if n != self._rows and self._later(n):
+            n = self._rows
         if n == self._rows:
+            if coloured != self._coloured:
+                # the analysis reached more rows: those on screen may have changed colour
+                shown_to = round(self.scroll_offset.y) + self.size.height
+                if self._coloured < shown_to:
+                    self.refresh()
+                self._coloured = coloured
             return
+        self._coloured = coloured
         at_end = self.follow and (self._rows <= 0 or self.cursor >= self._rows - 1)
         was_empty = self._rows <= 0
         self._rows = n
@@ -111,6 +130,20 @@ class PacketList(ScrollView, can_focus=True):
         self.refresh()
         if was_empty and n and self.cursor == 0:
             self._announce()        # the first row appeared under the cursor: show its detail
+
+    def _later(self, n: int) -> bool:
+        """Whether rows that came below a full screen wait: while the file is read and the list does not
+        follow them, it takes them in once a second, since each change of its size lays the screen out
+        again (for the scroll bar), which took the app's process a good part of its time."""
+        if self.follow or self.displayed is not None or self.index.done or n < self._rows:
+            return False
+        if self._rows < round(self.scroll_offset.y) + self.size.height:
+            return False
+        now = time.monotonic()
+        if now - self._grown_at < GROW_SECONDS:
+            return True
+        self._grown_at = now
+        return False
 
     def set_displayed(self, rows: array | None) -> None:
         """Show only these rows (a display filter's result), keeping the selected frame when it stays."""

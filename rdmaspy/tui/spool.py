@@ -155,6 +155,15 @@ class SpooledArray:
             os.pwrite(self._fd, tail.tobytes(), on_disk * self._itemsize)
             self._state = (on_disk + len(tail), array(self.typecode))
 
+    def extend_bytes(self, data: bytes) -> None:
+        """Append the items ``data`` holds (machine values of the type code, as ``tobytes`` gives them)."""
+        on_disk, tail = self._state
+        tail.frombytes(data)
+        if len(tail) >= self.block:
+            full = len(tail) // self.block * self.block
+            os.pwrite(self._fd, tail[:full].tobytes(), on_disk * self._itemsize)
+            self._state = (on_disk + full, tail[full:])
+
     def __getitem__(self, i: int) -> int:
         on_disk, tail = self._state
         if i < 0:

@@ -54,4 +54,5 @@ class StatusBar(Static):
         # an idle TUI left open all day costs no CPU.
         if text != self._shown:
             self._shown = text
-            self.update(text)
+            # one line as wide as the screen whatever it says: no layout of the screen (a tick's most of it)
+            self.update(text, layout=False)
