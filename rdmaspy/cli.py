@@ -17,7 +17,10 @@ from .commands.common import EXIT_ERROR, EXIT_OK, resolve_capture_argument
 from .errors import RdmaspyError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser of the command line ``argv`` (its options and the subcommand's): only the subcommand's
+    module is imported when ``argv`` names one (the others' imports and parsers were an eighth of a
+    short run's start), every subcommand's otherwise (``--help``, a mistake, the shell completion)."""
     p = _Parser(
         prog="rdmaspy",
         description="Protocol analyzer for RDMA: RoCEv2/RoCEv1/InfiniBand/iWARP, RPC-over-RDMA v1/v2 and NVMe over "
@@ -32,19 +35,36 @@ def build_parser() -> argparse.ArgumentParser:
                         "nvme-rdma, rpcrdma (repeatable; NVMe/RDMA is bound to 4420 and RPC-over-RDMA to 20049 "
                         "already); accepted before or after the command")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for module in command_modules():
+    for module in command_modules(_named_command(argv)):
         module.register(sub)
     # Commands that describe the program itself (completion, manual page) are handed the parser.
     p.set_defaults(root_parser=p)
     return p
 
 
-def command_modules() -> tuple[ModuleType, ...]:
-    """The modules that add subcommands, in the order of the help: each has ``register(subparsers)``."""
-    from .commands import (annotate, capture, conversations, decode, expert, export, extract, fields, flows, query,
-                           shell, stats, traffic, tui)
-    return (decode, fields, capture, conversations, traffic, flows, expert, stats, annotate, tui, export, query,
-            extract, shell)
+# The modules that add subcommands, in the order of the help, each with the subcommands it adds
+# (``register(subparsers)``).  The shell's (completion, manual page) describe every other one.
+COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("decode", ("decode",)), ("fields", ("fields",)), ("capture", ("capture",)),
+    ("conversations", ("conversations",)), ("traffic", ("serve", "load")), ("flows", ("flows",)),
+    ("expert", ("expert",)), ("stats", ("stats",)), ("annotate", ("annotate",)), ("tui", ("tui",)),
+    ("export", ("export",)), ("query", ("query",)), ("extract", ("extract",)), ("shell", ()))
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The module of the subcommand ``argv`` names first (None: none, or one that needs them all)."""
+    for arg in argv:
+        if arg.startswith("-"):
+            return None             # an option before the subcommand: argparse decides
+        return next((module for module, names in COMMANDS if arg in names), None)
+    return None
+
+
+def command_modules(only: str | None = None) -> tuple[ModuleType, ...]:
+    """The modules that add subcommands (``only``: that one alone)."""
+    import importlib
+    return tuple(importlib.import_module(f".commands.{module}", __package__) for module, _names in COMMANDS
+                 if only is None or module == only)
 
 
 class UsageError(RdmaspyError):
@@ -133,7 +153,7 @@ def _quiet_out_of_memory(unraisable) -> None:
 def _main(argv: list[str]) -> int:
     try:
         argv = _take_global_options(argv)
-        parser = build_parser()
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         resolve_capture_argument(args)
     except RdmaspyError as exc:

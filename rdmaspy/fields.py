@@ -108,7 +108,7 @@ class Header:
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields", "every_field", "little", "parts")
+                 "struct", "_groups", "_byte_fields", "every_field", "little", "parts", "_source")
 
     def __init__(self, name: str, label: str, fields: list[Field], little: bool = False,
                  parts: Mapping[str, list[Field]] | None = None) -> None:
@@ -239,14 +239,22 @@ class Header:
                 exprs[idx] = e
         lines.append(f"    return ({', '.join(exprs)},)")
         self.decode: Callable[..., tuple]
+        # the generated decoder is made at its first call: most declarations are never decoded in a run,
+        # and each made at import would cost every start a compilation
+        self._source = "\n".join(lines)
         if exprs == [f"g{k}" for k in range(len(groups))] and len(lines) == 3:
             # Every field is a whole group (no shift, mask or conversion): the unpack is the decoder,
             # a call in C rather than a Python function around it.
             self.decode = self.struct.unpack_from
             return
+        self.decode = self._decode_first
+
+    def _decode_first(self, buf: bytes, off: int = 0) -> tuple:
+        """The generated decoder, made now, called; it takes this one's place."""
         ns: dict[str, Any] = {"_unpack": self.struct.unpack_from, "_fb": int.from_bytes}
-        exec("\n".join(lines), ns)
+        exec(self._source, ns)
         self.decode = ns["decode"]
+        return self.decode(buf, off)
 
     def words(self, width: int = 32) -> struct.Struct:
         """The header read as unsigned integers of ``width`` bits (8, 16, 32 or 64) in its byte order, the
