@@ -26,6 +26,7 @@ best of ``--repeat``, 2 by default), and the weakest kind of each command: the f
                                        [--repeat 1] [--skip-slow-above N] [--build compiled|pure|installed]
                                        [--commands=summary,JSON,-V,stats,expert,flows]
     python3 benchmarks/decode_bench.py --kinds [--lab FILE|DIR,...] [--only NAME,...] [--kind-frames 20000]
+                                       [--baseline DIR]
 """
 from __future__ import annotations
 
@@ -81,8 +82,8 @@ def use_build(kind: str, out: Path) -> str:
     return f"compiled with mypyc (as pip install . builds it), in {BUILD['tree']}"
 
 
-def rdmaspy_cmd(*args: str) -> list[str]:
-    tree = BUILD["tree"]
+def rdmaspy_cmd(*args: str, tree: str | None = None) -> list[str]:
+    tree = tree or BUILD["tree"]
     if tree is not None:
         # -P: the current directory (a checkout, pure Python) must not come before the tree
         return ["env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "rdmaspy", *args]
@@ -184,35 +185,40 @@ def cycled_kind(capture: Path, frames: int, out: Path) -> Path:
     return path
 
 
-def by_turns(repeat: int, label: str, ours: list[str], theirs: list[str], frames: int) -> tuple[Run, Run]:
-    """rdmaspy and tshark run by turns, ``repeat`` times each: the fastest run of each."""
-    mine: list[Run] = []
+def by_turns(repeat: int, label: str, ours: list[list[str]], theirs: list[str], frames: int) -> tuple[list[Run], Run]:
+    """tshark and each rdmaspy of ``ours`` run by turns, ``repeat`` times each: the fastest run of each."""
+    mine: list[list[Run]] = [[] for _ in ours]
     tsharks: list[Run] = []
     for _ in range(repeat):
         tsharks.append(run(f"tshark {' '.join(theirs[4:]) or '-r'}", theirs, frames))
-        mine.append(run(f"rdmaspy {label}", ours, frames))
-    return min(mine, key=lambda r: r.wall), min(tsharks, key=lambda r: r.wall)
+        for runs, cmd in zip(mine, ours):
+            runs.append(run(f"rdmaspy {label}", cmd, frames))
+    return [min(runs, key=lambda r: r.wall) for runs in mine], min(tsharks, key=lambda r: r.wall)
 
 
-KindRow = tuple[str, int, dict[str, tuple[Run, Run]]]     # capture, its own frames, label -> (ours, tshark's)
+# capture, its own frames, label -> (ours, tshark's, the baseline's or None)
+KindRow = tuple[str, int, dict[str, tuple[Run, Run, Run | None]]]
 
 
 def measure_kinds(captures: list[Path], frames: int, repeat: int, out: Path,
-                  only: set[str] | None) -> list[KindRow]:
+                  only: set[str] | None, baseline: str | None) -> list[KindRow]:
     rows: list[KindRow] = []
     for capture in captures:
         own = sum(1 for _ in _frames_of(capture))
         path = str(cycled_kind(capture, frames, out))
         print(f"\n{capture.name}: {own:,} frames, cycled to {frames:,}", flush=True)
-        results: dict[str, tuple[Run, Run]] = {}
+        results: dict[str, tuple[Run, Run, Run | None]] = {}
         for label, ours, theirs, target in KIND_COMMANDS:
             if only is not None and label not in only:
                 continue
             argv = [path if a == "{file}" else a for a in ours]
-            mine, tshark = by_turns(repeat, label, rdmaspy_cmd(*argv), ["tshark", "-n", "-r", path, *theirs], frames)
-            results[label] = (mine, tshark)
-            print(f"  {label:<8} rdmaspy {mine.pps:>10,.0f} pkt/s  tshark {tshark.pps:>10,.0f} pkt/s  "
-                  f"{mine.pps / tshark.pps:5.2f}x (target >= {target:.1f})", flush=True)
+            cmds = [rdmaspy_cmd(*argv)] + ([rdmaspy_cmd(*argv, tree=baseline)] if baseline else [])
+            mine, tshark = by_turns(repeat, label, cmds, ["tshark", "-n", "-r", path, *theirs], frames)
+            base = mine[1] if baseline else None
+            results[label] = (mine[0], tshark, base)
+            before = f"  (baseline {base.pps / tshark.pps:5.2f}x)" if base is not None else ""
+            print(f"  {label:<8} rdmaspy {mine[0].pps:>10,.0f} pkt/s  tshark {tshark.pps:>10,.0f} pkt/s  "
+                  f"{mine[0].pps / tshark.pps:5.2f}x (target >= {target:.1f}){before}", flush=True)
         rows.append((capture.name, own, results))
     return rows
 
@@ -224,7 +230,8 @@ def _frames_of(capture: Path):
 
 
 def kinds_table(rows: list[KindRow]) -> str:
-    """The per-kind figures as a Markdown table, then the weakest kind of each command."""
+    """The per-kind figures as a Markdown table, then the weakest kind of each command (with a baseline:
+    its ratio after each, in parentheses)."""
     labels = [c[0] for c in KIND_COMMANDS if any(c[0] in r[2] for r in rows)]
     head = " | ".join(f"{label} (rdmaspy / tshark pkt/s)" for label in labels)
     lines = [f"| capture | frames | {head} |", "|---|---:|" + "---|" * len(labels)]
@@ -234,8 +241,9 @@ def kinds_table(rows: list[KindRow]) -> str:
             if label not in results:
                 cells.append("")
                 continue
-            mine, tshark = results[label]
-            cells.append(f"{mine.pps / tshark.pps:.2f}x ({mine.pps:,.0f} / {tshark.pps:,.0f})")
+            mine, tshark, base = results[label]
+            before = f" ({base.pps / tshark.pps:.2f}x)" if base is not None else ""
+            cells.append(f"{mine.pps / tshark.pps:.2f}x{before} ({mine.pps:,.0f} / {tshark.pps:,.0f})")
         lines.append(f"| `{name}` | {own:,} | " + " | ".join(cells) + " |")
     targets = {c[0]: c[3] for c in KIND_COMMANDS}
     lines.append("")
@@ -243,8 +251,10 @@ def kinds_table(rows: list[KindRow]) -> str:
         ratios = [(r[2][label][0].pps / r[2][label][1].pps, r[0]) for r in rows if label in r[2]]
         worst, name = min(ratios)
         met = sum(1 for x, _ in ratios if x >= targets[label])
+        bases = [r[2][label][2].pps / r[2][label][1].pps for r in rows if label in r[2] and r[2][label][2]]
+        before = f" (baseline: weakest {min(bases):.2f}x)" if bases else ""
         lines.append(f"- weakest {label}: {worst:.2f}x (`{name}`); target >= {targets[label]:.1f}x, "
-                     f"met by {met} of {len(ratios)} kinds")
+                     f"met by {met} of {len(ratios)} kinds{before}")
     return "\n".join(lines)
 
 
@@ -267,6 +277,9 @@ def main() -> int:
     ap.add_argument("--lab", default="", help="with --kinds: captures (files or directories, comma-separated) "
                                               "of kinds not shipped yet")
     ap.add_argument("--only", help="with --kinds: only the captures whose name holds one of these (comma-separated)")
+    ap.add_argument("--baseline", metavar="DIR",
+                    help="with --kinds: another rdmaspy (a tree made by scripts/compiled_tree.py DIR) run by turns "
+                         "with the two others: its ratios in parentheses")
     args = ap.parse_args()
     if not shutil.which("tshark"):
         print("tshark is needed: apt-get install -y tshark", file=sys.stderr)
@@ -330,7 +343,9 @@ def main_kinds(args: argparse.Namespace, only: set[str] | None) -> int:
     tshark_version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print("rdmaspy:", use_build(args.build, out), flush=True)
     print("tshark:", tshark_version, flush=True)
-    rows = measure_kinds(captures, args.kind_frames, args.repeat or 2, out, only)
+    if args.baseline:
+        print("baseline: rdmaspy in", args.baseline, flush=True)
+    rows = measure_kinds(captures, args.kind_frames, args.repeat or 2, out, only, args.baseline)
     print("\n" + kinds_table(rows))
     return 0
 
