@@ -205,7 +205,7 @@ def _lists_both_ways(buf: bytes, start: int, end: int) -> tuple[int, RpcRdmaMess
     """(where the fast path ends or -1, its message or None, the declared walk's message); the walk must
     accept what the fast path accepts."""
     fast = RpcRdmaMessage(1, 0, 0, 0)
-    stop = rpcrdma._fast_lists(buf, start, end, fast)
+    stop = rpcrdma.fast_lists(buf, start, end, fast)
     walked = RpcRdmaMessage(1, 0, 0, 0)
     cur = Cursor(buf, start, end)
     try:

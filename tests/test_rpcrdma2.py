@@ -237,3 +237,26 @@ def test_connprop_after_the_final_one_and_a_large_first_message():
     assert any("first message of the connection" in e.text for e in pkts[0].expert)
     assert pkts[1].expert is None and pkts[2].expert is None       # TPMORE, then the final one
     assert any("after this peer's final one" in e.text for e in pkts[3].expert)
+
+
+def test_a_v2_message_tree_is_made_only_when_read_and_in_the_declared_order():
+    # RDMA2_MSG and RDMA2_NOMSG leave their fields to a fill (a summary line needs the text alone); the
+    # fill spells out the prefix, the handle, the lists, the payload's length and the shape, in that order.
+    eng = Engine()
+    seen = 0
+    with open_capture(str(capture("rxe-rpcrdma2-session.pcap"))) as cap:
+        for f in cap:
+            pkt = eng.dissect(f)
+            lay = next((la for la in pkt.layers if la.proto == "rpcrdma2"), None)
+            if lay is None or lay._fill is None:
+                continue
+            assert lay._items is None
+            names = [field.name.split(".", 1)[1] for field, _v, _o, _l in lay.items or []]
+            assert names[:10] == ["xid", "version", "credits", "credits.max", "credits.granted", "htype", "flags",
+                                  "flags.response", "flags.more", "flags.tpmore"]
+            assert "inv_handle" in names and names.index("inv_handle") > 9
+            msg = pkt.extra["rpcrdma"]
+            if msg.proc == 0:
+                assert names[-2:] == ["payload_len", "shape"] or names[-1] == "payload_len"
+            seen += 1
+    assert seen >= 40

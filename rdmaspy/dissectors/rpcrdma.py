@@ -203,7 +203,7 @@ def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment]) -> int:
     return p
 
 
-def _fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
+def fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
     """The chunk lists read with a few unpacks; returns where they end, or -1 when anything is short or
     out of range (``parse_lists`` then says what)."""
     if end - p >= _EMPTY_SIZE and buf[p:p + _EMPTY_SIZE] == _NO_CHUNKS:     # the common case: no chunk at all
@@ -265,7 +265,7 @@ def _parse_v1_fast(buf: bytes, off: int, end: int, xid: int, vers: int, credits:
         msg.align = u32(buf, p)
         msg.thresh = u32(buf, p + 4)
         p += 8
-    p = _fast_lists(buf, p, end, msg)
+    p = fast_lists(buf, p, end, msg)
     if p < 0:
         return None
     msg.header_len = p - off

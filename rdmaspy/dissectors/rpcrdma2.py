@@ -23,12 +23,14 @@ from mypy_extensions import mypyc_attr
 
 from ..budget import Budget, Holder
 from ..fields import Field, declaring, protocol, repeatable
-from ..packet import Packet
+from ..packet import Layer, Packet
 from ..registry import add_data
+from ..session import wants_info
 from . import rdma_reassembly
 from . import rpcrdma as v1
 from .rpcrdma import RpcRdmaMessage
-from .xdr import Cursor, XdrError, p32, popaque
+from .hexfmt import hex8
+from .xdr import Cursor, XdrError, p32, popaque, u32
 
 declaring(__name__)
 protocol("rpcrdma2", "RPC over RDMA version 2")
@@ -151,11 +153,25 @@ def _continuations(ctx: Any) -> _Continuations:
 def parse_v2(buf: bytes, off: int, end: int) -> tuple[RpcRdmaMessage | None, str | None]:
     if end - off < 20:
         return None, f"header prefix: truncated ({end - off} of 20 bytes)"
-    xid, vers, credits, htype, flags = _PREFIX.unpack_from(buf, off)
-    msg = RpcRdmaMessage(vers, xid, credits, htype)
+    # the words read one by one: compiled, machine integers (an unpack gives a tuple of Any)
+    credits = u32(buf, off + 8)
+    htype = u32(buf, off + 12)
+    msg = RpcRdmaMessage(u32(buf, off + 4), u32(buf, off), credits, htype)
     msg.max_credits = credits >> 16
     msg.granted = credits & 0xFFFF
-    msg.flags = flags
+    msg.flags = u32(buf, off + 16)
+    if (htype == 0 or htype == 1) and end - off >= 24:
+        # RDMA2_MSG and RDMA2_NOMSG, well formed: v1's chunk lists read with a few words (one encoding)
+        msg.inv_handle = u32(buf, off + 20)
+        p = v1.fast_lists(buf, off + 24, end, msg)
+        if p >= 0:
+            msg.header_len = p - off
+            msg.payload_len = end - p
+            return msg, None
+        msg.reads.clear()         # what the fast walk took before it stopped: the careful walk says why
+        msg.read_chunks.clear()
+        msg.writes.clear()
+        msg.reply = None
     cur = Cursor(buf, off + 20, end)
     try:
         if htype in (0, 1):
@@ -274,32 +290,31 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     lay = pkt.add_layer("rpcrdma2", None, buf, off, msg.header_len, "RPC over RDMA version 2")
     flags = msg.flags or 0
     htype = msg.proc
-    lay.add(XID, msg.xid, off, 4)
-    lay.add(VERSION, msg.version, off + 4, 4)
-    lay.add(CREDITS, msg.credits, off + 8, 4)
-    lay.add(MAX_CREDITS, msg.max_credits, off + 8, 2)
-    lay.add(GRANTED, msg.granted, off + 10, 2)
-    lay.add(HTYPE, htype, off + 12, 4)
-    lay.add(FLAGS, flags, off + 16, 4)
-    lay.add(FLAG_RESPONSE, bool(flags & F_RESPONSE), off + 19, 1)
-    lay.add(FLAG_MORE, bool(flags & F_MORE), off + 19, 1)
-    lay.add(FLAG_TPMORE, bool(flags & F_TPMORE), off + 19, 1)
-    if flags & ~7:
-        lay.add(FLAG_RESERVED, flags & ~7, off + 16, 4)
-        pkt.add_expert("note", "protocol", f"reserved flags 0x{flags & ~7:x} set (the receiver ignores them)",
-                       "draft-01 §6.2.2")
     msg.frame = pkt.frame.num
     msg.frames = v1.send_frames(pkt)
-    if len(msg.frames) > 1:
-        lay.add(v1.SEND_FRAMES, ",".join(map(str, msg.frames)))
+    facts: _Facts | None = None
+    if (htype == 0 or htype == 1) and err is None:
+        # The tree is made only when somebody asks for it (a summary line needs the text alone): the
+        # fill spells out what this function and the payload's would have added, in the same order.
+        facts = _Facts(msg)
+        lay._vals = facts
+        lay._fill = _FILL_V2
+    else:
+        _add_prefix(lay, msg, off)
+    if flags & ~7:
+        pkt.add_expert("note", "protocol", f"reserved flags 0x{flags & ~7:x} set (the receiver ignores them)",
+                       "draft-01 §6.2.2")
     pkt.note(v1.RPCRDMA, msg)
     name = HTYPES.get(htype)
     if name is None:                        # the f-string as .get's default would be made for every message
         name = f"htype {htype}"
-    fl = [n for bit, n in ((F_RESPONSE, "RESPONSE"), (F_MORE, "MORE"), (F_TPMORE, "TPMORE")) if flags & bit]
-    text = f"RPC-over-RDMA v2 {name} xid=0x{msg.xid:08x} credits={msg.granted}/{msg.max_credits}"
-    if fl:
-        text += f" [{' '.join(fl)}]"
+    texts = wants_info(ctx)
+    text = ""
+    if texts:
+        text = f"RPC-over-RDMA v2 {name} xid=0x{hex8(msg.xid)} credits={msg.granted}/{msg.max_credits}"
+        if flags & 7:
+            fl = [n for bit, n in ((F_RESPONSE, "RESPONSE"), (F_MORE, "MORE"), (F_TPMORE, "TPMORE")) if flags & bit]
+            text += f" [{' '.join(fl)}]"
     if msg.granted == 0:
         pkt.add_expert("error", "protocol", "granted credits are zero (deadlock)", "draft-01 §4.2.1.1")
     if flags & F_TPMORE and htype != 5:
@@ -311,13 +326,15 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     _connection_checks(pkt, ctx, msg, end - off)
     p = off + 20
     if htype in (0, 1):
-        lay.add(INV_HANDLE, msg.inv_handle, p, 4)
-        v1.add_lists(lay, msg, p + 4)
-        lt = v1.lists_text(msg)
-        if lt:
-            text += " " + lt
-        if msg.inv_handle:
-            text += f" inv=0x{msg.inv_handle:x}"
+        if facts is None:
+            lay.add(INV_HANDLE, msg.inv_handle, p, 4)
+            v1.add_lists(lay, msg, p + 4)
+        if texts:
+            lt = v1.lists_text(msg)
+            if lt:
+                text += " " + lt
+            if msg.inv_handle:
+                text += f" inv=0x{msg.inv_handle:x}"
     elif htype == 4 and msg.errcode is not None:
         lay.add(ERRCODE, msg.errcode, p, 4)
         text += f" {ERRCODES.get(msg.errcode, f'error {msg.errcode}')}"
@@ -336,14 +353,16 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
     elif htype not in HTYPES:
         pkt.add_expert("error", "protocol", f"header type {htype} is not defined by draft-01: the receiver "
                        "answers RDMA2_ERR_INVAL_HTYPE and drops the message", "draft-01 §6.1")
-    pkt.set_info(text)
+    if texts:
+        pkt.set_info(text)
     if err is not None:
         msg.malformed = err
         pkt.set_malformed(f"rpcrdma2: {err} (RDMA2_ERR_BAD_XDR)")
         return
     pstart = off + msg.header_len
     if htype == 0:
-        _msg_payload(pkt, buf, pstart, end, ctx, msg, lay)
+        assert facts is not None
+        _msg_payload(pkt, buf, pstart, end, ctx, msg, facts)
     elif htype == 1:
         if not msg.has_chunks:
             msg.shape = "credit refresh"
@@ -365,10 +384,65 @@ def show_v2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdmaM
         msg.is_reply = bool(flags & F_RESPONSE)
     if not msg.shape:
         msg.shape = v1.shape_of(msg, msg.is_reply)
-    if msg.shape:
+    if msg.shape and facts is None:
         lay.add(v1.SHAPE, msg.shape)
     rdma_reassembly.after_message(pkt, buf, off, end, ctx, msg)
     msg.rpc_span = None       # the buffer is not kept alive by the facts
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Facts:
+    """What the tree of an RDMA2_MSG or RDMA2_NOMSG says past its header, kept for its fill."""
+
+    __slots__ = ("msg", "payload_len", "cont_part", "cont_frames", "cont_len")
+
+    def __init__(self, msg: RpcRdmaMessage) -> None:
+        self.msg = msg
+        self.payload_len = -1           # RDMA2_MSG: the RPC message's bytes in this one
+        self.cont_part = False          # a part of a continued message (RDMA2_F_MORE)
+        self.cont_frames = ""           # the last part: the frames of the whole ...
+        self.cont_len = 0               # ... and its length
+
+
+def _add_prefix(lay: Layer, msg: RpcRdmaMessage, off: int) -> None:
+    """The header prefix's fields, and the frames of the message's Sends."""
+    flags = msg.flags or 0
+    lay.add(XID, msg.xid, off, 4)
+    lay.add(VERSION, msg.version, off + 4, 4)
+    lay.add(CREDITS, msg.credits, off + 8, 4)
+    lay.add(MAX_CREDITS, msg.max_credits, off + 8, 2)
+    lay.add(GRANTED, msg.granted, off + 10, 2)
+    lay.add(HTYPE, msg.proc, off + 12, 4)
+    lay.add(FLAGS, flags, off + 16, 4)
+    lay.add(FLAG_RESPONSE, bool(flags & F_RESPONSE), off + 19, 1)
+    lay.add(FLAG_MORE, bool(flags & F_MORE), off + 19, 1)
+    lay.add(FLAG_TPMORE, bool(flags & F_TPMORE), off + 19, 1)
+    if flags & ~7:
+        lay.add(FLAG_RESERVED, flags & ~7, off + 16, 4)
+    if len(msg.frames) > 1:
+        lay.add(v1.SEND_FRAMES, ",".join(map(str, msg.frames)))
+
+
+def _fill_v2(lay: Layer) -> None:
+    facts: _Facts = lay._vals
+    msg = facts.msg
+    off = lay.off
+    _add_prefix(lay, msg, off)
+    lay.add(INV_HANDLE, msg.inv_handle, off + 20, 4)
+    v1.add_lists(lay, msg, off + 24)
+    if facts.payload_len >= 0:
+        lay.add(v1.PAYLOAD_LEN, facts.payload_len)
+    if facts.cont_part:
+        lay.add(CONT_PART, True)
+    if facts.cont_frames:
+        lay.add(CONT_FRAMES, facts.cont_frames)
+        lay.add(CONT_LEN, facts.cont_len)
+    if msg.shape:
+        lay.add(v1.SHAPE, msg.shape)
+
+
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_V2: Final = _fill_v2
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -450,7 +524,8 @@ def _show_props(pkt: Packet, lay, buf: bytes, msg: RpcRdmaMessage) -> str:
     return " " + " ".join(parts) if parts else " none"
 
 
-def _msg_payload(pkt: Packet, buf: bytes, pstart: int, end: int, ctx: Any, msg: RpcRdmaMessage, lay) -> None:
+def _msg_payload(pkt: Packet, buf: bytes, pstart: int, end: int, ctx: Any, msg: RpcRdmaMessage,
+                 facts: _Facts) -> None:
     """RDMA2_MSG: the RPC message, or a part of it when Message Continuation is used."""
     flags = msg.flags or 0
     conts = _continuations(ctx)
@@ -463,13 +538,13 @@ def _msg_payload(pkt: Packet, buf: bytes, pstart: int, end: int, ctx: Any, msg: 
                        "draft-01 §6.2.2.2")
         conts.drop(key)
         seq = None
-    lay.add(v1.PAYLOAD_LEN, end - pstart)
+    facts.payload_len = end - pstart
     if flags & F_MORE:
         if seq is None:
             seq = seqs[key] = _Sequence(msg.xid, msg.proc)
         conts.add(seq, bytes(buf[pstart:end]), pkt.frame.num)
         msg.continuation = list(seq.frames)
-        lay.add(CONT_PART, True)
+        facts.cont_part = True
         msg.shape = "continued message (part)"
         pkt.add_info(f"[continued, part {len(seq.frames)}]")
         if end > pstart:
@@ -486,8 +561,8 @@ def _msg_payload(pkt: Packet, buf: bytes, pstart: int, end: int, ctx: Any, msg: 
         whole = b"".join(seq.parts)
         msg.continuation = seq.frames
         msg.shape = "continued message"
-        lay.add(CONT_FRAMES, ",".join(map(str, seq.frames)))
-        lay.add(CONT_LEN, len(whole))
+        facts.cont_frames = ",".join(map(str, seq.frames))
+        facts.cont_len = len(whole)
         pkt.add_info(f"[continuation of {len(seq.frames)} messages, {len(whole)} bytes]")
         v1.carry_rpc(pkt, whole, 0, len(whole), ctx, msg)
     elif end > pstart:
