@@ -25,9 +25,10 @@ from digests import MODES, digests as _digests
 def test_the_per_packet_modules_are_really_compiled(compiled):
     probe = "import rdmaspy.packet, rdmaspy.dissectors.infiniband as ib, rdmaspy.pipeline as p, " \
             "rdmaspy.dissectors._icrc as c, rdmaspy.output._scan as s, rdmaspy.output._line as l, " \
-            "rdmaspy.analysis._ring as r, rdmaspy._heap as h, rdmaspy.dissectors._hex as x; " \
+            "rdmaspy.analysis._ring as r, rdmaspy._heap as h, rdmaspy.dissectors._hex as x, " \
+            "rdmaspy.dissectors.ib_cm as cm; " \
             "print(ib.__file__); print(p.__file__); print(c.__file__); print(s.__file__); print(l.__file__); " \
-            "print(r.__file__); print(h.__file__); print(x.__file__)"
+            "print(r.__file__); print(h.__file__); print(x.__file__); print(cm.__file__)"
     res = subprocess.run([sys.executable, "-c", probe], cwd=compiled, capture_output=True, text=True, check=True)
     paths = res.stdout.split()
     assert paths and all(p.startswith(str(compiled)) and not p.endswith(".py") for p in paths), paths
