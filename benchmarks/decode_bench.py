@@ -63,7 +63,8 @@ def capture_for(workload: str, size: int, out: Path) -> Path:
     return path
 
 
-BUILD = {"tree": None}      # the directory whose rdmaspy runs (None: the installed command)
+BUILD: dict[str, str | None] = {"tree": None,        # the directory whose rdmaspy runs (None: the installed one)
+                                 "baseline": None}    # another tree run beside it (--baseline)
 
 
 def use_build(kind: str, out: Path) -> str:
@@ -131,10 +132,15 @@ def measure(path: str, size: int, repeat: int, skip_slow: bool,
         name = " ".join(a for a in ours if a not in ("{file}", "-o", os.devnull))
         ours_run = best_of(repeat, f"rdmaspy {name}", rdmaspy_cmd(*argv), size)
         print(row(ours_run), flush=True)
+        base_run = None
+        if BUILD["baseline"] is not None:
+            base_run = best_of(repeat, f"baseline {name}", rdmaspy_cmd(*argv, tree=BUILD["baseline"]), size)
+            print(row(base_run), flush=True)
         if tshark_run is not None:
             ratio = ours_run.pps / tshark_run.pps
             goal = f" (target >= {target:.1f})" if target is not None else ""
-            print(f"  {label}: rdmaspy/tshark = {ratio:.2f}x{goal}", flush=True)
+            before = f", baseline {base_run.pps / tshark_run.pps:.2f}x" if base_run is not None else ""
+            print(f"  {label}: rdmaspy/tshark = {ratio:.2f}x{goal}{before}", flush=True)
         rows.append((label, ours_run, tshark_run, target))
     return rows
 
@@ -278,8 +284,8 @@ def main() -> int:
                                               "of kinds not shipped yet")
     ap.add_argument("--only", help="with --kinds: only the captures whose name holds one of these (comma-separated)")
     ap.add_argument("--baseline", metavar="DIR",
-                    help="with --kinds: another rdmaspy (a tree made by scripts/compiled_tree.py DIR) run by turns "
-                         "with the two others: its ratios in parentheses")
+                    help="another rdmaspy (a tree made by scripts/compiled_tree.py DIR) run beside this one: with "
+                         "--kinds by turns with the two others, its ratios in parentheses; else after it, each command")
     args = ap.parse_args()
     if not shutil.which("tshark"):
         print("tshark is needed: apt-get install -y tshark", file=sys.stderr)
@@ -290,6 +296,7 @@ def main() -> int:
         print(f"unknown workload {unknown[0]!r} (real, synthetic)", file=sys.stderr)
         return 1
     only = None if args.commands is None else set(args.commands.split(","))
+    BUILD["baseline"] = args.baseline
     if args.kinds:
         return main_kinds(args, only)
     if only is not None and not only <= {c[0] for c in COMMANDS}:
