@@ -170,12 +170,18 @@ KIND_COMMANDS: list[tuple[str, list[str], list[str], float]] = [
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".erf")
 
 
+def is_capture(path: Path) -> bool:
+    """A capture file by its name, plain or gzip-compressed (the NVMe/RDMA captures are shipped as .pcap.gz)."""
+    name = path.name[:-3] if path.name.endswith(".gz") else path.name
+    return name.endswith(CAPTURE_SUFFIXES)
+
+
 def kind_captures(lab: list[str]) -> list[Path]:
     """Every capture shipped in captures/, then those named by ``lab`` (files, or directories of them)."""
-    found = sorted(p for p in (HERE.parent / "captures").iterdir() if p.suffix in CAPTURE_SUFFIXES)
+    found = sorted(p for p in (HERE.parent / "captures").iterdir() if is_capture(p))
     for item in lab:
         p = Path(item)
-        found += sorted(q for q in p.iterdir() if q.suffix in CAPTURE_SUFFIXES) if p.is_dir() else [p]
+        found += sorted(q for q in p.iterdir() if is_capture(q)) if p.is_dir() else [p]
     return found
 
 
