@@ -22,11 +22,12 @@ def test_grown_ring_answers_as_the_full_ring(seq: list[int]) -> None:
     for frame, psn in enumerate(seq, 1):
         full_psn[psn & (_RING - 1)] = psn
         full_frame[psn & (_RING - 1)] = frame
-        ring.put(psn, frame, frame * 10)
+        ring.put(psn, frame, frame * 10, frame * 7)
         for probe in seq[:frame]:
             slot = ring.find(probe)
             full = full_frame[probe & (_RING - 1)] if full_psn[probe & (_RING - 1)] == probe else None
-            assert (ring.entry(slot) if slot >= 0 else None) == (None if full is None else (full, full * 10))
+            assert (ring.entry(slot) if slot >= 0 else None) == (
+                None if full is None else (full, full * 10, full * 7))
             assert ring.frame_of(probe) == full
 
 
@@ -45,15 +46,15 @@ def test_consecutive_psns_grow_the_ring_to_what_they_need() -> None:
 
 
 def test_a_full_ring_costs_machine_integers_not_python_objects() -> None:
-    """4,096 slots of PSN, frame and time: some 100 KB as machine integers; as Python ints they took
-    some 470 KB a requester (60 MiB for the 128 requesters of 64 NFS mounts)."""
+    """4,096 slots of PSN, frame, time and mark: some 130 KB as machine integers; as Python ints the first
+    three took some 470 KB a requester (60 MiB for the 128 requesters of 64 NFS mounts)."""
     import tracemalloc
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         ring = PsnRing()
         for i in range(_RING):
-            ring.put(0x100000 + i, 5_000_000 + i, 1_795_243_893_764_061_000 + i * 1000)
+            ring.put(0x100000 + i, 5_000_000 + i, 1_795_243_893_764_061_000 + i * 1000, 0x4_1234_abcd_0123)
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -69,17 +70,17 @@ _values = st.integers(-(1 << 63), (1 << 63) - 1)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values), max_size=200))
-def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int]]) -> None:
+@given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values, _values), max_size=200))
+def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, int]]) -> None:
     """put, find, entry and grown in C against the struct-based Python code, on the same bytes: the
     slots they leave are equal byte for byte at every step, growth included."""
     c = _ring_c()
     assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size
     slots_c, slots_py, mask = bytearray(transport._EMPTY_SLOT * 8), bytearray(transport._EMPTY_SLOT * 8), 7
-    for psn, frame, ts in puts:
+    for psn, frame, ts, mark in puts:
         while True:
-            done_c = c.put(slots_c, mask, psn, frame, ts)
-            assert done_c == transport._put_py(slots_py, mask, psn, frame, ts)
+            done_c = c.put(slots_c, mask, psn, frame, ts, mark)
+            assert done_c == transport._put_py(slots_py, mask, psn, frame, ts, mark)
             assert slots_c == slots_py
             if done_c:
                 break
@@ -88,7 +89,7 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int]])
             assert slots_c == slots_py
         slot = c.find(slots_c, mask, psn)
         assert slot == transport._find_py(slots_py, mask, psn) == psn & mask
-        assert c.entry(slots_c, slot) == transport._entry_py(slots_py, slot) == (frame, ts)
+        assert c.entry(slots_c, slot) == transport._entry_py(slots_py, slot) == (frame, ts, mark)
         assert c.frame_of(slots_c, mask, psn) == transport._frame_of_py(slots_py, mask, psn) == frame
         other = (psn + 1) & 0xFFFFFF
         assert c.find(slots_c, mask, other) == transport._find_py(slots_py, mask, other)
@@ -99,11 +100,11 @@ def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() 
     c = _ring_c()
     slots = bytearray(transport._EMPTY_SLOT * 8)
     with pytest.raises(TypeError):
-        c.put(bytes(slots), 7, 1, 1, 1)                 # not writable
+        c.put(bytes(slots), 7, 1, 1, 1, 0)              # not writable
     with pytest.raises(ValueError):
         c.find(slots, 15, 1)                           # the mask of a larger ring
     with pytest.raises(ValueError):
-        c.put(slots, 6, 1, 1, 1)                       # not a power of two less one
+        c.put(slots, 6, 1, 1, 1, 0)                    # not a power of two less one
     with pytest.raises(IndexError):
         c.entry(slots, 8)
     with pytest.raises(IndexError):
@@ -111,7 +112,7 @@ def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() 
     with pytest.raises(IndexError):
         c.entry(slots, (1 << 63) - 1)                  # no product of it overflows
     with pytest.raises(OverflowError):
-        c.put(slots, 7, 1 << 64, 1, 1)
+        c.put(slots, 7, 1 << 64, 1, 1, 0)
     full = bytearray(transport._EMPTY_SLOT * _RING)
     with pytest.raises(ValueError):
         c.grown(full, _RING - 1)                       # never beyond the full ring

@@ -1,16 +1,17 @@
 /*
  * The transport analysis' PSN ring (rdmaspy/analysis/transport.py, PsnRing), its slots in C.
  *
- * A ring is a bytearray of slots, SLOT_SIZE bytes each: the request PSN (-1: empty), its frame and its
- * time, three native-order 64-bit integers (struct "=qqq", which the Python fallback in transport.py
- * reads and writes the same way).  A slot is the PSN's low bits (psn & mask).
+ * A ring is a bytearray of slots, SLOT_SIZE bytes each: the request PSN (-1: empty), its frame, its time
+ * and its mark (what tells a copy of the packet from a packet sent again: its ICRC and IPv4
+ * identification, 0 when unknown), four native-order 64-bit integers (struct "=qqqq", which the Python
+ * fallback in transport.py reads and writes the same way).  A slot is the PSN's low bits (psn & mask).
  *
- * put(slots, mask, psn, frame, ts) -> bool
+ * put(slots, mask, psn, frame, ts, mark) -> bool
  *   Stores the request in its slot; False, storing nothing, when the slot holds another PSN that a ring
  *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
  * find(slots, mask, psn) -> int          the slot holding psn, or -1
  * frame_of(slots, mask, psn) -> int      the frame of the slot holding psn, or -1
- * entry(slots, slot) -> (frame, ts)
+ * entry(slots, slot) -> (frame, ts, mark)
  * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
  * Compiled, each of these is one call where the Python code made three or four generic item accesses of
@@ -21,11 +22,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SLOT_SIZE 24
+#define SLOT_SIZE 32
 #define RING 4096
 
 typedef struct {
-    int64_t psn, frame, ts;
+    int64_t psn, frame, ts, mark;
 } Slot;
 
 /* The slots of a bytearray that holds mask + 1 of them, or NULL with an exception set. */
@@ -57,12 +58,13 @@ as_i64(PyObject *obj, int64_t *out)
 static PyObject *
 ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t mask, psn, frame, ts;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "put(slots, mask, psn, frame, ts)");
+    int64_t mask, psn, frame, ts, mark;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "put(slots, mask, psn, frame, ts, mark)");
         return NULL;
     }
-    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn) || !as_i64(args[3], &frame) || !as_i64(args[4], &ts))
+    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn) || !as_i64(args[3], &frame) || !as_i64(args[4], &ts)
+            || !as_i64(args[5], &mark))
         return NULL;
     Slot *slots = slots_of(args[0], mask);
     if (slots == NULL)
@@ -75,6 +77,7 @@ ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     s.psn = psn;
     s.frame = frame;
     s.ts = ts;
+    s.mark = mark;
     memcpy(at, &s, SLOT_SIZE);
     Py_RETURN_TRUE;
 }
@@ -140,14 +143,17 @@ ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     memcpy(&s, PyByteArray_AS_STRING(args[0]) + slot * SLOT_SIZE, SLOT_SIZE);
     PyObject *frame = PyLong_FromLongLong(s.frame), *ts = PyLong_FromLongLong(s.ts);
-    if (frame == NULL || ts == NULL) {
+    PyObject *mark = PyLong_FromLongLong(s.mark);
+    if (frame == NULL || ts == NULL || mark == NULL) {
         Py_XDECREF(frame);
         Py_XDECREF(ts);
+        Py_XDECREF(mark);
         return NULL;
     }
-    PyObject *out = PyTuple_Pack(2, frame, ts);
+    PyObject *out = PyTuple_Pack(3, frame, ts, mark);
     Py_DECREF(frame);
     Py_DECREF(ts);
+    Py_DECREF(mark);
     return out;
 }
 
@@ -173,7 +179,7 @@ ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     if (out == NULL)
         return NULL;
     char *dst = PyByteArray_AS_STRING(out);
-    const Slot empty = {-1, 0, 0};
+    const Slot empty = {-1, 0, 0, 0};
     for (int64_t i = 0; i < size; i++)
         memcpy(dst + i * SLOT_SIZE, &empty, SLOT_SIZE);
     /* Entries in distinct slots stay in distinct slots when the mask gains a bit. */
@@ -187,11 +193,11 @@ ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef methods[] = {
-    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, mask, psn, frame, ts) -> bool"},
+    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, mask, psn, frame, ts, mark) -> bool"},
     {"find", (PyCFunction)(void (*)(void))ring_find, METH_FASTCALL, "find(slots, mask, psn) -> slot or -1"},
     {"frame_of", (PyCFunction)(void (*)(void))ring_frame_of, METH_FASTCALL,
      "frame_of(slots, mask, psn) -> frame or -1"},
-    {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts)"},
+    {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts, mark)"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
     {NULL, NULL, 0, NULL},
 };

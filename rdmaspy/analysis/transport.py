@@ -149,7 +149,7 @@ _RING: Final = 4096            # request PSNs remembered per requester (for orig
 # (tracemalloc over 20,000 queue pairs of one packet each, rounded up).
 _CONN_COST: Final = 512
 _STREAM_COST: Final = 2048
-_SLOT_COST: Final = 24          # three machine integers (a ring slot of Python ints took 100)
+_SLOT_COST: Final = 32          # four machine integers (a ring slot of Python ints took 100)
 _MAX_HOLES: Final = 64         # gap ranges remembered per requester
 _MAX_READS: Final = 256        # READ requests waiting for responses per requester
 # Below the smallest local ACK timeout (4.096 us * 2^1) a requester cannot resend on its own: the
@@ -179,20 +179,21 @@ class _Read:
         self.bytes = 0
 
 
-# A ring slot: the request PSN (-1: empty), its frame and its time, three native-order 64-bit integers
+# A ring slot: the PSN (-1: empty), its frame, its time and its mark (ICRC and IPv4 identification: what
+# tells a copy of a packet from the packet sent again; 0 when not known), four native-order 64-bit integers
 # in a bytearray.  rdmaspy/analysis/_ring.c reads and writes them in one call; these are the same in
 # Python, where it is not built.
-_SLOT: Final = struct.Struct("=qqq")
+_SLOT: Final = struct.Struct("=qqqq")
 _SLOT_PSN: Final = struct.Struct("=q")
-_EMPTY_SLOT: Final = _SLOT.pack(-1, 0, 0)
+_EMPTY_SLOT: Final = _SLOT.pack(-1, 0, 0, 0)
 
 
-def _put_py(slots: bytearray, mask: int, psn: int, frame: int, ts: int) -> bool:
+def _put_py(slots: bytearray, mask: int, psn: int, frame: int, ts: int, mark: int) -> bool:
     at = (psn & mask) * _SLOT.size
     old: int = _SLOT_PSN.unpack_from(slots, at)[0]
     if old >= 0 and old != psn and (old ^ psn) & (_RING - 1) and mask < _RING - 1:
         return False
-    _SLOT.pack_into(slots, at, psn, frame, ts)
+    _SLOT.pack_into(slots, at, psn, frame, ts, mark)
     return True
 
 
@@ -203,22 +204,22 @@ def _find_py(slots: bytearray, mask: int, psn: int) -> int:
 
 
 def _frame_of_py(slots: bytearray, mask: int, psn: int) -> int:
-    old, frame, _ts = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
+    old, frame, _ts, _mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
     return frame if old == psn else -1
 
 
-def _entry_py(slots: bytearray, slot: int) -> tuple[int, int]:
-    _psn, frame, ts = _SLOT.unpack_from(slots, slot * _SLOT.size)
-    return frame, ts
+def _entry_py(slots: bytearray, slot: int) -> tuple[int, int, int]:
+    _psn, frame, ts, mark = _SLOT.unpack_from(slots, slot * _SLOT.size)
+    return frame, ts, mark
 
 
 def _grown_py(slots: bytearray, mask: int) -> bytearray:
     # Entries in distinct slots stay in distinct slots when the mask gains a bit.
     nmask = mask * 2 + 1
     out = bytearray(_EMPTY_SLOT * (nmask + 1))
-    for psn, frame, ts in _SLOT.iter_unpack(slots):
+    for psn, frame, ts, mark in _SLOT.iter_unpack(slots):
         if psn >= 0:
-            _SLOT.pack_into(out, (psn & nmask) * _SLOT.size, psn, frame, ts)
+            _SLOT.pack_into(out, (psn & nmask) * _SLOT.size, psn, frame, ts, mark)
     return out
 
 
@@ -230,16 +231,16 @@ try:
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
     _put_c = _find_c = _frame_of_c = _entry_c = _grown_c = None
-_RING_PUT: Final[Callable[[bytearray, int, int, int, int], bool]] = _put_c or _put_py
+_RING_PUT: Final[Callable[[bytearray, int, int, int, int, int], bool]] = _put_c or _put_py
 _RING_FIND: Final[Callable[[bytearray, int, int], int]] = _find_c or _find_py
 _RING_FRAME_OF: Final[Callable[[bytearray, int, int], int]] = _frame_of_c or _frame_of_py
-_RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int]]] = _entry_c or _entry_py
+_RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int, int]]] = _entry_c or _entry_py
 _RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PsnRing:
-    """Frame and time of the request PSNs last sent, as a ring of ``_RING`` slots indexed by the PSN's
+    """Frame, time and mark of the PSNs last sent, as a ring of ``_RING`` slots indexed by the PSN's
     low bits holds them, grown on use: it starts with 8 slots and doubles only when two PSNs that the
     full ring keeps apart meet in one slot.  So it always holds what the full ring would, and a queue
     pair costs what it has sent (thousands of queue pairs of one packet each cost little).  The slots are
@@ -256,8 +257,8 @@ class PsnRing:
         """The slot holding ``psn``, or -1."""
         return _RING_FIND(self.slots, self.mask, psn)
 
-    def entry(self, slot: int) -> tuple[int, int]:
-        """(frame, time) of the request in ``slot``."""
+    def entry(self, slot: int) -> tuple[int, int, int]:
+        """(frame, time, mark) of the packet in ``slot``."""
         return _RING_ENTRY(self.slots, slot)
 
     def frame_of(self, psn: int) -> int | None:
@@ -265,8 +266,8 @@ class PsnRing:
         frame = _RING_FRAME_OF(self.slots, self.mask, psn)
         return frame if frame >= 0 else None
 
-    def put(self, psn: int, frame: int, ts: int) -> None:
-        while not _RING_PUT(self.slots, self.mask, psn, frame, ts):
+    def put(self, psn: int, frame: int, ts: int, mark: int = 0) -> None:
+        while not _RING_PUT(self.slots, self.mask, psn, frame, ts, mark):
             self.slots = _RING_GROWN(self.slots, self.mask)
             self.mask = self.mask * 2 + 1
 
@@ -732,7 +733,7 @@ class Transport(Module):
         if self.packet_fields:      # the request acknowledged and the round trip are shown, not counted
             slot = st.ring.find(psn)
             if slot >= 0:
-                sent, sent_ts = st.ring.entry(slot)
+                sent, sent_ts, _mark = st.ring.entry(slot)
                 lay.add(ACKS_FRAME, sent)
                 lay.add(ACK_RTT, (frame.ts - sent_ts) / 1e9)
         st.acked = psn

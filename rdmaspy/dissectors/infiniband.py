@@ -276,8 +276,8 @@ class IBInfo:
 
     __slots__ = ("opcode", "plan", "destqp", "psn", "pkey", "w0", "w1", "w2",
                  "payload_off", "payload_end", "icrc_ok", "reth", "aeth", "deth_srcqp", "imm", "ieth", "ecn",
-                 "buf", "bth_off", "at", "exts", "icrc_off", "icrc_got", "icrc_expected", "icrc_at", "eth_off",
-                 "made", "data_at", "data_off", "data_end")
+                 "ip_id", "buf", "bth_off", "at", "exts", "icrc_off", "icrc_got", "icrc_expected", "icrc_at",
+                 "eth_off", "made", "data_at", "data_off", "data_end")
     # Declared for the type checker (and for mypyc, which lays the object out from them).
     w0: int
     w1: int
@@ -327,6 +327,10 @@ class IBInfo:
         self.ieth = None
         self.icrc_ok = None     # None: no ICRC to check (truncated, or carried without one)
         self.ecn = 0
+        # The carrier's IPv4 identification (-1: none, as over IPv6 or native InfiniBand): a sender that
+        # numbers its packets from one counter (rxe) tells a copy made on the way (the same number) from a
+        # packet sent again (a higher one) and from a delayed one (a lower one).
+        self.ip_id = -1
         self.exts = 0
         self.icrc_at = -1
         self.eth_off = -1
@@ -811,7 +815,11 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     version = 4 if ip.proto == "ip" else 6
     ib = dissect_bth(pkt, buf, off, end, ctx, icrc_of(end, off, ICRC_ROCEV2, buf, ip_off, version, off))
     if ib is not None:
-        ib.ecn = buf[ip_off + 1] & 3 if version == 4 else (buf[ip_off + 1] >> 4) & 3
+        if version == 4:
+            ib.ecn = buf[ip_off + 1] & 3
+            ib.ip_id = buf[ip_off + 4] << 8 | buf[ip_off + 5]
+        else:
+            ib.ecn = (buf[ip_off + 1] >> 4) & 3
 
 
 def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
@@ -845,6 +853,7 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
     ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4), off)
     if ib is not None:
         ib.ecn = buf[ip + 1] & 3
+        ib.ip_id = buf[ip + 4] << 8 | buf[ip + 5]
     return True
 
 
