@@ -103,6 +103,9 @@ class Analyzer:
         self._feeders: list[tuple[str, Module]] = [(name, m if isinstance(m, Module) else _Foreign(m))
                                                    for name, m in self.modules.items()]
         self.packets = 0
+        # The frame of the oldest packet a finding is still held on (the capture may refute it: see
+        # rdmaspy.analysis.transport); 0: none.  The pipeline shows no packet from it on until it is decided.
+        self.hold_from = 0
         self.engine: Engine | None = None   # the Engine whose packets it sees, for commands that need its tables
 
     def show_fields(self) -> None:

@@ -7,18 +7,29 @@ responses carry the PSNs their request reserved.  So a connection has two PSN sp
 requester; both the requests and the responses to them are followed in their requester's space.
 
 For each request packet the analysis says whether it is in order, follows a gap (PSNs not
-captured: lost before the capture point, or the capture missed them), fills a gap (out of order),
-is sent again (retransmission: after a NAK, an RNR NAK or a timeout) or is a duplicate (the same
-packet again at once, with nothing to make the requester go back).  For the responses it counts
-the PSNs each ACK covers (coalescing), reports NAKs by code and RNR NAKs (with the delay until the
-requester retries), and matches READ responses to their request (number of packets at the path
-MTU and length).  CNPs and ECN Congestion Experienced marks are counted per flow; a bad ICRC is a
-finding.  Per-packet results become ``ib.analysis.*`` fields on an ``ib.analysis`` layer; each
-sequence event is also a ``PsnEvent`` record, and at the end each requester's counters are a
-``PsnStats`` and each flow's congestion a ``CongestionFlow``.
+captured: lost before the capture point, or the capture missed them), fills a gap (out of order: sent
+before the packets it follows and delayed on the way), is sent again (retransmission: after a NAK, an
+RNR NAK or a timeout) or is a copy made on the way (a duplicate: the same bytes again).  Where the
+carrier numbers its packets (rxe's IPv4 identification counts every packet it sends to a host), that
+number tells the three apart: the same number and bytes, a copy; a higher one, a packet sent again; a
+lower one than a number already seen, a delayed original.  For the responses it counts the PSNs each
+ACK covers (coalescing), reports NAKs by code and RNR NAKs (with the delay until the requester
+retries), and matches READ responses to their request (number of packets at the path MTU and length):
+each answer to the READ that asks for it, a READ sent again answered by its own responses.  CNPs and
+ECN Congestion Experienced marks are counted per flow; a bad ICRC is a finding.  Per-packet results
+become ``ib.analysis.*`` fields on an ``ib.analysis`` layer; each sequence event is also a ``PsnEvent``
+record, and at the end each requester's counters are a ``PsnStats`` and each flow's congestion a
+``CongestionFlow``.
 
-Memory per connection is bounded: a ring of the last PSNs sent, a few gap ranges, and the READ
-requests still waiting for their responses.
+A finding the capture may still refute is held: PSNs skipped before a packet (``ib.lost_segment``)
+until each of them is seen again (a delayed original refutes it, a packet sent again confirms it) or
+``HOLD_NS`` / ``HOLD_FRAMES`` have passed; a READ answered from its middle (``ib.read_response_sequence``)
+until the requester shows what it does next.  While one is held, ``Analyzer.hold_from`` names its frame,
+and the pipeline shows no packet from that frame on until it is decided, so that every presentation
+gets the packet with its findings final.
+
+Memory per connection is bounded: a ring of the last PSNs sent, one of the last READ response PSNs, a
+few gap ranges, the READ requests still waiting for their responses and the findings held.
 """
 from __future__ import annotations
 
@@ -77,7 +88,7 @@ LOST: Final = declare(
     "IBTA vol. 1 9.7 (a requester's PSN grows by one per request packet)")
 OUT_OF_ORDER_RULE: Final = declare(
     "ib.out_of_order", "warning", "sequence",
-    "PSN {psn} arrives after later PSNs (expected {expected})",
+    "PSN {psn} out of order: {what}",
     "IBTA vol. 1 9.7 (request packets arrive in PSN order)")
 RETRANSMIT: Final = declare(
     "ib.retransmission", "note", "sequence",
@@ -126,9 +137,15 @@ READ_LENGTH: Final = declare(
     "IBTA vol. 1 9.7 (a READ response returns the DMA length of its request)")
 READ_SEQUENCE: Final = declare(
     "ib.read_response_sequence", "error", "protocol",
-    "READ response to the request of frame {request} begins with {opcode} (a First or an Only is due "
-    "at PSN {psn}): the requester discards it and the READ cannot complete",
+    "READ response to the request of frame {request} begins with {opcode} (a First or an Only is due at PSN "
+    "{psn}, as for every READ, a retried one too); then {after}",
     "IBTA vol. 1 9.7 (the responses to a READ request, a retried one too, open with READ Response First or Only)")
+GO_BACK_N_STALL: Final = declare(
+    "ib.go_back_n_stall", "error", "sequence",
+    "after the NAK of PSN {psn} (frame {nak}) the requester sent again PSN {psn}..{resent} of the {count} "
+    "PSN(s) up to {top} it had sent, and no request after it",
+    "IBTA vol. 1 9.7.5 (after a PSN sequence error NAK the requester sends again every request packet from the "
+    "PSN it names)")
 CNP_RULE: Final = declare(
     "ib.cnp", "note", "congestion",
     "CNP to QP 0x{qp:06x}: congestion notified ({count} on this flow)",
@@ -150,11 +167,27 @@ _RING: Final = 4096            # request PSNs remembered per requester (for orig
 _CONN_COST: Final = 512
 _STREAM_COST: Final = 2048
 _SLOT_COST: Final = 32          # four machine integers (a ring slot of Python ints took 100)
-_MAX_HOLES: Final = 64         # gap ranges remembered per requester
+_MAX_HOLES: Final = 64         # gap ranges remembered per requester (and per READ)
 _MAX_READS: Final = 256        # READ requests waiting for responses per requester
+_MAX_HELD: Final = 256         # findings held at once; beyond, the oldest is decided with what is known
+_HELD_COST: Final = 8192       # a finding held with its packet
+# How long a finding the capture may refute is held: a delayed original comes within the reordering of
+# the path (netem's delay, a few milliseconds), a packet sent again within the NAK's round trip; a
+# requester asks again for a READ after its ACK timeout (rxe: seconds).  Never more than HOLD_FRAMES.
+HOLD_NS: Final = 1_000_000_000
+ASK_HOLD_NS: Final = 10_000_000_000
+HOLD_FRAMES: Final = 1024
 # Below the smallest local ACK timeout (4.096 us * 2^1) a requester cannot resend on its own: the
-# same PSN again within it, with no NAK between, is a copy made on the way (or by the capture).
+# same bytes at the same PSN within it, with no NAK between, are a copy made on the way (or by the
+# capture).  Where the sender numbers its packets (the IPv4 identification counts), the same number
+# with the same bytes is a copy whenever it comes.
 DUPLICATE_WINDOW_NS: Final = 8192
+_ID_MASK: Final = 0xFFFF
+_ID_HALF: Final = 0x8000
+_ID_STEP: Final = 4096         # a step of a counter shared with other queue pairs to the same host
+_COUNTING: Final = 4           # small forward steps of the identification before it is taken as a counter
+_RUN_STEP: Final = 4           # identifications between two responses of one burst (other queue pairs' between)
+_RECENT: Final = 8             # READ responses remembered, whose bursts the next responses may go on
 _REQUEST_KINDS: Final = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
 _RESPONSE_KINDS: Final = frozenset({"ack", "atomic_ack", "read_response"})
 _CONNECTED: Final = frozenset({"RC", "UC", "XRC"})
@@ -164,25 +197,205 @@ def _ceil(a: int, b: int) -> int:
     return max(1, -(-a // b))
 
 
+def _mark(ib: IBInfo) -> int:
+    """What tells a copy of a packet from the packet sent again: its ICRC, which covers every byte that does
+    not change on the way (the IPv4 identification among them), with the identification; 0 when the packet
+    has no ICRC that was checked."""
+    if ib.icrc_ok is None:
+        return 0
+    return ib.icrc_got | (ib.ip_id + 1) << 32 | 1 << 50
+
+
+def _burst(psns: int, idents: int) -> bool:
+    """Whether a response ``psns`` PSNs after another, with an identification ``idents`` after its, can be of
+    the same burst (the responder's other queue pairs may take a few identifications between)."""
+    return psns <= idents < psns + _RUN_STEP
+
+
+def _id_order(top: int, ident: int) -> int:
+    """Where identification ``ident`` stands against the highest one seen, ``top``: 1 a later packet, 0 the
+    same packet, -1 one sent before a packet already captured; 1 when either is not known."""
+    if ident < 0 or top < 0:
+        return 1
+    d = (ident - top) & _ID_MASK
+    if d == 0:
+        return 0
+    return 1 if d < _ID_HALF else -1
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Ids:
+    """The IPv4 identifications of one sender's packets on a stream: the highest seen, and whether they
+    count (``counting``: enough small forward steps; a sender that sends 0, or random numbers, never does)."""
+
+    __slots__ = ("top", "steps")
+
+    def __init__(self) -> None:
+        self.top = -1
+        self.steps = 0
+
+    def see(self, ident: int) -> int:
+        """``_id_order`` of a packet's identification, the highest one seen moved on by it."""
+        top = self.top
+        order = _id_order(top, ident)
+        if order > 0 and ident >= 0:
+            if top >= 0 and ((ident - top) & _ID_MASK) <= _ID_STEP:
+                self.steps += 1
+            self.top = ident
+        return order
+
+    @property
+    def counting(self) -> bool:
+        return self.steps >= _COUNTING
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Held:
+    """A finding held until the capture shows whether it stands (module docstring): its packet, its
+    frame and time, its requester's stream."""
+
+    __slots__ = ("pkt", "frame", "ts", "st", "decided")
+
+    def __init__(self, pkt: Packet, st: ReqStream) -> None:
+        self.pkt = pkt
+        self.frame: int = pkt.frame.num
+        self.ts: int = pkt.frame.ts
+        self.st = st
+        self.decided = False
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Gap(_Held):
+    """PSNs skipped before a packet, which it overtook or which were lost: ``open`` of them not seen since,
+    ``lost`` seen sent again (their first sending not captured: ``ib.lost_segment``), ``late`` seen sent
+    before it and delayed on the way (``ib.out_of_order``, the first in frame ``first_late``).  ``ident``:
+    the packet's IPv4 identification, which a delayed original's precedes (-1: none)."""
+
+    __slots__ = ("psn", "expected", "count", "open", "lost", "late", "first_late", "ident")
+
+    def __init__(self, pkt: Packet, st: ReqStream, psn: int, expected: int, count: int, ident: int) -> None:
+        super().__init__(pkt, st)
+        self.psn = psn
+        self.expected = expected
+        self.count = count
+        self.open = count
+        self.lost = 0
+        self.late = 0
+        self.first_late = 0
+        self.ident = ident
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Opened(_Held):
+    """A READ answered from its middle (``ib.read_response_sequence``), held until the requester shows what
+    it does next; refuted when the packet before it in its burst comes late (``ident``: its IPv4
+    identification; -1: none)."""
+
+    __slots__ = ("read", "opcode", "ident")
+
+    def __init__(self, pkt: Packet, st: ReqStream, read: _Read, opcode: str, ident: int) -> None:
+        super().__init__(pkt, st)
+        self.read = read
+        self.opcode = opcode
+        self.ident = ident
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Hole:
+    """PSNs skipped and not seen since, with the gap they belong to (None: none held)."""
+
+    __slots__ = ("start", "count", "gap")
+
+    def __init__(self, start: int, count: int, gap: _Gap | None) -> None:
+        self.start = start
+        self.count = count
+        self.gap = gap
+
+
+def _complete(r: _Read) -> bool:
+    """Whether a READ waits for no response any more: none of its gaps is still held."""
+    for h in r.holes:
+        g = h.gap
+        if g is None or not g.decided:
+            return False
+    return True
+
+
+def _fill(holes: list[_Hole], psn: int) -> _Hole | None:
+    """The hole ``psn`` fills, split around it (None: in none)."""
+    for h in holes:
+        off = (psn - h.start) & _MASK
+        if off < h.count:
+            holes.remove(h)
+            if off:
+                holes.append(_Hole(h.start, off, h.gap))
+            if h.count - off - 1 > 0:
+                holes.append(_Hole((psn + 1) & _MASK, h.count - off - 1, h.gap))
+            return h
+    return None
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Read:
-    __slots__ = ("psn", "length", "frame", "ts", "nmax", "next", "packets", "bytes")
+    """A READ request and the responses it got: each PSN once, the holes between them, and the READ it asks
+    again for (a READ sent again, whole or from a response PSN its responses lacked)."""
 
-    def __init__(self, psn: int, length: int, frame: int, ts: int, nmax: int) -> None:
+    __slots__ = ("psn", "length", "frame", "ts", "nmax", "next", "got", "bytes", "holes", "end", "retries", "floor",
+                 "ident")
+
+    def __init__(self, psn: int, length: int, frame: int, ts: int, nmax: int, retries: _Read | None,
+                 floor: int) -> None:
         self.psn = psn
         self.length = length
         self.frame = frame
         self.ts = ts
         self.nmax = nmax          # the most packets the response can have (smallest MTU, or the known MTU)
-        self.next = psn
-        self.packets = 0
+        self.next = psn           # the PSN after the highest response received
+        self.got = 0              # response packets received, each PSN once
         self.bytes = 0
+        self.holes: list[_Hole] = []
+        self.end = -1             # the PSN after its Last or Only (-1: not received)
+        self.retries = retries
+        # the responder's highest IPv4 identification when the request was captured: a response with one
+        # not beyond it was sent before the responder had the request, and answers another READ (-1: none)
+        self.floor = floor
+        self.ident = -1           # the identification of the last response it got (-1: none)
+
+    def wants(self, psn: int) -> bool:
+        """Whether response ``psn`` is one it asks for and has not received."""
+        off = (psn - self.psn) & _MASK
+        if off >= self.nmax or self.end >= 0 and off >= ((self.end - self.psn) & _MASK):
+            return False
+        if ((psn - self.next) & _MASK) < _HALF:
+            return True
+        for h in self.holes:
+            if ((psn - h.start) & _MASK) < h.count:
+                return True
+        return False
 
 
-# A ring slot: the PSN (-1: empty), its frame, its time and its mark (ICRC and IPv4 identification: what
-# tells a copy of a packet from the packet sent again; 0 when not known), four native-order 64-bit integers
-# in a bytearray.  rdmaspy/analysis/_ring.c reads and writes them in one call; these are the same in
-# Python, where it is not built.
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Nak:
+    """A PSN sequence error NAK and the requester's answer: it goes back to ``psn`` and sends again every
+    request up to ``top`` (the highest PSN sent before the NAK); ``resent``: the highest PSN sent again
+    since (-1: none), in frame ``resent_frame``."""
+
+    __slots__ = ("psn", "frame", "ts", "top", "used", "resent", "resent_frame")
+
+    def __init__(self, psn: int, frame: int, ts: int, top: int) -> None:
+        self.psn = psn
+        self.frame = frame
+        self.ts = ts
+        self.top = top
+        self.used = False         # the NAKed PSN was sent again (its retransmission names the NAK)
+        self.resent = -1
+        self.resent_frame = 0
+
+
+# A ring slot: the PSN (-1: empty), its frame, its time and its mark (``_mark``: ICRC and IPv4
+# identification, 0 when not known), four native-order 64-bit integers in a bytearray.
+# rdmaspy/analysis/_ring.c reads and writes them in one call; these are the same in Python, where it is
+# not built.
 _SLOT: Final = struct.Struct("=qqqq")
 _SLOT_PSN: Final = struct.Struct("=q")
 _EMPTY_SLOT: Final = _SLOT.pack(-1, 0, 0, 0)
@@ -281,7 +494,8 @@ class ReqStream:
     """One requester's PSN space on one connection: its requests and the responses to them."""
 
     __slots__ = ("conn_id", "direction", "first", "nxt", "slack", "last_psn", "last_op", "last_ts", "last_frame",
-                 "ring", "holes", "acked", "expect", "nak", "rnr", "reads", "last_read", "done_reads",
+                 "ring", "holes", "acked", "expect", "nak", "rnr", "reads", "last_read", "done_reads", "run",
+                 "answers", "sent_ids", "answer_ids", "opened", "recent", "recent_at",
                  "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
                  "psn_acked", "send_bytes", "write_bytes", "read_bytes")
@@ -297,18 +511,27 @@ class ReqStream:
         self.last_ts = 0
         self.last_frame = 0
         self.ring = PsnRing()
-        self.holes: list[list[int]] = []  # [start, count] of PSNs skipped and not seen since
+        self.holes: list[_Hole] = []      # PSNs skipped and not seen since
         self.acked: int | None = None     # last PSN acknowledged
         # The PSN the responder takes next, as the capture shows it: an RC responder takes only that one
         # and drops a request beyond it (IBTA vol. 1 9.7.5), until the requester sends it again.
         self.expect: int | None = None
-        self.nak: tuple[int, int, int] | None = None   # (psn, frame, ts) of the last NAK not yet answered
+        self.nak: _Nak | None = None      # the last PSN sequence error NAK, until the requester has gone back
         self.rnr: tuple[int, int, int] | None = None
-        self.reads: list[_Read] = []
+        self.reads: list[_Read] = []      # READs waiting for responses, in the order they were sent
         self.last_read: _Read | None = None
         # READs whose responses all went by: a retry after a response was lost on the way (past the
         # capture point) asks again from inside one of them.
         self.done_reads: deque[_Read] | None = None      # made on first use (a deque costs 600 bytes)
+        self.run: _Read | None = None     # the READ the last response answered
+        self.answers: PsnRing | None = None   # READ response PSNs received (made on the first)
+        self.sent_ids = _Ids()            # the requester's IPv4 identifications
+        self.answer_ids = _Ids()          # the responder's
+        self.opened: list[_Opened] = []   # READs answered from their middle, held until the requester acts
+        # The last READ responses (PSN, IPv4 identification, the READ each answered): the next packet of
+        # one's burst goes with it.
+        self.recent: list[tuple[int, int, _Read | None]] = []
+        self.recent_at = 0
         self.packets = 0
         self.retransmissions = 0
         self.duplicates = 0
@@ -412,12 +635,27 @@ class Transport(Module):
         # one was not captured, or the responder NAKed it): the responder dropped it, unless the
         # capture missed what it took (``taken`` tells, later).  Its copy in sequence stands for it.
         self.provisional = False
+        # Findings held until the capture shows whether they stand, in the order of their frames: the
+        # gaps (held HOLD_NS at most), the READs answered from their middle (ASK_HOLD_NS).
+        self.waiting: deque[_Held] = deque()
+        self.asking: deque[_Held] = deque()
+        self.holding = 0             # findings held and not decided yet (the deques keep decided ones behind)
+        self.last_ts = 0             # the time of the last packet seen
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
         self.again = False
         self.again_of = 0
         self.provisional = False
+        frame = pkt.frame
+        self.last_ts = frame.ts
+        if self.waiting or self.asking:
+            self._expire(frame.num, frame.ts, False)
+        self._packet(pkt)
+        if self.waiting or self.asking:
+            self._hold_from()
+
+    def _packet(self, pkt: Packet) -> None:
         # typed (Packet.ib and .conv are Any): compiled, their attributes are read directly
         ib: IBInfo | None = pkt.ib
         if ib is None:
@@ -484,6 +722,143 @@ class Transport(Module):
         if self.an.psn_events:
             self.an.emit(PsnEvent(st.conn_id, st.direction, kind, frame, ts, psn, count, original))
 
+    # -- findings held -------------------------------------------------------------------------------
+    def _hold(self, h: _Held) -> None:
+        (self.asking if isinstance(h, _Opened) else self.waiting).append(h)
+        self.holding += 1
+        self.budget.charge(self, _HELD_COST)
+
+    def _hold_from(self) -> None:
+        """The frame of the oldest finding still held, for the pipeline (0: none)."""
+        first = 0
+        for held in (self.waiting, self.asking):
+            while held and held[0].decided:
+                held.popleft()
+            if held and (not first or held[0].frame < first):
+                first = held[0].frame
+        self.an.hold_from = first
+
+    def _expire(self, num: int, ts: int, every: bool) -> None:
+        """Decide the findings held past their window (``every``: all of them) with what the capture showed."""
+        for held, window in ((self.waiting, HOLD_NS), (self.asking, ASK_HOLD_NS)):
+            while held:
+                h = held[0]
+                if not h.decided:
+                    if not every and ts - h.ts <= window and num - h.frame <= HOLD_FRAMES \
+                            and self.holding <= _MAX_HELD:
+                        break
+                    if isinstance(h, _Gap):
+                        self._gap_decided(h)
+                    elif isinstance(h, _Opened):
+                        self._opened_decided(h, "the capture shows no later request from the requester")
+                held.popleft()
+        self._hold_from()
+
+    def _decided(self, h: _Held) -> None:
+        h.decided = True
+        self.holding -= 1
+        self.budget.release(self, _HELD_COST)
+
+    def _gap(self, st: ReqStream, holes: list[_Hole], pkt: Packet, psn: int, expected: int, count: int,
+             ident: int) -> None:
+        """PSNs ``expected``..``psn``-1 skipped (``count`` of them lost at most): what they were (lost, or
+        overtaken) is held until each is seen again or the window passes (said at once when no more can be
+        held)."""
+        g = _Gap(pkt, st, psn, expected, count, ident)
+        self._hold(g)
+        if len(holes) >= _MAX_HOLES:
+            # the holes of gaps decided already make room (a packet filling one is still said out of order)
+            holes[:] = [h for h in holes if h.gap is not None and not h.gap.decided]
+        if len(holes) >= _MAX_HOLES or self.holding > _MAX_HELD:
+            self._gap_decided(g)
+            return
+        holes.append(_Hole((psn - count) & _MASK, count, g))
+
+    @staticmethod
+    def _sent_before(hole: _Hole | None, ident: int, counting: bool, otherwise: bool) -> bool:
+        """Whether the packet filling ``hole`` was sent before the packet that skipped it (a delayed
+        original), by the identifications where they count, else ``otherwise``."""
+        g = hole.gap if hole is not None else None
+        if counting and g is not None and g.ident >= 0 and ident >= 0:
+            return _id_order(g.ident, ident) < 0
+        return otherwise
+
+    def _filled(self, hole: _Hole | None, sent_again: bool, num: int, count: int = 1) -> None:
+        """``count`` PSNs of ``hole`` seen (in frame ``num``): sent again (their first sending was not
+        captured) or late (sent before the packet that skipped them, delayed on the way)."""
+        g = hole.gap if hole is not None else None
+        if g is None or g.decided:
+            return
+        count = min(count, g.open)
+        g.open -= count
+        if sent_again:
+            g.lost += count
+        else:
+            g.late += count
+            if not g.first_late:
+                g.first_late = num
+        if g.open <= 0:
+            self._gap_decided(g)
+
+    def _filled_beyond(self, holes: list[_Hole], psn: int, count: int, sent_again: bool, num: int) -> None:
+        """The PSNs after ``psn`` a READ request reserves for its responses (``count`` in all) fill the holes
+        they lie in as its first PSN does."""
+        end = (psn + count) & _MASK
+        for h in list(holes):
+            off = (h.start - psn) & _MASK
+            if 0 < off < count:
+                n = min(h.count, ((end - h.start) & _MASK))
+                holes.remove(h)
+                if n < h.count:
+                    holes.append(_Hole((h.start + n) & _MASK, h.count - n, h.gap))
+                self._filled(h, sent_again, num, n)
+
+    def _gap_decided(self, g: _Gap) -> None:
+        """What the PSNs a packet skipped were: late ones make it a packet that overtook them
+        (``ib.out_of_order``), lost ones (sent again, or never seen) ``ib.lost_segment``."""
+        self._decided(g)
+        st = g.st
+        lay = self._fields(g.pkt)
+        if g.late:
+            self.an.report(OUT_OF_ORDER_RULE, (g.frame, g.first_late), g.ts, conn=st.conn_id, pkt=g.pkt,
+                           psn=g.psn, what=f"it overtook {g.late} earlier PSN(s) from {g.expected}, sent before it "
+                                           f"and delayed on the way (the first in frame {g.first_late})")
+        n = g.lost + g.open
+        if n <= 0:
+            return                      # every PSN came late: the capture refutes the loss
+        st.lost += n
+        lay.add(LOST_SEGMENT, True)
+        lay.add(LOST_PSNS, n)
+        self.an.report(LOST, g.frame, g.ts, conn=st.conn_id, pkt=g.pkt, psn=g.psn, count=n, expected=g.expected)
+        self._event(st, PsnEventKind.LOST, g.frame, g.ts, g.psn, n)
+
+    def _opened_decided(self, o: _Opened, after: str) -> None:
+        self._decided(o)
+        st = o.st
+        if o in st.opened:
+            st.opened.remove(o)
+        r = o.read
+        self.an.report(READ_SEQUENCE, (o.frame, r.frame), o.ts, conn=st.conn_id, pkt=o.pkt, request=r.frame,
+                       opcode=o.opcode, psn=r.psn, after=after)
+
+    def _burst_goes_on(self, st: ReqStream, psn: int, ident: int) -> None:
+        """A response sent just before one that seemed to open a READ's answer from its middle, in the same
+        burst (the PSN and identification before it), came late: that one opened nothing."""
+        for o in list(st.opened):
+            if o.ident >= 0 and ident == (o.ident - 1) & _ID_MASK and psn == (o.read.psn - 1) & _MASK:
+                st.opened.remove(o)
+                self._decided(o)
+
+    def _requester_acts(self, st: ReqStream, psn: int, num: int, kind: str) -> None:
+        """A request after READs answered from their middle: it asks again for one, or goes on past it."""
+        for o in list(st.opened):
+            r = o.read
+            off = (psn - r.psn) & _MASK
+            if off < r.nmax and kind == "read_request":
+                self._opened_decided(o, f"the requester asks for it again (frame {num})")
+            elif r.nmax <= off < _HALF:
+                self._opened_decided(o, f"the requester goes on without asking for it again (frame {num})")
+
     # -- requests ------------------------------------------------------------------------------------
     def _request(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo, kind: str) -> None:
         psn = ib.psn
@@ -497,11 +872,8 @@ class Transport(Module):
         elif kind == "write":
             st.write_bytes += n
         if plan.pos in ("first", "middle") and n >= PATH_MTU_MIN and not n & (n - 1) and (
-                cs.mtu is None or n < cs.mtu):
-            # A First/Middle packet is exactly one path MTU (256..4096).  What the wire shows wins over
-            # the CM's Path MTU: the QP's active MTU may be lower (rxe: 1024 on a 1500-byte netdev).
-            cs.mtu = n
-            cs.mtu_seen = True
+                not cs.mtu_seen or cs.mtu is None or n < cs.mtu):
+            self._full_packet(cs, n)
         count = 1
         slack = 0
         if kind == "read_request" and ib.reth is not None:
@@ -513,113 +885,180 @@ class Transport(Module):
                 # largest MTU in question and ceil(length/256).
                 count = _ceil(length, cs.mtu or PATH_MTU_MAX)
                 slack = _ceil(length, PATH_MTU_MIN) - count
+        if st.opened:
+            self._requester_acts(st, psn, frame.num, kind)
+        st.sent_ids.see(ib.ip_id)
+        mark = _mark(ib)
         nxt = st.nxt
         assert nxt is not None                # set with the stream's first PSN, before its first request
         d = (psn - nxt) & _MASK
-        lay = None
         expect = st.expect
+        put = True
+        resumed: _Read | None = None
         if d == 0 or d <= st.slack:
             st.nxt = (psn + count) & _MASK
             st.slack = slack
+            if st.nak is not None:
+                self._new_psn_after_nak(st, st.nak, psn, count)
             if expect == nxt:
                 st.expect = st.nxt
             else:
                 self._responder_takes(st, psn, count)
         elif d < _HALF:
-            # PSNs skipped: lost before the capture point (or missed by the capture)
-            expected: int = st.nxt          # type: ignore[assignment]  # d was computed from it
+            # PSNs skipped: lost before the capture point (or missed by the capture), or delayed on the way
             lost = d - st.slack if st.slack else d
-            st.lost += lost
-            if len(st.holes) < _MAX_HOLES:
-                st.holes.append([expected, d])
-            lay = self._fields(pkt)
-            lay.add(LOST_SEGMENT, True)
-            lay.add(LOST_PSNS, lost)
-            self.an.report(LOST, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn, count=lost, expected=expected)
-            self._event(st, PsnEventKind.LOST, frame.num, ts, psn, lost)
+            self._gap(st, st.holes, pkt, psn, nxt, lost, ib.ip_id)
             st.nxt = (psn + count) & _MASK
+            if st.nak is not None:
+                self._new_psn_after_nak(st, st.nak, psn, count)
             if st.slack and expect == nxt:
                 st.expect = st.nxt          # the PSN due was not known: no telling what the responder took
             else:
                 self._responder_takes(st, psn, count)
             st.slack = slack
         else:
-            self._responder_takes(st, psn, count)
-            lay = self._fields(pkt)
-            hole = self._fill_hole(st, psn)
-            original = st.ring.frame_of(psn)
-            resumed = None
-            if original is None and kind == "read_request":
-                # A requester retrying a READ asks again from the first response PSN it lacks,
-                # which lies inside the PSNs the original request reserved.
-                resumed = next((r for reads in (st.reads, st.done_reads or ()) for r in reversed(reads)
-                                if ((psn - r.psn) & _MASK) < r.nmax), None)
-            nak = st.nak if st.nak is not None and ((psn - st.nak[0]) & _MASK) < _HALF else None
-            rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
-            if hole and nak is None and rnr is None:
-                st.out_of_order += 1
-                lay.add(OUT_OF_ORDER, True)
-                self.an.report(OUT_OF_ORDER_RULE, frame.num, ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                               expected=st.nxt)
-                self._event(st, PsnEventKind.OUT_OF_ORDER, frame.num, ts, psn)
-            elif (not hole and psn == st.last_psn and plan.opcode == st.last_op and nak is None and rnr is None
-                  and ts - st.last_ts < DUPLICATE_WINDOW_NS):
-                st.duplicates += 1
-                lay.add(DUPLICATE, True)
-                lay.add(ORIGINAL_FRAME, st.last_frame)
-                self.an.report(DUPLICATE_RULE, (frame.num, st.last_frame), ts, conn=st.conn_id, pkt=pkt, psn=psn,
-                               original=f"frame {st.last_frame}")
-                self.again = True
-                self.again_of = st.last_frame
-                self._event(st, PsnEventKind.DUPLICATE, frame.num, ts, psn, original=st.last_frame)
-            else:
-                st.retransmissions += 1
-                lay.add(RETRANSMISSION, True)
-                if original is not None:
-                    first = f"first in frame {original}"
-                    self.again = True
-                    self.again_of = original
-                elif resumed is not None:
-                    original = resumed.frame
-                    first = (f"resumes the READ request of frame {original} "
-                             f"from its response packet {((psn - resumed.psn) & _MASK) + 1}")
-                else:
-                    first = "its first sending was not captured"
-                if original is not None:
-                    lay.add(ORIGINAL_FRAME, original)
-                frames: tuple[int, ...] = (frame.num,) if original is None else (frame.num, original)
-                if nak is not None:
-                    lay.add(NAK_FRAME, nak[1])
-                    frames += (nak[1],)
-                self.an.report(RETRANSMIT, frames, ts, conn=st.conn_id, pkt=pkt, psn=psn, first=first)
-                self._event(st, PsnEventKind.RETRANSMISSION, frame.num, ts, psn, original=original)
-            if rnr is not None:
-                delay = ts - rnr[2]
-                st.rnr_delay_ns += delay
-                lay.add(RNR_NAK_FRAME, rnr[1])
-                lay.add(RNR_DELAY, delay / 1e9)
-                st.rnr = None
-            if nak is not None and nak[0] == psn:
-                st.nak = None
+            put, resumed = self._request_again(st, pkt, ib, kind, count, mark)
         if kind == "read_request" and ib.reth is not None:
             st.read_requests += 1
-            r = _Read(psn, ib.reth[2], frame.num, ts, count + slack)
+            if resumed is None:
+                # sent again whole: the READ it asks again for is the last one from that PSN
+                resumed = next((r for reads in (st.reads, st.done_reads or ()) for r in reversed(reads)
+                                if r.psn == psn), None)
+            r = _Read(psn, ib.reth[2], frame.num, ts, count + slack, resumed, st.answer_ids.top)
             reads = st.reads
             if len(reads) >= _MAX_READS:
                 del reads[0]
             reads.append(r)
             st.last_read = r
-        ring = st.ring
-        size = ring.mask
-        ring.put(psn, frame.num, ts)
-        if ring.mask != size:
-            grown = (ring.mask - size) * _SLOT_COST
-            cs.charged += grown
-            self.budget.charge(self, grown)
+        if put:
+            ring = st.ring
+            size = ring.mask
+            ring.put(psn, frame.num, ts, mark)
+            if ring.mask != size:
+                grown = (ring.mask - size) * _SLOT_COST
+                cs.charged += grown
+                self.budget.charge(self, grown)
         st.last_psn = psn
         st.last_op = plan.opcode
         st.last_ts = ts
         st.last_frame = frame.num
+
+    @staticmethod
+    def _new_psn_after_nak(st: ReqStream, nak: _Nak, psn: int, count: int) -> None:
+        """A new PSN after a PSN sequence error NAK: sent before the requester took the NAK (it goes back
+        through it too), or after it went back (go-back-N is over)."""
+        if nak.resent < 0:
+            nak.top = (psn + count - 1) & _MASK
+        else:
+            st.nak = None
+
+    def _request_again(self, st: ReqStream, pkt: Packet, ib: IBInfo, kind: str, count: int,
+                       mark: int) -> tuple[bool, _Read | None]:
+        """A request PSN below the next one due: a late one filling a gap, a copy made on the way, a
+        delayed original of a PSN sent again already, or sent again.  Returns (whether the ring takes it
+        as the PSN's last sending, the READ a READ request asks again for from one of its responses)."""
+        psn = ib.psn
+        frame = pkt.frame
+        ts = frame.ts
+        self._responder_takes(st, psn, count)
+        lay = self._fields(pkt)
+        hole = _fill(st.holes, psn)
+        original = -1
+        sent_ts = 0
+        sent_mark = 0
+        slot = st.ring.find(psn)
+        if slot >= 0:
+            original, sent_ts, sent_mark = st.ring.entry(slot)
+        counting = st.sent_ids.counting
+        nak = st.nak if st.nak is not None and ((psn - st.nak.psn) & _MASK) < _HALF else None
+        rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
+        resumed: _Read | None = None
+        if original < 0 and kind == "read_request":
+            # A requester retrying a READ asks again from the first response PSN it lacks,
+            # which lies inside the PSNs the original request reserved.
+            resumed = next((r for reads in (st.reads, st.done_reads or ()) for r in reversed(reads)
+                            if ((psn - r.psn) & _MASK) < r.nmax), None)
+        put = True
+        ident = ib.ip_id
+        sent_id = ((sent_mark >> 32) & 0x1FFFF) - 1 if sent_mark else -1
+        if hole is not None and self._sent_before(hole, ident, counting, nak is None and rnr is None):
+            # sent before the packet that skipped it (an earlier identification), delayed on the way
+            self._late(st, pkt, lay, psn)
+            self._filled(hole, False, frame.num)
+            if count > 1:
+                self._filled_beyond(st.holes, psn, count, False, frame.num)
+        elif hole is None and original >= 0 and (
+                mark and mark == sent_mark and (counting or ts - sent_ts < DUPLICATE_WINDOW_NS)
+                or not mark and psn == st.last_psn and ib.plan.opcode == st.last_op and nak is None
+                and rnr is None and ts - st.last_ts < DUPLICATE_WINDOW_NS):
+            # the same bytes again (and the same identification): a copy made on the way
+            st.duplicates += 1
+            lay.add(DUPLICATE, True)
+            lay.add(ORIGINAL_FRAME, original)
+            self.an.report(DUPLICATE_RULE, (frame.num, original), ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                           original=f"frame {original}, copied on the way (the same bytes)")
+            self.again = True
+            self.again_of = original
+            self._event(st, PsnEventKind.DUPLICATE, frame.num, ts, psn, original=original)
+            put = False
+        elif hole is None and original >= 0 and counting and sent_id >= 0 and ident >= 0 \
+                and _id_order(sent_id, ident) < 0:
+            # an earlier sending of a PSN sent again already, delayed on the way: late, and a copy of what
+            # went before
+            self._late(st, pkt, lay, psn)
+            lay.add(ORIGINAL_FRAME, original)
+            self.an.report(OUT_OF_ORDER_RULE, (frame.num, original), ts, conn=st.conn_id, pkt=pkt, psn=psn,
+                           what=f"sent before its sending again in frame {original}, it arrives after it")
+            self.again = True
+            self.again_of = original
+            put = False
+        else:
+            st.retransmissions += 1
+            lay.add(RETRANSMISSION, True)
+            first_frame: int | None = original if original >= 0 else None
+            if first_frame is not None:
+                first = f"first in frame {first_frame}"
+                self.again = True
+                self.again_of = first_frame
+            elif resumed is not None:
+                first_frame = resumed.frame
+                first = (f"resumes the READ request of frame {first_frame} "
+                         f"from its response packet {((psn - resumed.psn) & _MASK) + 1}")
+            else:
+                first = "its first sending was not captured"
+            if first_frame is not None:
+                lay.add(ORIGINAL_FRAME, first_frame)
+            frames: tuple[int, ...] = (frame.num,) if first_frame is None else (frame.num, first_frame)
+            if nak is not None and not nak.used:
+                # sent again after the NAK: said on the packets up to the NAKed PSN's
+                nak.used = psn == nak.psn
+                lay.add(NAK_FRAME, nak.frame)
+                frames += (nak.frame,)
+            self.an.report(RETRANSMIT, frames, ts, conn=st.conn_id, pkt=pkt, psn=psn, first=first)
+            self._event(st, PsnEventKind.RETRANSMISSION, frame.num, ts, psn, original=first_frame)
+            self._filled(hole, True, frame.num)
+            if hole is not None and count > 1:
+                self._filled_beyond(st.holes, psn, count, True, frame.num)
+            if nak is not None and ((nak.top - psn) & _MASK) < _HALF:
+                if nak.resent < 0 or ((psn - nak.resent) & _MASK) < _HALF:
+                    nak.resent = psn
+                    nak.resent_frame = frame.num
+                if psn == nak.top:
+                    st.nak = None           # gone back through every PSN it had sent
+        if rnr is not None:
+            delay = ts - rnr[2]
+            st.rnr_delay_ns += delay
+            lay.add(RNR_NAK_FRAME, rnr[1])
+            lay.add(RNR_DELAY, delay / 1e9)
+            st.rnr = None
+        return put, resumed
+
+    def _late(self, st: ReqStream, pkt: Packet, lay: Layer, psn: int) -> None:
+        """A packet sent before others already captured, delayed on the way: out of order."""
+        frame = pkt.frame
+        st.out_of_order += 1
+        lay.add(OUT_OF_ORDER, True)
+        self._event(st, PsnEventKind.OUT_OF_ORDER, frame.num, frame.ts, psn)
 
     def _responder_takes(self, st: ReqStream, psn: int, count: int) -> None:
         """The responder's side of a request packet: taken when its PSN is the one due, else dropped
@@ -648,26 +1087,12 @@ class Transport(Module):
         if st.expect is None or 0 < ((nxt - st.expect) & _MASK) < _HALF:
             st.expect = nxt
 
-    @staticmethod
-    def _fill_hole(st: ReqStream, psn: int) -> bool:
-        for h in st.holes:
-            off = (psn - h[0]) & _MASK
-            if off < h[1]:
-                # split the range around psn
-                start, n = h
-                st.holes.remove(h)
-                if off:
-                    st.holes.append([start, off])
-                if n - off - 1 > 0:
-                    st.holes.append([(psn + 1) & _MASK, n - off - 1])
-                return True
-        return False
-
     # -- responses -----------------------------------------------------------------------------------
     def _response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo, kind: str) -> None:
         psn = ib.psn
         frame = pkt.frame
         aeth = ib.aeth
+        st.answer_ids.see(ib.ip_id)
         if kind == "read_response":
             self._read_response(cs, st, pkt, ib)
             if aeth is None:
@@ -686,8 +1111,10 @@ class Transport(Module):
             code = syn & AETH_VALUE_MASK
             st.naks[code] = st.naks.get(code, 0) + 1
             if code == 0:
-                # the requester goes back to this PSN; the other codes are fatal to the QP (nothing is resent)
-                st.nak = (psn, frame.num, frame.ts)
+                # the requester goes back to this PSN and sends every request from it again; the other
+                # codes are fatal to the QP (nothing is resent)
+                top = (st.nxt - 1) & _MASK if st.nxt is not None else psn
+                st.nak = _Nak(psn, frame.num, frame.ts, top)
                 st.expect = psn
             lay = self._fields(pkt)
             lay.add(NAK_CODE, code)
@@ -733,7 +1160,7 @@ class Transport(Module):
         if self.packet_fields:      # the request acknowledged and the round trip are shown, not counted
             slot = st.ring.find(psn)
             if slot >= 0:
-                sent, sent_ts, _mark = st.ring.entry(slot)
+                sent, sent_ts, _mark_ = st.ring.entry(slot)
                 lay.add(ACKS_FRAME, sent)
                 lay.add(ACK_RTT, (frame.ts - sent_ts) / 1e9)
         st.acked = psn
@@ -748,59 +1175,209 @@ class Transport(Module):
         r = st.last_read
         return r is not None and ((psn - r.psn) & _MASK) < r.nmax
 
+    @staticmethod
+    def _answered(st: ReqStream, psn: int, ident: int) -> _Read | None:
+        """The READ a response answers.  The responder answers READs in the order it takes them, each from
+        its PSN on, in one burst of packets.  Where its identifications count they tell the bursts: the
+        response fills a gap of the burst it belongs to (sent before the packet that overtook it), or opens
+        the answer of the first READ that has none yet and asks from its PSN (a response sent before the
+        responder had that READ, its identification not beyond the responder's when the READ was captured,
+        opens none), or goes on with the first READ still lacking it whose burst it can belong to, or is the
+        first of a READ whose first responses were not captured.  Otherwise: it opens the answer of the first
+        READ that has none yet and asks from its PSN (a READ sent again is answered again), or goes on with
+        the answer under way, or is the one the first READ still lacking it is due.  (The next packet of a
+        burst goes with the packet before it: ``_read_response``.)"""
+        reads = st.reads
+        run = st.run
+        if st.answer_ids.counting and ident >= 0:
+            for r in reads:
+                for h in r.holes:
+                    g = h.gap
+                    if g is not None and not g.decided and g.ident >= 0 and ((psn - h.start) & _MASK) < h.count:
+                        if _burst((g.psn - psn) & _MASK, (g.ident - ident) & _ID_MASK):
+                            return r
+            for r in reads:
+                if r.got == 0 and r.psn == psn and (r.floor < 0 or _id_order(r.floor, ident) > 0):
+                    return r
+            for r in reads:
+                if r.ident >= 0 and r.wants(psn) and ((psn - r.next) & _MASK) < _HALF and _burst(
+                        (psn - r.next + 1) & _MASK, (ident - r.ident) & _ID_MASK):
+                    return r
+            for r in reads:
+                if r.got == 0 and r.wants(psn):
+                    return r
+        else:
+            for r in reads:
+                if r.got == 0 and r.psn == psn:
+                    return r
+        if run is not None and psn == run.next and run.wants(psn):
+            return run
+        for r in reads:
+            if r.wants(psn):
+                return r
+        return None
+
+    @staticmethod
+    def _burst_before(st: ReqStream, psn: int, ident: int) -> tuple[bool, _Read | None]:
+        """Whether a response is the next packet of the burst of a recent First or Middle (the PSN and
+        identification before its), and the READ that one answered (None: its request is not in the capture)."""
+        run = st.run
+        follows = (ident - 1) & _ID_MASK
+        if run is not None and run.ident == follows and psn == run.next:
+            return True, run
+        before = (psn - 1) & _MASK
+        for p, i, r in st.recent:
+            if p == before and i == follows:
+                return True, r
+        return False, None
+
     def _read_response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo) -> None:
         psn = ib.psn
         frame = pkt.frame
+        ts = frame.ts
         plan = ib.plan
+        pos = plan.pos
         size = ib.payload_end - ib.payload_off
         st.read_responses += 1
         st.read_bytes += size
-        if plan.pos in ("first", "middle") and size >= PATH_MTU_MIN and not size & (size - 1) and (
-                cs.mtu is None or size < cs.mtu):
-            cs.mtu = size
-            cs.mtu_seen = True
-        r = None
-        for cand in reversed(st.reads):
-            if ((psn - cand.psn) & _MASK) < cand.nmax:
-                r = cand
-                break
+        if pos in ("first", "middle") and size >= PATH_MTU_MIN and not size & (size - 1) and (
+                not cs.mtu_seen or cs.mtu is None or size < cs.mtu):
+            self._full_packet(cs, size)
+        counting = st.answer_ids.counting
+        mark = _mark(ib)
+        answers = st.answers
+        if answers is not None:
+            slot = answers.find(psn)
+            if slot >= 0:
+                first, first_ts, first_mark = answers.entry(slot)
+                if mark and mark == first_mark and (counting or ts - first_ts < DUPLICATE_WINDOW_NS):
+                    self._response_again(st, pkt, first, f"frame {first}, copied on the way (the same bytes)")
+                    return
+        ident = ib.ip_id
+        goes_on = False
+        if counting and ident >= 0:
+            # A Middle or Last that is the next packet of a recent First's or Middle's burst goes with it (to no
+            # READ when that one's request is not in the capture), and opens no answer.
+            r = None
+            if pos == "middle" or pos == "last":
+                goes_on, r = self._burst_before(st, psn, ident)
+                if r is not None and not r.wants(psn):
+                    r = None
+                    goes_on = False
+            if not goes_on:
+                r = self._answered(st, psn, ident)
+            if pos == "first" or pos == "middle":
+                recent = st.recent
+                if len(recent) < _RECENT:
+                    recent.append((psn, ident, r))
+                else:
+                    recent[st.recent_at] = (psn, ident, r)
+                    st.recent_at = (st.recent_at + 1) % _RECENT
+        else:
+            r = self._answered(st, psn, ident)
+        if st.opened and counting:
+            self._burst_goes_on(st, psn, ident)
         if r is None:
             done = st.done_reads
             if done is not None:
                 for cand in reversed(done):
-                    if ((psn - cand.psn) & _MASK) < cand.packets:
-                        # a copy of a response to a READ already complete
-                        self._response_again(st, pkt, cand)
+                    if ((psn - cand.psn) & _MASK) < cand.nmax:
+                        if counting and ib.ip_id >= 0:
+                            # sent again by the responder (not a copy): the answer to a READ asked again whose
+                            # request is not in the capture; what it carries was received already
+                            self.again = True
+                            return
+                        # an answer again to a READ already complete
+                        self._response_again(st, pkt, 0, f"a response already received to the READ request of "
+                                                         f"frame {cand.frame}")
                         return
             return                        # its request is not in the capture
+        st.run = r
+        if ((psn - r.next) & _MASK) < _HALF:
+            r.ident = ib.ip_id          # the latest of its burst (a late one fills a gap behind it)
+        if answers is None:
+            answers = st.answers = PsnRing()
+            cs.charged += 8 * _SLOT_COST
+            self.budget.charge(self, 8 * _SLOT_COST)
+        size0 = answers.mask
+        answers.put(psn, frame.num, ts, mark)
+        if answers.mask != size0:
+            grown = (answers.mask - size0) * _SLOT_COST
+            cs.charged += grown
+            self.budget.charge(self, grown)
         lay = self._fields(pkt)
         lay.add(READ_REQUEST_FRAME, r.frame)
-        if psn == r.psn:
-            if plan.pos in ("first", "only"):
-                r.next = psn
-                r.packets = 0
-                r.bytes = 0
-            elif r.packets == 0:
-                # rxe (Linux 6.1) answers a retried READ this way, and its own requester then stalls
-                self.an.report(READ_SEQUENCE, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt,
-                               request=r.frame, opcode=f"READ Response {plan.pos.capitalize()}", psn=psn)
+        if psn == r.psn and r.got == 0 and pos not in ("first", "only") and not goes_on:
+            # rxe (Linux 6.1) answers a READ sent again from a response PSN this way
+            o = _Opened(pkt, st, r, f"READ Response {pos.capitalize()}", ib.ip_id)
+            if len(st.opened) < _MAX_HOLES:
+                st.opened.append(o)
+                self._hold(o)
+            else:
+                self._hold(o)
+                self._opened_decided(o, "the capture shows no later request from the requester")
         d = (psn - r.next) & _MASK
-        if d and d < _HALF:
-            st.lost += d
-            lay.add(LOST_SEGMENT, True)
-            lay.add(LOST_PSNS, d)
-            self.an.report(LOST, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=psn, count=d, expected=r.next)
-            self._event(st, PsnEventKind.LOST, frame.num, frame.ts, psn, d)
-        elif d:
-            self._response_again(st, pkt, r)
-            return
-        r.next = (psn + 1) & _MASK
-        r.packets += 1
+        if d == 0:
+            r.next = (psn + 1) & _MASK
+        elif d < _HALF:
+            # responses skipped: lost before the capture point, or delayed on the way
+            self._gap(st, r.holes, pkt, psn, r.next, d, ib.ip_id)
+            r.next = (psn + 1) & _MASK
+        else:
+            # a response the READ lacked: late (sent before responses already captured), or an answer to a
+            # READ sent again
+            hole = _fill(r.holes, psn)
+            late = self._sent_before(hole, ib.ip_id, counting, r.retries is None)
+            if late:
+                self._late(st, pkt, lay, psn)
+            self._filled(hole, not late, frame.num)
+        # The answer to a READ sent again fills what the READs it asks again for lacked; where the responder's
+        # identifications tell its bursts, a gap waits for its own burst's packet (delayed, or not captured).
+        back = r.retries
+        while back is not None and not counting:
+            self._filled(_fill(back.holes, psn), True, frame.num)
+            back = back.retries
+        r.got += 1
         r.bytes += size
-        if plan.pos not in ("last", "only"):
+        if pos in ("last", "only"):
+            r.end = (psn + 1) & _MASK
+            self._read_last(cs, st, pkt, r, psn)
+        if r.end >= 0 and _complete(r):
+            self._read_done(st, r, pkt)
+
+    def _full_packet(self, cs: _Conn, n: int) -> None:
+        """A First or Middle packet of ``n`` bytes, exactly one path MTU (256..4096).  What the wire shows
+        wins over the CM's Path MTU (the QP's active MTU may be lower: rxe's 1024 on a 1500-byte netdev),
+        and one equal to it confirms it."""
+        mtu = cs.mtu
+        if mtu is None or n < mtu:
+            cs.mtu = mtu = n
+        if n == mtu:
+            cs.mtu_seen = True
+            self._mtu_known(cs)
+
+    @staticmethod
+    def _mtu_known(cs: _Conn) -> None:
+        """The path MTU is seen on the wire: the READs sized before it take the packets it gives them, and
+        the PSN after the last one is exact."""
+        mtu = cs.mtu
+        if not mtu:
             return
+        for st in cs.streams.values():
+            for r in st.reads:
+                if r.end < 0:
+                    r.nmax = min(r.nmax, _ceil(r.length, mtu))
+            last = st.last_read
+            if st.slack and last is not None and last.end < 0:
+                st.nxt = (last.psn + _ceil(last.length, mtu)) & _MASK
+                st.slack = 0
+
+    def _read_last(self, cs: _Conn, st: ReqStream, pkt: Packet, r: _Read, psn: int) -> None:
+        """The last response of a READ: how many it has against what its length asks at the path MTU."""
+        frame = pkt.frame
         packets = ((psn - r.psn) & _MASK) + 1
         mtu = cs.mtu
+        lay = self._fields(pkt)
         lay.add(READ_PACKETS, packets)
         lay.add(READ_BYTES, r.bytes)
         lay.add(READ_TIME, (frame.ts - r.ts) / 1e9)
@@ -811,9 +1388,6 @@ class Transport(Module):
             if packets != expected:
                 self.an.report(READ_COUNT, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt,
                                length=r.length, packets=packets, expected=expected, mtu=mtu)
-        if r.packets == packets and r.bytes != r.length:
-            self.an.report(READ_LENGTH, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt, got=r.bytes,
-                           length=r.length, request=r.frame)
         if r is st.last_read and st.slack and st.nxt is not None:
             # the READ's packet count is known now: the next request PSN is exact
             end = (r.psn + packets) & _MASK
@@ -821,26 +1395,46 @@ class Transport(Module):
                 st.nxt = end
                 st.slack = 0
         self._advance_acked(st, psn)
-        # responses come back in request order: this READ and the ones before it are done
-        i = st.reads.index(r)
-        if st.done_reads is None:
-            st.done_reads = deque(maxlen=8)
-        st.done_reads.extend(st.reads[:i + 1])
-        del st.reads[:i + 1]
+
+    def _read_done(self, st: ReqStream, r: _Read, pkt: Packet) -> None:
+        """Every response of a READ received: its bytes against its length; it leaves the READs waiting,
+        with the ones before it that asked for the same PSNs and got nothing (answered by it)."""
+        packets = (r.end - r.psn) & _MASK
+        if r.got == packets and r.bytes != r.length:
+            frame = pkt.frame
+            self.an.report(READ_LENGTH, (frame.num, r.frame), frame.ts, conn=st.conn_id, pkt=pkt, got=r.bytes,
+                           length=r.length, request=r.frame)
+        reads = st.reads
+        if r in reads:
+            i = reads.index(r)
+            # the READs before it that asked for the same PSNs are answered by now, or never will be
+            gone = [x for x in reads[:i] if ((x.psn - r.psn) & _MASK) < packets
+                    and (x.got == 0 or x.end >= 0 and _complete(x))]
+            gone.append(r)
+            for x in gone:
+                reads.remove(x)
+            if st.done_reads is None:
+                st.done_reads = deque(maxlen=8)
+            st.done_reads.extend(gone)
         if st.last_read is r:
             st.last_read = None
+        if st.run is r:
+            st.run = None
 
-    def _response_again(self, st: ReqStream, pkt: Packet, r: _Read) -> None:
-        """A READ response whose PSN was received already: a duplicate, said here and left alone after."""
+    def _response_again(self, st: ReqStream, pkt: Packet, original: int, what: str) -> None:
+        """A READ response whose PSN was received already: a copy made on the way (``original``: its frame)
+        or an answer again, said here and left alone after."""
         frame = pkt.frame
         st.duplicates += 1
         lay = self._fields(pkt)
-        lay.add(READ_REQUEST_FRAME, r.frame)
         lay.add(DUPLICATE, True)
-        self.an.report(DUPLICATE_RULE, frame.num, frame.ts, conn=st.conn_id, pkt=pkt, psn=pkt.ib.psn,
-                       original=f"a response already received to the READ request of frame {r.frame}")
-        self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, pkt.ib.psn, original=r.frame)
+        if original:
+            lay.add(ORIGINAL_FRAME, original)
+        frames: tuple[int, ...] = (frame.num, original) if original else (frame.num,)
+        self.an.report(DUPLICATE_RULE, frames, frame.ts, conn=st.conn_id, pkt=pkt, psn=pkt.ib.psn, original=what)
+        self._event(st, PsnEventKind.DUPLICATE, frame.num, frame.ts, pkt.ib.psn, original=original or None)
         self.again = True
+        self.again_of = original
 
     # -- congestion and checksums --------------------------------------------------------------------
     def _flow_counts(self, pkt: Packet, ib: IBInfo) -> list[int]:
@@ -890,11 +1484,24 @@ class Transport(Module):
 
     # -- the end -------------------------------------------------------------------------------------
     def finish(self) -> None:
+        self._expire(0, 0, True)
+        for cs in self.conns.values():
+            for st in cs.streams.values():
+                self._stalled(st)
         for cs in self.conns.values():
             self._emit_stats(cs)
         for (src, dst, qp), (cnps, marks) in self.flows.items():
             self.an.emit(CongestionFlow(src, dst, qp, cnps, marks))
 
+    def _stalled(self, st: ReqStream) -> None:
+        """A requester that went back after a PSN sequence error NAK and stopped before the PSNs it had sent
+        beyond it: go-back-N never finished."""
+        nak = st.nak
+        if nak is None or nak.resent < 0 or nak.resent == nak.top:
+            return
+        count = ((nak.top - nak.psn) & _MASK) + 1
+        self.an.report(GO_BACK_N_STALL, (nak.frame, nak.resent_frame), nak.ts, conn=st.conn_id, psn=nak.psn,
+                       nak=nak.frame, resent=nak.resent, top=nak.top, count=count)
 
     def _emit_stats(self, cs: _Conn) -> None:
         for _d, st in sorted(cs.streams.items()):    # c2s, then s2c, as before
