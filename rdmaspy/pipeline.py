@@ -11,6 +11,12 @@ A sink is a small object with ``packet(pkt)`` (each packet the display filter sh
 ``on_record(kind, record)`` (a sink with one turns the analysis on), and ``flush()``, called when the
 source has to wait for input (``idle()``), so that output never waits for input.
 
+The analysis may hold a finding until the capture shows whether it stands (a gap in the PSNs that a
+delayed packet may fill: rdmaspy.analysis.transport); while it does (``Analyzer.hold_from``), the
+packets from the one it is about on wait here, and reach the sinks in order once it is decided, with
+their findings final.  The wait is bounded (the analysis decides within a window of frames); when the
+source has to wait for input, what waits is shown as it is (its findings then come later).
+
 Kept apart from the command line so that it can be compiled with the dissectors (setup.py): the
 loop runs once per packet, and at a few hundred thousand packets a second its own overhead counts.
 """
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import gc
 from abc import abstractmethod
+from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from mypy_extensions import mypyc_attr
@@ -93,8 +100,12 @@ class Pipeline:
         self.t_prev = -1              # timestamp of the frame before it (-1: none)
         self.frames = 0               # frames seen
         self.shown = 0                # packets the display filter let through
-        self.matched = False          # whether the last frame fed was shown
+        self.matched = False          # whether the last packet handed to the sinks was shown
         self.done = False             # the count of packets to show is reached
+        # Packets analysed but not shown yet: a finding about the first of them is still held.
+        self.waiting: deque[Packet] = deque()
+        # The packets shown since the caller last took them (``packets()``, the TUI's detail), or None.
+        self.shown_now: list[Packet] | None = None
         self._finished = False
         self._matcher = opts.matcher
         self._count = opts.count
@@ -138,7 +149,8 @@ class Pipeline:
         return self.engine.session
 
     def feed(self, frame: Frame) -> Packet:
-        """Dissect and analyse one frame; the sinks get it when the filter shows it (``matched``)."""
+        """Dissect and analyse one frame; the sinks get it when the filter shows it (``matched``), once no
+        finding about it or a packet before it is held (``waiting``)."""
         if self.t0 < 0:
             self.t0 = frame.ts
         self.t_prev = self.t_last
@@ -148,40 +160,62 @@ class Pipeline:
         an = self.analyzer
         if an is not None:
             an.feed(pkt)
+            if an.hold_from or self.waiting:
+                self.waiting.append(pkt)
+                self._release(an.hold_from)
+                return pkt
+        self._show(pkt)
+        return pkt
+
+    def _release(self, until: int) -> None:
+        """Show the packets waiting before frame ``until`` (0: all of them)."""
+        waiting = self.waiting
+        while waiting and (until == 0 or waiting[0].frame.num < until):
+            self._show(waiting.popleft())
+
+    def _show(self, pkt: Packet) -> None:
         matcher = self._matcher
         if self.done or (matcher is not None and not matcher(pkt, self.t0)):
             self.matched = False
-            return pkt
+            return
         self.matched = True
         for sink in self._packet_sinks:
             sink.packet(pkt)
         for hook in self._packet_hooks:
             hook(pkt)
         self.shown += 1
+        shown_now = self.shown_now
+        if shown_now is not None:
+            shown_now.append(pkt)
         if self.shown == self._count:
             self.done = True
-        return pkt
 
     def packets(self) -> Iterator[Packet]:
         """Pull every frame from the source; yields each shown packet after the sinks have had it.
-        The pipeline is finished when the source ends or the count is reached."""
+        The pipeline is finished when the source ends or the count is reached (the packets still waiting
+        are shown then, and yielded after it)."""
         source = self._pulled_source()
         thresholds = _collect_rarely()
+        shown: list[Packet] = []
+        self.shown_now = shown
         try:
             left = FULL_COLLECT_EVERY
             for frame in source:
-                pkt = self.feed(frame)      # compiled: a direct call (a bound method in a local is a generic one)
+                self.feed(frame)            # compiled: a direct call (a bound method in a local is a generic one)
                 left -= 1
                 if left == 0:
                     gc.collect()
                     left = FULL_COLLECT_EVERY
-                if self.matched:
-                    yield pkt
+                if shown:
+                    yield from shown
+                    shown.clear()
                     if self.done:
                         break
         finally:
             _collect_as_before(thresholds)
         self.finish()
+        self.shown_now = None
+        yield from shown
 
     def run(self, hook: Callable[[int], int] | None = None, at: int = -1) -> None:
         """Pull every frame from the source through the sinks, then finish: the loop of ``packets``
@@ -214,7 +248,10 @@ class Pipeline:
         return source
 
     def idle(self) -> None:
-        """No frame is at hand (the source waits for input): the sinks send out what they hold."""
+        """No frame is at hand (the source waits for input): the packets waiting are shown as they are
+        (output never waits for input), and the sinks send out what they hold."""
+        if self.waiting:
+            self._release(0)
         for flush in self._flushes:
             flush()
 
@@ -225,6 +262,7 @@ class Pipeline:
         self._finished = True
         if self.analyzer is not None:
             self.analyzer.finish()
+        self._release(0)
         for s in self.sinks:
             s.finish()
 

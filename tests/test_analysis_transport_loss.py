@@ -304,3 +304,88 @@ def test_a_gap_no_packet_fills_is_lost_when_its_window_has_passed(tmp_path: Path
     findings = analyse(tmp_path, frames)
     (lost,) = said(findings, "ib.lost_segment")
     assert lost.args == {"psn": 102, "count": 1, "expected": 101} and lost.frames == (len(frames) - 1,)
+
+
+# --- every presentation sees the packet with its findings final -----------------------------------------------
+class Shown:
+    """A pipeline sink: each packet as it reaches the sinks, with the rules of its expert items, and how many
+    frames the pipeline had read by then."""
+
+    def __init__(self) -> None:
+        self.packets: list[tuple[int, list[str], int]] = []
+        self.pipe = None
+
+    def attach(self, pipe) -> None:
+        self.pipe = pipe
+
+    def packet(self, pkt) -> None:
+        self.packets.append((pkt.frame.num, [getattr(e, "rule", "") for e in pkt.expert or ()], self.pipe.frames))
+
+    def finish(self) -> None:
+        pass
+
+
+def shown(tmp_path: Path, frames: list[bytes], step_ns: int = 10_000) -> Shown:
+    from rdmaspy.pipeline import Options, Pipeline
+    path = tmp_path / "shown.pcap"
+    write_pcap(str(path), frames, step_ns=step_ns)
+    sink = Shown()
+    with open_capture(str(path)) as cap:
+        Pipeline(cap, Options(analyze=True), [sink]).run()
+    return sink
+
+
+def test_a_packet_after_a_gap_is_shown_once_its_gap_is_decided(tmp_path: Path) -> None:
+    """SEND 102 skips 101, which never comes: 102 reaches the sinks with its ib.lost_segment, once the window
+    that could refute it has passed (the frames after it wait too, in order)."""
+    h = Hosts()
+    frames = h.warm(95) + [h.send(100), h.send(102)] + [h.ack(102)] + h.warm(103, 3)
+    sink = shown(tmp_path, frames)
+    assert [n for n, _r, _f in sink.packets] == list(range(1, len(frames) + 1))
+    gap = len(frames) - 7
+    rules = {n: r for n, r, _f in sink.packets}
+    assert rules[gap] == ["ib.lost_segment"]
+    assert all(read == len(frames) for n, _r, read in sink.packets if n >= gap)   # decided at the end
+
+
+def test_a_packet_whose_gap_a_late_packet_fills_is_shown_without_a_loss(tmp_path: Path) -> None:
+    h = Hosts()
+    frames = h.warm(95)
+    s100, s101, s102 = (h.send(p) for p in range(100, 103))
+    frames += [s100, s102, s101, h.ack(102)]
+    sink = shown(tmp_path, frames)
+    rules = {n: r for n, r, _f in sink.packets}
+    ahead = len(frames) - 2
+    assert rules[ahead] == ["ib.out_of_order"] and rules[ahead + 1] == []
+    assert {n: read for n, _r, read in sink.packets}[ahead] == ahead + 1      # shown as soon as 101 came
+
+
+def test_the_wait_for_a_gap_is_bounded_by_the_hold_window(tmp_path: Path) -> None:
+    from rdmaspy.analysis.transport import HOLD_FRAMES
+    h = Hosts()
+    frames = h.warm(95) + [h.send(100), h.send(102)]
+    frames += [p for i in range(HOLD_FRAMES // 2 + 10) for p in (h.send(103 + i), h.ack(103 + i))]
+    sink = shown(tmp_path, frames)
+    gap = 12
+    (read,) = [read for n, _r, read in sink.packets if n == gap]
+    assert read == gap + HOLD_FRAMES + 1
+    assert {n: r for n, r, _f in sink.packets}[gap] == ["ib.lost_segment"]
+
+
+def test_decode_json_and_the_tui_detail_show_the_finding_held(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    from rdmaspy.tui.detail import DetailSource
+    h = Hosts()
+    frames = h.warm(95) + [h.send(100), h.send(102), h.ack(102)] + h.warm(103, 2)
+    path = tmp_path / "gap.pcap"
+    write_pcap(str(path), frames)
+    gap = 12
+    out = subprocess.run([sys.executable, "-m", "rdmaspy", "decode", "-T", "json", str(path)], capture_output=True,
+                         check=True, cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)}).stdout
+    lines = [json.loads(line) for line in out.splitlines()]          # JSON Lines: one object a packet
+    assert len(lines) == len(frames)
+    assert "PSN 102: 1 earlier PSN(s) not captured (expected 101)" in json.dumps(lines[gap - 1])
+    detail = DetailSource(str(path)).detail(gap)
+    assert detail is not None
+    assert any("PSN 102: 1 earlier PSN(s) not captured" in n.text for n in detail.nodes)

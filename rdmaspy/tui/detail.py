@@ -204,21 +204,41 @@ class DetailSource:
         assert self._frames is not None and self._pipe is not None
         pipe = self._pipe
         feed = pipe.feed
+        # The packets as the pipeline shows them: a packet a held finding is about comes a few frames later,
+        # with its findings final.
+        shown: list[Any] = []
+        pipe.shown_now = shown
+        found: Detail | None = None
         for f in self._frames:
-            pkt = feed(f)
+            feed(f)
             self._last = f.num
-            if f.num >= frame - KEEP_BEHIND:
-                d = detail_of(pkt, pipe.t0)
-                self._cache[f.num] = d
-                self._cache.move_to_end(f.num)
-                while len(self._cache) > self.keep:
-                    self._cache.popitem(last=False)
-                if f.num == frame:
-                    return d
+            if shown:
+                found = self._keep(shown, frame, pipe.t0)
+                shown.clear()
+                if found is not None:
+                    return found
             if wanted is not None and f.num & 255 == 0 and not wanted():
                 return None         # the replay keeps its place: the next request may be further on
+        pipe.finish()               # the end of the file: what waits is shown, its findings decided
+        found = self._keep(shown, frame, pipe.t0)
+        shown.clear()
         self._frames = None
-        return None
+        return found
+
+    def _keep(self, shown: list[Any], frame: int, t0: int) -> Detail | None:
+        """Cache the details of the packets shown near ``frame``; the detail of ``frame`` if among them."""
+        found = None
+        for pkt in shown:
+            num = pkt.frame.num
+            if num >= frame - KEEP_BEHIND:
+                d = detail_of(pkt, t0)
+                self._cache[num] = d
+                self._cache.move_to_end(num)
+                while len(self._cache) > self.keep:
+                    self._cache.popitem(last=False)
+                if num == frame:
+                    found = d
+        return found
 
     def close(self) -> None:
         if self._cap is not None:
