@@ -128,6 +128,41 @@ def test_a_dropped_reply_leaves_its_call_unanswered():
     assert [s["op"] for s in t["steps"]] == ["send", "read"]
 
 
+def _reconnect(answered: bool) -> list[tuple[int, bytes]]:
+    """The client's GETATTR (XID 0x2001) on a first connection gets no reply; the client connects again (other
+    queue pairs) and sends it again there, where it is answered (or not)."""
+    from rdmaspy.dissectors import onc_rpc, rpcrdma
+    from rdmaspy.dissectors.xdr import p32, popaque
+    x = 0x2001
+    call = rpcrdma.encode_v1(x, 0, 32, payload=ab._call(x, 1, popaque(ab.FH)))
+    first = ab.Wire()
+    first.cm()
+    first.send(ab.CLIENT, call)
+    second = ab.Wire(cqp=0x51, sqp=0x62, comm=0x5101, t0=first.t + 2_000_000_000)
+    second.cm()
+    second.send(ab.CLIENT, call)
+    if answered:
+        second.send(ab.SERVER, rpcrdma.encode_v1(x, 0, 8, payload=onc_rpc.encode_reply(x, p32(0) + bytes(84))))
+    return first.out() + second.out()
+
+
+def test_a_call_sent_again_on_a_new_connection_and_answered_there_has_its_reply():
+    """Before: the call left on the first connection was a call without reply at the end."""
+    res = analyse_frames(_reconnect(answered=True))
+    assert res.rules() == ["transaction.answered_after_reconnect"]
+    (note,) = [f for f in res.own if f.rule_def.id == "transaction.answered_after_reconnect"]
+    first, again = sorted((t for t in res.transactions if t["xid"] == 0x2001), key=lambda t: t["call"]["frame"])
+    assert first["state"] == "unanswered" and again["state"] == "complete"
+    assert note.frames == (first["call"]["frame"], again["call"]["frame"], again["reply"]["frame"])
+    assert note.conn == first["conn"] and note.args["conn2"] == again["conn"] != first["conn"]
+    assert note.severity == "note"
+
+
+def test_a_call_sent_again_on_a_new_connection_and_never_answered_has_no_reply_twice():
+    res = analyse_frames(_reconnect(answered=False))
+    assert res.rules() == ["transaction.no_reply", "transaction.no_reply"]
+
+
 def test_a_dropped_call_leaves_its_reply_alone():
     res = analyse_frames(ab.scenario_v1(drop_call=True))
     assert res.rules() == ["transaction.reply_without_call"]

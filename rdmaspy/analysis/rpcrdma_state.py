@@ -34,7 +34,7 @@ class Reporter(Protocol):
 class OpenTransaction:
     """A transaction being followed: its record and the messages the rules still compare."""
 
-    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling", "seq")
+    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling", "seq", "earlier", "earlier_st")
 
     def __init__(self, txn: Transaction, call_msg: RpcRdmaMessage, seq: int) -> None:
         self.txn = txn
@@ -44,6 +44,10 @@ class OpenTransaction:
         self.call_rpc: RpcInfo | None = call_msg.rpc        # the call's RPC message (rebuilt when it was cut)
         self.reply_rpc: RpcInfo | None = None
         self.pulling = False          # the reply waits to be pulled through a responder-provided Read chunk
+        # The same call (its XID) left unanswered on an earlier connection between the same hosts, and that
+        # connection's state: a call the requester sent again after it reconnected.
+        self.earlier: OpenTransaction | None = None
+        self.earlier_st: ConnState | None = None
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

@@ -56,6 +56,11 @@ NO_REPLY: Final = declare(
     "transaction.no_reply", "warning", "transaction",
     "call XID 0x{rxid:08x} has no reply in the capture",
     "RFC 5531 §8")
+ANSWERED_AFTER_RECONNECT: Final = declare(
+    "transaction.answered_after_reconnect", "note", "transaction",
+    "call XID 0x{rxid:08x} was left unanswered on connection {conn}: sent again on connection {conn2} "
+    "(frame {call}) and answered there (frame {reply})",
+    "RFC 5531 §8 (a call sent again keeps its XID, on whichever connection it goes)")
 REPLY_OVERDUE: Final = declare(
     "transaction.reply_overdue", "warning", "transaction",
     "call XID 0x{rxid:08x} has no reply after {window} later calls on its connection: closed as unanswered",
@@ -77,6 +82,9 @@ _ERR_INVAL_CONT: Final = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 _APPLIED_LIMIT: Final = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
 # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
 _PROVISIONAL_LIMIT: Final = 64
+# calls left unanswered on connections that ended, held until one is sent again on a new connection between
+# the same hosts and answered there (or the end); beyond, the oldest is said unanswered
+_LEFT_LIMIT: Final = 4096
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST: Final = 2048
@@ -175,12 +183,20 @@ class Transactions(Module):
         # (or at the end), replaced by the copy sent again in sequence.
         self.provisional: dict[tuple[int, Direction, int], tuple[Packet, RpcRdmaMessage | None,
                                                                 RpcRdmaMessage | None, int | None]] = {}
+        # The connections between each pair of hosts (client, server address), and the calls left unanswered
+        # on those that ended, by (client, server, direction, XID): a requester that lost its connection
+        # sends them again on a new one.
+        self.pairs: dict[tuple[str, str], list[int]] = {}
+        self.left: dict[tuple[str, str, Direction, int], tuple[ConnState, OpenTransaction]] = {}
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest open transactions (of the busiest connections first)
         as if the capture ended for them."""
         want = -(-need // TXN_COST)
         given = 0
+        while given < want and self.left:        # first the calls held since their connection ended
+            self._left_unanswered(next(iter(self.left)))
+            given += 1
         for st in sorted(self.conns.values(), key=lambda c: len(c.open), reverse=True):
             if given >= want:
                 break
@@ -196,9 +212,19 @@ class Transactions(Module):
                 if not st.open:
                     self._summarise(st)
                     del self.conns[conn_id]
+                    self._unpair(st)
                     self.budget.release(self, CONN_COST)
                     given += 1
         return given
+
+    def _unpair(self, st: ConnState) -> None:
+        """A connection no longer followed leaves the list of its pair of hosts."""
+        pair = (st.conn.client_addr, st.conn.server_addr)
+        ids = self.pairs.get(pair)
+        if ids is not None and st.conn_id in ids:
+            ids.remove(st.conn_id)
+            if not ids:
+                del self.pairs[pair]
 
     # -- reporting -----------------------------------------------------------------------------------
     def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
@@ -228,18 +254,86 @@ class Transactions(Module):
     def _end(self, conn_id: int) -> None:
         """A connection ended (its TCP connection closed): no packet can belong to it any more, so what
         is still open on it is given up as at the end of the capture, its summary goes out and its state
-        goes (a capture of many short connections keeps only the live ones)."""
+        goes (a capture of many short connections keeps only the live ones).  A call left unanswered is
+        held until the requester sends it again on a new connection (or the end)."""
         for key in [k for k in self.provisional if k[0] == conn_id]:
             self._take_held(key)
         st = self.conns.pop(conn_id, None)
         if st is None:
             return
+        self._unpair(st)
         keep = self.cur
         for o in list(st.open.values()):
-            self._give_up(st, o)
+            if o.reply_msg is None and st.rpcrdma:
+                self._leave(st, o)
+            else:
+                self._give_up(st, o)
         self.cur = keep
         self._summarise(st)
         self.budget.release(self, CONN_COST)
+
+    def _leave(self, st: ConnState, o: OpenTransaction) -> None:
+        """Hold a call left unanswered on a connection that ended (still charged to the budget)."""
+        txn = o.txn
+        del st.open[(txn.call_direction, txn.xid)]
+        st.unanswered += 1                  # unanswered there, whatever happens to it on another connection
+        left = self.left
+        left[(st.conn.client_addr, st.conn.server_addr, txn.call_direction, txn.xid)] = (st, o)
+        if len(left) > _LEFT_LIMIT:
+            self._left_unanswered(next(iter(left)))
+
+    def _left_unanswered(self, key: tuple[str, str, Direction, int]) -> None:
+        """A call held since its connection ended, never answered elsewhere: unanswered."""
+        st, o = self.left.pop(key)
+        self.budget.release(self, TXN_COST)
+        txn = o.txn
+        keep = self.cur
+        self.cur = txn
+        self.report(NO_REPLY, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+        self._close(st, o, TransactionState.UNANSWERED)
+        self.cur = keep
+
+    def _sent_before(self, st: ConnState, o: OpenTransaction, key: tuple) -> None:
+        """A new call: the same XID left unanswered on another connection between the same hosts (live, or
+        ended) is this call sent again after the requester reconnected."""
+        conv = st.conn
+        for cid in self.pairs.get((conv.client_addr, conv.server_addr), ()):
+            other = self.conns.get(cid)
+            if cid == st.conn_id or other is None:
+                continue
+            earlier = other.open.get(key)
+            if earlier is not None and earlier.reply_msg is None:
+                o.earlier = earlier
+                o.earlier_st = other
+                return
+        held = self.left.get((conv.client_addr, conv.server_addr, key[0], key[1]))
+        if held is not None:
+            o.earlier_st, o.earlier = held
+
+    def _answered_after_reconnect(self, st: ConnState, o: OpenTransaction, reply: int) -> None:
+        """The call sent again after a reconnect is answered: the one left on the earlier connection closes,
+        unanswered there, said once as a note (no ``transaction.no_reply``)."""
+        earlier, there = o.earlier, o.earlier_st
+        o.earlier = o.earlier_st = None
+        if earlier is None or there is None:
+            return
+        txn = earlier.txn
+        key: tuple = (txn.call_direction, txn.xid)
+        left_key = (there.conn.client_addr, there.conn.server_addr, txn.call_direction, txn.xid)
+        if there.open.get(key) is earlier:
+            there.unanswered += 1
+        elif self.left.get(left_key, (None, None))[1] is earlier:
+            del self.left[left_key]
+            self.budget.release(self, TXN_COST)
+        else:
+            return
+        keep = self.cur
+        self.cur = txn
+        self.report(ANSWERED_AFTER_RECONNECT, (txn.call_frame, o.txn.call_frame, reply), txn.call.ts,
+                    conn=there.conn_id, xid=txn.xid, rxid=txn.xid, conn2=st.conn_id, call=o.txn.call_frame,
+                    reply=reply)
+        self._close(there, earlier, TransactionState.UNANSWERED)
+        self.cur = keep
 
     def _packet(self, pkt: Packet) -> None:
         self.current = None
@@ -262,6 +356,7 @@ class Transactions(Module):
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
+            self.pairs.setdefault((conv.client_addr, conv.server_addr), []).append(conv.conn_id)
         d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
         inv = None
         self.cur = None
@@ -461,6 +556,8 @@ class Transactions(Module):
         st.calls += 1
         self.budget.charge(self, TXN_COST)      # before it is open, so that a shed leaves it alone
         st.open[key] = o
+        if self.left or len(self.pairs.get((st.conn.client_addr, st.conn.server_addr), ())) > 1:
+            self._sent_before(st, o, key)
         if st.calls % _SWEEP_EVERY == 0:
             self._overdue(st)
         if len(st.open) > _OPEN_LIMIT:
@@ -527,6 +624,8 @@ class Transactions(Module):
             rr.check_message(self, st, pkt, msg, d, True)
             return
         txn = o.txn
+        if o.earlier is not None:
+            self._answered_after_reconnect(st, o, frame)
         self.cur = txn
         self._belongs(txn)
         frames = list(msg.continuation or msg.frames or [frame])
@@ -838,6 +937,8 @@ class Transactions(Module):
         self.current = None
         while self.provisional:
             self._take_held(next(iter(self.provisional)))
+        while self.left:
+            self._left_unanswered(next(iter(self.left)))
         for st in self.conns.values():
             for o in list(st.open.values()):
                 self._give_up(st, o)
