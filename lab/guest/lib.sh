@@ -97,25 +97,37 @@ nfs_server_start() {
   sleep 11          # let the grace period pass
 }
 
-nfs_loss() {
-  # nfs_loss LOSS: make both NICs drop LOSS percent of the packets; prints the tag the captures get.
-  # N drops before the capture point (netem on the way out: eth0's egress is seen after its qdisc, eth1's
-  # packets never reach eth0), so the retransmissions are captured; Na after it (a tc ingress filter,
-  # 1 packet in 100/N), so a lost packet and its retransmission are both captured.
-  case $1 in
-    0) ;;
-    *a)
-      local pct=${1%a}
-      for n in 0 1; do
-        tc qdisc add dev eth$n ingress
-        tc filter add dev eth$n parent ffff: matchall action gact ok random netrand drop $((100 / pct))
-      done
-      echo "-loss$pct-after" ;;
-    *)
-      tc qdisc add dev eth0 root netem loss $1%
-      tc qdisc add dev eth1 root netem loss $1%
-      echo "-loss$1" ;;
-  esac
+lab_impair() {
+  # lab_impair SPEC: impair the path between the two NICs; prints the tag of the captures' names.
+  # SPEC is a comma-separated list (0 or empty: none):
+  #   N    N% of the packets each NIC sends dropped before the capture point (netem loss on the way out:
+  #        the capture on eth0 misses it; the retransmission is captured)
+  #   Na   N% dropped after it (a tc ingress filter, 1 packet in 100/N: both are captured)
+  #   rN   N% reordered on the way out (netem: the others wait 1 ms, these go at once)
+  #   dN   N% duplicated on the way out (netem: the copy has the same bytes and IPv4 identification)
+  # eth0's way out is seen by the capture after its qdisc, eth1's packets reach eth0 after theirs: the
+  # capture sees every reordering and copy, both ways.
+  local spec=$1 tag="" netem="" t
+  for t in $(echo "$spec" | tr ',' ' '); do
+    case $t in
+      0|"") ;;
+      r*) netem="$netem delay 1ms reorder ${t#r}%"; tag="$tag-reorder${t#r}" ;;
+      d*) netem="$netem duplicate ${t#d}%"; tag="$tag-dup${t#d}" ;;
+      *a)
+        local pct=${t%a} n
+        for n in 0 1; do
+          tc qdisc add dev eth$n ingress
+          tc filter add dev eth$n parent ffff: matchall action gact ok random netrand drop $((100 / pct))
+        done
+        tag="$tag-loss$pct-after" ;;
+      *) netem="$netem loss $t%"; tag="$tag-loss$t" ;;
+    esac
+  done
+  if [ -n "$netem" ]; then
+    tc qdisc add dev eth0 root netem $netem
+    tc qdisc add dev eth1 root netem $netem
+  fi
+  echo "$tag"
 }
 
 TRACE_PID=""

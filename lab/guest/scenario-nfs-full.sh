@@ -2,9 +2,11 @@
 # same run (trace-cmd: rpcrdma, sunrpc, nfs, nfs4, nfsd, rdma_cma, ib_cma) and a JSON log of what the
 # workload did (lab/guest/nfs_workload.py: files, offsets, sizes, the RPC operations each step puts on
 # the wire).
-# Arguments: KIND (rxe or siw; default rxe), LOSS (as in scenario-nfs.sh: N percent dropped before
-# the capture point, Na after it; default 0), then the versions (default 3 4.0 4.1 4.2).
-# Results, for each version: KIND-nfsvVV-full[-lossN[-after]].{pcap,ops.json,trace.dat,trace.txt}.
+# Arguments: KIND (rxe or siw; default rxe), LOSS (as in scenario-nfs.sh, lab_impair in lib.sh: N
+# percent dropped before the capture point, Na after it, rN reordered, dN duplicated, comma-separated;
+# default 0), then the versions (default 3 4.0 4.1 4.2).
+# Results, for each version: KIND-nfsvVV-full[TAG].{pcap,ops.json,trace.dat,trace.txt}, TAG from
+# lab_impair (-lossN, -lossN-after, -reorderN, -dupN).
 . /lab/share/guest/lib.sh
 OUT=/lab/share/out
 kind=${1:-rxe}
@@ -30,7 +32,8 @@ echo 5 > /proc/sys/fs/lease-break-time
 modprobe nfs; modprobe nfsv3; modprobe nfsv4
 nfs_server_start
 rpc.statd --no-notify       # NLM's status monitor (v3 locks), for the client and the server
-tag=$(nfs_loss $loss)
+tag=$(lab_impair "$loss")
+tc qdisc show > $OUT/qdisc.log 2>&1
 fail=0
 for v in $versions; do
   name=$kind-nfsv$(echo $v | tr -d .)-full$tag

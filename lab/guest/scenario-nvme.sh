@@ -1,11 +1,13 @@
 # NVMe over Fabrics on RDMA: a kernel target (nvmet-rdma, configured through configfs: Debian has no
 # nvmetcli) on eth1 (192.0.2.2) with one file-backed namespace, the kernel host (nvme-rdma, nvme-cli) on
 # eth0 (192.0.2.1), over rxe or siw; one pcap, and beside it a log of what the scenario did.
-# Arguments: KIND (rxe or siw; default rxe), LOSS (percent of the packets each NIC drops, default 0:
-# N drops them before the capture point, Na after it, as the nfs scenario does).
+# Arguments: KIND (rxe or siw; default rxe), LOSS (how the path is impaired, default 0: lab_impair in
+# lib.sh, as the nfs scenario does; N dropped before the capture point, Na after it, rN reordered, dN
+# duplicated, comma-separated).
 #
-# The log (nvme-KIND[-lossN].ops) has one line per step: "op=NAME ... rc=N", with the block sizes,
-# counts and bytes of every dd, so that a test can hold the analysis to what was done.
+# The log (nvme-KIND[TAG].ops, TAG from lab_impair: -lossN, -lossN-after, -reorderN, -dupN) has one
+# line per step: "op=NAME ... rc=N", with the block sizes, counts and bytes of every dd, so that a test
+# can hold the analysis to what was done.
 . /lab/share/guest/lib.sh
 OUT=/lab/share/out
 kind=${1:-rxe}
@@ -35,21 +37,8 @@ echo $PORT > $T/ports/1/addr_trsvcid
 ln -s $T/subsystems/$NQN $T/ports/1/subsystems/$NQN
 cat $T/ports/1/param_inline_data_size 2>/dev/null | sed 's/^/lab: target inline data size /'
 
-tag=""
-case $loss in
-  0) ;;
-  *a)
-    pct=${loss%a}
-    for n in 0 1; do
-      tc qdisc add dev eth$n ingress
-      tc filter add dev eth$n parent ffff: matchall action gact ok random netrand drop $((100 / pct))
-    done
-    tag=-loss$pct-after ;;
-  *)
-    tc qdisc add dev eth0 root netem loss $loss%
-    tc qdisc add dev eth1 root netem loss $loss%
-    tag=-loss$loss ;;
-esac
+tag=$(lab_impair "$loss")
+tc qdisc show > $OUT/qdisc.log 2>&1
 pcap=$OUT/nvme-$kind$tag.pcap
 ops=$OUT/nvme-$kind$tag.ops
 : > $ops
