@@ -28,6 +28,7 @@ def test_grown_ring_answers_as_the_full_ring(seq: list[int]) -> None:
             full = full_frame[probe & (_RING - 1)] if full_psn[probe & (_RING - 1)] == probe else None
             assert (ring.entry(slot) if slot >= 0 else None) == (
                 None if full is None else (full, full * 10, full * 7))
+            assert ring.mark_of(probe) == (-1 if full is None else full * 7)
             assert ring.frame_of(probe) == full
 
 
@@ -91,9 +92,11 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, i
         assert slot == transport._find_py(slots_py, mask, psn) == psn & mask
         assert c.entry(slots_c, slot) == transport._entry_py(slots_py, slot) == (frame, ts, mark)
         assert c.frame_of(slots_c, mask, psn) == transport._frame_of_py(slots_py, mask, psn) == frame
+        assert c.mark_of(slots_c, mask, psn) == transport._mark_of_py(slots_py, mask, psn) == mark
         other = (psn + 1) & 0xFFFFFF
         assert c.find(slots_c, mask, other) == transport._find_py(slots_py, mask, other)
         assert c.frame_of(slots_c, mask, other) == transport._frame_of_py(slots_py, mask, other)
+        assert c.mark_of(slots_c, mask, other) == transport._mark_of_py(slots_py, mask, other)
 
 
 def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() -> None:

@@ -11,6 +11,7 @@
  *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
  * find(slots, mask, psn) -> int          the slot holding psn, or -1
  * frame_of(slots, mask, psn) -> int      the frame of the slot holding psn, or -1
+ * mark_of(slots, mask, psn) -> int       the mark of the slot holding psn, or -1
  * entry(slots, slot) -> (frame, ts, mark)
  * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
@@ -123,6 +124,16 @@ ring_frame_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+ring_mark_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t psn, slot;
+    Slot s;
+    if (!slot_of_psn(args, nargs, "mark_of(slots, mask, psn)", &psn, &slot, &s))
+        return NULL;
+    return PyLong_FromLongLong(s.psn == psn ? s.mark : -1);
+}
+
+static PyObject *
 ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t slot;
@@ -197,6 +208,8 @@ static PyMethodDef methods[] = {
     {"find", (PyCFunction)(void (*)(void))ring_find, METH_FASTCALL, "find(slots, mask, psn) -> slot or -1"},
     {"frame_of", (PyCFunction)(void (*)(void))ring_frame_of, METH_FASTCALL,
      "frame_of(slots, mask, psn) -> frame or -1"},
+    {"mark_of", (PyCFunction)(void (*)(void))ring_mark_of, METH_FASTCALL,
+     "mark_of(slots, mask, psn) -> mark or -1"},
     {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts, mark)"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
     {NULL, NULL, 0, NULL},

@@ -188,6 +188,9 @@ _ID_STEP: Final = 4096         # a step of a counter shared with other queue pai
 _COUNTING: Final = 4           # small forward steps of the identification before it is taken as a counter
 _RUN_STEP: Final = 4           # identifications between two responses of one burst (other queue pairs' between)
 _RECENT: Final = 8             # READ responses remembered, whose bursts the next responses may go on
+_MARK_ID_SHIFT: Final = 13     # of a packet's mark (``_mark``): its IPv4 identification from bit 13,
+_MARK_CHECKED: Final = 1 << 12  # bit 12 set (a mark is never 0),
+_MARK_ICRC_MASK: Final = _MARK_CHECKED - 1   # and the low 12 bits of its ICRC
 _REQUEST_KINDS: Final = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
 _RESPONSE_KINDS: Final = frozenset({"ack", "atomic_ack", "read_response"})
 _CONNECTED: Final = frozenset({"RC", "UC", "XRC"})
@@ -198,12 +201,19 @@ def _ceil(a: int, b: int) -> int:
 
 
 def _mark(ib: IBInfo) -> int:
-    """What tells a copy of a packet from the packet sent again: its ICRC, which covers every byte that does
-    not change on the way (the IPv4 identification among them), with the identification; 0 when the packet
-    has no ICRC that was checked."""
+    """What tells a copy of a packet from the packet sent again: its IPv4 identification (bits 13 and up, one
+    more: 0 where there is none) with the low bits of its ICRC, which covers every byte that does not change
+    on the way; 0 when the packet has no ICRC that was checked (bit 12 is set in every other mark, so that
+    a packet without IPv4 whose ICRC ends in zero bits still has one).  Under 2**30, where Python keeps an
+    int in one digit: the ring's calls convert it at machine speed."""
     if ib.icrc_ok is None:
         return 0
-    return ib.icrc_got | (ib.ip_id + 1) << 32 | 1 << 50
+    return (ib.ip_id + 1) << _MARK_ID_SHIFT | _MARK_CHECKED | ib.icrc_got & _MARK_ICRC_MASK
+
+
+def _mark_ident(mark: int) -> int:
+    """The IPv4 identification in a mark (-1: none)."""
+    return (mark >> _MARK_ID_SHIFT) - 1
 
 
 def _burst(psns: int, idents: int) -> bool:
@@ -234,19 +244,37 @@ class _Ids:
         self.top = -1
         self.steps = 0
 
-    def see(self, ident: int) -> int:
-        """``_id_order`` of a packet's identification, the highest one seen moved on by it."""
+    def see(self, ident: int) -> None:
+        """A packet's identification: a later one than the highest seen moves it on (as ``_id_order``, written
+        out: it is called for every packet)."""
         top = self.top
-        order = _id_order(top, ident)
-        if order > 0 and ident >= 0:
-            if top >= 0 and ((ident - top) & _ID_MASK) <= _ID_STEP:
+        if ident < 0 or ident == top:
+            return
+        if top < 0:
+            self.top = ident
+            return
+        step = (ident - top) & _ID_MASK
+        if step < _ID_HALF:
+            if step <= _ID_STEP:
                 self.steps += 1
             self.top = ident
-        return order
 
     @property
     def counting(self) -> bool:
         return self.steps >= _COUNTING
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _Recent:
+    """A READ response remembered: its PSN, its IPv4 identification and the READ it answered (None: its
+    request is not in the capture).  A requester keeps a few, written over in turn (no object a response)."""
+
+    __slots__ = ("psn", "ident", "read")
+
+    def __init__(self, psn: int, ident: int, read: _Read | None) -> None:
+        self.psn = psn
+        self.ident = ident
+        self.read = read
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -421,6 +449,11 @@ def _frame_of_py(slots: bytearray, mask: int, psn: int) -> int:
     return frame if old == psn else -1
 
 
+def _mark_of_py(slots: bytearray, mask: int, psn: int) -> int:
+    old, _frame, _ts, mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
+    return mark if old == psn else -1
+
+
 def _entry_py(slots: bytearray, slot: int) -> tuple[int, int, int]:
     _psn, frame, ts, mark = _SLOT.unpack_from(slots, slot * _SLOT.size)
     return frame, ts, mark
@@ -441,12 +474,14 @@ try:
     from ._ring import find as _find_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import frame_of as _frame_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import grown as _grown_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._ring import mark_of as _mark_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
-    _put_c = _find_c = _frame_of_c = _entry_c = _grown_c = None
+    _put_c = _find_c = _frame_of_c = _mark_of_c = _entry_c = _grown_c = None
 _RING_PUT: Final[Callable[[bytearray, int, int, int, int, int], bool]] = _put_c or _put_py
 _RING_FIND: Final[Callable[[bytearray, int, int], int]] = _find_c or _find_py
 _RING_FRAME_OF: Final[Callable[[bytearray, int, int], int]] = _frame_of_c or _frame_of_py
+_RING_MARK_OF: Final[Callable[[bytearray, int, int], int]] = _mark_of_c or _mark_of_py
 _RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int, int]]] = _entry_c or _entry_py
 _RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
 
@@ -479,6 +514,10 @@ class PsnRing:
         frame = _RING_FRAME_OF(self.slots, self.mask, psn)
         return frame if frame >= 0 else None
 
+    def mark_of(self, psn: int) -> int:
+        """The mark of the packet that sent ``psn`` last (-1: the ring does not hold it)."""
+        return _RING_MARK_OF(self.slots, self.mask, psn)
+
     def put(self, psn: int, frame: int, ts: int, mark: int = 0) -> None:
         while not _RING_PUT(self.slots, self.mask, psn, frame, ts, mark):
             self.slots = _RING_GROWN(self.slots, self.mask)
@@ -495,7 +534,7 @@ class ReqStream:
 
     __slots__ = ("conn_id", "direction", "first", "nxt", "slack", "last_psn", "last_op", "last_ts", "last_frame",
                  "ring", "holes", "acked", "expect", "nak", "rnr", "reads", "last_read", "done_reads", "run",
-                 "answers", "sent_ids", "answer_ids", "opened", "recent", "recent_at",
+                 "answers", "answer_top", "sent_ids", "answer_ids", "opened", "recent", "recent_at",
                  "packets", "retransmissions", "duplicates", "lost", "out_of_order", "naks", "rnr_naks",
                  "rnr_delay_ns", "acks", "coalesced", "duplicate_acks", "read_requests", "read_responses",
                  "psn_acked", "send_bytes", "write_bytes", "read_bytes")
@@ -525,12 +564,13 @@ class ReqStream:
         self.done_reads: deque[_Read] | None = None      # made on first use (a deque costs 600 bytes)
         self.run: _Read | None = None     # the READ the last response answered
         self.answers: PsnRing | None = None   # READ response PSNs received (made on the first)
+        self.answer_top = -1              # the highest of them (-1: none)
         self.sent_ids = _Ids()            # the requester's IPv4 identifications
         self.answer_ids = _Ids()          # the responder's
         self.opened: list[_Opened] = []   # READs answered from their middle, held until the requester acts
         # The last READ responses (PSN, IPv4 identification, the READ each answered): the next packet of
         # one's burst goes with it.
-        self.recent: list[tuple[int, int, _Read | None]] = []
+        self.recent: list[_Recent] = []
         self.recent_at = 0
         self.packets = 0
         self.retransmissions = 0
@@ -640,22 +680,19 @@ class Transport(Module):
         self.waiting: deque[_Held] = deque()
         self.asking: deque[_Held] = deque()
         self.holding = 0             # findings held and not decided yet (the deques keep decided ones behind)
-        self.last_ts = 0             # the time of the last packet seen
+        # When the window of the oldest finding held passes (a frame number, a time): none is looked at before.
+        self.due_frame = 0
+        self.due_ts = 0
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
         self.again = False
         self.again_of = 0
         self.provisional = False
-        frame = pkt.frame
-        self.last_ts = frame.ts
-        if self.waiting or self.asking:
-            self._expire(frame.num, frame.ts, False)
-        self._packet(pkt)
-        if self.waiting or self.asking:
-            self._hold_from()
-
-    def _packet(self, pkt: Packet) -> None:
+        if self.holding:
+            frame = pkt.frame
+            if frame.num > self.due_frame or frame.ts > self.due_ts or self.holding > _MAX_HELD:
+                self._expire(frame.num, frame.ts, False)
         # typed (Packet.ib and .conv are Any): compiled, their attributes are read directly
         ib: IBInfo | None = pkt.ib
         if ib is None:
@@ -724,9 +761,18 @@ class Transport(Module):
 
     # -- findings held -------------------------------------------------------------------------------
     def _hold(self, h: _Held) -> None:
-        (self.asking if isinstance(h, _Opened) else self.waiting).append(h)
+        asking = isinstance(h, _Opened)
+        (self.asking if asking else self.waiting).append(h)
+        due_ts = h.ts + (ASK_HOLD_NS if asking else HOLD_NS)
+        due_frame = h.frame + HOLD_FRAMES
+        if not self.holding or due_ts < self.due_ts:
+            self.due_ts = due_ts
+        if not self.holding or due_frame < self.due_frame:
+            self.due_frame = due_frame
         self.holding += 1
         self.budget.charge(self, _HELD_COST)
+        if not self.an.hold_from or h.frame < self.an.hold_from:
+            self.an.hold_from = h.frame
 
     def _hold_from(self) -> None:
         """The frame of the oldest finding still held, for the pipeline (0: none)."""
@@ -739,25 +785,35 @@ class Transport(Module):
         self.an.hold_from = first
 
     def _expire(self, num: int, ts: int, every: bool) -> None:
-        """Decide the findings held past their window (``every``: all of them) with what the capture showed."""
+        """Decide the findings held past their window (``every``: all of them) with what the capture showed,
+        and when the next one's window passes."""
+        due_frame = num + HOLD_FRAMES
+        due_ts = ts + HOLD_NS
         for held, window in ((self.waiting, HOLD_NS), (self.asking, ASK_HOLD_NS)):
             while held:
                 h = held[0]
-                if not h.decided:
-                    if not every and ts - h.ts <= window and num - h.frame <= HOLD_FRAMES \
-                            and self.holding <= _MAX_HELD:
-                        break
-                    if isinstance(h, _Gap):
-                        self._gap_decided(h)
-                    elif isinstance(h, _Opened):
-                        self._opened_decided(h, "the capture shows no later request from the requester")
-                held.popleft()
-        self._hold_from()
+                if h.decided:
+                    held.popleft()
+                    continue
+                if not every and ts - h.ts <= window and num - h.frame <= HOLD_FRAMES and self.holding <= _MAX_HELD:
+                    due_frame = min(due_frame, h.frame + HOLD_FRAMES)
+                    due_ts = min(due_ts, h.ts + window)
+                    break
+                if isinstance(h, _Gap):
+                    self._gap_decided(h)
+                elif isinstance(h, _Opened):
+                    self._opened_decided(h, "the capture shows no later request from the requester")
+                else:
+                    self._decided(h)
+        self.due_frame = due_frame
+        self.due_ts = due_ts
 
     def _decided(self, h: _Held) -> None:
         h.decided = True
         self.holding -= 1
         self.budget.release(self, _HELD_COST)
+        if h.frame == self.an.hold_from:
+            self._hold_from()               # the packets up to the next finding held may be shown
 
     def _gap(self, st: ReqStream, holes: list[_Hole], pkt: Packet, psn: int, expected: int, count: int,
              ident: int) -> None:
@@ -887,8 +943,18 @@ class Transport(Module):
                 slack = _ceil(length, PATH_MTU_MIN) - count
         if st.opened:
             self._requester_acts(st, psn, frame.num, kind)
-        st.sent_ids.see(ib.ip_id)
-        mark = _mark(ib)
+        ids = st.sent_ids
+        ident = ib.ip_id
+        if ident >= 0 and ident != ids.top:
+            # _Ids.see, written out (every request packet)
+            step = (ident - ids.top) & _ID_MASK
+            if ids.top < 0 or step < _ID_HALF:
+                if ids.top >= 0 and step <= _ID_STEP:
+                    ids.steps += 1
+                ids.top = ident
+        # _mark, written out
+        mark = (ident + 1) << _MARK_ID_SHIFT | _MARK_CHECKED | ib.icrc_got & _MARK_ICRC_MASK \
+            if ib.icrc_ok is not None else 0
         nxt = st.nxt
         assert nxt is not None                # set with the stream's first PSN, before its first request
         d = (psn - nxt) & _MASK
@@ -963,13 +1029,14 @@ class Transport(Module):
         self._responder_takes(st, psn, count)
         lay = self._fields(pkt)
         hole = _fill(st.holes, psn)
-        original = -1
-        sent_ts = 0
-        sent_mark = 0
-        slot = st.ring.find(psn)
-        if slot >= 0:
-            original, sent_ts, sent_mark = st.ring.entry(slot)
         counting = st.sent_ids.counting
+        ring = st.ring
+        frame_of = ring.frame_of(psn)
+        original = frame_of if frame_of is not None else -1
+        sent_mark = ring.mark_of(psn) if original >= 0 and mark else 0
+        sent_ts = 0
+        if original >= 0 and not counting:
+            sent_ts = ring.entry(ring.find(psn))[1]      # the time: copies are told by it, without numbers
         nak = st.nak if st.nak is not None and ((psn - st.nak.psn) & _MASK) < _HALF else None
         rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
         resumed: _Read | None = None
@@ -980,7 +1047,7 @@ class Transport(Module):
                             if ((psn - r.psn) & _MASK) < r.nmax), None)
         put = True
         ident = ib.ip_id
-        sent_id = ((sent_mark >> 32) & 0x1FFFF) - 1 if sent_mark else -1
+        sent_id = _mark_ident(sent_mark) if sent_mark else -1
         if hole is not None and self._sent_before(hole, ident, counting, nak is None and rnr is None):
             # sent before the packet that skipped it (an earlier identification), delayed on the way
             self._late(st, pkt, lay, psn)
@@ -1218,18 +1285,15 @@ class Transport(Module):
         return None
 
     @staticmethod
-    def _burst_before(st: ReqStream, psn: int, ident: int) -> tuple[bool, _Read | None]:
-        """Whether a response is the next packet of the burst of a recent First or Middle (the PSN and
-        identification before its), and the READ that one answered (None: its request is not in the capture)."""
-        run = st.run
-        follows = (ident - 1) & _ID_MASK
-        if run is not None and run.ident == follows and psn == run.next:
-            return True, run
+    def _burst_before(st: ReqStream, psn: int, ident: int) -> _Recent | None:
+        """The recent First or Middle whose burst a response is the next packet of (the PSN and identification
+        before its), with the READ it answered (None: its request is not in the capture); None: none."""
         before = (psn - 1) & _MASK
-        for p, i, r in st.recent:
-            if p == before and i == follows:
-                return True, r
-        return False, None
+        follows = (ident - 1) & _ID_MASK
+        for e in st.recent:
+            if e.psn == before and e.ident == follows:
+                return e
+        return None
 
     def _read_response(self, cs: _Conn, st: ReqStream, pkt: Packet, ib: IBInfo) -> None:
         psn = ib.psn
@@ -1246,7 +1310,8 @@ class Transport(Module):
         counting = st.answer_ids.counting
         mark = _mark(ib)
         answers = st.answers
-        if answers is not None:
+        if answers is not None and not 0 < ((psn - st.answer_top) & _MASK) < _HALF:
+            # a PSN not beyond every response received: perhaps one again (a PSN beyond them is new)
             slot = answers.find(psn)
             if slot >= 0:
                 first, first_ts, first_mark = answers.entry(slot)
@@ -1260,7 +1325,15 @@ class Transport(Module):
             # READ when that one's request is not in the capture), and opens no answer.
             r = None
             if pos == "middle" or pos == "last":
-                goes_on, r = self._burst_before(st, psn, ident)
+                run = st.run
+                if run is not None and run.ident == (ident - 1) & _ID_MASK and psn == run.next:
+                    goes_on = True
+                    r = run
+                else:
+                    e = self._burst_before(st, psn, ident)
+                    if e is not None:
+                        goes_on = True
+                        r = e.read
                 if r is not None and not r.wants(psn):
                     r = None
                     goes_on = False
@@ -1269,9 +1342,12 @@ class Transport(Module):
             if pos == "first" or pos == "middle":
                 recent = st.recent
                 if len(recent) < _RECENT:
-                    recent.append((psn, ident, r))
+                    recent.append(_Recent(psn, ident, r))
                 else:
-                    recent[st.recent_at] = (psn, ident, r)
+                    e = recent[st.recent_at]
+                    e.psn = psn
+                    e.ident = ident
+                    e.read = r
                     st.recent_at = (st.recent_at + 1) % _RECENT
         else:
             r = self._answered(st, psn, ident)
@@ -1301,6 +1377,8 @@ class Transport(Module):
             self.budget.charge(self, 8 * _SLOT_COST)
         size0 = answers.mask
         answers.put(psn, frame.num, ts, mark)
+        if st.answer_top < 0 or 0 < ((psn - st.answer_top) & _MASK) < _HALF:
+            st.answer_top = psn
         if answers.mask != size0:
             grown = (answers.mask - size0) * _SLOT_COST
             cs.charged += grown
