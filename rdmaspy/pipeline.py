@@ -14,8 +14,10 @@ source has to wait for input (``idle()``), so that output never waits for input.
 The analysis may hold a finding until the capture shows whether it stands (a gap in the PSNs that a
 delayed packet may fill: rdmaspy.analysis.transport); while it does (``Analyzer.hold_from``), the
 packets from the one it is about on wait here, and reach the sinks in order once it is decided, with
-their findings final.  The wait is bounded (the analysis decides within a window of frames); when the
-source has to wait for input, what waits is shown as it is (its findings then come later).
+their findings final.  Only where a sink shows packets with their analysis (``Options.packet_fields``):
+a command of records and findings alone gets each finding once it is decided.  The wait is bounded (the
+analysis decides within a window of frames); when the source has to wait for input, what waits is shown
+as it is (its findings then come later).
 
 Kept apart from the command line so that it can be compiled with the dissectors (setup.py): the
 loop runs once per packet, and at a few hundred thousand packets a second its own overhead counts.
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import gc
 from abc import abstractmethod
-from collections import deque
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from mypy_extensions import mypyc_attr
@@ -102,13 +103,19 @@ class Pipeline:
         self.shown = 0                # packets the display filter let through
         self.matched = False          # whether the last packet handed to the sinks was shown
         self.done = False             # the count of packets to show is reached
-        # Packets analysed but not shown yet: a finding about the first of them is still held.
-        self.waiting: deque[Packet] = deque()
+        # Packets analysed but not shown yet (from ``waiting[first_waiting]`` on: a list, whose appends are
+        # compiled, emptied when they are all shown): a finding about the first of them is still held.
+        self.waiting: list[Packet] = []
+        self.first_waiting = 0
+        self.waits = 0                # how many (a machine integer: tested at every packet)
         # The packets shown since the caller last took them (``packets()``, the TUI's detail), or None.
         self.shown_now: list[Packet] | None = None
         self._finished = False
         self._matcher = opts.matcher
         self._count = opts.count
+        # Packets wait for their held findings only where a sink shows them with their analysis (not for a
+        # command of records and findings alone: stats, flows, expert get each finding once it is decided).
+        self._holds = opts.packet_fields
         readers = [s for s in self.sinks if getattr(s, "reads_packets", True)]
         self._packet_sinks: list[PacketSink] = [s for s in readers if isinstance(s, PacketSink)]
         self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in readers
@@ -160,18 +167,43 @@ class Pipeline:
         an = self.analyzer
         if an is not None:
             an.feed(pkt)
-            if an.hold_from or self.waiting:
+            if an.hold_from and self._holds or self.waits:
                 self.waiting.append(pkt)
+                self.waits += 1
                 self._release(an.hold_from)
                 return pkt
-        self._show(pkt)
+        # _show, written out: compiled, a call a packet saved on the way of every packet
+        matcher = self._matcher
+        if self.done or (matcher is not None and not matcher(pkt, self.t0)):
+            self.matched = False
+            return pkt
+        self.matched = True
+        for sink in self._packet_sinks:
+            sink.packet(pkt)
+        for hook in self._packet_hooks:
+            hook(pkt)
+        self.shown += 1
+        shown_now = self.shown_now
+        if shown_now is not None:
+            shown_now.append(pkt)
+        if self.shown == self._count:
+            self.done = True
         return pkt
 
     def _release(self, until: int) -> None:
         """Show the packets waiting before frame ``until`` (0: all of them)."""
         waiting = self.waiting
-        while waiting and (until == 0 or waiting[0].frame.num < until):
-            self._show(waiting.popleft())
+        while self.waits and (until == 0 or waiting[self.first_waiting].frame.num < until):
+            pkt = waiting[self.first_waiting]
+            self.first_waiting += 1
+            self.waits -= 1
+            if not self.waits:
+                waiting.clear()
+                self.first_waiting = 0
+            elif self.first_waiting >= 1024 and self.first_waiting * 2 >= len(waiting):
+                del waiting[:self.first_waiting]        # the packets shown are let go while others wait
+                self.first_waiting = 0
+            self._show(pkt)
 
     def _show(self, pkt: Packet) -> None:
         matcher = self._matcher
@@ -250,7 +282,7 @@ class Pipeline:
     def idle(self) -> None:
         """No frame is at hand (the source waits for input): the packets waiting are shown as they are
         (output never waits for input), and the sinks send out what they hold."""
-        if self.waiting:
+        if self.waits:
             self._release(0)
         for flush in self._flushes:
             flush()
