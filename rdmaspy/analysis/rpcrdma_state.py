@@ -78,13 +78,16 @@ class ConnState:
                  "stalled",
                  "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
-                 "unanswered", "emit", "messages", "discard", "broken", "connprops", "calls")
+                 "unanswered", "emit", "messages", "discard", "broken", "connprops", "calls", "earlier_calls")
 
     def __init__(self, conn: LiveConnection, emit: Callable[[Record], None]) -> None:
         self.conn = conn
         self.conn_id: int = conn.conn_id
         self.open: dict[tuple[Direction, int], OpenTransaction] = {}
         self.calls = 0                # calls opened on it: how old an open transaction is
+        # The calls left unanswered on the earlier connections between the same hosts when this one began, by
+        # (direction, XID): sent again on this one after a reconnect (None: none).
+        self.earlier_calls: dict[tuple, tuple[ConnState, OpenTransaction]] | None = None
         self.book = ck.ChunkBook()
         self.ledgers: dict[Direction, cr.CreditLedger] = {}
         self.reads_pending: dict[tuple[Direction, int], Op] = {}

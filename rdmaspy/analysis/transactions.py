@@ -293,22 +293,24 @@ class Transactions(Module):
         self._close(st, o, TransactionState.UNANSWERED)
         self.cur = keep
 
-    def _sent_before(self, st: ConnState, o: OpenTransaction, key: tuple) -> None:
-        """A new call: the same XID left unanswered on another connection between the same hosts (live, or
-        ended) is this call sent again after the requester reconnected."""
+    def _connected_again(self, st: ConnState) -> None:
+        """A new connection between two hosts that have others: the calls left unanswered on those (live, or
+        ended) are the ones the requester may send again on it, looked up by (direction, XID) when it does."""
         conv = st.conn
-        for cid in self.pairs.get((conv.client_addr, conv.server_addr), ()):
+        pair = (conv.client_addr, conv.server_addr)
+        earlier: dict[tuple, tuple[ConnState, OpenTransaction]] = {}
+        for cid in self.pairs.get(pair, ()):
             other = self.conns.get(cid)
             if cid == st.conn_id or other is None:
                 continue
-            earlier = other.open.get(key)
-            if earlier is not None and earlier.reply_msg is None:
-                o.earlier = earlier
-                o.earlier_st = other
-                return
-        held = self.left.get((conv.client_addr, conv.server_addr, key[0], key[1]))
-        if held is not None:
-            o.earlier_st, o.earlier = held
+            for key, o in other.open.items():
+                if o.reply_msg is None and len(earlier) < _LEFT_LIMIT:
+                    earlier[key] = (other, o)
+        for (client, server, d, xid), held in self.left.items():
+            if client == pair[0] and server == pair[1] and len(earlier) < _LEFT_LIMIT:
+                earlier[(d, xid)] = held
+        if earlier:
+            st.earlier_calls = earlier
 
     def _answered_after_reconnect(self, st: ConnState, o: OpenTransaction, reply: int) -> None:
         """The call sent again after a reconnect is answered: the one left on the earlier connection closes,
@@ -356,7 +358,10 @@ class Transactions(Module):
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
-            self.pairs.setdefault((conv.client_addr, conv.server_addr), []).append(conv.conn_id)
+            pair = self.pairs.setdefault((conv.client_addr, conv.server_addr), [])
+            pair.append(conv.conn_id)
+            if len(pair) > 1 or self.left:
+                self._connected_again(st)
         d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
         inv = None
         self.cur = None
@@ -556,8 +561,14 @@ class Transactions(Module):
         st.calls += 1
         self.budget.charge(self, TXN_COST)      # before it is open, so that a shed leaves it alone
         st.open[key] = o
-        if self.left or len(self.pairs.get((st.conn.client_addr, st.conn.server_addr), ())) > 1:
-            self._sent_before(st, o, key)
+        earlier_calls = st.earlier_calls
+        if earlier_calls is not None and key in earlier_calls:
+            # a call left unanswered on an earlier connection between the same hosts, sent again here
+            there, earlier = earlier_calls[key]
+            del earlier_calls[key]
+            if earlier.reply_msg is None:
+                o.earlier = earlier
+                o.earlier_st = there
         if st.calls % _SWEEP_EVERY == 0:
             self._overdue(st)
         if len(st.open) > _OPEN_LIMIT:
