@@ -75,3 +75,23 @@ def test_the_oracle_finds_the_findings_the_packets_refute() -> None:
     assert answers
     assert oracle.verdict("ib.duplicate", (answers[0],), {}) is not None
     assert p.psn != oracle.roce[late].psn
+
+
+@pytest.mark.parametrize("name", ROCE + ["rxe-ib_write_bw-loss.pcap", "rxe-ib_send_bw-rnr.pcap", "rxe-nfsv3-loss.pcap",
+                                         "rxe-nfsv3-loss-after.pcap"])
+def test_every_nak_and_rnr_nak_tshark_sees_is_found_at_its_psn(name: str) -> None:
+    """tshark as the oracle of the NAKs: each AETH whose syndrome is a NAK (0b11) or an RNR NAK (0b01) is one
+    finding of rdmaspy at its frame and PSN, and rdmaspy finds no other, on the lossy and fault captures."""
+    from conftest import tshark_fields, tshark_int
+    path = capture(name)
+    seen = set()
+    for row in tshark_fields(path, ["frame.number", "infiniband.aeth.syndrome", "infiniband.bth.psn"],
+                             "-Y", "infiniband.aeth"):
+        syndrome = tshark_int(row["infiniband.aeth.syndrome"][0])
+        kind = {3: "nak", 1: "rnr_nak"}.get(syndrome >> 5)
+        if kind is not None:
+            seen.add((kind, int(row["frame.number"][0]), tshark_int(row["infiniband.bth.psn"][0])))
+    found = {("rnr_nak" if rule == "ib.rnr_nak" else "nak", frames[0], args["psn"])
+             for rule, _s, frames, args, _t in findings_of(path) if rule == "ib.rnr_nak" or rule.startswith("ib.nak.")}
+    assert seen
+    assert found == seen
