@@ -282,3 +282,28 @@ def test_two_rpcrdma_sends_in_one_iwarp_segment_are_two_transactions():
     assert set(txns) == {0x10, 0x11, 0x12}
     assert all(t["state"] == "complete" for t in txns.values())
     assert txns[0x12]["reply"]["invalidated"] == 0xBEEF and txns[0x11]["reply"]["invalidated"] is None
+
+
+@pytest.mark.parametrize("answered", [True, False])
+def test_the_calls_a_reconnect_may_send_again_are_charged_while_they_are_listed(answered: bool) -> None:
+    """The new connection lists the call left on the first one, charged to the memory budget until the call
+    is sent again there (then looked up and let go), whether or not it is answered."""
+    from rdmaspy.analysis import transactions
+    from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.engine import Engine
+    from rdmaspy.packet import Frame
+    frames = _reconnect(answered)
+    an, eng = Analyzer(strict=True), Engine(strict=True)
+    txns = an.modules["rpcrdma.transactions"]
+    held = []
+    for i, (ts, data) in enumerate(frames, 1):
+        an.feed(eng.dissect(Frame(i, ts, 1, data, len(data))))
+        listed = [len(st.earlier_calls or ()) for st in txns.conns.values()]
+        held.append((sum(listed), txns.held))
+    listed_at = [i for i, (n, _) in enumerate(held) if n]
+    first, last = listed_at[0], listed_at[-1]
+    assert held[first][0] == 1                                   # the call left on the first connection
+    # the new connection's state, and its list
+    assert held[first][1] - held[first - 1][1] == transactions.CONN_COST + transactions._EARLIER_COST
+    # sent again: an open call on the new connection, the list's entry let go
+    assert held[last + 1] == (0, held[last][1] + transactions.TXN_COST - transactions._EARLIER_COST)

@@ -85,6 +85,9 @@ _PROVISIONAL_LIMIT: Final = 64
 # calls left unanswered on connections that ended, held until one is sent again on a new connection between
 # the same hosts and answered there (or the end); beyond, the oldest is said unanswered
 _LEFT_LIMIT: Final = 4096
+# What an entry of a new connection's list of the calls left on earlier ones costs (a dictionary slot, its key
+# and value tuples; the calls themselves are charged where they are open or held)
+_EARLIER_COST: Final = 160
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST: Final = 2048
@@ -211,6 +214,7 @@ class Transactions(Module):
                     break
                 if not st.open:
                     self._summarise(st)
+                    self._forget_earlier(st)
                     del self.conns[conn_id]
                     self._unpair(st)
                     self.budget.release(self, CONN_COST)
@@ -262,6 +266,7 @@ class Transactions(Module):
         if st is None:
             return
         self._unpair(st)
+        self._forget_earlier(st)
         keep = self.cur
         for o in list(st.open.values()):
             if o.reply_msg is None and st.rpcrdma:
@@ -311,6 +316,14 @@ class Transactions(Module):
                 earlier[(d, xid)] = held
         if earlier:
             st.earlier_calls = earlier
+            self.budget.charge(self, len(earlier) * _EARLIER_COST)
+
+    def _forget_earlier(self, st: ConnState) -> None:
+        """A connection's list of the calls left on earlier ones goes (its state goes)."""
+        earlier = st.earlier_calls
+        if earlier is not None:
+            st.earlier_calls = None
+            self.budget.release(self, len(earlier) * _EARLIER_COST)
 
     def _answered_after_reconnect(self, st: ConnState, o: OpenTransaction, reply: int) -> None:
         """The call sent again after a reconnect is answered: the one left on the earlier connection closes,
@@ -566,6 +579,7 @@ class Transactions(Module):
             # a call left unanswered on an earlier connection between the same hosts, sent again here
             there, earlier = earlier_calls[key]
             del earlier_calls[key]
+            self.budget.release(self, _EARLIER_COST)
             if earlier.reply_msg is None:
                 o.earlier = earlier
                 o.earlier_st = there
