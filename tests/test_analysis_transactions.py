@@ -156,6 +156,31 @@ def test_a_call_sent_again_on_a_new_connection_and_answered_there_has_its_reply(
     assert note.frames == (first["call"]["frame"], again["call"]["frame"], again["reply"]["frame"])
     assert note.conn == first["conn"] and note.args["conn2"] == again["conn"] != first["conn"]
     assert note.severity == "note"
+    assert note.text == (f"call XID 0x00002001 was left unanswered on connection {first['conn']}: sent again on "
+                         f"connection {again['conn']} (frame {again['call']['frame']}) and answered there "
+                         f"(frame {again['reply']['frame']})")
+
+
+def test_a_call_sent_again_after_a_connection_the_capture_began_inside_is_found_by_its_hosts():
+    """The first connection was up before the capture, which opens with a server's reply: its roles are guessed
+    the other way round (client: the server's address).  The call sent again on the new one is still the one
+    left there (rxe-nfsv3-blackout: its trace says the client sent XID 0x07516c28 again after reconnecting)."""
+    from rdmaspy.dissectors import onc_rpc, rpcrdma
+    from rdmaspy.dissectors.xdr import p32, popaque
+    x = 0x2001
+    call = rpcrdma.encode_v1(x, 0, 32, payload=ab._call(x, 1, popaque(ab.FH)))
+    reply = rpcrdma.encode_v1(x, 0, 8, payload=onc_rpc.encode_reply(x, p32(0) + bytes(84)))
+    first = ab.Wire()
+    first.send(ab.SERVER, rpcrdma.encode_v1(0x1FFF, 0, 8, payload=onc_rpc.encode_reply(0x1FFF, p32(0) + bytes(84))))
+    first.send(ab.CLIENT, call)
+    second = ab.Wire(cqp=0x51, sqp=0x62, comm=0x5101, t0=first.t + 2_000_000_000)
+    second.cm()
+    second.send(ab.CLIENT, call)
+    second.send(ab.SERVER, reply)
+    res = analyse_frames(first.out() + second.out())
+    assert sorted(res.rules()) == ["transaction.answered_after_reconnect", "transaction.reply_without_call"]
+    first_t, again = sorted((t for t in res.transactions if t["xid"] == x), key=lambda t: t["call"]["frame"])
+    assert first_t["state"] == "unanswered" and again["state"] == "complete"
 
 
 def test_a_call_sent_again_on_a_new_connection_and_never_answered_has_no_reply_twice():

@@ -258,6 +258,13 @@ def test_a_blackout_breaks_the_connection_and_the_call_in_flight_is_sent_again()
     calls = [t for t in rec.transactions if t.xid == 0x07516C28]
     assert len(calls) == 2 and all(t.host is not None for t in calls)
     assert sum(e.name == "xprtrdma_marshal" for t in calls for e in t.host.events) == 2
+    # and the wire says what the host does: the call left on connection 1 was sent again on connection 2 and
+    # answered there (a note), not a call without reply
+    first, again = sorted(calls, key=lambda t: t.call_frame)
+    assert first.state.value == "unanswered" and again.state.value == "complete" and first.conn != again.conn
+    assert found["transaction.no_reply"] == 0
+    (note,) = [f for f in rec.findings if f.rule_def.id == "transaction.answered_after_reconnect"]
+    assert note.xid == 0x07516C28 and note.frames == (first.call_frame, again.call_frame, again.reply.frame)
     c = join.clocks[0]
     assert c.host_only == 0 and c.wire_only == 0 and c.low_ns <= 0 <= c.high_ns
 

@@ -86,8 +86,8 @@ class ConnState:
         self.open: dict[tuple[Direction, int], OpenTransaction] = {}
         self.calls = 0                # calls opened on it: how old an open transaction is
         # The calls left unanswered on the earlier connections between the same hosts when this one began, by
-        # (direction, XID): sent again on this one after a reconnect (None: none).
-        self.earlier_calls: dict[tuple, tuple[ConnState, OpenTransaction]] | None = None
+        # (the caller's address, XID): sent again on this one after a reconnect (None: none).
+        self.earlier_calls: dict[tuple[str, int], tuple[ConnState, OpenTransaction]] | None = None
         self.book = ck.ChunkBook()
         self.ledgers: dict[Direction, cr.CreditLedger] = {}
         self.reads_pending: dict[tuple[Direction, int], Op] = {}

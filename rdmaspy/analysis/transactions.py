@@ -58,7 +58,7 @@ NO_REPLY: Final = declare(
     "RFC 5531 §8")
 ANSWERED_AFTER_RECONNECT: Final = declare(
     "transaction.answered_after_reconnect", "note", "transaction",
-    "call XID 0x{rxid:08x} was left unanswered on connection {conn}: sent again on connection {conn2} "
+    "call XID 0x{rxid:08x} was left unanswered on connection {conn1}: sent again on connection {conn2} "
     "(frame {call}) and answered there (frame {reply})",
     "RFC 5531 §8 (a call sent again keeps its XID, on whichever connection it goes)")
 REPLY_OVERDUE: Final = declare(
@@ -93,6 +93,22 @@ _EARLIER_COST: Final = 160
 TXN_COST: Final = 2048
 HELD_COST: Final = 8192               # a packet held with its message until the responder shows whether it took it
 CONN_COST: Final = 2048               # a connection's state (ledgers, chunk book, dictionaries), measured the same way
+
+
+def _hosts(conv: LiveConnection) -> tuple[str, str]:
+    """The two hosts of a connection, in order: the same pair whichever of them is taken for its client."""
+    a, b = conv.client_addr, conv.server_addr
+    return (a, b) if a <= b else (b, a)
+
+
+def _caller(conv: LiveConnection, d: Direction) -> str:
+    """The address of the host that sends calls the way ``d`` on a connection."""
+    return conv.client_addr if d is Direction.C2S else conv.server_addr
+
+
+def _left_key(conv: LiveConnection, d: Direction, xid: int) -> tuple[str, str, str, int]:
+    low, high = _hosts(conv)
+    return (low, high, _caller(conv, d), xid)
 
 
 def proc_name(msg: RpcRdmaMessage) -> str:
@@ -186,11 +202,12 @@ class Transactions(Module):
         # (or at the end), replaced by the copy sent again in sequence.
         self.provisional: dict[tuple[int, Direction, int], tuple[Packet, RpcRdmaMessage | None,
                                                                 RpcRdmaMessage | None, int | None]] = {}
-        # The connections between each pair of hosts (client, server address), and the calls left unanswered
-        # on those that ended, by (client, server, direction, XID): a requester that lost its connection
-        # sends them again on a new one.
+        # The connections between each pair of hosts (their addresses, in order), and the calls left
+        # unanswered on those that ended, by (hosts, the caller's address, XID): a requester that lost its
+        # connection sends them again on a new one.  By address, not by client and server: a connection
+        # under way when the capture began has its roles guessed, and may have them the other way round.
         self.pairs: dict[tuple[str, str], list[int]] = {}
-        self.left: dict[tuple[str, str, Direction, int], tuple[ConnState, OpenTransaction]] = {}
+        self.left: dict[tuple[str, str, str, int], tuple[ConnState, OpenTransaction]] = {}
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest open transactions (of the busiest connections first)
@@ -223,7 +240,7 @@ class Transactions(Module):
 
     def _unpair(self, st: ConnState) -> None:
         """A connection no longer followed leaves the list of its pair of hosts."""
-        pair = (st.conn.client_addr, st.conn.server_addr)
+        pair = _hosts(st.conn)
         ids = self.pairs.get(pair)
         if ids is not None and st.conn_id in ids:
             ids.remove(st.conn_id)
@@ -283,11 +300,11 @@ class Transactions(Module):
         del st.open[(txn.call_direction, txn.xid)]
         st.unanswered += 1                  # unanswered there, whatever happens to it on another connection
         left = self.left
-        left[(st.conn.client_addr, st.conn.server_addr, txn.call_direction, txn.xid)] = (st, o)
+        left[_left_key(st.conn, txn.call_direction, txn.xid)] = (st, o)
         if len(left) > _LEFT_LIMIT:
             self._left_unanswered(next(iter(left)))
 
-    def _left_unanswered(self, key: tuple[str, str, Direction, int]) -> None:
+    def _left_unanswered(self, key: tuple[str, str, str, int]) -> None:
         """A call held since its connection ended, never answered elsewhere: unanswered."""
         st, o = self.left.pop(key)
         self.budget.release(self, TXN_COST)
@@ -300,20 +317,20 @@ class Transactions(Module):
 
     def _connected_again(self, st: ConnState) -> None:
         """A new connection between two hosts that have others: the calls left unanswered on those (live, or
-        ended) are the ones the requester may send again on it, looked up by (direction, XID) when it does."""
-        conv = st.conn
-        pair = (conv.client_addr, conv.server_addr)
-        earlier: dict[tuple, tuple[ConnState, OpenTransaction]] = {}
+        ended) are the ones the requester may send again on it, looked up by (caller's address, XID) when it
+        does."""
+        pair = _hosts(st.conn)
+        earlier: dict[tuple[str, int], tuple[ConnState, OpenTransaction]] = {}
         for cid in self.pairs.get(pair, ()):
             other = self.conns.get(cid)
             if cid == st.conn_id or other is None:
                 continue
-            for key, o in other.open.items():
+            for (d, xid), o in other.open.items():
                 if o.reply_msg is None and len(earlier) < _LEFT_LIMIT:
-                    earlier[key] = (other, o)
-        for (client, server, d, xid), held in self.left.items():
-            if client == pair[0] and server == pair[1] and len(earlier) < _LEFT_LIMIT:
-                earlier[(d, xid)] = held
+                    earlier[(_caller(other.conn, d), xid)] = (other, o)
+        for (low, high, caller, xid), held in self.left.items():
+            if low == pair[0] and high == pair[1] and len(earlier) < _LEFT_LIMIT:
+                earlier[(caller, xid)] = held
         if earlier:
             st.earlier_calls = earlier
             self.budget.charge(self, len(earlier) * _EARLIER_COST)
@@ -334,7 +351,7 @@ class Transactions(Module):
             return
         txn = earlier.txn
         key: tuple = (txn.call_direction, txn.xid)
-        left_key = (there.conn.client_addr, there.conn.server_addr, txn.call_direction, txn.xid)
+        left_key = _left_key(there.conn, txn.call_direction, txn.xid)
         if there.open.get(key) is earlier:
             there.unanswered += 1
         elif self.left.get(left_key, (None, None))[1] is earlier:
@@ -345,8 +362,8 @@ class Transactions(Module):
         keep = self.cur
         self.cur = txn
         self.report(ANSWERED_AFTER_RECONNECT, (txn.call_frame, o.txn.call_frame, reply), txn.call.ts,
-                    conn=there.conn_id, xid=txn.xid, rxid=txn.xid, conn2=st.conn_id, call=o.txn.call_frame,
-                    reply=reply)
+                    conn=there.conn_id, xid=txn.xid, rxid=txn.xid, conn1=there.conn_id, conn2=st.conn_id,
+                    call=o.txn.call_frame, reply=reply)
         self._close(there, earlier, TransactionState.UNANSWERED)
         self.cur = keep
 
@@ -371,7 +388,7 @@ class Transactions(Module):
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
-            pair = self.pairs.setdefault((conv.client_addr, conv.server_addr), [])
+            pair = self.pairs.setdefault(_hosts(conv), [])
             pair.append(conv.conn_id)
             if len(pair) > 1 or self.left:
                 self._connected_again(st)
@@ -575,14 +592,15 @@ class Transactions(Module):
         self.budget.charge(self, TXN_COST)      # before it is open, so that a shed leaves it alone
         st.open[key] = o
         earlier_calls = st.earlier_calls
-        if earlier_calls is not None and key in earlier_calls:
+        if earlier_calls is not None:
             # a call left unanswered on an earlier connection between the same hosts, sent again here
-            there, earlier = earlier_calls[key]
-            del earlier_calls[key]
-            self.budget.release(self, _EARLIER_COST)
-            if earlier.reply_msg is None:
-                o.earlier = earlier
-                o.earlier_st = there
+            held = earlier_calls.pop((_caller(st.conn, d), xid), None)
+            if held is not None:
+                self.budget.release(self, _EARLIER_COST)
+                there, earlier = held
+                if earlier.reply_msg is None:
+                    o.earlier = earlier
+                    o.earlier_st = there
         if st.calls % _SWEEP_EVERY == 0:
             self._overdue(st)
         if len(st.open) > _OPEN_LIMIT:
