@@ -248,7 +248,8 @@ class HostJoin:
         self.by_xid: dict[int, list[HostEvent]] = {}
         self.by_handle: dict[int, list[HostEvent]] = {}  # registrations and invalidations
         # The events of RPCs no transaction took yet, let go from the window: an unanswered call's transaction
-        # closes only at the end (or when its connection does); by XID, the oldest first, PARKED_XIDS at most.
+        # closes only at the end (or when its connection does; one left on a connection that ended, when the
+        # call sent again on another is answered, or at the end); by XID, the oldest first, PARKED_XIDS at most.
         self.parked: dict[int, list[HostEvent]] = {}
         self.parked_events = 0
         self.wire_now = 0
