@@ -114,8 +114,9 @@ class Pipeline:
         self._matcher = opts.matcher
         self._count = opts.count
         # Packets wait for their held findings only where a sink shows them with their analysis (not for a
-        # command of records and findings alone: stats, flows, expert get each finding once it is decided).
-        self._holds = opts.packet_fields
+        # command of records and findings alone: stats, flows, expert get each finding once it is decided),
+        # or where a sink colours packets by their findings (the TUI's analysis pass, which adds no fields).
+        self._holds = opts.packet_fields or any(getattr(s, "colours_by_findings", False) for s in self.sinks)
         readers = [s for s in self.sinks if getattr(s, "reads_packets", True)]
         self._packet_sinks: list[PacketSink] = [s for s in readers if isinstance(s, PacketSink)]
         self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in readers

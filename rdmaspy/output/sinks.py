@@ -8,7 +8,7 @@ pipeline's first frame (``attach``).  Compiled with the dissectors (setup.py).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, Final
+from typing import TYPE_CHECKING, Callable, ClassVar, Final
 
 from ..analysis.rules import Finding
 from ..packet import Packet
@@ -234,6 +234,8 @@ class SeveritySink(PacketSink):
     goes to ``items`` as it comes."""
 
     __slots__ = ("emit", "items", "rows", "seconds", "_pending", "_last")
+    # A packet's colour waits for the findings about it still held (``Pipeline``), as its row would.
+    colours_by_findings: ClassVar[bool] = True
 
     def __init__(self, emit: Callable[[bytes], None], items: Callable[[Packet], None], rows: int = 4096,
                  seconds: float = 0.1) -> None:
