@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from rdmaspy.dissectors import nfs4, xdrlang as x
+from rdmaspy.dissectors import nfs4_attrs, xdrlang as x
 
 _SMALL = 6          # items of a variable-length array or list, bytes of an unbounded opaque (kept small)
 
 
 def values(t: x.XdrType) -> st.SearchStrategy:
     # kinds of a protocol's own (subclasses of XdrType with a value of their own shape) first
-    if isinstance(t, nfs4.Bitmap4):
+    if isinstance(t, nfs4_attrs.Bitmap4):
         return st.lists(st.integers(0, (1 << 32) - 1), max_size=3)
+    if isinstance(t, nfs4_attrs.AttrSet):
+        return attr_sets(t)
     if isinstance(t, x.Tree):
         return values(t.item)
     if isinstance(t, x.Void):
@@ -61,3 +63,10 @@ def values(t: x.XdrType) -> st.SearchStrategy:
     if isinstance(t, x.Chain):
         return st.lists(values(t.item), max_size=3)
     raise TypeError(f"no strategy for {t!r}")
+
+
+def attr_sets(t: nfs4_attrs.AttrSet, max_size: int = 8) -> st.SearchStrategy:
+    """A value of a fattr4 (or a hint set): a random set of its table's entries, each with a value of its
+    declaration, as a dict by name."""
+    return st.sets(st.sampled_from(sorted(t.table)), max_size=max_size).flatmap(
+        lambda numbers: st.fixed_dictionaries({t.table[n].name: values(t.table[n].decl) for n in sorted(numbers)}))
