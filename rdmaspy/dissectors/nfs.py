@@ -192,9 +192,21 @@ def _bitmap(cur: Cursor, _w: _Walk) -> None:
     cur.skip_u32s("bitmap4")
 
 
-def _fattr4(cur: Cursor, _w: _Walk | None = None) -> None:
-    cur.skip_u32s("attrmask")
-    cur.skip_opaque("attr_vals")
+def _attrmask(cur: Cursor, w: _Walk) -> None:
+    """A bitmap4 of attributes: shown by its declaration when the layer is filled, skipped otherwise."""
+    if w.lay is NULL:
+        cur.skip_u32s("bitmap4")
+    else:
+        nfs4.BITMAP4.read(cur, w, w.lay)
+
+
+def _fattr4(cur: Cursor, w: _Walk) -> None:
+    """A fattr4: decoded by its declaration when the layer is filled, stepped over by its length otherwise."""
+    if w.lay is NULL:
+        cur.skip_u32s("attrmask")
+        cur.skip_opaque("attr_vals")
+    else:
+        nfs4.FATTR4.read(cur, w, w.lay)
 
 
 def _seq(*parts: Walker) -> Walker:
@@ -223,7 +235,7 @@ def _create_args(cur: Cursor, w: _Walk) -> None:
     elif ftype in (3, 4):    # NF4BLK / NF4CHR: specdata
         cur.skip(8, "specdata")
     cur.skip_opaque("objname")
-    _fattr4(cur)
+    _fattr4(cur, w)
 
 
 def _locker(cur: Cursor, w: _Walk) -> None:
@@ -240,12 +252,12 @@ def _open_args(cur: Cursor, w: _Walk) -> None:
     if cur.u32("opentype") == 1:          # OPEN4_CREATE
         how = cur.u32("createmode")
         if how in (0, 1):
-            _fattr4(cur)
+            _fattr4(cur, w)
         elif how == 2:
             cur.skip(8, "verifier")
         elif how == 3:
             cur.skip(8, "verifier")
-            _fattr4(cur)
+            _fattr4(cur, w)
     claim = cur.u32("claim")
     if claim in (0, 3):
         cur.skip_opaque("file")
@@ -311,7 +323,7 @@ def _cb_program(cur: Cursor, w: _Walk) -> None:
 _V4_ARGS: Final[dict[int, Walker]] = {
     3: _fixed(4), 4: _fixed(20), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 11: _opaque,
     12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40), 15: _opaque, 16: _void,
-    17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28), 26: _seq(_fixed(24), _bitmap),
+    17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28), 26: _seq(_fixed(24), _attrmask),
     27: _void, 28: _opaque, 29: _seq(_opaque, _opaque), 30: _fixed(8), 33: _opaque,
     34: _seq(_fixed(16), _fattr4),
     35: _seq(_fixed(8), _opaque, _cb_program, _opaque, _opaque, _fixed(4)), 36: _fixed(16), 37: _fattr4,
@@ -333,7 +345,7 @@ def _nfsace(cur: Cursor, _w: _Walk) -> None:
 
 def _open_res(cur: Cursor, w: _Walk) -> None:
     cur.skip(40, "stateid/cinfo/rflags")
-    _bitmap(cur, w)
+    _attrmask(cur, w)
     dtype = cur.u32("delegation_type")
     if dtype == 1:
         cur.skip(20, "stateid/recall")
@@ -348,12 +360,12 @@ def _open_res(cur: Cursor, w: _Walk) -> None:
             cur.skip(4, "ond bool")
 
 
-def _readdir_res(cur: Cursor, _w: _Walk) -> None:
+def _readdir_res(cur: Cursor, w: _Walk) -> None:
     cur.skip(8, "cookieverf")
     while cur.u32("value_follows"):
         cur.skip(8, "cookie")
         cur.skip_opaque("name")
-        _fattr4(cur)
+        _fattr4(cur, w)
     cur.skip(4, "eof")
 
 
@@ -386,11 +398,11 @@ def _readlink_res(cur: Cursor, w: _Walk) -> None:
 
 # Results when the operation's status is NFS4_OK (the operations declared in nfs4.py are not here).
 _V4_RES: Final[dict[int, Walker]] = {
-    3: _fixed(8), 4: _fixed(16), 6: _seq(_fixed(20), _bitmap), 7: _void, 8: _void,
+    3: _fixed(8), 4: _fixed(16), 6: _seq(_fixed(20), _attrmask), 7: _void, 8: _void,
     11: _fixed(20), 12: _fixed(16), 13: _void, 14: _fixed(16), 15: _void, 16: _void, 17: _void,
     18: _open_res, 19: _void, 20: _fixed(16), 21: _fixed(16), 26: _readdir_res,
     27: _readlink_res, 28: _fixed(20), 29: _fixed(40), 30: _void,
-    33: _secinfo_res, 34: _bitmap, 35: _fixed(16), 36: _void, 37: _void, 39: _void, 40: _void,
+    33: _secinfo_res, 34: _attrmask, 35: _fixed(16), 36: _void, 37: _void, 39: _void, 40: _void,
     41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs),
     45: _void, 51: _void, 52: _secinfo_res, 55: _array(_fixed(4)), 57: _void, 58: _void,
     59: _void, 62: _void, 66: _void, 69: _fixed(12), 71: _void, 72: _opaque, 73: _fixed(20),
@@ -461,7 +473,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
             if st != 0:
                 # Failed operations return nothing, except these (RFC 8881 §18).
                 if op == 34:
-                    _bitmap(cur, w)
+                    _attrmask(cur, w)
                 elif op in (12, 13) and st == 10010:   # NFS4ERR_DENIED
                     _lock_denied(cur, w)
                 elif op == 35 and st == 10017:         # NFS4ERR_CLID_INUSE
