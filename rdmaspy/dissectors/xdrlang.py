@@ -253,6 +253,7 @@ class Bool(XdrType):
             yield self.field
 
 
+# A field computed from an item's bytes; the function's None: nothing to show for these bytes
 Derived = tuple[Field, Callable[[bytes], Any]]
 
 
@@ -296,7 +297,9 @@ class Opaque(XdrType):
         v: Any = raw.decode("utf-8", "replace") if self.text else raw
         if lay is not None:
             for f, compute in self.derived:
-                lay.add(f, compute(raw), p, n)
+                d = compute(raw)
+                if d is not None:
+                    lay.add(f, d, p, n)
             if self.field is not None:
                 lay.add(self.field, v, p, n)
         return v
@@ -399,7 +402,9 @@ class Struct(XdrType):
         if lay is not None and self.derived:
             raw = bytes(cur.buf[p:cur.pos])
             for f, compute in self.derived:
-                lay.add(f, compute(raw), p, cur.pos - p)
+                d = compute(raw)
+                if d is not None:
+                    lay.add(f, d, p, cur.pos - p)
         return out
 
     def skip(self, cur: Cursor, w: Walk) -> None:
