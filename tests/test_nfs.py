@@ -222,3 +222,118 @@ def test_hostile_bodies_leave_a_reason_and_never_an_exception(prog, vers, procs)
             if any(e.group == "malformed" for e in p.expert or ()):
                 assert names & {"nfs.malformed", "mount.malformed", "nlm.malformed", "nfsacl.malformed"}
     hostile()
+
+
+def _nfs_values(p) -> dict[str, list]:
+    from rdmaspy.fieldview import layer_nodes
+    out: dict[str, list] = {}
+    for lay in p.layers:
+        if lay.proto == "nfs":
+            for _d, item, value, _o, _l in layer_nodes(lay):
+                if hasattr(item, "name") and not hasattr(item, "proto"):
+                    out.setdefault(item.name, []).append(value)
+    return out
+
+
+def test_setclientid_teaches_the_callback_program():
+    """An NFSv4.0 client names its callback program in SETCLIENTID (RFC 7530 §16.33): calls to it are
+    CB_COMPOUNDs, learnt on the summary path where the arguments are skipped over."""
+    s = Session()
+    setclientid = (35, p64(1) + popaque(b"client") + p32(0x40000777) + pstring("tcp") + pstring("192.0.2.1.3.4")
+                   + p32(1))
+    _, info = call(100003, 4, 1, nfs.encode_compound([setclientid, (36, p64(1) + p64(2))], minor=0), 40, session=s)
+    assert info.ops == ["SETCLIENTID", "SETCLIENTID_CONFIRM"]
+    args = nfs.encode_compound([(4, STATEID + p32(0) + popaque(FH))], minor=0)
+    args = args[:8] + p32(1) + args[8:]
+    p, cb = call(0x40000777, 1, 1, args, 41, session=s)
+    assert cb.ops == ["CB_RECALL"] and p.proto == "NFS CB"
+    got = _nfs_values(call(100003, 4, 1, nfs.encode_compound([setclientid], minor=0), 42, session=Session())[0])
+    assert got["nfs.cb_program"] == [0x40000777] and got["nfs.r_addr"] == ["192.0.2.1.3.4"]
+    assert got["nfs.universal_address.ipv4"] == [bytes((192, 0, 2, 1))]
+
+
+def test_failed_lock_and_setattr_carry_what_their_rfc_says():
+    """LOCK and LOCKT answer NFS4ERR_DENIED with the conflicting lock, SETATTR answers every status with the
+    attributes it set, SETCLIENTID NFS4ERR_CLID_INUSE with the client in the way; any other failed operation
+    carries nothing (RFC 7530 §16): the walk reads those and reads no further."""
+    owner = p64(9) + popaque(b"holder")
+    denied = p64(100) + p64(50) + p32(2) + owner
+    cases = [
+        (12, p32(2, 0) + p64(100) + p64(50) + p32(0) + STATEID + p32(1), 10010, denied,
+         {"nfs.offset4": [100], "nfs.length4": [50], "nfs.lock_owner4": [b"holder"], "nfs.clientid": [9]}),
+        (13, p32(2) + p64(100) + p64(50) + owner, 10010, denied, {"nfs.locktype4": [2], "nfs.clientid": [9]}),
+        (34, STATEID + p32(1, 2) + popaque(bytes(8)), 13, p32(1, 0x10), {"nfs.attr": [4]}),
+        (35, p64(1) + popaque(b"c") + p32(7) + pstring("tcp") + pstring("1.2") + p32(1), 10017,
+         pstring("tcp") + pstring("192.0.2.9.0.1"), {"nfs.r_addr": ["192.0.2.9.0.1"]}),
+        (15, pstring("name"), 2, b"", {}),
+    ]
+    for op, args, status, carried, want in cases:
+        s = Session()
+        call(100003, 4, 1, nfs.encode_compound([(22, popaque(FH)), (op, args)], minor=0), 50, session=s)
+        body = nfs.encode_compound([(22, p32(0)), (op, p32(status) + carried)], status=status)
+        p, info = reply(50, body, s)
+        assert info.nfs_status == status and not p.expert and p.malformed is None, op
+        got = _nfs_values(p)
+        assert "nfs.malformed" not in got, (op, got.get("nfs.malformed"))
+        for name, values in want.items():
+            assert got[name] == values, (op, name)
+
+
+def test_v4_declared_operations_are_skipped_on_the_summary_path_to_the_next():
+    """The summary path steps over every declared operation by its declaration: the operations after
+    OPEN (claims, a delegation with its ACE), READDIR (entries with attributes), LOCK (a new lock owner)
+    are found, and the DDP-eligible items placed."""
+    s = Session()
+    open_args = (18, p32(0, 3, 0) + p64(1) + popaque(b"owner") + p32(1, 2) + p64(5)
+                 + p32(2) + STATEID + pstring("f"))
+    lock_args = (12, p32(2, 0) + p64(0) + p64(1) + p32(1, 0) + STATEID + p32(0) + p64(1) + popaque(b"lo"))
+    create = (6, p32(5) + pstring("/dest") + pstring("ln") + p32(0) + popaque(b""))
+    _, info = call(100003, 4, 1, nfs.encode_compound([(22, popaque(FH)), open_args, lock_args, create, (27, b""),
+                                                      (10, b"")], minor=0), 60, session=s)
+    assert info.ops == ["PUTFH", "OPEN", "LOCK", "CREATE", "READLINK", "GETFH"]
+    assert [(d.kind, d.length) for d in info.ddp] == [("symlink", 5)]
+    ace = p32(0, 0, 0x1F) + pstring("OWNER@")
+    open_res = (18, p32(0) + STATEID + p32(1) + p64(1) + p64(2) + p32(4) + p32(1, 0x10)
+                + p32(2) + STATEID + p32(0) + p32(2, 10, 4096) + ace)
+    entry = p64(1) + pstring("a") + p32(1, 0x10) + popaque(p64(4096))
+    readdir = (26, p32(0) + p64(0) + p32(1) + entry + p32(1) + entry + p32(0, 1))
+    res = [(22, p32(0)), open_res, (12, p32(0) + STATEID), (6, p32(0) + p32(1) + p64(1) + p64(2) + p32(0)),
+           (27, p32(0) + pstring("/dest")), (10, p32(0) + popaque(FH))]
+    _, rinfo = reply(60, nfs.encode_compound(res, status=0), s)
+    assert rinfo.ops == ["PUTFH", "OPEN", "LOCK", "CREATE", "READLINK", "GETFH"]
+    assert [(d.kind, d.length, d.inline) for d in rinfo.ddp] == [("readlink", 5, True)]
+    s = Session()
+    call(100003, 4, 1, nfs.encode_compound([(22, popaque(FH)), (26, bytes(24) + p32(0)), (10, b"")]), 61,
+         session=s)
+    p, rinfo = reply(61, nfs.encode_compound([(22, p32(0)), readdir, (10, p32(0) + popaque(FH))], status=0), s)
+    assert rinfo.ops == ["PUTFH", "READDIR", "GETFH"]
+    got = _nfs_values(p)
+    assert got["nfs.name"] == ["a", "a"] and got["nfs.entry_name"] == ["a", "a"] and got["nfs.dirlist4.eof"] == [True]
+
+
+@pytest.mark.parametrize("direction", ["call", "reply"])
+def test_hostile_v4_operation_bodies_leave_a_reason_and_never_an_exception(direction):
+    """Random arguments or results for every declared NFSv4 operation (with the statuses whose failures
+    carry data) inside a well-formed COMPOUND: no exception on the summary path or in the tree, and a body
+    the declarations cannot read leaves its reason in the tree."""
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    from rdmaspy.dissectors import nfs4
+    from rdmaspy.fieldview import layer_nodes
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.sampled_from(sorted(nfs4.ARGS)), st.binary(max_size=200), st.sampled_from([0, 10010, 10017, 13]))
+    def hostile(op, body, status):
+        s = Session()
+        args = body if direction == "call" else b""
+        p, _info = call(100003, 4, 1, nfs.encode_compound([(op, args), (10, b"")], minor=0), 70, session=s)
+        if direction == "reply":
+            p, _info = reply(70, nfs.encode_compound([(op, p32(status) + body)], status=status), s)
+        names = set()
+        for lay in p.layers:
+            for _d, item, _v, off, ln in layer_nodes(lay):
+                names.add(getattr(item, "name", None) or getattr(item, "proto", None))
+                assert off == -1 or 0 <= off and off + ln <= len(lay.buf)
+        if any(e.group == "malformed" for e in p.expert or ()):
+            assert "nfs.malformed" in names
+    hostile()

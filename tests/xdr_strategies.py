@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from rdmaspy.dissectors import nfs4_attrs, xdrlang as x
+from rdmaspy.dissectors import nfs4, nfs4_attrs, xdrlang as x
 
 _SMALL = 6          # items of a variable-length array or list, bytes of an unbounded opaque (kept small)
 
@@ -15,6 +15,9 @@ def values(t: x.XdrType) -> st.SearchStrategy:
         return st.lists(st.integers(0, (1 << 32) - 1), max_size=3)
     if isinstance(t, nfs4_attrs.AttrSet):
         return attr_sets(t)
+    if isinstance(t, nfs4.Access4Result):
+        word = st.integers(0, (1 << 32) - 1)
+        return st.fixed_dictionaries({"supported": word, "access": word})
     if isinstance(t, x.Tree):
         return values(t.item)
     if isinstance(t, x.Void):

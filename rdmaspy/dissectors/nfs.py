@@ -3,7 +3,7 @@
 NFSv2 and NFSv3 (RFC 1094, 1813) are decoded in full from their XDR declarations (``nfs2.py``,
 ``nfs3.py``, on the engine of ``xdrlang.py``): every procedure's arguments and results, named as tshark
 names them; so are MOUNT, NLM and NFSACL (``nfs_side.py``) and the NFSv4 operations of ``nfs4.py``.
-The other NFSv4.x COMPOUND operations (RFC 7530, 8881, 7862, 8276), each named, and the NFSv4.1
+The other NFSv4.1 and 4.2 COMPOUND operations (RFC 8881, 7862, 8276), each named, and the NFSv4.1
 backchannel CB_COMPOUND are walked as far as needed to find the next operation and the DDP-eligible
 items of the RPC-over-RDMA binding (RFC 8267): READ result data, WRITE argument data, READLINK result,
 SYMLINK / CREATE(NF4LNK) argument.  Where such an item lies is recorded on the RPC facts (``RpcInfo.ddp``) so that
@@ -121,6 +121,13 @@ class _Walk:
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
         self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
 
+    def learn_program(self, prog: int) -> None:
+        """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
+        BACKCHANNEL_CTL): calls to it in the reverse direction are CB_COMPOUNDs."""
+        programs = self.programs
+        if programs is not None and prog not in programs and len(programs) < 64:
+            programs[prog] = _NFS_CB
+
     def ddp(self, cur: Cursor, kind: str, lay: Any = None) -> tuple[int, int, bool]:
         """At a DDP-eligible opaque/string: read its length, find whether it was reduced, step over it;
         return where its bytes start, its length and whether they are inline."""
@@ -192,14 +199,6 @@ def _bitmap(cur: Cursor, _w: _Walk) -> None:
     cur.skip_u32s("bitmap4")
 
 
-def _attrmask(cur: Cursor, w: _Walk) -> None:
-    """A bitmap4 of attributes: shown by its declaration when the layer is filled, skipped otherwise."""
-    if w.lay is NULL:
-        cur.skip_u32s("bitmap4")
-    else:
-        nfs4.BITMAP4.read(cur, w, w.lay)
-
-
 def _fattr4(cur: Cursor, w: _Walk) -> None:
     """A fattr4: decoded by its declaration when the layer is filled, stepped over by its length otherwise."""
     if w.lay is NULL:
@@ -221,53 +220,6 @@ def _array(item: Walker, min_size: int = 4) -> Walker:
         for _ in range(cur.count(min_size, "array")):
             item(cur, w)
     return walk
-
-
-def _lock_owner(cur: Cursor, _w: _Walk) -> None:
-    cur.skip(8, "clientid")
-    cur.skip_opaque("owner")
-
-
-def _create_args(cur: Cursor, w: _Walk) -> None:
-    ftype = cur.u32("type")
-    if ftype == 5:           # NF4LNK: linkdata is DDP-eligible
-        w.ddp(cur, "symlink")
-    elif ftype in (3, 4):    # NF4BLK / NF4CHR: specdata
-        cur.skip(8, "specdata")
-    cur.skip_opaque("objname")
-    _fattr4(cur, w)
-
-
-def _locker(cur: Cursor, w: _Walk) -> None:
-    if cur.u32("new_lock_owner"):
-        cur.skip(24, "open_seqid/stateid/lock_seqid")
-        _lock_owner(cur, w)
-    else:
-        cur.skip(20, "lock_stateid/seqid")
-
-
-def _open_args(cur: Cursor, w: _Walk) -> None:
-    cur.skip(12, "seqid/share_access/share_deny")
-    _lock_owner(cur, w)
-    if cur.u32("opentype") == 1:          # OPEN4_CREATE
-        how = cur.u32("createmode")
-        if how in (0, 1):
-            _fattr4(cur, w)
-        elif how == 2:
-            cur.skip(8, "verifier")
-        elif how == 3:
-            cur.skip(8, "verifier")
-            _fattr4(cur, w)
-    claim = cur.u32("claim")
-    if claim in (0, 3):
-        cur.skip_opaque("file")
-    elif claim == 1:
-        cur.skip(4, "delegate_type")
-    elif claim == 2:
-        cur.skip(16, "stateid")
-        cur.skip_opaque("file")
-    elif claim == 5:
-        cur.skip(16, "stateid")
 
 
 def _sec_parms(cur: Cursor, w: _Walk) -> None:
@@ -312,22 +264,13 @@ def _layoutreturn(cur: Cursor, _w: _Walk) -> None:
 
 
 def _cb_program(cur: Cursor, w: _Walk) -> None:
-    """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
-    BACKCHANNEL_CTL): calls to it in the reverse direction are CB_COMPOUNDs."""
-    prog = cur.u32("cb_program")
-    if w.programs is not None and prog not in w.programs and len(w.programs) < 64:
-        w.programs[prog] = _NFS_CB
+    """The program number a client gives its callback service (CREATE_SESSION, BACKCHANNEL_CTL)."""
+    w.learn_program(cur.u32("cb_program"))
 
 
 # Arguments of the operations not yet declared in nfs4.py.
 _V4_ARGS: Final[dict[int, Walker]] = {
-    3: _fixed(4), 4: _fixed(20), 6: _create_args, 7: _fixed(8), 8: _fixed(16), 11: _opaque,
-    12: _seq(_fixed(24), _locker), 13: _seq(_fixed(20), _lock_owner), 14: _fixed(40), 15: _opaque, 16: _void,
-    17: _fattr4, 18: _open_args, 19: _fixed(4), 20: _fixed(20), 21: _fixed(28), 26: _seq(_fixed(24), _attrmask),
-    27: _void, 28: _opaque, 29: _seq(_opaque, _opaque), 30: _fixed(8), 33: _opaque,
-    34: _seq(_fixed(16), _fattr4),
-    35: _seq(_fixed(8), _opaque, _cb_program, _opaque, _opaque, _fixed(4)), 36: _fixed(16), 37: _fattr4,
-    39: _lock_owner, 40: _seq(_cb_program, _array(_sec_parms)), 41: _fixed(24),
+    40: _seq(_cb_program, _array(_sec_parms)), 41: _fixed(24),
     42: _seq(_fixed(8), _opaque, _fixed(4), _state_protect, _impl_id),
     43: _seq(_fixed(16), _channel_attrs, _channel_attrs, _cb_program, _array(_sec_parms)),
     45: _fixed(16), 47: _seq(_fixed(24), _bitmap), 50: _fixed(60), 51: _layoutreturn,
@@ -336,37 +279,6 @@ _V4_ARGS: Final[dict[int, Walker]] = {
     69: _fixed(28), 71: _fixed(56), 72: _opaque, 73: _seq(_fixed(4), _opaque, _opaque), 74: _fixed(12),
     75: _opaque,
 }
-
-
-def _nfsace(cur: Cursor, _w: _Walk) -> None:
-    cur.skip(12, "ace type/flag/mask")
-    cur.skip_opaque("who")
-
-
-def _open_res(cur: Cursor, w: _Walk) -> None:
-    cur.skip(40, "stateid/cinfo/rflags")
-    _attrmask(cur, w)
-    dtype = cur.u32("delegation_type")
-    if dtype == 1:
-        cur.skip(20, "stateid/recall")
-        _nfsace(cur, w)
-    elif dtype == 2:
-        cur.skip(20, "stateid/recall")
-        cur.u32("limitby")
-        cur.skip(8, "space limit")      # a filesize, or num_blocks and bytes_per_block
-        _nfsace(cur, w)
-    elif dtype == 3:
-        if cur.u32("ond_why") in (1, 2):
-            cur.skip(4, "ond bool")
-
-
-def _readdir_res(cur: Cursor, w: _Walk) -> None:
-    cur.skip(8, "cookieverf")
-    while cur.u32("value_follows"):
-        cur.skip(8, "cookie")
-        cur.skip_opaque("name")
-        _fattr4(cur, w)
-    cur.skip(4, "eof")
 
 
 def _secinfo_res(cur: Cursor, _w: _Walk) -> None:
@@ -392,27 +304,13 @@ def _listxattrs_res(cur: Cursor, _w: _Walk) -> None:
     cur.skip(4, "eof")
 
 
-def _readlink_res(cur: Cursor, w: _Walk) -> None:
-    w.ddp(cur, "readlink")
-
-
 # Results when the operation's status is NFS4_OK (the operations declared in nfs4.py are not here).
 _V4_RES: Final[dict[int, Walker]] = {
-    3: _fixed(8), 4: _fixed(16), 6: _seq(_fixed(20), _attrmask), 7: _void, 8: _void,
-    11: _fixed(20), 12: _fixed(16), 13: _void, 14: _fixed(16), 15: _void, 16: _void, 17: _void,
-    18: _open_res, 19: _void, 20: _fixed(16), 21: _fixed(16), 26: _readdir_res,
-    27: _readlink_res, 28: _fixed(20), 29: _fixed(40), 30: _void,
-    33: _secinfo_res, 34: _attrmask, 35: _fixed(16), 36: _void, 37: _void, 39: _void, 40: _void,
-    41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs),
+    40: _void, 41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs),
     45: _void, 51: _void, 52: _secinfo_res, 55: _array(_fixed(4)), 57: _void, 58: _void,
     59: _void, 62: _void, 66: _void, 69: _fixed(12), 71: _void, 72: _opaque, 73: _fixed(20),
     74: _listxattrs_res, 75: _fixed(20),
 }
-
-
-def _lock_denied(cur: Cursor, w: _Walk) -> None:
-    cur.skip(20, "offset/length/locktype")
-    _lock_owner(cur, w)
 
 
 _CB_ARGS: Final[dict[int, Walker]] = {
@@ -429,6 +327,15 @@ def _status4(lay: Any, cur: Cursor) -> int:
     if lay is not NULL:
         nfs4.STATUS4.show(lay, status, p)
     return status
+
+
+def _failed(op: int, status: int) -> XdrType | None:
+    """What a failed operation carries beside its status (nfs4.FAILED), if anything."""
+    by_status = nfs4.FAILED.get(op)
+    if by_status is None:
+        return None
+    decl = by_status.get(status)
+    return decl if decl is not None else by_status.get(nfs4.ANY_ERROR)
 
 
 def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
@@ -471,14 +378,13 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
         if w.reply:
             st = _status4(sub, cur)
             if st != 0:
-                # Failed operations return nothing, except these (RFC 8881 §18).
-                if op == 34:
-                    _attrmask(cur, w)
-                elif op in (12, 13) and st == 10010:   # NFS4ERR_DENIED
-                    _lock_denied(cur, w)
-                elif op == 35 and st == 10017:         # NFS4ERR_CLID_INUSE
-                    cur.skip_opaque("netid")
-                    cur.skip_opaque("addr")
+                # A failed operation returns nothing but its status, except those of nfs4.FAILED
+                decl = _failed(op, st) if decls is not None else None
+                if decl is not None:
+                    if sub is NULL:
+                        decl.skip(cur, w)
+                    else:
+                        decl.read(cur, w, sub)
                 sub.length = cur.pos - p
                 continue
         decl = decls.get(op) if decls is not None else None

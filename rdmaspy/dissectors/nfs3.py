@@ -36,7 +36,10 @@ CREATE_MODE: Final = {0: "UNCHECKED", 1: "GUARDED", 2: "EXCLUSIVE"}
 TIME_HOW: Final = {0: "don't change", 1: "set to server time", 2: "set to client time"}
 ACCESS_BITS: Final = (("nfs.access_read", "READ", 0x01), ("nfs.access_lookup", "LOOKUP", 0x02),
                       ("nfs.access_modify", "MODIFY", 0x04), ("nfs.access_extend", "EXTEND", 0x08),
-                      ("nfs.access_delete", "DELETE", 0x10), ("nfs.access_execute", "EXECUTE", 0x20))
+                      ("nfs.access_delete", "DELETE", 0x10), ("nfs.access_execute", "EXECUTE", 0x20),
+                      # RFC 8276's extended attribute rights (NFSv4.2), which tshark shows for every version
+                      ("nfs.access_xattr_read", "XATTR READ", 0x40), ("nfs.access_xattr_write", "XATTR WRITE", 0x80),
+                      ("nfs.access_xattr_list", "XATTR LIST", 0x100))
 MODE_BITS: Final = (("nfs.mode3.suid", "S_ISUID", 0o4000), ("nfs.mode3.sgid", "S_ISGID", 0o2000),
                     ("nfs.mode3.sticky", "S_ISVTX", 0o1000), ("nfs.mode3.rusr", "S_IRUSR", 0o400),
                     ("nfs.mode3.wusr", "S_IWUSR", 0o200), ("nfs.mode3.xusr", "S_IXUSR", 0o100),
