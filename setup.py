@@ -38,7 +38,8 @@ COMPILED = [
     "rdmaspy/dissectors/rdma_reassembly.py", "rdmaspy/dissectors/rpcrdma.py", "rdmaspy/dissectors/rpcrdma_message.py",
     "rdmaspy/dissectors/xdr.py", "rdmaspy/dissectors/xdrlang.py",
     "rdmaspy/dissectors/hexfmt.py",
-    "rdmaspy/dissectors/onc_rpc.py", "rdmaspy/dissectors/nfs.py", "rdmaspy/dissectors/rpcrdma2.py",
+    "rdmaspy/dissectors/onc_rpc.py", "rdmaspy/dissectors/nfs.py", "rdmaspy/dissectors/nfs4.py",
+    "rdmaspy/dissectors/rpcrdma2.py",
     "rdmaspy/dissectors/rdma_cm.py", "rdmaspy/dissectors/rpcrdma_pdata.py",
     # the CM's MADs (every connection's setup; a capture of short connections is mostly these)
     "rdmaspy/dissectors/mad.py", "rdmaspy/dissectors/ib_cm.py",

@@ -261,7 +261,7 @@ def _universal_address(raw: bytes) -> tuple[str, bytes] | None:
     groups = parts[0].split(":")
     if len(parts) >= 3 and len(groups) == 8 and all(1 <= len(g) <= 2 for g in groups):
         try:
-            return "ipv6", bytes(int(g, 16) for g in groups) + bytes(8)
+            return "ipv6", bytes([int(g, 16) for g in groups]) + bytes(8)
         except ValueError:
             pass
     return "ipv4", bytes(4)
