@@ -4,20 +4,29 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from rdmaspy.dissectors import nfs4, nfs4_attrs, xdrlang as x
+from rdmaspy.dissectors import nfs4, nfs4_attrs, nfs41, xdrlang as x
 
 _SMALL = 6          # items of a variable-length array or list, bytes of an unbounded opaque (kept small)
 
 
 def values(t: x.XdrType) -> st.SearchStrategy:
     # kinds of a protocol's own (subclasses of XdrType with a value of their own shape) first
-    if isinstance(t, nfs4_attrs.Bitmap4):
+    if isinstance(t, (nfs4_attrs.Bitmap4, nfs41.Bits)):
         return st.lists(st.integers(0, (1 << 32) - 1), max_size=3)
     if isinstance(t, nfs4_attrs.AttrSet):
         return attr_sets(t)
     if isinstance(t, nfs4.Access4Result):
         word = st.integers(0, (1 << 32) - 1)
         return st.fixed_dictionaries({"supported": word, "access": word})
+    if isinstance(t, (nfs41.Body, nfs41.UniversalAddress)):
+        return values(t.item)
+    if isinstance(t, nfs41.Indexed):
+        return st.lists(values(t.item), max_size=min(t.bound if t.bound is not None else _SMALL, _SMALL))
+    if isinstance(t, nfs41.NotifyList):
+        arms = sorted(t.arms.items())
+        return st.lists(st.sampled_from(range(len(arms))), unique=True, max_size=3).flatmap(
+            lambda picks: st.tuples(*[st.tuples(st.just(arms[i][0]), values(arms[i][1])) for i in sorted(picks)])
+        ).map(list)
     if isinstance(t, x.Tree):
         return values(t.item)
     if isinstance(t, x.Void):

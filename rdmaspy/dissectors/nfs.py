@@ -2,11 +2,11 @@
 
 NFSv2 and NFSv3 (RFC 1094, 1813) are decoded in full from their XDR declarations (``nfs2.py``,
 ``nfs3.py``, on the engine of ``xdrlang.py``): every procedure's arguments and results, named as tshark
-names them; so are MOUNT, NLM and NFSACL (``nfs_side.py``) and the NFSv4 operations of ``nfs4.py``.
-The other NFSv4.1 and 4.2 COMPOUND operations (RFC 8881, 7862, 8276), each named, and the NFSv4.1
-backchannel CB_COMPOUND are walked as far as needed to find the next operation and the DDP-eligible
-items of the RPC-over-RDMA binding (RFC 8267): READ result data, WRITE argument data, READLINK result,
-SYMLINK / CREATE(NF4LNK) argument.  Where such an item lies is recorded on the RPC facts (``RpcInfo.ddp``) so that
+names them; so are MOUNT, NLM and NFSACL (``nfs_side.py``), every NFSv4 COMPOUND operation (``nfs4.py``:
+v4.0, RFC 7530; ``nfs41.py``: v4.1, v4.2 and the xattr operations, RFC 8881, 7862, 8276) and the NFSv4.1
+backchannel's CB_COMPOUND (``nfs41.py``).  The declarations mark the DDP-eligible items of the
+RPC-over-RDMA binding (RFC 8267): READ result data, WRITE argument data, READLINK result, SYMLINK /
+CREATE(NF4LNK) argument.  Where such an item lies is recorded on the RPC facts (``RpcInfo.ddp``) so that
 analysis can tie chunk data to it.
 
 The summary path reads only what it needs (a v3 reply's status, the DDP items' places: ``_v3_write_call``,
@@ -20,7 +20,7 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
-from . import nfs2, nfs3, nfs4, nfs_side
+from . import nfs2, nfs3, nfs4, nfs41, nfs_side
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError, u32
@@ -48,28 +48,12 @@ NFS3_PROCS: Final = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "LOOKUP", 4: "ACC
               14: "RENAME", 15: "LINK", 16: "READDIR", 17: "READDIRPLUS", 18: "FSSTAT", 19: "FSINFO",
               20: "PATHCONF", 21: "COMMIT"}
 NFS4_PROCS: Final = {0: "NULL", 1: "COMPOUND"}
-NFS4_OPS: Final = {
-    3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 7: "DELEGPURGE", 8: "DELEGRETURN", 9: "GETATTR",
-    10: "GETFH", 11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY",
-    18: "OPEN", 19: "OPENATTR", 20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH",
-    24: "PUTROOTFH", 25: "READ", 26: "READDIR", 27: "READLINK", 28: "REMOVE", 29: "RENAME", 30: "RENEW",
-    31: "RESTOREFH", 32: "SAVEFH", 33: "SECINFO", 34: "SETATTR", 35: "SETCLIENTID", 36: "SETCLIENTID_CONFIRM",
-    37: "VERIFY", 38: "WRITE", 39: "RELEASE_LOCKOWNER", 40: "BACKCHANNEL_CTL", 41: "BIND_CONN_TO_SESSION",
-    42: "EXCHANGE_ID", 43: "CREATE_SESSION", 44: "DESTROY_SESSION", 45: "FREE_STATEID",
-    46: "GET_DIR_DELEGATION", 47: "GETDEVICEINFO", 48: "GETDEVICELIST", 49: "LAYOUTCOMMIT", 50: "LAYOUTGET",
-    51: "LAYOUTRETURN", 52: "SECINFO_NO_NAME", 53: "SEQUENCE", 54: "SET_SSV", 55: "TEST_STATEID",
-    56: "WANT_DELEGATION", 57: "DESTROY_CLIENTID", 58: "RECLAIM_COMPLETE", 59: "ALLOCATE", 60: "COPY",
-    61: "COPY_NOTIFY", 62: "DEALLOCATE", 63: "IO_ADVISE", 64: "LAYOUTERROR", 65: "LAYOUTSTATS",
-    66: "OFFLOAD_CANCEL", 67: "OFFLOAD_STATUS", 68: "READ_PLUS", 69: "SEEK", 70: "WRITE_SAME", 71: "CLONE",
-    72: "GETXATTR", 73: "SETXATTR", 74: "LISTXATTRS", 75: "REMOVEXATTR", 10044: "ILLEGAL"}
+NFS4_OPS: Final = nfs4.OP_NAMES
 # COMPOUND operations that only set the scene (the session slot, the current and saved filehandles):
 # a COMPOUND is named by its first other operation.
 NFS4_SCENE_OPS: Final = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH", "GETFH"})
 NFS_CB_PROCS: Final = {0: "CB_NULL", 1: "CB_COMPOUND"}
-NFS_CB_OPS: Final = {3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
-              8: "CB_RECALL_ANY", 9: "CB_RECALLABLE_OBJ_AVAIL", 10: "CB_RECALL_SLOT", 11: "CB_SEQUENCE",
-              12: "CB_WANTS_CANCELLED", 13: "CB_NOTIFY_LOCK", 14: "CB_NOTIFY_DEVICEID", 15: "CB_OFFLOAD",
-              10044: "CB_ILLEGAL"}
+NFS_CB_OPS: Final = nfs41.CB_OP_NAMES
 MOUNT_PROCS: Final = {0: "NULL", 1: "MNT", 2: "DUMP", 3: "UMNT", 4: "UMNTALL", 5: "EXPORT"}
 NLM_PROCS: Final = {0: "NULL", 1: "TEST", 2: "LOCK", 3: "CANCEL", 4: "UNLOCK", 5: "GRANTED", 6: "TEST_MSG",
              7: "LOCK_MSG", 8: "CANCEL_MSG", 9: "UNLOCK_MSG", 10: "GRANTED_MSG", 11: "TEST_RES", 12: "LOCK_RES",
@@ -93,7 +77,8 @@ STATUS: Final = nfs3.STATUS
 TAG: Final = field("nfs.tag", "Tag", "str")
 MINORVERSION: Final = field("nfs.minorversion", "minorversion")
 OPS_COUNT: Final = field("nfs.ops.count", "Operations")
-OPCODE: Final = field("nfs.opcode", "Opcode", names=NFS4_OPS)
+CB_OPS_COUNT: Final = field("nfs.cb.ops.count", "Operations")    # tshark shows a CB_COMPOUND's count as text
+OPCODE: Final = nfs4.OPCODE
 MALFORMED: Final = field("nfs.malformed", "Malformed: the walk stopped here", "str")
 CB_OPCODE: Final = field("nfs.cb.operation", "Opcode", names=NFS_CB_OPS)
 CB_IDENT: Final = field("nfs.callback.ident", "callback_ident")
@@ -123,7 +108,7 @@ class _Walk:
 
     def learn_program(self, prog: int) -> None:
         """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
-        BACKCHANNEL_CTL): calls to it in the reverse direction are CB_COMPOUNDs."""
+        BACKCHANNEL_CTL): calls to it in the reverse direction are CB_COMPOUNDs (nfs4.CallbackProgram)."""
         programs = self.programs
         if programs is not None and prog not in programs and len(programs) < 64:
             programs[prog] = _NFS_CB
@@ -177,147 +162,11 @@ def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrTy
     decl.read(cur, w, None if lay is NULL else lay)
 
 
-# --- NFSv4 argument and result walkers ---------------------------------------------------------------
-Walker = Callable[[Cursor, _Walk], None]
-
-
-def _fixed(n: int) -> Walker:
-    def walk(cur: Cursor, _w: _Walk) -> None:
-        cur.skip(n)
-    return walk
-
-
-def _void(_cur: Cursor, _w: _Walk) -> None:
-    return None
-
-
-def _opaque(cur: Cursor, _w: _Walk) -> None:
-    cur.skip_opaque()
-
-
-def _bitmap(cur: Cursor, _w: _Walk) -> None:
-    cur.skip_u32s("bitmap4")
-
-
-def _fattr4(cur: Cursor, w: _Walk) -> None:
-    """A fattr4: decoded by its declaration when the layer is filled, stepped over by its length otherwise."""
-    if w.lay is NULL:
-        cur.skip_u32s("attrmask")
-        cur.skip_opaque("attr_vals")
-    else:
-        nfs4.FATTR4.read(cur, w, w.lay)
-
-
-def _seq(*parts: Walker) -> Walker:
-    def walk(cur: Cursor, w: _Walk) -> None:
-        for p in parts:
-            p(cur, w)
-    return walk
-
-
-def _array(item: Walker, min_size: int = 4) -> Walker:
-    def walk(cur: Cursor, w: _Walk) -> None:
-        for _ in range(cur.count(min_size, "array")):
-            item(cur, w)
-    return walk
-
-
-def _sec_parms(cur: Cursor, w: _Walk) -> None:
-    flavor = cur.u32("cb_secflavor")
-    if flavor == 1:
-        cur.skip(4, "stamp")
-        cur.skip_opaque("machinename")
-        cur.skip(8, "uid/gid")
-        cur.skip_u32s("gids")
-    elif flavor == 6:
-        cur.skip(4, "service")
-        cur.skip_opaque("handle_from_server")
-        cur.skip_opaque("handle_from_client")
-
-
-def _channel_attrs(cur: Cursor, _w: _Walk) -> None:
-    cur.skip(24, "channel attrs")
-    cur.skip_u32s("rdma_ird")
-
-
-def _state_protect(cur: Cursor, w: _Walk) -> None:
-    how = cur.u32("state protect")
-    if how == 1:
-        _bitmap(cur, w)
-        _bitmap(cur, w)
-    elif how != 0:
-        raise XdrError("SP4_SSV state protection is not walked", 0, 1)
-
-
-def _impl_id(cur: Cursor, _w: _Walk) -> None:
-    for _ in range(cur.count(24, "impl_id")):
-        cur.skip_opaque("domain")
-        cur.skip_opaque("name")
-        cur.skip(12, "date")
-
-
-def _layoutreturn(cur: Cursor, _w: _Walk) -> None:
-    cur.skip(12, "reclaim/type/iomode")
-    if cur.u32("returntype") == 1:
-        cur.skip(32, "offset/length/stateid")
-        cur.skip_opaque("body")
-
-
-def _cb_program(cur: Cursor, w: _Walk) -> None:
-    """The program number a client gives its callback service (CREATE_SESSION, BACKCHANNEL_CTL)."""
-    w.learn_program(cur.u32("cb_program"))
-
-
-# Arguments of the operations not yet declared in nfs4.py.
-_V4_ARGS: Final[dict[int, Walker]] = {
-    40: _seq(_cb_program, _array(_sec_parms)), 41: _fixed(24),
-    42: _seq(_fixed(8), _opaque, _fixed(4), _state_protect, _impl_id),
-    43: _seq(_fixed(16), _channel_attrs, _channel_attrs, _cb_program, _array(_sec_parms)),
-    45: _fixed(16), 47: _seq(_fixed(24), _bitmap), 50: _fixed(60), 51: _layoutreturn,
-    52: _fixed(4), 55: _array(_fixed(16), 16), 57: _fixed(8), 58: _fixed(4), 59: _fixed(32),
-    62: _fixed(32), 63: _seq(_fixed(32), _bitmap), 66: _fixed(16), 67: _fixed(16), 68: _fixed(28),
-    69: _fixed(28), 71: _fixed(56), 72: _opaque, 73: _seq(_fixed(4), _opaque, _opaque), 74: _fixed(12),
-    75: _opaque,
-}
-
-
-def _secinfo_res(cur: Cursor, _w: _Walk) -> None:
-    for _ in range(cur.count(4, "secinfo")):
-        if cur.u32("flavor") == 6:
-            cur.skip_opaque("oid")
-            cur.skip(8, "qop/service")
-
-
-def _exchange_id_res(cur: Cursor, w: _Walk) -> None:
-    cur.skip(16, "clientid/sequenceid/flags")
-    _state_protect(cur, w)
-    cur.skip(8, "minor_id")
-    cur.skip_opaque("major_id")
-    cur.skip_opaque("server_scope")
-    _impl_id(cur, w)
-
-
-def _listxattrs_res(cur: Cursor, _w: _Walk) -> None:
-    cur.skip(8, "cookie")
-    for _ in range(cur.count(4, "names")):
-        cur.skip_opaque("name")
-    cur.skip(4, "eof")
-
-
-# Results when the operation's status is NFS4_OK (the operations declared in nfs4.py are not here).
-_V4_RES: Final[dict[int, Walker]] = {
-    40: _void, 41: _fixed(24), 42: _exchange_id_res, 43: _seq(_fixed(24), _channel_attrs, _channel_attrs),
-    45: _void, 51: _void, 52: _secinfo_res, 55: _array(_fixed(4)), 57: _void, 58: _void,
-    59: _void, 62: _void, 66: _void, 69: _fixed(12), 71: _void, 72: _opaque, 73: _fixed(20),
-    74: _listxattrs_res, 75: _fixed(20),
-}
-
-
-_CB_ARGS: Final[dict[int, Walker]] = {
-    3: _seq(_opaque, _bitmap), 4: _seq(_fixed(20), _opaque), 8: _seq(_fixed(4), _bitmap), 10: _fixed(4),
-    11: _seq(_fixed(32), _array(_seq(_fixed(16), _array(_fixed(8), 8)), 20)),
-}
-_CB_RES: Final[dict[int, Walker]] = {3: _fattr4, 4: _void, 5: _void, 8: _void, 10: _void, 11: _fixed(32)}
+# the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
+_V4_FAILED: Final = nfs4.FAILED
+_CB_ARG_DECLS: Final = nfs41.CB_ARGS
+_CB_RES_DECLS: Final = nfs41.CB_RES
+_CB_FAILED: Final = nfs41.CB_FAILED
 
 
 def _status4(lay: Any, cur: Cursor) -> int:
@@ -329,21 +178,22 @@ def _status4(lay: Any, cur: Cursor) -> int:
     return status
 
 
-def _failed(op: int, status: int) -> XdrType | None:
-    """What a failed operation carries beside its status (nfs4.FAILED), if anything."""
-    by_status = nfs4.FAILED.get(op)
+def _failed(failed: dict[int, dict[int, XdrType]], op: int, status: int) -> XdrType | None:
+    """What a failed operation carries beside its status (``failed``: nfs4.FAILED, nfs41.CB_FAILED), if
+    anything: by that status, else by any error (nfs4.ANY_ERROR)."""
+    by_status = failed.get(op)
     if by_status is None:
         return None
     decl = by_status.get(status)
     return decl if decl is not None else by_status.get(nfs4.ANY_ERROR)
 
 
-def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
-              args: dict[int, Walker], res: dict[int, Walker], callback: bool,
-              decls: dict[int, XdrType] | None = None) -> None:
-    """A COMPOUND's operations: those declared (``decls``: nfs4.ARGS or nfs4.RES) read from their
-    declarations when the layer is filled and skipped over on the summary path; the others by the
-    walkers of ``args``/``res``."""
+def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, callback: bool,
+              decls: dict[int, XdrType], failed: dict[int, dict[int, XdrType]]) -> None:
+    """A COMPOUND's operations, each read from its declaration (``decls``: nfs4.ARGS or nfs4.RES,
+    nfs41.CB_ARGS or nfs41.CB_RES) when the layer is filled and skipped over by it on the summary path,
+    as are the results some return with an error status (``failed``).  The walk stops at an operation
+    number with no declaration (nothing tells where its arguments end)."""
     lay = w.lay
     info = w.info
     if w.reply:
@@ -362,10 +212,9 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
             lay.add(CB_IDENT, cur.u32("callback_ident"), p, 4)
     p = cur.pos
     nops = cur.count(4, "operations")
-    lay.add(OPS_COUNT, nops, p, 4)
+    lay.add(CB_OPS_COUNT if callback else OPS_COUNT, nops, p, 4)
     ops: list[str] = []
     info.ops = ops
-    table = res if w.reply else args
     for i in range(nops):
         p = cur.pos
         op = cur.u32("opcode")
@@ -378,8 +227,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
         if w.reply:
             st = _status4(sub, cur)
             if st != 0:
-                # A failed operation returns nothing but its status, except those of nfs4.FAILED
-                decl = _failed(op, st) if decls is not None else None
+                # A failed operation returns nothing but its status, except those of ``failed``
+                decl = _failed(failed, op, st)
                 if decl is not None:
                     if sub is NULL:
                         decl.skip(cur, w)
@@ -387,22 +236,17 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field,
                         decl.read(cur, w, sub)
                 sub.length = cur.pos - p
                 continue
-        decl = decls.get(op) if decls is not None else None
-        if decl is not None:
-            if sub is NULL:
-                decl.skip(cur, w)
-            else:
-                decl.read(cur, w, sub)
-            sub.length = cur.pos - p
-            continue
-        walker = table.get(op)
-        if walker is None:
+        decl = decls.get(op)
+        if decl is None:
             rest = nops - i - 1
             if rest:
                 lay.add(UNPARSED, f"{rest} more after {name}")
                 ops.append("…")
             return
-        walker(cur, w)
+        if sub is NULL:
+            decl.skip(cur, w)
+        else:
+            decl.read(cur, w, sub)
         sub.length = cur.pos - p
 
 
@@ -431,7 +275,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
         elif info.vers == 2:
             _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
         elif info.vers == 4 and info.proc == 1:
-            _compound(cur, w, NFS4_OPS, OPCODE, _V4_ARGS, _V4_RES, False, nfs4.RES if w.reply else nfs4.ARGS)
+            _compound(cur, w, NFS4_OPS, OPCODE, False, nfs4.RES if w.reply else nfs4.ARGS, _V4_FAILED)
     except XdrError as e:
         if pkt is not None:
             pkt.add_expert("warning", "malformed", f"nfs: {e}")
@@ -563,12 +407,15 @@ def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int,
         lay.add(CB_PROC, info.proc)
     if info.proc != 1:
         return
+    cur = Cursor(buf, off, end)
+    w = _Walk(info, lay, base, chunks)
     try:
-        _compound(Cursor(buf, off, end), _Walk(info, lay, base, chunks), NFS_CB_OPS, CB_OPCODE, _CB_ARGS,
-                  _CB_RES, True)
+        _compound(cur, w, NFS_CB_OPS, CB_OPCODE, True, _CB_RES_DECLS if w.reply else _CB_ARG_DECLS, _CB_FAILED)
     except XdrError as e:
         if pkt is not None:
             pkt.add_expert("warning", "malformed", f"nfs callback: {e}")
+        elif lay is not NULL:
+            lay.add(MALFORMED, str(e), cur.pos, 0)
 
 
 def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:

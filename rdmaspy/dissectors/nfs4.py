@@ -1,12 +1,12 @@
 """NFSv4.x operations declared in XDR (RFC 7530, 8881, 7862), as tshark names their fields.
 
-``ARGS[op]`` and ``RES[op]`` declare an operation's arguments and its results when its status is NFS4_OK;
-the COMPOUND walk (nfs.py) reads them when the layer is filled and skips over them (``XdrType.skip``) on the
-summary path.  Operations not declared here are walked by nfs.py's hand-written walkers until they are.
-``FAILED`` declares what the few operations that carry data when they fail carry (LOCK's conflicting lock...).
-``PARTIAL`` names the declarations that do not yet show everything tshark shows.  The attributes
-(``bitmap4``, ``fattr4``, ``nfsstat4``) and the types they share with the operations (``nfsace4``,
-``specdata4``, ``length4``) are declared in ``nfs4_attrs.py``.
+``ARGS[op]`` and ``RES[op]`` declare an operation's arguments and its results when its status is NFS4_OK,
+``FAILED[op]`` what the few operations that carry data when they fail carry, by status (LOCK's conflicting
+lock...); the COMPOUND walk (nfs.py) reads them when the layer is filled and skips over them
+(``XdrType.skip``) on the summary path.  This module declares NFSv4.0's operations; nfs41.py declares the
+v4.1 and v4.2 ones and adds them to these tables.  ``PARTIAL`` names the declarations that do not yet show
+everything tshark shows.  The attributes (``bitmap4``, ``fattr4``, ``nfsstat4``) and the types they share
+with the operations (``nfsace4``, ``specdata4``, ``length4``) are declared in ``nfs4_attrs.py``.
 """
 from __future__ import annotations
 
@@ -25,6 +25,22 @@ from .xdrlang import (DECLARED, VOID, Int, Out, Walk, XdrType, array, boolean, c
 
 declaring(__name__)
 
+# The operations' names (nfs_opnum4), as tshark shows them (nfs.opcode)
+OP_NAMES: Final = {
+    3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 7: "DELEGPURGE", 8: "DELEGRETURN", 9: "GETATTR",
+    10: "GETFH", 11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY",
+    18: "OPEN", 19: "OPENATTR", 20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH",
+    24: "PUTROOTFH", 25: "READ", 26: "READDIR", 27: "READLINK", 28: "REMOVE", 29: "RENAME", 30: "RENEW",
+    31: "RESTOREFH", 32: "SAVEFH", 33: "SECINFO", 34: "SETATTR", 35: "SETCLIENTID", 36: "SETCLIENTID_CONFIRM",
+    37: "VERIFY", 38: "WRITE", 39: "RELEASE_LOCKOWNER", 40: "BACKCHANNEL_CTL", 41: "BIND_CONN_TO_SESSION",
+    42: "EXCHANGE_ID", 43: "CREATE_SESSION", 44: "DESTROY_SESSION", 45: "FREE_STATEID",
+    46: "GET_DIR_DELEGATION", 47: "GETDEVICEINFO", 48: "GETDEVICELIST", 49: "LAYOUTCOMMIT", 50: "LAYOUTGET",
+    51: "LAYOUTRETURN", 52: "SECINFO_NO_NAME", 53: "SEQUENCE", 54: "SET_SSV", 55: "TEST_STATEID",
+    56: "WANT_DELEGATION", 57: "DESTROY_CLIENTID", 58: "RECLAIM_COMPLETE", 59: "ALLOCATE", 60: "COPY",
+    61: "COPY_NOTIFY", 62: "DEALLOCATE", 63: "IO_ADVISE", 64: "LAYOUTERROR", 65: "LAYOUTSTATS",
+    66: "OFFLOAD_CANCEL", 67: "OFFLOAD_STATUS", 68: "READ_PLUS", 69: "SEEK", 70: "WRITE_SAME", 71: "CLONE",
+    72: "GETXATTR", 73: "SETXATTR", 74: "LISTXATTRS", 75: "REMOVEXATTR", 10044: "ILLEGAL"}
+OPCODE: Final = field("nfs.opcode", "Opcode", names=OP_NAMES)
 STABLE_HOW4: Final = {0: "UNSTABLE4", 1: "DATA_SYNC4", 2: "FILE_SYNC4"}
 SEQUENCE_FLAGS: Final = (
     ("cb_path_down", 0x1), ("cb_gss_contexts_expiring", 0x2), ("cb_gss_contexts_expired", 0x4),
@@ -471,3 +487,5 @@ FAILED: Final[dict[int, dict[int, XdrType]]] = {
 }
 # Results declared but not yet shown in full (tshark shows more): the operations' numbers
 PARTIAL: Final[frozenset[int]] = frozenset()
+
+# The NFSv4.1 and 4.2 operations (nfs41.py) join ARGS, RES and FAILED when that module loads.
