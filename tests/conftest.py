@@ -43,7 +43,8 @@ def tshark_fields(path: os.PathLike | str, fields: list[str], *extra: str) -> li
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, "LC_ALL": "C"}).stdout
     rows = []
-    for line in out.splitlines():
+    # one line a frame, ended by "\n" alone: a value may hold the other characters splitlines() breaks at
+    for line in out.split("\n")[:-1]:
         cols = line.split("\t")
         cols += [""] * (len(fields) - len(cols))
         rows.append({f: (c.split("\x1f") if c else []) for f, c in zip(fields, cols)})

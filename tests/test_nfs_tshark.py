@@ -63,6 +63,9 @@ TSHARK_WRONG: dict[tuple[str, int], str] = {
     ("rxe-nfsv3-loss.pcap", 228): _SQUEEZED + ": 128,108 bytes for 131,180",
     ("rxe-nfsv3-loss.pcap", 621): _SQUEEZED + ": 127,084 bytes for 131,180",
 }
+# The COMPOUNDs of the built capture whose operations are cut in the middle (nfs_procs_build.hostile_compounds):
+# not compared, tshark and rdmaspy reading on into the next operation's bytes and stopping at different places
+HOSTILE_TAG = "hostile"
 # tshark's options a capture needs: past a hole in a TCP stream, tshark 4.0 rebuilds iWARP's FPDUs only when told
 # to reassemble out-of-order segments (captures/README.md)
 TSHARK_OPTIONS: dict[str, tuple[str, ...]] = {
@@ -207,8 +210,13 @@ def test_the_fields_compared_cover_nfsv3_and_its_side_programs():
 def test_every_declared_nfs_field_has_tsharks_values(name):
     theirs, ours, pkts = decoded(name)
     assert len(theirs) == len(ours)
-    compared = misread = full4 = skipped = 0
+    compared = misread = full4 = skipped = hostile = refused = 0
     for num, (row, mine, pkt) in enumerate(zip(theirs, ours, pkts), 1):
+        if HOSTILE_TAG in row.get("nfs.tag", ()):
+            # an operation cut in the middle: both read on into the next one's bytes, and stop elsewhere
+            hostile += 1
+            refused += any(e.group == "malformed" for e in pkt.expert or ())
+            continue
         tv = {k: {_theirs(k, v) for v in vals} - {None, ""} for k, vals in row.items()
               if vals and k not in ("_ws.col.Info", "frame.protocols")}
         tv = {k: vals for k, vals in tv.items() if vals}
@@ -272,6 +280,8 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
         assert full4 > 20          # SEQUENCE, PUTFH, READ, WRITE, GETATTR's request... compared in full
     if name == "rxe-nfsv3-rdma.pcap":
         assert misread == 7
+    if name == "nfs_all_procs.pcap":
+        assert hostile > 100 and refused > 40      # the built capture's cut operations: most refused, with a reason
     if name == "nfs_all_procs.pcap":
         assert skipped == 3         # the OPEN calls with CLAIM_DELEG_CUR_FH
 
