@@ -97,7 +97,8 @@ SHARE_WANT4: Final = {0x100: "OPEN4_SHARE_ACCESS_WANT_READ_DELEG", 0x200: "OPEN4
 OPEN4_RESULT_FLAGS: Final = (("confirm", "confirm", 0x2), ("locktype_posix", "locktype posix", 0x4),
                              ("preserve_unlinked", "preserve unlinked", 0x8),
                              ("may_notify_lock", "may notify lock", 0x20))
-SEC_FLAVORS: Final = {0: "AUTH_NULL", 1: "AUTH_UNIX", 2: "AUTH_SHORT", 3: "AUTH_DES", 6: "RPCSEC_GSS"}
+SEC_FLAVORS: Final = {0: "AUTH_NULL", 1: "AUTH_UNIX", 2: "AUTH_SHORT", 3: "AUTH_DES", 6: "RPCSEC_GSS",
+                      390003: "RPCSEC_GSS_KRB5", 390004: "RPCSEC_GSS_KRB5I", 390005: "RPCSEC_GSS_KRB5P"}
 RPC_GSS_SVC: Final = {1: "rpc_gss_svc_none", 2: "rpc_gss_svc_integrity", 3: "rpc_gss_svc_privacy"}
 
 CLIENTID4: Final = uint64("nfs.clientid", "clientid", "hex")
@@ -355,6 +356,8 @@ _LOCKER4: Final = union(
                ("lock_owner", LOCK_OWNER4)),
      0: struct("exist_lock_owner4", ("lock_stateid", STATEID4), ("lock_seqid", _LOCK_SEQID4))})
 _SHARE_DENY4: Final = enum("nfs.open4.share_deny", "share_deny", SHARE_DENY4)
+# SECINFO4resok and SECINFO_NO_NAME4resok (nfs41.py)
+SECINFO4RES: Final = tree(array(_SECINFO4), "nfs.flavors.info", "Flavors Info")
 
 ARGS: Final[dict[int, XdrType]] = {
     3: struct("ACCESS4args", ("access", AccessMask4())),
@@ -459,7 +462,7 @@ RES: Final[dict[int, XdrType]] = {
     30: VOID,
     31: VOID,
     32: VOID,
-    33: struct("SECINFO4resok", ("flavors", tree(array(_SECINFO4), "nfs.flavors.info", "Flavors Info"))),
+    33: struct("SECINFO4resok", ("flavors", SECINFO4RES)),
     34: struct("SETATTR4res", ("attrsset", BITMAP4)),
     35: struct("SETCLIENTID4resok", ("clientid", CLIENTID4), ("setclientid_confirm", VERIFIER4)),
     36: VOID,

@@ -19,8 +19,8 @@ from ..packet import Layer
 from . import nfs4
 from .nfs3 import fhandle
 from .nfs4 import (BITMAP4, CB_PROGRAM, CHANGE_INFO4, CLIENTID4, COUNT4, FATTR4, FH4, HIGH_SLOTID, LENGTH4,
-                   LOCK_OWNER4, NFS4_STATUS, NFSACE4, OFFSET4, SEQID, SESSIONID4, SLOTID, STABLE_HOW4, STATEID4,
-                   STATUS4, VERIFIER4)
+                   LOCK_OWNER4, NFS4_STATUS, NFSACE4, OFFSET4, SECINFO4RES, SEQID, SESSIONID4, SLOTID, STABLE_HOW4,
+                   STATEID4, STATUS4, VERIFIER4)
 from .nfs4_attrs import LAYOUTTYPE as LAYOUTTYPE4, NFSTIME4
 from .xdr import Cursor, XdrInvalid, p32
 from .xdrlang import (VOID, Array, Int, Out, Walk, XdrType, array, boolean, enum, field, opaque, string, struct,
@@ -305,8 +305,6 @@ RECALL_TYPES: Final = {1: "RECALL_FILE", 2: "RECALL_FSID", 3: "RECALL_ALL"}
 STATE_PROTECT: Final = {0: "SP4_NONE", 1: "SP4_MACH_CRED", 2: "SP4_SSV"}
 AUTH_FLAVORS: Final = {0: "AUTH_NONE", 1: "AUTH_SYS", 6: "RPCSEC_GSS"}
 GSS_SERVICES: Final = {1: "RPC_GSS_SVC_NONE", 2: "RPC_GSS_SVC_INTEGRITY", 3: "RPC_GSS_SVC_PRIVACY"}
-SECINFO_FLAVORS: Final = {0: "AUTH_NULL", 1: "AUTH_UNIX", 6: "RPCSEC_GSS", 390003: "RPCSEC_GSS_KRB5",
-                          390004: "RPCSEC_GSS_KRB5I", 390005: "RPCSEC_GSS_KRB5P"}
 DIR_FROM_CLIENT: Final = {1: "CDFC4_FORE", 2: "CDFC4_BACK", 3: "CDFC4_FORE_OR_BOTH", 7: "CDFC4_BACK_OR_BOTH"}
 DIR_FROM_SERVER: Final = {1: "CDFS4_FORE", 2: "CDFS4_BACK", 3: "CDFS4_BOTH"}
 SECINFO_STYLES: Final = {0: "SECINFO_STYLE4_CURRENT_FH", 1: "SECINFO_STYLE4_PARENT"}
@@ -385,13 +383,6 @@ STATE_PROTECT_OPS4: Final = struct("state_protect_ops4",
                                    ("must_enforce", tree(OP_MASK, "nfs.spo_must_enforce", "spo_must_enforce")),
                                    ("must_allow", tree(OP_MASK, "nfs.spo_must_allow", "spo_must_allow")))
 SEC_OID4: Final = opaque("nfs.secinfo.flavor_info.rpcsec_gss_info.oid", "oid")
-GSS_SERVICE: Final = enum("nfs.secinfo.rpcsec_gss_info.service", "service", GSS_SERVICES)
-SECINFO4: Final = union("secinfo4", enum("nfs.secinfo.flavor", "flavor", SECINFO_FLAVORS), {
-    6: struct("rpcsec_gss_info", ("oid", SEC_OID4),
-              ("qop", uint32("nfs.secinfo.flavor_info.rpcsec_gss_info.qop", "qop")), ("service", GSS_SERVICE))},
-    None)
-# SECINFO4resok and SECINFO_NO_NAME4resok
-SECINFO4RES: Final = tree(array(SECINFO4), "nfs.flavors.info", "Flavors Info")
 
 # the delegations an OPEN, WANT_DELEGATION or CB_PUSH_DELEG hands out
 OPEN_DELEGATION4: Final = union("open_delegation4", enum("nfs.open.delegation_type", "Delegation Type",
