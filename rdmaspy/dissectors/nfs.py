@@ -48,12 +48,12 @@ NFS3_PROCS: Final = {0: "NULL", 1: "GETATTR", 2: "SETATTR", 3: "LOOKUP", 4: "ACC
               14: "RENAME", 15: "LINK", 16: "READDIR", 17: "READDIRPLUS", 18: "FSSTAT", 19: "FSINFO",
               20: "PATHCONF", 21: "COMMIT"}
 NFS4_PROCS: Final = {0: "NULL", 1: "COMPOUND"}
-NFS4_OPS: Final = nfs4.OP_NAMES
+NFS4_OPS: Final[dict[int, str]] = nfs4.OP_NAMES
 # COMPOUND operations that only set the scene (the session slot, the current and saved filehandles):
 # a COMPOUND is named by its first other operation.
 NFS4_SCENE_OPS: Final = frozenset({"SEQUENCE", "PUTFH", "PUTROOTFH", "PUTPUBFH", "SAVEFH", "RESTOREFH", "GETFH"})
 NFS_CB_PROCS: Final = {0: "CB_NULL", 1: "CB_COMPOUND"}
-NFS_CB_OPS: Final = nfs41.CB_OP_NAMES
+NFS_CB_OPS: Final[dict[int, str]] = nfs41.CB_OP_NAMES
 MOUNT_PROCS: Final = {0: "NULL", 1: "MNT", 2: "DUMP", 3: "UMNT", 4: "UMNTALL", 5: "EXPORT"}
 NLM_PROCS: Final = {0: "NULL", 1: "TEST", 2: "LOCK", 3: "CANCEL", 4: "UNLOCK", 5: "GRANTED", 6: "TEST_MSG",
              7: "LOCK_MSG", 8: "CANCEL_MSG", 9: "UNLOCK_MSG", 10: "GRANTED_MSG", 11: "TEST_RES", 12: "LOCK_RES",
@@ -78,10 +78,10 @@ TAG: Final = field("nfs.tag", "Tag", "str")
 MINORVERSION: Final = field("nfs.minorversion", "minorversion")
 OPS_COUNT: Final = field("nfs.ops.count", "Operations")
 CB_OPS_COUNT: Final = field("nfs.cb.ops.count", "Operations")    # tshark shows a CB_COMPOUND's count as text
-OPCODE: Final = nfs4.OPCODE
+OPCODE: Final[Field] = nfs4.OPCODE
 MALFORMED: Final = field("nfs.malformed", "Malformed: the walk stopped here", "str")
 CB_OPCODE: Final = field("nfs.cb.operation", "Opcode", names=NFS_CB_OPS)
-CB_IDENT: Final = field("nfs.callback.ident", "callback_ident")
+CB_IDENT: Final[Field] = nfs4.CB_IDENT
 DDP_KIND: Final = Field("nfs.ddp.kind", 0, "DDP-eligible item", "str")
 DDP_POS: Final = Field("nfs.ddp.position", 0, "Position in the RPC message", unit="bytes")
 DDP_LEN: Final = Field("nfs.ddp.length", 0, "Length", unit="bytes")
@@ -163,10 +163,10 @@ def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrTy
 
 
 # the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
-_V4_FAILED: Final = nfs4.FAILED
-_CB_ARG_DECLS: Final = nfs41.CB_ARGS
-_CB_RES_DECLS: Final = nfs41.CB_RES
-_CB_FAILED: Final = nfs41.CB_FAILED
+_V4_FAILED: Final[dict[int, dict[int, XdrType]]] = nfs4.FAILED
+_CB_ARG_DECLS: Final[dict[int, XdrType]] = nfs41.CB_ARGS
+_CB_RES_DECLS: Final[dict[int, XdrType]] = nfs41.CB_RES
+_CB_FAILED: Final[dict[int, dict[int, XdrType]]] = nfs41.CB_FAILED
 
 
 def _status4(lay: Any, cur: Cursor) -> int:

@@ -26,7 +26,7 @@ from .xdrlang import (DECLARED, VOID, Int, Out, Walk, XdrType, array, boolean, c
 declaring(__name__)
 
 # The operations' names (nfs_opnum4), as tshark shows them (nfs.opcode)
-OP_NAMES: Final = {
+OP_NAMES: Final[dict[int, str]] = {
     3: "ACCESS", 4: "CLOSE", 5: "COMMIT", 6: "CREATE", 7: "DELEGPURGE", 8: "DELEGRETURN", 9: "GETATTR",
     10: "GETFH", 11: "LINK", 12: "LOCK", 13: "LOCKT", 14: "LOCKU", 15: "LOOKUP", 16: "LOOKUPP", 17: "NVERIFY",
     18: "OPEN", 19: "OPENATTR", 20: "OPEN_CONFIRM", 21: "OPEN_DOWNGRADE", 22: "PUTFH", 23: "PUTPUBFH",
@@ -40,7 +40,7 @@ OP_NAMES: Final = {
     61: "COPY_NOTIFY", 62: "DEALLOCATE", 63: "IO_ADVISE", 64: "LAYOUTERROR", 65: "LAYOUTSTATS",
     66: "OFFLOAD_CANCEL", 67: "OFFLOAD_STATUS", 68: "READ_PLUS", 69: "SEEK", 70: "WRITE_SAME", 71: "CLONE",
     72: "GETXATTR", 73: "SETXATTR", 74: "LISTXATTRS", 75: "REMOVEXATTR", 10044: "ILLEGAL"}
-OPCODE: Final = field("nfs.opcode", "Opcode", names=OP_NAMES)
+OPCODE: Final[Field] = field("nfs.opcode", "Opcode", names=OP_NAMES)
 STABLE_HOW4: Final = {0: "UNSTABLE4", 1: "DATA_SYNC4", 2: "FILE_SYNC4"}
 SEQUENCE_FLAGS: Final = (
     ("cb_path_down", 0x1), ("cb_gss_contexts_expiring", 0x2), ("cb_gss_contexts_expired", 0x4),
@@ -102,6 +102,8 @@ SEC_FLAVORS: Final = {0: "AUTH_NULL", 1: "AUTH_UNIX", 2: "AUTH_SHORT", 3: "AUTH_
 RPC_GSS_SVC: Final = {1: "rpc_gss_svc_none", 2: "rpc_gss_svc_integrity", 3: "rpc_gss_svc_privacy"}
 
 CLIENTID4: Final = uint64("nfs.clientid", "clientid", "hex")
+# the callback's identifier: SETCLIENTID's, then each CB_COMPOUND's (nfs.py)
+CB_IDENT: Final[Field] = field("nfs.callback.ident", "callback_ident", "hex")
 VERIFIER4: Final = uint64("nfs.verifier4", "verifier", "hex")
 COMPONENT4: Final = string("nfs.pathname.component", "Name")
 LOCKTYPE4: Final = enum("nfs.locktype4", "locktype", LOCK_TYPE4)
@@ -408,7 +410,7 @@ ARGS: Final[dict[int, XdrType]] = {
                ("callback", tree(struct("cb_client4", ("cb_program", CB_PROGRAM),
                                         ("cb_location", tree(CLIENTADDR4, "nfs.cb_location", "cb_location"))),
                                  "nfs.cb_client4", "callback")),
-               ("callback_ident", uint32("nfs.callback.ident", "callback_ident", "hex"))),
+               ("callback_ident", Int(CB_IDENT))),
     36: struct("SETCLIENTID_CONFIRM4args", ("clientid", CLIENTID4), ("setclientid_confirm", VERIFIER4)),
     37: struct("VERIFY4args", ("obj_attributes", FATTR4)),
     38: struct("WRITE4args", ("stateid", STATEID4), ("offset", OFFSET4),

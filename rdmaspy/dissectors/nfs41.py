@@ -752,7 +752,7 @@ FAILED: Final[dict[int, dict[int, XdrType]]] = {
 }
 
 # --- the callback program: CB_COMPOUND's operations -------------------------------------------------------
-CB_OP_NAMES: Final = {3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
+CB_OP_NAMES: Final[dict[int, str]] = {3: "CB_GETATTR", 4: "CB_RECALL", 5: "CB_LAYOUTRECALL", 6: "CB_NOTIFY", 7: "CB_PUSH_DELEG",
                       8: "CB_RECALL_ANY", 9: "CB_RECALLABLE_OBJ_AVAIL", 10: "CB_RECALL_SLOT", 11: "CB_SEQUENCE",
                       12: "CB_WANTS_CANCELLED", 13: "CB_NOTIFY_LOCK", 14: "CB_NOTIFY_DEVICEID", 15: "CB_OFFLOAD",
                       10044: "CB_ILLEGAL"}

@@ -65,7 +65,7 @@ NFS4_STATUS: Final = {
     10091: "NFS4ERR_OFFLOAD_DENIED", 10092: "NFS4ERR_WRONG_LFS", 10093: "NFS4ERR_BADLABEL",
     10094: "NFS4ERR_OFFLOAD_NO_REQS", 10095: "NFS4ERR_NOXATTR", 10096: "NFS4ERR_XATTR2BIG"}
 # A COMPOUND's status, each operation's and rdattr_error, as tshark shows them: nfs.nfsstat4 and nfs.status.
-STATUS4: Final = enum("nfs.nfsstat4", "Status", NFS4_STATUS, also=[STATUS])
+STATUS4: Final[Int] = enum("nfs.nfsstat4", "Status", NFS4_STATUS, also=[STATUS])
 
 # The attributes' names as tshark shows them in ``nfs.attr`` (57, dirent_notif_delay, has none there).
 ATTR_NAMES: Final = {
