@@ -51,6 +51,10 @@ PREFIXES = ("nfs.", "mount.", "nlm.", "nfsacl.")
 SIDE_PROGRAMS = {100003, 100005, 100021, 100227}     # what is not one of these is an NFSv4 callback program
 LAYERS = ("nfs", "mount", "nlm", "nfsacl")
 
+# rdmaspy names handles by default (nfs_names); tshark when asked to, in one pass, in capture order as
+# rdmaspy does.  Its third preference, fhandle_find_both_reqrep, adds hidden copies of the other message's
+# handles (a call's handle in its reply), which rdmaspy does not show: test_nfs_names compares with it on.
+NAME_SNOOPING = ("-o", "nfs.file_name_snooping:TRUE", "-o", "nfs.file_full_name_snooping:TRUE")
 # Names both sides have whose values are not compared here, and why.
 _INDEX = ("tshark 4.0 shows, for the n-th item of this list, the word at the item's start read with n as its "
           "encoding (the first item's first word, byte-swapped for the second, 0 for the third); rdmaspy shows n")
@@ -182,7 +186,8 @@ def our_values(pkt: Packet, names: set[str]) -> dict[str, set]:
 def decoded(name: str) -> tuple[list[dict[str, list[str]]], list[dict[str, set]], list[Packet]]:
     fields = compared_fields()
     path = capture(name)
-    theirs = tshark_fields(path, fields + ["_ws.col.Info", "frame.protocols"], *TSHARK_OPTIONS.get(name, ()))
+    theirs = tshark_fields(path, fields + ["_ws.col.Info", "frame.protocols"], *TSHARK_OPTIONS.get(name, ()),
+                           *NAME_SNOOPING)
     engine = Engine(strict=True)
     names = set(fields)
     ours, pkts = [], []
@@ -192,6 +197,52 @@ def decoded(name: str) -> tuple[list[dict[str, list[str]]], list[dict[str, set]]
             ours.append(our_values(pkt, names))
             pkts.append(pkt)
     return theirs, ours, pkts
+
+
+def tcp_mount_roots(theirs: list[dict[str, list[str]]]) -> set[str]:
+    """The roots tshark names from MOUNT replies over plain TCP (``server:path``), which rdmaspy does not
+    decode (RPC over RDMA only): the handles named from them have no full name in rdmaspy."""
+    paths = {p for row in theirs if "tcp" in "".join(row["frame.protocols"]).split(":")
+             for p in row.get("mount.path", [])}
+    return {n for row in theirs for n in row.get("nfs.name", []) if any(n.endswith(":" + p) for p in paths)}
+
+
+def _from_tcp_mount(value: object, roots: set[str]) -> bool:
+    return isinstance(value, str) and any(value == r or value.startswith(r + "/") for r in roots)
+
+
+# Calls whose names rdmaspy learns and tshark 4.0 does not (it binds the replies of v2 LOOKUP, CREATE, MKDIR
+# and v3 LOOKUP, CREATE, MKDIR, READDIRPLUS only, and in READDIRPLUS binds no entry): v3 SYMLINK, MKNOD,
+# RENAME, LINK; v2 RENAME, LINK.  A handle named from one of them shows a name tshark has not (or had before).
+_MORE_SOURCES = {(3, 10), (3, 11), (3, 14), (3, 15), (2, 11), (2, 12)}
+
+
+def names_only_rdmaspy_learns(ours: list[dict[str, set]], pkts: list[Packet]) -> set[str]:
+    """Every name a source of _MORE_SOURCES or a READDIRPLUS entry gave in this capture."""
+    out: set[str] = set()
+    for mine, pkt in zip(ours, pkts):
+        info = (pkt.extra or {}).get("rpc")
+        if info is not None and info.prog == 100003 and (info.vers, info.proc) in _MORE_SOURCES:
+            out |= mine.get("nfs.name", set())
+        out |= mine.get("nfs.readdirplus.entry.name", set())
+    return out
+
+
+def _names_differ_as_named(mine: dict[str, set], tv: dict[str, set], more: set[str], v4: bool) -> bool:
+    """nfs.name and nfs.full_name taken out of both sides and checked: where they differ, the names
+    come from sources only rdmaspy reads or replies tshark did not match to their call (``more``), or
+    the frame is NFSv4, where tshark records no directory for a name and shows the name alone as its
+    full name."""
+    def last(full: object) -> str:
+        return str(full).rsplit("/", 1)[-1]
+    ours_n, theirs_n = mine.pop("nfs.name", set()), tv.pop("nfs.name", set())
+    ours_f, theirs_f = mine.pop("nfs.full_name", set()), tv.pop("nfs.full_name", set())
+    if not v4 and not (ours_n ^ theirs_n) <= more:
+        return False
+    if v4:
+        # the NFSv4 sources (the current handle followed through a COMPOUND) come next: not compared yet
+        return True
+    return all(last(f) in more for f in ours_f ^ theirs_f)
 
 
 def _tshark_misreads(row: dict[str, list[str]], pkt: Packet) -> bool:
@@ -215,6 +266,9 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
     theirs, ours, pkts = decoded(name)
     assert len(theirs) == len(ours)
     compared = misread = full4 = skipped = hostile = refused = 0
+    roots = tcp_mount_roots(theirs)
+    more = names_only_rdmaspy_learns(ours, pkts)
+    named = 0
     for num, (row, mine, pkt) in enumerate(zip(theirs, ours, pkts), 1):
         if HOSTILE_TAG in row.get("nfs.tag", ()):
             # an operation cut in the middle: both read on into the next one's bytes, and stop elsewhere
@@ -223,6 +277,9 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
             continue
         tv = {k: {_theirs(k, v) for v in vals} - {None, ""} for k, vals in row.items()
               if vals and k not in ("_ws.col.Info", "frame.protocols")}
+        for k in ("nfs.name", "nfs.full_name"):     # names rooted in a MOUNT over TCP: not seen by rdmaspy
+            if k in tv:
+                tv[k] = {v for v in tv[k] if not _from_tcp_mount(v, roots)}
         tv = {k: vals for k, vals in tv.items() if vals}
         wrong = TSHARK_WRONG.get((name, num))
         if wrong is not None:
@@ -271,15 +328,22 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
             if pkt.layer("rpcrdma.rebuilt") is not None:
                 continue
             # or a reply to a call tshark did not rebuild (a lost RDMA READ response): tshark cannot match it
+            # (nor learn the name of a handle it returns)
             protocols = "".join(row["frame.protocols"]).split(":")
             if "rpc" in protocols and info is not None and info.msgtype == 1 and info.call_frame is not None:
+                more |= mine.get("nfs.name", set())
                 continue
             assert msg is not None and msg.reads, f"{name} frame {num}: NFS where tshark has none"
             assert any(not d.inline for d in info.ddp or ()) or info.msgtype == 0, f"{name} frame {num}"
             continue
+        mine = dict(mine)
+        named += bool(tv.get("nfs.name")) and mine.get("nfs.name") == tv.get("nfs.name")
+        assert _names_differ_as_named(mine, tv, more, v4), f"{name} frame {num}: nfs.name, nfs.full_name"
         assert mine == tv, f"{name} frame {num}"
         compared += bool(tv)
     assert compared > 10
+    if "nfsv4" not in name:
+        assert named > 0        # handles named alike (diropargs' names are nfs.name too)
     if "nfsv4" in name:
         assert full4 > 20          # SEQUENCE, PUTFH, READ, WRITE, GETATTR's request... compared in full
     if name == "rxe-nfsv3-rdma.pcap":

@@ -20,7 +20,8 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
-from . import nfs2, nfs3, nfs4, nfs41, nfs_side
+from . import nfs2, nfs3, nfs4, nfs41, nfs_names, nfs_side
+from .nfs_names import Lookup, NameMap, names_of
 from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError, u32
@@ -93,7 +94,8 @@ class _Walk:
     """Where the walk over one message stands: the RPC start and how reduced items are placed (an
     ``xdrlang.Walk`` for the declarations: ``call`` and ``ddp``)."""
 
-    __slots__ = ("call", "base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs")
+    __slots__ = ("call", "base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs",
+                 "names")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
         self.call: object = info.call_facts       # what the reply's call left (RpcInfo.call_facts)
@@ -105,6 +107,7 @@ class _Walk:
         # (positions of Read chunks in a call, number of Write chunks for a reply) from the transport
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
         self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
+        self.names: Lookup | None = None     # handles' names, for a fill to show (nfs3.FileHandle)
 
     def learn_program(self, prog: int) -> None:
         """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
@@ -151,15 +154,15 @@ class _Walk:
 
 # --- NFSv2/v3 ---------------------------------------------------------------------------------------
 def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrType],
-                  results: dict[int, XdrType]) -> None:
-    """A v2 or v3 call's arguments or a reply's results, by their declarations (nfs2 / nfs3)."""
+                  results: dict[int, XdrType]) -> Any:
+    """A v2 or v3 call's arguments or a reply's results, by their declarations (nfs2 / nfs3): their value."""
     decl = (results if w.reply else args).get(proc) if proc is not None else None
     if decl is None or decl is VOID:    # NULL (and v2's ROOT, WRITECACHE): void results, no status
-        return
+        return None
     if w.reply and cur.left >= 4:
         w.info.nfs_status = u32(cur.buf, cur.pos)     # the status, first, even if what follows is bad
     lay = w.lay
-    decl.read(cur, w, None if lay is NULL else lay)
+    return decl.read(cur, w, None if lay is NULL else lay)
 
 
 # the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
@@ -262,18 +265,22 @@ def _scratch(info: RpcInfo) -> RpcInfo:
 
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
-              pkt: Packet | None, programs: dict[int, Dissector] | None = None) -> None:
+              pkt: Packet | None, programs: dict[int, Dissector] | None = None,
+              names: Lookup | None = None) -> Any:
+    """The message's body walked (shown in ``lay`` unless NULL); a v2 or v3 body's value, None when
+    it is void or malformed."""
     proc_field = PROCS.get(info.vers) if info.vers is not None else None
     if info.proc is not None and proc_field is not None:
         lay.add(proc_field, info.proc)
     cur = Cursor(buf, off, end)
     w = _Walk(info, lay, base, chunks)
     w.programs = programs
+    w.names = names
     try:
         if info.vers == 3:
-            _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES)
+            return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES)
         elif info.vers == 2:
-            _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
+            return _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
         elif info.vers == 4 and info.proc == 1:
             _compound(cur, w, NFS4_OPS, OPCODE, False, nfs4.RES if w.reply else nfs4.ARGS, _V4_FAILED)
     except XdrError as e:
@@ -281,6 +288,25 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
             pkt.add_expert("warning", "malformed", f"nfs: {e}")
         elif lay is not NULL:
             lay.add(MALFORMED, str(e), cur.pos, 0)
+    return None
+
+
+def _snoop(names: NameMap | None, info: RpcInfo, value: Any, calls: dict[int, Callable[[Any], tuple]],
+           handle: Callable[[Any], bytes | None]) -> None:
+    """A v2 or v3 message's part in naming handles (nfs_names): a call keeps what it names for its
+    reply, a successful reply binds it."""
+    if names is None or value is None or info.proc is None:
+        return
+    if info.msgtype == 0:
+        keep = calls.get(info.proc)
+        if keep is not None:
+            info.call_facts = keep(value)
+        return
+    kept = info.call_facts
+    if isinstance(kept, tuple) and value[0] == 0:
+        nfs_names.bind_reply(names, kept, value, info.frame, handle=handle)
+
+
 
 
 def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tuple | None, kind: str) -> bool:
@@ -351,8 +377,9 @@ def _v3_access_call(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
 
 
 def _fill_nfs(lay: Layer) -> None:
-    info, end, base, chunks = lay._vals
-    _walk_nfs(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
+    info, end, base, chunks, names = lay._vals
+    _walk_nfs(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None, None,
+              names.lookup(info.frame) if names is not None else None)
 
 
 # Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
@@ -360,7 +387,7 @@ _FILL_NFS: Final = _fill_nfs
 
 
 def _fill_cb(lay: Layer) -> None:
-    info, end, base, chunks = lay._vals
+    info, end, base, chunks, _names = lay._vals
     _walk_cb(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None)
 
 
@@ -377,28 +404,39 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         info.label = (_LABELS.get(vers) if vers is not None else None) or f"NFSv{vers}"
     base = _rpc_start(pkt, off)
     chunks = pkt.noted(CHUNKS)
+    names = names_of(ctx)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
-    lay._vals = (info, end, base, chunks)     # what the fill needs to walk the body again
+    lay._vals = (info, end, base, chunks, names)     # what the fill needs to walk the body again
     lay._fill = _FILL_NFS
     if vers == 3:
-        # Most procedures carry no DDP-eligible item: a call needs no walk, a reply only its status.
-        proc = info.proc
+        # Most procedures carry no DDP-eligible item and name no file: a call needs no walk, a reply
+        # only its status.
+        proc = info.proc if info.proc is not None else -1
+        names_only = False     # walked for the names alone: what is wrong there, the fill shows
         if info.msgtype == 0:
-            if proc != 7 and proc != 10:
+            if proc != 7 and proc not in nfs_names.V3_CALLS:
                 if proc == 4:
                     _v3_access_call(buf, off, end, info)
                 return
             if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks):
                 return
+            names_only = proc != 7 and proc != 10
         elif end - off >= 4:
             if proc != 5 and proc != 6:
-                info.nfs_status = u32(buf, off)
+                status = u32(buf, off)
+                info.nfs_status = status
+                if status != 0 or proc not in nfs_names.V3_CALLS or not isinstance(info.call_facts, tuple):
+                    return
+                names_only = True
+            elif proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks):
                 return
-            if proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks):
-                return
-        _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt)
+        value = _walk_nfs(buf, off, end, info, NULL, base, chunks, None if names_only else pkt)
+        _snoop(names, info, value, nfs_names.V3_CALLS, nfs_names.v3_object)
         return
-    _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt, ctx.get("rpc.programs", dict) if vers == 4 else None)
+    value = _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt,
+                      ctx.get("rpc.programs", dict) if vers == 4 else None)
+    if vers == 2:
+        _snoop(names, info, value, nfs_names.V2_CALLS, nfs_names.v2_object)
 
 
 def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
@@ -427,7 +465,7 @@ def dissect_nfs_cb(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     base = _rpc_start(pkt, off)
     chunks = _chunks(pkt)
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System callback")
-    lay._vals = (info, end, base, chunks)
+    lay._vals = (info, end, base, chunks, None)
     lay._fill = _fill_cb
     _walk_cb(buf, off, end, info, NULL, base, chunks, pkt)
 
@@ -444,8 +482,18 @@ _SIDE_MALFORMED: Final = {p: field(f"{p}.malformed", "Malformed: the walk stoppe
                           for p in ("mount", "nlm", "nfsacl")}
 
 
+class _SideWalk(PlainWalk):
+    """A side program's walk: every item inline, and the handles' names (MOUNT's, NLM's, NFSACL's)."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, call: object, names: Lookup | None) -> None:
+        super().__init__(call)
+        self.names = names
+
+
 def _fill_side(lay: Layer) -> None:
-    info, end = lay._vals
+    info, end, names = lay._vals
     proto = lay.proto
     vers = info.vers
     proc = info.proc
@@ -460,7 +508,7 @@ def _fill_side(lay: Layer) -> None:
         return
     cur = Cursor(lay.buf, lay.off, end)
     try:
-        decl.read(cur, PlainWalk(info.call_facts), lay)
+        decl.read(cur, _SideWalk(info.call_facts, names.lookup(info.frame) if names is not None else None), lay)
     except XdrError as e:
         lay.add(_SIDE_MALFORMED[proto], str(e), cur.pos, 0)
 
@@ -479,10 +527,29 @@ def _named(proto: str, label: str) -> Callable[[Packet, bytes, int, int, Any], N
         pkt.proto = proto
         if info is not None:
             info.label = f"{label}v{info.vers}"
+            names = names_of(ctx)
             lay = pkt.add_layer(proto.lower(), None, buf, off, end - off, label)
-            lay._vals = (info, end)
+            lay._vals = (info, end, names)
             lay._fill = _FILL_SIDE
+            if proto == "MOUNT" and info.proc == 1 and names is not None:
+                _mount_root(pkt, buf, off, end, info, names)
     return dissect
+
+
+def _mount_root(pkt: Packet, buf: bytes, off: int, end: int, info: RpcInfo, names: NameMap) -> None:
+    """MNT: the call's export path kept (named ``server:path`` as Wireshark names it), the reply's
+    handle bound to it as a root of full names."""
+    procs = nfs_side.PROGRAMS[MOUNT_PROG].get(info.vers) if info.vers is not None else None
+    if procs is None:
+        return
+    try:
+        value = procs[info.msgtype][1].read(Cursor(buf, off, end), PlainWalk(), None)
+    except XdrError:
+        return          # the fill shows why (mount.malformed)
+    if info.msgtype == 0:
+        info.call_facts = ("root", f"{pkt.dst}:{value}")
+    elif isinstance(info.call_facts, tuple) and value[0] == 0:
+        nfs_names.mount_root(names, info.call_facts, value, info.frame)
 
 
 class _Nfs(Dissector):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Final
 
 from ..fields import declaring
-from .nfs3 import FH_HASH, STATUS, fh_hash
-from .xdrlang import (VOID, XdrType, chain, ddp, enum, opaque, string, struct, tree, uint32, union)
+from .nfs3 import STATUS, FileHandle
+from .xdrlang import VOID, XdrType, chain, ddp, enum, string, struct, tree, uint32, union
 
 declaring(__name__)
 
@@ -32,7 +32,7 @@ MODE_BITS: Final = (
     ("nfs.mode.write_other", "Write permission for others", 0o2),
     ("nfs.mode.exec_other", "Execute permission for others", 0o1))
 
-FHANDLE: Final = opaque("nfs.fhandle", "FileHandle", fixed=32, derived=[(FH_HASH, fh_hash)])
+FHANDLE: Final = FileHandle(fixed=32)
 
 
 def fhandle(label: str) -> XdrType:

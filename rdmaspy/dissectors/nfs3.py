@@ -11,12 +11,12 @@ by MOUNT, NLM and NFSACL too.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Final
+from typing import Any, Final, Iterator
 
-from ..fields import declaring
+from ..fields import Field, declaring
 from ..packet import Layer
-from .xdr import Cursor
-from .xdrlang import (VOID, Int, Walk, XdrType, boolean, chain, ddp, enum, field, opaque, optional, string,
+from .xdr import Cursor, XdrInvalid
+from .xdrlang import (VOID, Int, Opaque, Walk, XdrType, boolean, chain, ddp, enum, field, opaque, optional, string,
                       struct, tree, uint32, uint64, union)
 
 declaring(__name__)
@@ -55,11 +55,57 @@ def fh_hash(handle: bytes) -> int:
 
 FH_HASH: Final = field("nfs.fh.hash", "hash (CRC-32)", "hex")
 FH_LENGTH: Final = "nfs.fh.length"
+FH_NAME: Final = field("nfs.name", "Name", "str")
+FH_FULL_NAME: Final = field("nfs.full_name", "Full Name", "str",
+                            doc="the handle's directories' names up to a root (a MOUNT's export, NFSv4's /)")
+
+
+class FileHandle(Opaque):
+    """A file handle, shown as tshark shows one: its length, its hash, the name and full name the
+    capture gave it (``nfs.name``, ``nfs.full_name``: snooped by nfs_names, when the walk has a
+    ``names`` look-up and the handle is known), its bytes."""
+
+    __slots__ = ()
+
+    def __init__(self, fixed: int | None = None, bound: int | None = None) -> None:
+        super().__init__(field("nfs.fhandle", "FileHandle", "bytes"), fixed, bound,
+                         None if fixed is not None else field(FH_LENGTH, "length"), False, [(FH_HASH, fh_hash)])
+
+    def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
+        if lay is None:
+            return super().read(cur, w, None)
+        n = self.fixed
+        if n is None:
+            q = cur.pos
+            n = cur.u32(self.what)
+            if self.bound is not None and n > self.bound:
+                raise XdrInvalid(f"{self.what}: length {n} over its bound {self.bound}")
+            if self.length is not None:
+                lay.add(self.length, n, q, 4)
+        p = cur.need((n + 3) & ~3, self.what)
+        cur.pos = p + ((n + 3) & ~3)
+        raw = bytes(cur.buf[p:p + n])
+        lay.add(FH_HASH, fh_hash(raw), p, n)
+        lookup = getattr(w, "names", None)
+        if lookup is not None:
+            name, full = lookup(raw)
+            if name is not None:
+                lay.add(FH_NAME, name, p, n)
+            if full is not None:
+                lay.add(FH_FULL_NAME, full, p, n)
+        assert self.field is not None
+        lay.add(self.field, raw, p, n)
+        return raw
+
+    def fields(self) -> Iterator[Field]:
+        yield from super().fields()
+        yield FH_NAME
+        yield FH_FULL_NAME
 
 
 def fhandle(bound: int) -> XdrType:
-    """An ``opaque<bound>`` file handle: its length, its hash and its bytes."""
-    return opaque("nfs.fhandle", "FileHandle", bound=bound, length=FH_LENGTH, derived=[(FH_HASH, fh_hash)])
+    """An ``opaque<bound>`` file handle: its length, its hash, its names and its bytes."""
+    return FileHandle(bound=bound)
 
 
 NFS_FH3: Final = fhandle(64)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..fields import declaring
-from .nfs3 import FH_HASH, NFS_FH3, STATUS, fh3, fh_hash, fhandle, post_op_attr
+from .nfs3 import NFS_FH3, STATUS, FileHandle, fh3, fhandle, post_op_attr
 from .xdrlang import (VOID, XdrType, array, boolean, chain, enum, int32, opaque, string, struct, tree, uint32,
                       uint64, union)
 
@@ -37,7 +37,7 @@ _EXPORTS: Final = chain(tree(struct(
     ("groups", tree(chain(string("mount.export.group", "Group", 255)), "mount.export.groups", "Groups"))),
     "mount.export.entry", "Export List Entry"))
 _FHSTATUS2: Final = union("fhstatus", _MOUNT_STATUS, {0: tree(
-    opaque("nfs.fhandle", "FileHandle", fixed=32, derived=[(FH_HASH, fh_hash)]), "nfs.fh", "fhandle")}, None)
+    FileHandle(fixed=32), "nfs.fh", "fhandle")}, None)
 _MOUNTRES3: Final = union("mountres3", _MOUNT_STATUS, {0: struct(
     "mountres3_ok", ("fhandle", fh3("fhandle")),
     ("auth_flavors", array(enum("mount.flavor", "Flavor", AUTH_FLAVORS), count="mount.flavors",

@@ -257,6 +257,7 @@ class Bool(XdrType):
 Derived = tuple[Field, Callable[[bytes], Any]]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)      # nfs3.FileHandle
 class Opaque(XdrType):
     """``opaque x[n]`` (``fixed``), ``opaque x<bound>`` or ``string x<bound>`` (``text``: the value is the
     UTF-8 text, undecodable bytes replaced).  ``length``: the field showing a variable item's length
