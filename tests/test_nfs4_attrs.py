@@ -54,7 +54,9 @@ TSHARK_UNDECODED = {60: "change_policy", 61: "fs_status", 63: "layout_hint", 64:
 def attr_fields() -> set[str]:
     """The compared fields a fattr4 or a bitmap of attributes shows."""
     names = {f.name for f in A.FATTR4.fields()} | {f.name for f in A.BITMAP4.fields()}
-    return names & set(T.compared_fields())
+    # less the names a filehandle attribute's handle is shown with: learnt from other frames, compared
+    # with their own rules in test_nfs_tshark.py (_names_differ_as_named)
+    return names & set(T.compared_fields()) - {"nfs.name", "nfs.full_name"}
 
 
 def _their_values(row: dict[str, list[str]], names: set[str]) -> dict[str, set]:

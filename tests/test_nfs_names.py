@@ -20,7 +20,7 @@ from analysis_build import CLIENT, SERVER, Wire  # noqa: E402
 from conftest import ROOT, capture  # noqa: E402
 from rdmaspy import craft  # noqa: E402
 from rdmaspy.budget import Budget  # noqa: E402
-from rdmaspy.dissectors import nfs, nfs3, nfs_side, onc_rpc, rpcrdma, xdrlang as x  # noqa: E402
+from rdmaspy.dissectors import nfs, nfs3, nfs4, nfs_side, onc_rpc, rpcrdma, xdrlang as x  # noqa: E402
 from rdmaspy.dissectors.nfs_names import NameMap  # noqa: E402
 from rdmaspy.engine import Engine  # noqa: E402
 from rdmaspy.fieldview import layer_nodes  # noqa: E402
@@ -249,3 +249,100 @@ def test_real_capture_names_the_file_written_and_read():
     # until that MOUNT
     fulls = {f for vs in frames.values() for _h2, _n, f in vs if f}
     assert fulls == set()
+
+
+# --- NFSv4: the current handle followed through each COMPOUND ---------------------------------------------
+V4_ROOT = b"\x01\x00\x01\x00" + b"R" * 8
+V4_EXP = b"\x01\x00\x01\x00" + b"X" * 8
+V4_FILE = b"\x01\x00\x01\x00" + b"F" * 8
+V4_NEW = b"\x01\x00\x01\x00" + b"N" * 8
+V4_LISTED = b"\x01\x00\x01\x00" + b"L" * 8
+NOENT = 2
+
+
+def _v4(op: int, args: object = None, res: object = None, status: int = 0) -> tuple[int, bytes, bytes]:
+    """One operation of a built COMPOUND: (number, encoded arguments, encoded status and results); values not
+    given are made from the declaration (nfs_procs_build.example)."""
+    from nfs_procs_build import example
+    a, r = nfs4.ARGS[op], nfs4.RES[op]
+    body = x.encode(r, res if res is not None else example(r, 0)) if status == 0 else b""
+    return op, x.encode(a, args if args is not None else example(a, 0)), status.to_bytes(4, "big") + body
+
+
+def _open(name: str) -> dict:
+    from nfs_procs_build import example
+    args = example(nfs4.ARGS[18], 0)
+    args["claim"] = (0, name)
+    return args
+
+
+def _readdir_res(entries: list[tuple[str, bytes]]) -> dict:
+    return {"cookieverf": 0, "reply": {"eof": True, "entries": [
+        {"cookie": i + 1, "name": n, "attrs": {"filehandle": fh}} for i, (n, fh) in enumerate(entries)]}}
+
+
+# Each COMPOUND (its operations after SEQUENCE), in order
+V4_CONVERSATION = [
+    [_v4(24), _v4(10, res={"object": V4_ROOT})],                                  # frames 4, 6: the root, /
+    [_v4(22, {"object": V4_ROOT}), _v4(15, {"objname": "export"}), _v4(10, res={"object": V4_EXP})],
+    [_v4(22, {"object": V4_EXP}), _v4(18, _open("data.bin")), _v4(10, res={"object": V4_FILE})],
+    [_v4(22, {"object": V4_EXP}), _v4(15, {"objname": "missing"}, status=NOENT)],    # frames 16, 18
+    [_v4(22, {"object": V4_FILE}), _v4(32), _v4(22, {"object": V4_ROOT}), _v4(11, {"newname": "hard"})],
+    [_v4(22, {"object": V4_EXP}), _v4(26, {"cookie": 0, "cookieverf": 0, "dircount": 512, "maxcount": 4096,
+                                            "attr_request": [1 << 19]}),
+     ],                                                                               # frames 24, 26
+    [_v4(22, {"object": V4_EXP}), _v4(32), _v4(22, {"object": V4_ROOT}),
+     _v4(29, {"oldname": "listed.txt", "newname": "moved.txt"})],                    # frames 28, 30
+    [_v4(22, {"object": V4_NEW}), _v4(25)],                                          # frames 32, 34
+    [_v4(22, {"object": V4_LISTED}), _v4(25)],                                       # frames 36, 38
+]
+
+
+def build_v4(path: Path) -> Path:
+    from rdmaspy.dissectors.xdr import p32
+    w = Wire()
+    w.cm()
+    cred = onc_rpc.encode_auth_sys(0, "client", 0, 0)
+    listing = _readdir_res([("listed.txt", V4_LISTED)])
+    for xid, ops in enumerate(V4_CONVERSATION, 0x7E000001):
+        if ops[-1][0] == 26:            # READDIR: its listing
+            ops = [*ops[:-1], (26, ops[-1][1], p32(0) + x.encode(nfs4.RES[26], listing))]
+        status = next((int.from_bytes(r[:4], "big") for _o, _a, r in ops if r[:4] != b"\0\0\0\0"), 0)
+        call = nfs.encode_compound([(o, a) for o, a, _r in ops], minor=1)
+        reply = nfs.encode_compound([(o, r) for o, _a, r in ops], minor=1, status=status)
+        w.send(CLIENT, rpcrdma.encode_v1(xid, 0, 32, payload=onc_rpc.encode_call(xid, nfs.NFS_PROG, 4, 1, call, cred)))
+        w.send(SERVER, rpcrdma.encode_v1(xid, 0, 32, payload=onc_rpc.encode_reply(xid, reply)))
+    craft.write_pcap(str(path), w.out())
+    return path
+
+
+@pytest.fixture(scope="module")
+def built_v4(tmp_path_factory) -> Path:
+    return build_v4(tmp_path_factory.mktemp("names4") / "nfs4_names.pcap")
+
+
+def test_nfsv4_names_follow_the_current_handle_through_each_compound(built_v4):
+    frames = names_by_frame(built_v4)
+    assert (_h(V4_ROOT), "/", "/") in frames[6]                                  # PUTROOTFH, GETFH
+    assert (_h(V4_EXP), "export", "/export") in frames[10]                       # PUTFH, LOOKUP, GETFH
+    assert (_h(V4_FILE), "data.bin", "/export/data.bin") in frames[14]           # OPEN (CLAIM_NULL), GETFH
+    # a LOOKUP that failed names nothing: its COMPOUND stopped there
+    assert all(n != "missing" for vs in frames.values() for _h2, n, _f in vs)
+    # LINK (the saved file, named in the current directory) keeps the file's first name
+    assert (_h(V4_FILE), "data.bin", "/export/data.bin") in frames[20]
+    # READDIR's entries named by their filehandle attribute, then RENAME moves one
+    assert frames[36] == [(_h(V4_LISTED), "moved.txt", "/moved.txt")]
+    assert frames[32] == [(_h(V4_NEW), None, None)]                              # never named
+
+
+def test_nfsv4_names_against_tshark(built_v4):
+    """tshark 4.0 names NFSv4 handles from OPEN alone, with the name as its full name: rdmaspy's full name
+    ends with tshark's."""
+    from conftest import tshark_fields
+    rows = tshark_fields(built_v4, ["nfs.name", "nfs.full_name"], "-o", "nfs.file_name_snooping:TRUE",
+                         "-o", "nfs.file_full_name_snooping:TRUE", "-o", "nfs.fhandle_find_both_reqrep:TRUE")
+    ours = names_by_frame(built_v4)
+    theirs_full = {(i, f) for i, row in enumerate(rows, 1) for f in row["nfs.full_name"]}
+    assert (14, "data.bin") in theirs_full
+    for num, full in theirs_full:
+        assert any(f is not None and f.endswith("/" + full) for _h2, _n, f in ours.get(num, [])), (num, full)

@@ -211,20 +211,23 @@ def _from_tcp_mount(value: object, roots: set[str]) -> bool:
     return isinstance(value, str) and any(value == r or value.startswith(r + "/") for r in roots)
 
 
-# Calls whose names rdmaspy learns and tshark 4.0 does not (it binds the replies of v2 LOOKUP, CREATE, MKDIR
-# and v3 LOOKUP, CREATE, MKDIR, READDIRPLUS only, and in READDIRPLUS binds no entry): v3 SYMLINK, MKNOD,
-# RENAME, LINK; v2 RENAME, LINK.  A handle named from one of them shows a name tshark has not (or had before).
+# Calls whose names rdmaspy learns and tshark 4.0 does not (it binds the replies of v2 LOOKUP, CREATE, MKDIR,
+# v3 LOOKUP, CREATE, MKDIR, READDIRPLUS and v4 OPEN only, and in READDIRPLUS binds no entry): v3 SYMLINK,
+# MKNOD, RENAME, LINK; v2 RENAME, LINK; in NFSv4 the root (PUTROOTFH), LOOKUP, CREATE, LINK, RENAME and
+# READDIR entries.  A handle named from one of them shows a name tshark has not (or had before).
 _MORE_SOURCES = {(3, 10), (3, 11), (3, 14), (3, 15), (2, 11), (2, 12)}
 
 
 def names_only_rdmaspy_learns(ours: list[dict[str, set]], pkts: list[Packet]) -> set[str]:
-    """Every name a source of _MORE_SOURCES or a READDIRPLUS entry gave in this capture."""
-    out: set[str] = set()
+    """Every name a source of _MORE_SOURCES, a READDIRPLUS entry or an NFSv4 operation gave in this capture
+    (OPEN's name is a pathname component too: those tshark has are checked to be rdmaspy's)."""
+    out: set[str] = {"/"}
     for mine, pkt in zip(ours, pkts):
         info = (pkt.extra or {}).get("rpc")
         if info is not None and info.prog == 100003 and (info.vers, info.proc) in _MORE_SOURCES:
             out |= mine.get("nfs.name", set())
-        out |= mine.get("nfs.readdirplus.entry.name", set())
+        for k in ("nfs.readdirplus.entry.name", "nfs.pathname.component", "nfs.entry_name"):
+            out |= mine.get(k, set())
     return out
 
 
@@ -237,11 +240,11 @@ def _names_differ_as_named(mine: dict[str, set], tv: dict[str, set], more: set[s
         return str(full).rsplit("/", 1)[-1]
     ours_n, theirs_n = mine.pop("nfs.name", set()), tv.pop("nfs.name", set())
     ours_f, theirs_f = mine.pop("nfs.full_name", set()), tv.pop("nfs.full_name", set())
-    if not v4 and not (ours_n ^ theirs_n) <= more:
+    if not (ours_n ^ theirs_n) <= more:
         return False
     if v4:
-        # the NFSv4 sources (the current handle followed through a COMPOUND) come next: not compared yet
-        return True
+        # tshark's NFSv4 full name is the name alone: rdmaspy's ends with it
+        return theirs_f <= {last(f) for f in ours_f} | more
     return all(last(f) in more for f in ours_f ^ theirs_f)
 
 
@@ -342,8 +345,7 @@ def test_every_declared_nfs_field_has_tsharks_values(name):
         assert mine == tv, f"{name} frame {num}"
         compared += bool(tv)
     assert compared > 10
-    if "nfsv4" not in name:
-        assert named > 0        # handles named alike (diropargs' names are nfs.name too)
+    assert named > 0            # handles named alike (diropargs' names are nfs.name too)
     if "nfsv4" in name:
         assert full4 > 20          # SEQUENCE, PUTFH, READ, WRITE, GETATTR's request... compared in full
     if name == "rxe-nfsv3-rdma.pcap":

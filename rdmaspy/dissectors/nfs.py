@@ -95,7 +95,7 @@ class _Walk:
     ``xdrlang.Walk`` for the declarations: ``call`` and ``ddp``)."""
 
     __slots__ = ("call", "base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs",
-                 "names")
+                 "names", "name_map")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
         self.call: object = info.call_facts       # what the reply's call left (RpcInfo.call_facts)
@@ -108,6 +108,7 @@ class _Walk:
         self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
         self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
         self.names: Lookup | None = None     # handles' names, for a fill to show (nfs3.FileHandle)
+        self.name_map: NameMap | None = None  # the names a summary walk feeds (an NFSv4 COMPOUND's)
 
     def learn_program(self, prog: int) -> None:
         """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
@@ -218,6 +219,21 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
     lay.add(CB_OPS_COUNT if callback else OPS_COUNT, nops, p, 4)
     ops: list[str] = []
     info.ops = ops
+    # File names (nfs_names), fed by the summary walk: a call's current handle followed op by op, the
+    # reply's GETFH and READDIR results read for the call's plan
+    names = w.name_map if lay is NULL and not callback else None
+    track: nfs_names.V4Call | None = None
+    plan: tuple | None = None
+    wanted: frozenset[int] = frozenset()
+    results: dict[int, Any] = {}
+    ok = 0
+    if names is not None:
+        kept = info.call_facts
+        if not w.reply:
+            track = nfs_names.V4Call()
+        elif isinstance(kept, tuple) and kept and kept[0] == "v4":
+            plan = kept
+            wanted = nfs_names.v4_wanted(kept)
     for i in range(nops):
         p = cur.pos
         op = cur.u32("opcode")
@@ -239,18 +255,38 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
                         decl.read(cur, w, sub)
                 sub.length = cur.pos - p
                 continue
+            if ok == i:
+                ok = i + 1          # done, as every operation before it
         decl = decls.get(op)
         if decl is None:
             rest = nops - i - 1
             if rest:
                 lay.add(UNPARSED, f"{rest} more after {name}")
                 ops.append("…")
-            return
-        if sub is NULL:
-            decl.skip(cur, w)
-        else:
+            break
+        if sub is not NULL:
             decl.read(cur, w, sub)
+        else:
+            decl.skip(cur, w)
+            if track is not None:
+                track.op(i, op, _value(decl, cur.buf, p + 4, cur.pos) if op in nfs_names.V4_CALL_VALUES else None)
+            elif plan is not None and i in wanted:
+                results[i] = _value(decl, cur.buf, p + 8, cur.pos)
         sub.length = cur.pos - p
+    if names is not None:
+        if track is not None:
+            info.call_facts = track.plan()
+        elif plan is not None:
+            nfs_names.v4_bind(names, plan, results, ok, info.frame)
+
+
+def _value(decl: XdrType, buf: bytes, start: int, end: int) -> Any:
+    """An operation's arguments or results the summary walk stepped over (and checked), read again for
+    the names (nfs_names); None when they do not read alone (a DDP-eligible item reduced into a chunk)."""
+    try:
+        return decl.read(Cursor(buf, start, end), PlainWalk(), None)
+    except XdrError:
+        return None
 
 
 def _chunks(pkt: Packet) -> tuple[frozenset[int], int] | None:
@@ -266,7 +302,7 @@ def _scratch(info: RpcInfo) -> RpcInfo:
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
               pkt: Packet | None, programs: dict[int, Dissector] | None = None,
-              names: Lookup | None = None) -> Any:
+              names: Lookup | None = None, name_map: NameMap | None = None) -> Any:
     """The message's body walked (shown in ``lay`` unless NULL); a v2 or v3 body's value, None when
     it is void or malformed."""
     proc_field = PROCS.get(info.vers) if info.vers is not None else None
@@ -276,6 +312,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     w = _Walk(info, lay, base, chunks)
     w.programs = programs
     w.names = names
+    w.name_map = name_map
     try:
         if info.vers == 3:
             return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES)
@@ -305,8 +342,6 @@ def _snoop(names: NameMap | None, info: RpcInfo, value: Any, calls: dict[int, Ca
     kept = info.call_facts
     if isinstance(kept, tuple) and value[0] == 0:
         nfs_names.bind_reply(names, kept, value, info.frame, handle=handle)
-
-
 
 
 def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tuple | None, kind: str) -> bool:
@@ -434,7 +469,7 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         _snoop(names, info, value, nfs_names.V3_CALLS, nfs_names.v3_object)
         return
     value = _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt,
-                      ctx.get("rpc.programs", dict) if vers == 4 else None)
+                      ctx.get("rpc.programs", dict) if vers == 4 else None, None, names)
     if vers == 2:
         _snoop(names, info, value, nfs_names.V2_CALLS, nfs_names.v2_object)
 

@@ -2,7 +2,8 @@
 
 A handle carries no name; the operations that return one do, beside it: a LOOKUP's reply gives the handle
 of the name its call asked for in a directory, a CREATE's (MKDIR, SYMLINK, MKNOD) the new object's,
-a READDIRPLUS reply an entry's handle beside its name, a MOUNT reply the export's root.  ``NameMap`` keeps
+a READDIRPLUS reply an entry's handle beside its name, a MOUNT reply the export's root, an NFSv4
+COMPOUND's GETFH the handle of the name its LOOKUP, OPEN or CREATE gave.  ``NameMap`` keeps
 handle -> (directory's handle, name), bound as the replies come, in capture order; a handle's full name
 is its directories' names walked up to a root (a MOUNT's export, NFSv4's root "/").  The NFS layer
 shows ``nfs.name`` and ``nfs.full_name`` beside every handle the map knows (nfs3.FileHandle).
@@ -11,7 +12,8 @@ What a call names is kept on the call (``RpcInfo.call_facts``, carried to the re
 table) as a plain tuple, the reply binds it: ``("dirop", dir, name)`` (the reply's handle is ``name``
 in ``dir``), ``("dir", dir)`` (READDIRPLUS: each entry is in ``dir``), ``("link", file, dir, name)``,
 ``("rename", from dir, from name, to dir, to name)``, ``("root", path)`` (MOUNT), and for an NFSv4
-COMPOUND its plan (``nfs4_plan``): the current handle followed through the operations.
+COMPOUND its plan (``V4Call``: the current handle followed through the operations, the names bound when
+the reply's GETFHs give the handles, ``v4_bind``).
 
 The map is state across packets: bounded (``limit`` handles, the oldest forgotten first) and charged
 to the memory budget.  A handle is named from the frame that bound it on (``of`` is given the frame
@@ -43,11 +45,12 @@ class NameMap(Holder):
     """handle -> its entry (``Entry``: the names it had, newest first, each with the frame that gave
     it); (directory, name) -> handle, for a RENAME."""
 
-    __slots__ = ("by_fh", "by_name", "limit", "budget")
+    __slots__ = ("by_fh", "by_name", "root", "limit", "budget")
 
     def __init__(self, limit: int = 1 << 20, budget: Budget | None = None) -> None:
         self.by_fh: dict[bytes, Entry] = {}
         self.by_name: dict[tuple, bytes] = {}
+        self.root: bytes | None = None       # NFSv4's root handle, once a PUTROOTFH's GETFH gave it
         self.limit = limit
         self.name = "NFS file names"
         self.held = 0
@@ -233,3 +236,139 @@ def mount_root(names: NameMap, kept: tuple, res: Any, frame: int) -> None:
     fh = ok["fhandle"] if isinstance(ok, dict) else ok
     if isinstance(fh, bytes):
         names.bind(fh, None, kept[1], frame)
+
+
+# --- NFSv4: the current handle followed through a COMPOUND ---------------------------------------------
+# Operations whose arguments the call's plan reads (the others count by their number alone)
+V4_CALL_VALUES: Final = frozenset((6, 11, 15, 18, 22, 26, 29))
+# Operations that make the current handle one the plan cannot name: LOOKUPP, OPENATTR, PUTPUBFH, SECINFO,
+# SECINFO_NO_NAME (these two consume it)
+_V4_UNKNOWN: Final = frozenset((16, 19, 23, 33, 52))
+# OPEN's claims that name a file in the current directory: CLAIM_NULL, CLAIM_DELEGATE_CUR, _PREV
+_NAMED_CLAIMS: Final = frozenset((0, 2, 3))
+_FATTR4_FILEHANDLE_BIT: Final = 1 << 19
+
+
+class V4Call:
+    """A COMPOUND call's operations in order: which handle is current after each (a node: a handle a
+    PUTFH gives, the root, a name in the node before it, ``nodes``), and what the reply will tell
+    (``actions``, by operation index: a GETFH's handle for the current node, a READDIR's entries in it,
+    a LINK, a RENAME).  ``plan()`` is what the call keeps for its reply."""
+
+    __slots__ = ("nodes", "actions", "cur", "saved", "named")
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple] = []
+        self.actions: list[tuple] = []
+        self.cur = -1           # the current handle's node; -1: none the plan can name
+        self.saved = -1
+        self.named = False      # a name, a root, a link or a rename is in it (else nothing to keep)
+
+    def _node(self, node: tuple) -> int:
+        self.nodes.append(node)
+        return len(self.nodes) - 1
+
+    def _name(self, name: str) -> None:
+        self.cur = self._node(("name", self.cur, name)) if self.cur >= 0 else -1
+        self.named = self.named or self.cur >= 0
+
+    def op(self, i: int, op: int, v: Any) -> None:
+        """Operation ``i``, number ``op``, its arguments ``v`` (for V4_CALL_VALUES, None if they could
+        not be read; else None)."""
+        if v is None and op in V4_CALL_VALUES:
+            self.cur = -1
+            return
+        if op == 22:                                    # PUTFH
+            self.cur = self._node(("fh", v["object"]))
+        elif op == 24:                                  # PUTROOTFH
+            self.cur = self._node(("root",))
+            self.named = True
+        elif op == 15 or op == 6:                       # LOOKUP, CREATE
+            self._name(v["objname"])
+        elif op == 18:                                  # OPEN
+            d, claim = v["claim"]
+            if d in _NAMED_CLAIMS:
+                self._name(claim["file"] if isinstance(claim, dict) else claim)
+        elif op == 10:                                  # GETFH
+            if self.cur >= 0:
+                self.actions.append((i, "getfh", self.cur))
+        elif op == 32:                                  # SAVEFH
+            self.saved = self.cur
+        elif op == 31:                                  # RESTOREFH
+            self.cur = self.saved
+        elif op == 26:                                  # READDIR: its entries' handles, if asked for
+            words = v["attr_request"]
+            if self.cur >= 0 and words and words[0] & _FATTR4_FILEHANDLE_BIT:
+                self.actions.append((i, "readdir", self.cur))
+                self.named = True
+        elif op == 11:                                  # LINK: the saved file, named in the current dir
+            if self.saved >= 0 and self.cur >= 0:
+                self.actions.append((i, "link", self.saved, self.cur, v["newname"]))
+                self.named = True
+        elif op == 29:                                  # RENAME: saved dir's old name, current dir's new
+            if self.saved >= 0 and self.cur >= 0:
+                self.actions.append((i, "rename", self.saved, v["oldname"], self.cur, v["newname"]))
+                self.named = True
+        elif op in _V4_UNKNOWN:
+            self.cur = -1
+
+    def plan(self) -> tuple | None:
+        if not self.named:
+            return None
+        return ("v4", tuple(self.nodes), tuple(self.actions))
+
+
+def v4_wanted(plan: tuple) -> frozenset[int]:
+    """The operations of the reply whose results the plan reads (GETFH, READDIR)."""
+    return frozenset(a[0] for a in plan[2] if a[1] == "getfh" or a[1] == "readdir")
+
+
+def v4_bind(names: NameMap, plan: tuple, results: dict[int, Any], ok: int, frame: int) -> None:
+    """A COMPOUND's reply: ``results`` of the wanted operations by index, ``ok`` operations done.
+    Each node gets its handle (a PUTFH's, a GETFH's, the root's); each name whose handle and
+    directory's handle are known is bound; then the READDIR entries, LINKs and RENAMEs done."""
+    nodes: tuple = plan[1]
+    actions: tuple = plan[2]
+    fh_of: dict[int, bytes] = {}
+    for i, node in enumerate(nodes):
+        if node[0] == "fh":
+            fh_of[i] = node[1]
+    for act in actions:
+        if act[0] < ok and act[1] == "getfh":
+            got = results.get(act[0])
+            if got is not None:
+                fh_of[act[2]] = got["object"]
+    for i, node in enumerate(nodes):
+        kind = node[0]
+        if kind == "root":
+            fh = fh_of.get(i)
+            if fh is not None:
+                names.bind(fh, None, "/", frame)
+                names.root = fh
+            elif names.root is not None:
+                fh_of[i] = names.root
+        elif kind == "name":
+            fh = fh_of.get(i)
+            parent = fh_of.get(node[1])
+            if fh is not None and parent is not None:
+                names.bind(fh, parent, node[2], frame)
+    for act in actions:
+        if act[0] >= ok:
+            break
+        kind = act[1]
+        if kind == "readdir":
+            d = fh_of.get(act[2])
+            res = results.get(act[0])
+            if d is not None and res is not None:
+                for entry in res["reply"]["entries"]:
+                    fh = entry["attrs"].get("filehandle")
+                    if fh is not None:
+                        names.bind(fh, d, entry["name"], frame)
+        elif kind == "link":
+            fh, d = fh_of.get(act[2]), fh_of.get(act[3])
+            if fh is not None and d is not None:
+                names.bind(fh, d, act[4], frame, keep=True)
+        elif kind == "rename":
+            src, dst = fh_of.get(act[2]), fh_of.get(act[4])
+            if src is not None and dst is not None:
+                names.rename(src, act[3], dst, act[5], frame)
