@@ -346,3 +346,16 @@ def test_nfsv4_names_against_tshark(built_v4):
     assert (14, "data.bin") in theirs_full
     for num, full in theirs_full:
         assert any(f is not None and f.endswith("/" + full) for _h2, _n, f in ours.get(num, [])), (num, full)
+
+
+def test_the_names_are_kept_in_a_tui_checkpoint(built):
+    """The TUI's checkpoints pickle the session: the names go with it, still charged to its budget."""
+    import pickle
+    engine = Engine()
+    with open_capture(str(built)) as cap:
+        for frame in cap:
+            engine.dissect(frame)
+    session = pickle.loads(pickle.dumps(engine.session))
+    names = session.state["nfs.names"]
+    assert names.of(FILE, 1 << 30) == ("data.bin", f"{EXPORT}/dir/data.bin")
+    assert names in session.budget.holders and names.held > 0
