@@ -87,14 +87,28 @@ def test_v4_write_data_and_read_result_are_ddp_items():
     # the same call reduced: the data sits in a Read chunk at that position, GETATTR follows the length word
     body = nfs.encode_compound([(53, SEQ), (22, popaque(FH)), (38, STATEID + p64(0) + p32(2) + p32(10)),
                                 (9, p32(1, 2))])
-    p, info = call(100003, 4, 1, body, chunks=(frozenset({item.position}), 0))
+    p, info = call(100003, 4, 1, body, chunks=(frozenset({item.position}), ()))
     assert [(d.position, d.inline) for d in info.ddp] == [(item.position, False)] and info.ops[-1] == "GETATTR"
     s = Session()
     call(100003, 4, 1, nfs.encode_compound([(53, SEQ), (22, popaque(FH)), (25, STATEID + p64(0) + p32(100))]), 9,
          session=s)
     _, rinfo = reply(9, nfs.encode_compound([(53, p32(0) + bytes(36)), (22, p32(0)), (25, p32(0, 1, 100))],
-                                            status=0), s, chunks=((), 1))
-    assert [(d.kind, d.length, d.inline) for d in rinfo.ddp] == [("read_data", 100, False)]
+                                            status=0), s, chunks=((), (100,)))
+    assert [(d.kind, d.length, d.inline, d.chunk) for d in rinfo.ddp] == [("read_data", 100, False, 0)]
+
+
+def test_an_empty_or_unused_write_chunk_leaves_a_read_result_inline():
+    """RFC 8267 §4.3.1: the n-th READ takes the n-th Write chunk; one the reply returns with nothing in it
+    (empty: no segment; unused: segments of length zero) leaves that READ's data inline, and the next READ
+    takes the next chunk.  The walk goes on after each READ to the operation that follows."""
+    s = Session()
+    read = (25, STATEID + p64(0) + p32(100))
+    call(100003, 4, 1, nfs.encode_compound([(53, SEQ), (22, popaque(FH)), read, read, (9, p32(1, 2))]), 11, session=s)
+    res = nfs.encode_compound([(53, p32(0) + bytes(36)), (22, p32(0)), (25, p32(0, 1) + popaque(b"i" * 6)),
+                               (25, p32(0, 1, 100)), (9, p32(0) + p32(1, 2) + popaque(b""))], status=0)
+    _, rinfo = reply(11, res, s, chunks=((), (0, 100)))
+    assert [(d.length, d.inline, d.chunk) for d in rinfo.ddp] == [(6, True, 0), (100, False, 1)]
+    assert rinfo.ops[-1] == "GETATTR" and [(f.op, f.status, f.eof) for f in rinfo.nfs][1:] == [(25, 0, True)] * 2
 
 
 def test_readlink_symlink_and_create_nf4lnk():

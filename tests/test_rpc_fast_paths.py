@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from rdmaspy.dissectors import nfs, onc_rpc, rpcrdma
 from rdmaspy.dissectors.onc_rpc import NULL, RpcInfo
 from rdmaspy.dissectors.rpcrdma import RpcRdmaMessage
-from rdmaspy.dissectors.xdr import Cursor, XdrError, p32, popaque
+from rdmaspy.dissectors.xdr import Cursor, XdrError, p32, p64, popaque
 
 from conftest import CAPTURES, FIXTURES
 
@@ -141,8 +141,9 @@ def _nfs_facts(buf: bytes, msgtype: int, proc: int, chunks: tuple | None, fast: 
             return None
     else:
         nfs._walk_nfs(buf, 0, len(buf), info, NULL, -8, chunks, None)
-    ddp = [(d.kind, d.position, d.length, d.inline) for d in info.ddp or ()]
-    return info.nfs_status, ddp
+    ddp = [(d.kind, d.position, d.length, d.inline, d.chunk) for d in info.ddp or ()]
+    ops = [(f.op, f.status, f.offset, f.count, f.eof, f.stable, f.ddp is not None) for f in info.nfs or ()]
+    return info.nfs_status, ddp, ops
 
 
 def _check_nfs(buf: bytes, msgtype: int, chunks: tuple | None) -> None:
@@ -158,21 +159,58 @@ def _check_nfs(buf: bytes, msgtype: int, chunks: tuple | None) -> None:
 def test_v3_write_call_fast_equals_the_walk(fh, offset, data, reduced, changes, cut, with_chunks):
     body = nfs.encode_v3_write_args(fh, offset, data, reduced=reduced)
     pos = 8 + 4 + ((len(fh) + 3) & ~3) + 20          # the data's place from the RPC start (base -8 here)
-    chunks = (frozenset({pos}) if reduced else frozenset(), 0) if with_chunks else None
+    chunks = (frozenset({pos}) if reduced else frozenset(), ()) if with_chunks else None
     for b in (body, _mutate(body, changes, cut)):
         _check_nfs(b, 0, chunks)
 
 
 @SETTINGS
-@given(st.binary(max_size=40), st.booleans(), st.booleans(), st.integers(0, 3), edits, st.integers(0, 40),
-       st.booleans())
+@given(st.binary(max_size=40), st.booleans(), st.booleans(), st.lists(st.integers(0, 64), max_size=3), edits,
+       st.integers(0, 40), st.booleans())
 def test_v3_read_reply_fast_equals_the_walk(data, eof, reduced, writes, changes, cut, attrs):
+    """Also with Write chunks that returned nothing (empty or unused: the data stays inline)."""
     body = nfs.encode_v3_read_res(data, eof, reduced=reduced)
     if attrs:
         body = body[:4] + p32(1) + bytes(84) + body[8:]
     for b in (body, _mutate(body, changes, cut), p32(70) + p32(0), p32(70) + p32(1) + bytes(84)):
-        _check_nfs(b, 1, (frozenset(), writes))
+        _check_nfs(b, 1, (frozenset(), tuple(writes)))
         _check_nfs(b, 1, None)
+
+
+def _op_facts(buf: bytes, msgtype: int, proc: int, fast: bool) -> list[tuple]:
+    info = RpcInfo(1, msgtype)
+    info.vers, info.proc = 3, proc
+    if fast:
+        if msgtype == 0:
+            nfs._v3_read_call(buf, 0, len(buf), info)
+        else:
+            nfs._v3_write_reply(buf, 0, len(buf), info)
+    else:
+        nfs._walk_nfs(buf, 0, len(buf), info, NULL, -8, None, None)
+    return [(f.op, f.status, f.offset, f.count, f.eof, f.stable) for f in info.nfs or ()]
+
+
+@SETTINGS
+@given(st.binary(max_size=70), st.integers(0, (1 << 64) - 1), u32, edits, st.integers(0, 50))
+def test_v3_read_call_facts_are_the_walks(fh, offset, count, changes, cut):
+    """READ3args read word by word (offset, count) as the declaration's walk reads them; where the
+    words give way (a handle over 64 bytes, a short body) neither says anything."""
+    body = popaque(fh) + p64(offset) + p32(count)
+    for b in (body, _mutate(body, changes, cut)):
+        assert _op_facts(b, 0, 6, True) == _op_facts(b, 0, 6, False)
+
+
+@SETTINGS
+@given(st.sampled_from([0, 28, 70]), st.booleans(), st.booleans(), u32, st.integers(0, 2), edits, st.integers(0, 40))
+def test_v3_write_reply_facts_are_the_walks(status, before, after, count, committed, changes, cut):
+    """WRITE3res's count and committed read past the wcc_data word by word, as the walk reads them."""
+    wcc = p32(int(before)) + bytes(24 * before) + p32(int(after)) + bytes(84 * after)
+    body = p32(status) + wcc + (p32(count, committed) + bytes(8) if status == 0 else b"")
+    assert _op_facts(body, 1, 7, True) == _op_facts(body, 1, 7, False)
+    mutated = _mutate(body, changes, cut)
+    walked = _op_facts(mutated, 1, 7, False)
+    if walked:                  # where the walk reads the body whole, the words read the same
+        assert _op_facts(mutated, 1, 7, True) == walked
 
 
 def test_v3_failed_read_reply_is_taken_by_the_fast_path():
@@ -303,3 +341,45 @@ def test_the_captures_hold_every_kind_of_chunk_list():
     for name in ("rxe-nfsv3-rdma.pcap", "siw-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap"):
         kinds.update(_capture_lists(CAPTURES / name))
     assert kinds >= {"reads", "writes", "reply"}
+
+
+# --- NFSv4 operations' facts (RpcInfo.nfs) ----------------------------------------------------------------
+def _v4_facts(ops: list[tuple[int, bytes]], reply: bool) -> list[tuple]:
+    body = nfs.encode_compound(ops, minor=1, status=0 if reply else None)
+    info = RpcInfo(1, int(reply))
+    info.vers, info.proc = 4, 1
+    nfs._walk_nfs(body, 0, len(body), info, NULL, -8, None, None)
+    return [(f.op, f.status, f.offset, f.count, f.eof, f.stable, f.session, f.slot, f.sequence, f.highest, f.target,
+             None if f.ddp is None else f.ddp.length) for f in info.nfs or ()]
+
+
+stateid = st.fixed_dictionaries({"seqid": u32, "other": st.binary(min_size=12, max_size=12)})
+u64 = st.integers(0, (1 << 64) - 1)
+
+
+@SETTINGS
+@given(st.binary(min_size=16, max_size=16), u32, u32, u32, u32, u32, stateid, u64, u32, st.integers(0, 2),
+       st.binary(max_size=40), st.booleans())
+def test_v4_operation_facts_are_the_declarations_values(session, seq, slot, highest, target, flags, sid, offset,
+                                                        count, stable, data, eof):
+    """SEQUENCE, READ and WRITE read word by word from their arguments and results, as their declarations
+    decode them (the NFSv4 COMPOUND's summary walk skips them by the same declarations)."""
+    from rdmaspy.dissectors import nfs4
+    from rdmaspy.dissectors.xdrlang import encode
+    seq_args = {"sessionid": session, "sequenceid": seq, "slotid": slot, "highest_slotid": highest, "cachethis": True}
+    ops = [(53, encode(nfs4.ARGS[53], seq_args)),
+           (25, encode(nfs4.ARGS[25], {"stateid": sid, "offset": offset, "count": count})),
+           (38, encode(nfs4.ARGS[38], {"stateid": sid, "offset": offset, "stable": stable, "data": data}))]
+    assert _v4_facts(ops, False) == [(53, None, None, None, None, None, session, slot, seq, highest, 0, None),
+                                     (25, None, offset, count, None, None, None, 0, 0, 0, 0, None),
+                                     (38, None, offset, None, None, stable, None, 0, 0, 0, 0, len(data))]
+    seq_res = {"sessionid": session, "sequenceid": seq, "slotid": slot, "highest_slotid": highest,
+               "target_highest_slotid": target, "status_flags": flags}
+    res = [(53, p32(0) + encode(nfs4.RES[53], seq_res)),
+           (25, p32(0) + encode(nfs4.RES[25], {"eof": int(eof), "data": data})),
+           (38, p32(0) + encode(nfs4.RES[38], {"count": count, "committed": stable, "writeverf": offset})),
+           (25, p32(10025))]          # a READ that failed: its status, nothing else
+    assert _v4_facts(res, True) == [(53, 0, None, None, None, None, session, slot, seq, highest, target, None),
+                                    (25, 0, None, None, eof, None, None, 0, 0, 0, 0, len(data)),
+                                    (38, 0, None, count, None, stable, None, 0, 0, 0, 0, None),
+                                    (25, 10025, None, None, None, None, None, 0, 0, 0, 0, None)]

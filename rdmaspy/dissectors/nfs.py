@@ -22,7 +22,7 @@ from ..packet import Layer, Packet
 from ..registry import Dissector
 from . import nfs2, nfs3, nfs4, nfs41, nfs_names, nfs_side
 from .nfs_names import Lookup, NameMap, names_of
-from .onc_rpc import NULL, RPC, DdpItem, RpcInfo, current_rpc, register_program, rpc_program
+from .onc_rpc import NULL, RPC, DdpItem, NfsOp, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
 from .xdr import Cursor, XdrError, u32
 from .xdrlang import VOID, PlainWalk, XdrType, field
@@ -94,8 +94,8 @@ class _Walk:
     """Where the walk over one message stands: the RPC start and how reduced items are placed (an
     ``xdrlang.Walk`` for the declarations: ``call`` and ``ddp``)."""
 
-    __slots__ = ("call", "base", "shift", "read_positions", "writes_left", "info", "lay", "reply", "programs",
-                 "names", "name_map")
+    __slots__ = ("call", "base", "shift", "read_positions", "write_lengths", "write_at", "info", "lay", "reply",
+                 "programs", "names", "name_map")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
         self.call: object = info.call_facts       # what the reply's call left (RpcInfo.call_facts)
@@ -104,8 +104,9 @@ class _Walk:
         self.info = info
         self.lay = lay
         self.reply = info.msgtype == 1
-        # (positions of Read chunks in a call, number of Write chunks for a reply) from the transport
-        self.read_positions, self.writes_left = chunks if chunks is not None else ((), 0)
+        # (positions of Read chunks in a call, the length of each Write chunk a reply returns) from the transport
+        self.read_positions, self.write_lengths = chunks if chunks is not None else ((), ())
+        self.write_at = 0                         # the Write chunk the reply's next DDP-eligible item takes
         self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
         self.names: Lookup | None = None     # handles' names, for a fill to show (nfs3.FileHandle)
         self.name_map: NameMap | None = None  # the names a summary walk feeds (an NFSv4 COMPOUND's)
@@ -123,10 +124,11 @@ class _Walk:
         n = cur.u32(kind)
         start = cur.pos
         pos = start - self.base + self.shift
+        chunk = -1
         if self.reply:
-            reduced = self.writes_left > 0
-            if reduced:
-                self.writes_left -= 1
+            chunk, reduced = _write_chunk(self.write_lengths, self.write_at, n)
+            if chunk >= 0:
+                self.write_at = chunk + 1
         else:
             reduced = pos in self.read_positions
         padded = (n + 3) & ~3
@@ -138,7 +140,7 @@ class _Walk:
             cur.pos = cur.end
         else:
             cur.pos += min(padded, cur.left)
-        item = DdpItem(kind, pos, n, not reduced)
+        item = DdpItem(kind, pos, n, not reduced, chunk)
         if self.info.ddp is None:
             self.info.ddp = []
         self.info.ddp.append(item)
@@ -153,9 +155,18 @@ class _Walk:
         return start, n, not reduced
 
 
+def _write_chunk(lengths: tuple[int, ...], at: int, n: int) -> tuple[int, bool]:
+    """The Write chunk a reply's DDP-eligible item of ``n`` bytes takes (the next one; -1: none left) and
+    whether the item was reduced into it: an empty or unused chunk (no bytes returned) leaves the item
+    inline (RFC 8267 §4.3.1); an empty item counts as reduced into its chunk."""
+    if at >= len(lengths):
+        return -1, False
+    return at, lengths[at] > 0 or n == 0
+
+
 # --- NFSv2/v3 ---------------------------------------------------------------------------------------
 def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrType],
-                  results: dict[int, XdrType]) -> Any:
+                  results: dict[int, XdrType], v3: bool = False) -> Any:
     """A v2 or v3 call's arguments or a reply's results, by their declarations (nfs2 / nfs3): their value."""
     decl = (results if w.reply else args).get(proc) if proc is not None else None
     if decl is None or decl is VOID:    # NULL (and v2's ROOT, WRITECACHE): void results, no status
@@ -163,7 +174,87 @@ def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrTy
     if w.reply and cur.left >= 4:
         w.info.nfs_status = u32(cur.buf, cur.pos)     # the status, first, even if what follows is bad
     lay = w.lay
-    return decl.read(cur, w, None if lay is NULL else lay)
+    value = decl.read(cur, w, None if lay is NULL else lay)
+    if v3 and proc is not None:
+        _v3_facts(w.info, proc, w.reply, value)
+    return value
+
+
+def _v3_facts(info: RpcInfo, proc: int, reply: bool, value: Any) -> None:
+    """The binding's facts of an NFSv3 READ, WRITE or READLINK from its decoded value (where the summary
+    path's word reads, ``_v3_read_call`` and the others, gave way to the walk)."""
+    if reply:
+        if proc not in (5, 6, 7):
+            return
+        status, res = value
+        f = NfsOp(proc, status)
+        if status == 0:
+            if proc == 6:
+                f.count = res["count"]
+                f.eof = res["eof"]
+            elif proc == 7:
+                f.count = res["count"]
+                f.stable = res["committed"]
+    elif proc == 6 or proc == 7:
+        f = NfsOp(proc)
+        f.offset = value["offset"]
+        f.count = value["count"]
+        if proc == 7:
+            f.stable = value["stable"]
+    else:
+        return
+    if proc != 7 or not reply:
+        ddp = info.ddp
+        f.ddp = ddp[-1] if ddp else None
+    _add_op(info, f)
+
+
+def _add_op(info: RpcInfo, f: NfsOp) -> None:
+    ops = info.nfs
+    if ops is None:
+        info.nfs = [f]
+    else:
+        ops.append(f)
+
+
+def _u64(buf: bytes, p: int) -> int:
+    return u32(buf, p) << 32 | u32(buf, p + 4)
+
+
+# The NFSv4 operations whose facts the binding's checks read: READ, READLINK, WRITE, SEQUENCE, READ_PLUS
+_FACT_OPS: Final = frozenset({25, 27, 38, 53, 68})
+
+
+def _op_facts(info: RpcInfo, op: int, status: int | None, buf: bytes, body: int, had: int) -> None:
+    """An NFSv4 operation's facts, read word by word from its arguments (``status`` None) or results at
+    ``body``, which its walk has checked are there; its DDP-eligible item is the one the walk added
+    (``info.ddp`` longer than ``had``)."""
+    f = NfsOp(op, status)
+    ddp = info.ddp
+    if ddp is not None and len(ddp) > had:
+        f.ddp = ddp[-1]
+    if status is None:
+        if op == 25 or op == 68:            # READ4args, READ_PLUS4args: stateid, offset, count
+            f.offset = _u64(buf, body + 16)
+            f.count = u32(buf, body + 24)
+        elif op == 38:                      # WRITE4args: stateid, offset, stable, data
+            f.offset = _u64(buf, body + 16)
+            f.stable = u32(buf, body + 24)
+    elif status == 0:
+        if op == 25:                        # READ4resok: eof, data
+            f.eof = u32(buf, body) != 0
+        elif op == 38:                      # WRITE4resok: count, committed, verifier
+            f.count = u32(buf, body)
+            f.stable = u32(buf, body + 4)
+    if op == 53 and (status is None or status == 0):
+        # SEQUENCE4args / SEQUENCE4resok: sessionid, sequenceid, slotid, highest_slotid[, target_highest_slotid]
+        f.session = buf[body:body + 16]
+        f.sequence = u32(buf, body + 16)
+        f.slot = u32(buf, body + 20)
+        f.highest = u32(buf, body + 24)
+        if status is not None:
+            f.target = u32(buf, body + 28)
+    _add_op(info, f)
 
 
 # the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
@@ -243,9 +334,13 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         ops.append(name)
         sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}") if lay is not NULL else NULL
         sub.add(op_field, op, p, 4)
+        fact = not callback and op in _FACT_OPS
+        st: int | None = None
         if w.reply:
             st = _status4(sub, cur)
             if st != 0:
+                if fact:
+                    _op_facts(info, op, st, cur.buf, cur.pos, len(info.ddp) if info.ddp is not None else 0)
                 # A failed operation returns nothing but its status, except those of ``failed``
                 decl = _failed(failed, op, st)
                 if decl is not None:
@@ -264,6 +359,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
                 lay.add(UNPARSED, f"{rest} more after {name}")
                 ops.append("…")
             break
+        body = cur.pos
+        had = len(info.ddp) if fact and info.ddp is not None else 0
         if sub is not NULL:
             decl.read(cur, w, sub)
         else:
@@ -273,6 +370,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             elif plan is not None and i in wanted:
                 results[i] = _value(decl, cur.buf, p + 8, cur.pos)
         sub.length = cur.pos - p
+        if fact:
+            _op_facts(info, op, st, cur.buf, body, had)
     if names is not None:
         if track is not None:
             info.call_facts = track.plan()
@@ -289,7 +388,7 @@ def _value(decl: XdrType, buf: bytes, start: int, end: int) -> Any:
         return None
 
 
-def _chunks(pkt: Packet) -> tuple[frozenset[int], int] | None:
+def _chunks(pkt: Packet) -> tuple[frozenset[int], tuple[int, ...]] | None:
     return pkt.noted(CHUNKS)
 
 
@@ -315,7 +414,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     w.name_map = name_map
     try:
         if info.vers == 3:
-            return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES)
+            return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES, True)
         elif info.vers == 2:
             return _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
         elif info.vers == 4 and info.proc == 1:
@@ -344,28 +443,30 @@ def _snoop(names: NameMap | None, info: RpcInfo, value: Any, calls: dict[int, Ca
         nfs_names.bind_reply(names, kept, value, info.frame, handle=handle)
 
 
-def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tuple | None, kind: str) -> bool:
+def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tuple | None,
+              kind: str) -> DdpItem | None:
     """The one DDP-eligible item of an NFSv3 message, whose length word is at ``p`` (as _Walk.ddp does
-    for a first item); False when the length word is not there."""
+    for a first item); None when the length word is not there."""
     if end - p < 4:
-        return False
+        return None
     n = u32(buf, p)
     p += 4
     pos = p - base
+    chunk = -1
     if chunks is None:
         reduced = False
     elif info.msgtype == 1:
-        reduced = chunks[1] > 0
+        chunk, reduced = _write_chunk(chunks[1], 0, n)
     else:
         reduced = pos in chunks[0]
     if not reduced and end - p < n:
         reduced = True          # missing bytes with no chunk for them: the message ends here
-    item = DdpItem(kind, pos, n, not reduced)
+    item = DdpItem(kind, pos, n, not reduced, chunk)
     if info.ddp is None:
         info.ddp = [item]
     else:
         info.ddp.append(item)
-    return True
+    return item
 
 
 def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None) -> bool:
@@ -376,7 +477,53 @@ def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     if fh_len > 64:                 # nfs_fh3 is opaque<64>: the walk says why it is not
         return False
     p = off + 4 + ((fh_len + 3) & ~3) + 16
-    return p <= end and _last_ddp(buf, p, end, info, base, chunks, "write_data")
+    if p > end:
+        return False
+    item = _last_ddp(buf, p, end, info, base, chunks, "write_data")
+    if item is None:
+        return False
+    f = NfsOp(7)
+    f.offset = _u64(buf, p - 16)
+    f.count = u32(buf, p - 8)
+    f.stable = u32(buf, p - 4)
+    f.ddp = item
+    _add_op(info, f)
+    return True
+
+
+def _v3_read_call(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
+    """READ3args (file, offset, count): what the READ asks for (a malformed one is left to the walk of
+    the fill, which says why)."""
+    if end - off < 4:
+        return
+    fh_len = u32(buf, off)
+    p = off + 4 + ((fh_len + 3) & ~3)
+    if fh_len > 64 or p + 12 > end:
+        return
+    f = NfsOp(6)
+    f.offset = _u64(buf, p)
+    f.count = u32(buf, p + 8)
+    _add_op(info, f)
+
+
+def _v3_write_reply(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
+    """WRITE3res (status, file_wcc, [count, committed, verifier]): what the WRITE says it wrote."""
+    status = u32(buf, off)
+    f = NfsOp(7, status)
+    p = off + 4
+    if status == 0:
+        for attrs in (24, 84):           # wcc_data: pre_op_attr (wcc_attr), post_op_attr (fattr3)
+            if p + 4 > end:
+                return
+            follows = u32(buf, p)
+            if follows > 1:
+                return
+            p += 4 + attrs * follows
+        if p + 8 > end:
+            return
+        f.count = u32(buf, p)
+        f.stable = u32(buf, p + 4)
+    _add_op(info, f)
 
 
 def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None) -> bool:
@@ -394,12 +541,21 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
         if p > end:
             return False
         info.nfs_status = status
+        _add_op(info, NfsOp(6, status))
         return True
     p += 8
     if p > end or u32(buf, p - 4) > 1:     # count, eof (a boolean)
         return False
     info.nfs_status = status
-    return _last_ddp(buf, p, end, info, base, chunks, "read_data")
+    item = _last_ddp(buf, p, end, info, base, chunks, "read_data")
+    if item is None:
+        return False
+    f = NfsOp(6, 0)
+    f.count = u32(buf, p - 8)
+    f.eof = u32(buf, p - 4) == 1
+    f.ddp = item
+    _add_op(info, f)
+    return True
 
 
 def _v3_access_call(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
@@ -452,6 +608,8 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
             if proc != 7 and proc not in nfs_names.V3_CALLS:
                 if proc == 4:
                     _v3_access_call(buf, off, end, info)
+                elif proc == 6:
+                    _v3_read_call(buf, off, end, info)
                 return
             if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks):
                 return
@@ -460,6 +618,8 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
             if proc != 5 and proc != 6:
                 status = u32(buf, off)
                 info.nfs_status = status
+                if proc == 7:
+                    _v3_write_reply(buf, off, end, info)
                 if status != 0 or proc not in nfs_names.V3_CALLS or not isinstance(info.call_facts, tuple):
                     return
                 names_only = True

@@ -95,19 +95,52 @@ class DdpItem:
     ``position`` is the offset, from the start of the RPC message (its XID), where the item's
     bytes stand in the unreduced stream (after the item's length word); ``length`` is the
     length the message declares; ``inline`` tells whether the bytes are in this message or
-    were removed from it (reduced: they travel in a chunk).
+    were removed from it (reduced: they travel in a chunk).  ``chunk``, for an item of a reply, is the
+    Write chunk it was paired with (the n-th DDP-eligible result takes the n-th Write chunk), -1 for none.
     """
 
-    __slots__ = ("kind", "position", "length", "inline")
+    __slots__ = ("kind", "position", "length", "inline", "chunk")
 
-    def __init__(self, kind: str, position: int, length: int, inline: bool) -> None:
+    def __init__(self, kind: str, position: int, length: int, inline: bool, chunk: int = -1) -> None:
         self.kind = kind          # "read_data" | "write_data" | "readlink" | "symlink"
         self.position = position
         self.length = length
         self.inline = inline
+        self.chunk = chunk
 
     def __repr__(self) -> str:
-        return f"<DdpItem {self.kind} pos={self.position} len={self.length} inline={self.inline}>"
+        return f"<DdpItem {self.kind} pos={self.position} len={self.length} inline={self.inline} chunk={self.chunk}>"
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class NfsOp:
+    """The facts of one NFS operation that the RPC-over-RDMA binding is checked against (an NFSv3 READ,
+    WRITE, READLINK or SYMLINK; an NFSv4 READ, WRITE, READLINK, READ_PLUS or SEQUENCE), read word by word
+    by the NFS dissector on the summary path.  ``op`` is the NFSv3 procedure or the NFSv4 operation;
+    in a call ``count`` is what a READ asks for (NFSv3 WRITE: its count) and ``stable`` a WRITE's
+    stable_how; in a reply ``count`` is what a READ or WRITE says it moved, ``stable`` a WRITE's committed
+    level, ``status`` the operation's (an NFSv3 reply's) status.  ``ddp`` is the operation's DDP-eligible
+    item.  SEQUENCE: the session, slot, sequence id, highest slot and (reply) the target highest slot."""
+
+    __slots__ = ("op", "status", "offset", "count", "eof", "stable", "ddp", "session", "slot", "sequence",
+                 "highest", "target")
+
+    def __init__(self, op: int, status: int | None = None) -> None:
+        self.op = op
+        self.status = status
+        self.offset: int | None = None
+        self.count: int | None = None
+        self.eof: bool | None = None
+        self.stable: int | None = None
+        self.ddp: DdpItem | None = None
+        self.session: bytes | None = None
+        self.slot = 0
+        self.sequence = 0
+        self.highest = 0
+        self.target = 0
+
+    def __repr__(self) -> str:
+        return f"<NfsOp {self.op} status={self.status} offset={self.offset} count={self.count} eof={self.eof}>"
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -117,7 +150,7 @@ class RpcInfo:
     __slots__ = ("xid", "msgtype", "rpcvers", "prog", "vers", "proc", "prog_name", "proc_name",
                  "cred_flavor", "uid", "gid", "machinename", "gss_proc", "gss_service", "gss_seq",
                  "reply_stat", "accept_stat", "reject_stat", "call_frame", "frame", "length",
-                 "ops", "nfs_status", "ddp", "label", "delay", "call_facts")
+                 "ops", "nfs_status", "ddp", "nfs", "label", "delay", "call_facts")
 
     def __init__(self, xid: int, msgtype: int) -> None:
         self.xid = xid
@@ -145,6 +178,7 @@ class RpcInfo:
         self.ops: list[str] | None = None    # NFSv4 COMPOUND / CB_COMPOUND operation names
         self.nfs_status: int | None = None
         self.ddp: list[DdpItem] | None = None
+        self.nfs: list[NfsOp] | None = None   # the NFS operations the binding's checks read (NfsOp)
         self.label: str | None = None        # "NFSv3", "NFSv4.1", "MOUNTv3", ...
         # What the program dissector kept of a call to decode its reply (NFSv3 ACCESS: the mask asked
         # for), carried from the call to its reply as tshark's RPC layer carries its call data.

@@ -717,19 +717,21 @@ def _rebuild_call(pkt: Packet, ctx: Session, job: _ReadJob) -> None:
 def _rebuild_reply(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, got: list[tuple[bytes, list[int]] | None],
                    frames: list[int]) -> None:
     """A reply whose DDP-eligible results went into Write chunks: put each chunk's data back where the
-    reply's NFS walk found the reduced item (the n-th reduced item is the n-th Write chunk), padded."""
+    reply's NFS walk found the reduced item (the Write chunk it was paired with: the n-th DDP-eligible
+    result takes the n-th Write chunk), padded."""
     rpc = msg.rpc
     span = msg.rpc_span
     if rpc is None or span is None or not rpc.ddp:
         return
     items = [d for d in rpc.ddp if not d.inline]
-    if not items or len(items) > len(got):
+    if not items or any(d.chunk < 0 or d.chunk >= len(got) for d in items):
         return
     rbuf, roff, rend = span
     parts: list[bytes] = []
     taken = roff
     shift = 0
-    for item, placed in zip(items, got):
+    for item in items:
+        placed = got[item.chunk]
         if placed is None:
             return                  # a Write chunk with a hole: nothing to rebuild yet
         data = placed[0]

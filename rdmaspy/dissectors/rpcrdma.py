@@ -101,7 +101,20 @@ _HDR: Final = struct.Struct(">IIII")
 # number of Write chunks).
 RPCRDMA: Final[Note[RpcRdmaMessage]] = Note("rpcrdma")
 REBUILT: Final[Note[RpcRdmaMessage]] = rdma_reassembly.REBUILT
-CHUNKS: Final[Note[tuple[frozenset[int], int]]] = Note("rpcrdma.chunks")
+# What NFS needs to place its DDP-eligible items: the positions of the Read chunks (a call) and the length
+# of each Write chunk (a reply: the bytes returned in it; an empty or unused chunk leaves its item inline)
+CHUNKS: Final[Note[tuple[frozenset[int], tuple[int, ...]]]] = Note("rpcrdma.chunks")
+
+
+def chunk_lengths(chunks: list[list[Segment]]) -> tuple[int, ...]:
+    """The length of each chunk: the sum of its segments' lengths."""
+    out: list[int] = []
+    for c in chunks:
+        n = 0
+        for s in c:
+            n += s.length
+        out.append(n)
+    return tuple(out)
 
 
 # --- parsing (shared by v1 and v2: the chunk lists have one encoding) ------------------------------
@@ -429,7 +442,7 @@ def carry_rpc(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, msg: RpcRdm
     chunks = msg.read_chunks or msg.writes
     if chunks:
         positions = frozenset(pos for pos, _ in msg.read_chunks if pos)
-        pkt.note(CHUNKS, (positions, len(msg.writes)))
+        pkt.note(CHUNKS, (positions, chunk_lengths(msg.writes)))
     msg.rpc_span = (buf, off, end)
     conv: Connection | None = pkt.conv
     flow: tuple     # ("conn", id), or the two addresses: not one tuple type (compiled, it is checked)
