@@ -31,6 +31,20 @@ class Reporter(Protocol):
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class TransactionObserver:
+    """An upper layer's rules riding on the transactions module (``Transactions.observers``): told of each
+    call once its RPC message is known (inline, or rebuilt from a Position Zero Read chunk) and of each
+    reply before its transaction closes, with the transaction's messages, chunks and what RDMA moved.
+    It reports through ``rep``, so that a finding also joins the transaction."""
+
+    def called(self, rep: Reporter, st: ConnState, pkt: Packet, o: OpenTransaction) -> None:
+        """A new call (not a retransmission), its RPC message in ``o.call_msg`` (``rpc`` or ``rebuilt_rpc``)."""
+
+    def answered(self, rep: Reporter, st: ConnState, pkt: Packet, o: OpenTransaction) -> None:
+        """The reply ``o.reply_msg`` of an open transaction, before the transaction closes."""
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class OpenTransaction:
     """A transaction being followed: its record and the messages the rules still compare."""
 

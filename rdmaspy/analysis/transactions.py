@@ -40,7 +40,7 @@ from . import rpcrdma_rules as rr
 from .analyzer import Analyzer, Module, register
 from .model import (DIRECTION_OF, OTHER, CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary,
                     RpcSummary, Rule, Side, Step, StepKind, Transaction, TransactionState)
-from .rpcrdma_state import ConnState, Op, OpenTransaction
+from .rpcrdma_state import ConnState, Op, OpenTransaction, TransactionObserver
 from .rules import declare
 from .transport import Transport   # registered before this module: its verdict on a packet comes first
 
@@ -208,6 +208,8 @@ class Transactions(Module):
         # under way when the capture began has its roles guessed, and may have them the other way round.
         self.pairs: dict[tuple[str, str], list[int]] = {}
         self.left: dict[tuple[str, str, str, int], tuple[ConnState, OpenTransaction]] = {}
+        # Upper layers' rules told of each call and reply (analysis/nfs_binding.py adds itself)
+        self.observers: list[TransactionObserver] = []
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest open transactions (of the busiest connections first)
@@ -456,6 +458,8 @@ class Transactions(Module):
                 else:
                     o.call_rpc = rb.rebuilt_rpc
                     o.txn.rpc = rpc_summary(o.call_rpc, None)
+                    if o.call_msg.rpc is None:      # the call itself came in a Position Zero Read chunk
+                        self._called(st, pkt, o)
                 self._belongs(o.txn)
         self.cur = None
 
@@ -632,6 +636,12 @@ class Transactions(Module):
                 self.report(cr_rules.EXCEEDED, frame, ts, conn=st.conn_id, xid=xid, pkt=pkt,
                             outstanding=led.outstanding, granted=led.granted, direction=led.direction.value)
         rr.check_message(self, st, pkt, msg, d, False)
+        if msg.rpc is not None:
+            self._called(st, pkt, o)
+
+    def _called(self, st: ConnState, pkt: Packet, o: OpenTransaction) -> None:
+        for ob in self.observers:
+            ob.called(self, st, pkt, o)
 
     @staticmethod
     def _advertise(st: ConnState, txn: Transaction, lst: ChunkList, chunk: int, index: int, position: int | None,
@@ -685,6 +695,8 @@ class Transactions(Module):
         if inv is not None:
             rr.check_invalidate(self, st, pkt, msg, o, inv)
         self._reported_lengths(st, pkt, msg, txn)
+        for ob in self.observers:
+            ob.answered(self, st, pkt, o)
         if msg.proc == RDMA_NOMSG and any(pos == 0 for pos, _ in msg.read_chunks):
             # seeds/001: the requester pulls the reply by RDMA READ and then sends RDMA_DONE.
             side = d.sender
