@@ -48,7 +48,7 @@ COMPILED = [
     "rdmaspy/analysis/analyzer.py", "rdmaspy/analysis/rules.py", "rdmaspy/analysis/transport.py",
     "rdmaspy/analysis/transactions.py", "rdmaspy/analysis/chunks.py", "rdmaspy/analysis/credits.py",
     "rdmaspy/analysis/rpcrdma_fields.py", "rdmaspy/analysis/rpcrdma_rules.py", "rdmaspy/analysis/model.py",
-    "rdmaspy/analysis/rpcrdma_state.py", "rdmaspy/analysis/connections.py",
+    "rdmaspy/analysis/rpcrdma_state.py", "rdmaspy/analysis/connections.py", "rdmaspy/analysis/nfs_binding.py",
     # the pcapng reader and the iWARP path (TCP stream, MPA, DDP/RDMAP): a third of the real traffic mix
     "rdmaspy/readers/pcapng.py", "rdmaspy/budget.py", "rdmaspy/dissectors/tcp_stream.py",
     "rdmaspy/dissectors/iwarp_mpa.py", "rdmaspy/dissectors/iwarp_ddp.py", "rdmaspy/commands/stats.py",
