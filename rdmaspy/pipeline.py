@@ -139,6 +139,8 @@ class Pipeline:
             # a sink of records that reads no PsnEvent says so (wants_psn_events = False): none is made
             self.analyzer.psn_events = any(getattr(s, "wants_psn_events", True) for s in self.sinks
                                            if getattr(s, "on_record", None) is not None)
+        if self.analyzer is None:
+            self.engine.session.facts = False    # no analysis: the dissectors skip the facts only it reads
         self._flushes: list[Callable[[], None]] = []
         for s in self.sinks:
             attach = getattr(s, "attach", None)

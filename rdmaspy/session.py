@@ -14,7 +14,7 @@ from .budget import Budget
 class Session:
     """State kept across the packets of one capture."""
 
-    __slots__ = ("state", "options", "budget", "info")
+    __slots__ = ("state", "options", "budget", "info", "facts")
 
     def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
         self.state: dict[str, Any] = {}
@@ -23,12 +23,20 @@ class Session:
         # Dissectors write the Info column; False when nothing shows a packet (stats, expert, flows): the
         # busiest skip the text, which is all they would make of it.
         self.info = True
+        # Dissectors leave the facts only the analysis reads (RpcInfo.nfs: the NFS binding's); False when no
+        # analysis runs (summary lines): the busiest skip them.
+        self.facts = True
 
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         v = self.state.get(key)
         if v is None:
             v = self.state[key] = factory()
         return v
+
+
+def wants_facts(ctx: object) -> bool:
+    """Whether a dissector given ``ctx`` leaves the facts only the analysis reads."""
+    return not isinstance(ctx, Session) or ctx.facts
 
 
 def wants_info(ctx: object) -> bool:

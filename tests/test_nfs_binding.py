@@ -184,3 +184,31 @@ def test_the_write_pad_segment_and_short_reads_with_eof_are_there_and_not_flagge
         assert data["offset"] >> 32 == t["xid"] and pad["reported"] == 0 and data["reported"] == 5001
         assert not t["findings"]
     assert not _nfs(res) or {f.rule_def.id for f in _nfs(res)} == {"nfs.session_slots"}
+
+
+# --- the facts cost a summary nothing -------------------------------------------------------------------------
+def _facts(frames, facts: bool) -> list[tuple[int, list[int]]]:
+    """(XID, the NFS operations left in RpcInfo.nfs) of each NFS message, the session's facts on or off."""
+    from rdmaspy.dissectors.onc_rpc import RPC
+    from rdmaspy.engine import Engine
+    from rdmaspy.packet import Frame
+    eng = Engine(strict=True)
+    eng.session.facts = facts
+    out = []
+    for i, (ts, data) in enumerate(frames, 1):
+        info = eng.dissect(Frame(i, ts, 1, data, len(data))).noted(RPC)
+        if info is not None and info.prog == 100003:
+            out.append((info.xid, [f.op for f in info.nfs or ()]))
+    return out
+
+
+def test_the_binding_facts_are_left_only_when_an_analysis_runs():
+    """Summary lines run no analysis: the NFS dissector leaves no RpcInfo.nfs (the NFSv3 fast paths and the
+    NFSv4 COMPOUND walk alike); with an analysis every READ, WRITE and SEQUENCE is there."""
+    from rdmaspy.pipeline import Options, Pipeline
+    for frames in (nb.scenario_v3(), nb.scenario_v41()):
+        with_facts, without = _facts(frames, True), _facts(frames, False)
+        assert [x for x, _ in with_facts] == [x for x, _ in without]
+        assert all(ops for _, ops in with_facts[:4]) and not any(ops for _, ops in without)
+    assert Pipeline(None, Options()).engine.session.facts is False
+    assert Pipeline(None, Options(analyze=True)).engine.session.facts is True

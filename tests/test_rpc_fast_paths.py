@@ -137,7 +137,7 @@ def _nfs_facts(buf: bytes, msgtype: int, proc: int, chunks: tuple | None, fast: 
     info.vers, info.proc = 3, proc
     if fast:
         fn = nfs._v3_write_call if msgtype == 0 else nfs._v3_read_reply
-        if not fn(buf, 0, len(buf), info, -8, chunks):
+        if not fn(buf, 0, len(buf), info, -8, chunks, True):
             return None
     else:
         nfs._walk_nfs(buf, 0, len(buf), info, NULL, -8, chunks, None)
@@ -216,7 +216,7 @@ def test_v3_write_reply_facts_are_the_walks(status, before, after, count, commit
 def test_v3_failed_read_reply_is_taken_by_the_fast_path():
     info = RpcInfo(1, 1)
     buf = p32(70, 0)
-    assert nfs._v3_read_reply(buf, 0, len(buf), info, 0, None) and info.nfs_status == 70 and info.ddp is None
+    assert nfs._v3_read_reply(buf, 0, len(buf), info, 0, None, True) and info.nfs_status == 70 and info.ddp is None
 
 
 @SETTINGS

@@ -20,6 +20,7 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
+from ..session import wants_facts
 from . import nfs2, nfs3, nfs4, nfs41, nfs_names, nfs_side
 from .nfs_names import Lookup, NameMap, names_of
 from .onc_rpc import NULL, RPC, DdpItem, NfsOp, RpcInfo, current_rpc, register_program, rpc_program
@@ -95,7 +96,7 @@ class _Walk:
     ``xdrlang.Walk`` for the declarations: ``call`` and ``ddp``)."""
 
     __slots__ = ("call", "base", "shift", "read_positions", "write_lengths", "write_at", "info", "lay", "reply",
-                 "programs", "names", "name_map")
+                 "programs", "names", "name_map", "facts")
 
     def __init__(self, info: RpcInfo, lay: Any, base: int, chunks: tuple | None) -> None:
         self.call: object = info.call_facts       # what the reply's call left (RpcInfo.call_facts)
@@ -110,6 +111,7 @@ class _Walk:
         self.programs: dict[int, Dissector] | None = None   # the capture's learnt RPC programs (callbacks)
         self.names: Lookup | None = None     # handles' names, for a fill to show (nfs3.FileHandle)
         self.name_map: NameMap | None = None  # the names a summary walk feeds (an NFSv4 COMPOUND's)
+        self.facts = True                         # leave the binding's facts (RpcInfo.nfs): an analysis reads them
 
     def learn_program(self, prog: int) -> None:
         """The program number a client gives its callback service (SETCLIENTID, CREATE_SESSION,
@@ -175,7 +177,7 @@ def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrTy
         w.info.nfs_status = u32(cur.buf, cur.pos)     # the status, first, even if what follows is bad
     lay = w.lay
     value = decl.read(cur, w, None if lay is NULL else lay)
-    if v3 and proc is not None:
+    if v3 and w.facts and proc is not None:
         _v3_facts(w.info, proc, w.reply, value)
     return value
 
@@ -221,8 +223,10 @@ def _u64(buf: bytes, p: int) -> int:
     return u32(buf, p) << 32 | u32(buf, p + 4)
 
 
-# The NFSv4 operations whose facts the binding's checks read: READ, READLINK, WRITE, SEQUENCE, READ_PLUS
-_FACT_OPS: Final = frozenset({25, 27, 38, 53, 68})
+def _fact_op(op: int) -> bool:
+    """The NFSv4 operations whose facts the binding's checks read: SEQUENCE, READ, WRITE, READLINK,
+    READ_PLUS (compared one by one: a frozenset look-up boxes and hashes each operation of each COMPOUND)."""
+    return op == 53 or op == 25 or op == 38 or op == 27 or op == 68
 
 
 def _op_facts(info: RpcInfo, op: int, status: int | None, buf: bytes, body: int, had: int) -> None:
@@ -334,7 +338,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         ops.append(name)
         sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}") if lay is not NULL else NULL
         sub.add(op_field, op, p, 4)
-        fact = not callback and op in _FACT_OPS
+        fact = w.facts and not callback and _fact_op(op)
         st: int | None = None
         if w.reply:
             st = _status4(sub, cur)
@@ -401,7 +405,7 @@ def _scratch(info: RpcInfo) -> RpcInfo:
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
               pkt: Packet | None, programs: dict[int, Dissector] | None = None,
-              names: Lookup | None = None, name_map: NameMap | None = None) -> Any:
+              names: Lookup | None = None, name_map: NameMap | None = None, facts: bool = True) -> Any:
     """The message's body walked (shown in ``lay`` unless NULL); a v2 or v3 body's value, None when
     it is void or malformed."""
     proc_field = PROCS.get(info.vers) if info.vers is not None else None
@@ -412,6 +416,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     w.programs = programs
     w.names = names
     w.name_map = name_map
+    w.facts = facts
     try:
         if info.vers == 3:
             return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES, True)
@@ -469,7 +474,8 @@ def _last_ddp(buf: bytes, p: int, end: int, info: RpcInfo, base: int, chunks: tu
     return item
 
 
-def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None) -> bool:
+def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None,
+                   facts: bool) -> bool:
     """WRITE3args (file, offset, count, stable, data) when well formed; False: the careful walk takes it."""
     if end - off < 4:
         return False
@@ -482,6 +488,8 @@ def _v3_write_call(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     item = _last_ddp(buf, p, end, info, base, chunks, "write_data")
     if item is None:
         return False
+    if not facts:
+        return True
     f = NfsOp(7)
     f.offset = _u64(buf, p - 16)
     f.count = u32(buf, p - 8)
@@ -526,7 +534,8 @@ def _v3_write_reply(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
     _add_op(info, f)
 
 
-def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None) -> bool:
+def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None,
+                   facts: bool) -> bool:
     """READ3res (status, file_attributes, count, eof, data) when well formed; False: the careful walk."""
     if end - off < 8:
         return False
@@ -541,7 +550,8 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
         if p > end:
             return False
         info.nfs_status = status
-        _add_op(info, NfsOp(6, status))
+        if facts:
+            _add_op(info, NfsOp(6, status))
         return True
     p += 8
     if p > end or u32(buf, p - 4) > 1:     # count, eof (a boolean)
@@ -550,6 +560,8 @@ def _v3_read_reply(buf: bytes, off: int, end: int, info: RpcInfo, base: int, chu
     item = _last_ddp(buf, p, end, info, base, chunks, "read_data")
     if item is None:
         return False
+    if not facts:
+        return True
     f = NfsOp(6, 0)
     f.count = u32(buf, p - 8)
     f.eof = u32(buf, p - 4) == 1
@@ -570,7 +582,7 @@ def _v3_access_call(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
 def _fill_nfs(lay: Layer) -> None:
     info, end, base, chunks, names = lay._vals
     _walk_nfs(lay.buf, lay.off, end, _scratch(info), lay, base, chunks, None, None,
-              names.lookup(info.frame) if names is not None else None)
+              names.lookup(info.frame) if names is not None else None, None, False)
 
 
 # Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
@@ -599,6 +611,7 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     lay = pkt.add_layer("nfs", None, buf, off, end - off, "Network File System")
     lay._vals = (info, end, base, chunks, names)     # what the fill needs to walk the body again
     lay._fill = _FILL_NFS
+    facts = wants_facts(ctx)
     if vers == 3:
         # Most procedures carry no DDP-eligible item and name no file: a call needs no walk, a reply
         # only its status.
@@ -608,28 +621,29 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
             if proc != 7 and proc not in nfs_names.V3_CALLS:
                 if proc == 4:
                     _v3_access_call(buf, off, end, info)
-                elif proc == 6:
+                elif proc == 6 and facts:
                     _v3_read_call(buf, off, end, info)
                 return
-            if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks):
+            if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks, facts):
                 return
             names_only = proc != 7 and proc != 10
         elif end - off >= 4:
             if proc != 5 and proc != 6:
                 status = u32(buf, off)
                 info.nfs_status = status
-                if proc == 7:
+                if proc == 7 and facts:
                     _v3_write_reply(buf, off, end, info)
                 if status != 0 or proc not in nfs_names.V3_CALLS or not isinstance(info.call_facts, tuple):
                     return
                 names_only = True
-            elif proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks):
+            elif proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks, facts):
                 return
-        value = _walk_nfs(buf, off, end, info, NULL, base, chunks, None if names_only else pkt)
+        value = _walk_nfs(buf, off, end, info, NULL, base, chunks, None if names_only else pkt, None, None, None,
+                          facts)
         _snoop(names, info, value, nfs_names.V3_CALLS, nfs_names.v3_object)
         return
     value = _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt,
-                      ctx.get("rpc.programs", dict) if vers == 4 else None, None, names)
+                      ctx.get("rpc.programs", dict) if vers == 4 else None, None, names, facts)
     if vers == 2:
         _snoop(names, info, value, nfs_names.V2_CALLS, nfs_names.v2_object)
 
