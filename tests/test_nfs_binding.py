@@ -212,3 +212,18 @@ def test_the_binding_facts_are_left_only_when_an_analysis_runs():
         assert all(ops for _, ops in with_facts[:4]) and not any(ops for _, ops in without)
     assert Pipeline(None, Options()).engine.session.facts is False
     assert Pipeline(None, Options(analyze=True)).engine.session.facts is True
+
+
+def test_mutated_binding_conversations_raise_nothing(tmp_path):
+    """Every fault's conversation, its frames mutated (tests/fuzz_pipeline.py), through the engine and the
+    analysis with the binding: hostile counts, positions, slots and sessions raise nothing."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import fuzz_pipeline
+    paths = []
+    for fn, faults in ((nb.scenario_v3, nb.FAULTS_V3), (nb.scenario_v41, nb.FAULTS_V41)):
+        for fault in ("",) + faults:
+            path = tmp_path / f"{fn.__name__}-{fault or 'clean'}.pcap"
+            craft.write_pcap(str(path), fn(**({fault: True} if fault else {})))
+            paths.append(path)
+    report = fuzz_pipeline.run(seconds=3.0, seed=31, rate=0.3, paths=paths)
+    assert report.frames > 300 and report.clean(), report.text()
