@@ -21,7 +21,7 @@ from rdmaspy.cli import main  # noqa: E402
 NFS_CAPTURES = sorted(p.name for p in (Path(__file__).resolve().parent.parent / "captures" / "nfs").glob("*.pcap"))
 OLD_CAPTURES = ["rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap", "siw-nfsv3-rdma.pcap",
                 "siw-nfsv41-rdma.pcap", "rxe-nfsv3-loss.pcap", "rxe-nfsv3-loss-after.pcap", "siw-nfsv3-loss.pcap",
-                "rxe-nfsv41-loss.pcap", "rxe-nfsv41-deleg-recall.pcap"]
+                "rxe-nfsv41-loss.pcap", "rxe-nfsv41-deleg-recall.pcap", "rxe-nfsv3-lossy.pcap", "siw-nfsv3-lossy.pcap"]
 
 
 def _nfs(res) -> list:
@@ -82,8 +82,8 @@ def test_nfsv41_fault(fault, rules):
 def test_findings_name_the_values_that_broke_the_rule():
     (f,) = _nfs(analyse_frames(nb.scenario_v3(pad_written=True)))
     assert f.args["placed"] == 5004 and f.args["length"] == 5001 and f.args["chunk"] == 0
-    assert f.text == "5004 bytes in Write chunk 0 (as the Write list says) for a 5001-byte READ data: the XDR padding " \
-                     "was written"
+    assert f.text == ("5004 bytes in Write chunk 0 (as the Write list says) for a 5001-byte READ data: the XDR "
+                      "padding was written")
     (f,) = _nfs(analyse_frames(nb.scenario_v3(read_position_length_word=True)))
     assert (f.args["position"], f.args["expected"]) == (f.args["expected"] - 4, f.args["expected"])
     res = analyse_frames(nb.scenario_v41(slot_reused=True))
