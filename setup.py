@@ -49,6 +49,8 @@ COMPILED = [
     "rdmaspy/analysis/transactions.py", "rdmaspy/analysis/chunks.py", "rdmaspy/analysis/credits.py",
     "rdmaspy/analysis/rpcrdma_fields.py", "rdmaspy/analysis/rpcrdma_rules.py", "rdmaspy/analysis/model.py",
     "rdmaspy/analysis/rpcrdma_state.py", "rdmaspy/analysis/connections.py", "rdmaspy/analysis/nfs_binding.py",
+    # the data ledger and the RDMA operations every upper layer's transactions share
+    "rdmaspy/analysis/ledger.py", "rdmaspy/analysis/correlation.py", "rdmaspy/analysis/rpcrdma_facts.py",
     # the pcapng reader and the iWARP path (TCP stream, MPA, DDP/RDMAP): a third of the real traffic mix
     "rdmaspy/readers/pcapng.py", "rdmaspy/budget.py", "rdmaspy/dissectors/tcp_stream.py",
     "rdmaspy/dissectors/iwarp_mpa.py", "rdmaspy/dissectors/iwarp_ddp.py", "rdmaspy/commands/stats.py",

@@ -12,8 +12,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import analysis_build as ab  # noqa: E402
 from analysis_run import analyse, analyse_frames  # noqa: E402
 
-from rdmaspy.analysis.chunks import ChunkBook  # noqa: E402
-from rdmaspy.analysis.model import ChunkList, Segment, SegmentState, Side  # noqa: E402
+from rdmaspy.analysis.ledger import SegmentLedger  # noqa: E402
+from rdmaspy.analysis.model import Segment, SegmentState, Side  # noqa: E402
+from rdmaspy.analysis.rpcrdma_facts import ChunkList  # noqa: E402
 
 NFS_CAPTURES = ("rxe-nfsv3-rdma.pcap", "rxe-nfsv42-rdma.pcap", "rxe-nfsv3-concurrent.pcap", "siw-nfsv3-rdma.pcap")
 
@@ -124,7 +125,7 @@ def test_ranges_are_merged_so_a_retransmission_counts_once():
 
 
 def test_cut_splits_a_range_over_the_segments_of_one_handle():
-    book = ChunkBook()
+    book = SegmentLedger()
     a = Segment(ChunkList.REPLY, 0, 0, None, 9, 1000, 100, Side.CLIENT)
     b = Segment(ChunkList.REPLY, 0, 1, None, 9, 1100, 50, Side.CLIENT)
     book.advertise(a)
@@ -164,7 +165,7 @@ _KERNEL = 0xFFFF888100000000      # a kernel virtual address: beyond the compile
 def test_cut_is_the_overlap_of_the_range_with_each_segment(segs, at, n, base):
     """Each segment's share of [va, va + n) is its overlap with it, relative to the segment, and the rest is
     outside, whether the addresses are small or kernel ones (the cut computes relative to each segment)."""
-    book = ChunkBook()
+    book = SegmentLedger()
     made = [Segment(ChunkList.WRITE, 0, i, None, 9, base + off, length, Side.CLIENT)
             for i, (off, length) in enumerate(segs)]
     for s in made:

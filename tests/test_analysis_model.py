@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from rdmaspy.analysis import model as m
+from rdmaspy.analysis.rpcrdma_facts import ChunkList, RpcRdmaFacts
 
 
 def test_directions_know_their_peers_and_their_calls():
@@ -12,7 +13,7 @@ def test_directions_know_their_peers_and_their_calls():
 
 
 def _segment(length: int = 100) -> m.Segment:
-    return m.Segment(m.ChunkList.WRITE, 0, 0, None, 0x10, 0x1000, length, m.Side.CLIENT)
+    return m.Segment(ChunkList.WRITE, 0, 0, None, 0x10, 0x1000, length, m.Side.CLIENT)
 
 
 def test_a_segment_counts_each_byte_once_and_says_what_became_of_it():
@@ -32,29 +33,29 @@ def test_a_segment_counts_each_byte_once_and_says_what_became_of_it():
 
 
 def _transaction() -> m.Transaction:
-    call = m.CallSide([3, 4], 1_000, "RDMA_MSG", None, 120, 32)
-    t = m.Transaction(1, 0xABC, m.Direction.C2S, 1, call)
+    call = m.Message([3, 4], 1_000, 120)
+    t = m.Transaction("rpcrdma", 1, 0xABC, m.Direction.C2S, call, RpcRdmaFacts(1, "RDMA_MSG", None, 32))
     seg = _segment()
     seg.transaction = t
     t.segments.append(seg)
-    t.steps.append(m.Step(m.StepKind.CALL_SEND, call.frames, call.ts, 120))
+    t.steps.append(m.Step(m.StepKind.REQUEST, call.frames, call.ts, 120))
     t.steps.append(m.Step(m.StepKind.RDMA_WRITE, [5, 6], 1_500, 100, 0x10, 0x1000, 100, seg))
     t.steps.append(m.Step(m.StepKind.RDMA_READ, [7], 1_600, 10, 0x20, 0, 10, None, response_frames=[8]))
-    t.reply = m.ReplySide([9], 2_500, "RDMA_MSG", None, 80, 32)
+    t.response = m.Message([9], 2_500, 80)
     return t
 
 
 def test_a_transaction_names_the_part_each_frame_plays():
     t = _transaction()
     assert t.direction is m.CallDirection.FORWARD and t.latency_ns == 1_500 and t.bytes_inline == 200
-    assert (t.call_frame, t.reply_frame) == (4, 9)
-    assert t.role_of(3) == (m.PacketRole.CALL, None)
-    assert t.role_of(9) == (m.PacketRole.REPLY, None)
+    assert (t.request_frame, t.response_frame) == (4, 9)
+    assert t.role_of(3) == (m.PacketRole.REQUEST, None)
+    assert t.role_of(9) == (m.PacketRole.RESPONSE, None)
     role, step = t.role_of(6)
     assert role is m.PacketRole.RDMA_WRITE and step is t.steps[1] and step.segment is t.segments[0]
     assert t.role_of(7)[0] is m.PacketRole.RDMA_READ and t.role_of(8)[0] is m.PacketRole.READ_RESPONSE
     assert t.role_of(99) == (m.PacketRole.RELATED, None)
-    assert t.segment_at(m.ChunkList.WRITE, 0, 0) is t.segments[0] and t.segment_at(m.ChunkList.REPLY, 0, 0) is None
+    assert t.segment_at(ChunkList.WRITE, 0, 0) is t.segments[0] and t.segment_at(ChunkList.REPLY, 0, 0) is None
 
 
 def test_the_model_keeps_every_record_and_says_when_it_changed():
@@ -96,7 +97,7 @@ def test_the_analysis_of_a_real_capture_fills_the_model():
     assert conn.client.qpn == live.client_qpn and conn.inline_c2s == live.inline_c2s
     txns = model.transactions
     assert len(txns) == 328 and all(t.state is m.TransactionState.COMPLETE for t in txns)
-    assert model.rpcrdma[conn.id].transactions == 328
+    assert model.summaries[conn.id].transactions == 328
     # every RDMA WRITE step names the segment it moved, and that segment names its transaction
     writes = [s for t in txns for s in t.steps if s.kind is m.StepKind.RDMA_WRITE]
     assert writes and all(s.segment is not None and s.segment.transaction is not None
@@ -104,4 +105,4 @@ def test_the_analysis_of_a_real_capture_fills_the_model():
     assert all(seg.frames for seg in model.segments if seg.state is m.SegmentState.FULL)
     series = model.credits[(conn.id, m.CallDirection.FORWARD)]
     assert [s.ts for s in series] == sorted({s.ts for s in series})     # one sample per instant, in time order
-    assert max(s.outstanding for s in series) == model.rpcrdma[conn.id].credits[0].peak_outstanding
+    assert max(s.outstanding for s in series) == model.summaries[conn.id].credits[0].peak_outstanding

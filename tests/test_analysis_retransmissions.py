@@ -89,7 +89,7 @@ class Run:
         txns = [self.real(t) for t in self.transactions]
         for t in txns:
             # a reply dropped by its responder (sent beyond a lost packet) is taken from its copy, later
-            for when in ("latency_ns", "latency"):
+            for when in ("latency_ns", "latency", "timing"):
                 t.pop(when, None)
             if t.get("reply"):
                 t["reply"].pop("ts", None)
@@ -376,8 +376,8 @@ def test_expert_has_no_chunk_finding_on_real_captures_with_loss(name: str, repli
     txns: dict[int, int] = {}
 
     def record(rec: model.Record) -> None:
-        if isinstance(rec, model.Transaction) and rec.xid in replies and rec.reply is not None:
-            txns[rec.xid] = rec.reply.frame
+        if isinstance(rec, model.Transaction) and rec.key in replies and rec.response is not None:
+            txns[rec.key] = rec.response.frame
     analyse(str(capture(name)), on_finding=findings.append, on_record=record)
     assert findings
     false = [f.text for f in findings

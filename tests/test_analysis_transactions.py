@@ -254,7 +254,7 @@ def test_open_transactions_are_bounded(monkeypatch):
     from rdmaspy.engine import Engine
     from rdmaspy.packet import Frame
     done = []
-    an = Analyzer(strict=True, on_record=lambda r: done.append(r.xid) if isinstance(r, Transaction) else None)
+    an = Analyzer(strict=True, on_record=lambda r: done.append(r.key) if isinstance(r, Transaction) else None)
     eng = Engine(strict=True)
     for i, (ts, data) in enumerate(w.out(), 1):
         an.feed(eng.dissect(Frame(i, ts, 1, data, len(data))))

@@ -119,7 +119,7 @@ def test_filter_on_transaction_latency_matches_the_transactions(capsys):
     path = capture("rxe-nfsv3-rdma.pcap")
     records: list = []
     analyse(str(path), on_record=records.append)
-    slow = sorted(t.reply_frame for t in records
+    slow = sorted(t.response_frame for t in records
                   if isinstance(t, Transaction) and t.latency_ns is not None and t.latency_ns / 1e9 > 0.001)
     assert slow
     rc, lines = run(capsys, "decode", "-Y", "rpcrdma.analysis.latency > 0.001", str(path))

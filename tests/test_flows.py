@@ -1,6 +1,7 @@
 """``rdmaspy flows``: the JSON document and JSON Lines validate against the shipped schema."""
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from importlib import resources
@@ -14,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import analysis_build as ab  # noqa: E402
 
 from rdmaspy import cli  # noqa: E402
-from rdmaspy.analysis.model import CallSide, Direction, RpcRdmaSummary, Transaction  # noqa: E402
+from rdmaspy.analysis.model import Direction, Message, Transaction, UlpSummary  # noqa: E402
+from rdmaspy.analysis.rpcrdma_facts import RpcRdmaFacts  # noqa: E402
 from rdmaspy.output import flows as flows_mod  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,7 +37,45 @@ def _validator(ref: str | None = None) -> jsonschema.Draft202012Validator:
 def test_schema_is_a_valid_json_schema_shipped_in_the_package():
     schema = _schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["$id"] == flows_mod.SCHEMA_ID and "version 1" in schema["title"]
+    assert schema["$id"] == flows_mod.SCHEMA_ID and "version 1 (revision 3)" in schema["title"]
+
+
+# The document of revision 2 (before the upper layers shared one transaction shape), its "file" left out,
+# as json.dumps writes it compactly: its SHA-256.
+REVISION_2_DIGESTS = {
+    "rxe-nfsv3-rdma.pcap": "0cfc378aa7bde0f0f80ac7c60d79d537d8101bfb2a851c9f6c9a1efd9341e10d",
+    "siw-nfsv3-rdma.pcap": "7daeebf1943e396ac6825186be887a2887531f3e3fbd3f8b461c32751d880ec1",
+}
+
+
+def _without_revision_3(doc: dict) -> dict:
+    """What revision 3 added taken out of a document: the transactions' protocol, key, timing and expected
+    bytes, the segments' access and invalidate, the connections' upper_layer."""
+    for c in doc["connections"]:
+        upper = c.pop("upper_layer")
+        assert upper is None or upper["protocol"] == "rpcrdma"
+        for t in c["transactions"]:
+            for k in ("protocol", "key", "timing"):
+                t.pop(k)
+            t["bytes"].pop("expected")
+            for seg in t["chunks"]:
+                seg.pop("access")
+                seg.pop("invalidate")
+    return doc
+
+
+@pytest.mark.parametrize("name", sorted(REVISION_2_DIGESTS))
+def test_revision_3_adds_to_an_rpc_document_and_changes_nothing_else(name, tmp_path):
+    """Revision 3 is additive: an RPC-over-RDMA capture's document, the keys it added taken out, is byte for
+    byte revision 2's (the same keys in the same order with the same values)."""
+    out = tmp_path / "flows.json"
+    assert cli.main(["flows", str(ROOT / "captures" / name), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    txns = [t for c in doc["connections"] for t in c["transactions"]]
+    assert txns and all(t["protocol"] == "rpcrdma" and t["key"] == t["xid"] for t in txns)
+    doc.pop("file", None)
+    text = json.dumps(_without_revision_3(doc), separators=(",", ":")).encode()
+    assert hashlib.sha256(text).hexdigest() == REVISION_2_DIGESTS[name]
 
 
 @pytest.mark.parametrize("name", NFS_CAPTURES)
@@ -125,6 +165,10 @@ def test_a_capture_without_rdma_gives_connections_without_rpcrdma(tmp_path):
     assert doc["connections"] and all(c["rpcrdma"] is None and c["transactions"] == [] for c in doc["connections"])
 
 
+def _call(conn: int, xid: int, frames: list[int], ts: int) -> Transaction:
+    return Transaction("rpcrdma", conn, xid, Direction.C2S, Message(frames, ts, 100), RpcRdmaFacts(1, "RDMA_MSG", None, 32))
+
+
 def test_many_connections_hold_no_more_than_the_bound_all_together(tmp_path, monkeypatch):
     """Each connection's spools hold up to their own bound; a capture of thousands of short connections
     would multiply it: all spools together hold at most _HELD_BYTES, and a connection's records go to
@@ -132,11 +176,11 @@ def test_many_connections_hold_no_more_than_the_bound_all_together(tmp_path, mon
     monkeypatch.setattr(flows_mod, "_HELD_BYTES", 4096)
     b = flows_mod.FlowBuilder(str(tmp_path))
     for conn in range(1, 201):
-        b.on_record(Transaction(conn, conn, Direction.C2S, 1, CallSide([conn], conn, "RDMA_MSG", None, 100, 32)))
+        b.on_record(_call(conn, conn, [conn], conn))
         assert sum(sp.size for sp in b._spools.values()) <= 4096 + 1024
-    b.on_record(Transaction(500, 7, Direction.C2S, 1, CallSide([9], 7, "RDMA_MSG", None, 100, 32)))
+    b.on_record(_call(500, 7, [9], 7))
     assert b._spools[(500, "transactions")].buf
-    b.on_record(RpcRdmaSummary(500, 1, 0, 0, [1], [], 0, 0))
+    b.on_record(UlpSummary("rpcrdma", 500, 1, 0, 0, [1], [], 0, 0))
     assert not b._spools[(500, "transactions")].buf
     assert [json.loads(x)["xid"] for x in b._spools[(500, "transactions")].items()] == [7]
     assert all(len(list(b._spools[(c, "transactions")].items())) == 1 for c in range(1, 201))
@@ -148,7 +192,7 @@ def test_records_are_spooled_to_disk_not_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(flows_mod, "_BUFFER", 4)
     b = flows_mod.FlowBuilder(str(tmp_path))
     for i in range(50):
-        b.on_record(Transaction(1, i, Direction.C2S, 1, CallSide([i + 1], i, "RDMA_MSG", None, 100, 32)))
+        b.on_record(_call(1, i, [i + 1], i))
     sp = b._spools[(1, "transactions")]
     assert len(sp.buf) <= 4 and sp.count == 50
     assert [json.loads(x)["xid"] for x in sp.items()] == list(range(50))

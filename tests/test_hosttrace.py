@@ -88,7 +88,7 @@ def test_every_declared_field_has_a_meaning_and_every_event_a_side():
 def test_every_transaction_of_the_lab_runs_is_joined(stem: Path):
     join, rec = joined(stem.with_suffix(".pcap"), [trace_of(stem)])
     assert rec.transactions
-    missing = [hex(t.xid) for t in rec.transactions if t.host is None]
+    missing = [hex(t.key) for t in rec.transactions if t.host is None]
     assert missing == []
     clock = join.clocks[0]
     assert clock.host_only == 0 and clock.wire_only == 0
@@ -96,9 +96,9 @@ def test_every_transaction_of_the_lab_runs_is_joined(stem: Path):
     for t in rec.transactions:
         names = {e.name for e in t.host.events}
         if t.direction.value == "forward":
-            assert {"xprtrdma_marshal", "xprtrdma_post_send", "svcrdma_decode_rqst"} <= names, hex(t.xid)
-            if t.reply is not None and t.reply.error is None:
-                assert "xprtrdma_reply" in names, hex(t.xid)
+            assert {"xprtrdma_marshal", "xprtrdma_post_send", "svcrdma_decode_rqst"} <= names, hex(t.key)
+            if t.response is not None and t.facts.reply_error is None:
+                assert "xprtrdma_reply" in names, hex(t.key)
 
 
 @pytest.mark.parametrize("stem", PAIRS, ids=lambda p: p.name)
@@ -255,16 +255,16 @@ def test_a_blackout_breaks_the_connection_and_the_call_in_flight_is_sent_again()
     assert all("ib.retransmission" in f.text for f in retry)
     # the call in flight is two transactions on the wire (unanswered, then answered on the new connection),
     # each with its own sending's events
-    calls = [t for t in rec.transactions if t.xid == 0x07516C28]
+    calls = [t for t in rec.transactions if t.key == 0x07516C28]
     assert len(calls) == 2 and all(t.host is not None for t in calls)
     assert sum(e.name == "xprtrdma_marshal" for t in calls for e in t.host.events) == 2
     # and the wire says what the host does: the call left on connection 1 was sent again on connection 2 and
     # answered there (a note), not a call without reply
-    first, again = sorted(calls, key=lambda t: t.call_frame)
+    first, again = sorted(calls, key=lambda t: t.request_frame)
     assert first.state.value == "unanswered" and again.state.value == "complete" and first.conn != again.conn
     assert found["transaction.no_reply"] == 0
     (note,) = [f for f in rec.findings if f.rule_def.id == "transaction.answered_after_reconnect"]
-    assert note.xid == 0x07516C28 and note.frames == (first.call_frame, again.call_frame, again.reply.frame)
+    assert note.xid == 0x07516C28 and note.frames == (first.request_frame, again.request_frame, again.response.frame)
     c = join.clocks[0]
     assert c.host_only == 0 and c.wire_only == 0 and c.low_ns <= 0 <= c.high_ns
 
@@ -293,12 +293,12 @@ def test_registrations_and_their_life():
     """A Read chunk registered, read by the server's RDMA READ, invalidated by its Send With Invalidate."""
     stem = NFS / "rxe-nfsv3-full"
     _join, rec = joined(stem.with_suffix(".pcap"), [trace_of(stem)])
-    t = next(t for t in rec.transactions if t.xid == 0xE8E166D4)
+    t = next(t for t in rec.transactions if t.key == 0xE8E166D4)
     (r,) = t.host.registrations
     assert (r.handle, r.length, r.chunk, r.invalidation, r.advertised, r.operations, r.bytes) == \
            (0xC8E, 4096, "read", "remote", True, 1, 4096)
-    assert r.registered_ts < t.call.ts < r.invalidated_ts
-    assert t.reply.invalidated == r.handle
+    assert r.registered_ts < t.request.ts < r.invalidated_ts
+    assert t.response.invalidated == r.handle
     lat = t.host.latency
     assert lat["total"] == lat["client_send"] + lat["server"] + lat["wire"] + lat["client_reply"]
     unused = [f for f in rec.findings if f.rule_def.id == "host.registration_unused"]
@@ -551,7 +551,7 @@ def test_a_client_and_a_server_trace_each_get_their_own_clock(tmp_path: Path):
     assert cc.low_ns <= 0 <= cc.high_ns and sc.low_ns <= -shift <= sc.high_ns
     for t in rec.transactions:
         sides = {e.side.value for e in t.host.events}
-        assert sides == {"client", "server"}, hex(t.xid)
+        assert sides == {"client", "server"}, hex(t.key)
         assert [e.ts for e in t.host.events] == sorted(e.ts for e in t.host.events)
 
 
@@ -576,9 +576,9 @@ def test_the_clients_file_events_join_by_file_handle_hash_offset_and_count(stem:
         for e in t.host.events:
             if e.name in names:
                 found[e.name] += 1
-                fhs, off, cnt = wire[t.xid]
-                assert e.fields["fhandle"] in fhs and e.fields["offset"] == off, hex(t.xid)
-                assert cnt is None or e.fields["count"] == cnt, hex(t.xid)
+                fhs, off, cnt = wire[t.key]
+                assert e.fields["fhandle"] in fhs and e.fields["offset"] == off, hex(t.key)
+                assert cnt is None or e.fields["count"] == cnt, hex(t.key)
     with lzma.open(trace_of(stem), "rt") as f:
         traced = Counter(m.group(1) for m in re.finditer(r" (nfs_initiate_read|nfs_initiate_write|nfs4_read|"
                                                          r"nfs4_write): ", f.read()))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from rdmaspy.analysis import model as m
+from rdmaspy.analysis.rpcrdma_facts import ChunkList, RpcRdmaFacts
 from rdmaspy.dissectors.hexfmt import hex8, hexn
 from rdmaspy.dissectors.ip import fmt_ipv4, ipv4_text
 from rdmaspy.output.text import _length5, _middle, _padded5, summary_bytes
@@ -66,17 +67,19 @@ def test_a_summary_line_starts_as_the_float_format_writes_it(num, delta, length)
 
 
 def test_the_records_compare_and_show_themselves_as_the_dataclasses_did():
-    a = m.CallSide([1, 2], 5, "RDMA_MSG", "Short Call", 100, 32)
-    b = m.CallSide([1, 2], 5, "RDMA_MSG", "Short Call", 100, 32)
+    a = m.Message([1, 2], 5, 100)
+    b = m.Message([1, 2], 5, 100)
     assert a == b and a.retransmissions == [] and a.retransmissions is not b.retransmissions
     b.size = 101
     assert a != b
-    assert repr(a) == ("CallSide(frames=[1, 2], ts=5, proc='RDMA_MSG', shape='Short Call', size=100, "
-                       "credits=32, retransmissions=[])")
+    assert repr(a) == "Message(frames=[1, 2], ts=5, size=100, retransmissions=[], invalidated=None)"
+    f = RpcRdmaFacts(1, "RDMA_MSG", "Short Call", 32)
+    assert f == RpcRdmaFacts(1, "RDMA_MSG", "Short Call", 32) and f != RpcRdmaFacts(2, "RDMA_MSG", "Short Call", 32)
+    assert repr(f).startswith("RpcRdmaFacts(version=1, call_proc='RDMA_MSG', call_shape='Short Call', call_credits=32")
     step = m.Step(m.StepKind.RDMA_WRITE, [3], 7, bytes=10, handle=0x1234)
     assert step.offset is None and step.segment is None
     assert repr(step).startswith("Step(kind=<StepKind.RDMA_WRITE: 'write'>, frames=[3], ts=7, bytes=10, handle=4660,")
-    seg = m.Segment(m.ChunkList.WRITE, 0, 0, None, 1, 0, 100, m.Side.CLIENT)
+    seg = m.Segment(ChunkList.WRITE, 0, 0, None, 1, 0, 100, m.Side.CLIENT)
     assert seg.spans == [] and seg.frames == [] and seg.ops == 0
 
 

@@ -369,7 +369,7 @@ def _siw_nfs_again(times: int):
 def test_connections_that_ended_leave_no_analysis_state_and_report_as_one_alone():
     """Each ended connection's open calls and summary go out when it ends; the analysis keeps only the
     live connections (it kept every one to the end, some 60 KB each), and reports the same per copy."""
-    from rdmaspy.analysis.model import RpcRdmaSummary, Transaction
+    from rdmaspy.analysis.model import Transaction, UlpSummary
     from rdmaspy.pipeline import Options, Pipeline
 
     class Keep:
@@ -387,8 +387,8 @@ def test_connections_that_ended_leave_no_analysis_state_and_report_as_one_alone(
         live = []
         for pkt in pipe.packets():
             live.append(len(pipe.analyzer.modules["rpcrdma.transactions"].conns))
-        summaries = [r for r in keep.records if isinstance(r, RpcRdmaSummary)]
-        txns = {(r.conn, r.xid, r.call_frame) for r in keep.records if isinstance(r, Transaction)}
+        summaries = [r for r in keep.records if isinstance(r, UlpSummary)]
+        txns = {(r.conn, r.key, r.request_frame) for r in keep.records if isinstance(r, Transaction)}
         per_run.append((len(summaries), len(txns), max(live)))
     (one_summaries, one_txns, one_live), (three_summaries, three_txns, three_live) = per_run
     assert (one_summaries, three_summaries) == (1, 3) and one_live == three_live == 1

@@ -8,7 +8,8 @@ import orjson
 import pytest
 
 from conftest import FIXTURES, capture, tshark_fields
-from rdmaspy.analysis.model import CallSide, Direction, RpcSummary, Transaction
+from rdmaspy.analysis.model import Direction, Message, Transaction
+from rdmaspy.analysis.rpcrdma_facts import RpcRdmaFacts, RpcSummary
 from rdmaspy.cli import main
 from rdmaspy.commands.stats import operation_name, percentile
 
@@ -134,7 +135,7 @@ def test_percentile_is_nearest_rank():
 
 
 def _transaction(rpc: RpcSummary | None, proc: str = "RDMA_MSG") -> Transaction:
-    return Transaction(1, 7, Direction.C2S, 1, CallSide([1], 0, proc, None, 100, 32), rpc=rpc)
+    return Transaction("rpcrdma", 1, 7, Direction.C2S, Message([1], 0, 100), RpcRdmaFacts(1, proc, None, 32, rpc))
 
 
 def test_compound_named_by_its_main_operation():

@@ -59,7 +59,7 @@ def test_transactions_view_lists_every_transaction_flows_reports(path):
             await pilot.press("2")
             await pilot.pause()
             view = app.query_one(TransactionsView)
-            assert [t.xid for t in view.rows] == [t["xid"] for t in want]
+            assert [t.key for t in view.rows] == [t["xid"] for t in want]
             if want:
                 assert f"0x{want[0]['xid']:08x}" in screen_text(app)
                 assert f"Transactions: {len(want)}" in screen_text(app)
@@ -80,7 +80,7 @@ def test_a_timeline_step_opens_its_packet_and_n_walks_the_transaction():
             await pilot.pause()
             txn = view.rows[row]
             assert view.selected is txn
-            assert "RDMA READ" in screen_text(app) and f"Timeline of 0x{txn.xid:08x}" in screen_text(app)
+            assert "RDMA READ" in screen_text(app) and f"Timeline of 0x{txn.key:08x}" in screen_text(app)
             await pilot.press("enter")                    # into the timeline
             await pilot.pause()
             assert app.focused is view.timeline
@@ -281,7 +281,7 @@ def test_the_timeline_shows_the_host_events_among_the_wire_steps():
             await pilot.press("2")
             await pilot.pause()
             view = app.query_one(TransactionsView)
-            row = next(i for i, t in enumerate(view.rows) if t.xid == 0xE8E166D4)
+            row = next(i for i, t in enumerate(view.rows) if t.key == 0xE8E166D4)
             view.table.move_to(row)
             await pilot.pause()
             names = [getattr(s, "name", None) or s.kind.value for s in view.steps]
@@ -293,7 +293,7 @@ def test_the_timeline_shows_the_host_events_among_the_wire_steps():
             call = view.steps[names.index("call")]
             assert view._step_cells(names.index("call"))[1] == "+0.0 µs"      # times from the call's packet
             assert view._step_cells(names.index("xprtrdma_marshal"))[1].startswith("-")
-            assert call.ts == view.selected.call.ts
+            assert call.ts == view.selected.request.ts
             await pilot.press("4")
             await pilot.pause()
             assert "the client took 64..64 (xprtrdma_reply)" in screen_text(app)

@@ -1,24 +1,17 @@
-"""Chunk accounting: every advertised RDMA segment against the bytes RDMA READ and WRITE moved.
+"""RPC-over-RDMA's chunks in the data ledger: the rules its segments are held to.
 
-RPC-over-RDMA messages advertise segments (handle, offset, length) of the sender's memory: a
-call's Read list, Write list and Reply chunk, and (seeds/001) a reply's Position Zero Read chunk.
-The peer then reads or writes them with RDMA READ / RDMA WRITE, which name the memory by R_Key
-(the handle) and virtual address (the offset).  A ``ChunkBook`` per connection maps (side,
-handle) to the open segments; each READ or WRITE range is cut against them: bytes inside count as
-used (a union of ranges, so a retransmitted packet is not counted twice), bytes outside are an
-overrun (writes past a segment: seeds/001's connection-killing case) or a touch of memory nobody
-advertised.  A segment (``model.Segment``) ends as full, partial, unused or overrun when its
-transaction closes.
-
-This module holds the accounting and declares its rules; the transactions module drives it.
+RPC-over-RDMA messages advertise segments (handle, offset, length) of the sender's memory: a call's
+Read list, Write list and Reply chunk, and (seeds/001) a reply's Position Zero Read chunk.  The data
+ledger (analysis.ledger) accounts the RDMA READs and WRITEs against them; these are the rules of RFC 8166
+(and seeds/001) it reports breaches by, and the rules of the lengths a reply gives back.  A segment
+(``model.Segment``) ends as full, partial, unused or overrun when its transaction closes.
 """
 from __future__ import annotations
 
 from typing import Final
 
-from mypy_extensions import mypyc_attr
-
-from .model import ChunkList, Segment, Side
+from .ledger import LedgerRules
+from .rpcrdma_facts import ChunkList
 from .rules import Rule, declare
 
 WRITE_OVERRUN: Final = declare(
@@ -53,72 +46,8 @@ REPLY_LENGTH: Final = declare(
     "RFC 8166 §3.5.3 (the reply's Reply chunk carries the lengths actually written)")
 
 # Which rule an overrun breaks, by the list the segment came from.
-OVERRUN_RULES: dict[ChunkList, Rule] = {ChunkList.WRITE: WRITE_OVERRUN, ChunkList.REPLY: REPLY_OVERRUN,
-                                        ChunkList.READ: READ_OVERRUN, ChunkList.RESPONDER_READ: READ_OVERRUN}
+OVERRUN_RULES: dict[str, Rule] = {ChunkList.WRITE: WRITE_OVERRUN, ChunkList.REPLY: REPLY_OVERRUN,
+                                   ChunkList.READ: READ_OVERRUN, ChunkList.RESPONDER_READ: READ_OVERRUN}
 
-
-@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class ChunkBook:
-    """The open advertised segments of one connection, by (whose memory, handle)."""
-
-    __slots__ = ("by_handle",)
-
-    def __init__(self) -> None:
-        self.by_handle: dict[tuple[Side, int], list[Segment]] = {}
-
-    def advertise(self, seg: Segment) -> None:
-        key: tuple = (seg.side, seg.handle)  # plain tuple: see docs/architecture.md
-        lst = self.by_handle.get(key)
-        if lst is None:
-            self.by_handle[key] = [seg]
-        else:
-            lst.append(seg)
-
-    def withdraw(self, seg: Segment) -> None:
-        key: tuple = (seg.side, seg.handle)
-        lst = self.by_handle.get(key)
-        if lst is None:
-            return
-        for i, s in enumerate(lst):
-            if s is seg:
-                del lst[i]
-                break
-        else:
-            return
-        if not lst:
-            del self.by_handle[key]
-
-    def known(self, side: Side, handle: int) -> bool:
-        return (side, handle) in self.by_handle
-
-    def cut(self, side: Side, handle: int, va: int, n: int) -> tuple[list[tuple[Segment, int, int]], int]:
-        """Segments that [va, va + n) falls in, as (segment, start, end) relative to each, and the
-        number of bytes that fall in none of them."""
-        segs = self.by_handle.get((side, handle))
-        if not segs or n <= 0:
-            return [], max(n, 0)
-        hits = []
-        inside = 0
-        for s in segs:
-            # Relative to the segment: one subtraction of two addresses.  Kernel addresses (0xffff8...)
-            # are beyond machine integers compiled, so each operation on them is a Python long's.
-            rel = va - s.offset
-            lo = rel if rel > 0 else 0
-            hi = rel + n
-            if hi > s.length:
-                hi = s.length
-            if lo < hi:
-                hits.append((s, lo, hi))
-                inside += hi - lo
-        return hits, n - inside
-
-    def owner(self, side: Side, handle: int, va: int) -> Segment | None:
-        """The segment holding address ``va``; else the handle's most recent segment (an operation
-        that starts outside every segment still belongs to the transaction that offered the handle)."""
-        segs = self.by_handle.get((side, handle))
-        if not segs:
-            return None
-        for s in segs:
-            if s.offset <= va < s.end or (s.length == 0 and va == s.offset):
-                return s
-        return segs[-1]
+# RPC-over-RDMA's rules of the data ledger.
+LEDGER_RULES: Final = LedgerRules(UNADVERTISED, OVERRUN_RULES)

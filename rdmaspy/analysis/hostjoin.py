@@ -28,6 +28,7 @@ from ..hosttrace.source import TraceFile
 from .hostmodel import HostClock, HostView, Registration
 from ..packet import Packet
 from .model import Connection, Direction, Finding, Record, Step, StepKind, Transaction
+from .rpcrdma_facts import PROTOCOL, facts_of
 from .rules import declare
 
 if TYPE_CHECKING:
@@ -283,7 +284,7 @@ class HostJoin:
 
     # -- the analysis' records -------------------------------------------------------------------
     def on_record(self, rec: Record) -> None:
-        if isinstance(rec, Transaction):
+        if isinstance(rec, Transaction) and rec.protocol == PROTOCOL:   # the kernel events are RPC's
             end = _end_of(rec)
             self.wire_now = max(self.wire_now, end)
             self._read(end + AFTER_NS)
@@ -499,19 +500,19 @@ class HostJoin:
 
     # -- one transaction ---------------------------------------------------------------------------
     def _join(self, t: Transaction, end: int) -> None:
-        evs = self.by_xid.get(t.xid, [])
-        parked = self.parked.get(t.xid)
+        evs = self.by_xid.get(t.key, [])
+        parked = self.parked.get(t.key)
         if parked is not None:
             evs = parked + evs
-        if t.reply is not None and t.reply.error is not None:
-            self._disruption(t.reply.ts, t.reply.frame, f"RDMA_ERROR reply to XID 0x{t.xid:08x} (frame "
-                             f"{t.reply.frame})")
+        if t.response is not None and facts_of(t).reply_error is not None:
+            self._disruption(t.response.ts, t.response.frame, f"RDMA_ERROR reply to XID 0x{t.key:08x} (frame "
+                             f"{t.response.frame})")
         start, stop = _attempt(t, evs, self._uncertainty())
         mine = [e for e in evs if start <= e.ts < stop and not e.joined and e.ts <= end + AFTER_NS]
         if mine:
             mine += self._by_file(t)
         covered = [c for c in self.clocks if c.first_ts is not None and c.last_ts is not None
-                   and c.first_ts <= t.call.ts <= c.last_ts]
+                   and c.first_ts <= t.request.ts <= c.last_ts]
         if not mine:
             for c in covered:
                 c.wire_only += 1
@@ -519,7 +520,7 @@ class HostJoin:
         for e in mine:
             e.joined = True
         if parked is not None and all(e.joined for e in parked):
-            del self.parked[t.xid]
+            del self.parked[t.key]
             self.parked_events -= len(parked)
         mine.sort(key=lambda e: e.ts)
         view = HostView()
@@ -537,17 +538,17 @@ class HostJoin:
         """The client's NFS events of the call's file (its handle's hash), offset and count, taken by no other
         call: nfs_initiate_read/write, traced just before the call, and nfs4_read/write, just after the reply,
         carry no XID."""
-        args = self.nfs_calls.pop(t.xid, None)
+        args = self.nfs_calls.pop(t.key, None)
         if args is None:
             return []
         fhs, offsets, counts = args
         out: list[HostEvent] = []
         slack = self._uncertainty()
-        rep = t.reply
+        rep = t.response
         for fh in set(fhs):
             for e in self.by_fh.get(fh, ()):
                 if e.name.startswith("nfs_initiate_"):
-                    near = t.call.ts - FH_BEFORE_NS <= e.ts <= t.call.ts + slack
+                    near = t.request.ts - FH_BEFORE_NS <= e.ts <= t.request.ts + slack
                 else:
                     near = rep is not None and rep.ts - slack <= e.ts <= rep.ts + FH_BEFORE_NS
                 if e.joined or not near:
@@ -602,9 +603,9 @@ class HostJoin:
             r.advertised = r.handle in advertised
             # a segment of 4 bytes or less is Linux's XDR pad: it is there to be left unused
             if r.operations == 0 and r.chunk in ("read", "write", "reply") and r.length > 4:
-                frames = (t.call_frame,)
-                self._report(REGISTRATION_UNUSED, frames, t.call.ts, t.xid, kind="unused", conn=t.conn,
-                             handle=r.handle, length=r.length, chunk=r.chunk, rxid=t.xid)
+                frames = (t.request_frame,)
+                self._report(REGISTRATION_UNUSED, frames, t.request.ts, t.key, kind="unused", conn=t.conn,
+                             handle=r.handle, length=r.length, chunk=r.chunk, rxid=t.key)
         view.registrations = sorted(regs.values(), key=lambda r: (r.registered_ts or 0, r.handle))
 
     def _check_access(self, t: Transaction, step: Step) -> None:
@@ -622,15 +623,15 @@ class HostJoin:
             return
         how = "remote" if state.name == "xprtrdma_mr_reminv" else "local"
         op = "READ" if step.kind is StepKind.RDMA_READ else "WRITE"
-        self._report(ACCESS_AFTER_INVALIDATION, tuple(step.frames[:1]), step.ts, t.xid, kind="access",
+        self._report(ACCESS_AFTER_INVALIDATION, tuple(step.frames[:1]), step.ts, t.key, kind="access",
                      conn=t.conn, op=op, handle=step.handle, how=how, after_us=_us(step.ts - state.ts))
 
     def _latency(self, t: Transaction, view: HostView, evs: list[HostEvent]) -> None:
         """Where the time went: the client before the wire, the server between call and reply, the client
         after the reply; the rest is the wire's."""
-        if t.call_direction is not Direction.C2S or t.reply is None:
+        if t.request_direction is not Direction.C2S or t.response is None:
             return
-        call, reply = t.call.ts, t.reply.ts
+        call, reply = t.request.ts, t.response.ts
         first: dict[str, int] = {}
         for e in evs:
             first.setdefault(e.name, e.ts)
@@ -663,18 +664,19 @@ class HostJoin:
                 view.credits_host = c
             elif e.name == "svcrdma_decode_rqst" and view.credits_server is None:
                 view.credits_server = c
-        if t.call_direction is not Direction.C2S or t.version != 1:
+        if t.request_direction is not Direction.C2S or facts_of(t).version != 1:
             return                      # a backchannel's credits are another ledger
-        rep = t.reply
-        if rep is not None and view.credits_host is not None and rep.error is None:
-            wire = rep.credits
-            expected = min(max(wire, 1), max(t.call.credits, 1))
+        rep = t.response
+        facts = facts_of(t)
+        wire = facts.reply_credits
+        if rep is not None and view.credits_host is not None and facts.reply_error is None and wire is not None:
+            expected = min(max(wire, 1), max(facts.call_credits, 1))
             if view.credits_host != expected:
-                self._report(CREDITS_DISAGREE, (rep.frame,), rep.ts, t.xid, kind="credits", conn=t.conn,
-                             side="client", host=view.credits_host, wire=wire, rxid=t.xid)
-        if view.credits_server is not None and view.credits_server != t.call.credits:
-            self._report(CREDITS_DISAGREE, (t.call_frame,), t.call.ts, t.xid, kind="credits", conn=t.conn,
-                         side="server", host=view.credits_server, wire=t.call.credits, rxid=t.xid)
+                self._report(CREDITS_DISAGREE, (rep.frame,), rep.ts, t.key, kind="credits", conn=t.conn,
+                             side="client", host=view.credits_host, wire=wire, rxid=t.key)
+        if view.credits_server is not None and view.credits_server != facts.call_credits:
+            self._report(CREDITS_DISAGREE, (t.request_frame,), t.request.ts, t.key, kind="credits", conn=t.conn,
+                         side="server", host=view.credits_server, wire=facts.call_credits, rxid=t.key)
 
     # -- reporting -------------------------------------------------------------------------------
     def _report(self, rule: Any, frames: tuple[int, ...], ts: int, xid: int | None, kind: str = "",
@@ -699,11 +701,11 @@ def _attempt(t: Transaction, evs: list[HostEvent], slack: int) -> tuple[int, int
     client's marshal of it again: a retry after an RDMA_ERROR, a new connection) starts another attempt,
     from its first event (the registrations before the marshal); another transaction of the same XID on
     the wire is the other attempt's."""
-    start, stop = t.call.ts - HORIZON_NS, 1 << 63
-    if t.call.retransmissions:
+    start, stop = t.request.ts - HORIZON_NS, 1 << 63
+    if t.request.retransmissions:
         return start, stop              # the wire's resendings are this transaction's: so are the host's
     for b in _boundaries(evs):
-        if b <= t.call.ts + slack:
+        if b <= t.request.ts + slack:
             start = max(start, b)
         else:
             stop = min(stop, b)
@@ -730,7 +732,7 @@ def _boundaries(evs: list[HostEvent]) -> list[int]:
 
 
 def _end_of(t: Transaction) -> int:
-    end = t.reply.ts if t.reply is not None else t.call.ts
+    end = t.response.ts if t.response is not None else t.request.ts
     for s in t.steps:
         if s.ts > end:
             end = s.ts

@@ -1,12 +1,12 @@
 """The analysis model: typed records of what the analysis of a capture found.
 
 Analysis modules fill these records and hand them to the analyzer's sinks (``Analyzer.emit``) as
-soon as they are final: a ``Transaction`` when its reply (or RDMA_DONE) closes it, a piece of a
-``CreditSeries`` when it fills, a ``Connection`` when first seen (and again, updated, later), a
-``PsnEvent`` for each sequence event, the summaries (``RpcRdmaSummary``, ``PsnStats``,
-``CongestionFlow``) at the end; ``Finding``s go to the finding sink.  Presentations (flows JSON,
-stats, expert, annotate, the JSON ``*.analysis.*`` fields, the TUI) read them; nothing here formats
-text for a user, parses bytes or knows a sink.
+soon as they are final: a ``Transaction`` when its response closes it (every upper layer's: RPC-over-RDMA,
+NVMe/RDMA, their own facts in ``Transaction.facts``), a piece of a ``CreditSeries`` when it fills, a
+``Connection`` when first seen (and again, updated, later), a ``PsnEvent`` for each sequence event, the
+summaries (``UlpSummary``, ``PsnStats``, ``CongestionFlow``) at the end; ``Finding``s go to the finding
+sink.  Presentations (flows JSON, stats, expert, annotate, the JSON ``*.analysis.*`` fields, the TUI) read
+them; nothing here formats text for a user, parses bytes or knows a sink.
 
 ``AnalysisModel`` is the sink that keeps everything (the TUI's): other sinks (the flows document,
 stats) keep what they need and let the rest go, so that their memory stays bounded.
@@ -82,38 +82,33 @@ class ConnectionState(StrEnum):
 
 
 class TransactionState(StrEnum):
-    OPEN = "open"                       # the call is out, the reply (or the RDMA_DONE) has not come yet
+    OPEN = "open"                       # the request is out, the response (or what ends it) has not come yet
     COMPLETE = "complete"
-    UNANSWERED = "unanswered"           # no reply in the capture
-    PULL_INCOMPLETE = "pull_incomplete" # a reply through a responder-provided Read chunk without its RDMA_DONE
+    UNANSWERED = "unanswered"           # no response in the capture
+    PULL_INCOMPLETE = "pull_incomplete" # RPC-over-RDMA: a reply through a responder-provided Read chunk without
+                                        # its RDMA_DONE
 
 
 class StepKind(StrEnum):
-    """What a step of a transaction did."""
-    CALL_SEND = "call"                  # the Send (or Sends) of the call
-    RDMA_READ = "read"                  # an RDMA READ of a Read chunk (request and responses)
-    RDMA_WRITE = "write"                # an RDMA WRITE into a Write chunk or the Reply chunk
-    REPLY_SEND = "reply"                # the Send of the reply (with Invalidate: ``Step.invalidated``)
-    DONE = "done"                       # RDMA_DONE after a responder-provided Read chunk was pulled
+    """What a step of a transaction did.  The values name the request and response by RPC's words, which
+    the flows document has carried since its first version."""
+    REQUEST = "call"                    # the Send (or Sends) of the request
+    RDMA_READ = "read"                  # an RDMA READ of memory the requester advertised (request and responses)
+    RDMA_WRITE = "write"                # an RDMA WRITE into memory the requester advertised
+    RESPONSE = "reply"                  # the Send of the response (with Invalidate: ``Step.invalidated``)
+    DONE = "done"                       # a Send after the response that ends the transaction (RPC-over-RDMA's
+                                        # RDMA_DONE after a responder-provided Read chunk was pulled)
 
 
 class PacketRole(StrEnum):
     """The part a packet plays in its transaction (``rpcrdma.analysis.role``)."""
-    CALL = "call"
-    REPLY = "reply"
+    REQUEST = "call"
+    RESPONSE = "reply"
     DONE = "done"
     RDMA_READ = "rdma_read"
     READ_RESPONSE = "rdma_read_response"
     RDMA_WRITE = "rdma_write"
     RELATED = "related"
-
-
-class ChunkList(StrEnum):
-    """The list an advertised segment came from."""
-    READ = "read"                       # a call's Read list
-    WRITE = "write"                     # a call's Write list
-    REPLY = "reply"                     # a call's Reply chunk
-    RESPONDER_READ = "responder_read"   # a reply's Position Zero Read chunk (seeds/001)
 
 
 class SegmentState(StrEnum):
@@ -142,25 +137,23 @@ class PsnEventKind(StrEnum):
 # code (a test, the TUI), runs no __init__ and leaves every attribute undefined.
 _FINDING_FIELDS: Final = ("rule_def", "frames", "conn", "xid", "args", "ts")
 _SEGMENT_FIELDS: Final = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction",
-                          "spans", "overrun", "reported", "ops", "frames")
+                          "spans", "overrun", "reported", "ops", "frames", "access", "invalidate")
 _STEP_FIELDS: Final = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment", "response_frames",
                        "invalidated")
-_CALL_SIDE_FIELDS: Final = ("frames", "ts", "proc", "shape", "size", "credits", "retransmissions")
-_REPLY_SIDE_FIELDS: Final = ("frames", "ts", "proc", "shape", "size", "credits", "invalidated", "error",
-                             "done_frame")
-_RPC_SUMMARY_FIELDS: Final = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat",
-                              "accept_stat", "nfs_status", "reply_ops")
-_TRANSACTION_FIELDS: Final = ("conn", "xid", "call_direction", "version", "call", "reply", "state", "rpc", "steps",
-                              "segments", "findings", "bytes_read", "bytes_written", "dropped")
+_MESSAGE_FIELDS: Final = ("frames", "ts", "size", "retransmissions", "invalidated")
+_TRANSACTION_FIELDS: Final = ("protocol", "conn", "key", "request_direction", "request", "response", "state", "facts",
+                              "steps", "segments", "findings", "bytes_read", "bytes_written", "expected",
+                              "data_first", "data_last", "dropped")
 _CREDIT_SAMPLE_FIELDS: Final = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
 _PSN_EVENT_FIELDS: Final = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
 
 
-def _record_values(obj: object, names: tuple[str, ...]) -> tuple[object, ...]:
+def record_values(obj: object, names: tuple[str, ...]) -> tuple[object, ...]:
+    """The values of a record's fields, for its ``__eq__`` (a record of an upper layer's facts too)."""
     return tuple(getattr(obj, n) for n in names)
 
 
-def _record_repr(obj: object, names: tuple[str, ...]) -> str:
+def record_repr(obj: object, names: tuple[str, ...]) -> str:
     """As a dataclass shows itself: ``Step(kind=..., frames=...)``."""
     return f"{type(obj).__name__}(" + ", ".join(f"{n}={getattr(obj, n)!r}" for n in names) + ")"
 
@@ -311,21 +304,32 @@ class Connection:
 
 
 # --- transactions --------------------------------------------------------------------------------------
+# A transaction is one request of an upper layer over RDMA and everything that answered it: RPC-over-RDMA's
+# call and reply (by XID), NVMe/RDMA's command and completion (by CID on its queue), and so iSER's SCSI
+# command and response (ITT) or SMB Direct's SMB2 request and response (MessageId).  What the upper layers
+# share is here: the Sends of the request and of the response, the memory the request advertised for the
+# peer's RDMA READs and WRITEs (``Segment``: the data ledger) and what those moved, the steps in time order,
+# the times.  What each says of its own is its ``Facts``, declared with the upper layer (analysis.ulp).
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Segment:
-    """One advertised RDMA segment (handle, offset, length) and what the RDMA operations did to it."""
+    """One advertised piece of memory (handle, offset, length) and what the RDMA operations did to it: an
+    RPC-over-RDMA chunk segment, an NVMe keyed SGL data block, iSER's STag and address, an SMB Direct buffer
+    descriptor.  ``kind`` names where it was advertised, as its upper layer calls it (``ChunkList`` for
+    RPC-over-RDMA); ``access`` is the operation the peer is to use on it (RDMA READ or WRITE; None: either);
+    ``invalidate`` says the peer may invalidate its handle remotely with the response."""
 
     __slots__ = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction", "spans",
-                 "overrun", "reported", "ops", "frames")
+                 "overrun", "reported", "ops", "frames", "access", "invalidate")
 
-    def __init__(self, kind: ChunkList, chunk: int, index: int, position: int | None, handle: int, offset: int,
+    def __init__(self, kind: str, chunk: int, index: int, position: int | None, handle: int, offset: int,
                 length: int, side: Side, transaction: Transaction | None = None,
                 spans: list[list[int]] | None = None, overrun: int = 0, reported: int | None = None, ops: int = 0,
-                frames: list[int] | None = None) -> None:
+                frames: list[int] | None = None, access: StepKind | None = None, invalidate: bool = False) -> None:
         self.kind = kind
-        self.chunk = chunk                      # chunk number in its list (Read chunks: the XDR position)
-        self.index = index                      # segment number in its chunk
-        self.position = position                # Read chunks: XDR position
+        self.chunk = chunk                      # its group in its list (RPC-over-RDMA: the chunk; Read chunks: the
+                                                # XDR position); 0 where the upper layer has no groups
+        self.index = index                      # its number in its group
+        self.position = position                # RPC-over-RDMA Read chunks: XDR position
         self.handle = handle
         self.offset = offset
         self.length = length
@@ -334,12 +338,14 @@ class Segment:
         # merged [start, end) moved, relative to offset
         self.spans: list[list[int]] = [] if spans is None else spans
         self.overrun = overrun                  # bytes moved past the end by operations that started inside
-        self.reported = reported                # the length the reply gives back (Write list, Reply chunk)
+        self.reported = reported                # the length the response gives back (RPC-over-RDMA's Write list)
         self.ops = ops                          # RDMA operations that touched it
         self.frames: list[int] = [] if frames is None else frames  # frames that moved its bytes
+        self.access = access
+        self.invalidate = invalidate
 
     def __repr__(self) -> str:
-        return _record_repr(self, _SEGMENT_FIELDS)
+        return record_repr(self, _SEGMENT_FIELDS)
 
     @property
     def end(self) -> int:
@@ -387,7 +393,8 @@ class Segment:
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Step:
-    """One step of a transaction: a Send of the call or reply, an RDMA READ or WRITE, the RDMA_DONE."""
+    """One step of a transaction: a Send of the request or the response, an RDMA READ or WRITE, a Send that
+    ends it (RPC-over-RDMA's RDMA_DONE)."""
 
     __slots__ = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment", "response_frames",
                  "invalidated")
@@ -399,42 +406,40 @@ class Step:
         self.kind = kind
         self.frames = frames                    # the Sends, the READ request, the WRITE packets
         self.ts = ts
-        self.bytes = bytes                      # bytes moved (None for RDMA_DONE)
+        self.bytes = bytes                      # bytes moved (None for a step that moves none)
         self.handle = handle                    # RDMA READ / WRITE: the R_Key or STag ...
         self.offset = offset                    # ... the address ...
         self.length = length                    # ... and the length asked for (or written)
         self.segment = segment                  # the advertised segment it moved (where it started)
         self.response_frames = response_frames  # RDMA READ: the frames of its responses
-        self.invalidated = invalidated          # reply Send With Invalidate: the handle invalidated
+        self.invalidated = invalidated          # a response's Send With Invalidate: the handle invalidated
 
     def __repr__(self) -> str:
-        return _record_repr(self, _STEP_FIELDS)
+        return record_repr(self, _STEP_FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class CallSide:
-    """The call of a transaction."""
+class Message:
+    """The request or the response of a transaction: the Sends that carried it."""
 
-    __slots__ = ("frames", "ts", "proc", "shape", "size", "credits", "retransmissions")
+    __slots__ = ("frames", "ts", "size", "retransmissions", "invalidated")
 
-    def __init__(self, frames: list[int], ts: int, proc: str, shape: str | None, size: int, credits: int,
-                retransmissions: list[list[int]] | None = None) -> None:
+    def __init__(self, frames: list[int], ts: int, size: int, retransmissions: list[list[int]] | None = None,
+                 invalidated: int | None = None) -> None:
         self.frames = frames                    # the Sends that carried it
         self.ts = ts
-        self.proc = proc                        # RPC-over-RDMA procedure (header type) name
-        self.shape = shape                      # the message's shape (seeds/002), e.g. "Long Call"
-        self.size = size                        # bytes sent inline
-        self.credits = credits                  # the credit value it carried (v2: the grant)
-        # frames of each resending
+        self.size = size                        # bytes sent inline (the upper layer's header and payload)
+        # a request's resendings, the frames of each
         self.retransmissions: list[list[int]] = [] if retransmissions is None else retransmissions
+        self.invalidated = invalidated          # a response's Send With Invalidate: the handle it invalidated
 
     def __repr__(self) -> str:
-        return _record_repr(self, _CALL_SIDE_FIELDS)
+        return record_repr(self, _MESSAGE_FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CallSide):
+        if not isinstance(other, Message):
             return NotImplemented
-        return _record_values(self, _CALL_SIDE_FIELDS) == _record_values(other, _CALL_SIDE_FIELDS)
+        return record_values(self, _MESSAGE_FIELDS) == record_values(other, _MESSAGE_FIELDS)
 
     @property
     def frame(self) -> int:
@@ -442,138 +447,105 @@ class CallSide:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class ReplySide:
-    """The reply of a transaction."""
+class Facts:
+    """What an upper layer says of a transaction beyond what they all share: RPC-over-RDMA's version, message
+    types and RPC call, NVMe's queue, opcode, namespace and status.  Each upper layer derives its own and
+    declares how they are shown and exported (``analysis.ulp.UlpModel``)."""
 
-    __slots__ = ("frames", "ts", "proc", "shape", "size", "credits", "invalidated", "error", "done_frame")
-
-    def __init__(self, frames: list[int], ts: int, proc: str, shape: str | None, size: int, credits: int,
-                invalidated: int | None = None, error: int | None = None, done_frame: int | None = None) -> None:
-        self.frames = frames
-        self.ts = ts
-        self.proc = proc
-        self.shape = shape
-        self.size = size
-        self.credits = credits
-        self.invalidated = invalidated          # the handle its Send With Invalidate invalidated
-        self.error = error                      # RDMA_ERROR code
-        self.done_frame = done_frame            # the RDMA_DONE that ended its pull (seeds/001)
-
-    def __repr__(self) -> str:
-        return _record_repr(self, _REPLY_SIDE_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ReplySide):
-            return NotImplemented
-        return _record_values(self, _REPLY_SIDE_FIELDS) == _record_values(other, _REPLY_SIDE_FIELDS)
-
-    @property
-    def frame(self) -> int:
-        return self.frames[-1]
-
-
-@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class RpcSummary:
-    """The RPC message a transaction carried: program, procedure, and from the reply its status."""
-
-    __slots__ = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat", "accept_stat",
-                 "nfs_status", "reply_ops")
-
-    def __init__(self, program: int | None, version: int | None, procedure: int | None, name: str | None,
-                label: str | None, ops: list[str] | None, replied: bool = False, reply_stat: int | None = None,
-                accept_stat: int | None = None, nfs_status: int | None = None,
-                reply_ops: list[str] | None = None) -> None:
-        self.program = program
-        self.version = version
-        self.procedure = procedure
-        self.name = name                        # procedure name, e.g. "READ", "COMPOUND"
-        self.label = label                      # program label, e.g. "NFSv3", "NFSv4.1"
-        self.ops = ops                          # NFSv4 COMPOUND operation names
-        self.replied = replied                  # the fields below come from a reply
-        self.reply_stat = reply_stat
-        self.accept_stat = accept_stat
-        self.nfs_status = nfs_status
-        self.reply_ops = reply_ops
-
-    def __repr__(self) -> str:
-        return _record_repr(self, _RPC_SUMMARY_FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RpcSummary):
-            return NotImplemented
-        return _record_values(self, _RPC_SUMMARY_FIELDS) == _record_values(other, _RPC_SUMMARY_FIELDS)
+    __slots__ = ()
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Transaction:
-    """One RPC call on one connection, its reply and everything that moved its data between them."""
+    """One request of an upper layer on one connection, its response and everything that moved its data
+    between them.  ``key`` is what pairs them on the connection (RPC's XID, NVMe's CID); ``expected`` the
+    bytes the request says the RDMA operations move, when its upper layer says (NVMe: NLB × LBA size);
+    ``data_first`` and ``data_last`` the times of the first and last packet that moved its data."""
 
-    __slots__ = ("conn", "xid", "call_direction", "version", "call", "reply", "state", "rpc", "steps", "segments",
-                 "findings", "bytes_read", "bytes_written", "dropped", "host")
+    __slots__ = ("protocol", "conn", "key", "request_direction", "request", "response", "state", "facts", "steps",
+                 "segments", "findings", "bytes_read", "bytes_written", "expected", "data_first", "data_last",
+                 "dropped", "host")
 
-    def __init__(self, conn: int, xid: int, call_direction: Direction, version: int, call: CallSide,
-                reply: ReplySide | None = None, state: TransactionState = TransactionState.OPEN,
-                rpc: RpcSummary | None = None, steps: list[Step] | None = None,
-                segments: list[Segment] | None = None, findings: list[Finding] | None = None, bytes_read: int = 0,
-                bytes_written: int = 0, dropped: int = 0, host: HostView | None = None) -> None:
+    def __init__(self, protocol: str, conn: int, key: int, request_direction: Direction, request: Message,
+                 facts: Facts, response: Message | None = None, state: TransactionState = TransactionState.OPEN,
+                 steps: list[Step] | None = None, segments: list[Segment] | None = None,
+                 findings: list[Finding] | None = None, bytes_read: int = 0, bytes_written: int = 0,
+                 expected: int | None = None, data_first: int | None = None, data_last: int | None = None,
+                 dropped: int = 0, host: HostView | None = None) -> None:
+        self.protocol = protocol                # the upper layer ("rpcrdma", "nvme-rdma": analysis.ulp)
         self.conn = conn
-        self.xid = xid
-        self.call_direction = call_direction    # the way the call went (c2s: forward channel)
-        self.version = version                  # RPC-over-RDMA version of the call
-        self.call = call
-        self.reply = reply
+        self.key = key
+        self.request_direction = request_direction    # the way the request went (c2s: from the client)
+        self.request = request
+        self.response = response
         self.state = state
-        self.rpc = rpc
+        self.facts = facts
         self.steps: list[Step] = [] if steps is None else steps
         self.segments: list[Segment] = [] if segments is None else segments
         self.findings: list[Finding] = [] if findings is None else findings
         self.bytes_read = bytes_read            # moved by RDMA READ
         self.bytes_written = bytes_written      # moved by RDMA WRITE
+        self.expected = expected
+        self.data_first = data_first
+        self.data_last = data_last
         self.dropped = dropped                  # steps, findings and resendings past the caps: counted, not kept
         self.host = host                        # what the host traces say of it (--host-trace; analysis.hostjoin)
 
     def __repr__(self) -> str:
-        return _record_repr(self, _TRANSACTION_FIELDS)
+        return record_repr(self, _TRANSACTION_FIELDS)
 
     @property
     def direction(self) -> CallDirection:
-        return self.call_direction.calls
+        """Forward (the client asked) or backchannel (the server did)."""
+        return self.request_direction.calls
 
     @property
     def latency_ns(self) -> int | None:
-        rep = self.reply
-        return None if rep is None else rep.ts - self.call.ts
+        rep = self.response
+        return None if rep is None else rep.ts - self.request.ts
 
     @property
-    def call_frame(self) -> int:
-        return self.call.frames[-1]
+    def request_frame(self) -> int:
+        return self.request.frames[-1]
 
     @property
-    def reply_frame(self) -> int | None:
-        rep = self.reply
+    def response_frame(self) -> int | None:
+        rep = self.response
         return rep.frames[-1] if rep is not None and rep.frames else None
 
     @property
     def bytes_inline(self) -> int:
-        rep = self.reply
-        return self.call.size + (rep.size if rep is not None else 0)
+        rep = self.response
+        return self.request.size + (rep.size if rep is not None else 0)
 
-    def segment_at(self, kind: ChunkList, chunk: int, index: int) -> Segment | None:
+    def segment_at(self, kind: str, chunk: int, index: int) -> Segment | None:
         for s in self.segments:
-            if s.kind is kind and s.chunk == chunk and s.index == index:
+            if s.kind == kind and s.chunk == chunk and s.index == index:
                 return s
         return None
 
+    def frames(self) -> list[int]:
+        """Every frame of the transaction in capture order: the request and its resendings, the RDMA
+        operations and their responses, the response and the Sends after it."""
+        frames = set(self.request.frames)
+        for again in self.request.retransmissions:
+            frames.update(again)
+        for step in self.steps:
+            frames.update(step.frames)
+            if step.response_frames:
+                frames.update(step.response_frames)
+        rep = self.response
+        if rep is not None:
+            frames.update(rep.frames)
+        return sorted(frames)
+
     def role_of(self, frame: int) -> tuple[PacketRole, Step | None]:
         """The part ``frame`` plays in this transaction, and the step it belongs to."""
-        if frame in self.call.frames:
-            return PacketRole.CALL, None
-        rep = self.reply
-        if rep is not None:
-            if frame in rep.frames:
-                return PacketRole.REPLY, None
-            if rep.done_frame == frame:
-                return PacketRole.DONE, None
+        if frame in self.request.frames:
+            return PacketRole.REQUEST, None
+        rep = self.response
+        if rep is not None and frame in rep.frames:
+            return PacketRole.RESPONSE, None
         for step in reversed(self.steps):
             kind = step.kind
             if kind is StepKind.RDMA_READ and step.response_frames and frame in step.response_frames:
@@ -583,13 +555,19 @@ class Transaction:
                     return PacketRole.RDMA_READ, step
                 if kind is StepKind.RDMA_WRITE:
                     return PacketRole.RDMA_WRITE, step
+                if kind is StepKind.DONE:
+                    return PacketRole.DONE, step
         return PacketRole.RELATED, None
 
 
-# --- credits -------------------------------------------------------------------------------------------
+# --- credits and queue depth ---------------------------------------------------------------------------
+# The flow control of the upper layers in one shape: a limit the peer set (RPC-over-RDMA's credit grant,
+# NVMe's submission queue size, iSCSI's command window, SMB Direct's send credits) and the requests
+# outstanding against it, per direction of requests.
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditSample:
-    """Credits of one direction of calls at one instant (the state after everything at ``ts``)."""
+    """Credits (or a queue's depth) of one direction of requests at one instant (the state after everything
+    at ``ts``)."""
 
     __slots__ = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
 
@@ -599,17 +577,17 @@ class CreditSample:
         self.direction = direction
         self.ts = ts
         self.frame = frame
-        self.granted = granted                  # the limit granted (None: no grant seen yet)
-        self.requested = requested              # v1: the last credit value a call asked for
-        self.outstanding = outstanding          # calls sent and not answered
+        self.granted = granted                  # the limit in force (None: none seen yet)
+        self.requested = requested              # RPC-over-RDMA v1: the last credit value a call asked for
+        self.outstanding = outstanding          # requests sent and not answered
 
     def __repr__(self) -> str:
-        return _record_repr(self, _CREDIT_SAMPLE_FIELDS)
+        return record_repr(self, _CREDIT_SAMPLE_FIELDS)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CreditSample):
             return NotImplemented
-        return _record_values(self, _CREDIT_SAMPLE_FIELDS) == _record_values(other, _CREDIT_SAMPLE_FIELDS)
+        return record_values(self, _CREDIT_SAMPLE_FIELDS) == record_values(other, _CREDIT_SAMPLE_FIELDS)
 
 
 @mypyc_attr(serializable=True)
@@ -624,7 +602,7 @@ class CreditSeries:
 @mypyc_attr(serializable=True)
 @dataclass(slots=True)
 class CreditSummary:
-    """Credits of one direction of calls over the whole capture."""
+    """Credits (or a queue's depth) of one direction of requests over the whole capture."""
     direction: CallDirection
     requested: int | None
     granted: int | None
@@ -642,15 +620,16 @@ class CreditSummary:
 
 @mypyc_attr(serializable=True)
 @dataclass(slots=True)
-class RpcRdmaSummary:
-    """The RPC-over-RDMA traffic of one connection, when it ends (or the capture does)."""
+class UlpSummary:
+    """The traffic of one upper layer on one connection, when it ends (or the capture does)."""
+    protocol: str
     conn: int
     messages: int
     transactions: int
     unanswered: int
-    versions: list[int]
-    credits: list[CreditSummary]        # by direction, forward first
-    unadvertised_operations: int        # RDMA operations on memory no open message advertised
+    versions: list[int]                 # the upper layer's versions seen (RPC-over-RDMA's)
+    credits: list[CreditSummary]        # by direction, forward first: credits, or the queue's depth
+    unadvertised_operations: int        # RDMA operations on memory no open request advertised
     unadvertised_bytes: int
 
 
@@ -673,12 +652,12 @@ class PsnEvent:
         self.original_frame = original_frame    # RETRANSMISSION / DUPLICATE: the first sending
 
     def __repr__(self) -> str:
-        return _record_repr(self, _PSN_EVENT_FIELDS)
+        return record_repr(self, _PSN_EVENT_FIELDS)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PsnEvent):
             return NotImplemented
-        return _record_values(self, _PSN_EVENT_FIELDS) == _record_values(other, _PSN_EVENT_FIELDS)
+        return record_values(self, _PSN_EVENT_FIELDS) == record_values(other, _PSN_EVENT_FIELDS)
 
 
 @mypyc_attr(serializable=True)
@@ -721,7 +700,7 @@ class CongestionFlow:
 
 
 # What the analyzer hands to its record sink.
-Record = Union[Transaction, CreditSeries, RpcRdmaSummary, Connection, PsnEvent, PsnStats, CongestionFlow]
+Record = Union[Transaction, CreditSeries, UlpSummary, Connection, PsnEvent, PsnStats, CongestionFlow]
 
 
 class AnalysisModel:
@@ -732,7 +711,7 @@ class AnalysisModel:
     and stats sinks it keeps every transaction: its memory grows with the capture.
     """
 
-    __slots__ = ("connections", "transactions", "findings", "credits", "rpcrdma", "psn_events", "psn_stats",
+    __slots__ = ("connections", "transactions", "findings", "credits", "summaries", "psn_events", "psn_stats",
                  "congestion", "on_change")
 
     def __init__(self, on_change: Callable[[Record | Finding], None] | None = None) -> None:
@@ -740,7 +719,7 @@ class AnalysisModel:
         self.transactions: list[Transaction] = []
         self.findings: list[Finding] = []
         self.credits: dict[tuple[int, CallDirection], list[CreditSample]] = {}
-        self.rpcrdma: dict[int, RpcRdmaSummary] = {}
+        self.summaries: dict[int, UlpSummary] = {}       # by connection
         self.psn_events: list[PsnEvent] = []
         self.psn_stats: dict[tuple[int, Direction], PsnStats] = {}
         self.congestion: list[CongestionFlow] = []
@@ -768,8 +747,8 @@ class AnalysisModel:
             self.connections[rec.id] = rec
         elif isinstance(rec, PsnEvent):
             self.psn_events.append(rec)
-        elif isinstance(rec, RpcRdmaSummary):
-            self.rpcrdma[rec.conn] = rec
+        elif isinstance(rec, UlpSummary):
+            self.summaries[rec.conn] = rec
         elif isinstance(rec, PsnStats):
             self.psn_stats[(rec.conn, rec.direction)] = rec
         elif isinstance(rec, CongestionFlow):

@@ -29,7 +29,8 @@ from ..dissectors.rpcrdma import RDMA_MSG, RDMA_MSGP, RDMA_NOMSG
 from ..dissectors.rpcrdma_message import Segment as WireSegment
 from ..packet import Packet
 from .analyzer import Analyzer, Module, register
-from .model import ChunkList, Direction, Rule, Transaction, TransactionState
+from .model import Direction, Rule, Transaction, TransactionState
+from .rpcrdma_facts import ChunkList
 from .rpcrdma_state import ConnState, OpenTransaction, Reporter, TransactionObserver
 from .rules import declare
 from .transactions import Transactions   # registered before this module: it tells this one of each message
@@ -246,7 +247,7 @@ class NfsBinding(Module):
         ops = rpc.nfs
         writes = cm.writes
         if rpc.vers == 4 and (len(writes) > 1 or (cm.read_chunks and _positions(o) > 1)):
-            rep.report(COMPLEXITY, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.xid, pkt=pkt,
+            rep.report(COMPLEXITY, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.key, pkt=pkt,
                        reads=_positions(o), writes=len(writes))
         if ops is None:
             return
@@ -259,7 +260,7 @@ class NfsBinding(Module):
                 if count is not None and reads < len(writes):
                     offered = _total(writes[reads])
                     if 0 < offered < count:       # (an empty chunk asks for the result inline)
-                        rep.report(WRITE_CHUNK_SHORT, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.xid,
+                        rep.report(WRITE_CHUNK_SHORT, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.key,
                                    pkt=pkt, chunk=reads, offered=offered, count=count)
                 reads += 1
             elif op == 53:
@@ -269,17 +270,17 @@ class NfsBinding(Module):
             elif op == 7 and rpc.vers == 3:
                 d = f.ddp
                 if d is not None and f.count is not None and f.count != d.length:
-                    rep.report(WRITE_COUNT, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.xid, pkt=pkt,
+                    rep.report(WRITE_COUNT, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.key, pkt=pkt,
                                count=f.count, length=d.length)
         if read_plus and len(writes) > reads:
-            rep.report(READ_PLUS_CHUNK, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.xid, pkt=pkt,
+            rep.report(READ_PLUS_CHUNK, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, xid=o.txn.key, pkt=pkt,
                        chunks=len(writes), reads=reads)
 
     def _read_chunks(self, rep: Reporter, st: ConnState, pkt: Packet, o: OpenTransaction, rpc: RpcInfo) -> None:
         """Each Read chunk (but a Position Zero one, which holds the call itself) holds one DDP-eligible
         argument, at its position and as long."""
         cm = o.call_msg
-        frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, o.txn.xid
+        frame, ts, cid, xid = pkt.frame.num, pkt.frame.ts, st.conn_id, o.txn.key
         items = [d for d in rpc.ddp or () if d.kind in _CALL_ITEMS]
         stray: list[tuple[int, int]] = []
         positions: list[int] = []
@@ -329,7 +330,7 @@ class NfsBinding(Module):
             ses.claimed = f.highest
         highest = ses.highest
         if highest is not None and slot > highest:
-            rep.report(SLOT_BEYOND, frame, ts, conn=cid, xid=txn.xid, pkt=pkt, slot=slot, session=ses.session,
+            rep.report(SLOT_BEYOND, frame, ts, conn=cid, xid=txn.key, pkt=pkt, slot=slot, session=ses.session,
                        highest=highest)
         state = ses.slots.get(slot)
         if state is None:
@@ -344,11 +345,11 @@ class NfsBinding(Module):
         if seq == (last + 1) & _SEQ_MASK:
             busy = state.txn
             if busy.state is TransactionState.OPEN:
-                rep.report(SLOT_REUSED, (frame, busy.call_frame), ts, conn=cid, xid=txn.xid, pkt=pkt, slot=slot,
-                           session=ses.session, rxid=txn.xid, sequence=seq, busy=busy.xid, last=last)
+                rep.report(SLOT_REUSED, (frame, busy.request_frame), ts, conn=cid, xid=txn.key, pkt=pkt, slot=slot,
+                           session=ses.session, rxid=txn.key, sequence=seq, busy=busy.key, last=last)
         elif state.confirmed:
             # (after a request the server did not take, or whose reply is not seen, any next id is believed)
-            rep.report(SLOT_SEQUENCE, frame, ts, conn=cid, xid=txn.xid, pkt=pkt, slot=slot, session=ses.session,
+            rep.report(SLOT_SEQUENCE, frame, ts, conn=cid, xid=txn.key, pkt=pkt, slot=slot, session=ses.session,
                        sequence=seq, last=last, expected=(last + 1) & _SEQ_MASK)
         state.sequence = seq
         state.txn = txn
@@ -373,7 +374,7 @@ class NfsBinding(Module):
                 break
         if rrpc is None:
             return
-        frames = (pkt.frame.num, o.txn.call_frame)
+        frames = (pkt.frame.num, o.txn.request_frame)
         if rm.writes:
             self._write_chunks(rep, st, pkt, o, crpc, rrpc, frames)
         if cm.read_chunks and rrpc.nfs_status == 0:
@@ -388,7 +389,7 @@ class NfsBinding(Module):
         rm = o.reply_msg
         assert rm is not None
         txn = o.txn
-        ts, cid, xid = pkt.frame.ts, st.conn_id, txn.xid
+        ts, cid, xid = pkt.frame.ts, st.conn_id, txn.key
         what = _what(crpc)
         writes = rm.writes
         taken: set[int] = set()
@@ -451,7 +452,7 @@ class NfsBinding(Module):
                 if s.kind is ChunkList.READ and s.chunk == pos:
                     moved += s.used
             if moved != total:
-                rep.report(READ_CHUNK_MOVED, frames, pkt.frame.ts, conn=st.conn_id, xid=txn.xid, pkt=pkt, moved=moved,
+                rep.report(READ_CHUNK_MOVED, frames, pkt.frame.ts, conn=st.conn_id, xid=txn.key, pkt=pkt, moved=moved,
                            length=total, position=pos, item=_item(d), proc=_what(crpc))
 
     def _results(self, rep: Reporter, st: ConnState, pkt: Packet, crpc: RpcInfo, rrpc: RpcInfo,

@@ -60,17 +60,17 @@ class TransactionFields(Module):
         role, step = txn.role_of(pkt.frame.num)
         lay = _parent(pkt)
         # str() of a StrEnum member is its value; .value runs enum's descriptor, in Python, per packet
-        lay.add(XID, txn.xid)
+        lay.add(XID, txn.key)
         lay.add(ROLE, str(role))
         lay.add(DIRECTION, str(txn.direction))
-        if role is not PacketRole.CALL:
-            lay.add(CALL_FRAME, txn.call_frame)
-        if role is PacketRole.REPLY:
+        if role is not PacketRole.REQUEST:
+            lay.add(CALL_FRAME, txn.request_frame)
+        if role is PacketRole.RESPONSE:
             lat = txn.latency_ns
             if lat is not None:
                 lay.add(LATENCY, lat / 1e9)
-        elif role is not PacketRole.CALL and txn.reply_frame is not None:
-            lay.add(REPLY_FRAME, txn.reply_frame)
+        elif role is not PacketRole.REQUEST and txn.response_frame is not None:
+            lay.add(REPLY_FRAME, txn.response_frame)
         if step is not None and step.segment is not None:
             seg = step.segment
             lay.add(CHUNK_LIST, str(seg.kind))

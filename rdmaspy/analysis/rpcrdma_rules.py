@@ -17,7 +17,8 @@ from ..dissectors.rpcrdma2 import F_DEFINED, F_MORE, F_RESPONSE, F_TPMORE, PROP_
 from ..dissectors.rpcrdma2 import HTYPES as V2_HTYPES
 from ..dissectors.rpcrdma_pdata import DEFAULT_INLINE
 from ..packet import Packet
-from .model import ChunkList, Direction
+from .model import Direction
+from .rpcrdma_facts import ChunkList
 from .rpcrdma_state import ConnState, OpenTransaction, Reporter
 from .rules import declare
 

@@ -1,8 +1,8 @@
 """What the RPC-over-RDMA analysis keeps per connection while it follows its transactions.
 
 The transactions module (which drives) and the rules module (which checks) share these: a
-connection's open transactions and chunk book, its credit ledgers, the versions and the version 2
-state each direction is in, and the RDMA operations in progress.  The records that leave the
+connection's open transactions, its data ledger and the RDMA operations in progress (analysis.ledger),
+its credit ledgers, the versions and the version 2 state each direction is in.  The records that leave the
 analysis are those of ``model``; these classes stay inside it.
 """
 from __future__ import annotations
@@ -14,7 +14,8 @@ from mypy_extensions import mypyc_attr
 from ..dissectors.rpcrdma2 import PROP_DEFAULTS, PROP_RBSIZ_ID
 from . import chunks as ck
 from . import credits as cr
-from .model import Direction, Finding, Record, Rule, Segment, Step, StepKind, Transaction
+from .ledger import DataLedger
+from .model import Direction, Finding, Record, Rule, Transaction
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
@@ -65,53 +66,23 @@ class OpenTransaction:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class Op:
-    """An RDMA READ or WRITE in progress."""
+class ConnState(DataLedger):
+    """Everything followed on one connection: its data ledger and RDMA operations (``DataLedger``), its
+    calls and credits, and the RPC-over-RDMA versions' state."""
 
-    __slots__ = ("txn", "seg", "side", "handle", "cursor", "step", "next_psn", "overrun", "sink_to", "kind")
-
-    def __init__(self, txn: Transaction | None, seg: Segment | None, step: Step | None, kind: StepKind,
-                 handle: int, va: int, side: ck.Side) -> None:
-        self.txn = txn                # None: no open message advertised the memory it touches
-        self.seg = seg
-        self.side = side
-        self.handle = handle
-        self.cursor = va
-        self.step = step              # set whenever txn is
-        self.next_psn = 0
-        self.overrun = False
-        self.sink_to = 0
-        self.kind = kind              # RDMA_READ or RDMA_WRITE
-
-
-@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class ConnState:
-    """Everything followed on one connection."""
-
-    __slots__ = ("conn", "conn_id", "open", "book", "ledgers", "reads_pending", "read_active", "write_active",
-                 "stalled",
-                 "iw_reads", "iw_writes", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
-                 "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "orphan_ops", "orphan_bytes", "closed",
-                 "unanswered", "emit", "messages", "discard", "broken", "connprops", "calls", "earlier_calls")
+    __slots__ = ("conn", "open", "ledgers", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
+                 "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "closed", "unanswered", "emit", "messages",
+                 "discard", "broken", "connprops", "calls", "earlier_calls")
 
     def __init__(self, conn: LiveConnection, emit: Callable[[Record], None]) -> None:
+        super().__init__(conn.conn_id, ck.LEDGER_RULES)
         self.conn = conn
-        self.conn_id: int = conn.conn_id
         self.open: dict[tuple[Direction, int], OpenTransaction] = {}
         self.calls = 0                # calls opened on it: how old an open transaction is
         # The calls left unanswered on the earlier connections between the same hosts when this one began, by
         # (the caller's address, XID): sent again on this one after a reconnect (None: none).
         self.earlier_calls: dict[tuple[str, int], tuple[ConnState, OpenTransaction]] | None = None
-        self.book = ck.ChunkBook()
         self.ledgers: dict[Direction, cr.CreditLedger] = {}
-        self.reads_pending: dict[tuple[Direction, int], Op] = {}
-        self.read_active: dict[Direction, Op] = {}
-        self.write_active: dict[Direction, Op] = {}
-        # READ responses / WRITEs cut short by a lost packet, by (direction, kind, the PSN they wait for):
-        # the packets sent again (go-back-N) continue them, after the operations that started since.
-        self.stalled: dict[tuple[Direction, StepKind, int], Op] = {}
-        self.iw_reads: dict[tuple[Direction, int], Op] = {}
-        self.iw_writes: dict[tuple[Direction, int], Op] = {}
         self.version: dict[Direction, int] = {}
         self.err_vers: tuple[int, int] | None = None
         self.bad_htypes: dict[Direction, set[int]] = {}
@@ -126,8 +97,6 @@ class ConnState:
         self.v2_first_seen = False
         self.v2_recv: dict[Direction, int] = {}
         self.rpcrdma = False
-        self.orphan_ops = 0
-        self.orphan_bytes = 0
         self.closed = 0
         self.unanswered = 0
         self.emit = emit

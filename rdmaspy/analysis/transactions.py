@@ -5,16 +5,18 @@ forward, a call from the server is backchannel, and its reply travels the other 
 stand the RDMA operations that moved the chunks: RDMA READs the responder issued against the call's
 Read chunks, RDMA WRITEs into its Write chunks and Reply chunk, and, for a reply sent through a
 responder-provided Read chunk (seeds/001), the requester's RDMA READs and its RDMA_DONE.  An RDMA
-operation is tied to its transaction by the R_Key and address of the segment it touches
-(chunks.ChunkBook).  Credits are followed per direction (credits.CreditLedger) and every message
-is checked against the rules of rpcrdma_rules.
+operation is tied to its transaction by the R_Key and address of the segment it touches (the data
+ledger, analysis.ledger, followed by analysis.correlation, which this module derives from).  Credits are
+followed per direction (credits.CreditLedger) and every message is checked against the rules of
+rpcrdma_rules (and of chunks for the segments).
 
 A transaction is open from its call until its reply (or, with a responder-provided Read chunk,
 until the RDMA_DONE); then its record goes to the analyzer's sink as kind ``"transaction"`` and is
 forgotten, so memory is bounded by the transactions in flight.  The records are those of
-``model``: a ``Transaction`` with its ``Step``s and ``Segment``s.  ``Transactions.current`` is the
-transaction the packet being analysed belongs to (the rpcrdma_fields module turns it into fields).
-At the end, calls without a reply are reported and every connection's ``RpcRdmaSummary`` goes out.
+``model``: a ``Transaction`` with its ``Step``s and ``Segment``s, its own facts an ``RpcRdmaFacts``.
+``Transactions.current`` is the transaction the packet being analysed belongs to (the rpcrdma_fields
+module turns it into fields).
+At the end, calls without a reply are reported and every connection's ``UlpSummary`` goes out.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from mypy_extensions import mypyc_attr
 from ..conversation import ENDED
 from ..conversation import Connection as LiveConnection
 from ..dissectors.infiniband import IBInfo
-from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
+from ..dissectors.iwarp_ddp import IWARP
 from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
 from ..dissectors.rpcrdma import (REBUILT, RPCRDMA, RDMA_DONE, RDMA_ERROR, RDMA_MSG, RDMA_MSGP, RDMA_NOMSG,
@@ -37,12 +39,15 @@ from ..packet import Packet
 from . import chunks as ck
 from . import credits as cr_rules
 from . import rpcrdma_rules as rr
-from .analyzer import Analyzer, Module, register
-from .model import (DIRECTION_OF, OTHER, CallSide, ChunkList, Direction, Finding, ReplySide, RpcRdmaSummary,
-                    RpcSummary, Rule, Side, Step, StepKind, Transaction, TransactionState)
-from .rpcrdma_state import ConnState, Op, OpenTransaction, TransactionObserver
+from .analyzer import Analyzer, register
+from .correlation import FINDINGS_KEPT, Correlator, add_step
+from .ledger import DataLedger
+from .model import (DIRECTION_OF, Direction, Message, Segment, Side, Step, StepKind, Transaction, TransactionState,
+                    UlpSummary)
+from .rpcrdma_facts import PROTOCOL, ChunkList, RpcRdmaFacts, RpcSummary, facts_of
+from .rpcrdma_state import ConnState, OpenTransaction, TransactionObserver
 from .rules import declare
-from .transport import Transport   # registered before this module: its verdict on a packet comes first
+from .transport import Transport
 
 RETRANSMITTED: Final = declare(
     "transaction.retransmitted_call", "note", "transaction",
@@ -66,18 +71,14 @@ REPLY_OVERDUE: Final = declare(
     "call XID 0x{rxid:08x} has no reply after {window} later calls on its connection: closed as unanswered",
     "RFC 8166 §3.3.1 (a requester has at most its credit grant of calls outstanding)")
 
-_MASK: Final = 0xFFFFFF
-_PENDING_LIMIT: Final = 4096          # RDMA READ requests waiting for their responses, per connection
-_STALLED_LIMIT: Final = 64            # READs and WRITEs cut short by a lost packet, per connection
 _OPEN_LIMIT = 65536            # open transactions per connection; beyond, the oldest eighth is given up as unanswered
 # A call still unanswered after this many later calls on its connection (many times any credit grant:
 # their slots were long reused) is closed as unanswered, so that a long capture keeps no call for ever.
 CALL_WINDOW: Final = 4096
 _SWEEP_EVERY: Final = 64              # calls between two looks for overdue ones (the oldest are first in ``open``)
-# What an open transaction keeps at most of each list; past that they are counted in ``dropped``.
-STEPS_KEPT: Final = 1024
-FINDINGS_KEPT: Final = 16              # as many as resendings: each resending is one finding
-RESENDINGS_KEPT: Final = 16
+# What an open transaction keeps at most of its call's resendings (as many as findings: each resending is one);
+# past that they are counted in ``dropped``.
+RESENDINGS_KEPT: Final = FINDINGS_KEPT
 _ERR_INVAL_CONT: Final = 5            # RDMA2_ERR_INVAL_CONT (draft-01 §7.1.3)
 _APPLIED_LIMIT: Final = 4096          # frames remembered whose message was taken (as many as the PSN ring holds)
 # messages held beyond a PSN the responder had not taken; beyond, the oldest is taken
@@ -178,22 +179,16 @@ class RecentFrames:
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class Transactions(Module):
+class Transactions(Correlator):
     """The analysis module: follows every RPC-over-RDMA connection of the capture."""
 
     name = "open RPC transactions (or idle RPC-over-RDMA connections)"
 
     def __init__(self, analyzer: Analyzer) -> None:
-        self.an = analyzer
+        super().__init__(analyzer)
         self.conns: dict[int, ConnState] = {}
-        self.cur: Transaction | None = None      # findings reported now also belong to this transaction
-        self.current: Transaction | None = None  # the transaction of the packet being analysed
         self.transactions = 0
-        self.held = 0                            # bytes charged to the memory budget for open transactions
-        self.budget = analyzer.budget
         self.budget.join(self)
-        psn = analyzer.modules.get("ib.transport")
-        self.psn: Transport | None = psn if isinstance(psn, Transport) else None
         # Frames whose RPC-over-RDMA message (or rebuilt message) was taken, and the copies of them
         # that were left alone: a later copy of one of these carries a message already accounted.
         self.applied = RecentFrames(_APPLIED_LIMIT)
@@ -249,22 +244,8 @@ class Transactions(Module):
             if not ids:
                 del self.pairs[pair]
 
-    # -- reporting -----------------------------------------------------------------------------------
-    def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
-               xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding:
-        f = self.an.report_args(rule, frames, ts, conn, xid, pkt, args)
-        cur = self.cur
-        if cur is not None:
-            if len(cur.findings) < FINDINGS_KEPT:
-                cur.findings.append(f)
-            else:
-                cur.dropped += 1
-        return f
-
-    def _belongs(self, txn: Transaction | None) -> None:
-        """The packet being analysed is part of ``txn``."""
-        if txn is not None:
-            self.current = txn
+    def xid_of(self, txn: Transaction) -> int | None:
+        return txn.key
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
@@ -299,10 +280,10 @@ class Transactions(Module):
     def _leave(self, st: ConnState, o: OpenTransaction) -> None:
         """Hold a call left unanswered on a connection that ended (still charged to the budget)."""
         txn = o.txn
-        del st.open[(txn.call_direction, txn.xid)]
+        del st.open[(txn.request_direction, txn.key)]
         st.unanswered += 1                  # unanswered there, whatever happens to it on another connection
         left = self.left
-        left[_left_key(st.conn, txn.call_direction, txn.xid)] = (st, o)
+        left[_left_key(st.conn, txn.request_direction, txn.key)] = (st, o)
         if len(left) > _LEFT_LIMIT:
             self._left_unanswered(next(iter(left)))
 
@@ -313,7 +294,7 @@ class Transactions(Module):
         txn = o.txn
         keep = self.cur
         self.cur = txn
-        self.report(NO_REPLY, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+        self.report(NO_REPLY, txn.request_frame, txn.request.ts, conn=st.conn_id, xid=txn.key, rxid=txn.key)
         self._close(st, o, TransactionState.UNANSWERED)
         self.cur = keep
 
@@ -352,8 +333,8 @@ class Transactions(Module):
         if earlier is None or there is None:
             return
         txn = earlier.txn
-        key: tuple = (txn.call_direction, txn.xid)
-        left_key = _left_key(there.conn, txn.call_direction, txn.xid)
+        key: tuple = (txn.request_direction, txn.key)
+        left_key = _left_key(there.conn, txn.request_direction, txn.key)
         if there.open.get(key) is earlier:
             there.unanswered += 1
         elif self.left.get(left_key, (None, None))[1] is earlier:
@@ -363,9 +344,9 @@ class Transactions(Module):
             return
         keep = self.cur
         self.cur = txn
-        self.report(ANSWERED_AFTER_RECONNECT, (txn.call_frame, o.txn.call_frame, reply), txn.call.ts,
-                    conn=there.conn_id, xid=txn.xid, rxid=txn.xid, conn1=there.conn_id, conn2=st.conn_id,
-                    call=o.txn.call_frame, reply=reply)
+        self.report(ANSWERED_AFTER_RECONNECT, (txn.request_frame, o.txn.request_frame, reply), txn.request.ts,
+                    conn=there.conn_id, xid=txn.key, rxid=txn.key, conn1=there.conn_id, conn2=st.conn_id,
+                    call=o.txn.request_frame, reply=reply)
         self._close(there, earlier, TransactionState.UNANSWERED)
         self.cur = keep
 
@@ -457,7 +438,7 @@ class Transactions(Module):
                     o.reply_rpc = rb.rebuilt_rpc
                 else:
                     o.call_rpc = rb.rebuilt_rpc
-                    o.txn.rpc = rpc_summary(o.call_rpc, None)
+                    facts_of(o.txn).rpc = rpc_summary(o.call_rpc, None)
                     if o.call_msg.rpc is None:      # the call itself came in a Position Zero Read chunk
                         self._called(st, pkt, o)
                 self._belongs(o.txn)
@@ -572,14 +553,14 @@ class Transactions(Module):
         key: tuple = (d, xid)  # plain tuple: see docs/architecture.md
         old = st.open.get(key)
         if old is not None and old.reply_msg is None:
-            resent = old.txn.call.retransmissions
+            resent = old.txn.request.retransmissions
             if len(resent) < RESENDINGS_KEPT:
                 resent.append(frames)
             else:
                 old.txn.dropped += 1
             self.cur = old.txn
             self.report(RETRANSMITTED, frame, ts, conn=st.conn_id, xid=xid, pkt=pkt, rxid=xid,
-                        first=old.txn.call_frame)
+                        first=old.txn.request_frame)
             self._belongs(old.txn)
             rr.check_message(self, st, pkt, msg, d, False)
             return
@@ -589,8 +570,9 @@ class Transactions(Module):
             self._done_missing(st, old)
             self._close(st, old, TransactionState.PULL_INCOMPLETE)
         size = rr.message_size(msg)
-        call = CallSide(frames, ts, proc_name(msg), msg.shape or None, size, _credit_value(msg))
-        txn = Transaction(st.conn_id, xid, d, msg.version, call, rpc=rpc_summary(msg.rpc, None))
+        facts = RpcRdmaFacts(msg.version, proc_name(msg), msg.shape or None, _credit_value(msg),
+                             rpc_summary(msg.rpc, None))
+        txn = Transaction(PROTOCOL, st.conn_id, xid, d, Message(frames, ts, size), facts)
         o = OpenTransaction(txn, msg, st.calls)
         st.calls += 1
         self.budget.charge(self, TXN_COST)      # before it is open, so that a shed leaves it alone
@@ -626,7 +608,7 @@ class Transactions(Module):
         if msg.reply is not None:
             for i, s in enumerate(msg.reply):
                 self._advertise(st, txn, ChunkList.REPLY, 0, i, None, s.handle, s.offset, s.length, side)
-        _add_step(txn, Step(StepKind.CALL_SEND, frames, ts, size))
+        add_step(txn, Step(StepKind.REQUEST, frames, ts, size))
         led = st.ledger(d)
         if led.call(ts, frame, msg.credits if msg.version == 1 else None):
             if led.granted is None:
@@ -646,7 +628,9 @@ class Transactions(Module):
     @staticmethod
     def _advertise(st: ConnState, txn: Transaction, lst: ChunkList, chunk: int, index: int, position: int | None,
                    handle: int, offset: int, length: int, side: Side) -> None:
-        seg = ck.Segment(lst, chunk, index, position, handle, offset, length, side, txn)
+        reading = lst is ChunkList.READ or lst is ChunkList.RESPONDER_READ
+        access = StepKind.RDMA_READ if reading else StepKind.RDMA_WRITE
+        seg = Segment(lst, chunk, index, position, handle, offset, length, side, txn, access=access)
         txn.segments.append(seg)
         st.book.advertise(seg)
 
@@ -684,12 +668,16 @@ class Transactions(Module):
         frames = list(msg.continuation or msg.frames or [frame])
         o.reply_msg = msg
         size = rr.message_size(msg)
-        txn.reply = ReplySide(frames, ts, proc_name(msg), msg.shape or None, size, _credit_value(msg),
-                              invalidated=inv, error=msg.errcode if msg.proc == RDMA_ERROR else None)
+        txn.response = Message(frames, ts, size, invalidated=inv)
+        facts = facts_of(txn)
+        facts.reply_proc = proc_name(msg)
+        facts.reply_shape = msg.shape or None
+        facts.reply_credits = _credit_value(msg)
+        facts.reply_error = msg.errcode if msg.proc == RDMA_ERROR else None
         if msg.rpc is not None:
             o.reply_rpc = msg.rpc
         st.ledger(cd).answered(ts, frame)
-        _add_step(txn, Step(StepKind.REPLY_SEND, frames, ts, size, invalidated=inv))
+        add_step(txn, Step(StepKind.RESPONSE, frames, ts, size, invalidated=inv))
         rr.check_message(self, st, pkt, msg, d, True)
         rr.check_reply(self, st, pkt, msg, o)
         if inv is not None:
@@ -742,9 +730,9 @@ class Transactions(Module):
             txn = o.txn
             self.cur = txn
             self._belongs(txn)
-            if txn.reply is not None:
-                txn.reply.done_frame = frame
-            _add_step(txn, Step(StepKind.DONE, [frame], ts))
+            if txn.response is not None:
+                facts_of(txn).done_frame = frame
+            add_step(txn, Step(StepKind.DONE, [frame], ts))
             rr.check_message(self, st, pkt, msg, d, False)
             self._close(st, o, TransactionState.COMPLETE)
             return
@@ -754,13 +742,13 @@ class Transactions(Module):
 
     def _done_missing(self, st: ConnState, o: OpenTransaction) -> None:
         txn = o.txn
-        rep = txn.reply
-        self.report(rr.DONE_MISSING, rep.frame if rep is not None else txn.call_frame,
-                    rep.ts if rep is not None else txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+        rep = txn.response
+        self.report(rr.DONE_MISSING, rep.frame if rep is not None else txn.request_frame,
+                    rep.ts if rep is not None else txn.request.ts, conn=st.conn_id, xid=txn.key, rxid=txn.key)
 
     def _close(self, st: ConnState, o: OpenTransaction, state: TransactionState) -> None:
         txn = o.txn
-        key: tuple = (txn.call_direction, txn.xid)
+        key: tuple = (txn.request_direction, txn.key)
         if key in st.open:              # not pop(key, None): compiled, a method call is generic
             del st.open[key]
             self.budget.release(self, TXN_COST)
@@ -768,195 +756,8 @@ class Transactions(Module):
             st.book.withdraw(seg)
         st.closed += 1
         txn.state = state
-        txn.rpc = rpc_summary(o.call_rpc, o.reply_rpc)
+        facts_of(txn).rpc = rpc_summary(o.call_rpc, o.reply_rpc)
         self.an.emit(txn)
-
-    # -- RDMA operations -----------------------------------------------------------------------------
-    def _start(self, st: ConnState, pkt: Packet, d: Direction, kind: StepKind, handle: int, va: int,
-               length: int) -> Op:
-        """An RDMA operation from direction ``d`` on the receiver's memory (handle, va)."""
-        side = d.receiver
-        seg = st.book.owner(side, handle, va)
-        frame = pkt.frame.num
-        if seg is None or seg.transaction is None:
-            st.orphan_ops += 1
-            self.cur = None
-            self.report(ck.UNADVERTISED, frame, pkt.frame.ts, conn=st.conn_id, pkt=pkt,
-                        op="READ" if kind is StepKind.RDMA_READ else "WRITE", length=length, offset=va,
-                        handle=handle)
-            return Op(None, None, None, kind, handle, va, side)
-        txn = seg.transaction
-        reading = kind is StepKind.RDMA_READ
-        step = Step(kind, [frame], pkt.frame.ts, 0, handle, va, length, seg, [] if reading else None)
-        _add_step(txn, step)
-        self._belongs(txn)
-        op = Op(txn, seg, step, kind, handle, va, side)
-        hits, outside = st.book.cut(side, handle, va, length)
-        for s, _a, _b in hits:
-            s.ops += 1
-        if reading and outside:
-            # A READ is judged by the range it asks for; a WRITE by the bytes it moves (in _move).
-            op.overrun = True
-            seg.overrun += outside
-            self.cur = txn
-            self.report(ck.OVERRUN_RULES[seg.kind], frame, pkt.frame.ts, conn=st.conn_id, xid=txn.xid, pkt=pkt,
-                        length=length, offset=va, handle=handle, outside=outside)
-        return op
-
-    def _move(self, st: ConnState, pkt: Packet, op: Op, n: int, at: int | None = None) -> None:
-        """``n`` bytes moved at the operation's cursor (or at ``at``)."""
-        start = op.cursor if at is None else at
-        op.cursor = start + n
-        txn = op.txn
-        step = op.step
-        seg = op.seg
-        if txn is None or step is None or seg is None:
-            st.orphan_bytes += n
-            return
-        step.bytes = (step.bytes or 0) + n
-        if op.kind is StepKind.RDMA_READ:
-            txn.bytes_read += n
-        else:
-            txn.bytes_written += n
-        frame = pkt.frame.num
-        hits, outside = st.book.cut(op.side, op.handle, start, n)
-        for s, a, b in hits:
-            s.add(a, b, frame)
-        if outside and op.kind is StepKind.RDMA_WRITE:
-            seg.overrun += outside
-            if not op.overrun:
-                op.overrun = True
-                self.cur = txn
-                self.report(ck.OVERRUN_RULES[seg.kind], frame, pkt.frame.ts, conn=st.conn_id,
-                            xid=txn.xid, pkt=pkt, length=step.length, offset=step.offset, handle=op.handle,
-                            outside=outside)
-
-    @staticmethod
-    def _in_sequence(st: ConnState, active: dict[Direction, Op], d: Direction, pos: str, psn: int,
-                     started: Op | None) -> Op | None:
-        """The operation a First/Middle/Last/Only packet belongs to: ``started`` for a First or Only
-        (a First stays active for what follows), else the active one if the PSN is its next, else
-        one that a lost packet cut short and that waits for this PSN (sent again, go-back-N)."""
-        if pos == "first" or pos == "only":
-            if started is None:
-                return None       # a copy, or an operation nobody follows: the active one goes on
-            cut = active.get(d)
-            if cut is not None:
-                del active[d]
-                # the active operation's Last was not seen: it waits for its packets to be sent again
-                Transactions._stall(st, d, cut)
-            if pos == "first":
-                started.next_psn = (psn + 1) & _MASK
-                active[d] = started
-            return started
-        op = active.get(d)
-        if op is not None and psn == op.next_psn:
-            op.next_psn = (psn + 1) & _MASK
-            if pos == "last":
-                del active[d]
-        else:
-            op = st.stalled.pop((d, StepKind.RDMA_WRITE if active is st.write_active else StepKind.RDMA_READ, psn),
-                                None)
-            if op is None:
-                return None
-            op.next_psn = (psn + 1) & _MASK
-            if pos != "last":
-                Transactions._stall(st, d, op)
-        txn = op.txn
-        if txn is not None and txn.state is not TransactionState.OPEN:
-            return None           # sent again after its transaction closed: no part of it any more
-        return op
-
-    @staticmethod
-    def _stall(st: ConnState, d: Direction, op: Op) -> None:
-        stalled = st.stalled
-        stalled[(d, op.kind, op.next_psn)] = op
-        if len(stalled) > _STALLED_LIMIT:
-            del stalled[next(iter(stalled))]
-
-    def _ib_write(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction, again: bool) -> None:
-        """A WRITE packet; one sent ``again`` starts nothing (its Middle and Last fall out of sequence
-        unless their first sending is missing)."""
-        pos = ib.plan.pos
-        started = None
-        if pos == "first" or pos == "only":
-            if ib.reth is None or again:
-                return
-            va, rkey, dlen = ib.reth
-            started = self._start(st, pkt, d, StepKind.RDMA_WRITE, rkey, va, dlen)
-        op = self._in_sequence(st, st.write_active, d, pos, ib.psn, started)
-        if op is None:
-            return
-        if started is None and op.step is not None:
-            op.step.frames.append(pkt.frame.num)
-            self._belongs(op.txn)
-        self._move(st, pkt, op, ib.payload_end - ib.payload_off)
-
-    def _ib_read_request(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction) -> None:
-        if ib.reth is None:
-            return
-        va, rkey, dlen = ib.reth
-        op = self._start(st, pkt, d, StepKind.RDMA_READ, rkey, va, dlen)
-        pending = st.reads_pending
-        pending[(d, ib.psn)] = op
-        if len(pending) > _PENDING_LIMIT:
-            del pending[next(iter(pending))]
-
-    def _ib_read_response(self, st: ConnState, pkt: Packet, ib: IBInfo, d: Direction) -> None:
-        pos = ib.plan.pos
-        started = None
-        if pos == "first" or pos == "only":
-            key: tuple = (OTHER[d], ib.psn)
-            started = st.reads_pending.get(key)
-            if started is not None:
-                del st.reads_pending[key]
-        op = self._in_sequence(st, st.read_active, d, pos, ib.psn, started)
-        if op is None:
-            return
-        step = op.step
-        if step is not None and step.response_frames is not None:
-            step.response_frames.append(pkt.frame.num)
-            self._belongs(op.txn)
-        self._move(st, pkt, op, ib.payload_end - ib.payload_off)
-
-    def _iwarp_op(self, st: ConnState, pkt: Packet, iw: IWarpInfo, d: Direction) -> None:
-        op_code = iw.opcode
-        n = iw.payload_end - iw.payload_off
-        if op_code == 0 and iw.stag is not None and iw.to is not None:   # RDMA Write: each DDP segment names STag, TO
-            key: tuple = (d, iw.stag)
-            op = st.iw_writes.get(key)
-            if op is None or op.cursor != iw.to:
-                op = self._start(st, pkt, d, StepKind.RDMA_WRITE, iw.stag, iw.to, n)
-                st.iw_writes[key] = op
-                if len(st.iw_writes) > _PENDING_LIMIT:      # writes whose last segment never came
-                    del st.iw_writes[next(iter(st.iw_writes))]
-            elif op.step is not None:
-                op.step.frames.append(pkt.frame.num)
-                op.step.length = (op.step.length or 0) + n
-                self._belongs(op.txn)
-            self._move(st, pkt, op, n, iw.to)
-            if iw.last:
-                st.iw_writes.pop(key, None)
-        elif op_code == 1 and iw.read_request is not None:
-            sink_stag, sink_to, size, src_stag, src_to = iw.read_request
-            op = self._start(st, pkt, d, StepKind.RDMA_READ, src_stag, src_to, size)
-            op.sink_to = sink_to
-            st.iw_reads[(d.other, sink_stag)] = op
-            if len(st.iw_reads) > _PENDING_LIMIT:
-                del st.iw_reads[next(iter(st.iw_reads))]
-        elif op_code == 2 and iw.stag is not None and iw.to is not None:   # Read Response, tagged with the sink STag
-            key = (d, iw.stag)
-            op = st.iw_reads.get(key)
-            if op is None:
-                return
-            step = op.step
-            if step is not None and step.response_frames is not None:
-                step.response_frames.append(pkt.frame.num)
-                self._belongs(op.txn)
-            start = op.cursor if op.txn is None or step is None else (step.offset or 0) + (iw.to - op.sink_to)
-            self._move(st, pkt, op, n, start)
-            if iw.last:
-                del st.iw_reads[key]
 
     # -- end of capture ------------------------------------------------------------------------------
     def _overdue(self, st: ConnState) -> None:
@@ -978,10 +779,10 @@ class Transactions(Module):
         if o.reply_msg is None:
             st.unanswered += 1
             if overdue:
-                self.report(REPLY_OVERDUE, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid,
+                self.report(REPLY_OVERDUE, txn.request_frame, txn.request.ts, conn=st.conn_id, xid=txn.key, rxid=txn.key,
                             window=CALL_WINDOW)
             else:
-                self.report(NO_REPLY, txn.call_frame, txn.call.ts, conn=st.conn_id, xid=txn.xid, rxid=txn.xid)
+                self.report(NO_REPLY, txn.request_frame, txn.request.ts, conn=st.conn_id, xid=txn.key, rxid=txn.key)
             self._close(st, o, TransactionState.UNANSWERED)
         else:
             self._done_missing(st, o)
@@ -1004,16 +805,10 @@ class Transactions(Module):
         for led in st.ledgers.values():
             led.flush()
         if st.rpcrdma or st.messages:
-            self.an.emit(RpcRdmaSummary(
-                st.conn_id, st.messages, st.closed, st.unanswered, sorted(set(st.version.values())),
+            self.an.emit(UlpSummary(
+                PROTOCOL, st.conn_id, st.messages, st.closed, st.unanswered, sorted(set(st.version.values())),
                 [led.summary() for _d, led in sorted(st.ledgers.items())], st.orphan_ops, st.orphan_bytes))
 
-
-def _add_step(txn: Transaction, step: Step) -> None:
-    if len(txn.steps) < STEPS_KEPT:
-        txn.steps.append(step)
-    else:
-        txn.dropped += 1
 
 
 register("rpcrdma.transactions", Transactions)

@@ -1,8 +1,9 @@
 """``rdmaspy annotate FILE -o out.pcapng``: the capture again, with rdmaspy's analysis as packet comments.
 
 Every packet that has something to say gets comments (pcapng ``opt_comment``, which Wireshark shows
-and filters as ``frame.comment``): the RPC-over-RDMA transaction it belongs to (XID, procedure,
-call or reply or the RDMA operation, the chunk segment it reads or writes, the latency) and each
+and filters as ``frame.comment``): the transaction it belongs to, in its upper layer's words (an
+RPC-over-RDMA XID and procedure, an NVMe command's CID and name; the request or the response or the
+RDMA operation, the segment it reads or writes, the latency) and each
 finding that names it first, with its rule and source: the analysis' and the dissectors' (a
 malformed packet, a bad checksum, a CM reject, a hole in a TCP stream), as ``rdmaspy expert`` lists
 them.  The frames themselves are copied unchanged, with their timestamps (nanoseconds), original
@@ -20,13 +21,11 @@ import struct
 import tempfile
 from typing import IO, Any, BinaryIO, Iterator
 
-from ..analysis.model import CallDirection, ChunkList, Finding, Record, StepKind, Transaction
+from ..analysis.model import CallDirection, Finding, Record, StepKind, Transaction
+from ..analysis.ulp import model_of
 from ..errors import RdmaspyError
 from ..writers.outfile import OutputFile
 from .common import add_capture_argument, report_problems, report_writer
-
-_LIST_NAMES = {ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk"}
-
 
 _RUN = 65536          # comments held in memory before a sorted run of them goes to a temporary file
 _ENTRY = struct.Struct("<IBII")   # frame, kind (0 transaction, 1 finding), arrival, text length
@@ -106,45 +105,52 @@ class Notes:
             self.transaction(rec)
 
     def transaction(self, t: Transaction) -> None:
-        from .stats import operation_name
-        name = operation_name(t)
-        head = f"rdmaspy: {name} XID 0x{t.xid:08x}"
+        ulp = model_of(t.protocol)
+        name = ulp.operation(t)
+        head = f"rdmaspy: {name} {ulp.key} 0x{t.key:0{ulp.key_digits}x}"
         if t.direction is CallDirection.BACKCHANNEL:
             head += " (backchannel)"
-        call = t.call
-        reply = t.reply
+        asked, answer = ulp.request, ulp.response
+        call = t.request
+        reply = t.response
         lat = t.latency_ns
         lat_text = f"{lat / 1e9 * 1e3:.3f} ms" if lat is not None else None
         if reply is not None:
-            call_text = f"{head}: call; reply in frame {reply.frame} after {lat_text}"
+            call_text = f"{head}: {asked}; {answer} in frame {reply.frame} after {lat_text}"
         else:
-            call_text = f"{head}: call; no reply in the capture"
+            call_text = f"{head}: {asked}; no {answer} in the capture"
         for fr in call.frames or [call.frame]:
             self.add(fr, call_text)
         for retrans in call.retransmissions:
             for fr in retrans:
-                self.add(fr, f"{head}: call sent again (first in frame {call.frame})")
+                self.add(fr, f"{head}: {asked} sent again (first in frame {call.frame})")
         if reply is not None:
-            text = f"{head}: reply to the call in frame {call.frame} after {lat_text}"
-            if reply.error is not None:
-                text += f"; RDMA_ERROR {reply.error}"
+            text = f"{head}: {answer} to the {asked} in frame {call.frame} after {lat_text}"
+            for fact in ulp.facts:
+                if fact.tell is not None:
+                    value = fact.get(t)
+                    if value is not None:
+                        text += f"; {fact.tell} {value}"
             if reply.invalidated is not None:
                 text += f"; invalidates R_Key 0x{reply.invalidated:08x}"
             for fr in reply.frames or [reply.frame]:
                 self.add(fr, text)
-            if reply.done_frame is not None:
-                self.add(reply.done_frame, f"{head}: RDMA_DONE for the reply in frame {reply.frame}")
         for step in t.steps:
             kind = step.kind
+            if kind is StepKind.DONE:
+                if reply is not None:
+                    for fr in step.frames:
+                        self.add(fr, f"{head}: {ulp.done} for the {answer} in frame {reply.frame}")
+                continue
             if kind is not StepKind.RDMA_READ and kind is not StepKind.RDMA_WRITE:
                 continue
             seg = step.segment
             where = ""
             if seg is not None:
-                where = f" {_LIST_NAMES.get(seg.kind, str(seg.kind))} {seg.chunk} segment {seg.index}"
+                where = f" {ulp.lists.get(seg.kind, str(seg.kind))} {seg.chunk} segment {seg.index}"
             verb = "RDMA READ of" if kind is StepKind.RDMA_READ else "RDMA WRITE into"
             text = (f"{head}: {verb}{where} (R_Key 0x{step.handle or 0:08x}, {step.length} bytes at "
-                    f"0x{step.offset or 0:x}); call in frame {call.frame}")
+                    f"0x{step.offset or 0:x}); {asked} in frame {call.frame}")
             for fr in step.frames:
                 self.add(fr, text)
             for fr in step.response_frames or ():

@@ -14,26 +14,9 @@ import sys
 from typing import Any
 
 from ..analysis.model import Record, Transaction
+from ..analysis.rpcrdma_facts import PROTOCOL as RPCRDMA
 from ..errors import RdmaspyError
 from .common import EXIT_OK, open_source, pipeline_options, report_problems
-
-
-def transaction_frames(t: Transaction) -> set[int]:
-    """Every frame of a transaction: the call (and its resendings), the RDMA READs and WRITEs and their
-    responses, the reply and its RDMA_DONE."""
-    frames = set(t.call.frames)
-    for again in t.call.retransmissions:
-        frames.update(again)
-    for st in t.steps:
-        frames.update(st.frames)
-        if st.response_frames:
-            frames.update(st.response_frames)
-    rep = t.reply
-    if rep is not None:
-        frames.update(rep.frames)
-        if rep.done_frame is not None:
-            frames.add(rep.done_frame)
-    return frames
 
 
 class ChooseSink:
@@ -54,8 +37,9 @@ class ChooseSink:
             self.frames.add(pkt.frame.num)
 
     def _record(self, rec: Record) -> None:
-        if isinstance(rec, Transaction) and rec.xid == self.xid and (self.conn is None or rec.conn == self.conn):
-            self.frames.update(transaction_frames(rec))
+        if (isinstance(rec, Transaction) and rec.protocol == RPCRDMA and rec.key == self.xid
+                and (self.conn is None or rec.conn == self.conn)):
+            self.frames.update(rec.frames())
 
     def finish(self) -> None:
         pass

@@ -8,7 +8,7 @@
 - PSN analysis counters (retransmissions, NAKs, RNR NAKs...), CNPs and ECN marks per flow, and
   findings by rule.
 
-The numbers come from the typed analysis records (``Transaction``, ``RpcRdmaSummary``,
+The numbers come from the typed analysis records (``Transaction``, ``UlpSummary``,
 ``PsnStats``, ``CongestionFlow``) and its findings; ``Stats`` gathers them (no text), the
 functions below it present them as text or JSON.  Percentiles are nearest-rank: the value at rank
 ceil(p/100 * n) of the n sorted latencies.
@@ -20,24 +20,15 @@ import math
 import sys
 from typing import Any
 
-from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, RpcRdmaSummary, Transaction
+from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, Transaction, UlpSummary
+from ..analysis.ulp import model_of
 from ..pipeline import Options
 from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:
-    """The procedure a transaction stands for: "NFSv3 READ", "NFSv4.2 COMPOUND(OPEN)", ..."""
-    from ..dissectors.nfs import NFS4_SCENE_OPS
-    rpc = t.rpc
-    if rpc is None:
-        return f"RPC-over-RDMA {t.call.proc}"
-    label = rpc.label or (f"program {rpc.program} v{rpc.version}" if rpc.program is not None else "RPC")
-    name = rpc.name or (f"proc {rpc.procedure}" if rpc.procedure is not None else "?")
-    ops = rpc.ops
-    if name == "COMPOUND" and ops:
-        main = next((o for o in ops if o not in NFS4_SCENE_OPS), ops[-1])
-        name = f"COMPOUND({main})"
-    return f"{label} {name}"
+    """What a transaction did, as its upper layer names it: "NFSv3 READ", "NFSv4.2 COMPOUND(OPEN)", ..."""
+    return model_of(t.protocol).operation(t)
 
 
 def percentile(sorted_values: list[float], p: float) -> float | None:
@@ -86,7 +77,7 @@ class _Block:
             op = self.ops[name] = _Op()
         op.count += 1
         lat = t.latency_ns
-        if t.reply is not None:
+        if t.response is not None:
             op.answered += 1
         else:
             self.unanswered += 1
@@ -155,7 +146,7 @@ class Stats:
         elif isinstance(rec, CongestionFlow):
             self.congestion.append({"src": rec.src, "dst": rec.dst, "qp": rec.qp, "cnps": rec.cnps,
                                     "ce_marks": rec.ce_marks})
-        elif isinstance(rec, RpcRdmaSummary):
+        elif isinstance(rec, UlpSummary):
             from ..output.flows import credit_summary_record
             for c in rec.credits:
                 entry = {"conn": rec.conn, **credit_summary_record(c)}

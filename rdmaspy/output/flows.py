@@ -1,5 +1,7 @@
 """The flows document: per connection its setup, transactions, credits and findings (schema
-rdmaspy/schemas/flows-1.json), written from the typed records of the analysis (``analysis.model``).
+rdmaspy/schemas/flows-1.json, revision 3), written from the typed records of the analysis
+(``analysis.model``): the transactions of every upper layer in one shape, each with its own facts where
+its declaration (``analysis.ulp``) puts them.
 
 A ``FlowBuilder`` is the analyzer's sink (``on_record`` / ``on_finding``).  Finished transactions,
 pieces of the credit time series and findings arrive in capture order, each tagged with its
@@ -15,11 +17,13 @@ from __future__ import annotations
 import os
 import tempfile
 from types import TracebackType
-from typing import BinaryIO, Iterable
+from typing import BinaryIO, Final, Iterable
 
 from ..analysis.hostmodel import HostClock
-from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, RpcRdmaSummary,
-                              RpcSummary, Segment, Step, StepKind, Transaction)
+from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, Segment, Step,
+                              StepKind, Transaction, UlpSummary)
+from ..analysis.rpcrdma_facts import PROTOCOL as RPCRDMA
+from ..analysis.ulp import UlpModel, model_of
 from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
 from .hostrecords import host_clock_record, host_event_record, host_view_record
 from .jsonout import dumps
@@ -46,70 +50,116 @@ def finding_record(f: Finding) -> JSON:
 
 
 def segment_record(s: Segment) -> JSON:
-    r: JSON = {"list": s.kind.value, "chunk": s.chunk, "segment": s.index, "handle": s.handle, "offset": s.offset,
-               "length": s.length, "used": s.used, "status": s.state.value, "overrun": s.overrun,
-               "operations": s.ops, "memory_of": s.side.value}
+    r: JSON = {"list": str(s.kind), "chunk": s.chunk, "segment": s.index, "handle": s.handle, "offset": s.offset,
+               "length": s.length, "used": s.used, "status": str(s.state), "overrun": s.overrun,
+               "operations": s.ops, "memory_of": str(s.side)}
     if s.position is not None:
         r["position"] = s.position
     if s.reported is not None:
         r["reported"] = s.reported
+    r["access"] = None if s.access is None else str(s.access)
+    r["invalidate"] = s.invalidate
     return r
 
 
 def step_record(st: Step) -> JSON:
     kind = st.kind
-    if kind is StepKind.CALL_SEND or kind is StepKind.REPLY_SEND:
-        r: JSON = {"op": "send", "role": kind.value, "frames": st.frames, "ts": st.ts, "bytes": st.bytes}
+    if kind is StepKind.REQUEST or kind is StepKind.RESPONSE:
+        r: JSON = {"op": "send", "role": str(kind), "frames": st.frames, "ts": st.ts, "bytes": st.bytes}
         if st.invalidated is not None:
             r["invalidate"] = st.invalidated
         return r
     if kind is StepKind.DONE:
         return {"op": "done", "frames": st.frames, "ts": st.ts}
-    r = {"op": kind.value, "frames": st.frames, "ts": st.ts, "handle": st.handle, "offset": st.offset,
+    r = {"op": str(kind), "frames": st.frames, "ts": st.ts, "handle": st.handle, "offset": st.offset,
          "length": st.length, "bytes": st.bytes}
     seg = st.segment
     if seg is not None:
-        r["chunk"] = {"list": seg.kind.value, "chunk": seg.chunk, "segment": seg.index}
+        r["chunk"] = {"list": str(seg.kind), "chunk": seg.chunk, "segment": seg.index}
     if st.response_frames is not None:
         r["response_frames"] = st.response_frames
     return r
 
 
-def rpc_record(r: RpcSummary | None) -> JSON | None:
-    if r is None:
-        return None
-    rec: JSON = {"program": r.program, "version": r.version, "procedure": r.procedure, "name": r.name,
-                 "label": r.label, "ops": r.ops}
-    if r.replied:
-        rec.update({"reply_stat": r.reply_stat, "accept_stat": r.accept_stat, "nfs_status": r.nfs_status,
-                    "reply_ops": r.reply_ops})
-    return rec
+_MISSING = object()
+
+
+def place_facts(record: JSON, t: Transaction, ulp: UlpModel) -> None:
+    """The upper layer's facts of ``t`` where its declaration puts them in the transaction's object: at the
+    top (``"xid"``), or in an object (``"call.proc"``: the request's; ``"rpc.name"``: an object of the upper
+    layer's own, null unless its declaration says it stands)."""
+    for f in ulp.facts:
+        path = f.path
+        if path is None or (f.when is not None and not f.when(t)):
+            continue
+        head, _, rest = path.partition(".")
+        if not rest:
+            record[head] = f.get(t)
+            continue
+        obj = record.get(head, _MISSING)
+        if obj is _MISSING:
+            live = ulp.objects.get(head)
+            obj = record[head] = {} if live is None or live(t) else None
+        if isinstance(obj, dict):
+            obj[rest] = f.get(t)
+
+
+def timing_record(t: Transaction) -> JSON:
+    """When its data moved: the first and last packet's time, and the request's latency split at them
+    (request to first data, first to last data, last data to response)."""
+    first, last, rep = t.data_first, t.data_last, t.response
+    return {"first_data": first, "last_data": last,
+            "to_first_data_ns": None if first is None else first - t.request.ts,
+            "data_ns": None if first is None or last is None else last - first,
+            "after_data_ns": None if last is None or rep is None else rep.ts - last}
+
+
+# The order revision 1 wrote a transaction's keys in, and its messages' (call, reply): a document of an
+# RPC-over-RDMA capture reads as it did; what later revisions added follows (``_ordered``).
+_TRANSACTION_ORDER: Final = ("conn", "xid", "direction", "version", "state", "call", "reply", "latency_ns", "latency",
+                             "rpc", "steps", "chunks", "bytes", "findings")
+_MESSAGE_ORDER: Final = ("frame", "frames", "ts", "proc", "shape", "size", "credits", "retransmissions", "invalidated",
+                         "error", "done_frame")
+
+
+def _ordered(record: JSON, order: tuple[str, ...]) -> JSON:
+    """``record`` with the keys of ``order`` first, in that order, then the others as they came."""
+    out: JSON = {k: record[k] for k in order if k in record}
+    for k, v in record.items():
+        if k not in out:
+            out[k] = v
+    return out
 
 
 def transaction_record(t: Transaction) -> JSON:
-    """A closed transaction: its call and reply, RPC, steps, chunks, bytes and findings."""
-    call = t.call
+    """A closed transaction: its request and response, steps, segments, bytes and findings, and its upper
+    layer's own facts (RPC-over-RDMA: the XID, version, message types, RPC; NVMe/RDMA: the command)."""
+    ulp = model_of(t.protocol)
+    call = t.request
     lat = t.latency_ns
-    rep = t.reply
+    rep = t.response
     reply: JSON | None = None
     if rep is not None:
-        reply = {"frame": rep.frame, "frames": list(rep.frames), "ts": rep.ts, "proc": rep.proc, "shape": rep.shape,
-                 "size": rep.size, "credits": rep.credits, "invalidated": rep.invalidated, "error": rep.error,
-                 "done_frame": rep.done_frame}
+        reply = {"frame": rep.frame, "frames": list(rep.frames), "ts": rep.ts, "size": rep.size,
+                 "invalidated": rep.invalidated}
     record: JSON = {
-        "conn": t.conn, "xid": t.xid, "direction": t.direction.value, "version": t.version, "state": t.state.value,
-        "call": {"frame": call.frame, "frames": list(call.frames), "ts": call.ts, "proc": call.proc,
-                 "shape": call.shape, "size": call.size, "credits": call.credits,
+        "conn": t.conn, "direction": str(t.direction), "state": str(t.state),
+        "call": {"frame": call.frame, "frames": list(call.frames), "ts": call.ts, "size": call.size,
                  "retransmissions": call.retransmissions},
         "reply": reply,
         "latency_ns": lat, "latency": None if lat is None else lat / 1e9,
-        "rpc": rpc_record(t.rpc),
         "steps": [step_record(s) for s in t.steps],
         "chunks": [segment_record(s) for s in t.segments],
         "bytes": {"call_inline": call.size, "reply_inline": rep.size if rep is not None else None,
-                  "rdma_read": t.bytes_read, "rdma_write": t.bytes_written},
+                  "rdma_read": t.bytes_read, "rdma_write": t.bytes_written, "expected": t.expected},
         "findings": [{"rule": f.rule_def.id, "severity": f.severity, "frames": list(f.frames)} for f in t.findings],
+        "protocol": t.protocol, "key": t.key, "timing": timing_record(t),
     }
+    place_facts(record, t, ulp)
+    record["call"] = _ordered(record["call"], _MESSAGE_ORDER)  # type: ignore[arg-type]
+    if reply is not None:
+        record["reply"] = _ordered(reply, _MESSAGE_ORDER)
+    record = _ordered(record, _TRANSACTION_ORDER)
     if t.dropped:
         record["dropped"] = t.dropped
     host = t.host
@@ -127,10 +177,10 @@ def credit_summary_record(c: CreditSummary) -> JSON:
             "refreshes": c.refreshes}
 
 
-def summary_record(s: RpcRdmaSummary) -> JSON:
-    """A connection's RPC-over-RDMA summary, its credits by direction of calls."""
-    return {"conn": s.conn, "messages": s.messages, "transactions": s.transactions, "unanswered": s.unanswered,
-            "versions": s.versions, "credits": [credit_summary_record(c) for c in s.credits],
+def summary_record(s: UlpSummary) -> JSON:
+    """A connection's summary of its upper layer's traffic, its credits (or queue depth) by direction."""
+    return {"protocol": s.protocol, "conn": s.conn, "messages": s.messages, "transactions": s.transactions,
+            "unanswered": s.unanswered, "versions": s.versions, "credits": [credit_summary_record(c) for c in s.credits],
             "unadvertised_operations": s.unadvertised_operations, "unadvertised_bytes": s.unadvertised_bytes}
 
 
@@ -239,7 +289,7 @@ class FlowBuilder:
         # named for the program and process that own it, should a hard kill leave it behind
         self._tmp = tempfile.TemporaryDirectory(prefix=f"rdmaspy-flows-{os.getpid()}-", dir=directory)
         self._spools: dict[tuple[int | None, str], _Spool] = {}
-        self.summaries: dict[int, RpcRdmaSummary] = {}
+        self.summaries: dict[int, UlpSummary] = {}
         self.severities: dict[str, int] = {}
         self.transactions = 0
         self._by_conn: dict[int | None, list[_Spool]] = {}
@@ -287,7 +337,7 @@ class FlowBuilder:
             self._add(rec.conn, "transactions", dumps(transaction_record(rec)))
         elif isinstance(rec, CreditSeries):
             self._add(rec.conn, "series-" + rec.direction.value, dumps(series_points(rec)))
-        elif isinstance(rec, RpcRdmaSummary):
+        elif isinstance(rec, UlpSummary):
             self.summaries[rec.conn] = rec
             # a connection's summary comes when it ends (or the capture does): what it spooled goes to disk
             self._flush_connection(rec.conn)
@@ -327,17 +377,21 @@ class FlowBuilder:
         out.write(b"]")
 
     def _head(self, conn: Connection) -> tuple[JSON, dict[str, JSON]]:
-        """A connection's own fields with its RPC-over-RDMA summary, and its credit ledgers by direction."""
+        """A connection's own fields with its upper layer's summary (and as it was named before other upper
+        layers, RPC-over-RDMA's), and its credit ledgers by direction."""
         head = connection_head(conn)
         summary = self.summaries.get(conn.id)
         credits: dict[str, JSON] = {}
+        head["rpcrdma"] = None
+        head["upper_layer"] = None
         if summary is not None:
             srec = summary_record(summary)
             for c in summary.credits:
-                credits[c.direction.value] = credit_summary_record(c)
-            head["rpcrdma"] = {k: srec[k] for k in _SUMMARY_KEYS}
-        else:
-            head["rpcrdma"] = None
+                credits[str(c.direction)] = credit_summary_record(c)
+            keys = {k: srec[k] for k in _SUMMARY_KEYS}
+            head["upper_layer"] = {"protocol": summary.protocol, **keys}
+            if summary.protocol == RPCRDMA:
+                head["rpcrdma"] = keys
         return head, credits
 
     def write_connection(self, out: BinaryIO, conn: Connection) -> None:

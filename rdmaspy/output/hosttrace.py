@@ -15,6 +15,7 @@ from typing import Any, Final
 from ..analysis.hostjoin import HORIZON_NS, HostJoin, NfsArgs, _Cursor, measure_clock
 from ..analysis.hostmodel import HostClock
 from ..analysis.model import CallDirection, Record, Transaction
+from ..analysis.rpcrdma_facts import PROTOCOL as RPCRDMA_ULP
 from ..dissectors.rpcrdma import RPCRDMA
 from ..errors import RdmaspyError
 from ..filter import make_extractor
@@ -44,11 +45,11 @@ class _Samples:
         self.again: set[int] = set()        # XIDs of several transactions: which host event is whose is unsure
 
     def on_record(self, rec: Record) -> None:
-        if not isinstance(rec, Transaction) or rec.direction is not CallDirection.FORWARD:
+        if not isinstance(rec, Transaction) or rec.protocol != RPCRDMA_ULP or rec.direction is not CallDirection.FORWARD:
             return
-        if rec.xid in self.wire or rec.call.retransmissions:
-            self.again.add(rec.xid)
-        self.wire[rec.xid] = (rec.call.ts, rec.reply.ts if rec.reply is not None else None)
+        if rec.key in self.wire or rec.request.retransmissions:
+            self.again.add(rec.key)
+        self.wire[rec.key] = (rec.request.ts, rec.response.ts if rec.response is not None else None)
 
     def packet(self, pkt: Packet) -> None:
         pass

@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..analysis.model import Connection, CreditSeries, Finding, Record, Segment, Step, Transaction
+from ..analysis.rpcrdma_facts import PROTOCOL as RPCRDMA
+from ..analysis.ulp import Fact, model_of, models
 from ..packet import Expert, Packet
 from ..hosttrace.events import EVENTS
 from .flows import json_default
@@ -49,22 +51,12 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("aeth_msn", U32), ("deth_srcqp", U32), ("immediate", U32), ("ieth_rkey", U32), ("icrc_ok", BOOL),
         ("rpcrdma_xid", U32), ("rpcrdma_version", U32), ("rpcrdma_credits", U32), ("rpcrdma_proc", STR),
         ("expert", U16)]),
-    "transactions": pa.schema([
-        ("connection", U32), ("xid", U32), ("direction", STR), ("version", U8), ("state", STR),
-        ("first_frame", U64), ("call_frame", U64), ("call_frames", pa.list_(U64)), ("call_time", TS),
-        ("call_proc", STR), ("call_shape", STR), ("call_size", U32), ("call_credits", U32),
-        ("retransmissions", U32), ("reply_frame", U64), ("reply_frames", pa.list_(U64)), ("reply_time", TS),
-        ("reply_proc", STR), ("reply_shape", STR), ("reply_size", U32), ("reply_credits", U32),
-        ("reply_error", U32), ("invalidated", U32), ("done_frame", U64), ("latency_ns", I64),
-        ("rpc_program", U32), ("rpc_version", U32), ("rpc_procedure", U32), ("rpc_name", STR), ("rpc_label", STR),
-        ("nfs_ops", pa.list_(STR)), ("reply_stat", U32), ("accept_stat", U32), ("nfs_status", U32),
-        ("bytes_read", U64), ("bytes_written", U64), ("bytes_inline", U64), ("findings", pa.list_(STR)),
-        ("steps", pa.list_(STEP))]),
+    "transactions": pa.schema([]),          # the generic columns and every upper layer's facts: below
     "segments": pa.schema([
         ("connection", U32), ("xid", U32), ("call_frame", U64), ("list", STR), ("chunk", U32), ("segment", U32),
         ("position", U32), ("handle", U32), ("offset", U64), ("length", U32), ("memory_of", STR),
         ("used", U64), ("overrun", U64), ("reported", U32), ("operations", U32), ("state", STR),
-        ("frames", pa.list_(U64))]),
+        ("frames", pa.list_(U64)), ("protocol", STR), ("key", U64), ("access", STR), ("invalidate", BOOL)]),
     "credits": pa.schema([
         ("connection", U32), ("direction", STR), ("frame", U64), ("time", TS), ("granted", U32),
         ("requested", U32), ("outstanding", U32)]),
@@ -87,6 +79,24 @@ HOST_EVENTS = "host_events"
 HOST_SCHEMA: Final = pa.schema([
     ("connection", U32), ("xid", U32), ("call_frame", U64), ("trace", U16), ("event", STR), ("side", STR),
     ("stage", STR), ("time", TS), ("host_time", I64), ("fields", STR)])
+# What every upper layer's transaction has (the request and response named "call" and "reply", as the table
+# had them when RPC-over-RDMA was the only one); then each upper layer's facts (analysis.ulp), typed as declared.
+_TRANSACTION_COLUMNS: list[tuple[str, pa.DataType]] = [
+    ("connection", U32), ("protocol", STR), ("key", U64), ("direction", STR), ("state", STR), ("first_frame", U64),
+    ("call_frame", U64), ("call_frames", pa.list_(U64)), ("call_time", TS), ("call_size", U32),
+    ("retransmissions", U32), ("reply_frame", U64), ("reply_frames", pa.list_(U64)), ("reply_time", TS),
+    ("reply_size", U32), ("invalidated", U32), ("latency_ns", I64), ("first_data_time", TS),
+    ("last_data_time", TS), ("bytes_read", U64), ("bytes_written", U64), ("bytes_inline", U64),
+    ("bytes_expected", U64), ("findings", pa.list_(STR)), ("steps", pa.list_(STEP))]
+_FACT_TYPES: dict[str, pa.DataType] = {"u8": U8, "u16": U16, "u32": U32, "u64": U64, "i64": I64, "f64": pa.float64(),
+                                       "str": STR, "bool": BOOL, "strs": pa.list_(STR), "ts": TS}
+
+
+def _facts() -> list[Fact]:
+    return [f for m in models() for f in m.facts]
+
+
+SCHEMAS["transactions"] = pa.schema(_TRANSACTION_COLUMNS + [(f.name, _FACT_TYPES[f.kind]) for f in _facts()])
 TABLES = tuple(SCHEMAS)
 EVERY_TABLE = TABLES + (HOST_EVENTS,)       # what a directory of tables may hold (query's views, export's cleanup)
 
@@ -241,36 +251,39 @@ def _proc_name(proc: Any) -> str:
 
 def step_row(st: Step) -> dict[str, Any]:
     seg = st.segment
-    return {"kind": st.kind.value, "frames": list(st.frames), "time": st.ts, "bytes": st.bytes,
+    return {"kind": str(st.kind), "frames": list(st.frames), "time": st.ts, "bytes": st.bytes,
             "handle": st.handle, "offset": st.offset, "length": st.length,
-            "segment_list": seg.kind.value if seg is not None else None,
+            "segment_list": str(seg.kind) if seg is not None else None,
             "segment_chunk": seg.chunk if seg is not None else None,
             "segment_index": seg.index if seg is not None else None,
             "response_frames": st.response_frames, "invalidated": st.invalidated}
 
 
 def transaction_row(t: Transaction) -> tuple[Any, ...]:
-    call, rep, rpc = t.call, t.reply, t.rpc
+    call, rep = t.request, t.response
     first = min(call.frames) if call.frames else None
-    return (
-        t.conn, t.xid, t.direction.value, t.version, t.state.value, first, t.call_frame, list(call.frames),
-        call.ts, call.proc, call.shape, call.size, call.credits, len(call.retransmissions),
-        t.reply_frame, list(rep.frames) if rep is not None else None, rep.ts if rep is not None else None,
-        rep.proc if rep is not None else None, rep.shape if rep is not None else None,
-        rep.size if rep is not None else None, rep.credits if rep is not None else None,
-        rep.error if rep is not None else None, rep.invalidated if rep is not None else None,
-        rep.done_frame if rep is not None else None, t.latency_ns,
-        rpc.program if rpc else None, rpc.version if rpc else None, rpc.procedure if rpc else None,
-        rpc.name if rpc else None, rpc.label if rpc else None, rpc.ops if rpc else None,
-        rpc.reply_stat if rpc else None, rpc.accept_stat if rpc else None, rpc.nfs_status if rpc else None,
-        t.bytes_read, t.bytes_written, t.bytes_inline, [f.rule_def.id for f in t.findings],
-        [step_row(s) for s in t.steps],
-    )
+    generic = (
+        t.conn, t.protocol, t.key, str(t.direction), str(t.state), first, t.request_frame, list(call.frames), call.ts,
+        call.size, len(call.retransmissions), t.response_frame, list(rep.frames) if rep is not None else None,
+        rep.ts if rep is not None else None, rep.size if rep is not None else None,
+        rep.invalidated if rep is not None else None, t.latency_ns, t.data_first, t.data_last, t.bytes_read,
+        t.bytes_written, t.bytes_inline, t.expected, [f.rule_def.id for f in t.findings],
+        [step_row(s) for s in t.steps])
+    own = _OWN.get(t.protocol)
+    if own is None:
+        own = _OWN[t.protocol] = frozenset(f.name for f in model_of(t.protocol).facts)
+    return generic + tuple(f.get(t) if f.name in own else None for f in _FACT_LIST)
+
+
+_FACT_LIST = _facts()
+_OWN: dict[str, frozenset[str]] = {}       # an upper layer's fact columns
 
 
 def segment_row(t: Transaction, s: Segment) -> tuple[Any, ...]:
-    return (t.conn, t.xid, t.call_frame, s.kind.value, s.chunk, s.index, s.position, s.handle, s.offset, s.length,
-            s.side.value, s.used, s.overrun, s.reported, s.ops, s.state.value, list(s.frames))
+    xid = t.key if t.protocol == RPCRDMA else None
+    return (t.conn, xid, t.request_frame, str(s.kind), s.chunk, s.index, s.position, s.handle, s.offset, s.length,
+            str(s.side), s.used, s.overrun, s.reported, s.ops, str(s.state), list(s.frames), t.protocol, t.key,
+            None if s.access is None else str(s.access), s.invalidate)
 
 
 def connection_row(c: Connection, first_frame: int | None) -> tuple[Any, ...]:
@@ -285,7 +298,7 @@ def connection_row(c: Connection, first_frame: int | None) -> tuple[Any, ...]:
 def host_event_row(t: Transaction, ev: Any) -> tuple[Any, ...]:
     """A kernel event of a transaction (``analysis.hostmodel``): its fields as one JSON text."""
     decl = EVENTS[ev.name]
-    return (t.conn, t.xid, t.call_frame, ev.trace, ev.name, decl.side.value, decl.stage.value, ev.ts, ev.host_ts,
+    return (t.conn, t.key, t.request_frame, ev.trace, ev.name, decl.side.value, decl.stage.value, ev.ts, ev.host_ts,
             orjson.dumps(ev.fields).decode())
 
 

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Iterator, NamedTuple, TypeVar
 
-from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, RpcRdmaSummary, Segment,
+from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, UlpSummary, Segment,
                               Transaction)
 from ..output.sinks import SeveritySink
 from ..packet import Packet
@@ -98,7 +98,7 @@ class AnalysisStore:
     def __init__(self, directory: SpoolDir) -> None:
         self.spool = RecordSpool(directory, "rdmaspy-records-")
         self.connections: dict[int, Connection] = {}
-        self.rpcrdma: dict[int, RpcRdmaSummary] = {}
+        self.summary_of: dict[int, UlpSummary] = {}
         self.transactions = TransactionIndex(self.spool, directory)
         self.findings: dict[tuple[str, str, int], FindingGroup] = {}
         self.finding_offsets = SpooledArray(directory, "Q")     # finding i: where it is on the spool,
@@ -133,9 +133,9 @@ class AnalysisStore:
         elif isinstance(rec, Connection):
             with self._lock:
                 self.connections[rec.id] = rec
-        elif isinstance(rec, RpcRdmaSummary):
+        elif isinstance(rec, UlpSummary):
             with self._lock:
-                self.rpcrdma[rec.conn] = rec
+                self.summary_of[rec.conn] = rec
 
     def on_finding(self, f: Finding) -> None:
         frames = f.frames
@@ -225,9 +225,9 @@ class AnalysisStore:
         with self._lock:
             return [self.connections[k] for k in sorted(self.connections)]
 
-    def summaries(self) -> list[tuple[int, RpcRdmaSummary]]:
+    def summaries(self) -> list[tuple[int, UlpSummary]]:
         with self._lock:
-            return list(self.rpcrdma.items())
+            return list(self.summary_of.items())
 
     def groups(self) -> list[FindingGroup]:
         with self._lock:

@@ -38,7 +38,7 @@ def host_life(s: Segment) -> str:
         return ""
     life = "  registered" if r.registered_ts is not None else "  mapped"
     if r.invalidated_ts is not None and t is not None:
-        life += f", {r.invalidation} invalidation +{duration_text(r.invalidated_ts - t.call.ts)}"
+        life += f", {r.invalidation} invalidation +{duration_text(r.invalidated_ts - t.request.ts)}"
     return life
 
 
@@ -75,7 +75,7 @@ class SegmentsView(AnalysisView):
     def _cells(self, i: int) -> Sequence[str]:
         s = self.rows[i]
         t = s.transaction
-        return (xid_text(t.xid if t is not None else None), "" if t is None else str(t.conn), s.kind.value,
+        return (xid_text(t.key if t is not None else None), "" if t is None else str(t.conn), str(s.kind),
                 str(s.chunk), str(s.index), "" if s.position is None else str(s.position), f"0x{s.handle:08x}",
                 f"0x{s.offset:016x}", str(s.length), str(s.used), str(s.ops), s.state.value,
                 frames_text(s.frames) + host_life(s))
@@ -114,7 +114,7 @@ class SegmentsView(AnalysisView):
     def on_row_table_chosen(self, event: RowTable.Chosen) -> None:
         event.stop()
         s = self.rows[event.row]
-        frame = s.frames[0] if s.frames else (s.transaction.call_frame if s.transaction is not None else 0)
+        frame = s.frames[0] if s.frames else (s.transaction.request_frame if s.transaction is not None else 0)
         if frame > 0:
             self.post_message(JumpToFrame(frame))
 

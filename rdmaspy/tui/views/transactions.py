@@ -22,6 +22,7 @@ from textual.widgets import Static
 
 from ...analysis.model import Step, StepKind, Transaction, TransactionState
 from ...hosttrace.parse import HostEvent
+from ...analysis.rpcrdma_facts import facts_of, rpc_of
 from ..analysis_store import NO_LATENCY, Rows
 from ..messages import JumpToFrame
 from . import register_view
@@ -36,16 +37,16 @@ COLUMNS = (Column("XID", 10), Column("Conn", 4, True), Column("Dir", 4), Column(
            Column("Read", 9, True), Column("Written", 9, True), Column("Findings", 30))
 STEP_COLUMNS = (Column("Step", 10), Column("+Time", 11, True), Column("Frames", 18), Column("Bytes", 9, True),
                 Column("Segment", 34), Column("Timeline", 40))
-STEP_TITLES = {StepKind.CALL_SEND: "call Send", StepKind.RDMA_READ: "RDMA READ", StepKind.RDMA_WRITE: "RDMA WRITE",
-               StepKind.REPLY_SEND: "reply Send", StepKind.DONE: "RDMA_DONE"}
+STEP_TITLES = {StepKind.REQUEST: "call Send", StepKind.RDMA_READ: "RDMA READ", StepKind.RDMA_WRITE: "RDMA WRITE",
+               StepKind.RESPONSE: "reply Send", StepKind.DONE: "RDMA_DONE"}
 STATE_STYLES: dict[TransactionState, Style] = {TransactionState.UNANSWERED: WARNING_STYLE}
 BAR_WIDTH = 40
 
 
 def procedure_text(t: Transaction) -> str:
-    rpc = t.rpc
+    rpc = rpc_of(t)
     if rpc is None:
-        return t.call.proc
+        return facts_of(t).call_proc
     name = " ".join(p for p in (rpc.label, rpc.name) if p) or f"program {rpc.program}"
     if rpc.ops:
         ops = [o for o in rpc.ops if o not in ("SEQUENCE", "PUTFH")] or rpc.ops
@@ -59,23 +60,24 @@ def findings_text(t: Transaction) -> str:
 
 def transaction_frames(t: Transaction) -> list[int]:
     """Every frame of the transaction, in capture order."""
-    frames = set(t.call.frames)
+    frames = set(t.request.frames)
     for step in t.steps:
         frames.update(step.frames)
         if step.response_frames:
             frames.update(step.response_frames)
-    rep = t.reply
+    rep = t.response
     if rep is not None:
         frames.update(rep.frames)
-        if rep.done_frame is not None:
-            frames.add(rep.done_frame)
+        done = facts_of(t).done_frame
+        if done is not None:
+            frames.add(done)
     return sorted(frames)
 
 
 def segment_text(step: Step) -> str:
     seg = step.segment
     if seg is not None:
-        return (f"{seg.kind.value} {seg.chunk}.{seg.index} 0x{seg.handle:08x}@0x{seg.offset:x}+{seg.length} "
+        return (f"{seg.kind} {seg.chunk}.{seg.index} 0x{seg.handle:08x}@0x{seg.offset:x}+{seg.length} "
                 f"{seg.state.value}")
     if step.handle is not None:
         return f"unadvertised 0x{step.handle:08x}@0x{(step.offset or 0):x}+{step.length or 0}"
@@ -133,9 +135,9 @@ class TransactionsView(AnalysisView):
     # -- the list ---------------------------------------------------------------------------------
     def _cells(self, i: int) -> Sequence[str]:
         t = self.rows[i]
-        rep = t.reply
-        return (xid_text(t.xid), str(t.conn), "fwd" if t.call_direction.value == "c2s" else "back",
-                procedure_text(t), str(t.call_frame), "" if rep is None else str(rep.frame),
+        rep = t.response
+        return (xid_text(t.key), str(t.conn), "fwd" if t.request_direction.value == "c2s" else "back",
+                procedure_text(t), str(t.request_frame), "" if rep is None else str(rep.frame),
                 duration_text(t.latency_ns), t.state.value, bytes_text(t.bytes_read) if t.bytes_read else "",
                 bytes_text(t.bytes_written) if t.bytes_written else "", findings_text(t))
 
@@ -191,7 +193,7 @@ class TransactionsView(AnalysisView):
         self.steps = steps
         title = "Timeline"
         if t is not None:
-            title = (f"Timeline of {xid_text(t.xid)} {procedure_text(t)}: {len(t.steps)} steps, "
+            title = (f"Timeline of {xid_text(t.key)} {procedure_text(t)}: {len(t.steps)} steps, "
                      f"latency {duration_text(t.latency_ns) or 'none (unanswered)'}")
             if host is not None:
                 share = host.host_share
@@ -205,18 +207,19 @@ class TransactionsView(AnalysisView):
         step = self.steps[i]
         t = self.selected
         assert t is not None
-        t0 = min(t.call.ts, self.steps[0].ts) if self.steps else t.call.ts
-        t_end = max([t.reply.ts if t.reply is not None else t0] + [s.ts for s in self.steps])
+        t0 = min(t.request.ts, self.steps[0].ts) if self.steps else t.request.ts
+        t_end = max([t.response.ts if t.response is not None else t0] + [s.ts for s in self.steps])
         if isinstance(step, HostEvent):
-            return (host_title(step), ("+" if step.ts >= t.call.ts else "-") + duration_text(abs(step.ts - t.call.ts)),
+            sign = "+" if step.ts >= t.request.ts else "-"
+            return (host_title(step), sign + duration_text(abs(step.ts - t.request.ts)),
                     "", "", step.name, bar(step.ts, step.ts, t0, t_end - t0))
         frames = list(step.frames)
         if step.response_frames:
             frames += step.response_frames
         title = STEP_TITLES.get(step.kind, step.kind.value)
-        if step.kind is StepKind.REPLY_SEND and step.invalidated is not None:
+        if step.kind is StepKind.RESPONSE and step.invalidated is not None:
             title = "reply SendInv"
-        return (title, "+" + duration_text(step.ts - t.call.ts), _frames(frames), bytes_text(step.bytes),
+        return (title, "+" + duration_text(step.ts - t.request.ts), _frames(frames), bytes_text(step.bytes),
                 segment_text(step), bar(step.ts, step.ts, t0, t_end - t0))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
@@ -263,7 +266,7 @@ class TransactionsView(AnalysisView):
                 for t in self.rows:
                     builder.on_record(t)
                 builder.write_document(out, [conns[c] for c in sorted(wanted) if c in conns], self.model.path,
-                                       self.rows[0].call.ts if self.rows else None, self.model.index.count)
+                                       self.rows[0].request.ts if self.rows else None, self.model.index.count)
             self.notify(f"{len(self.rows)} transactions exported to {target}", title="Export")
         except OSError as exc:
             self.notify(f"export failed: {exc.strerror or exc}", severity="error", title="Export")

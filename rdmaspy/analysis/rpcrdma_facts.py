@@ -1,0 +1,166 @@
+"""RPC-over-RDMA's own facts about a transaction, and its declaration as an upper layer (analysis.ulp).
+
+A transaction of RPC-over-RDMA is an RPC call and its reply, paired by XID (the transaction's key) in
+one direction of calls.  Beside what every upper layer's transaction holds (model.Transaction), it
+keeps the RPC-over-RDMA version, the message type, shape and credit value of the call and of the
+reply, the reply's RDMA_ERROR code and the RDMA_DONE that ended a responder-provided Read chunk's pull
+(seeds/001), and the RPC message it carried (``RpcSummary``: program, procedure, the reply's status).
+Its segments are the chunks of RFC 8166 §3.4, named by the list they came from (``ChunkList``).
+"""
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+from mypy_extensions import mypyc_attr
+
+from ..dissectors.nfs import NFS4_SCENE_OPS
+from .model import Facts, Transaction, record_repr, record_values
+from .ulp import Fact, UlpModel, declare
+
+PROTOCOL: Final = "rpcrdma"
+
+
+class ChunkList(StrEnum):
+    """The list an advertised segment came from."""
+    READ = "read"                       # a call's Read list
+    WRITE = "write"                     # a call's Write list
+    REPLY = "reply"                     # a call's Reply chunk
+    RESPONDER_READ = "responder_read"   # a reply's Position Zero Read chunk (seeds/001)
+
+
+_RPC_SUMMARY_FIELDS: Final = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat",
+                              "accept_stat", "nfs_status", "reply_ops")
+_FACTS_FIELDS: Final = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape",
+                        "reply_credits", "reply_error", "done_frame", "rpc")
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class RpcSummary:
+    """The RPC message a transaction carried: program, procedure, and from the reply its status."""
+
+    __slots__ = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat", "accept_stat",
+                 "nfs_status", "reply_ops")
+
+    def __init__(self, program: int | None, version: int | None, procedure: int | None, name: str | None,
+                 label: str | None, ops: list[str] | None, replied: bool = False, reply_stat: int | None = None,
+                 accept_stat: int | None = None, nfs_status: int | None = None,
+                 reply_ops: list[str] | None = None) -> None:
+        self.program = program
+        self.version = version
+        self.procedure = procedure
+        self.name = name                        # procedure name, e.g. "READ", "COMPOUND"
+        self.label = label                      # program label, e.g. "NFSv3", "NFSv4.1"
+        self.ops = ops                          # NFSv4 COMPOUND operation names
+        self.replied = replied                  # the fields below come from a reply
+        self.reply_stat = reply_stat
+        self.accept_stat = accept_stat
+        self.nfs_status = nfs_status
+        self.reply_ops = reply_ops
+
+    def __repr__(self) -> str:
+        return record_repr(self, _RPC_SUMMARY_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RpcSummary):
+            return NotImplemented
+        return record_values(self, _RPC_SUMMARY_FIELDS) == record_values(other, _RPC_SUMMARY_FIELDS)
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class RpcRdmaFacts(Facts):
+    """An RPC-over-RDMA transaction's own facts: its messages' types, shapes and credits, and its RPC."""
+
+    __slots__ = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape", "reply_credits",
+                 "reply_error", "done_frame", "rpc")
+
+    def __init__(self, version: int, call_proc: str, call_shape: str | None, call_credits: int,
+                 rpc: RpcSummary | None = None) -> None:
+        self.version = version                  # RPC-over-RDMA version of the call
+        self.call_proc = call_proc              # the call's message type (RDMA_MSG, RDMA2_MSG, ...)
+        self.call_shape = call_shape            # its shape (seeds/002), e.g. "Long Call"
+        self.call_credits = call_credits        # the credit value it carried (v2: the grant)
+        self.reply_proc: str | None = None      # the reply's, once it came
+        self.reply_shape: str | None = None
+        self.reply_credits: int | None = None
+        self.reply_error: int | None = None     # RDMA_ERROR code
+        self.done_frame: int | None = None      # the RDMA_DONE that ended its pull (seeds/001)
+        self.rpc = rpc
+
+    def __repr__(self) -> str:
+        return record_repr(self, _FACTS_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RpcRdmaFacts):
+            return NotImplemented
+        return record_values(self, _FACTS_FIELDS) == record_values(other, _FACTS_FIELDS)
+
+
+def facts_of(t: Transaction) -> RpcRdmaFacts:
+    f = t.facts
+    assert isinstance(f, RpcRdmaFacts)
+    return f
+
+
+def rpc_of(t: Transaction) -> RpcSummary | None:
+    return facts_of(t).rpc
+
+
+def operation_name(t: Transaction) -> str:
+    """The procedure a transaction stands for: "NFSv3 READ", "NFSv4.2 COMPOUND(OPEN)", ..."""
+    rpc = rpc_of(t)
+    if rpc is None:
+        return f"RPC-over-RDMA {facts_of(t).call_proc}"
+    label = rpc.label or (f"program {rpc.program} v{rpc.version}" if rpc.program is not None else "RPC")
+    name = rpc.name or (f"proc {rpc.procedure}" if rpc.procedure is not None else "?")
+    ops = rpc.ops
+    if name == "COMPOUND" and ops:
+        main = next((o for o in ops if o not in NFS4_SCENE_OPS), ops[-1])
+        name = f"COMPOUND({main})"
+    return f"{label} {name}"
+
+
+def _replied(t: Transaction) -> bool:
+    rpc = rpc_of(t)
+    return rpc is not None and rpc.replied
+
+
+def _rpc(name: str):  # type: ignore[no-untyped-def]
+    """The getter of an RPC summary's attribute (None without one)."""
+    def get(t: Transaction) -> object:
+        rpc = rpc_of(t)
+        return None if rpc is None else getattr(rpc, name)
+    return get
+
+
+MODEL: Final = declare(UlpModel(
+    protocol=PROTOCOL, rank=0, label="RPC-over-RDMA", key="XID", key_digits=8, request="call", response="reply",
+    lists={ChunkList.READ: "Read chunk", ChunkList.WRITE: "Write chunk", ChunkList.REPLY: "Reply chunk",
+           ChunkList.RESPONDER_READ: "responder_read"},
+    done="RDMA_DONE",
+    facts=(
+        Fact("xid", "u32", "XID", lambda t: t.key, "xid"),
+        Fact("version", "u8", "RPC-over-RDMA version", lambda t: facts_of(t).version, "version"),
+        Fact("call_proc", "str", "Call message type", lambda t: facts_of(t).call_proc, "call.proc"),
+        Fact("call_shape", "str", "Call shape", lambda t: facts_of(t).call_shape, "call.shape"),
+        Fact("call_credits", "u32", "Call credit value", lambda t: facts_of(t).call_credits, "call.credits"),
+        Fact("reply_proc", "str", "Reply message type", lambda t: facts_of(t).reply_proc, "reply.proc"),
+        Fact("reply_shape", "str", "Reply shape", lambda t: facts_of(t).reply_shape, "reply.shape"),
+        Fact("reply_credits", "u32", "Reply credit value", lambda t: facts_of(t).reply_credits, "reply.credits"),
+        Fact("reply_error", "u32", "RDMA_ERROR code", lambda t: facts_of(t).reply_error, "reply.error",
+             tell="RDMA_ERROR"),
+        Fact("done_frame", "u64", "RDMA_DONE in frame", lambda t: facts_of(t).done_frame, "reply.done_frame"),
+        Fact("rpc_program", "u32", "RPC program", _rpc("program"), "rpc.program"),
+        Fact("rpc_version", "u32", "RPC program version", _rpc("version"), "rpc.version"),
+        Fact("rpc_procedure", "u32", "RPC procedure", _rpc("procedure"), "rpc.procedure"),
+        Fact("rpc_name", "str", "Procedure", _rpc("name"), "rpc.name"),
+        Fact("rpc_label", "str", "Program", _rpc("label"), "rpc.label"),
+        Fact("nfs_ops", "strs", "NFSv4 operations", _rpc("ops"), "rpc.ops"),
+        Fact("reply_stat", "u32", "RPC reply status", _rpc("reply_stat"), "rpc.reply_stat", _replied),
+        Fact("accept_stat", "u32", "RPC accept status", _rpc("accept_stat"), "rpc.accept_stat", _replied),
+        Fact("nfs_status", "u32", "NFS status", _rpc("nfs_status"), "rpc.nfs_status", _replied),
+        Fact("nfs_reply_ops", "strs", "NFSv4 operations replied", _rpc("reply_ops"), "rpc.reply_ops", _replied),
+    ),
+    operation=operation_name,
+    objects={"rpc": lambda t: rpc_of(t) is not None},
+))

@@ -1,0 +1,100 @@
+"""The upper layers over RDMA as the analysis' presentations know them, each declared once.
+
+Every upper layer whose transactions the analysis follows (RPC-over-RDMA, NVMe/RDMA; iSER and SMB
+Direct would be the same) fills the same records (``model.Transaction``, ``Segment``, ``Step``,
+``CreditSample``) and keeps what is its own in its ``Facts``.  Here it declares, in a ``UlpModel``,
+what a presentation needs to show them without a line of its own per protocol:
+
+- its name and label, the name of its key (XID, CID) and how many hexadecimal digits it takes;
+- its words for the request and the response ("call"/"reply", "command"/"completion"), for the places
+  memory is advertised in ("Read chunk", "SGL") and for a Send ending a transaction after its response
+  (RPC-over-RDMA's RDMA_DONE);
+- its facts (``Fact``): each typed (the export's column type), labelled, where it stands in a
+  transaction's JSON object (``path``, dotted: ``"call.proc"``, ``"nvme.opcode"``) and under which
+  column name the export's transactions table carries it;
+- the name of a transaction's operation ("NFSv3 READ", "Read") and the dimensions ``stats`` groups its
+  transactions by beside the connection (NVMe: the namespace and the controller).
+
+The values are the facts' own (numbers, names from the dissectors' tables); how they are written is
+the presentations'.  A module declaring an upper layer's analysis calls ``declare``; the analyzer
+imports every analysis module, so that ``model_of`` knows them all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .analyzer import load_modules
+from .model import Transaction
+
+# The kinds a fact may take: how the export types its column and JSON writes it.
+KINDS = frozenset({"u8", "u16", "u32", "u64", "i64", "f64", "str", "bool", "strs", "ts"})
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One typed fact of an upper layer's transactions."""
+    name: str                                   # its export column ("xid", "call_proc", "nvme_opcode")
+    kind: str                                   # one of KINDS
+    label: str                                  # how a view names it
+    get: Callable[[Any], object]                # its value, from the transaction's facts (None: not known)
+    path: str | None = None                     # where it stands in a transaction's JSON object; None: not there
+    when: Callable[[Any], bool] | None = None   # JSON: there only when this holds of the facts
+    tell: str | None = None                     # a line on the transaction's response tells it under this
+                                                # name when it is known (RPC-over-RDMA's RDMA_ERROR code)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A dimension ``stats`` groups an upper layer's transactions by (a namespace, a controller)."""
+    name: str                                   # "namespace"
+    get: Callable[[Transaction], object]        # the transaction's value of it (None: not in any)
+
+
+@dataclass(frozen=True, slots=True)
+class UlpModel:
+    protocol: str                               # as the connection's ``ulp`` names it ("rpcrdma", "nvme-rdma")
+    rank: int                                   # its place among the upper layers (the export's columns)
+    label: str                                  # "RPC-over-RDMA", "NVMe/RDMA"
+    key: str                                    # the name of the key that pairs a request and its response
+    key_digits: int                             # the key in hexadecimal, this many digits
+    request: str                                # its words for the request and the response
+    response: str
+    lists: dict[str, str]                       # the segments' kinds, by their names for a user
+    done: str                                   # its name of a Send that ends a transaction after its response
+    facts: tuple[Fact, ...]
+    operation: Callable[[Transaction], str]     # the name of what the transaction did
+    # JSON objects of the facts (their paths' first part) that stand as null unless this holds of the facts
+    objects: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
+    groups: tuple[Group, ...] = ()
+
+
+ULPS: dict[str, UlpModel] = {}
+
+
+def declare(model: UlpModel) -> UlpModel:
+    """Register an upper layer; its facts' kinds are checked, their columns must be new."""
+    if model.protocol in ULPS:
+        raise ValueError(f"upper layer {model.protocol} declared twice")
+    taken = {f.name for m in ULPS.values() for f in m.facts}
+    for f in model.facts:
+        if f.kind not in KINDS:
+            raise ValueError(f"{model.protocol}: fact {f.name} of unknown kind {f.kind}")
+        if f.name in taken:
+            raise ValueError(f"{model.protocol}: fact {f.name} declared by another upper layer")
+        taken.add(f.name)
+    ULPS[model.protocol] = model
+    return model
+
+
+def model_of(protocol: str) -> UlpModel:
+    """The declaration of ``protocol``'s transactions."""
+    load_modules()
+    return ULPS[protocol]
+
+
+def models() -> list[UlpModel]:
+    """Every upper layer declared, by rank."""
+    load_modules()
+    return sorted(ULPS.values(), key=lambda m: m.rank)
+
