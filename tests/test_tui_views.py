@@ -26,6 +26,7 @@ NFS_IWARP = capture("siw-nfsv3-rdma.pcap")
 NFS4 = capture("rxe-nfsv42-rdma.pcap")
 PERFTEST = capture("rxe-ib_write_bw.pcap")
 V2 = capture("rpcrdma_v2_all.pcap")
+NVME = ROOT / "captures" / "rxe-nvme-rdma.pcap.gz"
 
 
 def run(coro):
@@ -63,6 +64,27 @@ def test_transactions_view_lists_every_transaction_flows_reports(path):
             if want:
                 assert f"0x{want[0]['xid']:08x}" in screen_text(app)
                 assert f"Transactions: {len(want)}" in screen_text(app)
+    run(go())
+
+
+def test_nvme_commands_are_transactions_of_the_view_named_by_their_upper_layer():
+    """The view knows no NVMe of its own: the commands come as transactions, named by the declaration's
+    operation, and a Read's timeline shows the RDMA WRITE into its SGL."""
+    want = flows(NVME)["transactions"]
+
+    async def go():
+        app = new_app(NVME)
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            assert sorted((t.conn, t.key) for t in view.rows) == sorted((t["conn"], t["key"]) for t in want)
+            row = next(i for i, t in enumerate(view.rows) if t.facts.name == "Read" and t.bytes_written)
+            view.table.move_to(row)
+            await pilot.pause()
+            text = screen_text(app)
+            assert "Read" in text and "RDMA WRITE" in text and f"Transactions: {len(want)}" in text
     run(go())
 
 

@@ -49,12 +49,36 @@ class _Op:
         self.latencies: list[float] = []
 
 
+class _Group:
+    """The transactions of one value of a dimension an upper layer declares (a namespace, a controller)."""
+
+    __slots__ = ("count", "answered", "latencies", "first", "last", "bytes")
+
+    def __init__(self, ts: int) -> None:
+        self.count = 0
+        self.answered = 0
+        self.latencies: list[float] = []
+        self.first = ts
+        self.last = ts
+        self.bytes = 0
+
+
+def _group_record(dimension: str, value: object, g: _Group) -> dict[str, Any]:
+    """A group's numbers; IOPS over the time from its first request to its last (None for one instant)."""
+    lats = sorted(g.latencies)
+    span = (g.last - g.first) / 1e9
+    return {"dimension": dimension, "value": value, "count": g.count, "answered": g.answered,
+            "iops": g.count / span if span > 0 else None, "bytes": g.bytes,
+            "latency": {"p50": percentile(lats, 50), "p90": percentile(lats, 90), "p99": percentile(lats, 99),
+                        "max": lats[-1] if lats else None}}
+
+
 class _Block:
     """The numbers of one connection (or of the whole capture).  Counted in typed attributes, made
     into plain data by ``record`` (compiled, += on a dict's Any values is a generic call)."""
 
     __slots__ = ("ops", "inline", "rdma_read", "rdma_write", "wire", "credits", "findings", "transactions",
-                 "unanswered")
+                 "unanswered", "groups")
 
     def __init__(self) -> None:
         self.ops: dict[str, _Op] = {}
@@ -68,6 +92,7 @@ class _Block:
         self.findings: dict[str, int] = {}
         self.transactions = 0
         self.unanswered = 0
+        self.groups: dict[tuple[str, object], _Group] = {}   # by (dimension, value), as the upper layer declares
 
     def transaction(self, t: Transaction) -> None:
         self.transactions += 1
@@ -86,6 +111,24 @@ class _Block:
         self.inline += t.bytes_inline
         self.rdma_read += t.bytes_read
         self.rdma_write += t.bytes_written
+        for dim in model_of(t.protocol).groups:
+            value = dim.get(t)
+            if value is not None:
+                self._group(dim.name, value, t, lat)
+
+    def _group(self, dimension: str, value: object, t: Transaction, lat: int | None) -> None:
+        key = (dimension, value)
+        ts = t.request.ts
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = _Group(ts)
+        g.count += 1
+        if lat is not None:
+            g.answered += 1
+            g.latencies.append(lat / 1e9)
+        g.first = min(g.first, ts)
+        g.last = max(g.last, ts)
+        g.bytes += t.bytes_read + t.bytes_written + t.bytes_inline
 
     def stream(self, s: PsnStats) -> None:
         t = self.wire
@@ -111,10 +154,14 @@ class _Block:
                         "latency": {"p50": percentile(lats, 50), "p90": percentile(lats, 90),
                                     "p99": percentile(lats, 99), "max": lats[-1] if lats else None,
                                     "mean": sum(lats) / len(lats) if lats else None}})
-        return {"transactions": self.transactions, "unanswered": self.unanswered, "operations": ops,
-                "bytes": {"inline": self.inline, "rdma_read": self.rdma_read, "rdma_write": self.rdma_write},
-                "wire": dict(self.wire), "credits": self.credits,
-                "findings": dict(sorted(self.findings.items(), key=lambda kv: (-kv[1], kv[0])))}
+        rec = {"transactions": self.transactions, "unanswered": self.unanswered, "operations": ops,
+               "bytes": {"inline": self.inline, "rdma_read": self.rdma_read, "rdma_write": self.rdma_write},
+               "wire": dict(self.wire), "credits": self.credits,
+               "findings": dict(sorted(self.findings.items(), key=lambda kv: (-kv[1], kv[0])))}
+        if self.groups:     # only an upper layer that declares dimensions has them (not RPC-over-RDMA)
+            rec["groups"] = [_group_record(dim, value, g) for (dim, value), g in
+                             sorted(self.groups.items(), key=lambda kv: (kv[0][0], str(kv[0][1])))]
+        return rec
 
 
 class Stats:
@@ -220,6 +267,17 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
                        f"{_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  {_ms(lat['max']):>9}")
     else:
         out.append("  no RPC transactions")
+    groups = b.get("groups")
+    if groups:
+        width = max(len(f"{g['dimension']} {g['value']}") for g in groups)
+        out.append(f"  {'By':<{width}}  {'Count':>7}  {'IOPS':>9}  {'Bytes':>12}  {'p50 ms':>9}  {'p90 ms':>9}  "
+                   f"{'p99 ms':>9}  {'max ms':>9}")
+        for g in groups:
+            lat = g["latency"]
+            iops = "-" if g["iops"] is None else f"{g['iops']:.1f}"
+            out.append(f"  {g['dimension'] + ' ' + str(g['value']):<{width}}  {g['count']:>7}  {iops:>9}  "
+                       f"{g['bytes']:>12,}  {_ms(lat['p50']):>9}  {_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  "
+                       f"{_ms(lat['max']):>9}")
     by = b["bytes"]
     out.append(f"  Bytes by transactions: inline {by['inline']:,}  RDMA READ {by['rdma_read']:,}  "
                f"RDMA WRITE {by['rdma_write']:,}")

@@ -22,7 +22,8 @@ from textual.widgets import Static
 
 from ...analysis.model import Step, StepKind, Transaction, TransactionState
 from ...hosttrace.parse import HostEvent
-from ...analysis.rpcrdma_facts import facts_of, rpc_of
+from ...analysis.rpcrdma_facts import RpcRdmaFacts, facts_of, rpc_of
+from ...analysis.ulp import model_of
 from ..analysis_store import NO_LATENCY, Rows
 from ..messages import JumpToFrame
 from . import register_view
@@ -44,6 +45,8 @@ BAR_WIDTH = 40
 
 
 def procedure_text(t: Transaction) -> str:
+    if not isinstance(t.facts, RpcRdmaFacts):
+        return model_of(t.protocol).operation(t)     # as its upper layer names it
     rpc = rpc_of(t)
     if rpc is None:
         return facts_of(t).call_proc
@@ -68,7 +71,7 @@ def transaction_frames(t: Transaction) -> list[int]:
     rep = t.response
     if rep is not None:
         frames.update(rep.frames)
-        done = facts_of(t).done_frame
+        done = t.facts.done_frame if isinstance(t.facts, RpcRdmaFacts) else None
         if done is not None:
             frames.add(done)
     return sorted(frames)
