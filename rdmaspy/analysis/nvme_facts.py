@@ -1,0 +1,102 @@
+"""NVMe/RDMA's own facts about a transaction, and its declaration as an upper layer (analysis.ulp).
+
+A transaction of NVMe/RDMA is a command capsule and its response capsule, paired by CID (the transaction's
+key) on one queue: one RDMA connection is one queue, so the connection and the CID name it.  Beside what
+every upper layer's transaction holds (model.Transaction) it keeps the command (queue, controller,
+opcode, Fabrics type, its name, namespace, first block and block count, the data its SGL describes and
+what came in the capsule) and the completion's status.  Its segments are the command's keyed SGL data
+blocks (``SGL`` for SGL1, ``SGL_LIST`` for a descriptor of a Last Segment list): the memory of the host
+the controller reads (a write's data) or writes (a read's) with RDMA READ and WRITE.
+"""
+from __future__ import annotations
+
+from typing import Final
+
+from mypy_extensions import mypyc_attr
+
+from .model import Facts, Transaction, record_repr, record_values
+from .ulp import Fact, Group, UlpModel, declare
+
+PROTOCOL: Final = "nvme-rdma"
+SGL: Final = "sgl"                  # the command's SGL1, a keyed data block
+SGL_LIST: Final = "sgl_list"        # a keyed data block of the Last Segment list SGL1 points at
+
+_FACTS_FIELDS: Final = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb", "sgl_bytes",
+                        "in_capsule", "status", "status_name", "sct", "sc", "dnr")
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class NvmeFacts(Facts):
+    """An NVMe/RDMA transaction's own facts: the command and the completion's status."""
+
+    __slots__ = _FACTS_FIELDS
+
+    def __init__(self, qid: int | None, cntlid: int | None, opcode: int, fctype: int | None, name: str, nsid: int,
+                 slba: int | None, nlb: int | None, sgl_bytes: int, in_capsule: int) -> None:
+        self.qid = qid                          # the queue (None: not learnt)
+        self.cntlid = cntlid                    # its controller (from the Connect's completion)
+        self.opcode = opcode
+        self.fctype = fctype                    # a Fabrics command's type
+        self.name = name                        # the command's name, from the dissector's tables
+        self.nsid = nsid
+        self.slba = slba                        # NVM commands: the first block, the block count (1's based)
+        self.nlb = nlb
+        self.sgl_bytes = sgl_bytes              # the bytes its keyed SGL data blocks describe
+        self.in_capsule = in_capsule            # the bytes of data in the capsule
+        self.status: int | None = None         # the completion's 15-bit status (phase left out), once it came
+        self.status_name: str | None = None
+        self.sct: int | None = None
+        self.sc: int | None = None
+        self.dnr: bool | None = None
+
+    def __repr__(self) -> str:
+        return record_repr(self, _FACTS_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NvmeFacts):
+            return NotImplemented
+        return record_values(self, _FACTS_FIELDS) == record_values(other, _FACTS_FIELDS)
+
+
+def nvme_of(t: Transaction) -> NvmeFacts:
+    f = t.facts
+    assert isinstance(f, NvmeFacts)
+    return f
+
+
+def operation_name(t: Transaction) -> str:
+    """The command a transaction stands for, by name ("Read", "Identify", "Connect")."""
+    return nvme_of(t).name
+
+
+def _namespace(t: Transaction) -> object:
+    f = nvme_of(t)
+    return f.nsid if f.nsid and f.nsid != 0xFFFFFFFF and f.fctype is None else None   # not "every namespace"
+
+
+MODEL: Final = declare(UlpModel(
+    protocol=PROTOCOL, rank=1, label="NVMe/RDMA", key="CID", key_digits=4, request="command", response="completion",
+    lists={SGL: "SGL", SGL_LIST: "SGL list"},
+    done="",
+    facts=(
+        Fact("nvme_cid", "u16", "CID", lambda t: t.key, "nvme.cid"),
+        Fact("nvme_qid", "u16", "Queue", lambda t: nvme_of(t).qid, "nvme.qid"),
+        Fact("nvme_cntlid", "u16", "Controller", lambda t: nvme_of(t).cntlid, "nvme.cntlid"),
+        Fact("nvme_opcode", "u8", "Opcode", lambda t: nvme_of(t).opcode, "nvme.opcode"),
+        Fact("nvme_fctype", "u8", "Fabrics command type", lambda t: nvme_of(t).fctype, "nvme.fctype"),
+        Fact("nvme_command", "str", "Command", lambda t: nvme_of(t).name, "nvme.command"),
+        Fact("nvme_nsid", "u32", "Namespace", lambda t: nvme_of(t).nsid, "nvme.nsid"),
+        Fact("nvme_slba", "u64", "Starting LBA", lambda t: nvme_of(t).slba, "nvme.slba"),
+        Fact("nvme_nlb", "u32", "Blocks", lambda t: nvme_of(t).nlb, "nvme.nlb"),
+        Fact("nvme_sgl_bytes", "u64", "SGL bytes", lambda t: nvme_of(t).sgl_bytes, "nvme.sgl_bytes"),
+        Fact("nvme_in_capsule", "u32", "In-capsule data", lambda t: nvme_of(t).in_capsule, "nvme.in_capsule"),
+        Fact("nvme_status", "u16", "Status", lambda t: nvme_of(t).status, "nvme.status"),
+        Fact("nvme_status_name", "str", "Status name", lambda t: nvme_of(t).status_name, "nvme.status_name",
+             tell="status"),
+        Fact("nvme_sct", "u8", "Status code type", lambda t: nvme_of(t).sct, "nvme.sct"),
+        Fact("nvme_sc", "u8", "Status code", lambda t: nvme_of(t).sc, "nvme.sc"),
+        Fact("nvme_dnr", "bool", "Do not retry", lambda t: nvme_of(t).dnr, "nvme.dnr"),
+    ),
+    operation=operation_name,
+    groups=(Group("namespace", _namespace), Group("controller", lambda t: nvme_of(t).cntlid)),
+))

@@ -1,0 +1,278 @@
+"""NVMe/RDMA's transactions: each command and its completion, paired by CID on its queue, and its data in the ledger.
+
+The dissectors leave the command capsules (``nvme.commands``) and response capsules (``nvme.completions``) on the
+packets; one RDMA connection is one NVMe queue.  A command opens a transaction (keyed by its CID) and advertises
+its keyed SGL data blocks (R_Key, address, length) in the connection's data ledger: the controller's RDMA READs
+(a write's data) and WRITEs (a read's) are cut against them by address range (analysis.correlation), so an SGL
+split into several operations, a packet sent again or an iWARP tagged offset is accounted once and in place.
+The completion closes the transaction.  What breaks the rules of the NVMe base and fabrics specifications and
+of the RDMA transport binding is reported with the transaction: a command without completion (but the
+Asynchronous Event Request, which stays outstanding by design), a completion for no outstanding command, a CID
+used again while its command is outstanding (the dissector says it: the older command is closed unanswered
+here), data moved other than the SGL describes, an error status, a Send
+with Invalidate of a key the command did not advertise, an RDMA operation on memory no command advertised.
+"""
+from __future__ import annotations
+
+from typing import Final
+
+from mypy_extensions import mypyc_attr
+
+from ..conversation import Connection as LiveConnection
+from ..dissectors.infiniband import IBInfo
+from ..dissectors.iwarp_ddp import IWARP
+from ..dissectors.nvme import NVME_COMMANDS, NVME_COMPLETIONS, NvmeCommand, NvmeCompletion, command_name, status_text
+from ..packet import Packet
+from .analyzer import Analyzer, register
+from .correlation import Correlator, add_step
+from .ledger import DataLedger, LedgerRules
+from .model import (DIRECTION_OF, Direction, Message, Segment, Step, StepKind, Transaction, TransactionState,
+                    UlpSummary)
+from .nvme_facts import PROTOCOL, SGL, SGL_LIST, NvmeFacts, nvme_of
+from .rules import declare
+
+TXN_COST: Final = 1024             # bytes charged to the memory budget per open command
+CONN_COST: Final = 2048
+ASYNC_EVENT_REQUEST: Final = 0x0C  # admin opcode: outstanding until an event, by design
+CAPSULE: Final = 64                # bytes of a command capsule's SQE; a response capsule's CQE
+CQE: Final = 16
+
+NO_COMPLETION: Final = declare(
+    "nvme.no_completion", "warning", "transaction",
+    "NVMe {command} CID 0x{cid:04x} on queue {qid} has no completion in the capture",
+    "NVMe Base Specification 2.0 §3.3.1 (every command is completed by a completion queue entry)")
+UNMATCHED: Final = declare(
+    "nvme.completion_unmatched", "warning", "transaction",
+    "NVMe completion for CID 0x{cid:04x} on queue {qid}, which no outstanding command has",
+    "NVMe Base Specification 2.0 §4.6 (the CID names a command outstanding on the submission queue)")
+DATA_LENGTH: Final = declare(
+    "nvme.data_length", "error", "chunk",
+    "NVMe {command} CID 0x{cid:04x}: RDMA {op} moved {moved} bytes, its SGL describes {described}",
+    "NVMe over Fabrics 1.1 §7.3.2 (the controller transfers the data the keyed SGL data blocks describe)")
+ERROR_STATUS: Final = declare(
+    "nvme.error_status", "warning", "transaction",
+    "NVMe {command} CID 0x{cid:04x} completed with {status}",
+    "NVMe Base Specification 2.0 §4.6.1.2 (status field)")
+INVALIDATE_OTHER: Final = declare(
+    "nvme.invalidate_other_key", "error", "chunk",
+    "NVMe completion of CID 0x{cid:04x} invalidates R_Key 0x{handle:x}, which its command did not advertise for it",
+    "NVMe over Fabrics 1.1 §7.3.3 (RDMA transport binding: Send with Invalidate of the command's keyed SGL)")
+UNADVERTISED: Final = declare(
+    "nvme.unadvertised", "error", "chunk",
+    "RDMA {op} of {length} bytes at 0x{offset:x} with R_Key 0x{handle:x}, which no outstanding NVMe command "
+    "advertised",
+    "NVMe over Fabrics 1.1 §7.3.2 (the controller moves data only to and from the command's keyed SGL)")
+AFTER_INVALIDATE: Final = declare(
+    "nvme.after_invalidate", "error", "chunk",
+    "RDMA {op} of {length} bytes at 0x{offset:x} with R_Key 0x{handle:x}, which frame {invalidated} invalidated",
+    "NVMe over Fabrics 1.1 §7.3.3 (a key invalidated by the completion is no longer valid)")
+OVERRUN: Final = declare(
+    "nvme.sgl_overrun", "error", "chunk",
+    "RDMA operation of {length} bytes at 0x{offset:x} (R_Key 0x{handle:x}) runs {outside} bytes past the keyed SGL "
+    "data block",
+    "NVMe over Fabrics 1.1 §7.3.2 (a keyed SGL data block bounds the transfer)")
+
+LEDGER_RULES: Final = LedgerRules(UNADVERTISED, {SGL: OVERRUN, SGL_LIST: OVERRUN}, AFTER_INVALIDATE)
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class NvmeConnState(DataLedger):
+    """One NVMe/RDMA connection (one queue): its data ledger and its commands outstanding by CID."""
+
+    __slots__ = ("open", "messages", "closed", "unanswered", "cntlid")
+
+    def __init__(self, conn_id: int) -> None:
+        super().__init__(conn_id, LEDGER_RULES)
+        self.open: dict[int, Transaction] = {}
+        self.messages = 0
+        self.closed = 0
+        self.unanswered = 0
+        self.cntlid: int | None = None      # the controller, once a Connect's completion named it
+
+
+def _access(cmd: NvmeCommand) -> StepKind | None:
+    """The RDMA operation the controller moves the command's data with: bits 1:0 of the opcode (of the Fabrics
+    type for a Fabrics command) say the transfer's direction."""
+    code = cmd.fctype if cmd.fctype is not None else cmd.opcode
+    way = code & 3
+    if way == 1:
+        return StepKind.RDMA_READ     # host to controller: the controller reads the host's memory
+    if way == 2:
+        return StepKind.RDMA_WRITE    # controller to host
+    return None
+
+
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class NvmeTransactions(Correlator):
+    """The analysis module: follows the commands of every NVMe/RDMA connection."""
+
+    name = "open NVMe commands"
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        super().__init__(analyzer)
+        self.conns: dict[int, NvmeConnState] = {}
+        self.budget.join(self)
+
+    def shed(self, need: int) -> int:
+        """Memory budget: give up the oldest outstanding commands as if the capture ended for them."""
+        want = -(-need // TXN_COST)
+        given = 0
+        for st in self.conns.values():
+            while st.open and given < want:
+                self._unanswered(st, st.open[next(iter(st.open))])
+                given += 1
+        return given
+
+    # -- per packet ----------------------------------------------------------------------------------
+    def packet(self, pkt: Packet) -> None:
+        self.current = None
+        conv: LiveConnection | None = pkt.conv
+        if conv is None:
+            return
+        cmds = pkt.noted(NVME_COMMANDS)
+        cqes = pkt.noted(NVME_COMPLETIONS)
+        st = self.conns.get(conv.conn_id)
+        if st is None:
+            if not cmds and not cqes:
+                return
+            st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id)
+            self.budget.charge(self, CONN_COST)
+        ib: IBInfo | None = pkt.ib
+        d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
+        self.cur = None
+        if ib is not None:
+            kind = ib.plan.kind
+            if kind == "write" or kind == "read_request" or kind == "read_response":
+                psn = self.psn
+                self._ib_op(st, pkt, ib, kind, d, psn is not None and psn.again)
+        else:
+            iws = pkt.noted(IWARP)
+            if iws:
+                for iw in iws:
+                    if iw.opcode <= 2:
+                        self._iwarp_op(st, pkt, iw, d)
+        if cmds:
+            for cmd in cmds:
+                if cmd.retransmission_of is None:
+                    self._command(st, pkt, cmd, d)
+        if cqes:
+            for cqe in cqes:
+                if cqe.retransmission_of is None:
+                    self._completion(st, pkt, cqe, d)
+
+    def _command(self, st: NvmeConnState, pkt: Packet, cmd: NvmeCommand, d: Direction) -> None:
+        st.messages += 1
+        ts = pkt.frame.ts
+        old = st.open.get(cmd.cid)
+        if old is not None:
+            # the dissector reports the CID used again (nvme-rdma.cid_reused); the older command is given up
+            self._close(st, old, TransactionState.UNANSWERED)
+        sgl_bytes = 0
+        for sgl in cmd.sgls:
+            if sgl.keyed:
+                sgl_bytes += sgl.length
+        nlb = cmd.nlb + 1 if cmd.nlb is not None else None
+        facts = NvmeFacts(cmd.qid, None, cmd.opcode, cmd.fctype, command_name(cmd), cmd.nsid, cmd.slba, nlb,
+                          sgl_bytes, cmd.icd)
+        frames = list(cmd.frames)
+        txn = Transaction(PROTOCOL, st.conn_id, cmd.cid, d, Message(frames, ts, CAPSULE + cmd.icd), facts)
+        txn.expected = sgl_bytes if sgl_bytes else None
+        self.budget.charge(self, TXN_COST)
+        st.open[cmd.cid] = txn
+        access = _access(cmd)
+        listed = len(cmd.sgls) > 1
+        index = 0
+        for sgl in cmd.sgls:
+            key = sgl.key
+            if key is None or not sgl.keyed:
+                continue
+            seg = Segment(SGL_LIST if listed else SGL, 0, index, None, key, sgl.address, sgl.length, d.sender, txn,
+                          access=access, invalidate=sgl.invalidate)
+            index += 1
+            txn.segments.append(seg)
+            st.book.advertise(seg)
+        add_step(txn, Step(StepKind.REQUEST, frames, ts, CAPSULE + cmd.icd))
+        self._belongs(txn)
+
+    def _completion(self, st: NvmeConnState, pkt: Packet, cqe: NvmeCompletion, d: Direction) -> None:
+        st.messages += 1
+        ts = pkt.frame.ts
+        frame = pkt.frame.num
+        txn = st.open.get(cqe.cid)
+        if txn is None:
+            self.cur = None
+            self.report(UNMATCHED, frame, ts, conn=st.conn_id, pkt=pkt, cid=cqe.cid, qid=_qid(cqe.qid))
+            return
+        self.cur = txn
+        self._belongs(txn)
+        facts = nvme_of(txn)
+        status = (cqe.status >> 1) & 0x7FFF
+        facts.status = status
+        facts.sct = cqe.sct
+        facts.sc = cqe.sc
+        facts.dnr = cqe.dnr
+        cmd = cqe.command
+        if cmd is not None:
+            facts.qid = cmd.qid if cmd.qid is not None else cqe.qid
+            if cmd.connect is not None and status == 0:
+                st.cntlid = cqe.dw0 & 0xFFFF        # a Connect's completion names the controller
+        facts.cntlid = st.cntlid
+        txn.response = Message([frame], ts, CQE, invalidated=cqe.invalidated)
+        add_step(txn, Step(StepKind.RESPONSE, [frame], ts, CQE, invalidated=cqe.invalidated))
+        if cqe.sc != 0 or cqe.sct != 0:
+            name = status_text(cqe)
+            facts.status_name = name
+            self.report(ERROR_STATUS, frame, ts, conn=st.conn_id, pkt=pkt, command=facts.name, cid=cqe.cid,
+                        status=name)
+        inv = cqe.invalidated
+        if inv is not None:
+            side = d.receiver
+            if not any(s.handle == inv for s in txn.segments):
+                self.report(INVALIDATE_OTHER, frame, ts, conn=st.conn_id, pkt=pkt, cid=cqe.cid, handle=inv)
+            st.book.invalidate(side, inv, frame)
+        if facts.sgl_bytes and cqe.sc == 0 and cqe.sct == 0:
+            moved = txn.bytes_read + txn.bytes_written
+            if moved != facts.sgl_bytes:
+                op = "READ" if any(s.access is StepKind.RDMA_READ for s in txn.segments) else "WRITE"
+                self.report(DATA_LENGTH, frame, ts, conn=st.conn_id, pkt=pkt, command=facts.name, cid=cqe.cid,
+                            op=op, moved=moved, described=facts.sgl_bytes)
+        self._close(st, txn, TransactionState.COMPLETE)
+
+    def _close(self, st: NvmeConnState, txn: Transaction, state: TransactionState) -> None:
+        cid = txn.key
+        if st.open.get(cid) is txn:
+            del st.open[cid]
+            self.budget.release(self, TXN_COST)
+        for seg in txn.segments:
+            st.book.withdraw(seg)
+        if state is TransactionState.COMPLETE:
+            st.closed += 1
+        else:
+            st.unanswered += 1
+        txn.state = state
+        self.an.emit(txn)
+
+    def _unanswered(self, st: NvmeConnState, txn: Transaction) -> None:
+        facts = nvme_of(txn)
+        self.cur = txn
+        if not (facts.opcode == ASYNC_EVENT_REQUEST and facts.qid == 0 and facts.fctype is None):
+            self.report(NO_COMPLETION, txn.request_frame, txn.request.ts, conn=st.conn_id, command=facts.name,
+                        cid=txn.key, qid=_qid(facts.qid))
+        self._close(st, txn, TransactionState.UNANSWERED)
+        self.cur = None
+
+    # -- end of capture ------------------------------------------------------------------------------
+    def finish(self) -> None:
+        self.current = None
+        for st in self.conns.values():
+            for txn in list(st.open.values()):
+                self._unanswered(st, txn)
+            self.an.emit(UlpSummary(PROTOCOL, st.conn_id, st.messages, st.closed, st.unanswered, [], [],
+                                    st.orphan_ops, st.orphan_bytes))
+
+
+def _qid(qid: int | None) -> str:
+    return "?" if qid is None else str(qid)
+
+
+register("nvme.transactions", NvmeTransactions)

@@ -1,0 +1,261 @@
+"""NVMe/RDMA's transactions on the shared model: each command and its completion paired by CID on its queue, the
+data of its keyed SGL accounted in the ledger, its findings; and the presentations showing them from the
+upper layer's declaration (flows, stats, export)."""
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import nvme_build as B  # noqa: E402
+
+from rdmaspy import cli, craft  # noqa: E402
+from rdmaspy.analysis.model import Finding, Record, Transaction, TransactionState, UlpSummary  # noqa: E402
+from rdmaspy.analysis.nvme_facts import PROTOCOL, nvme_of  # noqa: E402
+from rdmaspy.pipeline import Options, Pipeline  # noqa: E402
+from rdmaspy.readers import open_capture  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURES = ("rxe-nvme-rdma.pcap.gz", "siw-nvme-rdma.pcap.gz", "rxe-nvme-rdma-loss-after.pcap.gz")
+READ, WRITE, IDENTIFY = 0x02, 0x01, 0x06
+
+
+class Records:
+    reads_packets = False
+    wants_psn_events = False
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.findings: list[Finding] = []
+
+    def on_record(self, rec: Record) -> None:
+        self.records.append(rec)
+
+    def on_finding(self, f: Finding) -> None:
+        self.findings.append(f)
+
+    def packet(self, pkt) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    @property
+    def transactions(self) -> list[Transaction]:
+        return [r for r in self.records if isinstance(r, Transaction) and r.protocol == PROTOCOL]
+
+    def rules(self) -> Counter:
+        return Counter(f.rule_def.id for f in self.findings if f.rule_def.id.startswith("nvme."))
+
+
+def analyse(path: Path) -> Records:
+    rec = Records()
+    with open_capture(str(path)) as cap:
+        Pipeline(cap, Options(analyze=True, packet_fields=False), [rec]).run()
+    return rec
+
+
+@pytest.fixture(scope="module", params=CAPTURES)
+def shipped(request) -> Records:
+    return analyse(ROOT / "captures" / request.param)
+
+
+# --- the shipped lab captures -------------------------------------------------------------------------------
+def test_every_command_of_the_lab_runs_is_paired_with_its_completion(shipped):
+    txns = shipped.transactions
+    assert len(txns) > 80
+    open_ = [t for t in txns if t.state is not TransactionState.COMPLETE]
+    # what stays outstanding is the Asynchronous Event Request of each controller's admin queue, by design
+    assert open_ and all(nvme_of(t).name == "Asynchronous Event Request" for t in open_)
+    assert "nvme.no_completion" not in shipped.rules()
+    assert "nvme.completion_unmatched" not in shipped.rules()
+    for t in txns:
+        if t.response is not None:
+            assert t.latency_ns is not None and t.latency_ns > 0
+            assert t.response.frame > t.request.frame
+
+
+def test_the_data_of_each_keyed_sgl_is_accounted_once_and_in_full(shipped):
+    """Every byte the controller moved by RDMA READ or WRITE falls in the command's SGL, each byte once, even
+    where the transport sent packets again (the loss run) or the target split the SGL into several operations."""
+    keyed = [t for t in shipped.transactions if nvme_of(t).sgl_bytes and t.state is TransactionState.COMPLETE
+             and nvme_of(t).status == 0]
+    assert len(keyed) > 30
+    for t in keyed:
+        assert t.bytes_read + t.bytes_written == nvme_of(t).sgl_bytes == t.expected
+        assert all(s.used == s.length for s in t.segments)
+        assert t.data_first is not None and t.request.ts <= t.data_first <= t.data_last <= t.response.ts
+    big = [t for t in keyed if nvme_of(t).sgl_bytes >= 128 * 1024]
+    assert big, "the lab's 128 KiB / 1 MiB direct I/O"
+    assert not {"nvme.data_length", "nvme.unadvertised", "nvme.sgl_overrun"} & set(shipped.rules())
+    summaries = [r for r in shipped.records if isinstance(r, UlpSummary) and r.protocol == PROTOCOL]
+    assert summaries and all(s.unadvertised_operations == 0 for s in summaries)
+
+
+def test_reads_move_data_by_write_and_writes_by_read(shipped):
+    for t in shipped.transactions:
+        f = nvme_of(t)
+        if f.qid and f.sgl_bytes and f.status == 0:
+            if f.opcode == READ:
+                assert t.bytes_written == f.sgl_bytes and t.bytes_read == 0
+            elif f.opcode == WRITE:
+                assert t.bytes_read == f.sgl_bytes and t.bytes_written == 0
+
+
+def test_the_queues_name_their_controller_and_io_its_namespace(shipped):
+    io = [t for t in shipped.transactions if nvme_of(t).opcode in (READ, WRITE) and nvme_of(t).qid]
+    assert io and all(nvme_of(t).cntlid is not None and nvme_of(t).nsid == 1 for t in io)
+    assert all(nvme_of(t).nlb for t in io)
+
+
+def test_an_error_status_is_named(shipped):
+    errors = [f for f in shipped.findings if f.rule_def.id == "nvme.error_status"]
+    assert errors and all(f.args["status"] and "Success" not in f.args["status"] for f in errors)
+    named = {nvme_of(t).status_name for t in shipped.transactions if nvme_of(t).status}
+    assert None not in named
+
+
+def test_siw_and_rxe_runs_agree_on_the_io_done():
+    """The same scenario over SoftRoCE and soft-iWARP moves the same bytes by Read and Write (the host may split a
+    1 MiB I/O differently: 256 blocks, or 255 and 1)."""
+    def io(name: str) -> Counter:
+        moved: Counter = Counter()
+        for t in analyse(ROOT / "captures" / name).transactions:
+            f = nvme_of(t)
+            if f.qid and f.name in ("Read", "Write") and f.status == 0:
+                moved[f.name] += t.bytes_read + t.bytes_written + f.in_capsule
+        return moved
+    rxe, siw = io("rxe-nvme-rdma.pcap.gz"), io("siw-nvme-rdma.pcap.gz")
+    assert rxe["Read"] > 1 << 20 and rxe == siw
+
+
+# --- built captures: each finding -----------------------------------------------------------------------------
+def built(tmp_path: Path, c: B.Conversation) -> Records:
+    path = tmp_path / "nvme.pcap"
+    craft.write_pcap(str(path), c.frames)
+    return analyse(path)
+
+
+def io_queue() -> B.Conversation:
+    c = B.Conversation()
+    c.setup(qid=1)
+    return c
+
+
+def test_a_read_split_into_several_writes_is_accounted_by_address(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 7, 1, B.keyed_sgl(0x10000, 8192, 0x55), (8, 0, 1)))
+    c.ctrl_write(0x11000, 0x55, bytes(4096))         # the second half first
+    c.ctrl_write(0x10000, 0x55, bytes(4096))
+    c.ctrl_send(B.cqe(7, sqid=1), invalidate=0x55)
+    rec = built(tmp_path, c)
+    (t,) = rec.transactions
+    assert t.state is TransactionState.COMPLETE and t.bytes_written == 8192 and t.segments[0].used == 8192
+    assert nvme_of(t).nlb == 2 and t.response.invalidated == 0x55
+    assert not rec.rules()
+
+
+def test_a_short_transfer_a_stray_write_and_a_foreign_invalidate_are_found(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 1, 1, B.keyed_sgl(0x20000, 8192, 0x66), (0, 0, 1)))
+    c.ctrl_write(0x20000, 0x66, bytes(4096))
+    c.ctrl_write(0x90000, 0x99, bytes(512))          # memory no command advertised
+    c.ctrl_send(B.cqe(1, sqid=1), invalidate=0x77)
+    rec = built(tmp_path, c)
+    rules = rec.rules()
+    assert rules["nvme.data_length"] == 1 and rules["nvme.unadvertised"] == 1
+    assert rules["nvme.invalidate_other_key"] == 1
+    (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.data_length"]
+    assert f.args["moved"] == 4096 and f.args["described"] == 8192
+
+
+def test_a_write_past_the_sgl_is_an_overrun(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 2, 1, B.keyed_sgl(0x30000, 4096, 0x11), (0, 0, 0)))
+    c.ctrl_write(0x30000, 0x11, bytes(5120))
+    c.ctrl_send(B.cqe(2, sqid=1))
+    rules = built(tmp_path, c).rules()
+    assert rules["nvme.sgl_overrun"] == 1
+
+
+def test_a_key_used_after_its_invalidation_is_found(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 3, 1, B.keyed_sgl(0x40000, 1024, 0x22), (0, 0, 0)))
+    c.ctrl_write(0x40000, 0x22, bytes(1024))
+    c.ctrl_send(B.cqe(3, sqid=1), invalidate=0x22)
+    c.ctrl_write(0x40000, 0x22, bytes(1024))
+    rules = built(tmp_path, c).rules()
+    assert rules["nvme.after_invalidate"] == 1 and "nvme.unadvertised" not in rules
+
+
+def test_commands_without_completion_and_completions_without_command(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 4, 1, B.keyed_sgl(0x50000, 512, 0x33), (0, 0, 0)))
+    c.ctrl_send(B.cqe(9, sqid=1))
+    c.host_send(B.sqe(0x0C, 5))                      # an Asynchronous Event Request on an I/O queue: not by design
+    rec = built(tmp_path, c)
+    assert rec.rules()["nvme.no_completion"] == 2 and rec.rules()["nvme.completion_unmatched"] == 1
+    assert all(t.state is TransactionState.UNANSWERED for t in rec.transactions)
+
+
+def test_the_admin_queues_async_event_request_stays_outstanding_without_a_finding(tmp_path):
+    c = B.Conversation()
+    c.setup(qid=0)
+    c.host_send(B.sqe(0x0C, 5))
+    rec = built(tmp_path, c)
+    (t,) = rec.transactions
+    assert t.state is TransactionState.UNANSWERED and not rec.rules()
+
+
+def test_an_error_status_and_a_reused_cid(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 6, 1, B.keyed_sgl(0x60000, 512, 0x44), (0, 0, 0)))
+    c.host_send(B.sqe(READ, 6, 1, B.keyed_sgl(0x61000, 512, 0x45), (0, 0, 0)))
+    c.ctrl_send(B.cqe(6, sqid=1, status=B.status(0x80, sct=0, dnr=True)))   # LBA Out of Range
+    rec = built(tmp_path, c)
+    txns = rec.transactions
+    assert [t.state for t in txns] == [TransactionState.UNANSWERED, TransactionState.COMPLETE]
+    assert nvme_of(txns[1]).dnr and nvme_of(txns[1]).sc == 0x80 and nvme_of(txns[1]).status_name
+    assert rec.rules()["nvme.error_status"] == 1
+
+
+# --- the presentations, from the declaration ----------------------------------------------------------------
+def test_flows_carry_the_commands_valid_by_the_schema(tmp_path):
+    out = tmp_path / "flows.json"
+    assert cli.main(["flows", str(ROOT / "captures" / CAPTURES[0]), "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    schema = json.loads((ROOT / "rdmaspy" / "schemas" / "flows-1.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    txns = [t for c in doc["connections"] for t in c["transactions"]]
+    assert txns and all(t["protocol"] == "nvme-rdma" and "xid" not in t and "rpc" not in t for t in txns)
+    reads = [t for t in txns if t["nvme"]["command"] == "Read" and t["nvme"]["sgl_bytes"]]
+    assert reads and all(t["bytes"]["rdma_write"] == t["nvme"]["sgl_bytes"] for t in reads)
+    assert all(c["upper_layer"]["protocol"] == "nvme-rdma" and c["rpcrdma"] is None for c in doc["connections"])
+
+
+def test_stats_group_the_commands_by_namespace_and_controller(capsys):
+    assert cli.main(["stats", "-T", "json", str(ROOT / "captures" / CAPTURES[0])]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    groups = {(g["dimension"], g["value"]): g for g in doc["overall"]["groups"]}
+    ns = groups[("namespace", 1)]
+    assert ns["count"] > 20 and ns["iops"] > 0 and ns["latency"]["p50"] <= ns["latency"]["p99"]
+    assert ("controller", 1) in groups
+    ops = {o["operation"] for o in doc["overall"]["operations"]}
+    assert {"Read", "Write", "Identify", "Connect"} <= ops
+
+
+def test_export_types_the_declared_facts(tmp_path):
+    import pyarrow.parquet as pq
+    out = tmp_path / "x"
+    assert cli.main(["export", str(ROOT / "captures" / CAPTURES[0]), "-o", str(out)]) == 0
+    table = pq.read_table(next(out.glob("transactions*.parquet")))
+    rows = table.to_pylist()
+    assert rows and all(r["protocol"] == "nvme-rdma" and r["xid"] is None for r in rows)
+    assert {r["nvme_command"] for r in rows} >= {"Read", "Write"}
+    assert all(r["nvme_cid"] == r["key"] for r in rows)
