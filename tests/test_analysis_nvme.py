@@ -259,3 +259,17 @@ def test_export_types_the_declared_facts(tmp_path):
     assert rows and all(r["protocol"] == "nvme-rdma" and r["xid"] is None for r in rows)
     assert {r["nvme_command"] for r in rows} >= {"Read", "Write"}
     assert all(r["nvme_cid"] == r["key"] for r in rows)
+
+
+def test_extract_a_command_by_cid_with_or_without_the_index(tmp_path):
+    cap = ROOT / "captures" / CAPTURES[0]
+    t = next(t for t in analyse(cap).transactions if nvme_of(t).name == "Read" and t.bytes_written)
+    a, b, tables = tmp_path / "a.pcap", tmp_path / "b.pcap", tmp_path / "x"
+    args = ["extract", str(cap), "--connection", str(t.conn), "--command", hex(t.key)]
+    assert cli.main([*args, "-w", str(a)]) == 0
+    assert cli.main(["export", str(cap), "-o", str(tables)]) == 0
+    assert cli.main([*args, "-w", str(b), "--index", str(tables)]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    with open_capture(str(a)) as got:
+        n = sum(1 for _ in got)
+    assert n >= len(set(t.frames()))

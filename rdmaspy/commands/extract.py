@@ -1,5 +1,6 @@
-"""``rdmaspy extract FILE --connection ID | --xid X | -Y EXPR -w out.pcap[ng]``: a small capture of one
-connection, one transaction or one display filter, that Wireshark opens.
+"""``rdmaspy extract FILE --connection ID | --xid X | --command CID | -Y EXPR -w out.pcap[ng]``: a small capture
+of one connection, one transaction (an RPC call by XID, an NVMe command by CID) or one display filter, that
+Wireshark opens.
 
 The frames are chosen by the one pipeline (the connection table, the transactions of the analysis, the
 display filter), or with ``--index DIR`` from the tables of an export of FILE without a decode; then
@@ -14,6 +15,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import Record, Transaction
+from ..analysis.nvme_facts import PROTOCOL as NVME
 from ..analysis.rpcrdma_facts import PROTOCOL as RPCRDMA
 from ..errors import RdmaspyError
 from .common import EXIT_OK, open_source, pipeline_options, report_problems
@@ -21,11 +23,12 @@ from .common import EXIT_OK, open_source, pipeline_options, report_problems
 
 class ChooseSink:
     """Notes the frame numbers to extract: the packets the filter shows whose connection is ``conn``
-    (None: any), or with ``xid`` the frames of the transactions with that XID."""
+    (None: any), or with ``xid`` the frames of the transactions of upper layer ``protocol`` with that key."""
 
-    def __init__(self, conn: int | None, xid: int | None) -> None:
+    def __init__(self, conn: int | None, xid: int | None, protocol: str = RPCRDMA) -> None:
         self.conn = conn
         self.xid = xid
+        self.protocol = protocol
         self.frames: set[int] = set()
         if xid is not None:
             self.on_record = self._record
@@ -37,7 +40,7 @@ class ChooseSink:
             self.frames.add(pkt.frame.num)
 
     def _record(self, rec: Record) -> None:
-        if (isinstance(rec, Transaction) and rec.protocol == RPCRDMA and rec.key == self.xid
+        if (isinstance(rec, Transaction) and rec.protocol == self.protocol and rec.key == self.xid
                 and (self.conn is None or rec.conn == self.conn)):
             self.frames.update(rec.frames())
 
@@ -45,7 +48,8 @@ class ChooseSink:
         pass
 
 
-def frames_from_index(directory: str, path: str, conn: int | None, xid: int | None) -> set[int]:
+def frames_from_index(directory: str, path: str, conn: int | None, xid: int | None,
+                      protocol: str = RPCRDMA) -> set[int]:
     """The frames to extract from the tables of ``rdmaspy export FILE -o DIR`` (FILE alone)."""
     import orjson
 
@@ -61,7 +65,7 @@ def frames_from_index(directory: str, path: str, conn: int | None, xid: int | No
         raise RdmaspyError(f"{directory}: an export of {files}, not of {path} alone")
     con = connect(directory)
     if xid is not None:
-        where = f"xid = {xid}" + ("" if conn is None else f" AND connection = {conn}")
+        where = f"key = {xid} AND protocol = '{protocol}'" + ("" if conn is None else f" AND connection = {conn}")
         sql = ("SELECT DISTINCT f FROM (SELECT unnest(call_frames) AS f FROM transactions WHERE {w} UNION ALL "
                "SELECT unnest(reply_frames) FROM transactions WHERE {w} UNION ALL "
                "SELECT done_frame FROM transactions WHERE {w} UNION ALL "
@@ -120,8 +124,13 @@ def _number(text: str) -> int:
 
 def cmd_extract(args: argparse.Namespace) -> int:
     conn, xid, expr = args.connection, args.xid, args.Y
+    protocol = RPCRDMA
+    if args.command is not None:
+        if xid is not None:
+            raise RdmaspyError("extract: --xid or --command, not both")
+        xid, protocol = args.command, NVME
     if conn is None and xid is None and not expr:
-        raise RdmaspyError("extract: say what to extract: --connection ID, --xid X or -Y FILTER")
+        raise RdmaspyError("extract: say what to extract: --connection ID, --xid X, --command CID or -Y FILTER")
     cap = None
     if args.index is not None:
         if expr:
@@ -129,18 +138,19 @@ def cmd_extract(args: argparse.Namespace) -> int:
         from ..scale import need
         need("duckdb", "extract --index")
         open_source(args.file).close()
-        chosen = frames_from_index(args.index, args.file, conn, xid)
+        chosen = frames_from_index(args.index, args.file, conn, xid, protocol)
     else:
         from ..pipeline import Pipeline
         options = pipeline_options(expr, analyze=xid is not None)
-        chooser = ChooseSink(conn, xid)
+        chooser = ChooseSink(conn, xid, protocol)
         cap = open_source(args.file)
         with cap:
             Pipeline(cap, options, [chooser]).run()
         chosen = chooser.frames
     if not chosen:
         what = " and ".join(w for w in (f"connection {conn}" if conn is not None else "",
-                                         f"XID {xid:#010x}" if xid is not None else "",
+                                         (f"XID {xid:#010x}" if protocol == RPCRDMA else f"CID {xid:#06x}")
+                                         if xid is not None else "",
                                          f"filter {expr!r}" if expr else "") if w)
         raise RdmaspyError(f"{args.file}: no frame of {what}; nothing written")
     written = write_frames(args.file, args.output, chosen)
@@ -155,6 +165,9 @@ def register(sub: Any) -> None:
     p.add_argument("--connection", type=_number, metavar="ID", help="the frames of connection ID (conversations)")
     p.add_argument("--xid", type=_number, metavar="X", help="the frames of the transactions with XID X (0x... or "
                    "decimal): call, RDMA READs and WRITEs, reply, RDMA_DONE; with --connection, on that one")
+    p.add_argument("--command", type=_number, metavar="CID", help="the frames of the NVMe/RDMA commands with CID "
+                   "(0x... or decimal): command, RDMA READs and WRITEs, completion; with --connection (a queue), "
+                   "on that one")
     p.add_argument("-Y", metavar="FILTER", help="the frames a display filter shows (with --connection: of it)")
     p.add_argument("-w", dest="output", required=True, metavar="OUT", help="the capture to write: pcapng, or pcap "
                    "when OUT ends in .pcap")
