@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import tempfile
 from types import TracebackType
-from typing import BinaryIO, Final, Iterable
+from typing import Any, BinaryIO, Callable, Final, Iterable
 
 from ..analysis.hostmodel import HostClock
 from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, Segment, Step,
@@ -82,26 +82,38 @@ def step_record(st: Step) -> JSON:
 
 
 _MISSING = object()
+# Per upper layer, its facts that stand in the transaction's object: (object or key, key in the object or "",
+# getter, condition), their dotted paths split once.
+_PLANS: dict[str, list[tuple[str, str, Callable[[Any], object], Callable[[Any], bool] | None]]] = {}
+
+
+def _plan(ulp: UlpModel) -> list[tuple[str, str, Callable[[Any], object], Callable[[Any], bool] | None]]:
+    plan = _PLANS.get(ulp.protocol)
+    if plan is None:
+        plan = _PLANS[ulp.protocol] = []
+        for f in ulp.facts:
+            if f.path is not None:
+                head, _, rest = f.path.partition(".")
+                plan.append((head, rest, f.get, f.when))
+    return plan
 
 
 def place_facts(record: JSON, t: Transaction, ulp: UlpModel) -> None:
     """The upper layer's facts of ``t`` where its declaration puts them in the transaction's object: at the
     top (``"xid"``), or in an object (``"call.proc"``: the request's; ``"rpc.name"``: an object of the upper
     layer's own, null unless its declaration says it stands)."""
-    for f in ulp.facts:
-        path = f.path
-        if path is None or (f.when is not None and not f.when(t)):
+    for head, rest, get, when in _plan(ulp):
+        if when is not None and not when(t):
             continue
-        head, _, rest = path.partition(".")
         if not rest:
-            record[head] = f.get(t)
+            record[head] = get(t)
             continue
         obj = record.get(head, _MISSING)
         if obj is _MISSING:
             live = ulp.objects.get(head)
             obj = record[head] = {} if live is None or live(t) else None
         if isinstance(obj, dict):
-            obj[rest] = f.get(t)
+            obj[rest] = get(t)
 
 
 def timing_record(t: Transaction) -> JSON:
