@@ -112,6 +112,9 @@ def test_the_queues_name_their_controller_and_io_its_namespace(shipped):
     io = [t for t in shipped.transactions if nvme_of(t).opcode in (READ, WRITE) and nvme_of(t).qid]
     assert io and all(nvme_of(t).cntlid is not None and nvme_of(t).nsid == 1 for t in io)
     assert all(nvme_of(t).nlb for t in io)
+    # the admin queue's Identify Namespace told the LBA size: each I/O's data is its blocks of it
+    assert all(nvme_of(t).lba_size == 4096 and t.expected == nvme_of(t).nlb * 4096 for t in io)
+    assert "nvme.blocks_length" not in shipped.rules()
 
 
 def test_an_error_status_is_named(shipped):
@@ -159,6 +162,32 @@ def test_a_read_split_into_several_writes_is_accounted_by_address(tmp_path):
     assert t.state is TransactionState.COMPLETE and t.bytes_written == 8192 and t.segments[0].used == 8192
     assert nvme_of(t).nlb == 2 and t.response.invalidated == 0x55
     assert not rec.rules()
+
+
+def test_an_sgl_other_than_the_blocks_is_found_once_the_lba_size_is_known(tmp_path):
+    """The admin queue's Identify Namespace gives the LBA size (512 bytes here); a Read of 4 blocks on an I/O
+    queue of the same controller whose SGL says 4096 bytes breaks it."""
+    from rdmaspy.dissectors import nvme_data
+    data = bytearray(4096)
+    data[nvme_data.IDENTIFY_NS.size + 2] = 9                    # LBA format 0: 2^9 bytes
+    admin = B.Conversation()
+    admin.setup(qid=0)
+    admin.host_send(B.sqe(IDENTIFY, 1, 1, B.keyed_sgl(0x8000, 4096, 0x10), (0,)))
+    admin.ctrl_write(0x8000, 0x10, bytes(data))
+    admin.ctrl_send(B.cqe(1), invalidate=0x10)
+    io = B.Conversation(engine=admin.engine, host_qp=0x333, ctrl_qp=0x444)
+    io.setup(qid=1)
+    io.host_send(B.sqe(READ, 2, 1, B.keyed_sgl(0x20000, 4096, 0x20), (0, 0, 3)))
+    io.ctrl_write(0x20000, 0x20, bytes(4096))
+    io.ctrl_send(B.cqe(2, sqid=1), invalidate=0x20)
+    path = tmp_path / "nvme.pcap"
+    craft.write_pcap(str(path), admin.frames + io.frames)
+    rec = analyse(path)
+    read = next(t for t in rec.transactions if nvme_of(t).name == "Read")
+    assert nvme_of(read).lba_size == 512 and read.expected == 2048
+    (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.blocks_length"]
+    assert f.args["expected"] == 2048 and f.args["length"] == 4096
+    assert "nvme.data_length" not in rec.rules()          # it moved what the SGL said
 
 
 def test_a_short_transfer_a_stray_write_and_a_foreign_invalidate_are_found(tmp_path):

@@ -21,7 +21,7 @@ PROTOCOL: Final = "nvme-rdma"
 SGL: Final = "sgl"                  # the command's SGL1, a keyed data block
 SGL_LIST: Final = "sgl_list"        # a keyed data block of the Last Segment list SGL1 points at
 
-_FACTS_FIELDS: Final = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb", "sgl_bytes",
+_FACTS_FIELDS: Final = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb", "lba_size", "sgl_bytes",
                         "in_capsule", "status", "status_name", "sct", "sc", "dnr")
 
 
@@ -41,6 +41,7 @@ class NvmeFacts(Facts):
         self.nsid = nsid
         self.slba = slba                        # NVM commands: the first block, the block count (1's based)
         self.nlb = nlb
+        self.lba_size: int | None = None       # the namespace's LBA size, when an Identify Namespace showed it
         self.sgl_bytes = sgl_bytes              # the bytes its keyed SGL data blocks describe
         self.in_capsule = in_capsule            # the bytes of data in the capsule
         self.status: int | None = None         # the completion's 15-bit status (phase left out), once it came
@@ -88,6 +89,7 @@ MODEL: Final = declare(UlpModel(
         Fact("nvme_nsid", "u32", "Namespace", lambda t: nvme_of(t).nsid, "nvme.nsid"),
         Fact("nvme_slba", "u64", "Starting LBA", lambda t: nvme_of(t).slba, "nvme.slba"),
         Fact("nvme_nlb", "u32", "Blocks", lambda t: nvme_of(t).nlb, "nvme.nlb"),
+        Fact("nvme_lba_size", "u32", "LBA size", lambda t: nvme_of(t).lba_size, "nvme.lba_size"),
         Fact("nvme_sgl_bytes", "u64", "SGL bytes", lambda t: nvme_of(t).sgl_bytes, "nvme.sgl_bytes"),
         Fact("nvme_in_capsule", "u32", "In-capsule data", lambda t: nvme_of(t).in_capsule, "nvme.in_capsule"),
         Fact("nvme_status", "u16", "Status", lambda t: nvme_of(t).status, "nvme.status"),

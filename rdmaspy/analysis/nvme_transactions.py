@@ -36,6 +36,8 @@ CONN_COST: Final = 2048
 ASYNC_EVENT_REQUEST: Final = 0x0C  # admin opcode: outstanding until an event, by design
 CAPSULE: Final = 64                # bytes of a command capsule's SQE; a response capsule's CQE
 CQE: Final = 16
+BLOCK_COMMANDS: Final = frozenset((0x01, 0x02, 0x05))   # Write, Read, Compare: NLB blocks of data move
+LBA_SIZES_KEPT: Final = 4096       # namespaces whose LBA size is known, across the capture
 
 NO_COMPLETION: Final = declare(
     "nvme.no_completion", "warning", "transaction",
@@ -49,6 +51,10 @@ DATA_LENGTH: Final = declare(
     "nvme.data_length", "error", "chunk",
     "NVMe {command} CID 0x{cid:04x}: RDMA {op} moved {moved} bytes, its SGL describes {described}",
     "NVMe over Fabrics 1.1 §7.3.2 (the controller transfers the data the keyed SGL data blocks describe)")
+BLOCKS_LENGTH: Final = declare(
+    "nvme.blocks_length", "error", "chunk",
+    "NVMe {command} CID 0x{cid:04x}: {blocks} blocks of {lba_size} bytes are {expected} bytes, its {where} {length}",
+    "NVM Command Set Specification 1.0 §3.2.3, §3.2.6 (NLB logical blocks of the namespace's formatted LBA size)")
 ERROR_STATUS: Final = declare(
     "nvme.error_status", "warning", "transaction",
     "NVMe {command} CID 0x{cid:04x} completed with {status}",
@@ -111,6 +117,8 @@ class NvmeTransactions(Correlator):
     def __init__(self, analyzer: Analyzer) -> None:
         super().__init__(analyzer)
         self.conns: dict[int, NvmeConnState] = {}
+        # the LBA size of each namespace an Identify Namespace showed, by (controller's address, controller, NSID)
+        self.lba_sizes: dict[tuple, int] = {}
         self.budget.join(self)
 
     def shed(self, need: int) -> int:
@@ -177,6 +185,12 @@ class NvmeTransactions(Correlator):
         frames = list(cmd.frames)
         txn = Transaction(PROTOCOL, st.conn_id, cmd.cid, d, Message(frames, ts, CAPSULE + cmd.icd), facts)
         txn.expected = sgl_bytes if sgl_bytes else None
+        if nlb is not None and cmd.fctype is None and cmd.opcode in BLOCK_COMMANDS and cmd.qid:
+            ns: tuple = (pkt.dst, st.cntlid, cmd.nsid)   # plain tuple: see docs/architecture.md
+            lba = self.lba_sizes.get(ns)
+            if lba is not None:
+                facts.lba_size = lba
+                txn.expected = nlb * lba
         self.budget.charge(self, TXN_COST)
         st.open[cmd.cid] = txn
         access = _access(cmd)
@@ -214,6 +228,11 @@ class NvmeTransactions(Correlator):
         cmd = cqe.command
         if cmd is not None:
             facts.qid = cmd.qid if cmd.qid is not None else cqe.qid
+            if cmd.lba_size is not None and cmd.nsid and status == 0:
+                sizes = self.lba_sizes
+                if len(sizes) >= LBA_SIZES_KEPT:
+                    del sizes[next(iter(sizes))]
+                sizes[(pkt.src, st.cntlid, cmd.nsid)] = cmd.lba_size
             if cmd.connect is not None and status == 0:
                 st.cntlid = cqe.dw0 & 0xFFFF        # a Connect's completion names the controller
         facts.cntlid = st.cntlid
@@ -230,6 +249,13 @@ class NvmeTransactions(Correlator):
             if not any(s.handle == inv for s in txn.segments):
                 self.report(INVALIDATE_OTHER, frame, ts, conn=st.conn_id, pkt=pkt, cid=cqe.cid, handle=inv)
             st.book.invalidate(side, inv, frame)
+        if facts.lba_size is not None and txn.expected is not None and cqe.sc == 0 and cqe.sct == 0:
+            held, where = (facts.sgl_bytes, "SGL describes") if facts.sgl_bytes else (facts.in_capsule,
+                                                                                   "capsule holds")
+            if held != txn.expected and (facts.opcode != 0x02 or facts.sgl_bytes):
+                self.report(BLOCKS_LENGTH, frame, ts, conn=st.conn_id, pkt=pkt, command=facts.name, cid=cqe.cid,
+                            blocks=facts.nlb, lba_size=facts.lba_size, expected=txn.expected, where=where,
+                            length=held)
         if facts.sgl_bytes and cqe.sc == 0 and cqe.sct == 0:
             moved = txn.bytes_read + txn.bytes_written
             if moved != facts.sgl_bytes:

@@ -462,7 +462,7 @@ class NvmeCommand:
 
     __slots__ = ("qid", "cid", "opcode", "fctype", "nsid", "psdt", "fuse", "sgls", "icd", "slba", "nlb", "cdw10",
                  "cdw11", "cdw12", "cdw13", "cdw14", "cdw15", "connect", "frame", "frames", "ts", "malformed",
-                 "name", "completion", "seq", "retransmission_of")
+                 "name", "completion", "seq", "retransmission_of", "lba_size")
 
     def __init__(self, qid: int | None, cid: int, opcode: int, fctype: int | None, nsid: int, frame: int,
                  ts: int) -> None:
@@ -481,6 +481,8 @@ class NvmeCommand:
         self.connect: Connect | None = None
         self.frame = frame
         self.frames: list[int] = [frame]
+        # Identify Namespace: the LBA data size of the format in use, once its data came (analysis: NLB x it)
+        self.lba_size: int | None = None
         self.ts = ts
         self.malformed: str | None = None
         self.name = ""

@@ -583,6 +583,8 @@ def show_data(pkt: Packet, cmd: NvmeCommand, data: bytes, frames: list[int], how
     shown = show(pkt, lay, data)
     if shown == 0 and data:
         lay.add(NOT_DECODED, f"{len(data)} bytes: shorter than the structure", 0, len(data))
+    if cmd.fctype is None and cmd.opcode == 0x06 and cmd.cdw10 & 0xFF == 0 and cmd.qid == 0:
+        cmd.lba_size = lba_size(data)           # Identify Namespace (CNS 0): for the analysis, a typed fact
     if cmd.connect is not None and len(data) >= CONNECT_DATA_SIZE:
         c = cmd.connect
         c.hostid = bytes(data[0:16])
