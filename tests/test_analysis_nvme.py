@@ -302,3 +302,29 @@ def test_extract_a_command_by_cid_with_or_without_the_index(tmp_path):
     with open_capture(str(a)) as got:
         n = sum(1 for _ in got)
     assert n >= len(set(t.frames()))
+
+
+def test_a_tight_memory_budget_gives_up_commands_and_keeps_the_analysis_going():
+    """Hostile CIDs: thousands of commands never completed on one queue, under a small budget shared by the
+    dissectors and the analysis: the oldest are given up as unanswered (their state let go, each a finding) and
+    the budget holds."""
+    from rdmaspy.analysis.analyzer import Analyzer
+    from rdmaspy.budget import Budget
+    from rdmaspy.engine import Engine
+    from rdmaspy.packet import Frame
+    from rdmaspy.session import Session
+    engine = Engine(Session(budget=Budget(1 << 20)))
+    rec = Records()
+    an = Analyzer(on_finding=rec.on_finding, on_record=rec.on_record, budget=engine.session.budget,
+                  packet_fields=False)
+    c = B.Conversation(engine=engine)
+    c.setup(qid=1)
+    for cid in range(3000):
+        for pkt in c.host_send(B.sqe(READ, cid, 1, B.keyed_sgl(0x100000 + cid * 4096, 4096, 0x1000 + cid),
+                                     (0, 0, 0))):
+            an.feed(pkt)
+    budget = engine.session.budget
+    given_up = [t for t in rec.transactions if t.state is TransactionState.UNANSWERED]
+    assert given_up and budget.used <= budget.limit
+    an.finish()
+    assert len(rec.transactions) == 3000 and rec.rules()["nvme.no_completion"] == 3000

@@ -18,6 +18,7 @@ from typing import Final
 
 from mypy_extensions import mypyc_attr
 
+from ..conversation import ENDED
 from ..conversation import Connection as LiveConnection
 from ..dissectors.infiniband import IBInfo
 from ..dissectors.iwarp_ddp import IWARP
@@ -122,17 +123,45 @@ class NvmeTransactions(Correlator):
         self.budget.join(self)
 
     def shed(self, need: int) -> int:
-        """Memory budget: give up the oldest outstanding commands as if the capture ended for them."""
+        """Memory budget: give up the oldest outstanding commands as if the capture ended for them, then the
+        connections with none (their summary given out as at the end)."""
         want = -(-need // TXN_COST)
         given = 0
         for st in self.conns.values():
             while st.open and given < want:
                 self._unanswered(st, st.open[next(iter(st.open))])
                 given += 1
+        for conn_id in [c for c, st in self.conns.items() if not st.open]:
+            if given >= want:
+                break
+            self._end(conn_id)
+            given += 1
         return given
+
+    def _end(self, conn_id: int) -> None:
+        """A connection ended (or is given up): what is outstanding on it is unanswered, its summary goes out and
+        its state goes (a capture of many short connections keeps only the live ones)."""
+        st = self.conns.pop(conn_id, None)
+        if st is None:
+            return
+        for txn in list(st.open.values()):
+            self._unanswered(st, txn)
+        self._summarise(st)
+        self.budget.release(self, CONN_COST)
+
+    def _summarise(self, st: NvmeConnState) -> None:
+        self.an.emit(UlpSummary(PROTOCOL, st.conn_id, st.messages, st.closed, st.unanswered, [], [],
+                                st.orphan_ops, st.orphan_bytes))
 
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
+        self._packet(pkt)
+        ended = pkt.noted(ENDED)
+        if ended:
+            for conn in ended:
+                self._end(conn.conn_id)
+
+    def _packet(self, pkt: Packet) -> None:
         self.current = None
         conv: LiveConnection | None = pkt.conv
         if conv is None:
@@ -293,8 +322,7 @@ class NvmeTransactions(Correlator):
         for st in self.conns.values():
             for txn in list(st.open.values()):
                 self._unanswered(st, txn)
-            self.an.emit(UlpSummary(PROTOCOL, st.conn_id, st.messages, st.closed, st.unanswered, [], [],
-                                    st.orphan_ops, st.orphan_bytes))
+            self._summarise(st)
 
 
 def _qid(qid: int | None) -> str:
