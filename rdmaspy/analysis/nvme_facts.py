@@ -29,7 +29,8 @@ _FACTS_FIELDS: Final = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "sl
 class NvmeFacts(Facts):
     """An NVMe/RDMA transaction's own facts: the command and the completion's status."""
 
-    __slots__ = _FACTS_FIELDS
+    __slots__ = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb", "lba_size", "sgl_bytes",
+                 "in_capsule", "status", "status_name", "sct", "sc", "dnr")
 
     def __init__(self, qid: int | None, cntlid: int | None, opcode: int, fctype: int | None, name: str, nsid: int,
                  slba: int | None, nlb: int | None, sgl_bytes: int, in_capsule: int) -> None:
