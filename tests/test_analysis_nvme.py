@@ -223,6 +223,38 @@ def test_a_key_used_after_its_invalidation_is_found(tmp_path):
     assert rules["nvme.after_invalidate"] == 1 and "nvme.unadvertised" not in rules
 
 
+def test_a_completion_before_the_data_of_its_command_is_found(tmp_path):
+    """A Read completed when half its data is written, the other half written after; a Write completed before
+    the controller read its data: each is a completion before its data, and the late data is not taken for
+    memory nobody advertised."""
+    c = io_queue()
+    c.host_send(B.sqe(READ, 1, 1, B.keyed_sgl(0x10000, 8192, 0x55), (0, 0, 1)))
+    c.ctrl_write(0x10000, 0x55, bytes(4096))
+    c.ctrl_send(B.cqe(1, sqid=1), invalidate=0x55)
+    late = c.ctrl_write(0x11000, 0x55, bytes(4096))
+    c.host_send(B.sqe(WRITE, 2, 1, B.keyed_sgl(0x20000, 1024, 0x66), (0, 0, 1)))
+    c.ctrl_send(B.cqe(2, sqid=1, sqhd=2))
+    c.ctrl_read(0x20000, 0x66, bytes(1024))
+    rec = built(tmp_path, c)
+    rules = rec.rules()
+    assert rules["nvme.completion_before_data"] == 2
+    assert "nvme.unadvertised" not in rules and "nvme.after_invalidate" not in rules
+    read, write = [f for f in rec.findings if f.rule_def.id == "nvme.completion_before_data"]
+    assert read.args["cid"] == 1 and read.args["missing"] == 4096 and read.frames[0] == late[0].frame.num
+    assert write.args["cid"] == 2 and write.args["op"] == "READ"
+
+
+def test_data_moved_in_full_before_the_completion_is_not_early(tmp_path):
+    c = io_queue()
+    c.host_send(B.sqe(READ, 1, 1, B.keyed_sgl(0x10000, 4096, 0x55), (0, 0, 0)))
+    c.ctrl_write(0x10000, 0x55, bytes(4096))
+    c.ctrl_send(B.cqe(1, sqid=1), invalidate=0x55)
+    c.host_send(B.sqe(READ, 2, 1, B.keyed_sgl(0x10000, 4096, 0x55), (0, 0, 0)))   # the key again, a new command
+    c.ctrl_write(0x10000, 0x55, bytes(4096))
+    c.ctrl_send(B.cqe(2, sqid=1, sqhd=2), invalidate=0x55)
+    assert not built(tmp_path, c).rules()
+
+
 def test_commands_without_completion_and_completions_without_command(tmp_path):
     c = io_queue()
     c.host_send(B.sqe(READ, 4, 1, B.keyed_sgl(0x50000, 512, 0x33), (0, 0, 0)))

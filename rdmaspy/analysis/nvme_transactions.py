@@ -10,7 +10,8 @@ of the RDMA transport binding is reported with the transaction: a command withou
 Asynchronous Event Request, which stays outstanding by design), a completion for no outstanding command, a CID
 used again while its command is outstanding (the dissector says it: the older command is closed unanswered
 here), data moved other than the SGL describes, an error status, a Send
-with Invalidate of a key the command did not advertise, an RDMA operation on memory no command advertised.
+with Invalidate of a key the command did not advertise, an RDMA operation on memory no command advertised, a
+completion before its data (an RDMA operation on the SGL of a command completed short of it).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from mypy_extensions import mypyc_attr
 from ..conversation import ENDED
 from ..conversation import Connection as LiveConnection
 from ..dissectors.infiniband import IBInfo
-from ..dissectors.iwarp_ddp import IWARP
+from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.nvme import NVME_COMMANDS, NVME_COMPLETIONS, NvmeCommand, NvmeCompletion, command_name, status_text
 from ..packet import Packet
 from .analyzer import Analyzer, register
@@ -32,6 +33,7 @@ from .model import (DIRECTION_OF, Direction, Message, Segment, Step, StepKind, T
 from .nvme_facts import PROTOCOL, SGL, SGL_LIST, NvmeFacts, nvme_of
 from .rules import declare
 
+EARLY_KEPT: Final = 64            # keys of commands completed before their data, per connection
 TXN_COST: Final = 1024             # bytes charged to the memory budget per open command
 CONN_COST: Final = 2048
 ASYNC_EVENT_REQUEST: Final = 0x0C  # admin opcode: outstanding until an event, by design
@@ -79,6 +81,13 @@ OVERRUN: Final = declare(
     "data block",
     "NVMe over Fabrics 1.1 §7.3.2 (a keyed SGL data block bounds the transfer)")
 
+COMPLETION_EARLY: Final = declare(
+    "nvme.completion_before_data", "error", "chunk",
+    "RDMA {op} of {length} bytes at 0x{offset:x} with R_Key 0x{handle:x} after frame {completed} completed its "
+    "NVMe command (CID 0x{cid:04x}) with {missing} bytes of its SGL still to move",
+    "NVMe over Fabrics 1.1 §7.3.2 (RDMA transport binding: the controller transfers the data before it sends the "
+    "response capsule)")
+
 LEDGER_RULES: Final = LedgerRules(UNADVERTISED, {SGL: OVERRUN, SGL_LIST: OVERRUN}, AFTER_INVALIDATE)
 
 
@@ -86,7 +95,7 @@ LEDGER_RULES: Final = LedgerRules(UNADVERTISED, {SGL: OVERRUN, SGL_LIST: OVERRUN
 class NvmeConnState(DataLedger):
     """One NVMe/RDMA connection (one queue): its data ledger and its commands outstanding by CID."""
 
-    __slots__ = ("open", "messages", "closed", "unanswered", "cntlid")
+    __slots__ = ("open", "messages", "closed", "unanswered", "cntlid", "early")
 
     def __init__(self, conn_id: int) -> None:
         super().__init__(conn_id, LEDGER_RULES)
@@ -95,6 +104,9 @@ class NvmeConnState(DataLedger):
         self.closed = 0
         self.unanswered = 0
         self.cntlid: int | None = None      # the controller, once a Connect's completion named it
+        # the keys of commands completed while their SGL still waited for data: by key: CID, completion's frame,
+        # the bytes missing, reported yet
+        self.early: dict[int, tuple[int, int, int, bool]] = {}
 
 
 def _access(cmd: NvmeCommand) -> StepKind | None:
@@ -181,12 +193,19 @@ class NvmeTransactions(Correlator):
             kind = ib.plan.kind
             if kind == "write" or kind == "read_request" or kind == "read_response":
                 psn = self.psn
-                self._ib_op(st, pkt, ib, kind, d, psn is not None and psn.again)
+                again = psn is not None and psn.again
+                reth = ib.reth
+                if st.early and reth is not None and not again and self._late(st, pkt, reth[1], reth[0], reth[2],
+                                                                              kind):
+                    return
+                self._ib_op(st, pkt, ib, kind, d, again)
         else:
             iws = pkt.noted(IWARP)
             if iws:
                 for iw in iws:
                     if iw.opcode <= 2:
+                        if st.early and self._iwarp_late(st, pkt, iw):
+                            continue
                         self._iwarp_op(st, pkt, iw, d)
         if cmds:
             for cmd in cmds:
@@ -196,6 +215,28 @@ class NvmeTransactions(Correlator):
             for cqe in cqes:
                 if cqe.retransmission_of is None:
                     self._completion(st, pkt, cqe, d)
+
+    def _late(self, st: NvmeConnState, pkt: Packet, handle: int, va: int, n: int, kind: str) -> bool:
+        """An RDMA operation on the memory of a command already completed before all its data moved: the
+        completion came first (reported once per key; the operation and the rest of it are not the ledger's)."""
+        got = st.early.get(handle)
+        if got is None:
+            return False
+        cid, frame, missing, reported = got
+        if not reported:
+            st.early[handle] = (cid, frame, missing, True)
+            self.report(COMPLETION_EARLY, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, pkt=pkt,
+                        op="WRITE" if kind == "write" else "READ", length=n, offset=va, handle=handle,
+                        completed=frame, cid=cid, missing=missing)
+        return True
+
+    def _iwarp_late(self, st: NvmeConnState, pkt: Packet, iw: IWarpInfo) -> bool:
+        if iw.opcode == 0 and iw.stag is not None:                     # RDMA Write: each segment names its STag
+            return self._late(st, pkt, iw.stag, iw.to or 0, iw.payload_end - iw.payload_off, "write")
+        rr = iw.read_request
+        if iw.opcode == 1 and rr is not None:                          # Read Request: the source STag
+            return self._late(st, pkt, rr[3], rr[4], rr[2], "read_request")
+        return False
 
     def _command(self, st: NvmeConnState, pkt: Packet, cmd: NvmeCommand, d: Direction) -> None:
         st.messages += 1
@@ -229,6 +270,8 @@ class NvmeTransactions(Correlator):
             key = sgl.key
             if key is None or not sgl.keyed:
                 continue
+            if st.early:
+                st.early.pop(key, None)      # the key is this command's now
             seg = Segment(SGL_LIST if listed else SGL, 0, index, None, key, sgl.address, sgl.length, d.sender, txn,
                           access=access, invalidate=sgl.invalidate)
             index += 1
@@ -291,7 +334,20 @@ class NvmeTransactions(Correlator):
                 op = "READ" if any(s.access is StepKind.RDMA_READ for s in txn.segments) else "WRITE"
                 self.report(DATA_LENGTH, frame, ts, conn=st.conn_id, pkt=pkt, command=facts.name, cid=cqe.cid,
                             op=op, moved=moved, described=facts.sgl_bytes)
+            if moved < facts.sgl_bytes:
+                self._completed_early(st, txn, frame)
         self._close(st, txn, TransactionState.COMPLETE)
+
+    @staticmethod
+    def _completed_early(st: NvmeConnState, txn: Transaction, frame: int) -> None:
+        """The completion came while the ledger still expected bytes of the command: its keys are remembered
+        so that the data coming after it is found as such."""
+        early = st.early
+        for seg in txn.segments:
+            if seg.used < seg.length:
+                early[seg.handle] = (txn.key, frame, seg.length - seg.used, False)
+                if len(early) > EARLY_KEPT:
+                    del early[next(iter(early))]
 
     def _close(self, st: NvmeConnState, txn: Transaction, state: TransactionState) -> None:
         cid = txn.key
