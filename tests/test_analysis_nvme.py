@@ -18,6 +18,7 @@ import nvme_build as B  # noqa: E402
 from rdmaspy import cli, craft  # noqa: E402
 from rdmaspy.analysis.model import Finding, Record, Transaction, TransactionState, UlpSummary  # noqa: E402
 from rdmaspy.analysis.nvme_facts import PROTOCOL, nvme_of  # noqa: E402
+from rdmaspy.dissectors import nvme  # noqa: E402
 from rdmaspy.pipeline import Options, Pipeline  # noqa: E402
 from rdmaspy.readers import open_capture  # noqa: E402
 
@@ -252,6 +253,77 @@ def test_data_moved_in_full_before_the_completion_is_not_early(tmp_path):
     c.host_send(B.sqe(READ, 2, 1, B.keyed_sgl(0x10000, 4096, 0x55), (0, 0, 0)))   # the key again, a new command
     c.ctrl_write(0x10000, 0x55, bytes(4096))
     c.ctrl_send(B.cqe(2, sqid=1, sqhd=2), invalidate=0x55)
+    assert not built(tmp_path, c).rules()
+
+
+def connected(qid: int, sqsize: int, kato: int = 0, cattr: int = 0) -> B.Conversation:
+    """A queue set up by the CM and a Connect (in-capsule data) of SQSIZE ``sqsize`` (0's based), completed
+    with the SQ head at 1."""
+    c = B.Conversation()
+    c.setup(qid=qid)
+    command = B.fabrics(nvme.FCTYPE_CONNECT, 0x40, B.offset_sgl(0, 1024),
+                        nvme.CONNECT.encode(qid=qid, sqsize=sqsize, kato=kato, cattr=cattr))
+    c.host_send(command + B.connect_data("nqn.s", "nqn.h"))
+    c.ctrl_send(B.cqe(0x40, sqid=qid, sqhd=1, dw0=1))
+    return c
+
+
+def test_more_commands_outstanding_than_the_queue_holds(tmp_path):
+    c = connected(1, 3)                                   # a queue of 4
+    for cid in range(6):
+        c.host_send(B.sqe(0x00, cid, 1))                  # Flush
+    for cid in range(6):
+        c.ctrl_send(B.cqe(cid, sqid=1, sqhd=(2 + cid) % 4))
+    rec = built(tmp_path, c)
+    (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.queue_overflow"]
+    assert f.args["outstanding"] == 5 and f.args["size"] == 4 and f.args["cid"] == 4
+    assert rec.rules() == {"nvme.queue_overflow": 1}
+
+
+def test_the_sq_head_going_backwards_is_found_and_its_wrap_around_is_not(tmp_path):
+    c = connected(1, 3)
+    for cid in range(6):                                  # the head goes 2, 3, 0 (wraps), 1, 2, 3
+        c.host_send(B.sqe(0x00, cid, 1))
+        c.ctrl_send(B.cqe(cid, sqid=1, sqhd=(2 + cid) % 4))
+    assert not built(tmp_path, c).rules()
+    c.host_send(B.sqe(0x00, 6, 1))
+    c.ctrl_send(B.cqe(6, sqid=1, sqhd=2))                 # back by one instead of on to 0
+    rec = built(tmp_path, c)
+    (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.sqhd_backwards"]
+    assert (f.args["sqhd"], f.args["previous"], f.args["back"], f.args["size"]) == (2, 3, 1, 4)
+    assert rec.rules() == {"nvme.sqhd_backwards": 1}
+
+
+def test_no_sq_head_rule_when_the_connect_disables_sq_flow_control(tmp_path):
+    c = connected(1, 3, cattr=0x04)
+    c.host_send(B.sqe(0x00, 1, 1))
+    c.ctrl_send(B.cqe(1, sqid=1, sqhd=0))
+    assert not built(tmp_path, c).rules()
+
+
+def test_keep_alive_later_than_kato_is_found(tmp_path):
+    c = connected(0, 31, kato=5)                          # frames are 1 us apart: 5 ms is 5,000 frames
+    for _ in range(4000):
+        c.frames.append(c.frames[0]); c.num += 1          # time passes (CM MADs, not the queue's)
+    c.host_send(B.sqe(0x18, 1))
+    c.ctrl_send(B.cqe(1, sqhd=2))
+    assert not built(tmp_path, c).rules()                 # 4 ms after the Connect
+    for _ in range(6000):
+        c.frames.append(c.frames[0]); c.num += 1
+    c.host_send(B.sqe(0x18, 2))
+    c.ctrl_send(B.cqe(2, sqhd=3))
+    rec = built(tmp_path, c)
+    (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.keep_alive_late"]
+    assert f.args["kato"] == 5 and f.args["gap"] == 6 and "previous Keep Alive" in f.args["since"]
+    assert rec.rules() == {"nvme.keep_alive_late": 1}
+
+
+def test_keep_alive_is_not_checked_without_kato(tmp_path):
+    c = connected(0, 31)
+    for _ in range(6000):
+        c.frames.append(c.frames[0]); c.num += 1
+    c.host_send(B.sqe(0x18, 1))
+    c.ctrl_send(B.cqe(1, sqhd=2))
     assert not built(tmp_path, c).rules()
 
 

@@ -11,7 +11,9 @@ Asynchronous Event Request, which stays outstanding by design), a completion for
 used again while its command is outstanding (the dissector says it: the older command is closed unanswered
 here), data moved other than the SGL describes, an error status, a Send
 with Invalidate of a key the command did not advertise, an RDMA operation on memory no command advertised, a
-completion before its data (an RDMA operation on the SGL of a command completed short of it).
+completion before its data (an RDMA operation on the SGL of a command completed short of it), more commands
+outstanding than the queue's size (Connect's SQSIZE + 1), the SQ head going backwards (modulo that size), a
+Keep Alive later than the KATO of the admin queue's Connect.
 """
 from __future__ import annotations
 
@@ -40,7 +42,9 @@ ASYNC_EVENT_REQUEST: Final = 0x0C  # admin opcode: outstanding until an event, b
 CAPSULE: Final = 64                # bytes of a command capsule's SQE; a response capsule's CQE
 CQE: Final = 16
 BLOCK_COMMANDS: Final = frozenset((0x01, 0x02, 0x05))   # Write, Read, Compare: NLB blocks of data move
-LBA_SIZES_KEPT: Final = 4096       # namespaces whose LBA size is known, across the capture
+LBA_SIZES_KEPT: Final = 4096
+KEEP_ALIVE: Final = 0x18           # admin opcode
+SQ_FLOW_DISABLED: Final = 0x04     # Connect's CATTR: the controller reports no SQ head       # namespaces whose LBA size is known, across the capture
 
 NO_COMPLETION: Final = declare(
     "nvme.no_completion", "warning", "transaction",
@@ -81,6 +85,22 @@ OVERRUN: Final = declare(
     "data block",
     "NVMe over Fabrics 1.1 §7.3.2 (a keyed SGL data block bounds the transfer)")
 
+QUEUE_OVERFLOW: Final = declare(
+    "nvme.queue_overflow", "error", "credits",
+    "NVMe {command} CID 0x{cid:04x} makes {outstanding} commands outstanding on queue {qid}, whose size is {size}",
+    "NVMe over Fabrics 1.1 §3.3 (Connect: SQSIZE, the submission queue's size); NVMe Base Specification 2.0 "
+    "§3.3.1 (a submission queue holds no more entries than its size)")
+SQHD_BACKWARDS: Final = declare(
+    "nvme.sqhd_backwards", "error", "transaction",
+    "NVMe completion of CID 0x{cid:04x} on queue {qid}: SQ head {sqhd} after {previous}, {back} back on a queue of "
+    "{size}",
+    "NVMe Base Specification 2.0 §4.6 (SQ Head Pointer: the controller consumes entries in order, the head "
+    "advancing modulo the queue's size)")
+KEEP_ALIVE_LATE: Final = declare(
+    "nvme.keep_alive_late", "warning", "session",
+    "NVMe Keep Alive on queue 0 {gap} ms after the {since}, beyond the Keep Alive Timeout of {kato} ms",
+    "NVMe Base Specification 2.0 §3.9 (the host sends Keep Alive within the KATO the Connect set); NVMe over "
+    "Fabrics 1.1 §3.3 (Connect: KATO)")
 COMPLETION_EARLY: Final = declare(
     "nvme.completion_before_data", "error", "chunk",
     "RDMA {op} of {length} bytes at 0x{offset:x} with R_Key 0x{handle:x} after frame {completed} completed its "
@@ -95,7 +115,8 @@ LEDGER_RULES: Final = LedgerRules(UNADVERTISED, {SGL: OVERRUN, SGL_LIST: OVERRUN
 class NvmeConnState(DataLedger):
     """One NVMe/RDMA connection (one queue): its data ledger and its commands outstanding by CID."""
 
-    __slots__ = ("open", "messages", "closed", "unanswered", "cntlid", "early")
+    __slots__ = ("open", "messages", "closed", "unanswered", "cntlid", "early", "size", "over", "sqhd", "fetchable",
+                 "kato_ns", "alive_ts", "alive_frame", "alive_kind")
 
     def __init__(self, conn_id: int) -> None:
         super().__init__(conn_id, LEDGER_RULES)
@@ -107,6 +128,14 @@ class NvmeConnState(DataLedger):
         # the keys of commands completed while their SGL still waited for data: by key: CID, completion's frame,
         # the bytes missing, reported yet
         self.early: dict[int, tuple[int, int, int, bool]] = {}
+        self.size: int | None = None        # the queue's size (Connect's SQSIZE + 1)
+        self.over = False                   # more commands outstanding than the size (reported on the way up)
+        self.sqhd: int | None = None        # the SQ head last reported (None: SQ flow control off, or not known)
+        self.fetchable = 0                  # the most entries the controller can have consumed since
+        self.kato_ns = 0                    # the admin queue's Keep Alive Timeout (0: none)
+        self.alive_ts = 0                   # the Connect or the Keep Alive the next one is due after
+        self.alive_frame = 0
+        self.alive_kind = ""
 
 
 def _access(cmd: NvmeCommand) -> StepKind | None:
@@ -230,6 +259,49 @@ class NvmeTransactions(Correlator):
                         completed=frame, cid=cid, missing=missing)
         return True
 
+    def _queue(self, st: NvmeConnState, pkt: Packet, cmd: NvmeCommand, txn: Transaction) -> None:
+        """The queue's rules on a new command: its size (set by the Connect), the SQ head's room, keep-alive."""
+        ts = pkt.frame.ts
+        frame = pkt.frame.num
+        con = cmd.connect
+        if con is not None:
+            st.size = con.sqsize + 1
+            st.sqhd = None if con.cattr & SQ_FLOW_DISABLED else 0     # a new queue's head is its first entry
+            st.fetchable = 0
+            if con.qid == 0 and con.kato:
+                st.kato_ns = con.kato * 1_000_000
+                st.alive_ts, st.alive_frame, st.alive_kind = ts, frame, "Connect"
+        st.fetchable += 1
+        size = st.size
+        if size is not None:
+            n = len(st.open)
+            if n > size and not st.over:
+                self.report(QUEUE_OVERFLOW, frame, ts, conn=st.conn_id, pkt=pkt, command=command_name(cmd),
+                            cid=cmd.cid, outstanding=n, qid=_qid(cmd.qid), size=size)
+            st.over = n > size
+        if st.kato_ns and cmd.opcode == KEEP_ALIVE and cmd.fctype is None:
+            gap = ts - st.alive_ts
+            if gap > st.kato_ns:
+                self.report(KEEP_ALIVE_LATE, (st.alive_frame, frame), ts, conn=st.conn_id, pkt=pkt,
+                            gap=gap // 1_000_000, since=st.alive_kind + (" (frame %d)" % st.alive_frame),
+                            kato=st.kato_ns // 1_000_000)
+            st.alive_ts, st.alive_frame, st.alive_kind = ts, frame, "previous Keep Alive"
+
+    def _head(self, st: NvmeConnState, pkt: Packet, cqe: NvmeCompletion) -> None:
+        """The completion's SQ head: it moves forward (modulo the queue's size) by no more entries than the
+        host submitted that the controller had not yet consumed."""
+        size = st.size
+        last = st.sqhd
+        if size is None or last is None or cqe.sqhd >= size:
+            return
+        ahead = (cqe.sqhd - last) % size
+        if ahead > st.fetchable:
+            self.report(SQHD_BACKWARDS, pkt.frame.num, pkt.frame.ts, conn=st.conn_id, pkt=pkt, cid=cqe.cid,
+                        qid=_qid(cqe.qid), sqhd=cqe.sqhd, previous=last, back=(last - cqe.sqhd) % size, size=size)
+            return             # the head stays where it was known: one step back is reported once
+        st.sqhd = cqe.sqhd
+        st.fetchable -= ahead
+
     def _iwarp_late(self, st: NvmeConnState, pkt: Packet, iw: IWarpInfo) -> bool:
         if iw.opcode == 0 and iw.stag is not None:                     # RDMA Write: each segment names its STag
             return self._late(st, pkt, iw.stag, iw.to or 0, iw.payload_end - iw.payload_off, "write")
@@ -263,6 +335,7 @@ class NvmeTransactions(Correlator):
                 txn.expected = nlb * lba
         self.budget.charge(self, TXN_COST)
         st.open[cmd.cid] = txn
+        self._queue(st, pkt, cmd, txn)
         access = _access(cmd)
         listed = len(cmd.sgls) > 1
         index = 0
@@ -291,6 +364,7 @@ class NvmeTransactions(Correlator):
             return
         self.cur = txn
         self._belongs(txn)
+        self._head(st, pkt, cqe)
         facts = nvme_of(txn)
         status = (cqe.status >> 1) & 0x7FFF
         facts.status = status
