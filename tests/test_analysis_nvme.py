@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import nvme_build as B  # noqa: E402
 
 from rdmaspy import cli, craft  # noqa: E402
-from rdmaspy.analysis.model import Finding, Record, Transaction, TransactionState, UlpSummary  # noqa: E402
+from rdmaspy.analysis.model import CreditSeries, Finding, Record, Transaction, TransactionState, UlpSummary  # noqa: E402
 from rdmaspy.analysis.nvme_facts import PROTOCOL, nvme_of  # noqa: E402
 from rdmaspy.dissectors import nvme  # noqa: E402
 from rdmaspy.pipeline import Options, Pipeline  # noqa: E402
@@ -278,6 +278,23 @@ def test_more_commands_outstanding_than_the_queue_holds(tmp_path):
     (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.queue_overflow"]
     assert f.args["outstanding"] == 5 and f.args["size"] == 4 and f.args["cid"] == 4
     assert rec.rules() == {"nvme.queue_overflow": 1}
+
+
+def test_the_queue_depth_is_a_credit_series_against_the_queues_size(tmp_path):
+    """Commands outstanding against the Connect's SQSIZE + 1 go out as credit samples and a credit summary,
+    the records the credits view and the flows show for RPC-over-RDMA's credits."""
+    c = connected(1, 3)
+    for cid in range(3):
+        c.host_send(B.sqe(0x00, cid, 1))
+    for cid in range(3):
+        c.ctrl_send(B.cqe(cid, sqid=1, sqhd=(2 + cid) % 4))
+    c.host_send(B.sqe(0x00, 3, 1))                       # never completed: outstanding at the end
+    rec = built(tmp_path, c)
+    points = [(s.granted, s.outstanding) for r in rec.records if isinstance(r, CreditSeries) for s in r.samples]
+    assert points == [(4, 1), (4, 0), (4, 1), (4, 2), (4, 3), (4, 2), (4, 1), (4, 0), (4, 1)]
+    (summary,) = [r for r in rec.records if isinstance(r, UlpSummary)]
+    (depth,) = summary.credits
+    assert (depth.granted, depth.calls, depth.peak_outstanding, depth.outstanding_at_end) == (4, 5, 3, 1)
 
 
 def test_the_sq_head_going_backwards_is_found_and_its_wrap_around_is_not(tmp_path):

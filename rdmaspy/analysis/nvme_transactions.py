@@ -17,7 +17,7 @@ Keep Alive later than the KATO of the admin queue's Connect.
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -29,9 +29,10 @@ from ..dissectors.nvme import NVME_COMMANDS, NVME_COMPLETIONS, NvmeCommand, Nvme
 from ..packet import Packet
 from .analyzer import Analyzer, register
 from .correlation import Correlator, add_step
+from .credits import CreditLedger
 from .ledger import DataLedger, LedgerRules
-from .model import (DIRECTION_OF, Direction, Message, Segment, Step, StepKind, Transaction, TransactionState,
-                    UlpSummary)
+from .model import (DIRECTION_OF, CallDirection, Direction, Message, Record, Segment, Step, StepKind, Transaction,
+                    TransactionState, UlpSummary)
 from .nvme_facts import PROTOCOL, SGL, SGL_LIST, NvmeFacts, nvme_of
 from .rules import declare
 
@@ -116,10 +117,12 @@ class NvmeConnState(DataLedger):
     """One NVMe/RDMA connection (one queue): its data ledger and its commands outstanding by CID."""
 
     __slots__ = ("open", "messages", "closed", "unanswered", "cntlid", "early", "size", "over", "sqhd", "fetchable",
-                 "kato_ns", "alive_ts", "alive_frame", "alive_kind")
+                 "kato_ns", "alive_ts", "alive_frame", "alive_kind", "depth")
 
-    def __init__(self, conn_id: int) -> None:
+    def __init__(self, conn_id: int, emit: Callable[[Record], None]) -> None:
         super().__init__(conn_id, LEDGER_RULES)
+        # the queue's depth as a credit series: commands outstanding against the size the Connect set (its grant)
+        self.depth = CreditLedger(conn_id, CallDirection.FORWARD, emit)
         self.open: dict[int, Transaction] = {}
         self.messages = 0
         self.closed = 0
@@ -191,7 +194,8 @@ class NvmeTransactions(Correlator):
         self.budget.release(self, CONN_COST)
 
     def _summarise(self, st: NvmeConnState) -> None:
-        self.an.emit(UlpSummary(PROTOCOL, st.conn_id, st.messages, st.closed, st.unanswered, [], [],
+        st.depth.flush()
+        self.an.emit(UlpSummary(PROTOCOL, st.conn_id, st.messages, st.closed, st.unanswered, [], [st.depth.summary()],
                                 st.orphan_ops, st.orphan_bytes))
 
     # -- per packet ----------------------------------------------------------------------------------
@@ -213,7 +217,7 @@ class NvmeTransactions(Correlator):
         if st is None:
             if not cmds and not cqes:
                 return
-            st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id)
+            st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id, self.an.emit)
             self.budget.charge(self, CONN_COST)
         ib: IBInfo | None = pkt.ib
         d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
@@ -266,12 +270,14 @@ class NvmeTransactions(Correlator):
         con = cmd.connect
         if con is not None:
             st.size = con.sqsize + 1
+            st.depth.grant(ts, frame, st.size)
             st.sqhd = None if con.cattr & SQ_FLOW_DISABLED else 0     # a new queue's head is its first entry
             st.fetchable = 0
             if con.qid == 0 and con.kato:
                 st.kato_ns = con.kato * 1_000_000
                 st.alive_ts, st.alive_frame, st.alive_kind = ts, frame, "Connect"
         st.fetchable += 1
+        st.depth.call(ts, frame, None)
         size = st.size
         if size is not None:
             n = len(st.open)
@@ -316,7 +322,7 @@ class NvmeTransactions(Correlator):
         old = st.open.get(cmd.cid)
         if old is not None:
             # the dissector reports the CID used again (nvme-rdma.cid_reused); the older command is given up
-            self._close(st, old, TransactionState.UNANSWERED)
+            self._close(st, old, TransactionState.UNANSWERED, pkt)
         sgl_bytes = 0
         for sgl in cmd.sgls:
             if sgl.keyed:
@@ -410,7 +416,7 @@ class NvmeTransactions(Correlator):
                             op=op, moved=moved, described=facts.sgl_bytes)
             if moved < facts.sgl_bytes:
                 self._completed_early(st, txn, frame)
-        self._close(st, txn, TransactionState.COMPLETE)
+        self._close(st, txn, TransactionState.COMPLETE, pkt)
 
     @staticmethod
     def _completed_early(st: NvmeConnState, txn: Transaction, frame: int) -> None:
@@ -423,11 +429,13 @@ class NvmeTransactions(Correlator):
                 if len(early) > EARLY_KEPT:
                     del early[next(iter(early))]
 
-    def _close(self, st: NvmeConnState, txn: Transaction, state: TransactionState) -> None:
+    def _close(self, st: NvmeConnState, txn: Transaction, state: TransactionState, at: Packet | None = None) -> None:
         cid = txn.key
         if st.open.get(cid) is txn:
             del st.open[cid]
             self.budget.release(self, TXN_COST)
+            if at is not None:          # given up at the end (or for memory) it stays outstanding in the series
+                st.depth.answered(at.frame.ts, at.frame.num)
         for seg in txn.segments:
             st.book.withdraw(seg)
         if state is TransactionState.COMPLETE:
