@@ -204,6 +204,22 @@ def test_credits_view_draws_each_series_and_lists_violations():
     run(go())
 
 
+def test_credits_view_draws_each_nvme_queues_depth_against_its_size():
+    """NVMe/RDMA's queues: commands outstanding against SQSIZE + 1, by the same records as the credits."""
+    async def go():
+        app = new_app(str(ROOT / "captures" / "rxe-nvme-rdma.pcap.gz"))
+        async with app.run_test(size=(100, 30)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("4")
+            await pilot.pause()
+            view = app.query_one(CreditsView)
+            assert len(view.series) == 3
+            text = screen_text(app)
+            assert "granted 32..32" in text and "outstanding peak" in text
+            assert "Violations: 0" in text
+    run(go())
+
+
 def test_credit_chart_marks_more_outstanding_than_granted():
     from rdmaspy.analysis.model import CallDirection, CreditSample
     samples = [CreditSample(1, CallDirection.FORWARD, t, t, 4, None, n) for t, n in enumerate([1, 2, 4, 6, 2])]
