@@ -280,6 +280,20 @@ def test_more_commands_outstanding_than_the_queue_holds(tmp_path):
     assert rec.rules() == {"nvme.queue_overflow": 1}
 
 
+def test_without_a_connect_the_cm_requests_hsqsize_is_the_queues_size(tmp_path):
+    c = B.Conversation()
+    c.setup(qid=1, hsqsize=1)                             # a queue of 2, its Connect not in the capture
+    for cid in range(3):
+        c.host_send(B.sqe(0x00, cid, 1))
+    for cid in range(3):
+        c.ctrl_send(B.cqe(cid, sqid=1, sqhd=cid % 2))
+    rec = built(tmp_path, c)
+    (f,) = [f for f in rec.findings if f.rule_def.id == "nvme.queue_overflow"]
+    assert f.args["outstanding"] == 3 and f.args["size"] == 2
+    (summary,) = [r for r in rec.records if isinstance(r, UlpSummary)]
+    assert summary.credits[0].granted == 2 and summary.credits[0].grants == 1
+
+
 def test_the_queue_depth_is_a_credit_series_against_the_queues_size(tmp_path):
     """Commands outstanding against the Connect's SQSIZE + 1 go out as credit samples and a credit summary,
     the records the credits view and the flows show for RPC-over-RDMA's credits."""

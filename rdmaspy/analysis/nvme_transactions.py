@@ -12,8 +12,9 @@ used again while its command is outstanding (the dissector says it: the older co
 here), data moved other than the SGL describes, an error status, a Send
 with Invalidate of a key the command did not advertise, an RDMA operation on memory no command advertised, a
 completion before its data (an RDMA operation on the SGL of a command completed short of it), more commands
-outstanding than the queue's size (Connect's SQSIZE + 1), the SQ head going backwards (modulo that size), a
-Keep Alive later than the KATO of the admin queue's Connect.
+outstanding than the queue's size (Connect's SQSIZE + 1, or the CM's HSQSIZE + 1), the SQ head going backwards
+(modulo that size), a Keep Alive later than the KATO of the admin queue's Connect.  The commands outstanding
+against the queue's size are its credit series (credits.CreditLedger), as RPC-over-RDMA's credits are.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ..conversation import Connection as LiveConnection
 from ..dissectors.infiniband import IBInfo
 from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.nvme import NVME_COMMANDS, NVME_COMPLETIONS, NvmeCommand, NvmeCompletion, command_name, status_text
+from ..dissectors.nvme_rdma import NvmeRdmaCm
 from ..packet import Packet
 from .analyzer import Analyzer, register
 from .correlation import Correlator, add_step
@@ -43,9 +45,9 @@ ASYNC_EVENT_REQUEST: Final = 0x0C  # admin opcode: outstanding until an event, b
 CAPSULE: Final = 64                # bytes of a command capsule's SQE; a response capsule's CQE
 CQE: Final = 16
 BLOCK_COMMANDS: Final = frozenset((0x01, 0x02, 0x05))   # Write, Read, Compare: NLB blocks of data move
-LBA_SIZES_KEPT: Final = 4096
+LBA_SIZES_KEPT: Final = 4096       # namespaces whose LBA size is known, across the capture
 KEEP_ALIVE: Final = 0x18           # admin opcode
-SQ_FLOW_DISABLED: Final = 0x04     # Connect's CATTR: the controller reports no SQ head       # namespaces whose LBA size is known, across the capture
+SQ_FLOW_DISABLED: Final = 0x04     # Connect's CATTR: the controller reports no SQ head
 
 NO_COMPLETION: Final = declare(
     "nvme.no_completion", "warning", "transaction",
@@ -89,7 +91,8 @@ OVERRUN: Final = declare(
 QUEUE_OVERFLOW: Final = declare(
     "nvme.queue_overflow", "error", "credits",
     "NVMe {command} CID 0x{cid:04x} makes {outstanding} commands outstanding on queue {qid}, whose size is {size}",
-    "NVMe over Fabrics 1.1 §3.3 (Connect: SQSIZE, the submission queue's size); NVMe Base Specification 2.0 "
+    "NVMe over Fabrics 1.1 §3.3 (Connect: SQSIZE, the submission queue's size), §7.3 (RDMA transport binding: the "
+    "CM REQ's HSQSIZE); NVMe Base Specification 2.0 "
     "§3.3.1 (a submission queue holds no more entries than its size)")
 SQHD_BACKWARDS: Final = declare(
     "nvme.sqhd_backwards", "error", "transaction",
@@ -131,7 +134,7 @@ class NvmeConnState(DataLedger):
         # the keys of commands completed while their SGL still waited for data: by key: CID, completion's frame,
         # the bytes missing, reported yet
         self.early: dict[int, tuple[int, int, int, bool]] = {}
-        self.size: int | None = None        # the queue's size (Connect's SQSIZE + 1)
+        self.size: int | None = None        # the queue's size (Connect's SQSIZE + 1, before it the CM's HSQSIZE + 1)
         self.over = False                   # more commands outstanding than the size (reported on the way up)
         self.sqhd: int | None = None        # the SQ head last reported (None: SQ flow control off, or not known)
         self.fetchable = 0                  # the most entries the controller can have consumed since
@@ -267,10 +270,18 @@ class NvmeTransactions(Correlator):
         """The queue's rules on a new command: its size (set by the Connect), the SQ head's room, keep-alive."""
         ts = pkt.frame.ts
         frame = pkt.frame.num
+        conv: LiveConnection | None = pkt.conv
+        if st.size is None and conv is not None:
+            req = conv.ulp_client        # the CM REQ's private data: the host's send queue size, until a Connect
+            if isinstance(req, NvmeRdmaCm) and req.hsqsize is not None:
+                st.size = req.hsqsize + 1
+                st.depth.grant(ts, frame, st.size)
         con = cmd.connect
         if con is not None:
-            st.size = con.sqsize + 1
-            st.depth.grant(ts, frame, st.size)
+            asked = con.sqsize + 1
+            if asked != st.size:
+                st.size = asked
+                st.depth.grant(ts, frame, asked)
             st.sqhd = None if con.cattr & SQ_FLOW_DISABLED else 0     # a new queue's head is its first entry
             st.fetchable = 0
             if con.qid == 0 and con.kato:
