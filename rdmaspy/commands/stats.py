@@ -290,7 +290,8 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
                    f"{t['acks']:,} ACKs ({t['coalesced_acks']:,} covering several PSNs), {t['naks']} NAKs, "
                    f"{t['rnr_naks']} RNR NAKs ({t['rnr_delay'] * 1e3:.3f} ms waited)")
     for c in b["credits"]:
-        out.append(f"  Credits {c['direction']} (conn {c['conn']}): requested {c['requested']}, granted "
+        requested = "-" if c["requested"] is None else c["requested"]    # none asked (RPC-over-RDMA v2, NVMe)
+        out.append(f"  Credits {c['direction']} (conn {c['conn']}): requested {requested}, granted "
                    f"{c['granted_min']}..{c['granted_max']}, peak outstanding {c['peak_outstanding']}, "
                    f"{c['calls']} calls, {c['exceeded']} over the grant, {c['zero_grants']} zero grants")
     if b["findings"]:
