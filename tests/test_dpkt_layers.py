@@ -56,8 +56,12 @@ def sample(name: str) -> Path:
 
 
 def dpkt_frames(path: Path) -> list[tuple[int, bytes]]:
+    # As a dpkt user reads either format: by the file's magic, whatever its name says (the lossy captures
+    # are pcapng files named .pcap, as editcap leaves them)
     with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-        reader = dpkt.pcap.Reader(f)
+        magic = f.read(4)
+        f.seek(0)
+        reader = dpkt.pcapng.Reader(f) if magic == b"\x0a\x0d\x0d\x0a" else dpkt.pcap.Reader(f)
         return [(reader.datalink(), buf) for _ts, buf in reader]
 
 
