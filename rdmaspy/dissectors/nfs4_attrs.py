@@ -119,6 +119,15 @@ def _set_bits(words: list[int]) -> Iterator[int]:
             word ^= low
 
 
+# Each attribute's sub-tree label, made once (the numbers a capture can claim are many: only the declared kept).
+_ATTR_LABELS: Final[dict[int, str]] = {num: f"{name} ({num})" for num, name in ATTR_NAMES.items()}
+
+
+def _attr_label(num: int) -> str:
+    label = _ATTR_LABELS.get(num)
+    return label if label is not None else f"Unknown ({num})"
+
+
 def _mask(numbers: Iterable[int]) -> list[int]:
     """The fewest words with these bits set."""
     words: list[int] = []
@@ -242,7 +251,7 @@ class AttrSet(XdrType):
             p = vals.pos
             sub = lay
             if lay is not None and self.subtree:
-                sub = lay.child("nfs.fattr4.attr", None, p, 0, f"{ATTR_NAMES.get(num, 'Unknown')} ({num})")
+                sub = lay.child("nfs.fattr4.attr", None, p, 0, _attr_label(num))
             attr = None if stopped else self.table.get(num)
             if attr is None:                # not read: shown, as tshark shows it, with no value
                 if sub is not None:

@@ -165,7 +165,7 @@ class Int(XdrType):
     status as both ``nfs.status3`` and ``nfs.status``); ``flags``: (field, mask) pairs, each shown as a
     boolean of the value's bits (a field displayed "bool") or as the value of the bits under the mask."""
 
-    __slots__ = ("field", "bits", "signed", "also", "flags", "_pack")
+    __slots__ = ("field", "bits", "signed", "also", "flags", "_pack", "_plain")
 
     def __init__(self, f: Field | None, bits: int = 32, signed: bool = False, also: Sequence[Field] = (),
                  flags: Sequence[tuple[Field, int]] = ()) -> None:
@@ -177,6 +177,9 @@ class Int(XdrType):
         self.signed = signed
         self.also = tuple(also)
         self.flags = tuple(flags)
+        # nearly every integer is one unsigned word shown as one field: read and added with no detour
+        # (a subclass shows its own way: never)
+        self._plain = f if type(self) is Int and bits == 32 and not signed and not also and not flags else None
         self._pack = _struct.Struct({(4, False): ">I", (4, True): ">i", (8, False): ">Q",
                                      (8, True): ">q"}[(bits // 8, signed)]).pack
 
@@ -187,6 +190,12 @@ class Int(XdrType):
             raise XdrError(self.what, cur.end - p, n)
         cur.pos = p + n
         buf = cur.buf
+        plain = self._plain
+        if plain is not None:
+            v = u32(buf, p)
+            if lay is not None:
+                lay.add(plain, v, p, 4)
+            return v
         if n == 4:
             v = _I32.unpack_from(buf, p)[0] if self.signed else u32(buf, p)
         else:
