@@ -318,8 +318,12 @@ class _TreePieces:
                     pieces.append(_prefix(f, depth + 1))
                     self._value(pieces, f, vals[i])
         if items:
+            known = _cache_at(_PREFIXES, depth + 1)     # once for all the layer's items
             for f, v, _o, _l in items:
-                pieces.append(_prefix(f, depth + 1))
+                prefix = known.get(f)
+                if prefix is None:
+                    prefix = known[f] = _indent(depth + 1) + f.label + ": "
+                pieces.append(prefix)
                 self._value(pieces, f, v)
 
     def _value(self, pieces: list[str], f: Field, v: object) -> None:
