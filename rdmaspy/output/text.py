@@ -324,7 +324,11 @@ class _TreePieces:
                 if prefix is None:
                     prefix = known[f] = _indent(depth + 1) + f.label + ": "
                 pieces.append(prefix)
-                self._value(pieces, f, v)
+                if type(v) is int and f.names is None and not f.unit and f.display == "dec":
+                    n: int = v          # most XDR words: the number as it is (text_value's first case)
+                    pieces.append(str(n))
+                else:
+                    self._value(pieces, f, v)
 
     def _value(self, pieces: list[str], f: Field, v: object) -> None:
         text = text_value(f, v)
