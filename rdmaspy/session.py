@@ -14,7 +14,7 @@ from .budget import Budget
 class Session:
     """State kept across the packets of one capture."""
 
-    __slots__ = ("state", "options", "budget", "info", "facts")
+    __slots__ = ("state", "options", "budget", "info", "facts", "names")
 
     def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
         self.state: dict[str, Any] = {}
@@ -26,6 +26,9 @@ class Session:
         # Dissectors leave the facts only the analysis reads (RpcInfo.nfs: the NFS binding's); False when no
         # analysis runs (summary lines): the busiest skip them.
         self.facts = True
+        # NFS learns file names from the replies that give them (nfs_names), for the trees, JSON and filters
+        # that show nfs.name; False when no sink fills a packet's layers and no filter runs (summary lines).
+        self.names = True
 
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         v = self.state.get(key)

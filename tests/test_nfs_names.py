@@ -7,6 +7,7 @@ captures are compared in tests/test_nfs_tshark.py (with its name snooping on).
 """
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -359,3 +360,23 @@ def test_the_names_are_kept_in_a_tui_checkpoint(built):
     names = session.state["nfs.names"]
     assert names.of(FILE, 1 << 30) == ("data.bin", f"{EXPORT}/dir/data.bin")
     assert names in session.budget.holders and names.held > 0
+
+
+def _names_learnt(sink_of, matcher: str | None = None) -> NameMap | None:
+    from rdmaspy.filter import compile_filter
+    from rdmaspy.output.lines import LineWriter
+    from rdmaspy.pipeline import Options, Pipeline
+    out = LineWriter(io.BytesIO(), False)
+    opts = Options(matcher=compile_filter(matcher) if matcher else None)
+    with open_capture(str(capture("nfs/rxe-nfsv3-full.pcap"))) as cap:
+        pipe = Pipeline(cap, opts, [sink_of(out)])
+        pipe.run()
+    return pipe.engine.session.state.get("nfs.names")
+
+
+def test_summary_lines_learn_no_names_a_tree_or_a_filter_does():
+    from rdmaspy.output.sinks import SummarySink, TextSink
+    assert _names_learnt(SummarySink) is None           # no line shows a name: nothing learnt
+    for names in (_names_learnt(lambda out: TextSink(out, True, False)),
+                  _names_learnt(SummarySink, "nfs.name == \"io.bin\"")):
+        assert names is not None and names.held > 0

@@ -160,9 +160,9 @@ def _cost(fh: bytes, name: str) -> int:
 
 def names_of(ctx: Any) -> NameMap | None:
     """The session's name map, charged to its memory budget (None outside a session: bytes decoded
-    alone)."""
-    if not isinstance(ctx, Session):
-        return None
+    alone; and where no sink fills a layer nor a filter reads one: summary lines)."""
+    if not isinstance(ctx, Session) or not ctx.names:
+        return None     # outside a session, or nothing will show a name (Session.names)
     names: NameMap | None = ctx.state.get("nfs.names")
     if names is None:
         names = ctx.state["nfs.names"] = NameMap(budget=ctx.budget)

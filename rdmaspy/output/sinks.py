@@ -70,6 +70,7 @@ class SummarySink(TimedSink):
     """One summary line per packet (``findings``: with the analysis findings on it, ``-A``)."""
 
     __slots__ = ("findings",)
+    fills_layers: ClassVar[bool] = False    # a line is the Info text: no layer filled (Pipeline: Session.names)
 
     def __init__(self, out: LineWriter, findings: bool = False, clock: Clock | None = None) -> None:
         super().__init__(out, clock)
