@@ -169,6 +169,7 @@ class Stats:
 
     reads_packets = False       # the analysis' records and findings are all it reads
     wants_psn_events = False    # the streams' totals (PsnStats) are enough
+    fills_layers = False        # nor any layer: no NFS file names learnt (Session.names)
 
     def __init__(self) -> None:
         self.conns: dict[int, _Block] = {}

@@ -212,6 +212,7 @@ class HostStats:
 
     reads_packets = False
     wants_psn_events = False
+    fills_layers = False
 
     def __init__(self, join: HostJoin) -> None:
         self.join = join
