@@ -39,6 +39,10 @@ COMPILED = [
     "rdmaspy/dissectors/xdr.py", "rdmaspy/dissectors/xdrlang.py",
     "rdmaspy/dissectors/hexfmt.py",
     "rdmaspy/dissectors/onc_rpc.py", "rdmaspy/dissectors/nfs.py", "rdmaspy/dissectors/nfs4.py",
+    # the rest of NFS's declarations and walks (fattr4, NFSv4.1/4.2, v2/v3, the file names): every argument
+    # of -V and JSON goes through them
+    "rdmaspy/dissectors/nfs2.py", "rdmaspy/dissectors/nfs3.py", "rdmaspy/dissectors/nfs4_attrs.py",
+    "rdmaspy/dissectors/nfs41.py", "rdmaspy/dissectors/nfs_names.py",
     "rdmaspy/dissectors/rpcrdma2.py",
     "rdmaspy/dissectors/rdma_cm.py", "rdmaspy/dissectors/rpcrdma_pdata.py",
     # the CM's MADs (every connection's setup; a capture of short connections is mostly these)

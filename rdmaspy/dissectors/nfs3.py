@@ -220,7 +220,7 @@ class AccessMask(Int):
 
     def __init__(self, name: str, label: str) -> None:
         super().__init__(field(name, label, "hex"))
-        self.rights = tuple((field(n, lab, "bool"), m) for n, lab, m in ACCESS_BITS)
+        self.rights = tuple([(field(n, lab, "bool"), m) for n, lab, m in ACCESS_BITS])
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         p = cur.pos

@@ -294,7 +294,7 @@ def universal_ipv4(addr: str) -> bytes:
     """The IPv4 address of an IPv4 universal address ("h1.h2.h3.h4.p1.p2"), 0.0.0.0 for anything else."""
     parts = addr.split(".")
     if len(parts) == 6 and all(x.isdigit() and len(x) <= 3 and int(x) < 256 for x in parts):
-        return bytes(int(x) for x in parts[:4])
+        return bytes([int(x) for x in parts[:4]])
     return b"\0\0\0\0"
 
 

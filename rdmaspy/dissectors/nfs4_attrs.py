@@ -140,7 +140,7 @@ def _mask(numbers: Iterable[int]) -> list[int]:
 
 
 def _pack_words(words: list[int]) -> bytes:
-    return len(words).to_bytes(4, "big") + b"".join(w.to_bytes(4, "big") for w in words)
+    return len(words).to_bytes(4, "big") + b"".join([w.to_bytes(4, "big") for w in words])
 
 
 class Bitmap4(XdrType):

@@ -131,8 +131,8 @@ class NameMap(Holder):
         entry = self._at(fh, frame)
         if entry is None:
             return None, None
-        name = entry[1]
-        parts = [name]
+        name: str = entry[1]
+        parts: list[str] = [name]
         seen = {fh}
         parent = entry[0]
         while parent is not None:
@@ -140,7 +140,8 @@ class NameMap(Holder):
             if up is None or parent in seen or len(parts) > _MAX_DEPTH:
                 return name, None      # a directory not named yet: no full name (as Wireshark)
             seen.add(parent)
-            parts.append(up[1])
+            up_name: str = up[1]
+            parts.append(up_name)
             parent = up[0]
         full = parts[-1]
         for part in reversed(parts[:-1]):
