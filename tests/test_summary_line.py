@@ -39,7 +39,7 @@ def test_a_segment_with_two_rpc_messages_shows_both():
     from rdmaspy.readers import open_capture
 
     calls: dict[int, int] = {}
-    an = Analyzer(strict=True, on_record=lambda r: calls.update({r.xid: r.call_frame})
+    an = Analyzer(strict=True, on_record=lambda r: calls.update({r.key: r.request_frame})
                   if isinstance(r, Transaction) else None)
     eng = Engine()
     lines = {}
