@@ -97,6 +97,8 @@ def _with_nvme_context(layer: dpkt.Packet, context: tuple) -> None:
     cmds, cqes, cm = context
     if cm and isinstance(layer, CM_MESSAGES):
         rd.nvme_rdma_cm(layer)
+    if id(getattr(layer, "declaration", None)) in _NVME_DECLARED:
+        return      # inside a capsule: its classes were read with it (a Property Set's value is no CQE)
     data = layer.data
     if not isinstance(data, NVME_HEAD_CLASSES):
         return
