@@ -385,6 +385,9 @@ class ExportSink:
         # False while a time slice of a parallel export writes the packets (rdmaspy.scale.parallel): this
         # sink then keeps how many expert items the analysis gave each packet (the slice has no analysis)
         self.packet_rows = True
+        # packets up to this frame are a time slice's even once this sink writes rows (packets the pipeline
+        # held for a finding past the cut where the slices stopped being handed their state)
+        self.rows_after = 0
         self.analysis_items: dict[int, int] = {}
 
     def attach(self, pipe: Any) -> None:
@@ -397,7 +400,7 @@ class ExportSink:
         if table is not None and len(table.conns) > len(self.created):
             for c in table.conns[len(self.created):]:
                 self.created[c.conn_id] = pkt.frame.num
-        if self.packet_rows:
+        if self.packet_rows and pkt.frame.num > self.rows_after:
             write_packet(pkt, self.file_of(pkt.frame.num), self._packets, self.writers["findings"].add)
         elif pkt.expert:
             n = sum(1 for item in pkt.expert if not isinstance(item, Expert))

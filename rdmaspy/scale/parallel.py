@@ -277,8 +277,12 @@ def run_shard(paths: list[str], shard: int, assignment: dict[bytes, int], stagin
         # the pipeline asks for a frame when it is done with the one before: the state is that of a slice's start
         for frame in source:
             while handoff.due(frame.num):
-                if not handoff.hand(pipe):
+                cut = handoff.cuts[handoff.next - 1]
+                if not handoff.hand(pipe) and not sink.packet_rows:
+                    # from here on this task writes the packets; those up to the cut, still held for a
+                    # finding, are the slice's before it
                     sink.packet_rows = True
+                    sink.rows_after = cut
             yield frame
 
     pipe.source = frames()
