@@ -255,11 +255,15 @@ class PacketIndex:
     def severity(code: int) -> int:
         return code >> 6
 
-    def close(self) -> None:
+    def stop_worker(self) -> None:
+        """Kill the helper process if it still works (the model is closed: its rows are not wanted)."""
         proc = self._worker
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait()
+
+    def close(self) -> None:
+        self.stop_worker()
         if self._reader is not None:
             self._reader.join(5.0)
         for f in self._files:

@@ -91,6 +91,7 @@ class CaptureModel:
 
     def close(self) -> None:
         self._stop.set()
+        self.index.stop_worker()         # at once: joining the analysis pass may take a while
         if self._thread is not None:
             self._thread.join(5.0)
         self.details.close()
