@@ -72,16 +72,14 @@ class ConnState(DataLedger):
 
     __slots__ = ("conn", "open", "ledgers", "version", "err_vers", "bad_htypes", "sent_htypes", "connprop_done",
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "closed", "unanswered", "emit", "messages",
-                 "discard", "broken", "connprops", "calls", "earlier_calls")
+                 "discard", "broken", "connprops", "calls", "began")
 
     def __init__(self, conn: LiveConnection, emit: Callable[[Record], None]) -> None:
         super().__init__(conn.conn_id, ck.LEDGER_RULES)
         self.conn = conn
         self.open: dict[tuple[Direction, int], OpenTransaction] = {}
         self.calls = 0                # calls opened on it: how old an open transaction is
-        # The calls left unanswered on the earlier connections between the same hosts when this one began, by
-        # (the caller's address, XID): sent again on this one after a reconnect (None: none).
-        self.earlier_calls: dict[tuple[str, int], tuple[ConnState, OpenTransaction]] | None = None
+        self.began = 0                # the frame its state was made at: calls opened before are earlier ones
         self.ledgers: dict[Direction, cr.CreditLedger] = {}
         self.version: dict[Direction, int] = {}
         self.err_vers: tuple[int, int] | None = None

@@ -86,9 +86,6 @@ _PROVISIONAL_LIMIT: Final = 64
 # calls left unanswered on connections that ended, held until one is sent again on a new connection between
 # the same hosts and answered there (or the end); beyond, the oldest is said unanswered
 _LEFT_LIMIT: Final = 4096
-# What an entry of a new connection's list of the calls left on earlier ones costs (a dictionary slot, its key
-# and value tuples; the calls themselves are charged where they are open or held)
-_EARLIER_COST: Final = 160
 # What an open transaction costs (the Transaction, its call message and dictionaries), charged to the
 # memory budget while it is open: measured with tracemalloc over open NFS calls, rounded up.
 TXN_COST: Final = 2048
@@ -197,11 +194,13 @@ class Transactions(Correlator):
         # (or at the end), replaced by the copy sent again in sequence.
         self.provisional: dict[tuple[int, Direction, int], tuple[Packet, RpcRdmaMessage | None,
                                                                 RpcRdmaMessage | None, int | None]] = {}
-        # The connections between each pair of hosts (their addresses, in order), and the calls left
-        # unanswered on those that ended, by (hosts, the caller's address, XID): a requester that lost its
-        # connection sends them again on a new one.  By address, not by client and server: a connection
-        # under way when the capture began has its roles guessed, and may have them the other way round.
-        self.pairs: dict[tuple[str, str], list[int]] = {}
+        # The calls not answered yet, open or left on connections that ended, by (hosts, the caller's address,
+        # XID): a requester that lost its connection sends them again on a new one, where they are looked up
+        # (one look-up per call, however many connections the hosts have).  By address, not by client and
+        # server: a connection under way when the capture began has its roles guessed, and may have them
+        # the other way round.  The entries are the open calls' own (charged where they are open or held).
+        self.unanswered: dict[tuple[str, str, str, int], tuple[ConnState, OpenTransaction]] = {}
+        # The calls left unanswered on connections that ended, by the same key, oldest first
         self.left: dict[tuple[str, str, str, int], tuple[ConnState, OpenTransaction]] = {}
         # Upper layers' rules told of each call and reply (analysis/nfs_binding.py adds itself)
         self.observers: list[TransactionObserver] = []
@@ -228,21 +227,10 @@ class Transactions(Correlator):
                     break
                 if not st.open:
                     self._summarise(st)
-                    self._forget_earlier(st)
                     del self.conns[conn_id]
-                    self._unpair(st)
                     self.budget.release(self, CONN_COST)
                     given += 1
         return given
-
-    def _unpair(self, st: ConnState) -> None:
-        """A connection no longer followed leaves the list of its pair of hosts."""
-        pair = _hosts(st.conn)
-        ids = self.pairs.get(pair)
-        if ids is not None and st.conn_id in ids:
-            ids.remove(st.conn_id)
-            if not ids:
-                del self.pairs[pair]
 
     def xid_of(self, txn: Transaction) -> int | None:
         return txn.key
@@ -265,8 +253,6 @@ class Transactions(Correlator):
         st = self.conns.pop(conn_id, None)
         if st is None:
             return
-        self._unpair(st)
-        self._forget_earlier(st)
         keep = self.cur
         for o in list(st.open.values()):
             if o.reply_msg is None and st.rpcrdma:
@@ -298,32 +284,17 @@ class Transactions(Correlator):
         self._close(st, o, TransactionState.UNANSWERED)
         self.cur = keep
 
-    def _connected_again(self, st: ConnState) -> None:
-        """A new connection between two hosts that have others: the calls left unanswered on those (live, or
-        ended) are the ones the requester may send again on it, looked up by (caller's address, XID) when it
-        does."""
-        pair = _hosts(st.conn)
-        earlier: dict[tuple[str, int], tuple[ConnState, OpenTransaction]] = {}
-        for cid in self.pairs.get(pair, ()):
-            other = self.conns.get(cid)
-            if cid == st.conn_id or other is None:
-                continue
-            for (d, xid), o in other.open.items():
-                if o.reply_msg is None and len(earlier) < _LEFT_LIMIT:
-                    earlier[(_caller(other.conn, d), xid)] = (other, o)
-        for (low, high, caller, xid), held in self.left.items():
-            if low == pair[0] and high == pair[1] and len(earlier) < _LEFT_LIMIT:
-                earlier[(caller, xid)] = held
-        if earlier:
-            st.earlier_calls = earlier
-            self.budget.charge(self, len(earlier) * _EARLIER_COST)
-
-    def _forget_earlier(self, st: ConnState) -> None:
-        """A connection's list of the calls left on earlier ones goes (its state goes)."""
-        earlier = st.earlier_calls
-        if earlier is not None:
-            st.earlier_calls = None
-            self.budget.release(self, len(earlier) * _EARLIER_COST)
+    def _sent_again(self, st: ConnState, o: OpenTransaction, key: tuple[str, str, str, int]) -> None:
+        """Note a new call among the unanswered ones of its hosts; if it is one left unanswered on a connection
+        that was there before this one began, it is that call sent again after a reconnect."""
+        unanswered = self.unanswered
+        held = unanswered.get(key)
+        if held is not None:
+            there, earlier = held
+            if there is not st and earlier.reply_msg is None and earlier.txn.request_frame < st.began:
+                o.earlier = earlier
+                o.earlier_st = there
+        unanswered[key] = (st, o)
 
     def _answered_after_reconnect(self, st: ConnState, o: OpenTransaction, reply: int) -> None:
         """The call sent again after a reconnect is answered: the one left on the earlier connection closes,
@@ -371,10 +342,7 @@ class Transactions(Correlator):
         if st is None:
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
-            pair = self.pairs.setdefault(_hosts(conv), [])
-            pair.append(conv.conn_id)
-            if len(pair) > 1 or self.left:
-                self._connected_again(st)
+            st.began = pkt.frame.num
         d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
         inv = None
         self.cur = None
@@ -577,16 +545,7 @@ class Transactions(Correlator):
         st.calls += 1
         self.budget.charge(self, TXN_COST)      # before it is open, so that a shed leaves it alone
         st.open[key] = o
-        earlier_calls = st.earlier_calls
-        if earlier_calls is not None:
-            # a call left unanswered on an earlier connection between the same hosts, sent again here
-            held = earlier_calls.pop((_caller(st.conn, d), xid), None)
-            if held is not None:
-                self.budget.release(self, _EARLIER_COST)
-                there, earlier = held
-                if earlier.reply_msg is None:
-                    o.earlier = earlier
-                    o.earlier_st = there
+        self._sent_again(st, o, _left_key(st.conn, d, xid))
         if st.calls % _SWEEP_EVERY == 0:
             self._overdue(st)
         if len(st.open) > _OPEN_LIMIT:
@@ -752,6 +711,10 @@ class Transactions(Correlator):
         if key in st.open:              # not pop(key, None): compiled, a method call is generic
             del st.open[key]
             self.budget.release(self, TXN_COST)
+        calls_key = _left_key(st.conn, txn.request_direction, txn.key)
+        held = self.unanswered.get(calls_key)
+        if held is not None and held[1] is o:
+            del self.unanswered[calls_key]
         for seg in txn.segments:
             st.book.withdraw(seg)
         st.closed += 1
