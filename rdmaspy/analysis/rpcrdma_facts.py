@@ -161,6 +161,6 @@ MODEL: Final = declare(UlpModel(
         Fact("nfs_status", "u32", "NFS status", _rpc("nfs_status"), "rpc.nfs_status", _replied),
         Fact("nfs_reply_ops", "strs", "NFSv4 operations replied", _rpc("reply_ops"), "rpc.reply_ops", _replied),
     ),
-    operation=operation_name,
+    operation=operation_name, operation_label="Procedure",
     objects={"rpc": lambda t: rpc_of(t) is not None},
 ))

@@ -12,8 +12,9 @@ what a presentation needs to show them without a line of its own per protocol:
 - its facts (``Fact``): each typed (the export's column type), labelled, where it stands in a
   transaction's JSON object (``path``, dotted: ``"call.proc"``, ``"nvme.opcode"``) and under which
   column name the export's transactions table carries it;
-- the name of a transaction's operation ("NFSv3 READ", "Read") and the dimensions ``stats`` groups its
-  transactions by beside the connection (NVMe: the namespace and the controller).
+- the name of a transaction's operation ("NFSv3 READ", "Read"), what a view titles it ("Procedure",
+  "Operation"), and the dimensions ``stats`` groups its transactions by beside the connection (NVMe: the
+  namespace and the controller).
 
 The values are the facts' own (numbers, names from the dissectors' tables); how they are written is
 the presentations'.  A module declaring an upper layer's analysis calls ``declare``; the analyzer
@@ -64,6 +65,7 @@ class UlpModel:
     done: str                                   # its name of a Send that ends a transaction after its response
     facts: tuple[Fact, ...]
     operation: Callable[[Transaction], str]     # the name of what the transaction did
+    operation_label: str = "Operation"          # what a view titles it ("Procedure")
     # JSON objects of the facts (their paths' first part) that stand as null unless this holds of the facts
     objects: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
     groups: tuple[Group, ...] = ()

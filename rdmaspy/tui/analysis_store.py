@@ -307,6 +307,7 @@ class TransactionIndex:
         self.seg_txn = SpooledArray(directory, "I")      # segment i: its transaction's number ...
         self.seg_pos = SpooledArray(directory, "I")      # ... and its place among the transaction's segments
         self.seg_states: dict[int, dict[str, int]] = {}   # connection -> segment state -> count
+        self.protocols: dict[int, set[str]] = {}           # connection -> the upper layers of its transactions
         self._pending: list[Transaction] = []
         self._pending_at = time.monotonic()
         self._cache: OrderedDict[int, Transaction] = OrderedDict()
@@ -318,6 +319,12 @@ class TransactionIndex:
     @property
     def segments(self) -> int:
         return len(self.seg_txn)
+
+    def protocols_of(self, conn: int | None) -> set[str]:
+        """The upper layers of connection ``conn``'s transactions (None: of every connection's)."""
+        if conn is not None:
+            return set(self.protocols.get(conn, ()))
+        return {p for ps in list(self.protocols.values()) for p in list(ps)}
 
     def add(self, t: Transaction) -> None:
         self._pending.append(t)
@@ -337,6 +344,8 @@ class TransactionIndex:
             states = self.seg_states.get(t.conn)
             if states is None:
                 states = self.seg_states[t.conn] = {}
+                self.protocols[t.conn] = set()
+            self.protocols[t.conn].add(t.protocol)
             for pos, s in enumerate(t.segments):
                 state = str(s.state)
                 states[state] = states.get(state, 0) + 1

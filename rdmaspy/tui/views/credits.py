@@ -119,7 +119,7 @@ class CreditsView(AnalysisView):
         track = self._track()
         if self.current is None or track is None:
             chart.show(None)
-            label.update("No RPC-over-RDMA credits in this capture.")
+            label.update("No credits or queue depths in this capture.")
             self.violations = self._credit_findings(None)
         else:
             conn, direction = self.current

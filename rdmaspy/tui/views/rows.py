@@ -117,6 +117,14 @@ class RowTable(ScrollView, can_focus=True):
     def rows(self) -> int:
         return self._rows
 
+    def set_columns(self, columns: Sequence[Column]) -> None:
+        """Show other columns (the words of other upper layers came into view)."""
+        if list(columns) != self.columns:
+            self.columns = list(columns)
+            self._width = sum(c.width + 1 for c in self.columns) + 40
+            self.virtual_size = Size(self._width, self._rows + 1)
+            self.refresh()
+
     def reload(self) -> None:
         """Take the source's row count anew (rows were added, or the view's selection changed)."""
         n = self.source.count()

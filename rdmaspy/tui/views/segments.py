@@ -1,6 +1,8 @@
-"""View 5, the segments: every chunk segment a message advertised (its list, handle, offset and
-length) and how much RDMA READ or WRITE moved into or out of it, with its state (full, partial,
-unused, overrun).  Enter opens the first frame that moved it (or the call that offered it)."""
+"""View 5, the segments: every segment of memory a request advertised (an RPC-over-RDMA chunk's, an NVMe
+command's keyed SGL data block: its list, handle, offset and length) and how much RDMA READ or WRITE
+moved into or out of it, with its state (full, partial, unused, overrun).  Its transaction's key and its
+list are named in the words of its upper layer's declaration (analysis.ulp).  Enter opens the first frame
+that moved it (or the request that offered it)."""
 from __future__ import annotations
 
 from array import array
@@ -12,19 +14,27 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from ...analysis.model import Segment, SegmentState
+from ...analysis.ulp import model_of
 from ..analysis_store import Rows
 from ..messages import JumpToFrame
 from . import register_view
-from .common import AnalysisView, duration_text, xid_text
+from .common import AnalysisView, UlpTerms, duration_text
 from .rows import ERROR_STYLE, WARNING_STYLE, Column, RowSource, RowTable
 
 if TYPE_CHECKING:
     from ..model import CaptureModel
 
-COLUMNS = (Column("XID", 10), Column("Conn", 4, True), Column("List", 6), Column("Chunk", 5, True),
-           Column("Seg", 3, True), Column("Pos", 5, True), Column("Handle", 10), Column("Offset", 18),
-           Column("Length", 9, True), Column("Moved", 9, True), Column("Ops", 3, True), Column("State", 10),
-           Column("Frames", 20))
+
+
+def columns_of(terms: UlpTerms) -> tuple[Column, ...]:
+    """The columns in the words of the upper layers in view: their key's name, the List as wide as
+    their lists' names."""
+    lists = max((len(name) for m in terms.ulps for name in m.lists.values()), default=4)
+    return (Column(terms.key, terms.key_width), Column("Conn", 4, True), Column("List", max(4, lists)),
+            Column("Chunk", 5, True), Column("Seg", 3, True), Column("Pos", 5, True), Column("Handle", 10),
+            Column("Offset", 18), Column("Length", 9, True), Column("Moved", 9, True), Column("Ops", 3, True),
+            Column("State", 10), Column("Frames", 20))
+
 
 def host_life(s: Segment) -> str:
     """With --host-trace, the life of the client's registration of the segment: registered, then invalidated
@@ -63,10 +73,11 @@ class SegmentsView(AnalysisView):
         super().__init__(model, id=id)
         self.rows: Rows[Segment] = Rows(range(0), model.analysis.transactions.segment)
         self._seen: tuple[int, int | None] = (-1, None)
+        self.terms = UlpTerms.of(())
 
     def compose(self) -> ComposeResult:
         yield Static("Segments", id="segments-title")
-        yield RowTable(COLUMNS, RowSource(lambda: len(self.rows), self._cells, self._style), id="segments-table")
+        yield RowTable(columns_of(self.terms), RowSource(lambda: len(self.rows), self._cells, self._style), id="segments-table")
 
     @property
     def table(self) -> RowTable:
@@ -75,8 +86,9 @@ class SegmentsView(AnalysisView):
     def _cells(self, i: int) -> Sequence[str]:
         s = self.rows[i]
         t = s.transaction
-        return (xid_text(t.key if t is not None else None), "" if t is None else str(t.conn), str(s.kind),
-                str(s.chunk), str(s.index), "" if s.position is None else str(s.position), f"0x{s.handle:08x}",
+        ulp = model_of(t.protocol) if t is not None else None
+        return ("" if t is None else self.terms.key_of(t.protocol, t.key), "" if t is None else str(t.conn),
+                str(s.kind) if ulp is None else ulp.lists.get(s.kind, str(s.kind)), str(s.chunk), str(s.index), "" if s.position is None else str(s.position), f"0x{s.handle:08x}",
                 f"0x{s.offset:016x}", str(s.length), str(s.used), str(s.ops), s.state.value,
                 frames_text(s.frames) + host_life(s))
 
@@ -97,6 +109,10 @@ class SegmentsView(AnalysisView):
             conns = txns.conns
             numbers = array("I", (i for i, t in enumerate(islice(txns.seg_txn, n)) if conns[t] == focus.connection))
         self.rows = Rows(numbers, txns.segment)
+        terms = UlpTerms.of(txns.protocols_of(focus.connection))
+        if terms != self.terms:
+            self.terms = terms
+            self.table.set_columns(columns_of(terms))
         states: dict[str, int] = {}
         for conn, counts in list(txns.seg_states.items()):
             if focus.admits(conn):

@@ -1,8 +1,14 @@
-"""View 2, the transactions: every RPC-over-RDMA call with its reply — XID, procedure and NFS
-operation, connection, latency, state, findings — and, for the one under the cursor, its timeline:
-the call's Sends, each RDMA READ against the Read chunk segment it pulled, each RDMA WRITE into its
-Write or Reply chunk segment, the reply's Sends, invalidation and RDMA_DONE, with bytes and times; with
-``--host-trace``, the kernel events of its client and server among them, in time order.
+"""View 2, the transactions: every request of an upper layer with its response (an RPC call and its
+reply, an NVMe command and its completion) — key, operation, connection, latency, state, findings — and,
+for the one under the cursor, the facts its upper layer declares and its timeline: the request's Sends,
+each RDMA READ against the advertised segment it pulled, each RDMA WRITE into its segment, the
+response's Sends, invalidation and a Send ending it (RPC-over-RDMA's RDMA_DONE), with bytes and times;
+with ``--host-trace``, the kernel events of its client and server among them, in time order.
+
+The view has no words of its own for a protocol: the columns' titles, the key's name and digits, the
+operation, the request's and the response's words and the facts are those of each transaction's
+``UlpModel`` (analysis.ulp).  With several upper layers in view, the titles are neutral and each row
+says its protocol and its key's name.
 
 Enter on a transaction moves into its timeline; Enter on a step opens its packet.  ``n``/``N``
 (anywhere in the app) go to the next/previous packet of the selected transaction; ``e`` here
@@ -16,45 +22,79 @@ from itertools import islice
 from typing import TYPE_CHECKING, Sequence
 
 from rich.style import Style
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
 from ...analysis.model import Step, StepKind, Transaction, TransactionState
+from ...analysis.ulp import UlpModel, model_of
 from ...hosttrace.parse import HostEvent
-from ...analysis.rpcrdma_facts import RpcRdmaFacts, facts_of, rpc_of
-from ...analysis.ulp import model_of
 from ..analysis_store import NO_LATENCY, Rows
 from ..messages import JumpToFrame
 from . import register_view
-from .common import AnalysisView, bytes_text, duration_text, xid_text
+from .common import AnalysisView, UlpTerms, bytes_text, duration_text, facts_of, groups_of, key_text
 from .rows import SEVERITY_STYLES, WARNING_STYLE, Column, RowSource, RowTable
 
 if TYPE_CHECKING:
     from ..model import CaptureModel
 
-COLUMNS = (Column("XID", 10), Column("Conn", 4, True), Column("Dir", 4), Column("Procedure", 24),
-           Column("Call", 7, True), Column("Reply", 7, True), Column("Latency", 11, True), Column("State", 10),
-           Column("Read", 9, True), Column("Written", 9, True), Column("Findings", 30))
-STEP_COLUMNS = (Column("Step", 10), Column("+Time", 11, True), Column("Frames", 18), Column("Bytes", 9, True),
-                Column("Segment", 34), Column("Timeline", 40))
-STEP_TITLES = {StepKind.REQUEST: "call Send", StepKind.RDMA_READ: "RDMA READ", StepKind.RDMA_WRITE: "RDMA WRITE",
-               StepKind.RESPONSE: "reply Send", StepKind.DONE: "RDMA_DONE"}
 STATE_STYLES: dict[TransactionState, Style] = {TransactionState.UNANSWERED: WARNING_STYLE}
 BAR_WIDTH = 40
 
 
-def procedure_text(t: Transaction) -> str:
-    if not isinstance(t.facts, RpcRdmaFacts):
-        return model_of(t.protocol).operation(t)     # as its upper layer names it
-    rpc = rpc_of(t)
-    if rpc is None:
-        return facts_of(t).call_proc
-    name = " ".join(p for p in (rpc.label, rpc.name) if p) or f"program {rpc.program}"
-    if rpc.ops:
-        ops = [o for o in rpc.ops if o not in ("SEQUENCE", "PUTFH")] or rpc.ops
-        name += " " + ",".join(ops)
-    return name
+def columns_of(terms: UlpTerms) -> tuple[Column, ...]:
+    """The list's columns in the words of the upper layers in view (a Protocol column when several are)."""
+    request, response = terms.request, terms.response
+    head = (Column(terms.key, terms.key_width), Column("Conn", 4, True), Column("Dir", 4))
+    if terms.mixed:
+        head = (Column("Protocol", terms.label_width), *head)
+    return (*head, Column(terms.operation, 24), Column(request, max(7, len(request)), True),
+            Column(response, max(7, len(response)), True), Column("Latency", 11, True), Column("State", 10),
+            Column("Read", 9, True), Column("Written", 9, True), Column("Findings", 30))
+
+
+def step_columns_of(terms: UlpTerms) -> tuple[Column, ...]:
+    """The timeline's columns: the Step column as wide as the longest step title of the layers in view."""
+    width = max(10, *(len(step_title(m, StepKind.RESPONSE, True)) for m in terms.ulps),
+                *(len(step_title(m, StepKind.REQUEST, False)) for m in terms.ulps))
+    return (Column("Step", width), Column("+Time", 11, True), Column("Frames", 18), Column("Bytes", 9, True),
+            Column("Segment", 48), Column("Timeline", 40))
+
+
+def step_title(ulp: UlpModel, kind: StepKind, invalidates: bool) -> str:
+    """A step as its upper layer says it: "call Send", "completion SendInv", "RDMA READ", "RDMA_DONE"."""
+    if kind is StepKind.REQUEST:
+        return f"{ulp.request} Send"
+    if kind is StepKind.RESPONSE:
+        return f"{ulp.response} {'SendInv' if invalidates else 'Send'}"
+    if kind is StepKind.RDMA_READ:
+        return "RDMA READ"
+    if kind is StepKind.RDMA_WRITE:
+        return "RDMA WRITE"
+    if kind is StepKind.DONE and ulp.done:
+        return ulp.done
+    return kind.value
+
+
+def operation_text(t: Transaction) -> str:
+    """What the transaction did, as its upper layer names it ("NFSv3 READ", "Identify")."""
+    return model_of(t.protocol).operation(t)
+
+
+def detail_text(t: Transaction) -> Text:
+    """The transaction's facts as its upper layer declares them, and the groups it falls in."""
+    ulp = model_of(t.protocol)
+    text = Text()
+    text.append(f"{ulp.label} {ulp.key} {key_text(ulp, t.key)} {operation_text(t)}", style="bold")
+    for label, value in facts_of(t):
+        text.append(f"  {label} ", style="dim")
+        text.append(value)
+    groups = groups_of(t)
+    if groups:
+        text.append("  grouped by ", style="dim")
+        text.append(", ".join(f"{name} {value}" for name, value in groups))
+    return text
 
 
 def findings_text(t: Transaction) -> str:
@@ -70,18 +110,15 @@ def transaction_frames(t: Transaction) -> list[int]:
             frames.update(step.response_frames)
     rep = t.response
     if rep is not None:
-        frames.update(rep.frames)
-        done = t.facts.done_frame if isinstance(t.facts, RpcRdmaFacts) else None
-        if done is not None:
-            frames.add(done)
+        frames.update(rep.frames)     # a Send ending it after the response (RDMA_DONE) is one of its steps
     return sorted(frames)
 
 
-def segment_text(step: Step) -> str:
+def segment_text(ulp: UlpModel, step: Step) -> str:
     seg = step.segment
     if seg is not None:
-        return (f"{seg.kind} {seg.chunk}.{seg.index} 0x{seg.handle:08x}@0x{seg.offset:x}+{seg.length} "
-                f"{seg.state.value}")
+        return (f"{ulp.lists.get(seg.kind, str(seg.kind))} {seg.chunk}.{seg.index} "
+                f"0x{seg.handle:08x}@0x{seg.offset:x}+{seg.length} {seg.state.value}")
     if step.handle is not None:
         return f"unadvertised 0x{step.handle:08x}@0x{(step.offset or 0):x}+{step.length or 0}"
     if step.invalidated is not None:
@@ -108,6 +145,7 @@ class TransactionsView(AnalysisView):
     DEFAULT_CSS = """
     TransactionsView > .title { height: 1; background: $primary-darken-2; text-style: bold; padding: 0 1; }
     TransactionsView > #transactions-table { height: 2fr; min-height: 4; }
+    TransactionsView > #transaction-detail { height: auto; max-height: 3; padding: 0 1; background: $boost; }
     TransactionsView > #timeline-table { height: 1fr; min-height: 4; border-top: solid $primary-darken-2; }
     """
 
@@ -119,13 +157,16 @@ class TransactionsView(AnalysisView):
         self._selected_number = -1    # the selected transaction's number in the store
         self._seen: tuple[int, int | None] = (-1, None)
         self._frame_pos = -1          # where n/N stand among the selected transaction's frames
+        self.terms = UlpTerms.of(())
 
     def compose(self) -> ComposeResult:
         yield Static("Transactions", id="transactions-title", classes="title")
-        yield RowTable(COLUMNS, RowSource(lambda: len(self.rows), self._cells, self._style),
+        yield RowTable(columns_of(self.terms), RowSource(lambda: len(self.rows), self._cells, self._style),
                        id="transactions-table")
+        yield Static("", id="transaction-detail")
         yield Static("Timeline", id="timeline-title", classes="title")
-        yield RowTable(STEP_COLUMNS, RowSource(lambda: len(self.steps), self._step_cells), id="timeline-table")
+        yield RowTable(step_columns_of(self.terms), RowSource(lambda: len(self.steps), self._step_cells),
+                       id="timeline-table")
 
     @property
     def table(self) -> RowTable:
@@ -139,10 +180,12 @@ class TransactionsView(AnalysisView):
     def _cells(self, i: int) -> Sequence[str]:
         t = self.rows[i]
         rep = t.response
-        return (xid_text(t.key), str(t.conn), "fwd" if t.request_direction.value == "c2s" else "back",
-                procedure_text(t), str(t.request_frame), "" if rep is None else str(rep.frame),
-                duration_text(t.latency_ns), t.state.value, bytes_text(t.bytes_read) if t.bytes_read else "",
-                bytes_text(t.bytes_written) if t.bytes_written else "", findings_text(t))
+        cells = (self.terms.key_of(t.protocol, t.key), str(t.conn),
+                 "fwd" if t.request_direction.value == "c2s" else "back",
+                 operation_text(t), str(t.request_frame), "" if rep is None else str(rep.frame),
+                 duration_text(t.latency_ns), t.state.value, bytes_text(t.bytes_read) if t.bytes_read else "",
+                 bytes_text(t.bytes_written) if t.bytes_written else "", findings_text(t))
+        return (model_of(t.protocol).label, *cells) if self.terms.mixed else cells
 
     def _style(self, i: int) -> Style | None:
         t = self.rows[i]
@@ -173,6 +216,11 @@ class TransactionsView(AnalysisView):
                         lat.append(v)
             lat.sort()
         self.rows = Rows(numbers, txns.get)
+        terms = UlpTerms.of(txns.protocols_of(focus.connection))
+        if terms != self.terms:
+            self.terms = terms
+            self.table.set_columns(columns_of(terms))
+            self.timeline.set_columns(step_columns_of(terms))
         median = f", median latency {duration_text(lat[len(lat) // 2])}" if lat else ""
         scope = "" if focus.connection is None else f" on connection {focus.connection}"
         self.query_one("#transactions-title", Static).update(
@@ -195,8 +243,10 @@ class TransactionsView(AnalysisView):
             steps = sorted(steps + list(host.events), key=lambda s: s.ts)
         self.steps = steps
         title = "Timeline"
+        self.query_one("#transaction-detail", Static).update(detail_text(t) if t is not None else "")
         if t is not None:
-            title = (f"Timeline of {xid_text(t.key)} {procedure_text(t)}: {len(t.steps)} steps, "
+            ulp = model_of(t.protocol)
+            title = (f"Timeline of {key_text(ulp, t.key)} {operation_text(t)}: {len(t.steps)} steps, "
                      f"latency {duration_text(t.latency_ns) or 'none (unanswered)'}")
             if host is not None:
                 share = host.host_share
@@ -219,11 +269,10 @@ class TransactionsView(AnalysisView):
         frames = list(step.frames)
         if step.response_frames:
             frames += step.response_frames
-        title = STEP_TITLES.get(step.kind, step.kind.value)
-        if step.kind is StepKind.RESPONSE and step.invalidated is not None:
-            title = "reply SendInv"
+        ulp = model_of(t.protocol)
+        title = step_title(ulp, step.kind, step.invalidated is not None)
         return (title, "+" + duration_text(step.ts - t.request.ts), _frames(frames), bytes_text(step.bytes),
-                segment_text(step), bar(step.ts, step.ts, t0, t_end - t0))
+                segment_text(ulp, step), bar(step.ts, step.ts, t0, t_end - t0))
 
     def on_row_table_highlighted(self, event: RowTable.Highlighted) -> None:
         if event.table is self.table:
