@@ -98,8 +98,7 @@ def lines_of(cols: Sequence[Column], height: int) -> list[Text]:
             else:
                 line.append(" ")
         lines.append(line)
-    lines.append(Text(f"0 ── granted (green line) and outstanding (bars) on a scale of 0..{top}; red: over the grant",
-                      style="dim"))
+    lines.append(Text(f"scale 0..{top}: ── granted (green), bars outstanding (red: over the grant)", style="dim"))
     return lines
 
 

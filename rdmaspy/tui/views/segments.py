@@ -30,10 +30,11 @@ def columns_of(terms: UlpTerms) -> tuple[Column, ...]:
     """The columns in the words of the upper layers in view: their key's name, the List as wide as
     their lists' names."""
     lists = max((len(name) for m in terms.ulps for name in m.lists.values()), default=4)
+    # what moved and the state before where the memory is: at 80 columns they show
     return (Column(terms.key, terms.key_width), Column("Conn", 4, True), Column("List", max(4, lists)),
-            Column("Chunk", 5, True), Column("Seg", 3, True), Column("Pos", 5, True), Column("Handle", 10),
-            Column("Offset", 18), Column("Length", 9, True), Column("Moved", 9, True), Column("Ops", 3, True),
-            Column("State", 10), Column("Frames", 20))
+            Column("Length", 9, True), Column("Moved", 9, True), Column("State", 10), Column("Handle", 10),
+            Column("Offset", 18), Column("Chunk", 5, True), Column("Seg", 3, True), Column("Pos", 5, True),
+            Column("Ops", 3, True), Column("Frames", 20))
 
 
 def host_life(s: Segment) -> str:
@@ -77,7 +78,8 @@ class SegmentsView(AnalysisView):
 
     def compose(self) -> ComposeResult:
         yield Static("Segments", id="segments-title")
-        yield RowTable(columns_of(self.terms), RowSource(lambda: len(self.rows), self._cells, self._style), id="segments-table")
+        yield RowTable(columns_of(self.terms), RowSource(lambda: len(self.rows), self._cells, self._style),
+                       id="segments-table")
 
     @property
     def table(self) -> RowTable:
@@ -88,9 +90,9 @@ class SegmentsView(AnalysisView):
         t = s.transaction
         ulp = model_of(t.protocol) if t is not None else None
         return ("" if t is None else self.terms.key_of(t.protocol, t.key), "" if t is None else str(t.conn),
-                str(s.kind) if ulp is None else ulp.lists.get(s.kind, str(s.kind)), str(s.chunk), str(s.index), "" if s.position is None else str(s.position), f"0x{s.handle:08x}",
-                f"0x{s.offset:016x}", str(s.length), str(s.used), str(s.ops), s.state.value,
-                frames_text(s.frames) + host_life(s))
+                str(s.kind) if ulp is None else ulp.lists.get(s.kind, str(s.kind)), str(s.length), str(s.used),
+                s.state.value, f"0x{s.handle:08x}", f"0x{s.offset:016x}", str(s.chunk), str(s.index),
+                "" if s.position is None else str(s.position), str(s.ops), frames_text(s.frames) + host_life(s))
 
     def _style(self, i: int) -> Style | None:
         return STATE_STYLES.get(self.rows[i].state)

@@ -49,8 +49,9 @@ def columns_of(terms: UlpTerms) -> tuple[Column, ...]:
     head = (Column(terms.key, terms.key_width), Column("Conn", 4, True), Column("Dir", 4))
     if terms.mixed:
         head = (Column("Protocol", terms.label_width), *head)
-    return (*head, Column(terms.operation, 24), Column(request, max(7, len(request)), True),
-            Column(response, max(7, len(response)), True), Column("Latency", 11, True), Column("State", 10),
+    # latency and state before the frames: at 80 columns they show, the frames are one Enter away
+    return (*head, Column(terms.operation, 24), Column("Latency", 11, True), Column("State", 10),
+            Column(request, max(7, len(request)), True), Column(response, max(7, len(response)), True),
             Column("Read", 9, True), Column("Written", 9, True), Column("Findings", 30))
 
 
@@ -182,8 +183,8 @@ class TransactionsView(AnalysisView):
         rep = t.response
         cells = (self.terms.key_of(t.protocol, t.key), str(t.conn),
                  "fwd" if t.request_direction.value == "c2s" else "back",
-                 operation_text(t), str(t.request_frame), "" if rep is None else str(rep.frame),
-                 duration_text(t.latency_ns), t.state.value, bytes_text(t.bytes_read) if t.bytes_read else "",
+                 operation_text(t), duration_text(t.latency_ns), t.state.value, str(t.request_frame),
+                 "" if rep is None else str(rep.frame), bytes_text(t.bytes_read) if t.bytes_read else "",
                  bytes_text(t.bytes_written) if t.bytes_written else "", findings_text(t))
         return (model_of(t.protocol).label, *cells) if self.terms.mixed else cells
 
