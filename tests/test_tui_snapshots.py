@@ -16,7 +16,7 @@ from rdmaspy.tui.detail_tree import DetailTree
 from rdmaspy.tui.filter_bar import FilterInput
 
 from conftest import capture
-from tui_helpers import new_app, settle
+from tui_helpers import concatenated, new_app, settle
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 UPDATE = os.environ.get("RDMASPY_UPDATE_SNAPSHOTS") == "1"
@@ -101,7 +101,16 @@ def _view_steps(key: str, *moves: str):
     ("segments", "rxe-nfsv3-rdma.pcap", "5", ()),
     ("expert", "rxe-ib_write_bw-loss.pcap", "6", ()),
     ("transactions_v2_80x24", "rpcrdma_v2_all.pcap", "2", ()),
+    ("transactions_nvme_80x24", "rxe-nvme-rdma.pcap.gz", "2", ("down",) * 8),
+    ("segments_nvme_80x24", "siw-nvme-rdma.pcap.gz", "5", ()),
 ])
 def test_snapshot_analysis_view(tmp_path, name, path, key, moves):
     size = (80, 24) if name.endswith("80x24") else (130, 40)
     _compare(name, asyncio.run(_shot(capture(path), size, _view_steps(key, *moves))), tmp_path)
+
+
+def test_snapshot_transactions_of_two_upper_layers(tmp_path):
+    """A capture of RPC-over-RDMA then NVMe/RDMA: a Protocol column, neutral titles, each key named."""
+    mixed = concatenated(tmp_path / "mixed.pcap", capture("rxe-nfsv3-rdma.pcap"), capture("rxe-nvme-rdma.pcap.gz"))
+    _compare("transactions_two_upper_layers", asyncio.run(_shot(mixed, (130, 40), _view_steps("2", "end"))),
+             tmp_path)

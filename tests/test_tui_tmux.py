@@ -19,6 +19,7 @@ from conftest import capture
 from tui_helpers import ROOT, decode
 
 NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
+NVME_ROCE = capture("rxe-nvme-rdma.pcap.gz")
 
 
 def _tmux() -> str:
@@ -122,6 +123,26 @@ def test_tui_in_tmux_80x24_and_a_bad_filter(terminal):
     time.sleep(0.5)         # a terminal's Escape waits to see whether a sequence follows
     term.keys("G")
     term.wait_for(r"\b2238\b.*192\.0\.2")
+    term.keys("q")
+    term.wait_for(r"EXITED 0")
+
+
+def test_tui_in_tmux_80x24_shows_nvme_transactions_in_nvme_words(terminal):
+    """At 80x24 an NVMe/RDMA capture's transactions view titles its columns with the declaration's words
+    (CID, Operation, Command), shows a command's latency and state, and under the list the facts of the
+    command selected; no RPC word on the screen."""
+    term = terminal("tui", str(NVME_ROCE), width=80, height=24)
+    term.wait_for(r"Packets: 3590\s+Displayed: 3590")
+    term.keys("2")
+    term.wait_for(r"CID\s+Conn\s+Dir\s+Operation\s+Latency\s+State\s+Command")
+    term.wait_for(r"0x0000\s+1\s+fwd\s+Connect\s+5\.393 ms\s+complete\s+6\b")
+    term.wait_for(r"NVMe/RDMA CID 0x0000 Connect\s+Queue 0\s+Controller 1")
+    term.wait_for(r"command Send[^\n]*\n[^\n]*RDMA READ[^\n]*SGL 0\.0[^\n]*\n[^\n]*completion SendInv")
+    for rpc_word in ("XID", "Procedure", "Call", "Reply", "RDMA_DONE"):
+        assert rpc_word not in term.text()
+    term.keys("5")
+    term.wait_for(r"CID\s+Conn\s+List\s+Length\s+Moved\s+State")
+    term.wait_for(r"0x1019\s+1\s+SGL\s+4096\s+4096\s+full")
     term.keys("q")
     term.wait_for(r"EXITED 0")
 

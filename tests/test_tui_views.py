@@ -19,7 +19,7 @@ from rdmaspy.tui.views.segments import SegmentsView
 from rdmaspy.tui.views.transactions import TransactionsView, transaction_frames
 
 from conftest import ROOT, capture
-from tui_helpers import new_app, screen_text, settle
+from tui_helpers import concatenated, new_app, screen_text, settle
 
 NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
 NFS_IWARP = capture("siw-nfsv3-rdma.pcap")
@@ -85,6 +85,118 @@ def test_nvme_commands_are_transactions_of_the_view_named_by_their_upper_layer()
             await pilot.pause()
             text = screen_text(app)
             assert "Read" in text and "RDMA WRITE" in text and f"Transactions: {len(want)}" in text
+    run(go())
+
+
+def _titles(table) -> list[str]:
+    return [c.title for c in table.columns]
+
+
+def test_nvme_transactions_view_speaks_the_words_of_its_declaration():
+    """An NVMe/RDMA capture's list and timeline say CID, command and completion, as NVMe/RDMA's UlpModel
+    declares them; the selected command's facts are the declared ones with their values, and the groups
+    stats puts it in."""
+    from rdmaspy.analysis.nvme_facts import MODEL
+
+    async def go():
+        app = new_app(NVME)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            assert _titles(view.table)[:8] == ["CID", "Conn", "Dir", "Operation", "Latency", "State", "Command",
+                                               "Completion"]
+            row = next(i for i, t in enumerate(view.rows) if t.facts.name == "Read" and t.bytes_written)
+            view.table.move_to(row)
+            await pilot.pause()
+            t = view.rows[row]
+            text = screen_text(app)
+            assert f"0x{t.key:04x}" in text and f"0x{t.key:08x}" not in text
+            detail = app.query_one("#transaction-detail").render().plain
+            assert detail.startswith(f"NVMe/RDMA CID 0x{t.key:04x} Read")
+            for label, value in (("Queue", t.facts.qid), ("Starting LBA", t.facts.slba), ("Blocks", t.facts.nlb),
+                                 ("SGL bytes", t.facts.sgl_bytes)):
+                assert f"  {label} {value}" in detail
+            assert f"grouped by namespace {t.facts.nsid}, controller {t.facts.cntlid}" in detail
+            assert {f.label for f in MODEL.facts if f.label != "CID" and f.get(t) is not None} <= \
+                {f.label for f in MODEL.facts if f"  {f.label} " in detail}
+            assert "command Send" in text and "RDMA WRITE" in text and "SGL 0.0" in text
+            for rpc_word in ("XID", "Procedure", "call Send", "reply Send", "Read chunk"):
+                assert rpc_word not in text
+    run(go())
+
+
+def test_a_fact_the_declaration_gains_shows_in_the_detail_without_a_change_of_the_view(monkeypatch):
+    from dataclasses import replace
+
+    from rdmaspy.analysis import ulp
+    from rdmaspy.tui.views.transactions import detail_text
+
+    model = ulp.model_of("nvme-rdma")
+    extra = ulp.Fact("nvme_test_double_cid", "u32", "Twice the CID", lambda t: 2 * t.key)
+    monkeypatch.setitem(ulp.ULPS, "nvme-rdma", replace(model, facts=(*model.facts, extra),
+                                                         groups=(*model.groups, ulp.Group("parity", lambda t: t.key % 2))))
+
+    async def go():
+        app = new_app(NVME)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            view.table.move_to(3)
+            await pilot.pause()
+            t = view.rows[3]
+            assert f"  Twice the CID {2 * t.key}" in detail_text(t).plain
+            assert f"parity {t.key % 2}" in app.query_one("#transaction-detail").render().plain
+    run(go())
+
+
+def test_a_capture_of_two_upper_layers_shows_each_row_in_its_own_terms(tmp_path):
+    """RPC-over-RDMA and NVMe/RDMA in one capture: neutral titles and a Protocol column, each row's key
+    named and written as its upper layer declares it; focused on one connection, that layer's own words."""
+    mixed = concatenated(tmp_path / "mixed.pcap", NFS_ROCE, NVME)
+    want = flows(mixed)["transactions"]
+
+    async def go():
+        app = new_app(mixed)
+        async with app.run_test(size=(200, 50)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            assert len(view.rows) == len(want)
+            assert _titles(view.table)[:9] == ["Protocol", "Key", "Conn", "Dir", "Operation", "Latency", "State",
+                                               "Request", "Response"]
+            rows = {t.protocol: view.table.source.cells(i) for i, t in enumerate(view.rows)}
+            assert rows["rpcrdma"][0] == "RPC-over-RDMA" and rows["rpcrdma"][1].startswith("XID 0x")
+            assert len(rows["rpcrdma"][1]) == len("XID 0x") + 8
+            assert rows["nvme-rdma"][0] == "NVMe/RDMA" and rows["nvme-rdma"][1].startswith("CID 0x")
+            assert len(rows["nvme-rdma"][1]) == len("CID 0x") + 4
+            nvme = next(i for i, t in enumerate(view.rows) if t.protocol == "nvme-rdma")
+            view.table.move_to(nvme)
+            await pilot.pause()
+            assert "command Send" in screen_text(app)
+            view.table.move_to(0)
+            await pilot.pause()
+            assert "call Send" in screen_text(app)
+            await pilot.press("5")
+            await pilot.pause()
+            segments = app.query_one(SegmentsView)
+            assert _titles(segments.table)[0] == "Key"
+            lists = {segments.table.source.cells(i)[2] for i in range(len(segments.rows))}
+            assert {"SGL", "Read chunk"} <= lists
+            # focused on the NVMe connection: its own words again
+            await pilot.press("3")
+            await pilot.pause()
+            conns = app.query_one(ConnectionsView)
+            conns.table.move_to(next(i for i, c in enumerate(conns.rows) if c.ulp == "nvme-rdma"))
+            await pilot.press("enter")
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            assert _titles(view.table)[:4] == ["CID", "Conn", "Dir", "Operation"]
     run(go())
 
 

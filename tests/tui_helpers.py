@@ -60,3 +60,23 @@ async def settle(pilot, app: RdmaspyApp, timeout: float = 30.0) -> None:
 def screen_text(app: RdmaspyApp) -> str:
     """What the terminal shows, as plain text lines."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def concatenated(out: Path, *paths: Path) -> Path:
+    """One pcap of the captures' frames, one capture after the other (a capture of two upper layers, say).
+    Each must be a pcap of the first one's byte order, resolution and link type (gzip-compressed or not)."""
+    import gzip
+
+    def read(path: Path) -> bytes:
+        data = path.read_bytes()
+        return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+    first, *rest = (read(p) for p in paths)
+    body = [first]
+    for data in rest:
+        # same magic, version, link type; the snap length may differ and the first's is kept
+        if data[:8] != first[:8] or data[20:24] != first[20:24]:
+            raise ValueError("captures of different formats cannot be concatenated")
+        body.append(data[24:])
+    out.write_bytes(b"".join(body))
+    return out
