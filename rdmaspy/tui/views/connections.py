@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 # State second: on an 80-column terminal the list shows a connection's state and both ends (as far as the
 # server's QPN); service, counts and inline sizes follow to the right.
 COLUMNS = (Column("Id", 3, True), Column("State", 12), Column("Client", 21), Column("QPN", 8), Column("Server", 21),
-           Column("QPN", 8), Column("Service", 18), Column("Pkts →", 7, True), Column("Bytes →", 10, True),
+           Column("QPN", 8), Column("Service", 30), Column("Pkts →", 7, True), Column("Bytes →", 10, True),
            Column("Pkts ←", 7, True), Column("Bytes ←", 10, True), Column("Inline →/←", 11), Column("R", 1))
 
 
