@@ -2,8 +2,10 @@
 """TUI benchmark: opening a large capture in ``rdmaspy tui``, beside termshark's approach, in one run.
 
 Builds (once, cached in benchmarks/out/) captures of 100k and 1M frames by cycling the Ethernet
-captures shipped in captures/ (timestamps moved on so that time only grows), written with the
-project's pcap writer.  Then, at each size:
+captures shipped in captures/ of a kind (timestamps moved on so that time only grows), written with the
+project's pcap writer: ``mix`` the plain pcaps (RoCE and iWARP, NFS and perftest: the figures docs/tui.md
+keeps), ``nvme`` the NVMe/RDMA ones (compressed, over RoCE and iWARP), so that the transactions, segments
+and queue depths of NVMe are measured too.  Then, for each kind at each size:
 
 - rdmaspy tui (the app, headless, 160x50, in a fresh process): time to the first screen (the packet
   list has a screen of rows and has drawn them), time to the whole file indexed with every view
@@ -17,7 +19,8 @@ project's pcap writer.  Then, at each size:
 
 Not a timed test: figures depend on the machine.  docs/tui.md keeps the last ones.
 
-    python3 benchmarks/tui_bench.py [--sizes 100000,1000000] [--tree DIR] [--tshark-up-to N] [--repeat N]
+    python3 benchmarks/tui_bench.py [--sizes 100000,1000000] [--kinds mix,nvme] [--tree DIR] [--tshark-up-to N]
+                                    [--repeat N]
 """
 from __future__ import annotations
 
@@ -39,16 +42,26 @@ LINKTYPE_ETHERNET = 1
 FAR_JUMP = 50_000          # frames back from the last one for the far jump
 FILTER = "bth.opcode == 12"                     # RDMA READ requests ...
 TSHARK_FILTER = "infiniband.bth.opcode == 12"   # ... as Wireshark names the field
+# The kinds of traffic cycled: the shipped captures each takes, by their names' patterns.
+KINDS: dict[str, tuple[str, ...]] = {
+    "mix": ("*.pcap",),                             # every plain pcap: NFS, perftest, CM, RoCE and iWARP
+    "nvme": ("*nvme*.pcap", "*nvme*.pcap.gz"),      # NVMe/RDMA over RoCE and iWARP
+}
 
 
-def cycled_capture(size: int, out: Path) -> Path:
-    """``size`` frames cycling the shipped Ethernet captures, as a pcap (built once)."""
+def sources_of(kind: str) -> list[Path]:
+    return sorted({p for pattern in KINDS[kind] for p in (ROOT / "captures").glob(pattern)})
+
+
+def cycled_capture(size: int, out: Path, kind: str = "mix") -> Path:
+    """``size`` frames cycling the shipped Ethernet captures of ``kind``, as a pcap (built once)."""
     from rdmaspy.readers import open_capture
     from rdmaspy.writers import PcapWriter
 
-    sources = sorted((ROOT / "captures").glob("*.pcap"))
+    sources = sources_of(kind)
     digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in sources)).hexdigest()[:12]
-    path = out / f"tui_cycled_{digest}_{size}.pcap"
+    # the mix keeps the name it had before there were kinds (its cached builds stay good)
+    path = out / (f"tui_cycled_{digest}_{size}.pcap" if kind == "mix" else f"tui_cycled_{kind}_{digest}_{size}.pcap")
     if path.exists():
         return path
     frames: list[tuple[int, bytes, int]] = []
@@ -222,6 +235,8 @@ def measure_tshark_filter(path: Path, expr: str) -> tuple[float, float, int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="100000,1000000", help="frame counts, comma-separated")
+    ap.add_argument("--kinds", default=",".join(KINDS),
+                    help=f"the kinds of traffic cycled, comma-separated: {', '.join(KINDS)} (default: all)")
     ap.add_argument("--tree", type=Path, default=ROOT,
                     help="the rdmaspy to measure: a checkout (default: this one, pure Python) or a compiled "
                          "tree made by scripts/compiled_tree.py DIR (what pip install . builds)")
@@ -243,8 +258,12 @@ def main() -> int:
     out.mkdir(exist_ok=True)
     print("size        what                          first screen  whole file, every view   last row (G)   "
           "last tree / far jump back   filter      peak RSS")
-    for size in (int(s) for s in a.sizes.split(",")):
-        path = cycled_capture(size, out)
+    kinds = [k for k in a.kinds.split(",") if k]
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        ap.error(f"unknown kind {unknown[0]!r}: {', '.join(KINDS)}")
+    for kind, size in ((k, int(s)) for k in kinds for s in a.sizes.split(",")):
+        path = cycled_capture(size, out, kind)
         mb = path.stat().st_size / 1e6
         runs: list[dict[str, float]] = []
         psmls: list[dict[str, float]] = []
@@ -260,7 +279,7 @@ def main() -> int:
         tui = {k: min(r[k] for r in runs) for k in runs[0]}       # each figure's best
         tui["peak_rss_mib"] = max(r["peak_rss_mib"] for r in runs)
         tui["helpers_peak_rss_mib"] = max(r["helpers_peak_rss_mib"] for r in runs)
-        print(f"{size:>9,}  rdmaspy tui ({mb:,.0f} MB)".ljust(44) +
+        print(f"{size:>9,}  rdmaspy tui, {kind} ({mb:,.0f} MB)".ljust(44) +
               f"{tui['first_screen_s']:9.2f} s {tui['index_s']:14.2f} s {tui['to_last_row_s']:18.3f} s "
               f"{tui['detail_last_s']:9.2f} s / {tui['far_jump_back_s']:6.2f} s {tui['filter_s']:11.2f} s "
               f"{tui['peak_rss_mib']:8.1f} MiB (RSS at first screen {tui['rss_first_screen_mib']:.1f}, "
@@ -269,15 +288,15 @@ def main() -> int:
               f"{tui['analysis_s']:.2f} s; CPU: whole file {tui['index_cpu_s']:.2f} s, filter "
               f"{tui['filter_cpu_s']:.2f} s)", flush=True)
         if not with_tshark:
-            print(f"{size:>9,}  tshark: not run")
+            print(f"{size:>9,}  tshark, {kind}: not run")
             continue
         psml = min(psmls, key=lambda r: r["index_s"])
         filter_s, filter_cpu, filter_rows = min(filters)
-        print(f"{size:>9,}  tshark -T psml / -Y (termshark)".ljust(44) +
+        print(f"{size:>9,}  tshark -T psml / -Y, {kind}".ljust(44) +
               f"{psml['first_screen_s']:9.2f} s {psml['index_s']:14.2f} s {'':>20} {'':>28}"
               f"{filter_s:11.2f} s {psml['peak_rss_mib']:8.1f} MiB ({filter_rows:,} rows displayed; CPU: PSML "
               f"{psml['index_cpu_s']:.2f} s, filter {filter_cpu:.2f} s)", flush=True)
-        print(f"{size:>9,}  rdmaspy / tshark: whole file {psml['index_s'] / tui['index_s']:.2f}x "
+        print(f"{size:>9,}  rdmaspy / tshark, {kind}: whole file {psml['index_s'] / tui['index_s']:.2f}x "
               f"(CPU {psml['index_cpu_s'] / tui['index_cpu_s']:.2f}x), filter {filter_s / tui['filter_s']:.2f}x "
               f"(CPU {filter_cpu / tui['filter_cpu_s']:.2f}x) (above 1: rdmaspy takes less time)", flush=True)
     return 0
