@@ -46,7 +46,7 @@ BAR_WIDTH = 40
 def columns_of(terms: UlpTerms) -> tuple[Column, ...]:
     """The list's columns in the words of the upper layers in view (a Protocol column when several are)."""
     request, response = terms.request, terms.response
-    head = (Column(terms.key, terms.key_width), Column("Conn", 4, True), Column("Dir", 4))
+    head: tuple[Column, ...] = (Column(terms.key, terms.key_width), Column("Conn", 4, True), Column("Dir", 4))
     if terms.mixed:
         head = (Column("Protocol", terms.label_width), *head)
     # latency and state before the frames: at 80 columns they show, the frames are one Enter away
