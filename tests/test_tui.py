@@ -408,3 +408,15 @@ def test_a_live_filter_keeps_rows_in_order_across_the_run_and_new_frames():
     for row, pkt, t0 in arrived[1500:]:            # arrive after it ended
         run.offer(row, pkt, t0)
     assert list(run.rows) == expected
+
+
+def test_every_protocol_of_an_nvme_capture_list_has_a_colour():
+    """The packet list colours a row by its Protocol column: NVMe/RDMA's rows, as decode names them, have
+    one of their own, as RPC-over-RDMA's and NFS's do."""
+    from rdmaspy.tui.packet_list import protocol_style
+
+    protocols = {line.split()[5] for line in decode(capture("rxe-nvme-rdma.pcap.gz")) if len(line.split()) > 5}
+    assert "NVMe" in protocols
+    for proto in protocols:
+        assert protocol_style(proto).color is not None, proto
+    assert protocol_style("NVMe") not in (protocol_style("RoCEv2"), protocol_style("NFS"))

@@ -37,7 +37,7 @@ def without_time(line: str) -> str:
 
 # Protocol colours (foreground on the terminal's background), by the start of the Protocol column.
 _PROTOCOL_COLOURS: tuple[tuple[str, str], ...] = (
-    ("NFS", "#87afd7"), ("RPCoRDMA", "#87d7d7"), ("RPC", "#87d7af"), ("IB CM", "#afd787"),
+    ("NFS", "#87afd7"), ("NVMe", "#afafd7"), ("RPCoRDMA", "#87d7d7"), ("RPC", "#87d7af"), ("IB CM", "#afd787"),
     ("MAD", "#afd787"), ("LID", "#afd787"), ("MPA", "#d7af87"), ("iWARP", "#d7af87"), ("TCP", "#a8a8a8"),
     ("RoCE", "#d7afd7"), ("IB", "#d7afd7"), ("InfiniBand", "#d7afd7"), ("ICMP", "#d7d787"),
     ("ARP", "#a8a8a8"),
