@@ -8,7 +8,10 @@ name may be in it).  What is kept of each visited node is the sink's business.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterable, Iterator, Protocol
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Final, Iterable, Iterator
+
+from mypy_extensions import mypyc_attr
 
 from .fields import CATALOG, Field, Header, declaring, protocol
 from .packet import Item, Layer, Packet
@@ -104,15 +107,23 @@ def presence_field(proto: str) -> Field:
 Plan = tuple[tuple[int, Field], ...]
 
 
-class Sink(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)      # the TUI's tree (tui/detail.py)
+class Sink(ABC):
     """What a visit calls, once for each layer or sub-tree, in tree order; a sink keeps what it needs.
 
     ``present``: the layer's presence is wanted; ``plan``: the wanted fields of its header (values in
     ``lay.values``, spans in ``lay.header.spans``); ``items``: its wanted variable items, (field, value,
     start, length) each, or None.  ``start`` is an offset in the layer's buffer (``lay.buf``: the frame's
-    bytes, or a message rebuilt from several frames); -1 when the value stands in no bytes."""
+    bytes, or a message rebuilt from several frames); -1 when the value stands in no bytes.
 
-    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None: ...
+    A class rather than a protocol: compiled, the visit calls ``layer`` through the class's method table,
+    where a protocol's method is looked up by name and its arguments boxed, once per layer and sub-tree."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
+        """One layer or sub-tree of the visit, ``depth`` levels under the packet's layers."""
 
 
 # Layer keeps its variable part in slots that stay unset until used (see packet.Layer); read them
@@ -218,7 +229,7 @@ def _needs_items(name: str) -> bool:
     return hdr_declared is None or "." in name
 
 
-class _Values:
+class _Values(Sink):
     """name -> values in packet order."""
     __slots__ = ("out",)
 
@@ -303,7 +314,7 @@ def own_fields(lay: Layer, plan: Plan, items: list[Item] | None) -> Iterator[Ite
 Node = tuple[int, "Field | Layer", Any, int, int]
 
 
-class _Nodes:
+class _Nodes(Sink):
     """A layer's fields and sub-trees in tree order: its own fields at depth 0, a sub-layer at the depth of
     its parent's fields and its fields one deeper."""
 

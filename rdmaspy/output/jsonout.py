@@ -12,7 +12,7 @@ from typing import Any, Final, Sequence
 import orjson
 
 from ..fields import CATALOG, Field, Header
-from ..fieldview import EVERY_FIELD, Plan, frame_object, packet_items, presence_field
+from ..fieldview import EVERY_FIELD, Plan, Sink, frame_object, packet_items, presence_field
 from ..packet import Item, Layer, Packet
 from .values import json_value
 
@@ -42,7 +42,7 @@ def _plan(hdr: Header) -> tuple[tuple[str, ...], tuple[tuple[int, Field], ...], 
     return p
 
 
-class _JsonSink:
+class _JsonSink(Sink):
     """Fills one packet's object: an array for a name that repeats, the value for any other."""
 
     __slots__ = ("obj", "extra")

@@ -6,7 +6,7 @@ from typing import Callable, Final, Iterator, TypeVar
 from mypy_extensions import i64
 
 from ..fields import Field, Header
-from ..fieldview import EVERY_FIELD, Plan, protocols_text
+from ..fieldview import EVERY_FIELD, Plan, Sink, protocols_text
 from ..packet import Item, Layer, Packet
 from .safe import safe_text
 from .values import text_value
@@ -291,7 +291,7 @@ def _label(lay: Layer) -> str:
     return safe
 
 
-class _TreePieces:
+class _TreePieces(Sink):
     """The layers' part of the tree as pieces of text: a layer's label, then its fields one level in,
     each field a prefix and a value (the indexes of values that are not ASCII kept in ``wide``)."""
 

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 from ..errors import RdmaspyError
 from ..fields import Field
-from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan, own_fields
+from ..fieldview import EVERY_FIELD, FRAME_COMMENT, FRAME_PROTOCOLS, FRAME_RELATIVE, FRAME_TIME, Plan, Sink, own_fields
 from ..output.text import citation, tree_lines
 from ..output.values import json_value, text_value
 from ..packet import Item, Layer, Packet
@@ -101,7 +101,7 @@ def detail_of(pkt: Packet, t0: int) -> Detail:
     return Detail(f.num, data, tuple(nodes))
 
 
-class _DetailNodes:
+class _DetailNodes(Sink):
     """Nodes of the layers, in the visit's (and ``decode -V``'s) order, each with where its bytes stand in
     the frame: a field of a message rebuilt from several frames stands in none of this frame's bytes."""
 
