@@ -1,7 +1,7 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Callable, Final, Iterator, TypeVar
+from typing import Any, Callable, Final, Iterator, TypeVar
 
 from mypy_extensions import i64
 
@@ -330,11 +330,60 @@ class _TreePieces(Sink):
                 else:
                     self._value(pieces, f, v)
 
-    def _value(self, pieces: list[str], f: Field, v: object) -> None:
+    def _value(self, pieces: list[str], f: Field, v: Any) -> None:
+        """``text_value(f, v)`` as pieces: the common kinds of value made here with no detour (the same
+        text), an enumeration's or a flag's text made once per field and value."""
+        cls = type(v)
+        if cls is int:
+            n: int = v
+            d = f.display
+            names = f.names
+            if names is None:
+                if d == "dec" or (d == "hex" and not f.bits and n >= 0):
+                    # hex of a field with no declared width (XDR's): no zeros to pad, "0x" and the digits
+                    pieces.append(str(n) if d == "dec" else hex(n))
+                    if f.unit:
+                        pieces.append(" ")
+                        pieces.append(f.unit)
+                    return
+                if d == "bool":
+                    pieces.append("True" if n else "False")
+                    return
+            else:
+                pieces.append(_named_text(f, n))
+                return
+            pieces.append(text_value(f, n))         # an integer's text is ASCII (names and units: nearly)
+            return
+        if cls is bool and f.display == "bool":
+            pieces.append("True" if v else "False")
+            return
+        if cls is str and f.names is None and not f.unit and f.display != "bool":
+            t: str = v
+            if t.isascii() and t.isprintable():     # nothing for safe_text to escape, nothing wide
+                pieces.append(t)
+                return
         text = text_value(f, v)
-        if type(v) is not int and not text.isascii():      # an integer's text is ASCII (names and units: nearly)
+        if not text.isascii():
             self.wide.append(len(pieces))
         pieces.append(text)
+
+
+# An enumeration's texts ("NFS4_OK (0)"), by field and value: the values a capture shows are few.
+_NAMED_TEXTS: Final[dict[Field, dict[int, str]]] = {}
+
+
+def _named_text(f: Field, n: int) -> str:
+    known = _NAMED_TEXTS.get(f)
+    if known is None:
+        if len(_NAMED_TEXTS) >= 4096:
+            _NAMED_TEXTS.clear()
+        known = _NAMED_TEXTS[f] = {}
+    text = known.get(n)
+    if text is None:
+        text = text_value(f, n)
+        if len(known) < 256:
+            known[n] = text
+    return text
 
 
 def hex_lines(data: bytes) -> Iterator[str]:
