@@ -103,7 +103,16 @@ class _JsonSink(Sink):
                     self.put(name, v)
         if items:
             for f, v, _o, _l in items:
-                if type(v) is not int or f.display not in _PLAIN or f.bits > 64:
+                # json_value's result, with no call for the values it leaves as they are: an integer of a
+                # plain display, a boolean, a text (unless its field shows a boolean)
+                cls = type(v)
+                if cls is int:
+                    if f.display not in _PLAIN or f.bits > 64:
+                        v = json_value(f, v)
+                elif cls is str:
+                    if f.display == "bool":
+                        v = json_value(f, v)
+                elif cls is not bool:
                     v = json_value(f, v)
                 name = f.name
                 r = _REPEATS.get(name)
