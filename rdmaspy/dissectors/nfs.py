@@ -336,7 +336,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         if name is None:                    # the f-string as .get's default would be made for every op
             name = f"op{op}"
         ops.append(name)
-        sub = lay.child("nfs.op", None, p, 4, f"Operation {i}: {name}") if lay is not NULL else NULL
+        sub = lay.child("nfs.op", None, p, 4, _op_label(i, name)) if lay is not NULL else NULL
         sub.add(op_field, op, p, 4)
         fact = w.facts and not callback and _fact_op(op)
         st: int | None = None
@@ -381,6 +381,25 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             info.call_facts = track.plan()
         elif plan is not None:
             nfs_names.v4_bind(names, plan, results, ok, info.frame)
+
+
+# "Operation 3: GETATTR", by operation name and place: made once, and the tree finds a label it has
+# made safe by the same string (a new one each time would be hashed and compared in full)
+_OP_LABELS: Final[dict[str, list[str]]] = {}
+
+
+def _op_label(i: int, name: str) -> str:
+    labels = _OP_LABELS.get(name)
+    if labels is None:
+        if len(_OP_LABELS) >= 512:          # the names are declared, but "op12345" is the capture's
+            _OP_LABELS.clear()
+        labels = _OP_LABELS[name] = []
+    if i < len(labels):
+        return labels[i]
+    label = f"Operation {i}: {name}"
+    if i == len(labels) and i < 64:
+        labels.append(label)
+    return label
 
 
 def _value(decl: XdrType, buf: bytes, start: int, end: int) -> Any:
