@@ -339,9 +339,19 @@ class _TreePieces(Sink):
             d = f.display
             names = f.names
             if names is None:
-                if d == "dec" or (d == "hex" and not f.bits and n >= 0):
-                    # hex of a field with no declared width (XDR's): no zeros to pad, "0x" and the digits
-                    pieces.append(str(n) if d == "dec" else hex(n))
+                if d == "dec" or (d == "hex" and n >= 0 and f.bits <= 64):
+                    if d == "dec":
+                        pieces.append(str(n))
+                    else:
+                        # "0x", the zeros up to the declared width (none for XDR's words), the digits:
+                        # text_value's "0x" + hex(n)[2:].zfill(width), a string fewer
+                        h = hex(n)
+                        pad = (f.bits + 3) // 4 + 2 - len(h)
+                        if pad <= 0:
+                            pieces.append(h)
+                        else:
+                            pieces.append(_HEX_PADS[pad])
+                            pieces.append(h[2:])
                     if f.unit:
                         pieces.append(" ")
                         pieces.append(f.unit)
@@ -368,6 +378,7 @@ class _TreePieces(Sink):
         pieces.append(text)
 
 
+_HEX_PADS: Final = tuple("0x" + "0" * n for n in range(17))
 # An enumeration's texts ("NFS4_OK (0)"), by field and value: the values a capture shows are few.
 _NAMED_TEXTS: Final[dict[Field, dict[int, str]]] = {}
 
