@@ -24,7 +24,7 @@ from ..fields import Field, declaring, protocol
 from ..packet import Layer
 from .nfs2 import MODE
 from .nfs3 import STATUS, fhandle
-from .xdr import Cursor, XdrError, XdrInvalid
+from .xdr import Cursor, XdrError, XdrInvalid, u32
 from .xdrlang import (DECLARED, Int, Out, Walk, XdrType, array, boolean, enum, field, int32, int64, opaque,
                       string, struct, tree, uint32, uint64, union)
 
@@ -108,15 +108,21 @@ def _words(cur: Cursor, what: str) -> tuple[int, list[int]]:
     p = cur.need(4 * n, what)
     cur.pos = p + 4 * n
     buf = cur.buf
-    return p, [int.from_bytes(buf[p + 4 * i:p + 4 * i + 4], "big") for i in range(n)]
+    return p, [u32(buf, p + 4 * i) for i in range(n)]
 
 
-def _set_bits(words: list[int]) -> Iterator[int]:
+def _set_bits(words: list[int]) -> list[int]:
+    """The numbers of the bits set, in ascending order: a list, not a generator (compiled, a generator's
+    step is a call and its locals an object), bit by bit in machine words."""
+    out: list[int] = []
     for i, word in enumerate(words):
+        n = 32 * i
         while word:
-            low = word & -word
-            yield 32 * i + low.bit_length() - 1
-            word ^= low
+            if word & 1:
+                out.append(n)
+            word >>= 1
+            n += 1
+    return out
 
 
 # Each attribute's sub-tree label, made once (the numbers a capture can claim are many: only the declared kept).
