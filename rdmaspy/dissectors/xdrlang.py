@@ -194,7 +194,11 @@ class Int(XdrType):
         if plain is not None:
             v = u32(buf, p)
             if lay is not None:
-                lay.add(plain, v, p, 4)
+                items = lay._items
+                if items is not None:       # nothing left to fill first: Layer.add's append, with no call
+                    items.append((plain, v, p, 4))
+                else:
+                    lay.add(plain, v, p, 4)
             return v
         if n == 4:
             v = _I32.unpack_from(buf, p)[0] if self.signed else u32(buf, p)
