@@ -20,9 +20,10 @@ from .values import json_value
 _PLAIN: Final = frozenset({"dec", "hex", "float", "time"})
 # Per header, computed once: its field names, the (index, field) of the values that need converting, and
 # whether its fields repeat (1: all, 0: none, -1: some).
-_PLANS: dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]] = {}
+_PLANS: Final[dict[int, tuple[tuple[str, ...], tuple[tuple[int, Field], ...], int]]] = {}
 # name -> whether its values are written as an array (the catalog's declaration), looked up once
-_REPEATS: dict[str, bool] = {}
+# (Final: compiled, a static; a plain module global is looked up in the module's dict at each use)
+_REPEATS: Final[dict[str, bool]] = {}
 
 
 def _repeats(name: str) -> bool:
@@ -57,10 +58,11 @@ class _JsonSink(Sink):
         if r is None:
             r = _repeats(name)
         if r:
-            xs = obj.get(name)
-            if xs is None:
+            got = obj.get(name)
+            if got is None:
                 obj[name] = [value]
             else:
+                xs: list[Any] = got
                 xs.append(value)
         elif name in obj:
             self.again(name, value)
@@ -107,7 +109,9 @@ class _JsonSink(Sink):
                 # plain display, a boolean, a text (unless its field shows a boolean)
                 cls = type(v)
                 if cls is int:
-                    if f.display not in _PLAIN or f.bits > 64:
+                    if f.display not in _PLAIN:
+                        v = json_value(f, v)
+                    elif f.bits > 64:
                         v = json_value(f, v)
                 elif cls is str:
                     if f.display == "bool":
@@ -119,10 +123,11 @@ class _JsonSink(Sink):
                 if r is None:
                     r = _repeats(name)
                 if r:
-                    xs = obj.get(name)
-                    if xs is None:
+                    got = obj.get(name)
+                    if got is None:
                         obj[name] = [v]
                     else:
+                        xs: list[Any] = got     # typed: compiled, append is a list's, not a method looked up
                         xs.append(v)
                 elif name in obj:
                     self.again(name, v)
