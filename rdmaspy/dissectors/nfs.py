@@ -329,6 +329,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         elif isinstance(kept, tuple) and kept and kept[0] == "v4":
             plan = kept
             wanted = nfs_names.v4_wanted(kept)
+    # typed: compiled, each operation's child, items and length are the Layer's own (``lay`` is Any)
+    tree: Layer | None = None if lay is NULL else lay
     for i in range(nops):
         p = cur.pos
         op = cur.u32("opcode")
@@ -336,23 +338,29 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         if name is None:                    # the f-string as .get's default would be made for every op
             name = f"op{op}"
         ops.append(name)
-        sub = lay.child("nfs.op", None, p, 4, _op_label(i, name)) if lay is not NULL else NULL
-        sub.add(op_field, op, p, 4)
+        sub: Layer | None = None
+        if tree is not None:
+            sub = tree.child("nfs.op", None, p, 4, _op_label(i, name))
+            sub.add(op_field, op, p, 4)
         fact = w.facts and not callback and _fact_op(op)
         st: int | None = None
         if w.reply:
-            st = _status4(sub, cur)
+            q = cur.pos
+            st = cur.u32("status")
+            if sub is not None:
+                nfs4.STATUS4.show(sub, st, q)
             if st != 0:
                 if fact:
                     _op_facts(info, op, st, cur.buf, cur.pos, len(info.ddp) if info.ddp is not None else 0)
                 # A failed operation returns nothing but its status, except those of ``failed``
                 decl = _failed(failed, op, st)
                 if decl is not None:
-                    if sub is NULL:
+                    if sub is None:
                         decl.skip(cur, w)
                     else:
                         decl.read(cur, w, sub)
-                sub.length = cur.pos - p
+                if sub is not None:
+                    sub.length = cur.pos - p
                 continue
             if ok == i:
                 ok = i + 1          # done, as every operation before it
@@ -365,7 +373,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             break
         body = cur.pos
         had = len(info.ddp) if fact and info.ddp is not None else 0
-        if sub is not NULL:
+        if sub is not None:
             decl.read(cur, w, sub)
         else:
             decl.skip(cur, w)
@@ -373,7 +381,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
                 track.op(i, op, _value(decl, cur.buf, p + 4, cur.pos) if op in nfs_names.V4_CALL_VALUES else None)
             elif plan is not None and i in wanted:
                 results[i] = _value(decl, cur.buf, p + 8, cur.pos)
-        sub.length = cur.pos - p
+        if sub is not None:
+            sub.length = cur.pos - p
         if fact:
             _op_facts(info, op, st, cur.buf, body, had)
     if names is not None:
