@@ -65,11 +65,13 @@ def _rules(findings) -> set[str]:
 
 
 def _rpcrdma(pkts) -> list[tuple[str, object, object]]:
+    """Every RPC-over-RDMA message with its sender: a TCP segment of soft-iWARP may carry two Sends (an
+    RDMA_DONE and the next call), each its own layer."""
     out = []
     for p in pkts:
-        lay = p.layer("rpcrdma") or p.layer("rpcrdma2")
-        if lay is not None:
-            out.append((p.src, lay, p))
+        for lay in p.layers:
+            if lay.proto in ("rpcrdma", "rpcrdma2"):
+                out.append((p.src, lay, p))
     return out
 
 
@@ -180,8 +182,16 @@ def test_fault_exceed_credits(results):
 
 def test_fault_xid_mismatch(results):
     pkts = _pkts(results / "fault-xid-mismatch.pcap")
-    pairs = [(_get(lay, "xid"), p.layer("rpc")) for _s, lay, p in _rpcrdma(pkts)]
-    mism = [(x, r.get("rpc.xid")) for x, r in pairs if r is not None and r.get("rpc.xid") != x]
+    pairs = []                          # each RPC-over-RDMA message's XID and the RPC message it carried
+    for p in pkts:
+        xid = None
+        for lay in p.layers:
+            if lay.proto in ("rpcrdma", "rpcrdma2"):
+                xid = _get(lay, "xid")
+            elif lay.proto == "rpc" and xid is not None:
+                pairs.append((xid, lay))
+                xid = None
+    mism = [(x, r.get("rpc.xid")) for x, r in pairs if r.get("rpc.xid") != x]
     assert mism
     assert "rpcrdma.xid_mismatch" in _rules(_analyse(results / "fault-xid-mismatch.pcap")[1])
 

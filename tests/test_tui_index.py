@@ -94,11 +94,14 @@ def test_the_rows_are_made_by_a_helper_process_that_goes_with_the_model(tmp_path
     assert proc is not None and proc.pid != os.getpid()
     assert model.wait(120) and proc.wait(10) == 0
     model.close()
-    # closed while it works (30,000 frames take it a good part of a second): it is killed
+    # closed while it works (30,000 frames take it a good part of a second): it is killed.  The helper alone
+    # is started: the analysis pass beside it, compiled, may hold the interpreter long enough for the
+    # helper to finish before close() runs.
     big = build_cycled(tmp_path / "cycled.pcapng", 30_000)
     model = CaptureModel(str(big))
-    model.start()
+    model.index.start_worker(str(big))
     proc = model.index._worker
+    assert proc is not None and proc.poll() is None
     model.close()
     assert proc is not None and proc.returncode == -signal.SIGKILL
 
