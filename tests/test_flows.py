@@ -41,10 +41,11 @@ def test_schema_is_a_valid_json_schema_shipped_in_the_package():
 
 
 # The document of revision 2 (before the upper layers shared one transaction shape), its "file" left out,
-# as json.dumps writes it compactly: its SHA-256.
+# as json.dumps writes it compactly: its SHA-256.  (Since revision 2 a reply that came through the Reply chunk
+# gives its transaction's ``rpc`` the reply's status, as an inline one always did.)
 REVISION_2_DIGESTS = {
-    "rxe-nfsv3-rdma.pcap": "0cfc378aa7bde0f0f80ac7c60d79d537d8101bfb2a851c9f6c9a1efd9341e10d",
-    "siw-nfsv3-rdma.pcap": "7daeebf1943e396ac6825186be887a2887531f3e3fbd3f8b461c32751d880ec1",
+    "rxe-nfsv3-rdma.pcap": "f8e96ad51fafb18728f44553a2d4ca66ff4b4cdfef903f763111e1008da281d7",
+    "siw-nfsv3-rdma.pcap": "f6199a1bb60da0970d154fa195e96eef17d13d1ef1785cde4ae3f67e3ebc8de8",
 }
 
 
@@ -76,6 +77,19 @@ def test_revision_3_adds_to_an_rpc_document_and_changes_nothing_else(name, tmp_p
     doc.pop("file", None)
     text = json.dumps(_without_revision_3(doc), separators=(",", ":")).encode()
     assert hashlib.sha256(text).hexdigest() == REVISION_2_DIGESTS[name]
+
+
+def test_a_reply_through_the_reply_chunk_gives_its_rpc_status(tmp_path):
+    """A READDIRPLUS reply too long to go inline comes through the Reply chunk (RDMA_NOMSG): its transaction's
+    RPC has the reply's status, from the message rebuilt from the chunk, as an inline reply's does."""
+    out = tmp_path / "flows.json"
+    assert cli.main(["flows", str(ROOT / "captures" / "rxe-nfsv3-rdma.pcap"), "-o", str(out)]) == 0
+    txns = [t for c in json.loads(out.read_text())["connections"] for t in c["transactions"]]
+    by_chunk = [t for t in txns if t["reply"] is not None and t["reply"]["proc"] == "RDMA_NOMSG"]
+    assert {t["rpc"]["name"] for t in by_chunk} >= {"READDIRPLUS"}
+    for t in by_chunk:
+        assert t["rpc"]["reply_stat"] == 0 and t["rpc"]["accept_stat"] == 0, t["call"]["frame"]
+    assert all(t["rpc"]["nfs_status"] == 0 for t in by_chunk if t["rpc"]["name"] == "READDIRPLUS")
 
 
 @pytest.mark.parametrize("name", NFS_CAPTURES)

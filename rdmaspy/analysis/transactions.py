@@ -635,6 +635,8 @@ class Transactions(Correlator):
         facts.reply_error = msg.errcode if msg.proc == RDMA_ERROR else None
         if msg.rpc is not None:
             o.reply_rpc = msg.rpc
+        elif msg.rebuilt_rpc is not None:
+            o.reply_rpc = msg.rebuilt_rpc       # a reply through the Reply chunk, rebuilt in this same packet
         st.ledger(cd).answered(ts, frame)
         add_step(txn, Step(StepKind.RESPONSE, frames, ts, size, invalidated=inv))
         rr.check_message(self, st, pkt, msg, d, True)
