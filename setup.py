@@ -55,7 +55,7 @@ COMPILED = [
     "rdmaspy/analysis/rpcrdma_state.py", "rdmaspy/analysis/connections.py", "rdmaspy/analysis/nfs_binding.py",
     # the data ledger and the RDMA operations every upper layer's transactions share
     "rdmaspy/analysis/ledger.py", "rdmaspy/analysis/correlation.py", "rdmaspy/analysis/rpcrdma_facts.py",
-    "rdmaspy/analysis/nvme_transactions.py", "rdmaspy/analysis/nvme_facts.py",
+    "rdmaspy/analysis/nvme_transactions.py", "rdmaspy/analysis/nvme_facts.py", "rdmaspy/analysis/nfs_facts.py",
     # the pcapng reader and the iWARP path (TCP stream, MPA, DDP/RDMAP): a third of the real traffic mix
     "rdmaspy/readers/pcapng.py", "rdmaspy/budget.py", "rdmaspy/dissectors/tcp_stream.py",
     "rdmaspy/dissectors/iwarp_mpa.py", "rdmaspy/dissectors/iwarp_ddp.py", "rdmaspy/commands/stats.py",

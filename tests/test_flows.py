@@ -37,7 +37,7 @@ def _validator(ref: str | None = None) -> jsonschema.Draft202012Validator:
 def test_schema_is_a_valid_json_schema_shipped_in_the_package():
     schema = _schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema["$id"] == flows_mod.SCHEMA_ID and "version 1 (revision 3)" in schema["title"]
+    assert schema["$id"] == flows_mod.SCHEMA_ID and "version 1 (revision 4)" in schema["title"]
 
 
 # The document of revision 2 (before the upper layers shared one transaction shape), its "file" left out,
@@ -50,13 +50,14 @@ REVISION_2_DIGESTS = {
 
 
 def _without_revision_3(doc: dict) -> dict:
-    """What revision 3 added taken out of a document: the transactions' protocol, key, timing and expected
-    bytes, the segments' access and invalidate, the connections' upper_layer."""
+    """What revisions 3 and 4 added taken out of a document: the transactions' protocol, key, timing and
+    expected bytes, the segments' access and invalidate, the connections' upper_layer (3); the transactions'
+    nfs (4)."""
     for c in doc["connections"]:
         upper = c.pop("upper_layer")
         assert upper is None or upper["protocol"] == "rpcrdma"
         for t in c["transactions"]:
-            for k in ("protocol", "key", "timing"):
+            for k in ("protocol", "key", "timing", "nfs"):
                 t.pop(k)
             t["bytes"].pop("expected")
             for seg in t["chunks"]:

@@ -16,6 +16,8 @@ from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS4_SCENE_OPS
 from .model import Facts, Transaction, record_repr, record_values
+from .nfs_facts import NfsFacts
+from .nfs_facts import declared as nfs_declared
 from .ulp import Fact, UlpModel, declare
 
 PROTOCOL: Final = "rpcrdma"
@@ -32,7 +34,7 @@ class ChunkList(StrEnum):
 _RPC_SUMMARY_FIELDS: Final = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat",
                               "accept_stat", "nfs_status", "reply_ops")
 _FACTS_FIELDS: Final = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape",
-                        "reply_credits", "reply_error", "done_frame", "rpc")
+                        "reply_credits", "reply_error", "done_frame", "rpc", "nfs")
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -72,7 +74,7 @@ class RpcRdmaFacts(Facts):
     """An RPC-over-RDMA transaction's own facts: its messages' types, shapes and credits, and its RPC."""
 
     __slots__ = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape", "reply_credits",
-                 "reply_error", "done_frame", "rpc")
+                 "reply_error", "done_frame", "rpc", "nfs")
 
     def __init__(self, version: int, call_proc: str, call_shape: str | None, call_credits: int,
                  rpc: RpcSummary | None = None) -> None:
@@ -86,6 +88,7 @@ class RpcRdmaFacts(Facts):
         self.reply_error: int | None = None     # RDMA_ERROR code
         self.done_frame: int | None = None      # the RDMA_DONE that ended its pull (seeds/001)
         self.rpc = rpc
+        self.nfs: NfsFacts | None = None        # the RPC is NFS: its main operation (nfs_facts), once it closed
 
     def __repr__(self) -> str:
         return record_repr(self, _FACTS_FIELDS)
@@ -118,6 +121,10 @@ def operation_name(t: Transaction) -> str:
         main = next((o for o in ops if o not in NFS4_SCENE_OPS), ops[-1])
         name = f"COMPOUND({main})"
     return f"{label} {name}"
+
+
+def nfs_of(t: Transaction) -> NfsFacts | None:
+    return facts_of(t).nfs
 
 
 def _replied(t: Transaction) -> bool:
@@ -160,7 +167,7 @@ MODEL: Final = declare(UlpModel(
         Fact("accept_stat", "u32", "RPC accept status", _rpc("accept_stat"), "rpc.accept_stat", _replied),
         Fact("nfs_status", "u32", "NFS status", _rpc("nfs_status"), "rpc.nfs_status", _replied),
         Fact("nfs_reply_ops", "strs", "NFSv4 operations replied", _rpc("reply_ops"), "rpc.reply_ops", _replied),
-    ),
+    ) + nfs_declared(nfs_of),
     operation=operation_name, operation_label="Procedure",
-    objects={"rpc": lambda t: rpc_of(t) is not None},
+    objects={"rpc": lambda t: rpc_of(t) is not None, "nfs": lambda t: nfs_of(t) is not None},
 ))

@@ -44,6 +44,7 @@ from .correlation import FINDINGS_KEPT, Correlator, add_step
 from .ledger import DataLedger
 from .model import (DIRECTION_OF, Direction, Message, Segment, Side, Step, StepKind, Transaction, TransactionState,
                     UlpSummary)
+from .nfs_facts import nfs_summary
 from .rpcrdma_facts import PROTOCOL, ChunkList, RpcRdmaFacts, RpcSummary, facts_of
 from .rpcrdma_state import ConnState, OpenTransaction, TransactionObserver
 from .rules import declare
@@ -721,7 +722,9 @@ class Transactions(Correlator):
             st.book.withdraw(seg)
         st.closed += 1
         txn.state = state
-        facts_of(txn).rpc = rpc_summary(o.call_rpc, o.reply_rpc)
+        facts = facts_of(txn)
+        facts.rpc = rpc_summary(o.call_rpc, o.reply_rpc)
+        facts.nfs = nfs_summary(o.call_rpc, o.reply_rpc)
         self.an.emit(txn)
 
     # -- end of capture ------------------------------------------------------------------------------

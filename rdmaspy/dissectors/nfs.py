@@ -21,7 +21,7 @@ from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
 from ..session import wants_facts
-from . import nfs2, nfs3, nfs4, nfs41, nfs_names, nfs_side
+from . import nfs2, nfs3, nfs4, nfs4_attrs, nfs41, nfs_names, nfs_side
 from .nfs_names import Lookup, NameMap, names_of
 from .onc_rpc import NULL, RPC, DdpItem, NfsOp, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
@@ -261,6 +261,66 @@ def _op_facts(info: RpcInfo, op: int, status: int | None, buf: bytes, body: int,
     _add_op(info, f)
 
 
+def _scene_op(op: int) -> bool:
+    """SEQUENCE, PUTFH, PUTPUBFH, PUTROOTFH, SAVEFH, RESTOREFH, GETFH: the operations that only set a COMPOUND's
+    scene (NFS4_SCENE_OPS by number, compared one by one)."""
+    return op == 53 or op == 22 or op == 24 or op == 23 or op == 32 or op == 31 or op == 10
+
+
+def _fh_at(buf: bytes, p: int) -> bytes:
+    """The handle whose length word is at ``p`` (an nfs_fh4 the walk has checked is there)."""
+    return buf[p + 4:p + 4 + u32(buf, p)]
+
+
+class _MainOp:
+    """A COMPOUND's main operation (RpcInfo.main) found as its walk goes: the first that does more than set
+    the scene, else the last; in a call the current handle it acts on (a PUTFH's, through SAVEFH and
+    RESTOREFH), in a reply the handle the first GETFH after it returned."""
+
+    __slots__ = ("main", "last", "fh", "saved")
+
+    def __init__(self) -> None:
+        self.main: NfsOp | None = None
+        self.last: NfsOp | None = None
+        self.fh: bytes | None = None        # the call's current handle (None: none, or the root's)
+        self.saved: bytes | None = None
+
+    def op(self, info: RpcInfo, op: int, status: int | None, buf: bytes, body: int, fact: bool) -> None:
+        """Operation ``op`` walked, its body at ``body`` (its results when ``status`` is 0, nothing more when
+        it failed); ``fact``: _op_facts has just added its facts."""
+        main = self.main
+        if main is not None:
+            if op == 10 and status == 0 and main.fh is None and info.msgtype == 1:
+                main.fh = _fh_at(buf, body)        # GETFH4resok: the handle the main operation made current
+            return
+        if status is None:
+            if op == 22:                            # PUTFH4args: the handle
+                self.fh = _fh_at(buf, body)
+            elif op == 24 or op == 23:              # PUTROOTFH, PUTPUBFH
+                self.fh = None
+            elif op == 32:                          # SAVEFH
+                self.saved = self.fh
+            elif op == 31:                          # RESTOREFH
+                self.fh = self.saved
+        ops = info.nfs
+        f = ops[-1] if fact and ops else NfsOp(op, status)
+        if status is None and op == 5:              # COMMIT4args: offset, count
+            f.offset = _u64(buf, body)
+            f.count = u32(buf, body + 8)
+        if _scene_op(op):
+            self.last = f
+            return
+        if status is None:
+            f.fh = self.fh
+        self.main = f
+
+    def end(self, info: RpcInfo) -> None:
+        main = self.main if self.main is not None else self.last
+        if main is not None and main.fh is None and main.status is None:
+            main.fh = self.fh
+        info.main = main
+
+
 # the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
 _V4_FAILED: Final[dict[int, dict[int, XdrType]]] = nfs4.FAILED
 _CB_ARG_DECLS: Final[dict[int, XdrType]] = nfs41.CB_ARGS
@@ -331,6 +391,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             wanted = nfs_names.v4_wanted(kept)
     # typed: compiled, each operation's child, items and length are the Layer's own (``lay`` is Any)
     tree: Layer | None = None if lay is NULL else lay
+    # The main operation and the handle it acts on (RpcInfo.main), for an analysis (w.facts)
+    main = _MainOp() if w.facts and not callback else None
     for i in range(nops):
         p = cur.pos
         op = cur.u32("opcode")
@@ -352,6 +414,8 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             if st != 0:
                 if fact:
                     _op_facts(info, op, st, cur.buf, cur.pos, len(info.ddp) if info.ddp is not None else 0)
+                if main is not None:
+                    main.op(info, op, st, cur.buf, cur.pos, fact)
                 # A failed operation returns nothing but its status, except those of ``failed``
                 decl = _failed(failed, op, st)
                 if decl is not None:
@@ -385,6 +449,10 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             sub.length = cur.pos - p
         if fact:
             _op_facts(info, op, st, cur.buf, body, had)
+        if main is not None:
+            main.op(info, op, st, cur.buf, body, fact)
+    if main is not None:
+        main.end(info)
     if names is not None:
         if track is not None:
             info.call_facts = track.plan()
@@ -640,40 +708,75 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     lay._vals = (info, end, base, chunks, names)     # what the fill needs to walk the body again
     lay._fill = _FILL_NFS
     facts = wants_facts(ctx)
+    if facts:
+        info.names = names
     if vers == 3:
-        # Most procedures carry no DDP-eligible item and name no file: a call needs no walk, a reply
-        # only its status.
-        proc = info.proc if info.proc is not None else -1
-        names_only = False     # walked for the names alone: what is wrong there, the fill shows
-        if info.msgtype == 0:
-            if proc != 7 and proc not in nfs_names.V3_CALLS:
-                if proc == 4:
-                    _v3_access_call(buf, off, end, info)
-                elif proc == 6 and facts:
-                    _v3_read_call(buf, off, end, info)
-                return
-            if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks, facts):
-                return
-            names_only = proc != 7 and proc != 10
-        elif end - off >= 4:
-            if proc != 5 and proc != 6:
-                status = u32(buf, off)
-                info.nfs_status = status
-                if proc == 7 and facts:
-                    _v3_write_reply(buf, off, end, info)
-                if status != 0 or proc not in nfs_names.V3_CALLS or not isinstance(info.call_facts, tuple):
-                    return
-                names_only = True
-            elif proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks, facts):
-                return
-        value = _walk_nfs(buf, off, end, info, NULL, base, chunks, None if names_only else pkt, None, None, None,
-                          facts)
-        _snoop(names, info, value, nfs_names.V3_CALLS, nfs_names.v3_object)
+        _dissect_v3(pkt, buf, off, end, info, base, chunks, names, facts)
+        if facts:
+            _v3_main(buf, off, end, info)
         return
     value = _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt,
                       ctx.get("rpc.programs", dict) if vers == 4 else None, None, names, facts)
     if vers == 2:
         _snoop(names, info, value, nfs_names.V2_CALLS, nfs_names.v2_object)
+
+
+def _dissect_v3(pkt: Packet, buf: bytes, off: int, end: int, info: RpcInfo, base: int, chunks: tuple | None,
+                names: NameMap | None, facts: bool) -> None:
+    # Most procedures carry no DDP-eligible item and name no file: a call needs no walk, a reply
+    # only its status.
+    proc = info.proc if info.proc is not None else -1
+    names_only = False     # walked for the names alone: what is wrong there, the fill shows
+    if info.msgtype == 0:
+        if proc != 7 and proc not in nfs_names.V3_CALLS:
+            if proc == 4:
+                _v3_access_call(buf, off, end, info)
+            elif proc == 6 and facts:
+                _v3_read_call(buf, off, end, info)
+            return
+        if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks, facts):
+            return
+        names_only = proc != 7 and proc != 10
+    elif end - off >= 4:
+        if proc != 5 and proc != 6:
+            status = u32(buf, off)
+            info.nfs_status = status
+            if proc == 7 and facts:
+                _v3_write_reply(buf, off, end, info)
+            if status != 0 or proc not in nfs_names.V3_CALLS or not isinstance(info.call_facts, tuple):
+                return
+            names_only = True
+        elif proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks, facts):
+            return
+    value = _walk_nfs(buf, off, end, info, NULL, base, chunks, None if names_only else pkt, None, None, None,
+                      facts)
+    _snoop(names, info, value, nfs_names.V3_CALLS, nfs_names.v3_object)
+
+
+def _v3_main(buf: bytes, off: int, end: int, info: RpcInfo) -> None:
+    """An NFSv3 message's procedure as its main operation (RpcInfo.main): the binding's facts of it where it
+    has them; in a call the handle it acts on (every procedure's arguments but NULL's begin with one) and a
+    COMMIT's offset and count; in a reply its status."""
+    proc = info.proc
+    if proc is None or proc == 0:
+        return
+    main: NfsOp | None = None
+    for f in info.nfs or ():
+        if f.op == proc:
+            main = f
+            break
+    reply = info.msgtype == 1
+    if main is None:
+        main = NfsOp(proc, info.nfs_status if reply else None)
+    if not reply and end - off >= 4:
+        n = u32(buf, off)
+        p = off + 4 + ((n + 3) & ~3)
+        if n <= 64 and p <= end:            # nfs_fh3 is opaque<64>
+            main.fh = buf[off + 4:off + 4 + n]
+            if proc == 21 and p + 12 <= end:      # COMMIT3args: file, offset, count
+                main.offset = _u64(buf, p)
+                main.count = u32(buf, p + 8)
+    info.main = main
 
 
 def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
@@ -827,3 +930,48 @@ def encode_compound(ops: list[tuple[int, bytes]], minor: int = 2, tag: str = "",
     from .xdr import p32, pstring
     head = pstring(tag) + p32(minor) if status is None else p32(status) + pstring(tag)
     return head + p32(len(ops)) + b"".join([p32(op) + body for op, body in ops])
+
+
+# --- what an analysis reads of an NFS message's main operation (RpcInfo.main) by name ------------------
+STABLE_HOW: Final = {0: "UNSTABLE", 1: "DATA_SYNC", 2: "FILE_SYNC"}    # stable_how (v3), stable_how4 (v4)
+READ_OPS: Final = {3: 6, 4: 25}       # READ's procedure (NFSv3) or operation (NFSv4), by version
+WRITE_OPS: Final = {3: 7, 4: 38}
+
+
+def op_name(vers: int | None, op: int) -> str:
+    """A main operation's name: an NFSv3 procedure's, an NFSv4 operation's ("READ", "OPEN")."""
+    names = NFS3_PROCS if vers == 3 else NFS4_OPS if vers == 4 else NFS2_PROCS if vers == 2 else None
+    name = names.get(op) if names is not None else None
+    return name if name is not None else f"op{op}"
+
+
+def status_name(vers: int | None, status: int) -> str:
+    """An nfsstat3 or nfsstat4 by name ("NFS3ERR_NOENT", "NFS4ERR_STALE")."""
+    names = nfs3.NFS3_STATUS if vers != 4 else nfs4_attrs.NFS4_STATUS
+    name = names.get(status)
+    return name if name is not None else str(status)
+
+
+def moved(vers: int | None, reply: NfsOp) -> int | None:
+    """The bytes a READ or WRITE says it moved: a READ's data (its DDP-eligible item, inline or not), a
+    WRITE's count in its reply; None for another operation or one that failed."""
+    if reply.status != 0:
+        return None
+    op = reply.op
+    if op == READ_OPS.get(vers or 0):
+        d = reply.ddp
+        return d.length if d is not None else reply.count
+    if op == WRITE_OPS.get(vers or 0):
+        return reply.count
+    return None
+
+
+def asked(vers: int | None, call: NfsOp) -> int | None:
+    """The bytes a READ asks for or a WRITE carries (its count; NFSv4's WRITE has none: its data's
+    length), a COMMIT's count."""
+    if call.count is not None:
+        return call.count
+    d = call.ddp
+    if call.op == WRITE_OPS.get(vers or 0) and d is not None:
+        return d.length
+    return None

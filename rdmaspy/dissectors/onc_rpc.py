@@ -27,6 +27,7 @@ from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
 from ..session import Session, wants_info
+from .nfs_names import NameMap
 from .xdr import Cursor, XdrError, u32
 
 declaring(__name__)
@@ -120,10 +121,12 @@ class NfsOp:
     in a call ``count`` is what a READ asks for (NFSv3 WRITE: its count) and ``stable`` a WRITE's
     stable_how; in a reply ``count`` is what a READ or WRITE says it moved, ``stable`` a WRITE's committed
     level, ``status`` the operation's (an NFSv3 reply's) status.  ``ddp`` is the operation's DDP-eligible
-    item.  SEQUENCE: the session, slot, sequence id, highest slot and (reply) the target highest slot."""
+    item.  SEQUENCE: the session, slot, sequence id, highest slot and (reply) the target highest slot.
+    ``fh``, on a message's main operation (``RpcInfo.main``): in a call the handle it acts on, in a reply
+    the handle a GETFH after it returned (an OPEN's, a LOOKUP's file)."""
 
     __slots__ = ("op", "status", "offset", "count", "eof", "stable", "ddp", "session", "slot", "sequence",
-                 "highest", "target")
+                 "highest", "target", "fh")
 
     def __init__(self, op: int, status: int | None = None) -> None:
         self.op = op
@@ -138,6 +141,7 @@ class NfsOp:
         self.sequence = 0
         self.highest = 0
         self.target = 0
+        self.fh: bytes | None = None
 
     def __repr__(self) -> str:
         return f"<NfsOp {self.op} status={self.status} offset={self.offset} count={self.count} eof={self.eof}>"
@@ -150,7 +154,7 @@ class RpcInfo:
     __slots__ = ("xid", "msgtype", "rpcvers", "prog", "vers", "proc", "prog_name", "proc_name",
                  "cred_flavor", "uid", "gid", "machinename", "gss_proc", "gss_service", "gss_seq",
                  "reply_stat", "accept_stat", "reject_stat", "call_frame", "frame", "length",
-                 "ops", "nfs_status", "ddp", "nfs", "label", "delay", "call_facts")
+                 "ops", "nfs_status", "ddp", "nfs", "label", "delay", "call_facts", "main", "names")
 
     def __init__(self, xid: int, msgtype: int) -> None:
         self.xid = xid
@@ -179,6 +183,11 @@ class RpcInfo:
         self.nfs_status: int | None = None
         self.ddp: list[DdpItem] | None = None
         self.nfs: list[NfsOp] | None = None   # the NFS operations the binding's checks read (NfsOp)
+        # The NFS message's main operation (an NFSv3 procedure; an NFSv4 COMPOUND's first operation that does
+        # more than set the scene: READ in SEQUENCE PUTFH READ), for the transaction's facts; and the capture's
+        # file names (nfs_names) to name its handle from.  Both left only where an analysis reads them.
+        self.main: NfsOp | None = None
+        self.names: NameMap | None = None
         self.label: str | None = None        # "NFSv3", "NFSv4.1", "MOUNTv3", ...
         # What the program dissector kept of a call to decode its reply (NFSv3 ACCESS: the mask asked
         # for), carried from the call to its reply as tshark's RPC layer carries its call data.

@@ -1,5 +1,5 @@
 """The flows document: per connection its setup, transactions, credits and findings (schema
-rdmaspy/schemas/flows-1.json, revision 3), written from the typed records of the analysis
+rdmaspy/schemas/flows-1.json, revision 4), written from the typed records of the analysis
 (``analysis.model``): the transactions of every upper layer in one shape, each with its own facts where
 its declaration (``analysis.ulp``) puts them.
 
