@@ -141,8 +141,9 @@ class Pipeline:
                                            if getattr(s, "on_record", None) is not None)
         if self.analyzer is None:
             self.engine.session.facts = False    # no analysis: the dissectors skip the facts only it reads
-        if opts.matcher is None and self.sinks and not any(getattr(s, "fills_layers", True) for s in self.sinks):
-            self.engine.session.names = False    # nothing shows nfs.name: NFS learns no file names
+        if opts.matcher is None and self.sinks and not any(getattr(s, "fills_layers", True)
+                                                           or getattr(s, "wants_names", False) for s in self.sinks):
+            self.engine.session.names = False    # nothing shows nfs.name nor a file: NFS learns no file names
         self._flushes: list[Callable[[], None]] = []
         for s in self.sinks:
             attach = getattr(s, "attach", None)

@@ -15,10 +15,11 @@ from typing import Final
 from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS4_SCENE_OPS
+from ..dissectors.onc_rpc import PROGRAM_NAMES
 from .model import Facts, Transaction, record_repr, record_values
 from .nfs_facts import NfsFacts
 from .nfs_facts import declared as nfs_declared
-from .ulp import Fact, UlpModel, declare
+from .ulp import Fact, Group, Service, UlpModel, declare
 
 PROTOCOL: Final = "rpcrdma"
 
@@ -34,7 +35,7 @@ class ChunkList(StrEnum):
 _RPC_SUMMARY_FIELDS: Final = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat",
                               "accept_stat", "nfs_status", "reply_ops")
 _FACTS_FIELDS: Final = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape",
-                        "reply_credits", "reply_error", "done_frame", "rpc", "nfs")
+                        "reply_credits", "reply_error", "done_frame", "rpc", "nfs", "call_whole")
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -74,7 +75,7 @@ class RpcRdmaFacts(Facts):
     """An RPC-over-RDMA transaction's own facts: its messages' types, shapes and credits, and its RPC."""
 
     __slots__ = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape", "reply_credits",
-                 "reply_error", "done_frame", "rpc", "nfs")
+                 "reply_error", "done_frame", "rpc", "nfs", "call_whole")
 
     def __init__(self, version: int, call_proc: str, call_shape: str | None, call_credits: int,
                  rpc: RpcSummary | None = None) -> None:
@@ -89,6 +90,8 @@ class RpcRdmaFacts(Facts):
         self.done_frame: int | None = None      # the RDMA_DONE that ended its pull (seeds/001)
         self.rpc = rpc
         self.nfs: NfsFacts | None = None        # the RPC is NFS: its main operation (nfs_facts), once it closed
+        # when the call was rebuilt whole from its Read chunks (ns), where it had any: the server had it then
+        self.call_whole: int | None = None
 
     def __repr__(self) -> str:
         return record_repr(self, _FACTS_FIELDS)
@@ -125,6 +128,40 @@ def operation_name(t: Transaction) -> str:
 
 def nfs_of(t: Transaction) -> NfsFacts | None:
     return facts_of(t).nfs
+
+
+def file_of(t: Transaction) -> str | None:
+    """The file an NFS transaction's operation acted on, by its full name, its name, or (unnamed) its
+    handle's hash as tshark shows it; None when it names none."""
+    n = nfs_of(t)
+    if n is None:
+        return None
+    if n.full_name is not None:
+        return n.full_name
+    if n.name is not None:
+        return n.name
+    return None if n.fh_hash is None else f"fh 0x{n.fh_hash:08x}"
+
+
+def _moved_by(op: str):  # type: ignore[no-untyped-def]
+    """The bytes a transaction's NFS operation ``op`` (READ, WRITE) says it moved; None for another."""
+    def get(t: Transaction) -> int | None:
+        n = nfs_of(t)
+        return n.moved if n is not None and n.op == op else None
+    return get
+
+
+def service(t: Transaction) -> Service | None:
+    """Its row of the service response time table of its RPC program and version (tshark's -z rpc,srt); None
+    unless an RPC reply answered it (not an RDMA_ERROR)."""
+    rpc = rpc_of(t)
+    if rpc is None or not rpc.replied or rpc.program is None or rpc.version is None or rpc.procedure is None:
+        return None
+    program = PROGRAM_NAMES.get(rpc.program)
+    table = f"{program if program is not None else f'program {rpc.program}'} v{rpc.version}"
+    name = rpc.name if rpc.name is not None else f"proc {rpc.procedure}"
+    whole = facts_of(t).call_whole
+    return Service(table, rpc.procedure, name, whole if whole is not None else t.request.ts)
 
 
 def _replied(t: Transaction) -> bool:
@@ -170,4 +207,6 @@ MODEL: Final = declare(UlpModel(
     ) + nfs_declared(nfs_of),
     operation=operation_name, operation_label="Procedure",
     objects={"rpc": lambda t: rpc_of(t) is not None, "nfs": lambda t: nfs_of(t) is not None},
+    groups=(Group("file", file_of, _moved_by("READ"), _moved_by("WRITE")),),
+    service=service,
 ))

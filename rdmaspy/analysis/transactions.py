@@ -407,7 +407,9 @@ class Transactions(Correlator):
                     o.reply_rpc = rb.rebuilt_rpc
                 else:
                     o.call_rpc = rb.rebuilt_rpc
-                    facts_of(o.txn).rpc = rpc_summary(o.call_rpc, None)
+                    facts = facts_of(o.txn)
+                    facts.rpc = rpc_summary(o.call_rpc, None)
+                    facts.call_whole = pkt.frame.ts
                     if o.call_msg.rpc is None:      # the call itself came in a Position Zero Read chunk
                         self._called(st, pkt, o)
                 self._belongs(o.txn)

@@ -13,8 +13,9 @@ what a presentation needs to show them without a line of its own per protocol:
   transaction's JSON object (``path``, dotted: ``"call.proc"``, ``"nvme.opcode"``) and under which
   column name the export's transactions table carries it;
 - the name of a transaction's operation ("NFSv3 READ", "Read"), what a view titles it ("Procedure",
-  "Operation"), and the dimensions ``stats`` groups its transactions by beside the connection (NVMe: the
-  namespace and the controller).
+  "Operation"), the dimensions ``stats`` groups its transactions by beside the connection (NVMe: the
+  namespace and the controller; NFS: the file) and where a transaction stands in a service response time
+  table (RPC: program, version and procedure).
 
 The values are the facts' own (numbers, names from the dissectors' tables); how they are written is
 the presentations'.  A module declaring an upper layer's analysis calls ``declare``; the analyzer
@@ -47,9 +48,24 @@ class Fact:
 
 @dataclass(frozen=True, slots=True)
 class Group:
-    """A dimension ``stats`` groups an upper layer's transactions by (a namespace, a controller)."""
+    """A dimension ``stats`` groups an upper layer's transactions by (a namespace, a controller, a file).
+    A dimension that says which bytes a transaction read from and wrote to its value (a file's READ data
+    and WRITE count) has them summed per value beside the RDMA bytes."""
     name: str                                   # "namespace"
     get: Callable[[Transaction], object]        # the transaction's value of it (None: not in any)
+    read: Callable[[Transaction], int | None] | None = None      # bytes read from the value (None: none)
+    written: Callable[[Transaction], int | None] | None = None   # bytes written to it
+
+
+@dataclass(frozen=True, slots=True)
+class Service:
+    """Where a transaction stands in a service response time table (tshark's ``-z rpc,srt``): the table
+    (an RPC program and version), the procedure's number and name, and when the request was whole at its
+    responder (its last Read chunk byte in, or its Send)."""
+    table: str                                  # "NFS v3"
+    index: int                                  # the procedure's number
+    name: str                                   # "READ"
+    start: int                                  # ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +85,8 @@ class UlpModel:
     # JSON objects of the facts (their paths' first part) that stand as null unless this holds of the facts
     objects: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
     groups: tuple[Group, ...] = ()
+    # Its service response time table's row for a transaction (None: none); None: no such table
+    service: Callable[[Transaction], Service | None] | None = None
 
 
 ULPS: dict[str, UlpModel] = {}

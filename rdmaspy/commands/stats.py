@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, Transaction, UlpSummary
-from ..analysis.ulp import model_of
+from ..analysis.ulp import Group, model_of
 from ..pipeline import Options
 from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
@@ -50,27 +50,60 @@ class _Op:
 
 
 class _Group:
-    """The transactions of one value of a dimension an upper layer declares (a namespace, a controller)."""
+    """The transactions of one value of a dimension an upper layer declares (a namespace, a controller, a
+    file); ``read`` and ``written`` (None: the dimension does not say) the bytes they read from and wrote to it."""
 
-    __slots__ = ("count", "answered", "latencies", "first", "last", "bytes")
+    __slots__ = ("count", "answered", "latencies", "first", "last", "bytes", "read", "written")
 
-    def __init__(self, ts: int) -> None:
+    def __init__(self, ts: int, moves: bool) -> None:
         self.count = 0
         self.answered = 0
         self.latencies: list[float] = []
         self.first = ts
         self.last = ts
         self.bytes = 0
+        self.read: int | None = 0 if moves else None
+        self.written: int | None = 0 if moves else None
 
 
 def _group_record(dimension: str, value: object, g: _Group) -> dict[str, Any]:
     """A group's numbers; IOPS over the time from its first request to its last (None for one instant)."""
     lats = sorted(g.latencies)
     span = (g.last - g.first) / 1e9
-    return {"dimension": dimension, "value": value, "count": g.count, "answered": g.answered,
-            "iops": g.count / span if span > 0 else None, "bytes": g.bytes,
-            "latency": {"p50": percentile(lats, 50), "p90": percentile(lats, 90), "p99": percentile(lats, 99),
-                        "max": lats[-1] if lats else None}}
+    rec = {"dimension": dimension, "value": value, "count": g.count, "answered": g.answered,
+           "iops": g.count / span if span > 0 else None, "bytes": g.bytes,
+           "latency": {"p50": percentile(lats, 50), "p90": percentile(lats, 90), "p99": percentile(lats, 99),
+                       "max": lats[-1] if lats else None}}
+    if g.read is not None:
+        rec["read"] = g.read
+        rec["written"] = g.written
+    return rec
+
+
+class _Srt:
+    """One row of a service response time table: the calls answered and their times (seconds)."""
+
+    __slots__ = ("name", "calls", "min", "max", "sum")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.calls = 0
+        self.min = math.inf
+        self.max = 0.0
+        self.sum = 0.0
+
+    def add(self, srt: float) -> None:
+        self.calls += 1
+        self.min = min(self.min, srt)
+        self.max = max(self.max, srt)
+        self.sum += srt
+
+
+def srt_records(rows: dict[tuple[str, int], _Srt]) -> list[dict[str, Any]]:
+    """The service response time tables as plain data, by table and procedure number."""
+    return [{"table": table, "index": index, "procedure": r.name, "calls": r.calls, "min": r.min, "max": r.max,
+             "avg": r.sum / r.calls, "sum": r.sum}
+            for (table, index), r in sorted(rows.items())]
 
 
 class _Block:
@@ -114,14 +147,14 @@ class _Block:
         for dim in model_of(t.protocol).groups:
             value = dim.get(t)
             if value is not None:
-                self._group(dim.name, value, t, lat)
+                self._group(dim, value, t, lat)
 
-    def _group(self, dimension: str, value: object, t: Transaction, lat: int | None) -> None:
-        key = (dimension, value)
+    def _group(self, dim: Group, value: object, t: Transaction, lat: int | None) -> None:
+        key = (dim.name, value)
         ts = t.request.ts
         g = self.groups.get(key)
         if g is None:
-            g = self.groups[key] = _Group(ts)
+            g = self.groups[key] = _Group(ts, dim.read is not None or dim.written is not None)
         g.count += 1
         if lat is not None:
             g.answered += 1
@@ -129,6 +162,10 @@ class _Block:
         g.first = min(g.first, ts)
         g.last = max(g.last, ts)
         g.bytes += t.bytes_read + t.bytes_written + t.bytes_inline
+        if dim.read is not None and g.read is not None:
+            g.read += dim.read(t) or 0
+        if dim.written is not None and g.written is not None:
+            g.written += dim.written(t) or 0
 
     def stream(self, s: PsnStats) -> None:
         t = self.wire
@@ -169,12 +206,15 @@ class Stats:
 
     reads_packets = False       # the analysis' records and findings are all it reads
     wants_psn_events = False    # the streams' totals (PsnStats) are enough
-    fills_layers = False        # nor any layer: no NFS file names learnt (Session.names)
+    fills_layers = False        # nor any layer,
+    wants_names = True          # but its files are named (Session.names): NFS learns file names
 
     def __init__(self) -> None:
         self.conns: dict[int, _Block] = {}
         self.overall = _Block()
         self.congestion: list[dict[str, Any]] = []     # per flow (source, destination, QP): CNPs, CE marks
+        # the service response time tables (tshark's -z rpc,srt), by (table, procedure number)
+        self.srt: dict[tuple[str, int], _Srt] = {}
 
     def block(self, conn: int | None) -> _Block | None:
         if conn is None:
@@ -188,6 +228,7 @@ class Stats:
         if isinstance(rec, Transaction):
             self.overall.transaction(rec)
             self._block(rec.conn).transaction(rec)
+            self._service(rec)
         elif isinstance(rec, PsnStats):
             self.overall.stream(rec)
             self._block(rec.conn).stream(rec)
@@ -200,6 +241,22 @@ class Stats:
                 entry = {"conn": rec.conn, **credit_summary_record(c)}
                 self._block(rec.conn).credits.append(entry)
                 self.overall.credits.append(entry)
+
+    def _service(self, t: Transaction) -> None:
+        """An answered call's time in its service response time table, from the request whole at the responder
+        to the response, as tshark's -z rpc,srt counts it."""
+        rep = t.response
+        service = model_of(t.protocol).service
+        if rep is None or service is None:
+            return
+        row = service(t)
+        if row is None:
+            return
+        key = (row.table, row.index)
+        r = self.srt.get(key)
+        if r is None:
+            r = self.srt[key] = _Srt(row.name)
+        r.add((rep.ts - row.start) / 1e9)
 
     def _block(self, conn: int) -> _Block:
         b = self.block(conn)
@@ -244,7 +301,8 @@ def gather(path: str, host: Any = None) -> tuple[Any, dict[str, Any]]:
     t1 = pipe.t_last if pipe.frames else None
     doc = {"file": path, "frames": pipe.frames, "t_first": t0, "t_last": t1,
            "duration": (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0,
-           "connections": conns, "overall": stats.overall.record(), "congestion": stats.congestion}
+           "connections": conns, "overall": stats.overall.record(), "congestion": stats.congestion,
+           "srt": srt_records(stats.srt)}
     if host is not None:
         doc["host"] = host_stats.record()
     return cap, doc
@@ -268,7 +326,7 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
                        f"{_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  {_ms(lat['max']):>9}")
     else:
         out.append("  no RPC transactions")
-    groups = b.get("groups")
+    groups = [g for g in b.get("groups") or () if "read" not in g]
     if groups:
         width = max(len(f"{g['dimension']} {g['value']}") for g in groups)
         out.append(f"  {'By':<{width}}  {'Count':>7}  {'IOPS':>9}  {'Bytes':>12}  {'p50 ms':>9}  {'p90 ms':>9}  "
@@ -279,6 +337,7 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
             out.append(f"  {g['dimension'] + ' ' + str(g['value']):<{width}}  {g['count']:>7}  {iops:>9}  "
                        f"{g['bytes']:>12,}  {_ms(lat['p50']):>9}  {_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  "
                        f"{_ms(lat['max']):>9}")
+    out += _moving_groups([g for g in b.get("groups") or () if "read" in g])
     by = b["bytes"]
     out.append(f"  Bytes by transactions: inline {by['inline']:,}  RDMA READ {by['rdma_read']:,}  "
                f"RDMA WRITE {by['rdma_write']:,}")
@@ -300,6 +359,37 @@ def _block_lines(b: dict[str, Any]) -> list[str]:
     return out
 
 
+def _moving_groups(groups: list[dict[str, Any]]) -> list[str]:
+    """The groups of a dimension that says what its transactions read and wrote (a file): one table each."""
+    out: list[str] = []
+    for dim in sorted({g["dimension"] for g in groups}):
+        rows = [g for g in groups if g["dimension"] == dim]
+        width = max([len(dim)] + [len(str(g["value"])) for g in rows])
+        out.append(f"  {dim.capitalize():<{width}}  {'Ops':>6}  {'Read':>11}  {'Written':>11}  {'p50 ms':>8}  "
+                   f"{'p90 ms':>8}  {'p99 ms':>8}  {'max ms':>8}")
+        for g in rows:
+            lat = g["latency"]
+            out.append(f"  {str(g['value']):<{width}}  {g['count']:>6}  {g['read']:>11,}  {g['written']:>11,}  "
+                       f"{_ms(lat['p50']):>8}  {_ms(lat['p90']):>8}  {_ms(lat['p99']):>8}  {_ms(lat['max']):>8}")
+    return out
+
+
+def srt_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The service response time tables as tshark's -z rpc,srt prints them (seconds)."""
+    out: list[str] = []
+    for table in sorted({r["table"] for r in rows}):
+        out.append("")
+        out.append(f"Service response time: {table} (as tshark -z rpc,srt)")
+        mine = [r for r in rows if r["table"] == table]
+        width = max([len("Procedure")] + [len(r["procedure"]) for r in mine])
+        out.append(f"  {'Index':>5}  {'Procedure':<{width}}  {'Calls':>7}  {'Min SRT':>9}  {'Max SRT':>9}  "
+                   f"{'Avg SRT':>9}  {'Sum SRT':>10}")
+        for r in mine:
+            out.append(f"  {r['index']:>5}  {r['procedure']:<{width}}  {r['calls']:>7}  {r['min']:>9.6f}  "
+                       f"{r['max']:>9.6f}  {r['avg']:>9.6f}  {r['sum']:>10.6f}")
+    return out
+
+
 def text_lines(doc: dict[str, Any]) -> list[str]:
     lines = [f"Statistics: {doc['file']} ({doc['frames']:,} frames, {doc['duration']:.6f} s)"]
     for c in doc["connections"]:
@@ -313,6 +403,7 @@ def text_lines(doc: dict[str, Any]) -> list[str]:
     lines.append("")
     lines.append(f"Overall ({len(doc['connections'])} connections)")
     lines += _block_lines(doc["overall"])
+    lines += srt_lines(doc.get("srt") or [])
     for c in doc.get("congestion") or ():
         lines.append(f"  Congestion {c['src']} -> {c['dst']} QP 0x{c['qp']:06x}: {c['cnps']} CNPs, "
                      f"{c['ce_marks']} ECN CE / FECN marks")
