@@ -277,13 +277,15 @@ class _MainOp:
     the scene, else the last; in a call the current handle it acts on (a PUTFH's, through SAVEFH and
     RESTOREFH), in a reply the handle the first GETFH after it returned."""
 
-    __slots__ = ("main", "last", "fh", "saved")
+    __slots__ = ("main", "fh", "saved", "last_op", "last_status", "last_fact")
 
     def __init__(self) -> None:
         self.main: NfsOp | None = None
-        self.last: NfsOp | None = None
         self.fh: bytes | None = None        # the call's current handle (None: none, or the root's)
         self.saved: bytes | None = None
+        self.last_op = -1                   # the last scene operation, the main one of a COMPOUND of them alone
+        self.last_status: int | None = None
+        self.last_fact: NfsOp | None = None
 
     def op(self, info: RpcInfo, op: int, status: int | None, buf: bytes, body: int, fact: bool) -> None:
         """Operation ``op`` walked, its body at ``body`` (its results when ``status`` is 0, nothing more when
@@ -293,31 +295,35 @@ class _MainOp:
             if op == 10 and status == 0 and main.fh is None and info.msgtype == 1:
                 main.fh = _fh_at(buf, body)        # GETFH4resok: the handle the main operation made current
             return
-        if status is None:
-            if op == 22:                            # PUTFH4args: the handle
-                self.fh = _fh_at(buf, body)
-            elif op == 24 or op == 23:              # PUTROOTFH, PUTPUBFH
-                self.fh = None
-            elif op == 32:                          # SAVEFH
-                self.saved = self.fh
-            elif op == 31:                          # RESTOREFH
-                self.fh = self.saved
         ops = info.nfs
-        f = ops[-1] if fact and ops else NfsOp(op, status)
-        if status is None and op == 5:              # COMMIT4args: offset, count
-            f.offset = _u64(buf, body)
-            f.count = u32(buf, body + 8)
         if _scene_op(op):
-            self.last = f
+            if status is None:
+                if op == 22:                        # PUTFH4args: the handle
+                    self.fh = _fh_at(buf, body)
+                elif op == 24 or op == 23:          # PUTROOTFH, PUTPUBFH
+                    self.fh = None
+                elif op == 32:                      # SAVEFH
+                    self.saved = self.fh
+                elif op == 31:                      # RESTOREFH
+                    self.fh = self.saved
+            self.last_op = op
+            self.last_status = status
+            self.last_fact = ops[-1] if fact and ops else None
             return
+        f = ops[-1] if fact and ops else NfsOp(op, status)
         if status is None:
             f.fh = self.fh
+            if op == 5:                             # COMMIT4args: offset, count
+                f.offset = _u64(buf, body)
+                f.count = u32(buf, body + 8)
         self.main = f
 
     def end(self, info: RpcInfo) -> None:
-        main = self.main if self.main is not None else self.last
-        if main is not None and main.fh is None and main.status is None:
-            main.fh = self.fh
+        main = self.main
+        if main is None and self.last_op >= 0:
+            main = self.last_fact if self.last_fact is not None else NfsOp(self.last_op, self.last_status)
+            if main.status is None:
+                main.fh = self.fh
         info.main = main
 
 
