@@ -136,3 +136,20 @@ def test_facts_left_only_where_an_analysis_reads_them():
         infos = [eng.dissect(f).noted(RPC) for f in cap]
     assert any(i is not None for i in infos)
     assert all(i.main is None and i.names is None for i in infos if i is not None)
+
+
+def test_export_has_the_nfs_facts_as_typed_columns(tmp_path):
+    """export: a column per NFS fact, typed as declared, the same values as flows gives."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    out = tmp_path / "tables"
+    assert cli.main(["export", str(capture("nfs/rxe-nfsv41-full.pcap")), "-o", str(out), "-q"]) == 0
+    table = pq.read_table(out / "transactions.parquet")
+    schema = table.schema
+    assert schema.field("nfs_fh_hash").type == pa.uint32() and schema.field("nfs_offset").type == pa.uint64()
+    assert schema.field("nfs_eof").type == pa.bool_() and schema.field("nfs_op").type == pa.string()
+    rows = {r["call_frame"]: r for r in table.to_pylist()}
+    flows = {t["call"]["frame"]: t["nfs"] for t in _transactions(capture("nfs/rxe-nfsv41-full.pcap"), tmp_path)}
+    assert flows
+    for frame, nfs in flows.items():
+        assert {k: rows[frame][f"nfs_{k}" if k != "status" else "nfs_op_status"] for k in nfs} == nfs, frame
