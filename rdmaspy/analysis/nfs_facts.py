@@ -121,27 +121,27 @@ def nfs_summary(call: RpcInfo | None, reply: RpcInfo | None) -> NfsFacts | None:
 def declared(nfs_of: Callable[[Transaction], NfsFacts | None]) -> tuple[Fact, ...]:
     """The NFS facts of a transaction whose facts ``nfs_of`` gives, each where a transaction's JSON object
     has it (in ``nfs``) and as an export column."""
-    def get(name: str) -> Callable[[Transaction], object]:
+    def of(get: Callable[[NfsFacts], object]) -> Callable[[Transaction], object]:
         def value(t: Transaction) -> object:
             f = nfs_of(t)
-            return None if f is None else getattr(f, name)
+            return None if f is None else get(f)
         return value
 
     return (
-        Fact("nfs_op", "str", "NFS operation", get("op"), "nfs.op"),
-        Fact("nfs_fh", "str", "File handle", get("fh"), "nfs.fh"),
-        Fact("nfs_fh_hash", "u32", "File handle hash (CRC-32)", get("fh_hash"), "nfs.fh_hash"),
-        Fact("nfs_name", "str", "File name", get("name"), "nfs.name"),
-        Fact("nfs_full_name", "str", "Full name", get("full_name"), "nfs.full_name"),
-        Fact("nfs_offset", "u64", "Offset", get("offset"), "nfs.offset"),
-        Fact("nfs_count", "u32", "Count", get("count"), "nfs.count"),
-        Fact("nfs_moved", "u64", "Bytes moved", get("moved"), "nfs.moved"),
-        Fact("nfs_op_status", "u32", "Operation status", get("status"), "nfs.status"),
-        Fact("nfs_status_name", "str", "Operation status name", get("status_name"), "nfs.status_name"),
-        Fact("nfs_eof", "bool", "EOF", get("eof"), "nfs.eof"),
-        Fact("nfs_stable", "str", "Stable how", get("stable"), "nfs.stable"),
-        Fact("nfs_committed", "str", "Committed", get("committed"), "nfs.committed"),
-        Fact("nfs_session", "str", "Session ID", get("session"), "nfs.session"),
-        Fact("nfs_slot", "u32", "Slot ID", get("slot"), "nfs.slot"),
-        Fact("nfs_sequence", "u32", "Sequence ID", get("sequence"), "nfs.sequence"),
+        Fact("nfs_op", "str", "NFS operation", of(lambda f: f.op), "nfs.op"),
+        Fact("nfs_fh", "str", "File handle", of(lambda f: f.fh), "nfs.fh"),
+        Fact("nfs_fh_hash", "u32", "File handle hash (CRC-32)", of(lambda f: f.fh_hash), "nfs.fh_hash"),
+        Fact("nfs_name", "str", "File name", of(lambda f: f.name), "nfs.name"),
+        Fact("nfs_full_name", "str", "Full name", of(lambda f: f.full_name), "nfs.full_name"),
+        Fact("nfs_offset", "u64", "Offset", of(lambda f: f.offset), "nfs.offset"),
+        Fact("nfs_count", "u32", "Count", of(lambda f: f.count), "nfs.count"),
+        Fact("nfs_moved", "u64", "Bytes moved", of(lambda f: f.moved), "nfs.moved"),
+        Fact("nfs_op_status", "u32", "Operation status", of(lambda f: f.status), "nfs.status"),
+        Fact("nfs_status_name", "str", "Operation status name", of(lambda f: f.status_name), "nfs.status_name"),
+        Fact("nfs_eof", "bool", "EOF", of(lambda f: f.eof), "nfs.eof"),
+        Fact("nfs_stable", "str", "Stable how", of(lambda f: f.stable), "nfs.stable"),
+        Fact("nfs_committed", "str", "Committed", of(lambda f: f.committed), "nfs.committed"),
+        Fact("nfs_session", "str", "Session ID", of(lambda f: f.session), "nfs.session"),
+        Fact("nfs_slot", "u32", "Slot ID", of(lambda f: f.slot), "nfs.slot"),
+        Fact("nfs_sequence", "u32", "Sequence ID", of(lambda f: f.sequence), "nfs.sequence"),
     )

@@ -157,11 +157,20 @@ def service(t: Transaction) -> Service | None:
     rpc = rpc_of(t)
     if rpc is None or not rpc.replied or rpc.program is None or rpc.version is None or rpc.procedure is None:
         return None
-    program = PROGRAM_NAMES.get(rpc.program)
-    table = f"{program if program is not None else f'program {rpc.program}'} v{rpc.version}"
+    key = (rpc.program, rpc.version)
+    table = _TABLES.get(key)
+    if table is None:
+        program = PROGRAM_NAMES.get(rpc.program)
+        table = f"{program if program is not None else f'program {rpc.program}'} v{rpc.version}"
+        if len(_TABLES) < _TABLES_KEPT:       # (a hostile capture can name any number of programs)
+            _TABLES[key] = table
     name = rpc.name if rpc.name is not None else f"proc {rpc.procedure}"
     whole = facts_of(t).call_whole
-    return Service(table, rpc.procedure, name, whole if whole is not None else t.request.ts)
+    return (table, rpc.procedure, name, whole if whole is not None else t.request.ts)
+
+
+_TABLES: dict[tuple[int, int], str] = {}      # the SRT tables' names, by (program, version)
+_TABLES_KEPT: Final = 256
 
 
 def _replied(t: Transaction) -> bool:

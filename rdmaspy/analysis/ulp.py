@@ -57,15 +57,10 @@ class Group:
     written: Callable[[Transaction], int | None] | None = None   # bytes written to it
 
 
-@dataclass(frozen=True, slots=True)
-class Service:
-    """Where a transaction stands in a service response time table (tshark's ``-z rpc,srt``): the table
-    (an RPC program and version), the procedure's number and name, and when the request was whole at its
-    responder (its last Read chunk byte in, or its Send)."""
-    table: str                                  # "NFS v3"
-    index: int                                  # the procedure's number
-    name: str                                   # "READ"
-    start: int                                  # ns
+# Where a transaction stands in a service response time table (tshark's ``-z rpc,srt``): (the table, "NFS v3";
+# the procedure's number; its name, "READ"; when the request was whole at its responder, ns: its last Read
+# chunk byte in, or its Send).  A plain tuple: one is made for each transaction stats reads.
+Service = tuple[str, int, str, int]
 
 
 @dataclass(frozen=True, slots=True)

@@ -252,11 +252,12 @@ class Stats:
         row = service(t)
         if row is None:
             return
-        key = (row.table, row.index)
+        table, index, name, start = row
+        key = (table, index)
         r = self.srt.get(key)
         if r is None:
-            r = self.srt[key] = _Srt(row.name)
-        r.add((rep.ts - row.start) / 1e9)
+            r = self.srt[key] = _Srt(name)
+        r.add((rep.ts - start) / 1e9)
 
     def _block(self, conn: int) -> _Block:
         b = self.block(conn)
