@@ -83,6 +83,9 @@ def test_a_filter_writes_the_frames_decode_shows(tmp_path):
     (("--xid", "0x12345678"), "no frame of XID 0x12345678"),
     (("--connection", "9"), "no frame of connection 9"),
     (("--xid", "1", "--index", "{tmp}/nothing"), "no export manifest"),
+    (("--file", "no-such-file"), "no frame of file 'no-such-file'"),
+    (("--file", "x", "--xid", "1"), "one of --xid, --command and --file"),
+    (("--file", ""), "--file needs a file name"),
 ])
 def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
     out = tmp_path / "x.pcapng"
@@ -90,3 +93,62 @@ def test_mistakes_are_one_line(tmp_path, capsys, argv, says):
     assert cli.main(["extract", str(capture(NFS)), *argv, "-w", str(out)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err and not out.exists()
+
+
+NFS41 = "nfs/rxe-nfsv41-full.pcap"
+
+
+def _handle_frames(tmp_path, name: str, full_name: str) -> tuple[str, int, set[int]]:
+    """The handle of the file ``full_name`` (as flows names it), its hash, and the frames of every transaction
+    on that handle."""
+    doc = _flows(tmp_path, name)
+    txns = [t for c in doc["connections"] for t in c["transactions"] if t.get("nfs")]
+    (fh, digest), = {(t["nfs"]["fh"], t["nfs"]["fh_hash"]) for t in txns if t["nfs"]["full_name"] == full_name}
+    frames: set[int] = set()
+    for t in txns:
+        if t["nfs"]["fh"] == fh:
+            frames |= _frames_of(t)
+    return fh, digest, frames
+
+
+def test_a_file_is_the_frames_of_every_operation_on_its_handle(tmp_path):
+    """``--file io.bin``: the OPEN that returned the handle, its WRITEs, READs, GETATTRs and CLOSE, whatever
+    the file is called by (name, full name, the end of it, the handle's hash), by decode or from the export."""
+    _fh, digest, want = _handle_frames(tmp_path, NFS41, "/v4.1/io.bin")
+    out = tmp_path / "io.pcapng"
+    assert cli.main(["extract", str(capture(NFS41)), "--file", "io.bin", "-w", str(out)]) == 0
+    assert len(want) > 50 and _times(out) == _original_times(NFS41, want)
+    # the READ and WRITE calls tshark sees on that handle are all in it
+    rows = tshark_fields(capture(NFS41), ["frame.number", "nfs.fh.hash", "nfs.opcode"])
+    rw = {int(r["frame.number"][0]) for r in rows if f"0x{digest:08x}" in r.get("nfs.fh.hash", ())
+          and {"25", "38"} & set(r.get("nfs.opcode", ()))}
+    assert len(rw) > 10 and rw <= want
+    tables = tmp_path / "tables"
+    assert cli.main(["export", str(capture(NFS41)), "-o", str(tables), "-q"]) == 0
+    for i, alias in enumerate(["/v4.1/io.bin", "v4.1/io.bin", f"0x{digest:08x}"]):
+        again = tmp_path / f"io{i}.pcapng"
+        assert cli.main(["extract", str(capture(NFS41)), "--file", alias, "-w", str(again)]) == 0
+        assert again.read_bytes() == out.read_bytes(), alias
+    indexed = tmp_path / "indexed.pcapng"
+    assert cli.main(["extract", str(capture(NFS41)), "--file", "io.bin", "-w", str(indexed),
+                     "--index", str(tables)]) == 0
+    assert indexed.read_bytes() == out.read_bytes()
+
+
+def test_a_file_on_one_connection_and_a_name_with_a_quote(tmp_path, capsys):
+    """``--connection`` narrows ``--file``; a name with a quote is a name, in the export's SQL too."""
+    _fh, _digest, want = _handle_frames(tmp_path, NFS41, "/v4.1/io.bin")
+    doc = _flows(tmp_path, NFS41)
+    conns = {c["id"] for c in doc["connections"] for t in c["transactions"]
+             if t.get("nfs") and t["nfs"]["full_name"] == "/v4.1/io.bin"}
+    (conn,) = conns
+    out = tmp_path / "c.pcapng"
+    assert cli.main(["extract", str(capture(NFS41)), "--file", "io.bin", "--connection", str(conn),
+                     "-w", str(out)]) == 0
+    assert _times(out) == _original_times(NFS41, want)
+    tables = tmp_path / "tables"
+    assert cli.main(["export", str(capture(NFS41)), "-o", str(tables), "-q"]) == 0
+    capsys.readouterr()
+    assert cli.main(["extract", str(capture(NFS41)), "--file", "it's", "-w", str(tmp_path / "q.pcapng"),
+                     "--index", str(tables)]) == 1
+    assert capsys.readouterr().err == f"rdmaspy: error: {capture(NFS41)}: no frame of file \"it's\"; nothing written\n"
