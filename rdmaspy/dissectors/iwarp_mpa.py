@@ -227,6 +227,45 @@ def _streams(ctx: Session) -> dict:
     return ctx.get("iwarp.streams", dict)       # typed: compiled, a direct call (on Any, a generic one)
 
 
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
+class _LastTwo:
+    """The directions the last two segments found, by their addresses (the same text objects: ip.ipv4_text
+    keeps them) and ports as one integer: an iWARP connection's segments alternate between its two
+    directions, and finding one here costs a few comparisons where the dict of streams hashed and
+    compared a key of three tuples made for each segment.  Emptied whenever the dict changes."""
+
+    __slots__ = ("src0", "dst0", "ports0", "hit0", "src1", "dst1", "ports1", "hit1")
+
+    def __init__(self) -> None:
+        self.src0 = self.dst0 = self.src1 = self.dst1 = ""
+        self.ports0 = self.ports1 = -1
+        self.hit0: MpaDir | None = None
+        self.hit1: MpaDir | None = None
+
+    def forget(self) -> None:
+        self.hit0 = self.hit1 = None
+        self.ports0 = self.ports1 = -1
+
+
+def _last_two(ctx: Session) -> _LastTwo:
+    return ctx.get("iwarp.last_two", _LastTwo)
+
+
+def _find_stream(ctx: Session, src: str, sport: int, dst: str, dport: int) -> MpaDir | None:
+    """The direction (src, sport) -> (dst, dport) of a known connection, or None."""
+    last = _last_two(ctx)
+    ports = sport << 16 | dport
+    if ports == last.ports0 and src is last.src0 and dst is last.dst0:
+        return last.hit0
+    if ports == last.ports1 and src is last.src1 and dst is last.dst1:
+        return last.hit1
+    d: MpaDir | None = _streams(ctx).get(((src, sport), (dst, dport)))
+    if d is not None:
+        last.src1, last.dst1, last.ports1, last.hit1 = last.src0, last.dst0, last.ports0, last.hit0
+        last.src0, last.dst0, last.ports0, last.hit0 = src, dst, ports, d
+    return d
+
+
 def mpa_connections(ctx: Session) -> list[MpaConn]:
     """The iWARP connections still open at this point of the capture, in order of appearance: one that
     ended (both FINs, or a RST) or whose endpoints began a new one is let go, so that a long capture
@@ -249,6 +288,7 @@ def _release(ctx: Any, conn: MpaConn, pkt: Packet, ts: int | None = None,
         else:
             ended.append(table_conn)
     streams = _streams(ctx)
+    _last_two(ctx).forget()
     for key in ((conn.initiator, conn.responder), (conn.responder, conn.initiator)):
         d = streams.get(key)
         if d is not None and d.conn is conn:
@@ -263,6 +303,7 @@ def _release(ctx: Any, conn: MpaConn, pkt: Packet, ts: int | None = None,
 def _new_conn(ctx: Any, pkt: Packet, initiator: tuple[str, int], responder: tuple[str, int],
               src_is_initiator: bool | None) -> MpaConn:
     streams = _streams(ctx)
+    _last_two(ctx).forget()
     for key in ((initiator, responder), (responder, initiator)):
         old = streams.get(key)
         if old is not None:                  # the same endpoints again: the old connection is over
@@ -295,15 +336,14 @@ def heuristic_mpa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool
     sport = tcp.sport
     dport = tcp.dport
     seq = tcp.seq
-    src = (pkt.src, sport)
-    dst = (pkt.dst, dport)
-    streams = _streams(ctx)
-    d: MpaDir | None = streams.get((src, dst))     # typed: compiled, its attributes read directly
+    d = _find_stream(ctx, pkt.src, sport, pkt.dst, dport)
     n = end - off
     # "M" first: an FPDU begins with its length, which is never 0x4d.. in a segment (a slice a segment spared)
     if d is not None and d.phase != STARTUP and n >= 16 and buf[off] == 0x4D and buf[off:off + 16] == KEY_REQ:
         d = None      # the same addresses and ports again: a new connection (no FPDU starts so)
     if d is None:
+        src = (pkt.src, sport)
+        dst = (pkt.dst, dport)
         if n >= 16 and buf[off:off + 16] == KEY_REQ:
             conn = _new_conn(ctx, pkt, src, dst, True)
             d = conn.dirs[src]
