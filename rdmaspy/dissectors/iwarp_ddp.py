@@ -318,6 +318,16 @@ def _name(op: int) -> str:
     return name if name is not None else f"Reserved opcode {op}"
 
 
+# The tables above by the 4-bit opcode, for the segment's path: compiled, a bit of a mask or an item of a
+# tuple, where a dict or set look-up boxed and hashed the opcode (a dozen a segment).
+_KNOWN_MASK: Final = sum(1 << op for op in RDMAP_OPCODES)
+_TAGGED_MASK: Final = sum(1 << op for op, tagged in _TAGGED_OPS.items() if tagged)
+_SEND_MASK: Final = sum(1 << op for op in SEND_OPS)
+_INVALIDATE_MASK: Final = sum(1 << op for op in INVALIDATE_OPS)
+_OP_NAMES: Final[tuple[str, ...]] = tuple(_name(op) for op in range(16))
+_QUEUE_BY_OP: Final[tuple[int, ...]] = tuple(_QUEUE_OF.get(op, -1) for op in range(16))
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class DdpLayer(Layer):
     """The DDP header's layer keeps the segment's payload length, its item filled on demand."""
@@ -343,6 +353,31 @@ def _fill_rdmap_untagged(lay: Layer) -> None:
 # Final: compiled, C statics (a function named as a value is otherwise a look-up in the module's dict)
 _FILL_DDP: Final = _fill_ddp
 _FILL_RDMAP_UNTAGGED: Final = _fill_rdmap_untagged
+
+
+# Where a Send's line goes in the Info column while its message is with the upper layer, which usually writes
+# the line anew: the Send's own text is made only if the upper layer kept it (a run-time object, found by
+# identity, never shown).
+_SEND_LINE = "".join(["\0", "iwarp: a Send's line"])
+
+
+def _untagged_line(info: IWarpInfo, plen: int) -> str:
+    """The Info text of an untagged segment without an RDMAP header of its own (a Send)."""
+    text = f"iWARP RDMAP {info.name}{' Last' if info.last else ''} QN={info.qn} MSN={info.msn}"
+    if info.mo:
+        text += f" MO={info.mo}"
+    if info.inv_stag is not None:
+        text += f" Inv STag=0x{hex8(info.inv_stag)}"
+    return f"{text} Len={plen}"
+
+
+def _resolve_send_line(info_col: list[str], line: str) -> bool:
+    """Put ``line`` where the Send's place holder stands in ``info_col``; False when it stands nowhere."""
+    for i in range(len(info_col)):
+        if info_col[i] is _SEND_LINE:
+            info_col[i] = line
+            return True
+    return False
 
 
 def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: DdpStream | None = None,
@@ -372,7 +407,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     rv = (r >> _RDMAP_VERSION.shift) & _RDMAP_VERSION.mask
     info = IWarpInfo()
     info.opcode = op
-    info.name = _name(op)
+    info.name = _OP_NAMES[op]
     info.tagged = bool(tagged)
     info.last = bool(last)
     info.buf = buf
@@ -384,15 +419,16 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         pkt.set_malformed(f"ddp: version {dv}, expected 1 (RFC 5041)")
     if rv != 1:
         pkt.set_malformed(f"rdmap: version {rv}, expected 1 (RFC 5040)")
-    if op not in RDMAP_OPCODES:
+    if not (_KNOWN_MASK >> op) & 1:
         pkt.set_malformed(f"rdmap: reserved opcode {op}")
-    elif _TAGGED_OPS[op] != bool(tagged):
+    elif (_TAGGED_MASK >> op) & 1 != tagged:
         pkt.add_expert("error", "protocol", f"{info.name} must use the {'tagged' if _TAGGED_OPS[op] else 'untagged'}"
                        " buffer model", "RFC 5040 / RFC 7306")
     pos = off + hlen
     # typed, so that compiled they stay machine integers (unpack_from gives a tuple of Any)
     texts = wants_info(ctx)
     text = ""
+    send = not tagged and (_SEND_MASK >> op) & 1 == 1
     if tagged:
         stag = u32(buf, off + _STAG_AT)
         to = u32(buf, off + _TO_AT) << 32 | u32(buf, off + _TO_AT + 4)
@@ -408,17 +444,17 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         info.qn = qn
         info.msn = msn
         info.mo = mo
-        if op in INVALIDATE_OPS:
+        if (_INVALIDATE_MASK >> op) & 1:
             info.inv_stag = w
         rdmap._fill = _FILL_RDMAP_UNTAGGED      # the Invalidate STag or reserved word, spelled out on demand
-        if texts:
+        if texts and not send:
             text = f"iWARP RDMAP {info.name}{' Last' if last else ''} QN={info.qn} MSN={info.msn}"
             if info.mo:
                 text += f" MO={info.mo}"
             if info.inv_stag is not None:
                 text += f" Inv STag=0x{hex8(w)}"
-        want_qn = _QUEUE_OF.get(op)
-        if want_qn is not None and info.qn != want_qn:
+        want_qn = _QUEUE_BY_OP[op]
+        if want_qn >= 0 and qn != want_qn:
             pkt.add_expert("warning", "protocol", f"{info.name} on queue {info.qn}, expected {want_qn}",
                            "RFC 5040")
     if op == 1 and not tagged:
@@ -459,13 +495,19 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         info.frames = stream.frames_now
         info.crc_ok = stream.crc_now
     if texts:
-        pkt.add_info(f"{text} Len={plen}")
+        pkt.add_info(_SEND_LINE if send else f"{text} Len={plen}")
     if out is not None:
         out.append(info)
     if pkt.expert and any(e.group == "malformed" for e in pkt.expert[n_expert:]):
+        if send and texts:
+            _resolve_send_line(pkt.info, _untagged_line(info, plen))
         return info       # this segment is bad: its payload is not handed on
-    if op in SEND_OPS and not tagged:
-        _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
+    if send:
+        try:
+            _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
+        finally:
+            if texts and _SEND_LINE in pkt.info:
+                _resolve_send_line(pkt.info, _untagged_line(info, plen))
         return info
     if plen > 0:
         add_data_layer(pkt, buf, pos, end)
@@ -568,7 +610,14 @@ def _upper(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInf
     summary line shows them all, ``; ``-separated (as tshark shows several PDUs of one frame)."""
     before = pkt.noted(RPCRDMA)
     shown = list(pkt.info)
-    dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
+    try:
+        dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
+    finally:
+        # the upper layer kept the Send's line: it is made now (in what was shown too, for the test below)
+        if _SEND_LINE in pkt.info:
+            line = _untagged_line(info, info.payload_end - info.payload_off)
+            _resolve_send_line(pkt.info, line)
+            _resolve_send_line(shown, line)
     after = pkt.noted(RPCRDMA)
     if after is not before:
         info.rpcrdma = after
