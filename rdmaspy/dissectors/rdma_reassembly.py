@@ -768,8 +768,9 @@ _FILL_REBUILT: Final = _fill_rebuilt
 
 def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, frames: list[int], kind: str,
                   flow: tuple | None, quiet: bool = False) -> None:
+    xid = hex8(msg.xid)        # made once for the label and the Info text
     lay = pkt.add_layer("rpcrdma.rebuilt", None, whole, 0, len(whole),
-                        f"[Rebuilt RPC message of XID 0x{hex8(msg.xid)}: {len(whole)} bytes from {len(frames)} frames]")
+                        f"[Rebuilt RPC message of XID 0x{xid}: {len(whole)} bytes from {len(frames)} frames]")
     lay._vals = (msg, frames, kind)     # the items are spelled out only when somebody asks for them
     lay._fill = _FILL_REBUILT
     msg.rebuilt_frames = frames
@@ -778,7 +779,7 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, 
     if pkt.proto in ("RoCEv2", "RoCE", "InfiniBand", ""):
         pkt.proto = "RPCoRDMA"
     if not quiet and wants_info(ctx):
-        pkt.add_info(f"[rebuilt XID 0x{hex8(msg.xid)}]")   # no format spec: see hexfmt
+        pkt.add_info(f"[rebuilt XID 0x{xid}]")   # no format spec: see hexfmt
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
@@ -786,7 +787,7 @@ def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[
     """The bytes RDMA WRITEs put in these segments of ``owner``'s memory (lengths as the reply reports
     them) and the frames they came in, or None while a segment has a hole."""
     out = []
-    frames: set[int] = set()
+    frames: list[int] = []       # a set only when there are several (one, as a rule: a WRITE of a reply)
     for s in segs:
         placed = st.written.get(_key(owner, s.handle))
         if placed is None:
@@ -799,12 +800,12 @@ def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[
             rel = addr - lo           # one subtraction of two addresses (beyond machine integers, compiled)
             if rel < span and rel + len(data) > 0:        # a packet may straddle two segments
                 inside.append((rel, data))
-                frames.add(frame)
+                frames.append(frame)
         piece = _segment_bytes(inside, s.length)
         if piece is None:
             return None
         out.append(piece)
-    return b"".join(out), sorted(frames)
+    return b"".join(out), frames if len(frames) < 2 else sorted(set(frames))
 
 
 def _want(st: _State, key: Key, xid: int, lo: int, hi: int) -> None:
@@ -871,7 +872,7 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         holes = got is None
         if got is not None and got[0]:
             whole, frames = got
-            _show_rebuilt(pkt, ctx, msg, whole, sorted(set(frames)),
+            _show_rebuilt(pkt, ctx, msg, whole, frames,          # sorted, each once (_written)
                           _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
         got_all = [_written(st, c, client) for c in msg.writes]
