@@ -718,7 +718,8 @@ def _fpdu(pkt: Packet, view: StreamView, p: int, ctx: Any, d: MpaDir, iw: list) 
             return -1
         cbuf = buf
         c0 = p
-    frames = view.frames(p, p + raw)
+    # a view of the frame's own bytes has one span, that frame's: no walk of the spans
+    frames = [pkt.frame.num] if view.in_frame else view.frames(p, p + raw)
     d.frames_now = frames
     d.fpdus += 1
     lay = pkt.add_layer("mpa", FPDU, cbuf, c0, size, "MPA FPDU").lazy(_FILL_FPDU)
