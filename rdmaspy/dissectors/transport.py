@@ -15,6 +15,7 @@ from ..registry import Dissector, dissect_with, table, try_heuristics
 from ..session import wants_info
 from .ethernet import eth_fast
 from .ip import eth_ipv4_layers, ipv4_text
+from .xdr import u32
 
 declaring(__name__)
 repeatable("udp", "tcp")          # the headers an ICMP error quotes, besides the packet's own
@@ -150,7 +151,7 @@ def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> Non
     lay._fill = _FILL_TCP
     lay.sport = sport = (buf[off] << 8) | buf[off + 1]
     lay.dport = dport = (buf[off + 2] << 8) | buf[off + 3]
-    lay.seq = seq = (buf[off + 4] << 24) | (buf[off + 5] << 16) | (buf[off + 6] << 8) | buf[off + 7]
+    lay.seq = seq = u32(buf, off + 4)     # compiled, one load of a machine word (the shifts were four calls)
     flags = buf[off + 13]
     texts = wants_info(ctx)
     lay.line_pending = False
