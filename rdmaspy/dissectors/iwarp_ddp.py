@@ -371,13 +371,23 @@ def _untagged_line(info: IWarpInfo, plen: int) -> str:
     return f"{text} Len={plen}"
 
 
+def _send_line_at(info_col: list[str]) -> int:
+    """Where the Send's place holder stands in ``info_col``, or -1 (by identity: compiled, a pointer
+    comparison an item, where ``in`` compared the texts)."""
+    holder = _SEND_LINE
+    for i in range(len(info_col)):
+        if info_col[i] is holder:
+            return i
+    return -1
+
+
 def _resolve_send_line(info_col: list[str], line: str) -> bool:
     """Put ``line`` where the Send's place holder stands in ``info_col``; False when it stands nowhere."""
-    for i in range(len(info_col)):
-        if info_col[i] is _SEND_LINE:
-            info_col[i] = line
-            return True
-    return False
+    at = _send_line_at(info_col)
+    if at < 0:
+        return False
+    info_col[at] = line
+    return True
 
 
 def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, stream: DdpStream | None = None,
@@ -506,7 +516,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
         try:
             _send_payload(pkt, buf, pos, end, ctx, info, stream, ddp)
         finally:
-            if texts and _SEND_LINE in pkt.info:
+            if texts and _send_line_at(pkt.info) >= 0:
                 _resolve_send_line(pkt.info, _untagged_line(info, plen))
         return info
     if plen > 0:
@@ -575,19 +585,20 @@ def _send_payload(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: I
                   ddp: Layer) -> None:
     """A Send's payload: whole messages to ``rdmacm.port``; segments of longer ones are kept."""
     port = stream.port() if stream is not None else None
-    if info.qn != 0:
+    qn, msn, mo = info.qn, info.msn, info.mo
+    assert qn is not None and msn is not None and mo is not None     # read from every untagged header
+    if qn != 0:
         if end > pos:
             add_data_layer(pkt, buf, pos, end)
         return
-    if info.last and info.mo == 0 and (stream is None or (info.qn, info.msn) not in stream.untagged.partial):
+    if info.last and mo == 0 and (stream is None or not stream.untagged.partial
+                                  or (qn, msn) not in stream.untagged.partial):
         info.message_len = end - pos
         _upper(pkt, buf, pos, end, ctx, info, port)
         return
     if stream is None:
         add_data_layer(pkt, buf, pos, end)
         return
-    qn, msn, mo = info.qn, info.msn, info.mo
-    assert qn is not None and msn is not None and mo is not None     # read from every untagged header
     whole = stream.untagged.add(qn, msn, mo, buf[pos:end], info.last)
     if whole is None:
         if end > pos:
@@ -614,7 +625,7 @@ def _upper(pkt: Packet, buf: bytes, pos: int, end: int, ctx: Any, info: IWarpInf
         dissect_with(rdmacm_port, port, pkt, buf, pos, end, ctx)
     finally:
         # the upper layer kept the Send's line: it is made now (in what was shown too, for the test below)
-        if _SEND_LINE in pkt.info:
+        if _send_line_at(pkt.info) >= 0:
             line = _untagged_line(info, info.payload_end - info.payload_off)
             _resolve_send_line(pkt.info, line)
             _resolve_send_line(shown, line)
