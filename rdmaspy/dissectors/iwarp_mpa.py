@@ -386,7 +386,7 @@ def tcp_end_mpa(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
     nxt = d.stream.next_seq
     if d.conn.first_fin is None:
         d.conn.first_fin = src              # who began to close, as a DREQ's sender does on IB
-    if nxt is not None and not d.stream.held and seq_delta((seq + seglen) & 0xFFFFFFFF, nxt) == 0:
+    if nxt >= 0 and not d.stream.held and seq_delta((seq + seglen) & 0xFFFFFFFF, nxt) == 0:
         d.finished = True
     if all(side.finished for side in d.conn.dirs.values()):
         _release(ctx, d.conn, pkt, pkt.frame.ts, d.conn.first_fin)

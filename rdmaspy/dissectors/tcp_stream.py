@@ -85,7 +85,9 @@ class HalfStream:
                  "segments", "retransmissions")
 
     def __init__(self) -> None:
-        self.next_seq: int | None = None     # sequence number of the next in-order byte
+        # sequence number of the next in-order byte, -1 before the first segment (an int, not an optional
+        # one: compiled, a machine integer read and written in place, where an optional one was boxed)
+        self.next_seq = -1
         self.next_off = 0                    # its stream position
         self.pending = b""                   # delivered but not consumed, ending at next_off
         self.pending_spans: list[tuple[int, int, int]] = []   # (start, end, frame) within pending
@@ -100,7 +102,7 @@ class HalfStream:
         """Add one segment's payload ``buf[off:end]``; returns what is now readable."""
         n = end - off
         self.segments += 1
-        if self.next_seq is None:
+        if self.next_seq < 0:
             self.next_seq = seq & 0xFFFFFFFF
         d = seq_delta(seq, self.next_seq)
         if d + n <= 0:
@@ -152,7 +154,6 @@ class HalfStream:
             progressed = False
             for hseq in list(held):
                 data, frame = held[hseq]
-                assert self.next_seq is not None
                 d = seq_delta(hseq, self.next_seq)
                 if d > 0:
                     continue
@@ -174,9 +175,8 @@ class HalfStream:
 
     def _skip_hole(self, seq: int, buf: bytes, off: int, end: int, frame: int) -> StreamView:
         """Too much waits behind a hole: record the gap and carry on from the earliest byte held."""
-        assert self.next_seq is not None
         cands = list(self.held) + [seq & 0xFFFFFFFF]
-        first = min(cands, key=lambda s: seq_delta(s, self.next_seq))   # type: ignore[arg-type]
+        first = min(cands, key=lambda s: seq_delta(s, self.next_seq))
         missing = seq_delta(first, self.next_seq)
         self.gaps.append((self.next_off, missing))
         # Bytes left before the hole can never complete a record: they are given up with it.
