@@ -138,7 +138,7 @@ class MpaConn:
 
     __slots__ = ("initiator", "responder", "server_port", "rev", "req_flags", "rep_flags", "crc",
                  "rejected", "req", "rep", "req_frame", "rep_frame", "dirs", "midstream", "connection",
-                 "full_operation", "first_fin")
+                 "full_operation", "first_fin", "table")
 
     def __init__(self, initiator: tuple[str, int], responder: tuple[str, int]) -> None:
         self.initiator = initiator
@@ -156,6 +156,8 @@ class MpaConn:
         self.dirs: dict[tuple[str, int], MpaDir] = {}
         self.midstream = False    # found by the FPDU heuristic, no MPA exchange seen
         self.connection: Any = None     # the entry of the connection table, when there is one
+        # that table (the session's): each segment is counted in it without finding it in the session again
+        self.table: _conversation.ConnectionTable | None = None
         self.full_operation = False
         self.first_fin: tuple[str, int] | None = None   # the endpoint whose FIN came first
 
@@ -647,6 +649,7 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
     kw: dict[str, Any] = {"pdata_server": pdata, "replied": True, "rejected": conn.rejected} if replied \
         else {"pdata_client": pdata}
     conn.connection = tab.open_from_mpa(conn.initiator, conn.responder, pkt.frame.ts, port=conn.server_port, **kw)
+    conn.table = tab
     ulp = pkt.noted(_conversation.ULP_PDATA)
     if ulp is not None:
         _conversation.take_ulp(conn.connection, ulp, not replied)
@@ -656,9 +659,11 @@ def open_connection(ctx: Any, conn: MpaConn, pkt: Packet, replied: bool) -> None
 
 
 def _account(ctx: Any, d: MpaDir, pkt: Packet) -> None:
-    c = d.conn.connection
+    conn = d.conn
+    c = conn.connection
     if c is not None:
-        _conversation.connections(ctx).account(pkt, c, bool(d.is_initiator))
+        tab = conn.table
+        (tab if tab is not None else _conversation.connections(ctx)).account(pkt, c, bool(d.is_initiator))
 
 
 # --- FPDUs ----------------------------------------------------------------------------------------
