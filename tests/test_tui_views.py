@@ -368,7 +368,7 @@ def test_an_expert_finding_opens_its_frame():
             await pilot.press("6")
             await pilot.pause()
             view = app.query_one(ExpertView)
-            tree = view.tree
+            tree = view.findings_tree
             tree.focus()
             rule = tree.root.children[0].children[0]
             rule.expand()

@@ -124,7 +124,7 @@ _ACLS: Final = struct("nfsacl_acls", ("aclcnt", uint32("nfsacl.aclcnt", "ACL cou
 _NFSACL_STATUS: Final = STATUS
 
 
-def _acl_result(name: str, ok: XdrType, fail: XdrType) -> XdrType:
+def _acl_result(name: str, ok: XdrType, fail: XdrType | None) -> XdrType:
     return union(name, uint32(None, also=[_NFSACL_STATUS]), {0: ok}, fail)
 
 

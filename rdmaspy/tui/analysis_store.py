@@ -28,7 +28,7 @@ import time
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Iterator, NamedTuple, TypeVar
+from typing import Callable, Generic, Iterator, NamedTuple, TypeVar, cast
 
 from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, UlpSummary, Segment,
                               Transaction)
@@ -57,6 +57,10 @@ class Entry:
     conn: int | None
     text: str
     ts: int
+
+
+# a finding as spooled: Entry's fields in order
+EntryRow = tuple[str, str, str, int, int | None, str, int]
 
 
 class Point(NamedTuple):
@@ -108,7 +112,7 @@ class AnalysisStore:
         self.finding_count = 0
         self._entries: list[tuple[tuple[str, str, str, int, int | None, str, int], FindingGroup, int]] = []
         self._entries_at = time.monotonic()
-        self._blocks: OrderedDict[int, list[tuple[object, ...]]] = OrderedDict()   # entry blocks read back
+        self._blocks: OrderedDict[int, list[EntryRow]] = OrderedDict()   # entry blocks read back
         self._blocks_lock = threading.Lock()
         self.credits: dict[tuple[int, CallDirection], CreditTrack] = {}
         # --host-trace: per connection, the credits the client took from the replies (xprtrdma_reply): low, high,
@@ -267,7 +271,7 @@ class AnalysisStore:
         if block is None:
             read = self.spool.get(at)
             assert isinstance(read, list)
-            block = read
+            block = cast("list[EntryRow]", read)
             with self._blocks_lock:
                 self._blocks[at] = block
                 while len(self._blocks) > _BLOCKS_CACHED:

@@ -58,7 +58,7 @@ class ExpertView(AnalysisView):
         yield tree
 
     @property
-    def tree(self) -> "Tree[Entry | More | tuple[str, str] | None]":
+    def findings_tree(self) -> "Tree[Entry | More | tuple[str, str] | None]":
         return self.query_one("#expert-tree", Tree)
 
     def entries(self) -> Iterator[Entry]:
@@ -86,7 +86,7 @@ class ExpertView(AnalysisView):
         by_severity: dict[str, list[tuple[str, int, str]]] = {}
         for (severity, rule), groups in self._groups.items():
             by_severity.setdefault(severity, []).append((rule, sum(g.count for g in groups), groups[0].group))
-        tree = self.tree
+        tree = self.findings_tree
         expanded = {n.data for n in _walk(tree.root) if n.is_expanded and isinstance(n.data, tuple)}
         tree.clear()
         counts = []
