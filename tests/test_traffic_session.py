@@ -287,3 +287,23 @@ def test_server_answers_a_write_chunk_too_small_and_serves_on():
     srv.handle(P.build(P.Message(0x78, 1, 8, P.RDMA_MSG, payload=P.rpc_call(0x78, P.PROC_NULL))))
     m = P.parse(a.inbox.popleft())
     assert (m.xid, m.proc) == (0x78, P.RDMA_MSG)
+
+
+def test_a_reply_chunk_the_call_did_not_offer_fails_the_call_not_the_client():
+    """A responder answering an inline NULL call through a Reply chunk names memory the requester
+    never registered: the call ends in error and the client goes on."""
+    a, b, log = LoopLink.pair()
+    srv = Server(b)
+    cli = Client(a, version=1)
+    cli.start()                         # v1: ready at once, no exchange
+    xid = cli.call(P.PROC_NULL)
+    b.inbox.clear()
+    bogus = P.Message(xid, 1, 8, P.RDMA_NOMSG, chunks=P.Chunks(reply=(P.Segment(0x1234, 64, 0x1000),)))
+    result = cli.on_message(P.build(bogus))
+    assert result is not None and not result.ok and result.how == "error"
+    assert "Reply chunk" in result.detail
+    assert cli.can_call()
+    cli.call(P.PROC_NULL)
+    srv.handle(b.inbox.popleft())
+    ok = cli.on_message(a.inbox.popleft())
+    assert ok is not None and ok.ok

@@ -372,15 +372,18 @@ class Client:
         elif proc in (P.PROC_READ, P.PROC_BIGREPLY, P.PROC_PULLREPLY):
             args = P.xdr_u32(size)
         if proc == P.PROC_READ:
+            assert region is not None
             writes = (region.segments(size, self.max_seg),)
             off = P.pad4(size)
         if plan.reply_chunk:
+            assert region is not None       # a Reply chunk is in rdma_buffer
             reply = region.segments(plan.reply_chunk, self.max_seg, off)
             txn.reply_off = off
             off += plan.reply_chunk + REGION_SLACK // 2
         rpc_xid = xid ^ 0xFFFF if "xid-mismatch" in self.faults else xid
         mproc = P.RDMA_MSG
         if proc == P.PROC_WRITE:
+            assert region is not None
             data = P.pattern(size, xid)
             region.view[:size] = data
             # The Read chunk stands for the data item's bytes (no XDR padding); the
@@ -391,6 +394,7 @@ class Client:
         else:
             payload = P.rpc_call(rpc_xid, proc, args)
             if plan.long_call:
+                assert region is not None   # a long call is in rdma_buffer
                 region.view[off:off + len(payload)] = payload
                 reads = P.read_segments(0, region.segments(len(payload), self.max_seg, off))
                 payload = b""
@@ -424,7 +428,8 @@ class Client:
         """Handle one received message; returns the completed transaction, if any."""
         m = P.parse(data)
         if not self.ready:
-            return self._handshake(m)
+            self._handshake(m)
+            return None
         txn = self.pending.get(m.xid)
         if txn is None:
             if m.vers == 1 and m.proc == P.RDMA_NOMSG and m.chunks.reads:
@@ -472,6 +477,8 @@ class Client:
         if m.proc == P.RDMA_MSG:
             reply = m.payload
         elif m.chunks.reply is not None:
+            if txn.region is None:
+                return Result(txn.xid, plan.proc, plan.size, False, lat, "error", "a Reply chunk the call did not offer")
             how = "reply-chunk"
             reply = txn.region.read_at(m.chunks.reply)
         elif m.chunks.reads:
@@ -509,7 +516,7 @@ class Client:
         if plan.proc == P.PROC_WRITE:
             got = P.read_u32(body)
             return got == n, "" if got == n else f"server saw {got} of {n} bytes"
-        if plan.proc == P.PROC_READ and m.chunks.writes:
+        if plan.proc == P.PROC_READ and m.chunks.writes and txn.region is not None:
             written = sum(s.length for s in m.chunks.writes[0])
             data = txn.region.read_at(m.chunks.writes[0])
             ok = P.read_u32(body) == n and written == n and data == P.pattern(n, txn.xid)
@@ -568,14 +575,16 @@ class LoopLink:
         self._regions: dict[int, Region] = {}
 
     @staticmethod
-    def pair() -> tuple["LoopLink", "LoopLink", list]:
-        fab, log = Fabric(), []
+    def pair() -> tuple["LoopLink", "LoopLink", list[tuple[str, Op]]]:
+        fab, log = Fabric(), list[tuple[str, Op]]()
         a, b = LoopLink(fab, log, "client"), LoopLink(fab, log, "server")
         a.peer, b.peer = b, a
         return a, b, log
 
     def send(self, data: bytes, invalidate: int = 0) -> None:
         self.log.append((self.name, Op("send", bytes(data))))
+        if self.peer is None:
+            raise ProtocolError("the link has no peer")
         self.peer.inbox.append(bytes(data))
 
     def write(self, segs: Sequence[Segment], data: bytes) -> None:
