@@ -248,6 +248,7 @@ class _Parser:
         if t.kind != "word" or t.text.lower() in _KEYWORDS:
             raise self.err(f"expected a field name, found {t.text!r}", t)
         nxt = self.toks[self.i + 1]
+        field: Field | None
         if t.text.lower() == "len" and nxt.kind == "op" and nxt.text == "(":
             name, field = self.length_of(t)
         else:
@@ -412,7 +413,7 @@ class _Parser:
                 lo_text, _, hi_text = t.text.partition("..")
                 lo = self.literal(field, kind, Tok("word", lo_text, t.pos), "ge")
                 hi = self.literal(field, kind, Tok("word", hi_text, t.pos + len(lo_text) + 2), "le")
-                preds.append(lambda x, lo=lo, hi=hi: lo <= x <= hi)
+                preds.append(_range_pred(lo, hi))
                 continue
             lit = self.literal(field, kind, t, "eq")
             preds.append(_eq_pred(lit, kind))
@@ -642,6 +643,11 @@ class _Equal:
 
     def __call__(self, x: Any) -> bool:
         return x == self.lit
+
+
+def _range_pred(lo: Any, hi: Any) -> Callable[[Any], bool]:
+    """``lo..hi`` in a set: both ends included."""
+    return lambda x: lo <= x <= hi
 
 
 def _eq_pred(lit: Any, kind: str) -> Callable[[Any], bool]:

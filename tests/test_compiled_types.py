@@ -27,3 +27,11 @@ def test_every_compiled_module_type_checks_as_mypyc_needs():
     res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--follow-imports=silent",
                           "--no-incremental", *modules], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]
+
+
+def test_the_interpreted_modules_type_check_too():
+    """The TUI, the commands, the traffic tools: a hint that lies (a Textual property overridden, a
+    peer that may be None) is caught here rather than by a user's traceback."""
+    res = subprocess.run([sys.executable, "-m", "mypy", "--ignore-missing-imports", "--follow-imports=silent",
+                          "--no-incremental", "rdmaspy"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-2000:]

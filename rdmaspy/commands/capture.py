@@ -162,7 +162,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
     ring = Ring(res.netdev, snaplen=snap, program=program, buffer_kib=args.buffer, promisc=not args.no_promisc)
     try:
         desc = f"RDMA device {res.rdma}" if res.rdma else None
-        display = flush = None
+        display: Callable[[int, int, bytes, int], None] | None = None
+        flush: Callable[[], None] | None = None
         if args.tui:
             from ..tui.live import LiveModel
             model = LiveModel(res.netdev, ring.linktype, snap)

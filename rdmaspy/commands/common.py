@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TextIO
 
 from ..errors import RdmaspyError
 from ..filter import filter_needs_analysis
@@ -186,7 +186,7 @@ def print_text(lines: list[str]) -> None:
 class _TextSink:
     """A text stream seen as a binary one: the bytes written are UTF-8."""
 
-    def __init__(self, text: Any) -> None:
+    def __init__(self, text: TextIO) -> None:
         self.text = text
 
     def write(self, data: bytes) -> int:

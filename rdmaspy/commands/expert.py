@@ -56,7 +56,7 @@ class _Hooks:
         # fewer), or none to call when nobody reads the packets.
         self.reads_packets = on_packet is not None
         if on_packet is not None:
-            self.packet = on_packet     # type: ignore[method-assign]
+            self.packet = on_packet     # type: ignore[method-assign,assignment]
 
     def packet(self, pkt: Any) -> None:
         if self._packet is not None:

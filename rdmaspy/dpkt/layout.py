@@ -3,7 +3,7 @@ shows each field (its declared value names, or its declared display)."""
 from __future__ import annotations
 
 import socket
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 import dpkt
 
@@ -57,7 +57,7 @@ class Layout:
 
     def __init__(self, fields: Sequence[tuple[str, Field, bool]], little: bool = False) -> None:
         self.little = little
-        self.byteorder: str = "little" if little else "big"
+        self.byteorder: Literal["little", "big"] = "little" if little else "big"
         self.hdr: list[tuple[str, str, Any]] = []
         self.bit_fields: dict[str, tuple[tuple[str, int], ...]] = {}
         self.in_bytes: dict[str, tuple[str, int, int, int, str]] = {}   # name -> (entry, bytes, shift, width, order)

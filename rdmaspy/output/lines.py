@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from typing import BinaryIO, Callable, Final
+from typing import BinaryIO, Callable, Final, Protocol
 
 from .safe import safe_block, safe_lines
 
@@ -28,12 +28,19 @@ INTERVAL: Final = 0.1           # seconds a line may wait for company, for a ter
 _monotonic: Final = time.monotonic
 
 
+class ByteStream(Protocol):
+    """Where lines go: a binary file, or a text stream seen as one."""
+
+    def write(self, data: bytes, /) -> int: ...
+    def flush(self) -> None: ...
+
+
 class LineWriter:
     """Writes lines (bytes, without their newline) to a binary stream in blocks."""
 
     __slots__ = ("stream", "timed", "limit", "safe", "_buf", "_size", "_due", "_checked")
 
-    def __init__(self, stream: BinaryIO, timed: bool, limit: int = LIMIT, safe: bool = False) -> None:
+    def __init__(self, stream: ByteStream, timed: bool, limit: int = LIMIT, safe: bool = False) -> None:
         self.stream = stream
         self.timed = timed            # flush by time too (a terminal or a pipe)
         self.limit = limit            # bytes held at most (1: every line as it is made, ``-l``)

@@ -14,7 +14,7 @@ import struct
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence
 
 from ..errors import RdmaspyError
 from .protocol import PrivateData, ProtocolError, Segment
@@ -275,14 +275,21 @@ class VerbsLink:
 
 # ---------------------------------------------------------------- connections
 
+class _Closable(Protocol):
+    """What closing a connection needs of a pyverbs CMID (a listener's or a connection's)."""
+
+    def disconnect(self) -> None: ...
+    def close(self) -> None: ...
+
+
 @dataclass(slots=True)
 class Connection:
-    cmid: object
+    cmid: _Closable
     link: VerbsLink
     local_pdata: PrivateData | None
     peer_pdata: PrivateData | None
     raw_peer_pdata: bytes
-    listener: object = None
+    listener: _Closable | None = None
 
     def close(self) -> None:
         try:

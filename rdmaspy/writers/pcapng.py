@@ -112,7 +112,7 @@ class PcapngWriter(Writer):
         self._offsets: list[int] = []        # per interface: if_tsoffset in nanoseconds
         self.clamped = 0                     # packets whose time the interface cannot hold (written at its bound)
         self.split_comments = 0              # comments longer than one option, written as several
-        opts = []
+        opts: list[tuple[int, bytes]] = []
         if comment:
             opts.extend((OPT_COMMENT, piece) for piece in comment_pieces(comment))
         opts.append((SHB_HARDWARE, platform.machine().encode()))
