@@ -451,3 +451,30 @@ def test_the_timeline_shows_the_host_events_among_the_wire_steps():
             await pilot.pause()
             assert "remote invalidation" in screen_text(app)
     run(go())
+
+
+def test_an_nfs_read_detail_leads_with_its_operation_file_and_range_at_80_columns():
+    """The transaction's fact line names what an NFS user looks for first (after the operation its header
+    names: the file, the offset and count), as RPC-over-RDMA's declaration leads with them, before the
+    transport's words; at 80 columns the line's start is what shows."""
+    from rdmaspy.analysis.rpcrdma_facts import MODEL
+
+    async def go():
+        app = new_app(NFS4)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("2")
+            await pilot.pause()
+            view = app.query_one(TransactionsView)
+            row = next(i for i, t in enumerate(view.rows)
+                       if t.facts.nfs is not None and t.facts.nfs.op == "READ" and t.facts.nfs.offset)
+            view.table.move_to(row)
+            await pilot.pause()
+            t = view.rows[row]
+            detail = app.query_one("#transaction-detail").render().plain
+            assert detail.index("COMPOUND(READ)") < detail.index(f"Full name {t.facts.nfs.full_name}") \
+                < detail.index(f"Offset {t.facts.nfs.offset}") < detail.index(f"Count {t.facts.nfs.count}") \
+                < detail.index("Call message type")
+            assert f"Offset {t.facts.nfs.offset}" in screen_text(app)
+    run(go())
+    assert [f.name for f in MODEL.shown_facts()[:2]] == ["nfs_full_name", "nfs_offset"]

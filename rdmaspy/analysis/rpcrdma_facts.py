@@ -218,4 +218,6 @@ MODEL: Final = declare(UlpModel(
     objects={"rpc": lambda t: rpc_of(t) is not None, "nfs": lambda t: nfs_of(t) is not None},
     groups=(Group("file", file_of, _moved_by("READ"), _moved_by("WRITE")),),
     service=service,
+    # the header names the operation already: the file and the range lead
+    lead=("nfs_full_name", "nfs_offset", "nfs_count", "nfs_moved", "nfs_status_name"),
 ))

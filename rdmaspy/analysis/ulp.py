@@ -82,6 +82,14 @@ class UlpModel:
     groups: tuple[Group, ...] = ()
     # Its service response time table's row for a transaction (None: none); None: no such table
     service: Callable[[Transaction], Service | None] | None = None
+    # The facts a user looks for first (NFS's operation, file and range before the transport's words), by
+    # name: a view that has room for a few shows these, then the others in their declared order
+    lead: tuple[str, ...] = ()
+
+    def shown_facts(self) -> tuple[Fact, ...]:
+        """The facts in the order a view shows them: the lead ones first."""
+        first = [f for name in self.lead for f in self.facts if f.name == name]
+        return (*first, *(f for f in self.facts if f.name not in self.lead))
 
 
 ULPS: dict[str, UlpModel] = {}
@@ -98,6 +106,10 @@ def declare(model: UlpModel) -> UlpModel:
         if f.name in taken:
             raise ValueError(f"{model.protocol}: fact {f.name} declared by another upper layer")
         taken.add(f.name)
+    own = {f.name for f in model.facts}
+    for name in model.lead:
+        if name not in own:
+            raise ValueError(f"{model.protocol}: lead fact {name} is not one of its facts")
     ULPS[model.protocol] = model
     return model
 

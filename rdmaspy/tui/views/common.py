@@ -156,7 +156,7 @@ def facts_of(t: Transaction) -> list[tuple[str, str]]:
     which the transaction is named by."""
     ulp = model_of(t.protocol)
     known: list[tuple[str, str]] = []
-    for fact in ulp.facts:
+    for fact in ulp.shown_facts():
         value = fact.get(t)
         if value is None or fact.label == ulp.key or (isinstance(value, (str, list, tuple)) and not value):
             continue
