@@ -411,7 +411,9 @@ class NfsBinding(Module):
                              ci, d, what)
                 continue
             moved = _moved(txn, ci)
-            if moved != n:
+            if moved != n and not (_compared(txn, ci) and not _roundup(n, moved)):
+                # (each segment's Write list length against what RDMA WRITE put is the transport's
+                # chunk.write_length_mismatch: said once, there, unless it is this item's XDR padding)
                 self._placed(rep, pkt, frames, cid, xid, WRITE_CHUNK_MOVED, "as RDMA WRITE put them", moved, n, ci,
                              d, what)
         for ci, c in enumerate(writes):
@@ -425,7 +427,7 @@ class NfsBinding(Module):
                 how: str, placed: int, n: int, ci: int, d: DdpItem, what: str) -> None:
         """Bytes in a Write chunk other than its item's: its XDR padding, or simply another length."""
         ts = pkt.frame.ts
-        if n % 4 and placed == (n + 3) & ~3:
+        if _roundup(n, placed):
             rep.report(WRITE_CHUNK_ROUNDUP, frames, ts, conn=cid, xid=xid, pkt=pkt, placed=placed, chunk=ci, how=how,
                        length=n, item=_item(d))
         elif rule is WRITE_CHUNK_LENGTH:
@@ -529,6 +531,22 @@ class NfsBinding(Module):
                            highest="?" if ses.highest is None else ses.highest,
                            target="?" if ses.target is None else ses.target,
                            credits="?" if ses.credits is None else ses.credits)
+
+
+def _roundup(n: int, placed: int) -> bool:
+    """``placed`` is the ``n``-byte item with its XDR padding."""
+    return n % 4 != 0 and placed == (n + 3) & ~3
+
+
+def _compared(txn: Transaction, chunk: int) -> bool:
+    """The transport compared every segment of Write chunk ``chunk`` with the reply's Write list."""
+    seen = False
+    for s in txn.segments:
+        if s.kind is ChunkList.WRITE and s.chunk == chunk:
+            if s.reported is None:
+                return False
+            seen = True
+    return seen
 
 
 def _moved(txn: Transaction, chunk: int) -> int:
