@@ -6,6 +6,7 @@ timestamps rise as in one long capture; link types keep their own pcapng interfa
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -51,5 +52,19 @@ def build(out: Path, frames: int, captures: list[Path] | None = None) -> Path:
     return out
 
 
+def main() -> None:
+    ap = argparse.ArgumentParser(description="Write FRAMES frames of the real captures, cycled, to OUT (pcapng).")
+    ap.add_argument("out", type=Path, help="the pcapng file to write")
+    ap.add_argument("frames", type=int, help="how many frames")
+    ap.add_argument("captures", type=Path, nargs="*", default=[], help="the captures to cycle (default: captures/rxe-*, siw-*)")
+    args = ap.parse_args()
+    if args.frames < 1:
+        ap.error("FRAMES must be at least 1")
+    missing = [str(p) for p in args.captures if not p.is_file()]
+    if missing:
+        ap.error(f"no such capture: {', '.join(missing)}")
+    print(build(args.out, args.frames, args.captures or None))
+
+
 if __name__ == "__main__":
-    print(build(Path(sys.argv[1]), int(sys.argv[2])))
+    main()

@@ -59,7 +59,7 @@ def build(dest: Path) -> Path:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
     print(build(Path(sys.argv[1]).resolve()))

@@ -6,6 +6,7 @@ a packet and one of its fields selected, saved with Textual's own SVG screenshot
 """
 from __future__ import annotations
 
+import argparse
 import asyncio
 import sys
 from pathlib import Path
@@ -43,4 +44,6 @@ async def shoot(target: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(shoot(ROOT / "docs" / "tui.svg"))
+    ap = argparse.ArgumentParser(description="Save the README's screenshot of rdmaspy tui.")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "tui.svg", help="where (default: docs/tui.svg)")
+    asyncio.run(shoot(ap.parse_args().out.resolve()))
