@@ -19,7 +19,7 @@ from rdmaspy.tui.views.segments import SegmentsView
 from rdmaspy.tui.views.transactions import TransactionsView, transaction_frames
 
 from conftest import ROOT, capture
-from tui_helpers import concatenated, new_app, screen_text, settle
+from tui_helpers import concatenated, new_app, screen_text, settle, shown
 
 NFS_ROCE = capture("rxe-nfsv3-rdma.pcap")
 NFS_IWARP = capture("siw-nfsv3-rdma.pcap")
@@ -56,10 +56,7 @@ def test_transactions_view_lists_every_transaction_flows_reports(path):
     async def go():
         app = new_app(path)
         async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             assert [t.key for t in view.rows] == [t["xid"] for t in want]
             if want:
                 assert f"0x{want[0]['xid']:08x}" in screen_text(app)
@@ -75,10 +72,7 @@ def test_nvme_commands_are_transactions_of_the_view_named_by_their_upper_layer()
     async def go():
         app = new_app(NVME)
         async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             assert sorted((t.conn, t.key) for t in view.rows) == sorted((t["conn"], t["key"]) for t in want)
             row = next(i for i, t in enumerate(view.rows) if t.facts.name == "Read" and t.bytes_written)
             view.table.move_to(row)
@@ -101,10 +95,7 @@ def test_nvme_transactions_view_speaks_the_words_of_its_declaration():
     async def go():
         app = new_app(NVME)
         async with app.run_test(size=(200, 50)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             assert _titles(view.table)[:8] == ["CID", "Conn", "Dir", "Operation", "Latency", "State", "Command",
                                                "Completion"]
             row = next(i for i, t in enumerate(view.rows) if t.facts.name == "Read" and t.bytes_written)
@@ -141,10 +132,7 @@ def test_a_fact_the_declaration_gains_shows_in_the_detail_without_a_change_of_th
     async def go():
         app = new_app(NVME)
         async with app.run_test(size=(200, 50)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             view.table.move_to(3)
             await pilot.pause()
             t = view.rows[3]
@@ -162,10 +150,7 @@ def test_a_capture_of_two_upper_layers_shows_each_row_in_its_own_terms(tmp_path)
     async def go():
         app = new_app(mixed)
         async with app.run_test(size=(200, 50)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             assert len(view.rows) == len(want)
             assert _titles(view.table)[:9] == ["Protocol", "Key", "Conn", "Dir", "Operation", "Latency", "State",
                                                "Request", "Response"]
@@ -204,10 +189,7 @@ def test_a_timeline_step_opens_its_packet_and_n_walks_the_transaction():
     async def go():
         app = new_app(NFS_ROCE)
         async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             # the first transaction that pulled a Read chunk: its timeline has an RDMA READ step
             row = next(i for i, t in enumerate(view.rows) if t.bytes_read)
             view.table.move_to(row)
@@ -387,10 +369,7 @@ def test_transactions_export_writes_a_flows_document(tmp_path, monkeypatch):
     async def go():
         app = new_app(NFS_ROCE)
         async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             view.table.focus()
             await pilot.press("e")
             await pilot.pause()
@@ -427,10 +406,7 @@ def test_the_timeline_shows_the_host_events_among_the_wire_steps():
     async def go():
         app = RdmaspyApp(CaptureModel(str(pcap), host=host))
         async with app.run_test(size=(160, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             row = next(i for i, t in enumerate(view.rows) if t.key == 0xE8E166D4)
             view.table.move_to(row)
             await pilot.pause()
@@ -462,10 +438,7 @@ def test_an_nfs_read_detail_leads_with_its_operation_file_and_range_at_80_column
     async def go():
         app = new_app(NFS4)
         async with app.run_test(size=(80, 24)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("2")
-            await pilot.pause()
-            view = app.query_one(TransactionsView)
+            view = await shown(pilot, app, "2", TransactionsView)
             row = next(i for i, t in enumerate(view.rows)
                        if t.facts.nfs is not None and t.facts.nfs.op == "READ" and t.facts.nfs.offset)
             view.table.move_to(row)

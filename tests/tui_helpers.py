@@ -7,11 +7,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TypeVar
+
+from textual.widget import Widget
 
 from rdmaspy.tui.app import RdmaspyApp
 from rdmaspy.tui.model import CaptureModel
 
 ROOT = Path(__file__).resolve().parent.parent
+W = TypeVar("W", bound=Widget)
 
 
 def decode(path: os.PathLike | str, *args: str) -> list[str]:
@@ -55,6 +59,14 @@ async def settle(pilot, app: RdmaspyApp, timeout: float = 30.0) -> None:
         await pilot.pause(0.05)
     await pilot.pause(0.15)         # one more tick of the app's timer takes what the threads left
     await pilot.pause()
+
+
+async def shown(pilot, app: RdmaspyApp, key: str, view: type[W]) -> W:
+    """Wait for the app to settle, press a view's key (``"2"``: transactions) and return that view."""
+    await settle(pilot, app)
+    await pilot.press(key)
+    await pilot.pause()
+    return app.query_one(view)
 
 
 def screen_text(app: RdmaspyApp) -> str:

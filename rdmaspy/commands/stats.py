@@ -314,30 +314,38 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{v * 1e3:.3f}"
 
 
+_PERCENTILES = ("p50", "p90", "p99", "max")
+
+
+def _latency_head(width: int) -> str:
+    """The latency columns' titles, each right-aligned in ``width``."""
+    return "  ".join(f"{p + ' ms':>{width}}" for p in _PERCENTILES)
+
+
+def _latency_cells(lat: dict[str, Any], width: int) -> str:
+    """A row's latency percentiles in milliseconds, under ``_latency_head(width)``."""
+    return "  ".join(f"{_ms(lat[p]):>{width}}" for p in _PERCENTILES)
+
+
 def _block_lines(b: dict[str, Any]) -> list[str]:
     out: list[str] = []
     ops = b["operations"]
     if ops:
         width = max([len("Operation")] + [len(o["operation"]) for o in ops])
-        out.append(f"  {'Operation':<{width}}  {'Count':>7}  {'Answered':>8}  {'p50 ms':>9}  {'p90 ms':>9}  "
-                   f"{'p99 ms':>9}  {'max ms':>9}")
+        out.append(f"  {'Operation':<{width}}  {'Count':>7}  {'Answered':>8}  {_latency_head(9)}")
         for o in ops:
-            lat = o["latency"]
-            out.append(f"  {o['operation']:<{width}}  {o['count']:>7}  {o['answered']:>8}  {_ms(lat['p50']):>9}  "
-                       f"{_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  {_ms(lat['max']):>9}")
+            out.append(f"  {o['operation']:<{width}}  {o['count']:>7}  {o['answered']:>8}  "
+                       f"{_latency_cells(o['latency'], 9)}")
     else:
         out.append("  no RPC transactions")
     groups = [g for g in b.get("groups") or () if "read" not in g]
     if groups:
         width = max(len(f"{g['dimension']} {g['value']}") for g in groups)
-        out.append(f"  {'By':<{width}}  {'Count':>7}  {'IOPS':>9}  {'Bytes':>12}  {'p50 ms':>9}  {'p90 ms':>9}  "
-                   f"{'p99 ms':>9}  {'max ms':>9}")
+        out.append(f"  {'By':<{width}}  {'Count':>7}  {'IOPS':>9}  {'Bytes':>12}  {_latency_head(9)}")
         for g in groups:
-            lat = g["latency"]
             iops = "-" if g["iops"] is None else f"{g['iops']:.1f}"
             out.append(f"  {g['dimension'] + ' ' + str(g['value']):<{width}}  {g['count']:>7}  {iops:>9}  "
-                       f"{g['bytes']:>12,}  {_ms(lat['p50']):>9}  {_ms(lat['p90']):>9}  {_ms(lat['p99']):>9}  "
-                       f"{_ms(lat['max']):>9}")
+                       f"{g['bytes']:>12,}  {_latency_cells(g['latency'], 9)}")
     out += _moving_groups([g for g in b.get("groups") or () if "read" in g])
     by = b["bytes"]
     out.append(f"  Bytes by transactions: inline {by['inline']:,}  RDMA READ {by['rdma_read']:,}  "
@@ -366,12 +374,10 @@ def _moving_groups(groups: list[dict[str, Any]]) -> list[str]:
     for dim in sorted({g["dimension"] for g in groups}):
         rows = [g for g in groups if g["dimension"] == dim]
         width = max([len(dim)] + [len(str(g["value"])) for g in rows])
-        out.append(f"  {dim.capitalize():<{width}}  {'Ops':>6}  {'Read':>11}  {'Written':>11}  {'p50 ms':>8}  "
-                   f"{'p90 ms':>8}  {'p99 ms':>8}  {'max ms':>8}")
+        out.append(f"  {dim.capitalize():<{width}}  {'Ops':>6}  {'Read':>11}  {'Written':>11}  {_latency_head(8)}")
         for g in rows:
-            lat = g["latency"]
             out.append(f"  {str(g['value']):<{width}}  {g['count']:>6}  {g['read']:>11,}  {g['written']:>11,}  "
-                       f"{_ms(lat['p50']):>8}  {_ms(lat['p90']):>8}  {_ms(lat['p99']):>8}  {_ms(lat['max']):>8}")
+                       f"{_latency_cells(g['latency'], 8)}")
     return out
 
 
