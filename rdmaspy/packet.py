@@ -151,6 +151,14 @@ class Layer:
             children.append(lay)
         return lay
 
+    def adopt(self, lay: "Layer") -> None:
+        """Make a layer made elsewhere one of this layer's children (an ICMP error's quoted packet)."""
+        children = self._children
+        if children is None:
+            self._children = [lay]
+        else:
+            children.append(lay)
+
     def __repr__(self) -> str:
         return f"<Layer {self.proto} @{self.off}+{self.length}>"
 

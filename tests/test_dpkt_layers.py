@@ -46,8 +46,8 @@ SAMPLES = sorted(p.name for p in [*CAPTURES.glob("*.pcap"), *CAPTURES.glob("*.pc
     "ib_native_247.pcap", "ib_rocev1_opcodes.pcap", "ib_rocev2_all_opcodes.pcap", "cm_all_messages.pcap",
     "rpcrdma_v1_shapes.pcap", "rpcrdma_v2_all.pcap"]
 LINKTYPES = {dpkt.pcap.DLT_EN10MB: dpkt.ethernet.Ethernet, stacking.LINKTYPE_INFINIBAND: rd.LRH}
-# Where dpkt's own layers stop being compared: ICMP errors quote the packet they answer (rdmaspy shows the
-# quote as ICMP data).
+# Where dpkt's own layers stop being compared: ICMP errors quote the packet they answer (rdmaspy dissects the
+# quote as the ICMP layer's sub-tree; dpkt's ICMP classes read its IP header, not the RoCEv2 headers above).
 QUOTING = (dpkt.icmp.ICMP, dpkt.icmp6.ICMP6)
 
 
@@ -145,7 +145,7 @@ def rdmaspy_layers(pkt: Packet) -> dict[tuple[int, int], object]:
         for lay in layers:
             if lay.buf is data and lay.header is not None and id(lay.header) in rd.LAYER_OF:
                 out[(lay.off, id(lay.header))] = lay
-            if lay.children:
+            if lay.children and lay.proto not in ("icmp", "icmpv6"):      # not the quote (QUOTING)
                 walk(lay.children)
     walk(pkt.layers)
     return out

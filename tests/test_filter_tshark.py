@@ -56,6 +56,13 @@ CASES = [
      "nfs.stateid.hash == 0xd34d or nfs.slotid > 0"),
     ("nfs_all_procs.pcap", "nlm.lock.l_offset64 > 0 or mount.path or nfsacl.aclent.perm.read == 1",
      "nlm.lock.l_offset64 > 0 or mount.path or nfsacl.aclent.perm.read == 1"),
+    # ICMP errors quoting RoCEv2 datagrams: the quote's headers are matched as tshark matches them
+    ("rxe-read-retry-stall.pcap", "bth.opcode == 12", "infiniband.bth.opcode == 12"),
+    ("rxe-read-retry-stall.pcap", "icmp and reth.dma_length == 5164 and udp.srcport == 54161",
+     "icmp and infiniband.reth.dmalen == 5164 and udp.srcport == 54161"),
+    ("rxe-read-retry-stall.pcap", "icmp.code == 1 and deth.src_qp == 1 and mad.mgmtclass == 7",
+     "icmp.code == 1 and infiniband.deth.srcqp == 1 and infiniband.mad.mgmtclass == 7"),
+    ("rxe-read-retry-stall.pcap", "bth.psn > 1431218 or ip.len == 308", "infiniband.bth.psn > 1431218 or ip.len == 308"),
     ("siw-rping.pcap", "tcp.flags.syn == 1 or tcp.flags.fin == true", "tcp.flags.syn == 1 or tcp.flags.fin == 1"),
     ("siw-rping.pcap", "tcp.srcport == tcp.dstport or ip.src == 192.0.2.2 and tcp.window_size_value < 600",
      "tcp.srcport == tcp.dstport or ip.src == 192.0.2.2 and tcp.window_size_value < 600"),

@@ -2,29 +2,41 @@
 
 The real capture is the lab run where rxe wedged a READ retry and the server gave up: the client's
 QP kept sending, and the host answered with ICMP Destination Unreachable quoting the RoCEv2
-datagram.  The quote is shown (IP header, UDP ports) but never dissected as RoCE: its BTH must not
-reach the PSN analysis.
+datagram (7 RDMA READ requests, 16 CM DisconnectRequests).  tshark dissects the quote in full (IP,
+UDP, BTH and its extended headers, the MAD): so does rdmaspy, as the ICMP layer's sub-tree, with the
+same names and values (here, test_infiniband_tshark.py, test_cm_tshark.py, test_filter_tshark.py).
+The quote is a copy, not traffic: its BTH must not reach the PSN analysis, its CM message the
+connection table, and a quote cut short (as routers cut them) is no malformed packet.
 """
 from __future__ import annotations
 
+import json
+import os
 import struct
+import subprocess
 
 from hypothesis import given, settings, strategies as st
 
-from conftest import capture, tshark_fields, tshark_int
+from conftest import capture, require_tshark, tshark_fields, tshark_int
 from rdmaspy import craft
+from rdmaspy.analysis.analyzer import Analyzer
 from rdmaspy.dissectors.icmp import dissect_icmp, dissect_icmpv6
 from rdmaspy.engine import Engine
-from rdmaspy.packet import Frame, Packet
+from rdmaspy.fieldview import layer_nodes
+from rdmaspy.filter import compile_filter
+from rdmaspy.output.jsonout import packet_object
+from rdmaspy.output.text import tree_lines
+from rdmaspy.packet import Frame, Layer, Packet
 from rdmaspy.readers import open_capture
 
 STALL = capture("rxe-read-retry-stall.pcap")
+READS = [97, 98, 112, 113, 122, 123, 133]      # the ICMP errors quoting an RDMA READ request
 
 
-def _decode(path) -> list[Packet]:
+def _decode(path, skip: frozenset[int] = frozenset()) -> list[Packet]:
     eng = Engine(strict=True)
     with open_capture(str(path)) as cap:
-        return [eng.dissect(fr) for fr in cap]
+        return [eng.dissect(fr) for fr in cap if fr.num not in skip]
 
 
 def _ipv4(proto: int, payload: bytes, src=b"\xc0\x00\x02\x01", dst=b"\xc0\x00\x02\x02") -> bytes:
@@ -46,11 +58,39 @@ def _ipv6(nxt: int, payload: bytes, src: bytes, dst: bytes) -> bytes:
     return struct.pack(">IHBB16s16s", 6 << 28, len(payload), nxt, 255, src, dst) + payload
 
 
+def _quoted(pkt: Packet) -> list[Layer]:
+    """The layers of the datagram the packet's ICMP error quotes."""
+    lay = pkt.layer("icmp") or pkt.layer("icmpv6")
+    assert lay is not None
+    return list(lay.children or ())
+
+
+def _tshark_json(path, display_filter: str) -> list[dict[str, list]]:
+    """tshark -T json's layers, one dict a frame: every field name (at any depth) -> its values in order."""
+    out = subprocess.run([require_tshark(), "-n", "-r", str(path), "-Y", display_filter, "-T", "json"],
+                         capture_output=True, text=True, check=True, env={**os.environ, "LC_ALL": "C"}).stdout
+    frames = []
+
+    def walk(pairs, into):
+        for k, v in pairs:
+            if isinstance(v, list) and v and isinstance(v[0], tuple):
+                walk(v, into)
+            else:
+                into.setdefault(k, []).append(v)
+
+    for frame in json.loads(out, object_pairs_hook=list):
+        layers = dict(frame)["_source"]
+        into: dict[str, list] = {}
+        walk(dict(layers)["layers"], into)
+        frames.append(into)
+    return frames
+
+
 def test_real_port_unreachables_agree_with_tshark():
     pkts = _decode(STALL)
     rows = tshark_fields(STALL, ["icmp.type", "icmp.code", "icmp.checksum", "ip.src", "udp.dstport", "icmpv6.type"])
     icmp = [(p, r) for p, r in zip(pkts, rows) if r["icmp.type"]]
-    assert len(icmp) > 10
+    assert len(icmp) == 23
     for p, r in icmp:
         lay = p.layer("icmp")
         assert lay["icmp.type"] == tshark_int(r["icmp.type"][0])
@@ -60,22 +100,122 @@ def test_real_port_unreachables_agree_with_tshark():
         # tshark lists the outer and the quoted source address; the quote's is ours too
         assert inner and ".".join(map(str, inner[0]["ip.src"])) == r["ip.src"][1]
         assert p.proto == "ICMP" and p.info_text.startswith("Destination unreachable (Host unreachable) for RoCEv2 ")
-        assert p.layer("bth") is None        # the quoted BTH is not traffic
+        # the quoted BTH is the ICMP layer's, never one of the packet's own layers
+        assert p.layer("bth") is None and p.ib is None and p.conv is None and p.extra is None
+        assert [c.proto for c in _quoted(p)][:3] == ["ip", "udp", "bth"]
     v6 = [(p, r) for p, r in zip(pkts, rows) if r["icmpv6.type"]]
     assert v6 and all(p.layer("icmpv6")["icmpv6.type"] == tshark_int(r["icmpv6.type"][0]) for p, r in v6)
 
 
-def test_quoted_rocev2_datagrams_stay_out_of_the_analysis():
-    from rdmaspy.analysis.analyzer import Analyzer
-    an = Analyzer(strict=True)
+# The quoted IP and UDP headers' fields, by the name both tools give them (tshark lists the packet's own
+# IP header first, then the quote's)
+IP_FIELDS = ["ip.version", "ip.dsfield.dscp", "ip.dsfield.ecn", "ip.len", "ip.id", "ip.flags.rb", "ip.flags.df",
+             "ip.flags.mf", "ip.frag_offset", "ip.ttl", "ip.proto", "ip.checksum", "ip.src", "ip.dst"]
+UDP_FIELDS = ["udp.srcport", "udp.dstport", "udp.length", "udp.checksum"]
+
+
+def _value(v) -> int | str:
+    if isinstance(v, bytes):
+        return ".".join(map(str, v))
+    return int(v)
+
+
+def _theirs(v: str) -> int | str:
+    return v if v.count(".") == 3 else tshark_int(v)
+
+
+def test_quoted_ip_and_udp_headers_agree_with_tshark_field_by_field():
     pkts = _decode(STALL)
+    rows = tshark_fields(STALL, IP_FIELDS + ["ip.hdr_len"] + UDP_FIELDS + ["icmp.type"])
+    compared = 0
+    for p, r in zip(pkts, rows):
+        if not r["icmp.type"]:
+            continue
+        ip, udp = _quoted(p)[:2]
+        for name in IP_FIELDS:
+            assert len(r[name]) == 2, (p.frame.num, name)
+            assert _value(ip[name]) == _theirs(r[name][1]), (p.frame.num, name)
+        assert ip["ip.hdr_len"] * 4 == int(r["ip.hdr_len"][1])       # tshark gives bytes, we give words
+        for name in UDP_FIELDS:
+            assert _value(udp[name]) == _theirs(r[name][0]), (p.frame.num, name)
+            compared += 1
+    assert compared == 23 * len(UDP_FIELDS)
+
+
+# rdmaspy's name -> tshark's, for what the quote of an RDMA READ request holds
+QUOTE_NAMES = {"bth.opcode": "infiniband.bth.opcode", "bth.se": "infiniband.bth.se", "bth.m": "infiniband.bth.m",
+               "bth.padcnt": "infiniband.bth.padcnt", "bth.tver": "infiniband.bth.tver",
+               "bth.p_key": "infiniband.bth.p_key", "bth.destqp": "infiniband.bth.destqp",
+               "bth.ackreq": "infiniband.bth.a", "bth.reserved7": "infiniband.bth.reserved7",
+               "bth.psn": "infiniband.bth.psn", "reth.va": "infiniband.reth.va", "reth.r_key": "infiniband.reth.r_key",
+               "reth.dma_length": "infiniband.reth.dmalen", "udp.srcport": "udp.srcport",
+               "udp.dstport": "udp.dstport", "udp.length": "udp.length", "icmp.type": "icmp.type",
+               "icmp.code": "icmp.code"}
+
+
+def test_json_of_the_quoting_frames_carries_tshark_values():
+    pkts = {p.frame.num: p for p in _decode(STALL)}
+    theirs = _tshark_json(STALL, "infiniband.bth.opcode == 12 and icmp")
+    assert len(theirs) == len(READS)
+    t0 = pkts[1].frame.ts
+    for num, t in zip(READS, theirs):
+        obj = packet_object(pkts[num], t0)
+        for ours, name in QUOTE_NAMES.items():
+            v = obj[ours]
+            v = v[0] if isinstance(v, list) else v      # udp repeats (the quote's beside a packet's own)
+            assert [v] == [tshark_int(x) for x in t[name]], (num, ours)
+        assert obj["ip.src"] == ["192.0.2.1", "192.0.2.2"] and t["ip.src"] == ["192.0.2.1", "192.0.2.2"]
+
+
+def test_tree_shows_the_quote_under_the_icmp_layer_with_tshark_values():
+    pkts = {p.frame.num: p for p in _decode(STALL)}
+    lines = tree_lines(pkts[97], pkts[1].frame.ts)
+    at = lines.index("Internet Control Message Protocol")
+    quote = lines[at:]
+    for text in ("    Base Transport Header (in the ICMP error)", "        Opcode: RC RDMA READ Request (12)",
+                 "        Packet Sequence Number: 1431219", "    RDMA Extended Transport Header (in the ICMP error)",
+                 "        Virtual Address: 0x00007f5f8ede941c", "        DMA Length: 5164 bytes",
+                 "    User Datagram Protocol (in the ICMP error)", "        Destination Port: 4791"):
+        assert text in quote, text
+
+
+def test_filters_match_the_quote_as_tshark_does():
+    pkts = _decode(STALL)
+    t0 = pkts[0].frame.ts
+    match = compile_filter("bth.opcode == 12 and icmp")
+    assert [p.frame.num for p in pkts if match(p, t0)] == READS
+    # and the frames of the real READ requests are the others bth.opcode == 12 selects, as in tshark
+    both = compile_filter("bth.opcode == 12")
+    got = [p.frame.num for p in pkts if both(p, t0)]
+    want = [int(r["frame.number"][0]) for r in tshark_fields(STALL, ["frame.number"], "-Y", "infiniband.bth.opcode == 12")]
+    assert got == want and len(got) == 14
+
+
+def _facts(pkts: list[Packet]) -> tuple[list, list, list]:
+    """What the analysis makes of the packets (findings, records), and the JSON of each one."""
+    records: list = []
+    an = Analyzer(strict=True, on_record=records.append)
     for p in pkts:
         an.feed(p)
     an.finish()
-    quoted = {p.frame.num for p in pkts if p.layer("icmp") is not None}
-    assert len(quoted) > 10
-    assert an.findings and not any(f.frames[0] in quoted for f in an.findings)
-    assert all(p.layer("ib.analysis") is None for p in pkts if p.frame.num in quoted)
+    t0 = pkts[0].frame.ts
+    return ([(f.rule_def.id, f.frames, f.conn, f.args) for f in an.findings], [repr(r) for r in records],
+            [packet_object(p, t0) for p in pkts])
+
+
+def test_quotes_leave_the_session_and_the_analysis_as_if_they_were_not_there():
+    """Decoding the capture with its ICMP errors and without them gives every other packet the same
+    fields (the quoted CM DisconnectRequests are no CM state), and the analysis the same findings and
+    records: a quoted BTH is no PSN, no transaction, no finding."""
+    pkts = _decode(STALL)
+    errors = frozenset(p.frame.num for p in pkts if p.layer("icmp") is not None)
+    assert len(errors) == 23
+    with_errors = _facts(pkts)
+    without = _facts(_decode(STALL, skip=errors))
+    assert with_errors[0] == without[0] and with_errors[0]
+    assert with_errors[1] == without[1] and with_errors[1]
+    assert [o for o in with_errors[2] if o["frame.number"] not in errors] == without[2]
+    assert all(p.layer("ib.analysis") is None and not p.expert for p in pkts if p.frame.num in errors)
 
 
 def test_built_messages_decode_as_tshark_does(tmp_path):

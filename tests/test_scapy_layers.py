@@ -51,8 +51,8 @@ SMAC, DMAC = "02:00:00:00:00:01", "02:00:00:00:00:02"
 
 def sample(name: str) -> Path:
     return CAPTURES / name if (CAPTURES / name).exists() else FIXTURES / name
-# ICMP errors quote the packet they answer: rdmaspy shows the quote as ICMP data, scapy dissects it.
-QUOTES = ("IPerror", "IPerror6")
+# ICMP errors quote the packet they answer: rdmaspy dissects the quote as the ICMP layer's sub-tree, scapy as
+# the ICMP layer's payload (IPerror, UDPerror, then the RoCEv2 headers), both compared.
 
 
 def scapy_layers(pkt: ScapyPacket) -> dict[tuple[int, object], ScapyPacket]:
@@ -60,7 +60,7 @@ def scapy_layers(pkt: ScapyPacket) -> dict[tuple[int, object], ScapyPacket]:
     out: dict[tuple[int, object], ScapyPacket] = {}
     off = 0
     lay = pkt
-    while not isinstance(lay, NoPayload) and type(lay).__name__ not in QUOTES:
+    while not isinstance(lay, NoPayload):
         decl = getattr(lay, "declaration", None)
         key: object = id(decl) if decl is not None else type(lay).__name__
         out[(off, key)] = lay

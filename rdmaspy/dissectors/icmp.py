@@ -2,16 +2,24 @@
 
 RDMA traffic meets ICMP when a RoCEv2 or iWARP peer is gone: the host answers the UDP datagram
 with Port Unreachable (its QP is still sending), or a router says the path MTU is too small.  An
-error message quotes the start of the datagram it answers; that quote is shown as the IP header
-and the UDP or TCP ports it holds, as a sub-tree of the ICMP layer, and goes no deeper: the BTH
-in it is a copy, and the PSN analysis must not see it as traffic.
+error message quotes the start of the datagram it answers.  As tshark does, the quote is dissected
+through the IP dissectors and the tables above them (a UDP datagram to port 4791 as RoCEv2, down to
+its BTH and extended headers), and its layers are the ICMP layer's sub-tree, so that filters, JSON
+and the tree see them.  The quote is a copy, not traffic: it is dissected into a packet of its own
+with a session of its own, of which only the layers are kept.  Its connections, notes, InfiniBand
+facts, Info text and expert items (a quote is cut short by design) never reach the packet, the
+capture's session or the analysis (no PSN tracking, no transactions, no findings).
 """
 from __future__ import annotations
 
+from typing import Final
+
+from ..budget import Budget
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
-from .ip import IPV4, IPV6, IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
-from .transport import TCP, UDP
+from ..registry import add_data, table
+from ..session import Session
+from .ip import IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
 
 declaring(__name__)
 
@@ -73,8 +81,8 @@ def _code_text(codes: dict[int, dict[int, str]], itype: int, code: int) -> str:
     return f" ({names.get(code, f'code {code}')})" if names is not None else ""
 
 
-def _quoted(lay: Layer, buf: bytes, off: int, end: int) -> str:
-    """The datagram an error message answers: its IP header and ports; returns a short description."""
+def _quote_text(buf: bytes, off: int, end: int) -> str:
+    """What the Info line says of the datagram an error message quotes: its protocol and addresses."""
     if end - off < 1:
         return ""
     version = buf[off] >> 4
@@ -82,11 +90,9 @@ def _quoted(lay: Layer, buf: bytes, off: int, end: int) -> str:
         ihl = (buf[off] & 15) * 4
         if ihl < 20 or end - off < ihl:
             return ""
-        lay.child("ip", IPV4, off, ihl, label="Internet Protocol Version 4 (in the ICMP error)")
         src, dst, proto = ipv4_text(buf, off + 12), ipv4_text(buf, off + 16), buf[off + 9]
         at = off + ihl
     elif version == 6 and end - off >= 40:
-        lay.child("ipv6", IPV6, off, 40, label="Internet Protocol Version 6 (in the ICMPv6 error)")
         src, dst, proto = fmt_ipv6(buf[off + 8:off + 24]), fmt_ipv6(buf[off + 24:off + 40]), buf[off + 6]
         at = off + 40
     else:
@@ -95,14 +101,63 @@ def _quoted(lay: Layer, buf: bytes, off: int, end: int) -> str:
     if proto in (6, 17) and end - at >= 4:
         sport = (buf[at] << 8) | buf[at + 1]
         dport = (buf[at + 2] << 8) | buf[at + 3]
-        if proto == 17 and end - at >= 8:
-            lay.child("udp", UDP, at, 8, label="User Datagram Protocol (in the ICMP error)")
-        elif proto == 6 and end - at >= 20:
-            lay.child("tcp", TCP, at, 20, label="Transmission Control Protocol (in the ICMP error)")
         if dport == 4791 and proto == 17:
             name = "RoCEv2"
         return f" for {name} {src}:{sport} → {dst}:{dport}"
     return f" for {name} {src} → {dst}"
+
+
+# How deep in quotes a dissection is: the key of the quote's session state.  tshark follows an ICMP error
+# quoted in an ICMP error as far as the bytes go; hosts send none (RFC 1122 3.2.2: no error about an ICMP
+# error), so a quote of a quote is dissected once more and a deeper one is left as data, which bounds the
+# recursion whatever the bytes.
+_QUOTE_DEPTH: Final = "icmp.quote_depth"
+_MAX_QUOTE_DEPTH: Final = 2
+# The quote's own budget: what its dissectors keep lives no longer than the quote (at most a frame).
+_QUOTE_BUDGET: Final = 1 << 20
+_ethertype: Final = table("ethertype")
+
+
+def quote_depth(ctx: object) -> int:
+    """How many ICMP errors' quotes the dissection given ``ctx`` is inside (0: the packet itself)."""
+    if isinstance(ctx, Session):
+        depth = ctx.state.get(_QUOTE_DEPTH)
+        if isinstance(depth, int):
+            return depth
+    return 0
+
+
+def dissect_quote(pkt: Packet, lay: Layer, off: int, end: int, depth: int, where: str) -> Packet | None:
+    """Dissect the datagram quoted at ``off``..``end`` (IPv4 or IPv6, by its version) into a packet of its
+    own, with a fresh session, and add its layers to ``lay`` (the ICMP layer) as children labelled as
+    being ``where``; returns that packet (None when the quote is no IP datagram)."""
+    buf = lay.buf
+    if end <= off:
+        return None
+    version = buf[off] >> 4
+    fn = _ethertype.by_key.get(0x0800 if version == 4 else 0x86DD) if version in (4, 6) else None
+    if fn is None:
+        return None
+    session = Session(budget=Budget(_QUOTE_BUDGET))
+    session.facts = False
+    session.names = False
+    session.state[_QUOTE_DEPTH] = depth + 1
+    quote = Packet(pkt.frame)
+    fn.dissect(quote, buf, off, end, session)
+    for q in quote.layers:
+        q.label = f"{q.label} ({where})"
+        lay.adopt(q)
+    return quote
+
+
+def _quoted(pkt: Packet, lay: Layer, off: int, end: int, ctx: object, where: str) -> str:
+    """The datagram an error message answers, dissected under ``lay``; returns a short description."""
+    depth = quote_depth(ctx)
+    if depth < _MAX_QUOTE_DEPTH:
+        dissect_quote(pkt, lay, off, end, depth, where)
+    elif end > off:
+        add_data(pkt, lay.buf, off, end)
+    return _quote_text(lay.buf, off, end)
 
 
 def _echo(lay: Layer, buf: bytes, off: int, end: int, fields: tuple[Field, Field, Field]) -> str:
@@ -138,7 +193,7 @@ def dissect_icmp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> No
     elif itype in _ERRORS_V4:
         lay.add(ICMP_UNUSED, (w1 << 16) | w2, off + 4, 4)
     if itype in _ERRORS_V4:
-        text += _quoted(lay, buf, off + 8, end)
+        text += _quoted(pkt, lay, off + 8, end, ctx, "in the ICMP error")
     pkt.set_info(text)
 
 
@@ -164,7 +219,7 @@ def dissect_icmpv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> 
         lay.add(field, word, off + 4, 4)
         if itype == 2:
             text += f" (MTU {word})"
-        text += _quoted(lay, buf, off + 8, end)
+        text += _quoted(pkt, lay, off + 8, end, ctx, "in the ICMPv6 error")
     elif itype in (135, 136, 137):
         target = bytes(buf[off + 8:off + 24])
         lay.add(ICMPV6_TARGET, target, off + 8, 16)
