@@ -11,6 +11,7 @@ prefix, which lets a benchmark build a million frames in a few seconds.
     rocev1(0x04, destqp=0x11, psn=1, payload=b"hello")
     native_ib(0x64, dlid=4, slid=1, destqp=1, q_key=0x80010000, src_qp=1, payload=mad, grh=True)
     rocev2_mad(mad_bytes, src="192.0.2.1", dst="192.0.2.2")
+    icmp_error(rocev2(0x0C, ...)[14:42], code=1)    # Host Unreachable quoting a datagram's first 28 bytes
     write_pcap("out.pcap", frames, linktype=1)
 
 Extended-header fields are given by name: either flat (``va=...``: the first
@@ -28,6 +29,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping
 
 from .dissectors import ethernet as _eth
+from .dissectors import icmp as _icmp
 from .dissectors import infiniband as ib
 from .dissectors import ip as _ip
 from .dissectors import transport as _tr
@@ -117,6 +119,8 @@ _pack_eth = packer(_eth.ETH)
 _pack_ip4 = packer(_ip.IPV4)
 _pack_ip6 = packer(_ip.IPV6)
 _pack_udp = packer(_tr.UDP)
+_pack_icmp = packer(_icmp.ICMP)
+_pack_icmpv6 = packer(_icmp.ICMPV6)
 
 # Per extended header: the short names of its fields, to place flat keyword arguments.
 _EXT_FIELDS: dict[str, frozenset[str]] = {}
@@ -301,6 +305,43 @@ def rocev2_mad(mad: bytes, *, destqp: int = 1, src_qp: int = 1, q_key: int = CM_
                **kw: Any) -> bytes:
     """A management datagram (for instance a CM MAD) as RoCEv2 UD SEND Only to QP1 with a DETH."""
     return rocev2(0x64, destqp, psn, mad, q_key=q_key, src_qp=src_qp, **kw)
+
+
+# --- ICMP errors ------------------------------------------------------------------------------------------
+def icmp_error(quoted: bytes, *, itype: int | None = None, code: int | None = None, rest: bytes = bytes(4),
+               ip: str | int = "4", src: Any = None, dst: Any = None, smac: Any = "02:00:00:00:00:02",
+               dmac: Any = "02:00:00:00:00:01", ttl: int = 64) -> bytes:
+    """An Ethernet frame carrying an ICMP error (ICMPv6 for ``ip=6``) that quotes ``quoted``: the start of
+    the datagram it answers, as much of it as given (``rocev2(...)[14:]`` cut where the sender cut it:
+    RFC 792 quotes the IP header and 8 bytes, RFC 1812 and RFC 4443 as much as fits).
+
+    ``itype``/``code`` default to Destination Unreachable, port unreachable (3/3; 1/4 for ICMPv6);
+    ``rest`` is the message's second word (unused, the next-hop MTU, a pointer).  ``src``/``dst`` are the
+    reporting host and the quoted datagram's sender (192.0.2.2/.1 or 2001:db8::2/::1).  Checksums are right.
+    """
+    version = 4 if str(ip) == "4" else 6
+    if src is None:
+        src = "192.0.2.2" if version == 4 else "2001:db8::2"
+    if dst is None:
+        dst = "192.0.2.1" if version == 4 else "2001:db8::1"
+    if itype is None:
+        itype = 3 if version == 4 else 1
+    if code is None:
+        code = 3 if version == 4 else 4
+    body = bytes(rest) + bytes(quoted)
+    if version == 4:
+        msg = _pack_icmp(type=itype, code=code, checksum=0) + body
+        msg = msg[:2] + inet_checksum(msg).to_bytes(2, "big") + msg[4:]
+        iph = bytearray(_pack_ip4(version=4, hdr_len=5, len=20 + len(msg), id=0, df=0, ttl=ttl, proto=1,
+                                  src=ip_bytes(src, 4), dst=ip_bytes(dst, 4)))
+        iph[10:12] = inet_checksum(bytes(iph)).to_bytes(2, "big")
+        return _l2(smac, dmac, ETHERTYPE_IPV4, None) + bytes(iph) + msg
+    s6, d6 = ip_bytes(src, 6), ip_bytes(dst, 6)
+    msg = _pack_icmpv6(type=itype, code=code, checksum=0) + body
+    pseudo = s6 + d6 + struct.pack(">IxxxB", len(msg), 58)
+    msg = msg[:2] + inet_checksum(pseudo + msg).to_bytes(2, "big") + msg[4:]
+    iph = _pack_ip6(version=6, plen=len(msg), nxt=58, hlim=ttl, src=s6, dst=d6)
+    return _l2(smac, dmac, ETHERTYPE_IPV6, None) + iph + msg
 
 
 # --- RoCEv1 -----------------------------------------------------------------------------------------------

@@ -260,6 +260,115 @@ def test_no_bytes_make_icmp_raise(data, fn):
     pkt = Packet(Frame(1, 0, 1, data, len(data)))
     fn(pkt, data, 0, len(data), None)
     for lay in pkt.layers:
-        lay.items
-        for c in lay.children or ():
-            c.items
+        layer_nodes(lay)            # every field and sub-tree, the quote's included, filled
+
+
+# --- quotes built with craft.icmp_error ---------------------------------------------------------------------
+READ = dict(destqp=0x12, psn=77, va=0x7F0000001000, r_key=0x55, dma_length=4096)
+
+
+def _quote_of(frame: bytes, cut: int | None = None) -> bytes:
+    """A frame's IP datagram (the Ethernet header off), its first ``cut`` bytes."""
+    return frame[14:] if cut is None else frame[14:14 + cut]
+
+
+def test_crafted_quotes_decode_as_tshark_does(tmp_path):
+    """A router's quote (the IP header and 8 bytes), whole quotes over IPv4 and IPv6, a quoted SEND with its
+    payload, a quote of a quote: the headers tshark dissects, with its values; nothing malformed, no
+    expert item, where tshark has none either."""
+    read4 = craft.rocev2(0x0C, **READ)
+    read6 = craft.rocev2(0x0C, ip=6, **READ)
+    send = craft.rocev2(0x04, destqp=0x12, psn=78, payload=b"x" * 40)
+    frames = [
+        craft.icmp_error(_quote_of(read4, 28), code=1),
+        craft.icmp_error(_quote_of(read4)),
+        craft.icmp_error(_quote_of(read6), ip=6),
+        craft.icmp_error(_quote_of(read6, 48), ip=6),
+        craft.icmp_error(_quote_of(send), itype=11, code=0),
+        craft.icmp_error(_quote_of(craft.icmp_error(_quote_of(read4)))),
+    ]
+    path = tmp_path / "quotes.pcap"
+    craft.write_pcap(str(path), frames)
+    pkts = _decode(path)
+    rows = tshark_fields(path, ["frame.protocols", "_ws.malformed", "_ws.expert", "infiniband.bth.opcode",
+                                "infiniband.bth.psn", "infiniband.reth.dmalen", "udp.dstport", "icmp.type"])
+    want_quotes = [["ip", "udp"], ["ip", "udp", "bth", "reth", "icrc"], ["ipv6", "udp", "bth", "reth", "icrc"],
+                   ["ipv6", "udp"], ["ip", "udp", "bth", "data", "icrc"], ["ip", "icmp"]]
+    for p, r, want in zip(pkts, rows, want_quotes):
+        where = f"frame {p.frame.num}"
+        assert [c.proto for c in _quoted(p)] == want, where
+        assert p.malformed is None and not p.expert and not r["_ws.malformed"] and not r["_ws.expert"], where
+        assert p.ib is None and p.conv is None and p.extra is None, where
+        protos = r["frame.protocols"][0].split(":")
+        values: dict[str, list] = {}
+        for lay in p.layers:
+            for _d, item, v, _o, _l in layer_nodes(lay):
+                if not isinstance(item, Layer):
+                    values.setdefault(item.name, []).append(v)
+        assert ("infiniband" in protos) == ("bth.opcode" in values), where
+        assert protos.count("ip") + protos.count("ipv6") == values.get("ip.version", []).count(4) + \
+            values.get("ipv6.version", []).count(6), where
+        for ours, theirs in (("bth.opcode", "infiniband.bth.opcode"), ("bth.psn", "infiniband.bth.psn"),
+                             ("reth.dma_length", "infiniband.reth.dmalen"), ("udp.dstport", "udp.dstport"),
+                             ("icmp.type", "icmp.type")):
+            assert values.get(ours, []) == [tshark_int(v) for v in r[theirs]], (where, ours)
+    # the quote of a quote: the inner error's own quote is dissected too, as tshark does
+    inner = _quoted(pkts[5])[1]
+    assert [c.proto for c in inner.children] == ["ip", "udp", "bth", "reth", "icrc"]
+    assert rows[5]["frame.protocols"][0].endswith("ip:icmp:ip:icmp:ip:udp:infiniband")
+
+
+def _depth(lay: Layer) -> int:
+    """How many ICMP layers deep the sub-trees of ``lay`` go."""
+    inner = [_depth(c) for c in lay.children or () if c.proto == "icmp"]
+    return 1 + max(inner, default=0)
+
+
+def test_a_quote_nested_without_end_stops_two_levels_down():
+    """An ICMP error quoting an error quoting an error ... (a hostile capture): no recursion without end,
+    no traceback; a quote of a quote is dissected, anything deeper is data."""
+    read4 = craft.rocev2(0x0C, **READ)
+    frame = read4
+    for _ in range(400):            # far deeper than Python's recursion limit allows one call a level
+        frame = craft.icmp_error(_quote_of(frame))
+    eng = Engine(strict=True)
+    p = eng.dissect(Frame(1, 0, 1, frame, len(frame)))
+    assert p.malformed is None and not p.expert
+    icmp = p.layer("icmp")
+    assert _depth(icmp) == 3          # the packet's ICMP, its quote's, the quote's quote's
+    deepest = _quoted(p)[1].children[1]
+    assert [c.proto for c in deepest.children or ()] == []
+    assert [c.proto for c in _quoted(p)[1].children] == ["ip", "icmp", "data"]
+    layer_nodes(icmp)
+
+
+ROCE_OPCODES = [op for op in range(256) if craft.ib.PLANS[op].valid]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(ROCE_OPCODES), st.binary(max_size=64), st.sampled_from([4, 6]), st.integers(0, 200),
+       st.sampled_from([(3, 1), (3, 3), (3, 4), (11, 0), (12, 0), (5, 1), (4, 0)]))
+def test_a_quote_of_any_length_is_dissected_without_marks(opcode, payload, version, cut, type_code):
+    """Whatever length of a RoCEv2 datagram an error quotes (any opcode and payload): no traceback, no
+    malformed mark, no expert item, no transport facts on the packet; the quote's layers lie within it."""
+    datagram = _quote_of(craft.rocev2(opcode, destqp=0x12, psn=9, payload=payload, ip=version), cut)
+    itype, code = type_code if version == 4 else (1, 4)
+    frame = craft.icmp_error(datagram, itype=itype, code=code, ip=version)
+    p = Engine(strict=True).dissect(Frame(1, 0, 1, frame, len(frame)))
+    assert p.malformed is None and not p.expert and p.ib is None and p.conv is None and p.extra is None
+    quote_at = len(frame) - len(datagram)
+    for lay in _quoted(p):
+        assert quote_at <= lay.off and lay.off + lay.length <= len(frame), lay
+        assert "(in the ICMP" in lay.label
+        layer_nodes(lay)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200), st.sampled_from([4, 6]))
+def test_no_quoted_bytes_make_the_engine_raise(quote, version):
+    """Any bytes as the quote, through the whole engine (strict: a dissector's exception would surface)."""
+    frame = craft.icmp_error(quote, ip=version)
+    p = Engine(strict=True).dissect(Frame(1, 0, 1, frame, len(frame)))
+    assert p.malformed is None and p.ib is None and p.conv is None and p.extra is None
+    for lay in p.layers:
+        layer_nodes(lay)
