@@ -274,8 +274,9 @@ def _quote_of(frame: bytes, cut: int | None = None) -> bytes:
 
 def test_crafted_quotes_decode_as_tshark_does(tmp_path):
     """A router's quote (the IP header and 8 bytes), whole quotes over IPv4 and IPv6, a quoted SEND with its
-    payload, a quote of a quote: the headers tshark dissects, with its values; nothing malformed, no
-    expert item, where tshark has none either."""
+    payload, a quote of a quote, quotes cut in the transport headers: the headers tshark dissects, with its
+    values; nothing malformed, no expert item, where tshark has none either.  (Cut after the RETH, tshark
+    also reads the RETH's last 4 bytes as an ICRC; rdmaspy knows the ICRC is not in the quote.)"""
     read4 = craft.rocev2(0x0C, **READ)
     read6 = craft.rocev2(0x0C, ip=6, **READ)
     send = craft.rocev2(0x04, destqp=0x12, psn=78, payload=b"x" * 40)
@@ -286,6 +287,9 @@ def test_crafted_quotes_decode_as_tshark_does(tmp_path):
         craft.icmp_error(_quote_of(read6, 48), ip=6),
         craft.icmp_error(_quote_of(send), itype=11, code=0),
         craft.icmp_error(_quote_of(craft.icmp_error(_quote_of(read4)))),
+        craft.icmp_error(_quote_of(read4, 40)),         # cut after the BTH
+        craft.icmp_error(_quote_of(read4, 44)),         # inside the RETH
+        craft.icmp_error(_quote_of(read4, 56)),         # after the RETH, before the ICRC
     ]
     path = tmp_path / "quotes.pcap"
     craft.write_pcap(str(path), frames)
@@ -293,7 +297,8 @@ def test_crafted_quotes_decode_as_tshark_does(tmp_path):
     rows = tshark_fields(path, ["frame.protocols", "_ws.malformed", "_ws.expert", "infiniband.bth.opcode",
                                 "infiniband.bth.psn", "infiniband.reth.dmalen", "udp.dstport", "icmp.type"])
     want_quotes = [["ip", "udp"], ["ip", "udp", "bth", "reth", "icrc"], ["ipv6", "udp", "bth", "reth", "icrc"],
-                   ["ipv6", "udp"], ["ip", "udp", "bth", "data", "icrc"], ["ip", "icmp"]]
+                   ["ipv6", "udp"], ["ip", "udp", "bth", "data", "icrc"], ["ip", "icmp"], ["ip", "udp", "bth"],
+                   ["ip", "udp", "bth"], ["ip", "udp", "bth", "reth"]]
     for p, r, want in zip(pkts, rows, want_quotes):
         where = f"frame {p.frame.num}"
         assert [c.proto for c in _quoted(p)] == want, where

@@ -801,9 +801,10 @@ def dissect_rocev2(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> Non
     if layers and layers[-1].proto == "udp":
         need = ((buf[off - 4] << 8) | buf[off - 3]) - 8
         if need > end - off:
-            # The capture stops before the ICRC: there is nothing to verify; say what is missing.
+            # The capture (or an ICMP error's quote) stops before the ICRC: there is nothing to verify; say
+            # what is missing, and decode the headers the bytes hold, to their end (none of them is the ICRC).
             pkt.truncated("rocev2", end - off, need)
-            dissect_bth(pkt, buf, off, end, ctx)
+            dissect_bth(pkt, buf, off, end + 4 if end - off >= _BTH_SIZE else end, ctx)
             return
     if ip is None or ip.proto not in ("ip", "ipv6"):
         # IPv6 with extension headers: find the IP layer further down.
