@@ -24,6 +24,7 @@ NFS_IWARP = capture("siw-nfsv3-rdma.pcap")
 PERFTEST = capture("rxe-ib_write_bw.pcap")
 V2 = capture("rpcrdma_v2_all.pcap")
 LOSS = capture("rxe-ib_write_bw-loss.pcap")
+STALL = capture("rxe-read-retry-stall.pcap")      # ICMP errors quoting READ requests (test_icmp.py)
 
 
 def run(coro):
@@ -169,6 +170,7 @@ def test_selecting_a_field_lights_its_bytes_and_a_byte_selects_its_field():
     (NFS_IWARP, "rpcrdma.proc == 0 and rpc.procedure > 0"),
     (LOSS, 'expert.severity == "warning"'),
     (V2, "rpcrdma2 and nfs"),
+    (STALL, "bth.opcode == 12"),
 ])
 def test_filter_displays_what_decode_Y_prints(path, expr):
     expected = decode(path, "-Y", expr)
