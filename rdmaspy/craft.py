@@ -340,8 +340,8 @@ def icmp_error(quoted: bytes, *, itype: int | None = None, code: int | None = No
     msg = _pack_icmpv6(type=itype, code=code, checksum=0) + body
     pseudo = s6 + d6 + struct.pack(">IxxxB", len(msg), 58)
     msg = msg[:2] + inet_checksum(pseudo + msg).to_bytes(2, "big") + msg[4:]
-    iph = _pack_ip6(version=6, plen=len(msg), nxt=58, hlim=ttl, src=s6, dst=d6)
-    return _l2(smac, dmac, ETHERTYPE_IPV6, None) + iph + msg
+    return _l2(smac, dmac, ETHERTYPE_IPV6, None) + bytes(_pack_ip6(version=6, plen=len(msg), nxt=58, hlim=ttl,
+                                                                      src=s6, dst=d6)) + msg
 
 
 # --- RoCEv1 -----------------------------------------------------------------------------------------------
