@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 
 # Frames between two collections of every generation when the pipeline pulls its source.
 FULL_COLLECT_EVERY = 65_536
+# Frames between two collections of the young generations, made between frames: a packet's layers and
+# items are freed by their reference counts and form no cycle, so a collection made while a packet is
+# being built (as the collector's own threshold makes them) would walk them for nothing.
+YOUNG_COLLECT_EVERY = 1_024
+# The young objects alive that still start a collection on their own (a frame of huge trees).
+YOUNG_THRESHOLD = 100_000
 
 # A compiled display filter: does the packet match (t0: the first frame's time)?
 Matcher = Callable[[Packet, int], bool]
@@ -238,8 +244,13 @@ class Pipeline:
         self.shown_now = shown
         try:
             left = FULL_COLLECT_EVERY
+            young = YOUNG_COLLECT_EVERY
             for frame in source:
                 self.feed(frame)            # compiled: a direct call (a bound method in a local is a generic one)
+                young -= 1
+                if young == 0:
+                    gc.collect(1)
+                    young = YOUNG_COLLECT_EVERY
                 left -= 1
                 if left == 0:
                     gc.collect()
@@ -265,8 +276,13 @@ class Pipeline:
         thresholds = _collect_rarely()
         try:
             left = FULL_COLLECT_EVERY
+            young = YOUNG_COLLECT_EVERY
             for frame in source:
                 self.feed(frame)
+                young -= 1
+                if young == 0:
+                    gc.collect(1)
+                    young = YOUNG_COLLECT_EVERY
                 left -= 1
                 if left == 0:
                     gc.collect()
@@ -308,14 +324,15 @@ class Pipeline:
 def _collect_rarely() -> tuple[int, int, int]:
     """Before a pull of the whole source: what is loaded by now (modules, declarations, tables)
     outlives the run, so the cycle collector is kept off it, and runs less often, since packets are
-    freed by their reference counts.  With these thresholds the oldest generation would hardly ever be
+    freed by their reference counts: the young generations between frames (``YOUNG_COLLECT_EVERY``),
+    on its own only when a frame leaves ``YOUNG_THRESHOLD`` young objects alive.  With these thresholds the oldest generation would hardly ever be
     collected, and the analysis makes cycles that live long (a transaction and its segments): the
     puller collects them every FULL_COLLECT_EVERY frames, or their garbage would grow with the
     capture.  Returns the thresholds to put back (a command may run inside another program)."""
     thresholds = gc.get_threshold()
     gc.collect()        # not to freeze what an earlier run left (a worker's previous task: its state)
     gc.freeze()
-    gc.set_threshold(10_000, 20, 100)
+    gc.set_threshold(YOUNG_THRESHOLD, 20, 100)
     return thresholds
 
 
