@@ -134,7 +134,8 @@ class Layer:
         """Append a variable item; ``off`` is absolute in ``self.buf`` (-1: not in the bytes)."""
         items = self._items
         if items is None:
-            items = self.items          # runs a pending fill first, so items keep their order
+            if self._fill is not None:
+                items = self.items      # runs the pending fill first, so items keep their order
             if items is None:
                 items = self._items = []
         items.append((field, value, off, length))

@@ -409,7 +409,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         sub: Layer | None = None
         if tree is not None:
             sub = tree.child("nfs.op", None, p, 4, _op_label(i, name))
-            sub.add(op_field, op, p, 4)
+            sub._items = [(op_field, op, p, 4)]     # a new sub-tree: its first item, with no call
         fact = w.facts and not callback and _fact_op(op)
         st: int | None = None
         if w.reply:

@@ -256,8 +256,11 @@ class AttrSet(XdrType):
         for num in _set_bits(words):
             p = vals.pos
             sub = lay
+            fresh = False                   # sub is the attribute's own sub-tree, its items a new list
             if lay is not None and self.subtree:
                 sub = lay.child("nfs.fattr4.attr", None, p, 0, _attr_label(num))
+                sub._items = []             # the value's words appended to it with no call
+                fresh = True
             attr = None if stopped else self.table.get(num)
             if attr is None:                # not read: shown, as tshark shows it, with no value
                 if sub is not None:
@@ -268,7 +271,7 @@ class AttrSet(XdrType):
                 stopped = True
                 continue
             at = -1
-            if sub is not None:             # the number first, over the value's bytes (known once read)
+            if sub is not None and not fresh:   # the number first, over the value's bytes (known once read)
                 sub.add(self.number, num, p, 0)
                 at = len(sub.items or ()) - 1
             try:
@@ -279,10 +282,13 @@ class AttrSet(XdrType):
                     sub.add(MALFORMED, f"{attr.name}: {e}", vals.pos, 0)
                     _rest(lay, buf, p, end)
             if sub is not None:
-                items = sub.items
+                items = sub._items
                 if items is not None:
-                    items[at] = (self.number, num, p, vals.pos - p)
-                if sub is not lay:
+                    if fresh:
+                        items.insert(0, (self.number, num, p, vals.pos - p))
+                    else:
+                        items[at] = (self.number, num, p, vals.pos - p)
+                if fresh:
                     sub.length = vals.pos - p
         if not stopped and vals.pos < end and lay is not None:
             lay.add(UNDECODED, f"{end - vals.pos} bytes after the last {self.item}")

@@ -165,7 +165,7 @@ class Int(XdrType):
     status as both ``nfs.status3`` and ``nfs.status``); ``flags``: (field, mask) pairs, each shown as a
     boolean of the value's bits (a field displayed "bool") or as the value of the bits under the mask."""
 
-    __slots__ = ("field", "bits", "signed", "also", "flags", "_pack", "_plain")
+    __slots__ = ("field", "bits", "signed", "also", "flags", "_pack", "_plain", "_flag_plan")
 
     def __init__(self, f: Field | None, bits: int = 32, signed: bool = False, also: Sequence[Field] = (),
                  flags: Sequence[tuple[Field, int]] = ()) -> None:
@@ -177,9 +177,12 @@ class Int(XdrType):
         self.signed = signed
         self.also = tuple(also)
         self.flags = tuple(flags)
-        # nearly every integer is one unsigned word shown as one field: read and added with no detour
-        # (a subclass shows its own way: never)
-        self._plain = f if type(self) is Int and bits == 32 and not signed and not also and not flags else None
+        # each flag's field, mask, the shift down of its bits, and whether it shows as a boolean
+        self._flag_plan: tuple[tuple[Field, int, int, bool], ...] = tuple(
+            (flag, mask, (mask & -mask).bit_length() - 1, flag.display == "bool") for flag, mask in flags)
+        # nearly every integer is one word or hyper shown as one field: read in words and added with no
+        # detour (a subclass shows its own way: never)
+        self._plain = f if type(self) is Int and not also and not flags else None
         self._pack = _struct.Struct({(4, False): ">I", (4, True): ">i", (8, False): ">Q",
                                      (8, True): ">q"}[(bits // 8, signed)]).pack
 
@@ -192,13 +195,17 @@ class Int(XdrType):
         buf = cur.buf
         plain = self._plain
         if plain is not None:
-            v = u32(buf, p)
+            v = u32(buf, p)                 # the (high) word: machine integers, no struct or tuple
+            if self.signed and v > 0x7FFF_FFFF:
+                v -= 0x1_0000_0000
+            if n == 8:
+                v = (v << 32) + u32(buf, p + 4)
             if lay is not None:
                 items = lay._items
                 if items is not None:       # nothing left to fill first: Layer.add's append, with no call
-                    items.append((plain, v, p, 4))
+                    items.append((plain, v, p, n))
                 else:
-                    lay.add(plain, v, p, 4)
+                    lay.add(plain, v, p, n)
             return v
         if n == 4:
             v = _I32.unpack_from(buf, p)[0] if self.signed else u32(buf, p)
@@ -218,11 +225,11 @@ class Int(XdrType):
             lay.add(f, v, p, n)
         for a in self.also:
             lay.add(a, v, p, n)
-        for flag, mask in self.flags:
-            if flag.display == "bool":
+        for flag, mask, shift, as_bool in self._flag_plan:
+            if as_bool:
                 lay.add(flag, bool(v & mask), p, n)
             else:                       # a field of several bits: its value, shifted down
-                lay.add(flag, (v & mask) >> ((mask & -mask).bit_length() - 1), p, n)
+                lay.add(flag, (v & mask) >> shift, p, n)
 
     @property
     def what(self) -> str:
