@@ -325,10 +325,11 @@ def _collect_rarely() -> tuple[int, int, int]:
     """Before a pull of the whole source: what is loaded by now (modules, declarations, tables)
     outlives the run, so the cycle collector is kept off it, and runs less often, since packets are
     freed by their reference counts: the young generations between frames (``YOUNG_COLLECT_EVERY``),
-    on its own only when a frame leaves ``YOUNG_THRESHOLD`` young objects alive.  With these thresholds the oldest generation would hardly ever be
-    collected, and the analysis makes cycles that live long (a transaction and its segments): the
-    puller collects them every FULL_COLLECT_EVERY frames, or their garbage would grow with the
-    capture.  Returns the thresholds to put back (a command may run inside another program)."""
+    on its own only when a frame leaves ``YOUNG_THRESHOLD`` young objects alive.  With these thresholds
+    the oldest generation would hardly ever be collected, and the analysis makes cycles that live long
+    (a transaction and its segments): the puller collects them every FULL_COLLECT_EVERY frames, or
+    their garbage would grow with the capture.  Returns the thresholds to put back (a command may run
+    inside another program)."""
     thresholds = gc.get_threshold()
     gc.collect()        # not to freeze what an earlier run left (a worker's previous task: its state)
     gc.freeze()
