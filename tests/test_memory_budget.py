@@ -136,7 +136,7 @@ def _state_cost(session: Session) -> dict[str, int]:
     charged += sum(R._ENTRY * len(r.items) for d in (st.read_reqs, st.write_reqs) for r in d.values())
     for job in {id(j): j for j in st.read_jobs.values()}.values():
         charged += len(job.reduced) + R._ENTRY + sum(len(d) + R._PIECE for ps in job.pieces for d in ps.values())
-    kept = sum(len(d) + R._PIECE for placed in st.written.values() for d, _f in placed.pieces.values())
+    kept = sum(len(d) + R._PIECE for placed in st.written.values() for d, _f in (placed.pieces or {}).values())
     assert kept == st.kept
     return {"held": st.held, "recounted": charged + kept}
 

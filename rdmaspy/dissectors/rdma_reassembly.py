@@ -172,15 +172,22 @@ class _Recent(_Charged):
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
-class _Placed(_Charged):
-    """The bytes RDMA WRITEs put under one advertised handle, by address: a packet carries its own
-    address, so neither order nor repeats matter; a repeat of bytes already placed is not kept."""
+class _Written(_Charged):
+    """A handle a call advertised for RDMA WRITEs (its Write list, its Reply chunk), under ``key``: the
+    call's XID, [lo, hi) from the lowest offset to the end of the highest segment under the handle, and
+    the bytes WRITEs put there by address (a packet carries its own address, so neither order nor repeats
+    matter; a repeat of bytes already placed is not kept).  One entry for both: a WRITE and the reply
+    find the handle, and the reply lets it go, with one look-up each.  Only the bytes are charged."""
 
-    __slots__ = ("pieces",)
+    __slots__ = ("key", "xid", "lo", "hi", "pieces")
 
-    def __init__(self) -> None:
+    def __init__(self, key: Key, xid: int, lo: int, hi: int) -> None:
         super().__init__()
-        self.pieces: dict[int, tuple[bytes, int]] = {}     # address -> (bytes, frame)
+        self.key = key            # the very key it is under: deleting by it is compared by identity
+        self.xid = xid
+        self.lo = lo
+        self.hi = hi
+        self.pieces: dict[int, tuple[bytes, int]] | None = None     # address -> (bytes, frame)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -214,8 +221,7 @@ class _State(Holder):
     """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
-    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "write_wants", "written", "kept", "budget",
-                 "data_wants")
+    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "written", "kept", "budget", "data_wants")
 
     def __init__(self, budget: Budget) -> None:
         self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"
@@ -228,9 +234,7 @@ class _State(Holder):
         # (requester, responder, Data Sink STag) on iWARP
         self.read_reqs: dict[tuple, _Recent] = {}
         self.write_reqs: dict[tuple, _Recent] = {}         # (src, dst, QP) -> WRITE First packets
-        # (XID of the call that advertised it, lowest offset, end of its highest segment)
-        self.write_wants: dict[Key, tuple[int, int, int]] = {}
-        self.written: dict[Key, _Placed] = {}
+        self.written: dict[Key, _Written] = {}        # handles advertised for WRITEs, and their bytes
         self.kept = 0             # bytes charged for ``written``
         self.data_wants: dict[Key, _DataWant] = {}    # buffers upper layers want whole (want_data)
 
@@ -247,12 +251,12 @@ class _State(Holder):
             self.budget.release(self, obj.charged)
             obj.charged = 0
 
-    def forget_written(self, key: Key) -> None:
-        placed = self.written.get(key)
-        if placed is not None:
-            del self.written[key]       # not pop(key, None): compiled, a method call is generic
-            self.kept -= placed.charged
-            self.free(placed)
+    def forget_written(self, entry: _Written) -> None:
+        """Let go of the bytes placed under a handle (the handle stays followed)."""
+        if entry.pieces is not None:
+            entry.pieces = None
+            self.kept -= entry.charged
+            self.free(entry)
 
     def shed(self, need: int) -> int:
         """Memory budget: give up the oldest SEND messages, requests, chunk data and Read jobs (their
@@ -265,10 +269,12 @@ class _State(Holder):
                     return gone
                 self.free(d.pop(key))
                 gone += 1
-        for key in list(self.written):
+        for entry in list(self.written.values()):
+            if entry.pieces is None:
+                continue
             if start - self.held >= need:
                 return gone
-            self.forget_written(key)
+            self.forget_written(entry)
             gone += 1
         for key in list(self.read_jobs):
             if start - self.held >= need:
@@ -529,35 +535,33 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf:
     _rebuild_call(pkt, ctx, job)
 
 
-def _place_written(st: _State, key: Key, addr: int, buf: bytes, off: int, end: int, frame: int) -> None:
-    """Keep a WRITE packet's bytes at their address, within the segments advertised under ``key``."""
-    want = st.write_wants.get(key)
-    if want is None:
-        return
-    _xid, lo, hi = want
+def _place_written(st: _State, entry: _Written, addr: int, buf: bytes, off: int, end: int, frame: int) -> None:
+    """Keep a WRITE packet's bytes at their address, within the segments advertised under the handle."""
+    lo = entry.lo
+    hi = entry.hi
     if not lo <= addr < hi:
         return      # outside every segment advertised with this handle: a finding of the analysis, no state
     if end - off > hi - addr:
         end = off + hi - addr
     if end <= off:
         return
-    placed = st.written.get(key)
-    if placed is None:
-        placed = st.written[key] = _Placed()
-    old = placed.pieces.get(addr)
+    pieces = entry.pieces
+    if pieces is None:
+        pieces = entry.pieces = {}
+    old = pieces.get(addr)
     if old is not None and len(old[0]) >= end - off:
         return        # a retransmission of bytes already placed
     data = buf[off:end]
     grown = len(data) - (len(old[0]) if old is not None else -_PIECE)
     if st.kept + grown > _BYTES_LIMIT:
-        for other in list(st.written):       # the oldest chunk data goes first
-            if other != key:
+        for other in list(st.written.values()):       # the oldest chunk data goes first
+            if other is not entry:
                 st.forget_written(other)
             if st.kept + grown <= _BYTES_LIMIT:
                 break
-    placed.pieces[addr] = (data, frame)
+    pieces[addr] = (data, frame)
     st.kept += grown
-    st.charge(placed, grown)
+    st.charge(entry, grown)
 
 
 def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
@@ -566,7 +570,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
     if ib is None:
         return
     st: _State | None = ctx.state.get("rdma_reassembly")
-    if st is None or (not st.write_wants and not st.data_wants):
+    if st is None or (not st.written and not st.data_wants):
         return
     pos = ib.plan.pos
     akey: tuple = (pkt.src, pkt.dst, ib.destqp)
@@ -575,7 +579,8 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
             return
         va, rkey, dlen = ib.reth
         key: Key = (pkt.dst, pkt.src, rkey)      # the receiver's memory, written by the sender
-        if key not in st.write_wants:
+        entry = st.written.get(key)
+        if entry is None:
             if not st.data_wants or key not in st.data_wants:
                 return
             if pos == "first":
@@ -584,7 +589,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
             return
         if pos == "first":
             _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
-        _place_written(st, key, va, buf, off, end, pkt.frame.num)
+        _place_written(st, entry, va, buf, off, end, pkt.frame.num)
         return
     rec = st.write_reqs.get(akey)
     if rec is None:
@@ -594,7 +599,9 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if st.data_wants and found[0].key in st.data_wants:
             _place_wanted(pkt, ctx, st, found[0].key, found[1], buf, off, end)
         else:
-            _place_written(st, found[0].key, found[1], buf, off, end, pkt.frame.num)
+            placed = st.written.get(found[0].key)
+            if placed is not None:
+                _place_written(st, placed, found[1], buf, off, end, pkt.frame.num)
 
 
 # --- the same over iWARP: a tagged DDP segment carries its own STag and tagged offset -----------------
@@ -620,8 +627,9 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
         return
     if opcode == 0:
         key: Key = (pkt.dst, pkt.src, stag)
-        if key in st.write_wants:
-            _place_written(st, key, to, buf, off, end, pkt.frame.num)
+        entry = st.written.get(key)
+        if entry is not None:
+            _place_written(st, entry, to, buf, off, end, pkt.frame.num)
         elif st.data_wants and key in st.data_wants:
             _place_wanted(pkt, ctx, st, key, to, buf, off, end)
         return
@@ -783,20 +791,23 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, 
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
-def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[int]] | None:
-    """The bytes RDMA WRITEs put in these segments of ``owner``'s memory (lengths as the reply reports
-    them) and the frames they came in, or None while a segment has a hole."""
+def _written(st: _State, segs: list[Segment], host: str, peer: str) -> tuple[bytes, list[int]] | None:
+    """The bytes RDMA WRITEs put in these segments of ``host``'s memory, advertised to ``peer`` (lengths
+    as the reply reports them), and the frames they came in, or None while a segment has a hole."""
     out = []
     frames: list[int] = []       # a set only when there are several (one, as a rule: a WRITE of a reply)
+    written = st.written
     for s in segs:
-        placed = st.written.get(_key(owner, s.handle))
-        if placed is None:
+        placed = written.get((host, peer, s.handle))
+        pieces = placed.pieces if placed is not None else None
+        if pieces is None:
             if s.length:
                 return None
             continue
-        lo, span = s.offset, max(s.length, 1)
+        lo = s.offset
+        span = s.length if s.length > 1 else 1
         inside = []
-        for addr, (data, frame) in placed.pieces.items():
+        for addr, (data, frame) in pieces.items():
             rel = addr - lo           # one subtraction of two addresses (beyond machine integers, compiled)
             if rel < span and rel + len(data) > 0:        # a packet may straddle two segments
                 inside.append((rel, data))
@@ -811,15 +822,20 @@ def _written(st: _State, segs: list[Segment], owner: Pair) -> tuple[bytes, list[
 def _want(st: _State, key: Key, xid: int, lo: int, hi: int) -> None:
     """Follow WRITEs to ``key`` within [lo, hi); a handle offered twice by one call covers both, and
     what WRITEs left under it for an earlier call goes."""
-    wants = st.write_wants
-    old = wants.get(key)
-    if old is not None:
-        if old[0] == xid:
-            lo = min(lo, old[1])
-            hi = max(hi, old[2])
-        else:
-            st.forget_written(key)
-    wants[key] = (xid, lo, hi)
+    written = st.written
+    old = written.get(key)
+    if old is None:
+        written[key] = _Written(key, xid, lo, hi)
+    elif old.xid == xid:
+        if lo < old.lo:
+            old.lo = lo
+        if hi > old.hi:
+            old.hi = hi
+    else:
+        st.forget_written(old)
+        old.xid = xid
+        old.lo = lo
+        old.hi = hi
 
 
 def _rpc_flow(pkt: Packet) -> tuple:
@@ -861,21 +877,22 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
             for c in chunks:
                 for s in c:
                     _want(st, (host, peer, s.handle), xid, s.offset, s.offset + s.length)
-            wants = st.write_wants
-            if len(wants) > _WANT_LIMIT:
-                _bound(wants)
+            written = st.written
+            if len(written) > _WANT_LIMIT:
+                for key in list(islice(written, len(written) - _WANT_LIMIT + _WANT_LIMIT // 8)):
+                    _let_go(st, written[key])
         return
-    client = (pkt.dst, pkt.src)   # a reply's Write list and Reply chunk are in its receiver's memory
+    host, peer = pkt.dst, pkt.src   # a reply's Write list and Reply chunk are in its receiver's memory
     holes = False
     if msg.reply is not None and msg.proc == 1:
-        got = _written(st, msg.reply, client)
+        got = _written(st, msg.reply, host, peer)
         holes = got is None
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, frames,          # sorted, each once (_written)
                           _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
-        got_all = [_written(st, c, client) for c in msg.writes]
+        got_all = [_written(st, c, host, peer) for c in msg.writes]
         holes = any(g is None for g in got_all)
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
@@ -885,14 +902,18 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         # WRITE packets lost before the reply are sent again after it, and the reply with them: the
         # chunks stay followed (until the handle is advertised again, or the bounds give them up).
         return
-    wants = st.write_wants
-    host, peer = pkt.dst, pkt.src
+    written = st.written
     for c in chunks:
         for s in c:
-            key = (host, peer, s.handle)
-            if key in wants:            # not pop(key, None): compiled, a method call is generic
-                del wants[key]
-            st.forget_written(key)
+            entry = written.get((host, peer, s.handle))
+            if entry is not None:       # not pop(key, None): compiled, a method call is generic
+                _let_go(st, entry)
+
+
+def _let_go(st: _State, entry: _Written) -> None:
+    """Stop following a handle advertised for WRITEs, and let go of its bytes."""
+    del st.written[entry.key]
+    st.forget_written(entry)
 
 
 # --- buffers an upper layer wants whole ----------------------------------------------------------------------
