@@ -791,14 +791,18 @@ def _show_rebuilt(pkt: Packet, ctx: Session, msg: RpcRdmaMessage, whole: bytes, 
     msg.rebuilt_rpc = onc_rpc.dissect_rpc(pkt, whole, 0, len(whole), ctx, flow, quiet=quiet)
 
 
-def _written(st: _State, segs: list[Segment], host: str, peer: str) -> tuple[bytes, list[int]] | None:
+def _written(st: _State, segs: list[Segment], host: str, peer: str,
+             found: list[_Written]) -> tuple[bytes, list[int]] | None:
     """The bytes RDMA WRITEs put in these segments of ``host``'s memory, advertised to ``peer`` (lengths
-    as the reply reports them), and the frames they came in, or None while a segment has a hole."""
+    as the reply reports them), and the frames they came in, or None while a segment has a hole.  The
+    entries of the handles are added to ``found``."""
     out = []
     frames: list[int] = []       # a set only when there are several (one, as a rule: a WRITE of a reply)
     written = st.written
     for s in segs:
         placed = written.get((host, peer, s.handle))
+        if placed is not None:
+            found.append(placed)
         pieces = placed.pieces if placed is not None else None
         if pieces is None:
             if s.length:
@@ -884,15 +888,19 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         return
     host, peer = pkt.dst, pkt.src   # a reply's Write list and Reply chunk are in its receiver's memory
     holes = False
+    found: list[_Written] = []
+    searched = 0          # how many of the chunks _written looked up
     if msg.reply is not None and msg.proc == 1:
-        got = _written(st, msg.reply, host, peer)
+        searched = 1
+        got = _written(st, msg.reply, host, peer, found)
         holes = got is None
         if got is not None and got[0]:
             whole, frames = got
             _show_rebuilt(pkt, ctx, msg, whole, frames,          # sorted, each once (_written)
                           _writes(pkt) + " (Reply chunk)", _rpc_flow(pkt))
     elif msg.writes:
-        got_all = [_written(st, c, host, peer) for c in msg.writes]
+        searched = len(msg.writes)
+        got_all = [_written(st, c, host, peer, found) for c in msg.writes]
         holes = any(g is None for g in got_all)
         frames = sorted({f for g in got_all if g is not None for f in g[1]})
         if frames:
@@ -903,11 +911,18 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
         # chunks stay followed (until the handle is advertised again, or the bounds give them up).
         return
     written = st.written
+    if searched == len(chunks):
+        # every handle of the reply is among those found: each let go by the very key it is under (and
+        # once, a handle named twice), without making and looking up its key again
+        for entry in found:
+            if written.get(entry.key) is entry:
+                _let_go(st, entry)
+        return
     for c in chunks:
         for s in c:
-            entry = written.get((host, peer, s.handle))
-            if entry is not None:       # not pop(key, None): compiled, a method call is generic
-                _let_go(st, entry)
+            named = written.get((host, peer, s.handle))
+            if named is not None:       # not pop(key, None): compiled, a method call is generic
+                _let_go(st, named)
 
 
 def _let_go(st: _State, entry: _Written) -> None:
