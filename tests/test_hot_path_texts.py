@@ -92,3 +92,17 @@ def test_the_word_read_byte_by_byte_is_the_big_endian_unpack(buf, data):
     from rdmaspy.dissectors.xdr import u32
     at = data.draw(st.integers(0, len(buf) - 4))
     assert u32(buf, at) == struct.unpack_from(">I", buf, at)[0]
+
+
+@given(st.binary(min_size=8, max_size=40), st.data())
+def test_the_64_bit_word_is_the_big_endian_unpack_on_both_sides_of_2_to_the_63(buf, data):
+    """xdr.u64 (RDMA segments' offsets, iWARP's tagged offsets) reads what struct's ">Q" reads: in machine
+    integers below 2**63, a kernel address's top bit added as a Python int above."""
+    import struct
+
+    from rdmaspy.dissectors.xdr import u64
+    at = data.draw(st.integers(0, len(buf) - 8))
+    top = data.draw(st.sampled_from([None, 0x00, 0x7F, 0x80, 0xFF]))
+    if top is not None:
+        buf = buf[:at] + bytes([top]) + buf[at + 1:]
+    assert u64(buf, at) == struct.unpack_from(">Q", buf, at)[0]

@@ -25,7 +25,7 @@ from .ethernet import eth_fast
 from .hexfmt import hex8, hexn, with_decimal
 from .ip import eth_ipv4_layers, ipv4_text as _ip_text
 from .transport import UDP
-from .xdr import u32
+from .xdr import u32, u64
 
 declaring(__name__)
 
@@ -539,7 +539,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             break
         exts += 1
         if hdr is RETH:
-            va = u32(buf, pos) << 32 | u32(buf, pos + 4)     # whole words, as declared (checked at import)
+            va = u64(buf, pos)     # whole words, as declared (checked at import)
             rkey = u32(buf, pos + 8)
             dlen = u32(buf, pos + 12)
             ib.reth = (va, rkey, dlen)

@@ -24,7 +24,7 @@ from .data import add_data_layer
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA, RpcRdmaMessage
-from .xdr import u32
+from .xdr import u32, u64
 
 declaring(__name__)
 repeatable("ddp", "rdmap")        # one per FPDU
@@ -441,7 +441,7 @@ def dissect_ddp_rdmap(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, *, 
     send = not tagged and (_SEND_MASK >> op) & 1 == 1
     if tagged:
         stag = u32(buf, off + _STAG_AT)
-        to = u32(buf, off + _TO_AT) << 32 | u32(buf, off + _TO_AT + 4)
+        to = u64(buf, off + _TO_AT)
         info.stag = stag
         info.to = to
         if texts:

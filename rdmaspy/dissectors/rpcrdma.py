@@ -29,7 +29,7 @@ from . import onc_rpc, rdma_reassembly, rpcrdma_pdata
 from .hexfmt import hex8
 from .onc_rpc import rpc_flow
 from .rpcrdma_message import RpcRdmaMessage, Segment
-from .xdr import Cursor, XdrError, p32, pack_list, read_list, u32
+from .xdr import Cursor, XdrError, p32, pack_list, read_list, u32, u64
 
 declaring(__name__)
 protocol("rpcrdma", "RPC over RDMA")
@@ -211,7 +211,7 @@ def _fast_segments(buf: bytes, p: int, end: int, out: list[Segment]) -> int:
     if n * _SEG_SIZE > end - p:
         return -1
     for _ in range(n):
-        out.append(Segment(None, u32(buf, p), u32(buf, p + 4), u32(buf, p + 8) << 32 | u32(buf, p + 12), p))
+        out.append(Segment(None, u32(buf, p), u32(buf, p + 4), u64(buf, p + 8), p))
         p += _SEG_SIZE
     return p
 
@@ -232,7 +232,7 @@ def fast_lists(buf: bytes, p: int, end: int, msg: RpcRdmaMessage) -> int:
         if d != 1 or end - p < _READ_ENTRY:
             return -1
         q = p + XDR_UNIT
-        reads.append(Segment(u32(buf, q), u32(buf, q + 4), u32(buf, q + 8), u32(buf, q + 12) << 32 | u32(buf, q + 16), q))
+        reads.append(Segment(u32(buf, q), u32(buf, q + 4), u32(buf, q + 8), u64(buf, q + 12), q))
         p += _READ_ENTRY
     if reads:
         group_reads(msg)

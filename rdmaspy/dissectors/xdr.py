@@ -59,6 +59,19 @@ def u32(buf: bytes, at: int) -> int:
     return i64(buf[a]) << 24 | i64(buf[a + 1]) << 16 | i64(buf[a + 2]) << 8 | i64(buf[a + 3])
 
 
+def u64(buf: bytes, at: int) -> int:
+    """The big-endian 64-bit word at ``buf[at]`` (the caller knows the eight bytes are there): an address
+    or tagged offset.  Compiled, in machine integers up to 2**63, and past it (a kernel's addresses) one
+    addition of a Python int, where ``u32(...) << 32 | u32(...)`` made two operations on Python ints."""
+    a: i64 = at
+    hi: i64 = i64(buf[a]) << 24 | i64(buf[a + 1]) << 16 | i64(buf[a + 2]) << 8 | i64(buf[a + 3])
+    lo: i64 = i64(buf[a + 4]) << 24 | i64(buf[a + 5]) << 16 | i64(buf[a + 6]) << 8 | i64(buf[a + 7])
+    if hi < 0x80000000:
+        return hi << 32 | lo
+    low63: int = (hi & 0x7FFFFFFF) << 32 | lo
+    return low63 + 0x8000000000000000
+
+
 class Cursor:
     """Reads big-endian XDR items from ``buf[pos:end]``."""
 
