@@ -630,16 +630,20 @@ def _set_info(pkt: Packet, info: RpcInfo) -> None:
     mtype = info.msgtype
     what = "Call" if mtype == 0 else "Reply" if mtype == 1 else f"type {mtype}"
     label = info.label
-    if label is not None:
-        name = f"{label} {info.proc_name or f'proc-{info.proc}'}"
-        if info.ops:
-            name += " " + " ".join(info.ops)
-    elif info.prog is not None:
-        pname = info.prog_name or f"program {info.prog}"
-        name = f"{pname} V{info.vers} {info.proc_name or f'proc-{info.proc}'}"
+    procedure = info.proc_name
+    if label is not None and procedure and not info.ops:
+        text = f"| {label} {procedure} {what}"      # the common line made in one step
     else:
-        name = "RPC"
-    text = f"| {name} {what}"
+        if label is not None:
+            name = f"{label} {procedure or f'proc-{info.proc}'}"
+            if info.ops:
+                name += " " + " ".join(info.ops)
+        elif info.prog is not None:
+            pname = info.prog_name or f"program {info.prog}"
+            name = f"{pname} V{info.vers} {procedure or f'proc-{info.proc}'}"
+        else:
+            name = "RPC"
+        text = f"| {name} {what}"
     if mtype == 1:
         acc = info.accept_stat
         if acc is not None and acc != 0:

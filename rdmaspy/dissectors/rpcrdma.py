@@ -360,11 +360,19 @@ def _segment_chunk(lay: Layer, proto: str, label: str, lst: XdrList, len_f: Fiel
 
 def _segs_text(segs: list[Segment]) -> str:
     n = len(segs)
-    total = segs[0].length if n == 1 else sum(s.length for s in segs)
-    return f"{n} seg{'s' if n != 1 else ''} {total}B"
+    if n == 1:
+        return f"1 seg {segs[0].length}B"
+    total = 0
+    for s in segs:
+        total += s.length
+    return f"{n} segs {total}B"
 
 
 def lists_text(msg: RpcRdmaMessage) -> str:
+    reply = msg.reply
+    if not msg.reads and not msg.writes:
+        # a Reply chunk alone (a call expecting a long reply, the RDMA_NOMSG reply): one string made
+        return f"reply=chunk({_segs_text(reply)})" if reply is not None else ""
     parts = []
     if msg.reads:
         chunks = [f"chunk(pos {pos}, {_segs_text(segs)})" for pos, segs in msg.read_chunks]
@@ -424,9 +432,11 @@ def _is_reply(pkt: Packet, msg: RpcRdmaMessage, ctx: Any) -> bool | None:
     if msg.flags is not None:
         return bool(msg.flags & 1)
     calls = onc_rpc.calls_of(ctx)
-    if onc_rpc.call_key(rpc_flow(pkt), msg.xid) in calls.by_key:
-        return True
     conv: Connection | None = pkt.conv
+    # the key onc_rpc.call_key makes of rpc_flow(pkt), made at once
+    key: tuple = ("conn", conv.conn_id, msg.xid) if conv is not None else onc_rpc.call_key(rpc_flow(pkt), msg.xid)
+    if key in calls.by_key:
+        return True
     if conv is not None:
         return conv.direction(pkt) == "s2c"
     return None

@@ -115,14 +115,36 @@ _FILL_TCP: Final = _fill_tcp
 _tcp_head: Final[dict[int, str]] = {}
 
 
+class _LastHead:
+    """The head of the last TCP line made, by its key: the lines TCP writes itself (acknowledgements,
+    mostly) come in runs of one direction, found here before the dict (whose key is an int object)."""
+
+    __slots__ = ("key", "head")
+
+    def __init__(self) -> None:
+        self.key = -1
+        self.head = ""
+
+
+_LAST_HEAD: Final = _LastHead()
+
+
 def _tcp_line(sport: int, dport: int, flags: int, seq: int, seglen: int) -> str:
     """TCP's Info line: ``4791 → 52000 [ACK] Seq=1 Len=0``."""
     key = (sport << 24) | (dport << 8) | flags
-    head = _tcp_head.get(key)
-    if head is None:
-        if len(_tcp_head) >= 4096:
-            _tcp_head.clear()
-        head = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
+    last = _LAST_HEAD
+    if last.key == key:
+        head = last.head
+    else:
+        found = _tcp_head.get(key)
+        if found is None:
+            if len(_tcp_head) >= 4096:
+                _tcp_head.clear()
+            found = _tcp_head[key] = f"{sport} → {dport} [{_TCP_FLAG_NAMES[flags]}] Seq="
+        head = last.head = found
+        last.key = key
+    if seglen == 0:
+        return f"{head}{seq} Len=0"         # a bare acknowledgement: one number to write
     return f"{head}{seq} Len={seglen}"
 
 
