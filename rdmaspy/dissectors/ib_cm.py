@@ -8,20 +8,21 @@ connection tracker (rdmaspy.conversation) learns QPNs, PSNs and states here.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from .. import conversation
 from ..fields import F, Field, Header, declaring
-from ..packet import Packet
-from ..registry import table
+from ..packet import Layer, Packet
+from ..registry import Dissector, DissectorTable, table
 from . import mad as _mad
+from .mad import byte_offset, field_at, u64_at
 from . import rdma_cm
 from .infiniband import fmt_gid
 from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
 
 declaring(__name__)
 
-ATTRIBUTES = {
+ATTRIBUTES: Final = {
     0x0001: "ClassPortInfo", 0x0010: "ConnectRequest", 0x0011: "MsgRcptAck", 0x0012: "ConnectReject",
     0x0013: "ConnectReply", 0x0014: "ReadyToUse", 0x0015: "DisconnectRequest", 0x0016: "DisconnectReply",
     0x0017: "ServiceIDResReq", 0x0018: "ServiceIDResReqResp", 0x0019: "LoadAlternatePath",
@@ -29,10 +30,10 @@ ATTRIBUTES = {
 }
 TRANSPORT_SERVICE = {0: "RC", 1: "UC", 2: "RD", 3: "Reserved"}
 MTU_CODES = {1: "256", 2: "512", 3: "1024", 4: "2048", 5: "4096"}
-MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
-MESSAGE_REJECTED = {0: "REQ", 1: "REP", 2: "No message", 3: "Reserved"}
-MESSAGE_MRAED = {0: "REQ", 1: "REP", 2: "LAP", 3: "Reserved"}
-REJ_REASONS = {
+MTU_BYTES: Final = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+MESSAGE_REJECTED: Final = {0: "REQ", 1: "REP", 2: "No message", 3: "Reserved"}
+MESSAGE_MRAED: Final = {0: "REQ", 1: "REP", 2: "LAP", 3: "Reserved"}
+REJ_REASONS: Final = {
     1: "No QP available", 2: "No EEC available", 3: "No resources available", 4: "Timeout",
     5: "Unsupported request", 6: "Invalid Communication ID", 7: "Invalid Communication Instance",
     8: "Invalid Service ID", 9: "Invalid Transport Service Type", 10: "Stale connection",
@@ -46,9 +47,9 @@ REJ_REASONS = {
     31: "Unsupported Class Version", 32: "Invalid Primary Flow Label", 33: "Invalid Alternate Flow Label",
     35: "Vendor Option Not Supported",
 }
-SIDR_STATUS = {0: "Valid QPN", 1: "Service ID not supported", 2: "Rejected by the service provider",
+SIDR_STATUS: Final = {0: "Valid QPN", 1: "Service ID not supported", 2: "Rejected by the service provider",
                3: "No QP available", 4: "Redirect", 5: "Unsupported class version"}
-APR_STATUS = {0: "Alternate path loaded", 1: "Invalid Communication ID", 2: "Option not supported",
+APR_STATUS: Final = {0: "Alternate path loaded", 1: "Invalid Communication ID", 2: "Option not supported",
               3: "Rejected", 4: "Redirect", 5: "Same as the current path", 6: "Invalid QPN/EECN",
               7: "Invalid alternate LID", 8: "Invalid alternate GID", 9: "Invalid alternate flow label",
               10: "Invalid alternate traffic class", 11: "Invalid alternate hop limit",
@@ -236,23 +237,48 @@ CM_DATA_SIZE = 232
 # The message each CM attribute ID carries (its fixed part; the private data fills the rest of the MAD).
 MESSAGE_HEADERS = {0x0010: REQ, 0x0011: MRA, 0x0012: REJ, 0x0013: REP, 0x0014: RTU, 0x0015: DREQ, 0x0016: DREP,
                    0x0017: SIDR_REQ, 0x0018: SIDR_REP, 0x0019: LAP, 0x001A: APR}
-cm_attribute = table("cm.attribute", "CM attribute ID")
+cm_attribute: Final[DissectorTable] = table("cm.attribute", "CM attribute ID")
+# The Info column's text of each attribute ID.
+INFO_TEXTS: Final = {attr: f"CM {name}" for attr, name in ATTRIBUTES.items()}
+
+# What the connection tracker and the Info column read of a REQ, a REP and the messages naming two
+# communication IDs, each read alone where it sits (the layer's values are decoded only if a sink reads them).
+_REQ_COMM: Final = REQ.spot("localcommid")
+_REQ_SID_AT: Final = byte_offset(REQ, "serviceid")
+_REQ_QPN: Final = REQ.spot("localqpn")
+_REQ_PSN: Final = REQ.spot("startpsn")
+_REQ_MTU: Final = REQ.spot("pppmtu")
+_REQ_SERVICE_TYPE: Final = REQ.spot("transpsvctype")
+_REQ_CLIENT_GID_AT: Final = byte_offset(REQ, "prim_localgid")
+_REQ_SERVER_GID_AT: Final = byte_offset(REQ, "prim_remotegid")
+_REQ_PRIVATE_SIZE: Final = 92
+_REP_LOCAL: Final = REP.spot("localcommid")
+_REP_REMOTE: Final = REP.spot("remotecommid")
+_REP_QPN: Final = REP.spot("localqpn")
+_REP_PSN: Final = REP.spot("startpsn")
+_REP_PRIVATE_SIZE: Final = 196
+_DREQ_QPN: Final = DREQ.spot("remoteqpneecn")
+_LOCAL: Final = RTU.spot("localcommid")
+_REMOTE: Final = RTU.spot("remotecommid")
+if any(h.spot("localcommid") != _LOCAL or h.spot("remotecommid") != _REMOTE for h in (MRA, REJ, DREQ, DREP, LAP, APR)):
+    raise ValueError("ib_cm: a message read by dissect_two_ids does not open with the two communication IDs")
 
 
 def dissect_cm(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """Management class 0x07: dispatch on the attribute ID."""
-    info = _mad.mad_of(pkt)
-    name = ATTRIBUTES.get(info.attribute, f"attribute 0x{info.attribute:04x}")
+    attr = _mad.mad_of(pkt).attribute
+    text = INFO_TEXTS.get(attr)
     pkt.proto = "IB CM"
-    pkt.set_info(f"CM {name}")
-    fn = cm_attribute.by_key.get(info.attribute)
+    pkt.set_info(text if text is not None else f"CM attribute 0x{attr:04x}")
+    fn = cm_attribute.by_key.get(attr)
     if fn is not None:
         fn.dissect(pkt, buf, off, end, ctx)
     elif end > off:
         pkt.layers[-1].add(_mad.MAD_CLASS_DATA, bytes(buf[off:end]), off, end - off)
 
 
-def _fixed(pkt: Packet, hdr: Header, buf: bytes, off: int, end: int, private: Field, psize: int):
+def _fixed(pkt: Packet, hdr: Header, buf: bytes, off: int, end: int, private: Field,
+           psize: int) -> tuple[Layer | None, int, int]:
     """Add the message's fixed part and its private data; None when the message is short."""
     if end - off < hdr.size:
         pkt.truncated(hdr.name, end - off, hdr.size)
@@ -289,33 +315,30 @@ def dissect_req(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.truncated("cm.req", end - off, REQ.size)
         return
     lay = pkt.add_layer("cm.req", REQ, buf, off)
-    v = lay.values
-    i = REQ.index
-    sid = v[i["serviceid"]]
-    qpn = v[i["localqpn"]]
-    psn = v[i["startpsn"]]
-    mtu = v[i["pppmtu"]]
-    comm = v[i["localcommid"]]
+    sid = u64_at(buf, off + _REQ_SID_AT)
+    qpn = field_at(buf, off, _REQ_QPN)
+    psn = field_at(buf, off, _REQ_PSN)
     poff = off + REQ.size
-    pend = min(end, poff + 92)
+    pend = min(end, poff + _REQ_PRIVATE_SIZE)
     rc = rdma_cm.split_service_id(sid)
     port = rc[2] if rc is not None else None
-    text = f"QPN=0x{qpn:x} PSN={psn} SID={rdma_cm.service_text(sid)}"
-    pkt.add_info(text)
-    if pend < poff + 92:
+    pkt.add_info(f"QPN=0x{qpn:x} PSN={psn} SID={rdma_cm.service_text(sid)}")
+    if pend < poff + _REQ_PRIVATE_SIZE:
         pkt.add_expert("warning", "malformed", f"cm.req: private data is {pend - poff} of 92 bytes", "IBTA 12.6")
     sport = None
     if rc is not None:
-        sport = rdma_cm.dissect_req_private(pkt, lay, buf, off + 8, poff, pend, ctx, rc)
+        sport = rdma_cm.dissect_req_private(pkt, lay, buf, off + _REQ_SID_AT, poff, pend, ctx, rc)
     else:
         lay.add(REQ_PRIVATE, bytes(buf[poff:pend]), poff, pend - poff)
         rdma_cm.hand_private(pkt, buf, poff, pend, ctx, None)
     conn = conversation.connections(ctx).cm_req(
-        pkt, comm, sid, port, rc[1] if rc is not None else None, qpn, psn, MTU_BYTES.get(mtu),
-        v[i["transpsvctype"]], _pdata_of(pkt))
+        pkt, field_at(buf, off, _REQ_COMM), sid, port, rc[1] if rc is not None else None, qpn, psn,
+        MTU_BYTES.get(field_at(buf, off, _REQ_MTU)), field_at(buf, off, _REQ_SERVICE_TYPE), _pdata_of(pkt))
     _take_ulp(pkt, conn, True)
-    conn.client_gid = fmt_gid(v[i["prim_localgid"]])
-    conn.server_gid = fmt_gid(v[i["prim_remotegid"]])
+    at = off + _REQ_CLIENT_GID_AT
+    conn.client_gid = fmt_gid(bytes(buf[at:at + 16]))
+    at = off + _REQ_SERVER_GID_AT
+    conn.server_gid = fmt_gid(bytes(buf[at:at + 16]))
     if sport is not None:
         conn.client_port, conn.server_port = sport, port
 
@@ -326,65 +349,118 @@ def dissect_rep(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.truncated("cm.rep", end - off, REP.size)
         return
     lay = pkt.add_layer("cm.rep", REP, buf, off)
-    v = lay.values
-    i = REP.index
-    local, remote, qpn, psn = v[i["localcommid"]], v[i["remotecommid"]], v[i["localqpn"]], v[i["startpsn"]]
+    local, remote = field_at(buf, off, _REP_LOCAL), field_at(buf, off, _REP_REMOTE)
+    qpn, psn = field_at(buf, off, _REP_QPN), field_at(buf, off, _REP_PSN)
     conn = tab.by_comm(pkt.dst, remote)
     pkt.add_info(f"QPN=0x{qpn:x} PSN={psn}")
     poff = off + REP.size
-    pend = min(end, poff + 196)
-    if pend < poff + 196:
+    pend = min(end, poff + _REP_PRIVATE_SIZE)
+    if pend < poff + _REP_PRIVATE_SIZE:
         pkt.add_expert("warning", "malformed", f"cm.rep: private data is {pend - poff} of 196 bytes", "IBTA 12.6")
     lay.add(REP_PRIVATE, bytes(buf[poff:pend]), poff, pend - poff)
     rdma_cm.hand_private(pkt, buf, poff, pend, ctx, conn.port if conn is not None else None)
     _take_ulp(pkt, tab.cm_rep(pkt, local, remote, qpn, psn, _pdata_of(pkt)), False)
 
 
-def _two_ids(hdr: Header, private: Field, psize: int, kind: str):
-    def dissect(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
-        tab = conversation.connections(ctx)
-        lay, poff, pend = _fixed(pkt, hdr, buf, off, end, private, psize)
-        if lay is None:
-            return
+# The messages that name the two communication IDs (``_TwoIds.kind``).
+MRA_KIND: Final = 0
+REJ_KIND: Final = 1
+RTU_KIND: Final = 2
+DREQ_KIND: Final = 3
+DREP_KIND: Final = 4
+LAP_KIND: Final = 5
+APR_KIND: Final = 6
+
+
+def dissect_two_ids(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, hdr: Header, private: Field,
+                    psize: int, kind: int) -> None:
+    """A message that opens with the sender's and the receiver's communication IDs: MRA, REJ, RTU, DREQ,
+    DREP, LAP, APR."""
+    tab = conversation.connections(ctx)
+    lay, poff, pend = _fixed(pkt, hdr, buf, off, end, private, psize)
+    if lay is None:
+        return
+    local, remote = field_at(buf, off, _LOCAL), field_at(buf, off, _REMOTE)
+    conn = tab.by_comm(pkt.src, local) or tab.by_comm(pkt.dst, remote)
+    if kind == DREQ_KIND:
+        qpn = field_at(buf, off, _DREQ_QPN)
+        pkt.add_info(f"QPN=0x{qpn:x}")
+        if conn is not None:
+            from_client = pkt.src == conn.client_addr and local == conn.client_comm
+            peer = conn.server_qpn if from_client else conn.client_qpn
+            if peer is not None and peer != qpn:
+                pkt.add_expert("warning", "protocol", f"DREQ names QPN 0x{qpn:x}, but the connection's "
+                               f"{'server' if from_client else 'client'} QP is 0x{peer:x}", "IBTA 12.6.10")
+    elif kind == REJ_KIND:
         v = lay.values
-        local, remote = v[0], v[1]
-        conn = tab.by_comm(pkt.src, local) or tab.by_comm(pkt.dst, remote)
-        if kind == "dreq":
-            pkt.add_info(f"QPN=0x{v[2]:x}")
-            if conn is not None:
-                from_client = pkt.src == conn.client_addr and local == conn.client_comm
-                peer = conn.server_qpn if from_client else conn.client_qpn
-                if peer is not None and peer != v[2]:
-                    pkt.add_expert("warning", "protocol", f"DREQ names QPN 0x{v[2]:x}, but the connection's "
-                                   f"{'server' if from_client else 'client'} QP is 0x{peer:x}", "IBTA 12.6.10")
-        elif kind == "rej":
-            reason = v[hdr.index["reason"]]
-            text = (f"reason={REJ_REASONS.get(reason, 'reserved')} ({reason}) "
-                    f"rejecting {MESSAGE_REJECTED[v[hdr.index['msgrej']]]}")
-            pkt.add_info(text)
-            pkt.add_expert("note", "protocol", f"Connection rejected: {text}", "IBTA 12.6.7")
-            conn = tab.by_comm(pkt.dst, remote) or tab.by_comm(pkt.src, local)
-        elif kind == "mra":
-            pkt.add_info(f"{MESSAGE_MRAED[v[2]]} timeout={_timeout_us(v[4]):.0f}us")
-        elif kind == "lap":
-            pkt.add_info(f"QPN=0x{v[3]:x}")
-        elif kind == "apr":
-            st = v[hdr.index["apstatus"]]
-            pkt.add_info(f"status={APR_STATUS.get(st, 'reserved')} ({st})")
-        rdma_cm.hand_private(pkt, buf, poff, pend, ctx, conn.port if conn is not None else None)
-        if kind == "rtu":
-            tab.cm_rtu(pkt, local, remote)
-        elif kind == "rej":
-            rejected = tab.cm_rej(pkt, local, remote, v[hdr.index["reason"]])
-            if rejected is not None:
-                _take_ulp(pkt, rejected, False)
-        elif kind == "dreq":
-            tab.cm_dreq(pkt, local, remote)
-        elif kind == "drep":
-            tab.cm_drep(pkt, local, remote)
-        elif conn is not None:
-            pkt.conv = conn
-    return dissect
+        reason = v[hdr.index["reason"]]
+        text = (f"reason={REJ_REASONS.get(reason, 'reserved')} ({reason}) "
+                f"rejecting {MESSAGE_REJECTED[v[hdr.index['msgrej']]]}")
+        pkt.add_info(text)
+        pkt.add_expert("note", "protocol", f"Connection rejected: {text}", "IBTA 12.6.7")
+        conn = tab.by_comm(pkt.dst, remote) or tab.by_comm(pkt.src, local)
+    elif kind == MRA_KIND:
+        v = lay.values
+        pkt.add_info(f"{MESSAGE_MRAED[v[2]]} timeout={_timeout_us(v[4]):.0f}us")
+    elif kind == LAP_KIND:
+        pkt.add_info(f"QPN=0x{lay.values[3]:x}")
+    elif kind == APR_KIND:
+        st = lay.values[hdr.index["apstatus"]]
+        pkt.add_info(f"status={APR_STATUS.get(st, 'reserved')} ({st})")
+    rdma_cm.hand_private(pkt, buf, poff, pend, ctx, conn.port if conn is not None else None)
+    if kind == RTU_KIND:
+        tab.cm_rtu(pkt, local, remote)
+    elif kind == REJ_KIND:
+        rejected = tab.cm_rej(pkt, local, remote, lay.values[hdr.index["reason"]])
+        if rejected is not None:
+            _take_ulp(pkt, rejected, False)
+    elif kind == DREQ_KIND:
+        tab.cm_dreq(pkt, local, remote)
+    elif kind == DREP_KIND:
+        tab.cm_drep(pkt, local, remote)
+    elif conn is not None:
+        pkt.conv = conn
+
+
+class _TwoIds(Dissector):
+    """One of the messages ``dissect_two_ids`` reads, called directly (``registry.Dissector``)."""
+
+    __slots__ = ("hdr", "private", "psize", "kind")
+
+    def __init__(self, hdr: Header, private: Field, psize: int, kind: int) -> None:
+        super().__init__(dissect_two_ids)
+        self.hdr = hdr
+        self.private = private
+        self.psize = psize
+        self.kind = kind
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_two_ids(pkt, buf, off, end, ctx, self.hdr, self.private, self.psize, self.kind)
+        return True
+
+
+class _Req(Dissector):
+    """A REQ, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_req(pkt, buf, off, end, ctx)
+        return True
+
+
+class _Rep(Dissector):
+    """A REP, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_rep(pkt, buf, off, end, ctx)
+        return True
+
+
+class _Cm(Dissector):
+    """Management class 0x07, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_cm(pkt, buf, off, end, ctx)
+        return True
 
 
 def dissect_sidr_req(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
@@ -414,15 +490,15 @@ def dissect_cm_classportinfo(pkt: Packet, buf: bytes, off: int, end: int, ctx: A
 
 
 cm_attribute.register(0x0001, dissect_cm_classportinfo)
-cm_attribute.register(0x0010, dissect_req)
-cm_attribute.register(0x0011, _two_ids(MRA, MRA_PRIVATE, 222, "mra"))
-cm_attribute.register(0x0012, _two_ids(REJ, REJ_PRIVATE, 148, "rej"))
-cm_attribute.register(0x0013, dissect_rep)
-cm_attribute.register(0x0014, _two_ids(RTU, RTU_PRIVATE, 224, "rtu"))
-cm_attribute.register(0x0015, _two_ids(DREQ, DREQ_PRIVATE, 220, "dreq"))
-cm_attribute.register(0x0016, _two_ids(DREP, DREP_PRIVATE, 224, "drep"))
+cm_attribute.register(0x0010, _Req(dissect_req))
+cm_attribute.register(0x0011, _TwoIds(MRA, MRA_PRIVATE, 222, MRA_KIND))
+cm_attribute.register(0x0012, _TwoIds(REJ, REJ_PRIVATE, 148, REJ_KIND))
+cm_attribute.register(0x0013, _Rep(dissect_rep))
+cm_attribute.register(0x0014, _TwoIds(RTU, RTU_PRIVATE, 224, RTU_KIND))
+cm_attribute.register(0x0015, _TwoIds(DREQ, DREQ_PRIVATE, 220, DREQ_KIND))
+cm_attribute.register(0x0016, _TwoIds(DREP, DREP_PRIVATE, 224, DREP_KIND))
 cm_attribute.register(0x0017, dissect_sidr_req)
 cm_attribute.register(0x0018, dissect_sidr_rep)
-cm_attribute.register(0x0019, _two_ids(LAP, LAP_PRIVATE, 168, "lap"))
-cm_attribute.register(0x001A, _two_ids(APR, APR_PRIVATE, 148, "apr"))
-table("mad.class").register(0x07, dissect_cm)
+cm_attribute.register(0x0019, _TwoIds(LAP, LAP_PRIVATE, 168, LAP_KIND))
+cm_attribute.register(0x001A, _TwoIds(APR, APR_PRIVATE, 148, APR_KIND))
+table("mad.class").register(0x07, _Cm(dissect_cm))

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..fields import F, Field, Header, declaring, protocol
+from ..fields import BitSpot, F, Field, Header, declaring, protocol
 from ..packet import Note, Packet
-from ..registry import table
+from ..registry import Dissector, DissectorTable, table
+from .xdr import u32
 
 declaring(__name__)
 protocol("smpdirected.route", "Directed route data")
 
 MAD_SIZE = 256
-MGMT_CLASSES = {
+MGMT_CLASSES: Final = {
     0x01: "Subnet Management (LID routed)", 0x81: "Subnet Management (Directed Route)",
     0x03: "Subnet Administration", 0x04: "Performance Management", 0x05: "Baseboard Management",
     0x06: "Device Management", 0x07: "Communication Management", 0x08: "SNMP Tunneling",
@@ -30,10 +31,10 @@ for _c in range(0x09, 0x10):
 for _c in range(0x30, 0x50):
     MGMT_CLASSES[_c] = f"Vendor Specific with OUI (0x{_c:02x})"
 # Short names for the decode line.
-CLASS_SHORT = {0x01: "SMP", 0x81: "SMP-DR", 0x03: "SA", 0x04: "PerfMgt", 0x05: "BM", 0x06: "DevMgt",
+CLASS_SHORT: Final = {0x01: "SMP", 0x81: "SMP-DR", 0x03: "SA", 0x04: "PerfMgt", 0x05: "BM", 0x06: "DevMgt",
                0x07: "CM", 0x08: "SNMP", 0x21: "CC"}
 
-METHODS = {0x01: "Get()", 0x02: "Set()", 0x03: "Send()", 0x05: "Trap()", 0x06: "Report()", 0x07: "TrapRepress()",
+METHODS: Final = {0x01: "Get()", 0x02: "Set()", 0x03: "Send()", 0x05: "Trap()", 0x06: "Report()", 0x07: "TrapRepress()",
            0x12: "GetTable()", 0x13: "GetTraceTable()", 0x14: "GetMulti()", 0x15: "Delete()",
            0x81: "GetResp()", 0x86: "ReportResp()", 0x92: "GetTableResp()", 0x94: "GetMultiResp()",
            0x95: "DeleteResp()"}
@@ -316,7 +317,33 @@ PORTCOUNTERS_EXT = Header("portcounters_ext", "PortCountersExtended", [
 PERF_ATTRIBUTE_HEADERS = {0x0012: PORTCOUNTERS, 0x001D: PORTCOUNTERS_EXT}
 PERF_DATA = Field("perf.data", 0, "Performance Management data (not decoded)", "bytes")
 
-mad_class = table("mad.class", "MAD management class")
+mad_class: Final[DissectorTable] = table("mad.class", "MAD management class")
+
+
+def field_at(buf: bytes, off: int, spot: BitSpot) -> int:
+    """The field of a header at ``buf[off]`` whose place in its 32-bit words is ``spot`` (``Header.spot``):
+    one field read where the header's decoder would make them all."""
+    return (u32(buf, off + 4 * spot.word) >> spot.shift) & spot.mask
+
+
+def u64_at(buf: bytes, at: int) -> int:
+    """The big-endian 64-bit integer at ``buf[at]`` (the caller knows the eight bytes are there)."""
+    return u32(buf, at) << 32 | u32(buf, at + 4)
+
+
+def byte_offset(hdr: Header, name: str) -> int:
+    """Where field ``name`` of ``hdr`` starts in the header (a field of whole bytes)."""
+    return hdr.spans[hdr.index[name]][0]
+
+
+MAD_HEADER_SIZE: Final = MAD.size
+_MGMTCLASS: Final = MAD.spot("mgmtclass")
+_CLASSVERSION: Final = MAD.spot("classversion")
+_METHOD: Final = MAD.spot("method")
+_STATUS: Final = MAD.spot("status")
+_TID_AT: Final = byte_offset(MAD, "transactionid")
+_ATTRIBUTE: Final = MAD.spot("attributeid")
+_MODIFIER: Final = MAD.spot("attributemodifier")
 
 
 class MadInfo:
@@ -324,9 +351,16 @@ class MadInfo:
 
     __slots__ = ("mgmtclass", "classversion", "method", "status", "tid", "attribute", "modifier", "off")
 
-    def __init__(self, values: tuple, off: int) -> None:
-        (_base, self.mgmtclass, self.classversion, self.method, self.status, _cs, self.tid, self.attribute,
-         _r, self.modifier) = values
+    def __init__(self, buf: bytes, off: int) -> None:
+        """The common header at ``buf[off]`` (the caller knows its bytes are there), read field by field
+        as the declaration places them: the layer's values are decoded only if a sink reads them."""
+        self.mgmtclass = field_at(buf, off, _MGMTCLASS)
+        self.classversion = field_at(buf, off, _CLASSVERSION)
+        self.method = field_at(buf, off, _METHOD)
+        self.status = field_at(buf, off, _STATUS)
+        self.tid = u64_at(buf, off + _TID_AT)
+        self.attribute = field_at(buf, off, _ATTRIBUTE)
+        self.modifier = field_at(buf, off, _MODIFIER)
         self.off = off
 
 
@@ -335,15 +369,15 @@ MAD_INFO: Final[Note[MadInfo]] = Note("mad")     # the common header's facts, fo
 
 def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     """QP0 / QP1: one MAD.  Hands the bytes after the common header to ``mad.class``."""
-    if end - off < MAD.size:
-        pkt.truncated("mad", end - off, MAD.size)
+    size = MAD_HEADER_SIZE
+    if end - off < size:
+        pkt.truncated("mad", end - off, size)
         return
     lay = pkt.add_layer("mad", MAD, buf, off)
-    lay.add(MAD_DATA, bytes(buf[off + MAD.size:end]), off + MAD.size, end - off - MAD.size)
-    info = MadInfo(lay.values, off)
+    lay.add(MAD_DATA, bytes(buf[off + size:end]), off + size, end - off - size)
+    info = MadInfo(buf, off)
     pkt.note(MAD_INFO, info)
     cls = info.mgmtclass
-    name = CLASS_SHORT.get(cls) or MGMT_CLASSES.get(cls) or f"class 0x{cls:02x}"
     pkt.proto = "MAD" if cls != 0x07 else "IB CM"
     if buf[off] != 1:
         pkt.add_expert("warning", "protocol", f"MAD base version {buf[off]} (InfiniBand MADs are version 1)",
@@ -353,13 +387,14 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.add_expert("warning", "malformed", f"MAD is {end - off} bytes, expected {MAD_SIZE}", "IBTA 13.4.2")
     fn = mad_class.by_key.get(cls)
     if fn is not None:
-        fn.dissect(pkt, buf, off + MAD.size, end, ctx)
+        fn.dissect(pkt, buf, off + size, end, ctx)
         _status(pkt, info)
         return
+    name = CLASS_SHORT.get(cls) or MGMT_CLASSES.get(cls) or f"class 0x{cls:02x}"
     pkt.set_info(f"{name} {METHODS.get(info.method, f'method 0x{info.method:02x}')} "
                  f"attr=0x{info.attribute:04x} TID=0x{info.tid:x}")
-    if end > off + MAD.size:
-        lay.add(MAD_CLASS_DATA, bytes(buf[off + MAD.size:end]), off + MAD.size, end - off - MAD.size)
+    if end > off + size:
+        lay.add(MAD_CLASS_DATA, bytes(buf[off + size:end]), off + size, end - off - size)
 
 
 STATUS_CODES = {0: "", 1: "bad version", 2: "method not supported", 3: "method/attribute combination not supported",
@@ -534,8 +569,19 @@ def dissect_perf(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
 
 
 ib_qp = table("ib.qp", "InfiniBand destination QP")
-ib_qp.register(0, dissect_mad)
-ib_qp.register(1, dissect_mad)
+
+
+class _Mad(Dissector):
+    """A MAD on QP0 or QP1, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_mad(pkt, buf, off, end, ctx)
+        return True
+
+
+_MAD: Final = _Mad(dissect_mad)
+ib_qp.register(0, _MAD)
+ib_qp.register(1, _MAD)
 mad_class.register(0x01, dissect_smp_lid)
 mad_class.register(0x81, dissect_smp_dr)
 mad_class.register(0x03, dissect_sa)

@@ -68,7 +68,8 @@ def service_text(sid: int) -> str:
     name = WELL_KNOWN.get(port) if ps == 0x06 else None
     if name is not None:
         return f"{name}({port})"
-    return f"RDMA-CM {PORT_SPACES.get(ps, f'0x{ps:02x}')}({port})"
+    space = PORT_SPACES.get(ps)
+    return f"RDMA-CM {space if space is not None else f'0x{ps:02x}'}({port})"
 
 
 def add_service_id(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, rc: tuple[int, int, int]) -> None:
