@@ -227,7 +227,7 @@ class ConnectionTable:
         return self._comm.get((addr, comm_id))
 
     # -- the IB CM ---------------------------------------------------------------------------------
-    def cm_req(self, pkt: Any, comm_id: int, service_id: int, port: int | None, port_space: int | None,
+    def cm_req(self, pkt: Packet, comm_id: int, service_id: int, port: int | None, port_space: int | None,
                qpn: int, psn: int, mtu: int | None, service_type: int, pdata: Any) -> Connection:
         ts = pkt.frame.ts
         conn = self._comm.get((pkt.src, comm_id))
@@ -252,7 +252,7 @@ class ConnectionTable:
         pkt.conv = conn
         return conn
 
-    def cm_rep(self, pkt: Any, local: int, remote: int, qpn: int, psn: int, pdata: Any) -> Connection:
+    def cm_rep(self, pkt: Packet, local: int, remote: int, qpn: int, psn: int, pdata: Any) -> Connection:
         ts = pkt.frame.ts
         conn = self._comm.get((pkt.dst, remote))
         if conn is None:       # the REQ is not in the capture
@@ -273,10 +273,10 @@ class ConnectionTable:
         pkt.conv = conn
         return conn
 
-    def _find(self, pkt: Any, local: int, remote: int) -> Connection | None:
+    def _find(self, pkt: Packet, local: int, remote: int) -> Connection | None:
         return self._comm.get((pkt.src, local)) or self._comm.get((pkt.dst, remote))
 
-    def cm_rtu(self, pkt: Any, local: int, remote: int) -> Connection | None:
+    def cm_rtu(self, pkt: Packet, local: int, remote: int) -> Connection | None:
         conn = self._find(pkt, local, remote)
         if conn is not None:
             if conn.state == REQUESTED:
@@ -286,7 +286,7 @@ class ConnectionTable:
             pkt.conv = conn
         return conn
 
-    def cm_rej(self, pkt: Any, local: int, remote: int, reason: int) -> Connection | None:
+    def cm_rej(self, pkt: Packet, local: int, remote: int, reason: int) -> Connection | None:
         # A REJ names the rejected side's ID as remote; its own local ID may be 0 (REQ rejected at once).
         conn = self._comm.get((pkt.dst, remote)) or self._comm.get((pkt.src, local))
         if conn is not None:
@@ -297,7 +297,7 @@ class ConnectionTable:
             pkt.conv = conn
         return conn
 
-    def cm_dreq(self, pkt: Any, local: int, remote: int) -> Connection | None:
+    def cm_dreq(self, pkt: Packet, local: int, remote: int) -> Connection | None:
         conn = self._find(pkt, local, remote)
         if conn is not None:
             if conn.state != CLOSED:
@@ -308,7 +308,7 @@ class ConnectionTable:
             pkt.conv = conn
         return conn
 
-    def cm_drep(self, pkt: Any, local: int, remote: int) -> Connection | None:
+    def cm_drep(self, pkt: Packet, local: int, remote: int) -> Connection | None:
         conn = self._find(pkt, local, remote)
         if conn is not None:
             if conn.state != CLOSED:      # the DREQ was not captured
