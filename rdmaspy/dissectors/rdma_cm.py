@@ -17,7 +17,7 @@ from typing import Any, Final
 from ..conversation import Connection
 from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Layer, Packet
-from ..registry import Dissector, table
+from ..registry import Dissector, DissectorTable, table
 
 declaring(__name__)
 protocol("rdmacm", "IP CM ServiceID")
@@ -49,8 +49,8 @@ IP_CM_SIP6: Final = Field("cm.req.ip_cm.sip6", 128, "IP CM Source IP", "ipv6")
 IP_CM_DIP6: Final = Field("cm.req.ip_cm.dip6", 128, "IP CM Destination IP", "ipv6")
 IP_CM_PRIVATE: Final = Field("cm.req.ip_cm.private", 0, "IP CM Consumer PrivateData", "bytes")
 
-cm_private_data = table("cm.private_data", "CM / MPA consumer private data, by RDMA-CM port")
-rdmacm_port = table("rdmacm.port", "RC payload of RDMA-CM connections, by port")
+cm_private_data: Final[DissectorTable] = table("cm.private_data", "CM / MPA consumer private data, by RDMA-CM port")
+rdmacm_port: Final[DissectorTable] = table("rdmacm.port", "RC payload of RDMA-CM connections, by port")
 
 
 def split_service_id(sid: int) -> tuple[int, int, int] | None:
@@ -72,18 +72,38 @@ def service_text(sid: int) -> str:
     return f"RDMA-CM {space if space is not None else f'0x{ps:02x}'}({port})"
 
 
-def add_service_id(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, rc: tuple[int, int, int]) -> None:
-    """The service ID's parts, under the CM message that carries it."""
-    _p, ps, port = rc
-    sub = lay.child("rdmacm", None, sid_off, 8, "IP CM ServiceID")
-    sub.add(SID_PREFIX_F, bytes(buf[sid_off:sid_off + 5]), sid_off, 5)
-    sub.add(SID_PROTOCOL, ps, sid_off + 5, 1)
-    sub.add(SID_DPORT, port, sid_off + 6, 2)
-    sub.add(RDMACM_PORT_SPACE, ps, sid_off + 5, 1)
-    sub.add(RDMACM_PORT, port, sid_off + 6, 2)
+def _fill_service_id(sub: Layer) -> None:
+    """The parts of the service ID a sub-tree's eight bytes hold (its fill: the summary never reads them)."""
+    buf, at = sub.buf, sub.off
+    ps, port = buf[at + 5], buf[at + 6] << 8 | buf[at + 7]
+    sub.add(SID_PREFIX_F, bytes(buf[at:at + 5]), at, 5)
+    sub.add(SID_PROTOCOL, ps, at + 5, 1)
+    sub.add(SID_DPORT, port, at + 6, 2)
+    sub.add(RDMACM_PORT_SPACE, ps, at + 5, 1)
+    sub.add(RDMACM_PORT, port, at + 6, 2)
     name = WELL_KNOWN.get(port) if ps == 0x06 else None
     if name is not None:
-        sub.add(RDMACM_SERVICE, name, sid_off + 6, 2)
+        sub.add(RDMACM_SERVICE, name, at + 6, 2)
+
+
+def add_service_id(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, rc: tuple[int, int, int]) -> None:
+    """The service ID's parts, under the CM message that carries it (``rc``: what ``split_service_id``
+    made of the eight bytes at ``sid_off``)."""
+    lay.child("rdmacm", None, sid_off, 8, "IP CM ServiceID").lazy(_fill_service_id)
+
+
+def _fill_ip_cm(ip: Layer) -> None:
+    """The addresses and the consumer's private data of an IP CM header (its fill)."""
+    buf, off = ip.buf, ip.off
+    end = off + ip.length
+    if buf[off + 1] >> 4 == 4:
+        ip.add(IP_CM_SIP4, bytes(buf[off + 16:off + 20]), off + 16, 4)
+        ip.add(IP_CM_DIP4, bytes(buf[off + 32:off + 36]), off + 32, 4)
+    else:
+        ip.add(IP_CM_SIP6, bytes(buf[off + 4:off + 20]), off + 4, 16)
+        ip.add(IP_CM_DIP6, bytes(buf[off + 20:off + 36]), off + 20, 16)
+    poff = off + IP_CM_SIZE
+    ip.add(IP_CM_PRIVATE, bytes(buf[poff:end]), poff, end - poff)
 
 
 def dissect_req_private(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, off: int, end: int, ctx: Any,
@@ -96,23 +116,15 @@ def dissect_req_private(pkt: Packet, lay: Layer, buf: bytes, sid_off: int, off: 
     if end - off < IP_CM_SIZE:
         pkt.truncated("cm.req.ip_cm", end - off, IP_CM_SIZE)
         return None
-    ip = lay.child("cm.req.ip_cm", IP_CM, off, end - off)
+    lay.child("cm.req.ip_cm", IP_CM, off, end - off).lazy(_fill_ip_cm)
     ipv = buf[off + 1] >> 4
-    if ipv == 4:
-        ip.add(IP_CM_SIP4, bytes(buf[off + 16:off + 20]), off + 16, 4)
-        ip.add(IP_CM_DIP4, bytes(buf[off + 32:off + 36]), off + 32, 4)
-    else:
-        ip.add(IP_CM_SIP6, bytes(buf[off + 4:off + 20]), off + 4, 16)
-        ip.add(IP_CM_DIP6, bytes(buf[off + 20:off + 36]), off + 20, 16)
-        if ipv != 6:
-            pkt.add_expert("warning", "protocol", f"IP CM header: IP version {ipv} is neither 4 nor 6",
-                           "IBTA Annex A11.6.1")
+    if ipv != 4 and ipv != 6:
+        pkt.add_expert("warning", "protocol", f"IP CM header: IP version {ipv} is neither 4 nor 6",
+                       "IBTA Annex A11.6.1")
     if buf[off] != 0:
         pkt.add_expert("note", "protocol", f"IP CM header version {buf[off] >> 4}.{buf[off] & 15} (Linux sends 0.0)",
                        "IBTA Annex A11.6.1")
-    poff = off + IP_CM_SIZE
-    ip.add(IP_CM_PRIVATE, bytes(buf[poff:end]), poff, end - poff)
-    hand_private(pkt, buf, poff, end, ctx, rc[2])
+    hand_private(pkt, buf, off + IP_CM_SIZE, end, ctx, rc[2])
     return (buf[off + 2] << 8) | buf[off + 3]
 
 

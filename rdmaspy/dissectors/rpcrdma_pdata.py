@@ -115,6 +115,14 @@ def dissect_pdata(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None
     find_pdata(pkt, buf, off, end, ctx)
 
 
+class _Search(Dissector):
+    """The search for the Format Identifier in any private data, called directly (``registry.Dissector``):
+    every CM and MPA message with private data no port claims is offered to it."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        return find_pdata(pkt, buf, off, end, ctx)
+
+
 ON_PORT: Final = Dissector(dissect_pdata)
 table("cm.private_data").register(20049, ON_PORT)
-table("cm.private_data").add_heuristic("rpcrdma.pdata", find_pdata)
+table("cm.private_data").add_heuristic("rpcrdma.pdata", _Search(find_pdata))
