@@ -15,7 +15,7 @@ from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, DissectorTable, table
 from . import mad as _mad
-from .mad import byte_offset, field_at, u64_at
+from .mad import byte_offset, field_at, span_bytes, u64_at
 from . import rdma_cm
 from .infiniband import fmt_gid
 from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
@@ -79,7 +79,7 @@ def _path(prefix: str, who: str) -> list[Field]:
     return fields
 
 
-REQ = Header("cm.req", "CM ConnectRequest", [
+REQ: Final = Header("cm.req", "CM ConnectRequest", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("reserved", 32, "Reserved", "hex"),
     F("serviceid", 64, "ServiceID", "hex"),
@@ -110,9 +110,9 @@ REQ = Header("cm.req", "CM ConnectRequest", [
     F("sap_supported", 1, "SAP Supported", "hex"),
     F("alt_reserved2", 2, "Reserved", "hex"),
 ])
-REQ_PRIVATE = Field("cm.req.private", 0, "PrivateData", "bytes")
+REQ_PRIVATE: Final = Field("cm.req.private", 0, "PrivateData", "bytes")
 
-MRA = Header("cm.mra", "CM MsgRcptAck", [
+MRA: Final = Header("cm.mra", "CM MsgRcptAck", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
     F("msgmraed", 2, "Message MRAed", "hex", MESSAGE_MRAED),
@@ -120,9 +120,9 @@ MRA = Header("cm.mra", "CM MsgRcptAck", [
     F("servicetimeout", 5, "Service Timeout", "hex"),
     F("reserved1", 3, "Reserved", "hex"),
 ])
-MRA_PRIVATE = Field("cm.mra.private", 0, "PrivateData", "bytes")
+MRA_PRIVATE: Final = Field("cm.mra.private", 0, "PrivateData", "bytes")
 
-REJ = Header("cm.rej", "CM ConnectReject", [
+REJ: Final = Header("cm.rej", "CM ConnectReject", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
     F("msgrej", 2, "Message REJected", "hex", MESSAGE_REJECTED),
@@ -132,9 +132,9 @@ REJ = Header("cm.rej", "CM ConnectReject", [
     F("reason", 16, "Reason", "hex", REJ_REASONS),
     F("ari", 576, "Additional Reject Information (ARI)", "bytes"),
 ])
-REJ_PRIVATE = Field("cm.rej.private", 0, "PrivateData", "bytes")
+REJ_PRIVATE: Final = Field("cm.rej.private", 0, "PrivateData", "bytes")
 
-REP = Header("cm.rep", "CM ConnectReply", [
+REP: Final = Header("cm.rep", "CM ConnectReply", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
     F("localqkey", 32, "Local Q_Key", "hex"),
@@ -154,37 +154,37 @@ REP = Header("cm.rep", "CM ConnectReply", [
     F("reserved", 4, "Reserved", "hex"),
     F("localcaguid", 64, "Local CA GUID", "hex"),
 ])
-REP_PRIVATE = Field("cm.rep.private", 0, "PrivateData", "bytes")
+REP_PRIVATE: Final = Field("cm.rep.private", 0, "PrivateData", "bytes")
 
-RTU = Header("cm.rtu", "CM ReadyToUse", [
+RTU: Final = Header("cm.rtu", "CM ReadyToUse", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
 ])
-RTU_PRIVATE = Field("cm.rtu.private", 0, "PrivateData", "bytes")
+RTU_PRIVATE: Final = Field("cm.rtu.private", 0, "PrivateData", "bytes")
 
-DREQ = Header("cm.dreq", "CM DisconnectRequest", [
+DREQ: Final = Header("cm.dreq", "CM DisconnectRequest", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
     F("remoteqpneecn", 24, "Remote QPN/EECN", "hex"),
     F("reserved", 8, "Reserved", "hex"),
 ])
-DREQ_PRIVATE = Field("cm.dreq.private", 0, "PrivateData", "bytes")
+DREQ_PRIVATE: Final = Field("cm.dreq.private", 0, "PrivateData", "bytes")
 
-DREP = Header("cm.drsp", "CM DisconnectReply", [
+DREP: Final = Header("cm.drsp", "CM DisconnectReply", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
 ])
-DREP_PRIVATE = Field("cm.drsp.private", 0, "PrivateData", "bytes")
+DREP_PRIVATE: Final = Field("cm.drsp.private", 0, "PrivateData", "bytes")
 
-SIDR_REQ = Header("cm.sidr_req", "CM ServiceIDResReq", [
+SIDR_REQ: Final = Header("cm.sidr_req", "CM ServiceIDResReq", [
     F("requestid", 32, "Request ID", "hex"),
     F("pkey", 16, "Partition Key", "hex"),
     F("reserved", 16, "Reserved", "hex"),
     F("serviceid", 64, "ServiceID", "hex"),
 ])
-SIDR_REQ_PRIVATE = Field("cm.sidr_req.private", 0, "PrivateData", "bytes")
+SIDR_REQ_PRIVATE: Final = Field("cm.sidr_req.private", 0, "PrivateData", "bytes")
 
-SIDR_REP = Header("cm.sidr_rep", "CM ServiceIDResReqResp", [
+SIDR_REP: Final = Header("cm.sidr_rep", "CM ServiceIDResReqResp", [
     F("requestid", 32, "Request ID", "hex"),
     F("status", 8, "Status", "hex", SIDR_STATUS),
     F("addinfolen", 8, "Additional Information Length", "hex"),
@@ -195,9 +195,9 @@ SIDR_REP = Header("cm.sidr_rep", "CM ServiceIDResReqResp", [
     F("qkey", 32, "Q_Key", "hex"),
     F("addinfo", 576, "Additional Information (ClassPortInfo)", "bytes"),
 ])
-SIDR_REP_PRIVATE = Field("cm.sidr_rep.private", 0, "PrivateData", "bytes")
+SIDR_REP_PRIVATE: Final = Field("cm.sidr_rep.private", 0, "PrivateData", "bytes")
 
-LAP = Header("cm.lap", "CM LoadAlternatePath", [
+LAP: Final = Header("cm.lap", "CM LoadAlternatePath", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
     F("reserved0", 32, "Reserved", "hex"),
@@ -221,9 +221,9 @@ LAP = Header("cm.lap", "CM LoadAlternatePath", [
     F("alt_localacktout", 5, "Alternate Local ACK Timeout", "hex"),
     F("reserved6", 3, "Reserved", "hex"),
 ])
-LAP_PRIVATE = Field("cm.lap.private", 0, "PrivateData", "bytes")
+LAP_PRIVATE: Final = Field("cm.lap.private", 0, "PrivateData", "bytes")
 
-APR = Header("cm.apr", "CM AlternatePathResponse", [
+APR: Final = Header("cm.apr", "CM AlternatePathResponse", [
     F("localcommid", 32, "Local Communication ID", "hex"),
     F("remotecommid", 32, "Remote Communication ID", "hex"),
     F("addinfolen", 8, "Additional Information Length", "hex"),
@@ -231,7 +231,7 @@ APR = Header("cm.apr", "CM AlternatePathResponse", [
     F("reserved", 16, "Reserved", "hex"),
     F("addinfo", 576, "Additional Information", "bytes"),
 ])
-APR_PRIVATE = Field("cm.apr.private", 0, "PrivateData", "bytes")
+APR_PRIVATE: Final = Field("cm.apr.private", 0, "PrivateData", "bytes")
 
 CM_DATA_SIZE = 232
 # The message each CM attribute ID carries (its fixed part; the private data fills the rest of the MAD).
@@ -289,7 +289,7 @@ def _fixed(pkt: Packet, hdr: Header, buf: bytes, off: int, end: int, private: Fi
     if pend < poff + psize:
         pkt.add_expert("warning", "malformed", f"{hdr.name}: private data is {pend - poff} of {psize} bytes",
                        "IBTA 12.6")
-    lay.add(private, bytes(buf[poff:pend]), poff, pend - poff)
+    lay.add(private, span_bytes(buf, poff, pend), poff, pend - poff)
     return lay, poff, pend
 
 
@@ -322,7 +322,8 @@ def dissect_req(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     pend = min(end, poff + _REQ_PRIVATE_SIZE)
     rc = rdma_cm.split_service_id(sid)
     port = rc[2] if rc is not None else None
-    pkt.add_info(f"QPN=0x{qpn:x} PSN={psn} SID={rdma_cm.service_text(sid)}")
+    # hex(): an f-string with a format spec is compiled into a str.format call for each of its fields
+    pkt.add_info(f"QPN={hex(qpn)} PSN={psn} SID={rdma_cm.service_text(sid)}")
     if pend < poff + _REQ_PRIVATE_SIZE:
         pkt.add_expert("warning", "malformed", f"cm.req: private data is {pend - poff} of 92 bytes", "IBTA 12.6")
     sport = None
@@ -336,9 +337,9 @@ def dissect_req(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         MTU_BYTES.get(field_at(buf, off, _REQ_MTU)), field_at(buf, off, _REQ_SERVICE_TYPE), _pdata_of(pkt))
     _take_ulp(pkt, conn, True)
     at = off + _REQ_CLIENT_GID_AT
-    conn.client_gid = fmt_gid(bytes(buf[at:at + 16]))
+    conn.client_gid = fmt_gid(buf[at:at + 16])
     at = off + _REQ_SERVER_GID_AT
-    conn.server_gid = fmt_gid(bytes(buf[at:at + 16]))
+    conn.server_gid = fmt_gid(buf[at:at + 16])
     if sport is not None:
         conn.client_port, conn.server_port = sport, port
 
@@ -352,12 +353,12 @@ def dissect_rep(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     local, remote = field_at(buf, off, _REP_LOCAL), field_at(buf, off, _REP_REMOTE)
     qpn, psn = field_at(buf, off, _REP_QPN), field_at(buf, off, _REP_PSN)
     conn = tab.by_comm(pkt.dst, remote)
-    pkt.add_info(f"QPN=0x{qpn:x} PSN={psn}")
+    pkt.add_info(f"QPN={hex(qpn)} PSN={psn}")
     poff = off + REP.size
     pend = min(end, poff + _REP_PRIVATE_SIZE)
     if pend < poff + _REP_PRIVATE_SIZE:
         pkt.add_expert("warning", "malformed", f"cm.rep: private data is {pend - poff} of 196 bytes", "IBTA 12.6")
-    lay.add(REP_PRIVATE, bytes(buf[poff:pend]), poff, pend - poff)
+    lay.add(REP_PRIVATE, span_bytes(buf, poff, pend), poff, pend - poff)
     rdma_cm.hand_private(pkt, buf, poff, pend, ctx, conn.port if conn is not None else None)
     _take_ulp(pkt, tab.cm_rep(pkt, local, remote, qpn, psn, _pdata_of(pkt)), False)
 
@@ -384,7 +385,7 @@ def dissect_two_ids(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, hdr: 
     conn = tab.by_comm(pkt.src, local) or tab.by_comm(pkt.dst, remote)
     if kind == DREQ_KIND:
         qpn = field_at(buf, off, _DREQ_QPN)
-        pkt.add_info(f"QPN=0x{qpn:x}")
+        pkt.add_info(f"QPN={hex(qpn)}")
         if conn is not None:
             from_client = pkt.src == conn.client_addr and local == conn.client_comm
             peer = conn.server_qpn if from_client else conn.client_qpn

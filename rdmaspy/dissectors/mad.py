@@ -66,7 +66,7 @@ SA_METHODS = {0x01: "SubnAdmGet()", 0x81: "SubnAdmGetResp()", 0x02: "SubnAdmSet(
 SMP_METHODS = {0x01: "SubnGet()", 0x02: "SubnSet()", 0x81: "SubnGetResp()", 0x05: "SubnTrap()",
                0x07: "SubnTrapRepress()"}
 
-MAD = Header("mad", "MAD Common Header", [
+MAD: Final = Header("mad", "MAD Common Header", [
     F("baseversion", 8, "Base Version", "hex"),
     F("mgmtclass", 8, "Management Class", "hex", MGMT_CLASSES),
     F("classversion", 8, "Class Version", "hex"),
@@ -78,8 +78,8 @@ MAD = Header("mad", "MAD Common Header", [
     F("reserved", 16, "Reserved", "hex"),
     F("attributemodifier", 32, "Attribute Modifier", "hex"),
 ])
-MAD_DATA = Field("mad.data", 0, "MAD Data Payload", "bytes")
-MAD_CLASS_DATA = Field("mad.class_data", 0, "Class data (not decoded)", "bytes")
+MAD_DATA: Final = Field("mad.data", 0, "MAD Data Payload", "bytes")
+MAD_CLASS_DATA: Final = Field("mad.class_data", 0, "Class data (not decoded)", "bytes")
 MAD_ATTRIBUTE = Field("mad.attribute", 0, "Attribute", "str")
 
 SMP_LID = Header("smplid", "Subnet Management Packet (LID Routed)", [
@@ -331,6 +331,13 @@ def u64_at(buf: bytes, at: int) -> int:
     return u32(buf, at) << 32 | u32(buf, at + 4)
 
 
+def span_bytes(buf: bytes, start: int, end: int) -> bytes:
+    """``buf[start:end]`` as bytes: the slice itself when it is (a call of ``bytes`` on bytes costs as
+    much as the copy)."""
+    part = buf[start:end]
+    return part if type(part) is bytes else bytes(part)
+
+
 def byte_offset(hdr: Header, name: str) -> int:
     """Where field ``name`` of ``hdr`` starts in the header (a field of whole bytes)."""
     return hdr.spans[hdr.index[name]][0]
@@ -374,7 +381,7 @@ def dissect_mad(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         pkt.truncated("mad", end - off, size)
         return
     lay = pkt.add_layer("mad", MAD, buf, off)
-    lay.add(MAD_DATA, bytes(buf[off + size:end]), off + size, end - off - size)
+    lay.add(MAD_DATA, span_bytes(buf, off + size, end), off + size, end - off - size)
     info = MadInfo(buf, off)
     pkt.note(MAD_INFO, info)
     cls = info.mgmtclass
