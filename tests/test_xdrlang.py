@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rdmaspy.dissectors import nfs, nfs3, xdrlang as x  # nfs: every declaring module (NFSv2-v4, MOUNT, NLM, NFSACL)
+from rdmaspy.dissectors import nfs, nfs3, nfs4_attrs as A, xdrlang as x  # nfs: every declaring module (NFSv2-v4, MOUNT, NLM, NFSACL)
 from rdmaspy.dissectors.xdr import Cursor, XdrError, XdrInvalid, p32, p64, popaque
 from rdmaspy.fields import CATALOG, declaring
 from rdmaspy.packet import Layer
@@ -200,6 +200,76 @@ def test_skipping_ends_where_decoding_ends(name):
                 x.skip(t, short)
         else:
             assert x.skip(t, short) == end
+
+    agree()
+
+
+def _member_names(t, seen=None) -> set[str]:
+    """Every member name under a declaration (struct members, fattr4 attributes), at every depth."""
+    seen = set() if seen is None else seen
+    if id(t) in seen:
+        return set()
+    seen.add(id(t))
+    names: set[str] = set()
+    if isinstance(t, x.Struct):
+        for key, m in t.members:
+            names |= {key} | _member_names(m, seen)
+    elif isinstance(t, A.AttrSet):
+        for a in t.table.values():
+            names |= {a.name} | _member_names(a.decl, seen)
+    elif isinstance(t, x.Union):
+        for arm in [*t.arms.values(), *([t.default] if t.default is not None else [])]:
+            names |= _member_names(arm, seen)
+    elif isinstance(t, (x.Optional, x.Array, x.Chain, x.Tree)):
+        names |= _member_names(t.item, seen)
+    return names
+
+
+def _within(picked, whole, keys, t) -> None:
+    """``picked`` is ``whole`` with only the members named in ``keys`` kept, at every depth."""
+    if isinstance(picked, dict) and isinstance(whole, dict) and isinstance(t, (x.Struct, A.AttrSet)):
+        assert set(picked) == {k for k in whole if k in keys}
+        members = dict(t.members) if isinstance(t, x.Struct) else {a.name: a.decl for a in t.table.values()}
+        for k, v in picked.items():
+            _within(v, whole[k], keys, members[k])
+    elif isinstance(t, x.Tree):
+        _within(picked, whole, keys, t.item)
+    elif isinstance(t, x.Union) and isinstance(whole, tuple):
+        assert picked[0] == whole[0]
+        _within(picked[1], whole[1], keys, t.arm(whole[0]))
+    elif isinstance(t, x.Optional) and whole is not None:
+        _within(picked, whole, keys, t.item)
+    elif isinstance(t, (x.Array, x.Chain)):
+        assert len(picked) == len(whole)
+        for p, w in zip(picked, whole):
+            _within(p, w, keys, t.item)
+    else:
+        assert picked == whole
+
+
+@pytest.mark.parametrize("name", sorted(x.DECLARED))
+def test_picking_reads_the_named_members_as_decoding_does(name):
+    """``pick`` (the walk for NFS file names) gives the decoded value of every member it is asked for,
+    leaves out the others, ends where the decode ends, and fails on short input where the decode does."""
+    t = x.DECLARED[name]
+    every = sorted(_member_names(t))
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(values(t), st.sets(st.sampled_from(every)) if every else st.just(set()), st.integers(0, 12))
+    def agree(v, keys, cut):
+        raw = x.encode(t, v)
+        whole, end = x.decode(t, raw)
+        cur = Cursor(raw, 0, len(raw))
+        assert t.pick(cur, x.PLAIN, frozenset(every)) == whole and cur.pos == end
+        cur = Cursor(raw, 0, len(raw))
+        _within(t.pick(cur, x.PLAIN, frozenset(keys)), whole, frozenset(keys), t)
+        assert cur.pos == end
+        short = raw[:max(len(raw) - cut, 0)]
+        try:
+            x.decode(t, short)
+        except XdrError:
+            with pytest.raises(XdrError):
+                t.pick(Cursor(short, 0, len(short)), x.PLAIN, frozenset(keys))
 
     agree()
 

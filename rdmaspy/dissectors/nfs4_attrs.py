@@ -220,7 +220,7 @@ class AttrSet(XdrType):
     word, of its count of bits and of each number; ``nwords``: the field of the words' count, when shown;
     ``subtree``: each attribute in a sub-tree of its own."""
 
-    __slots__ = ("name", "item", "table", "by_name", "mask", "count", "number", "nwords", "subtree")
+    __slots__ = ("name", "item", "table", "by_name", "mask", "count", "number", "nwords", "subtree", "last_of")
 
     def __init__(self, name: str, item: str, table: Mapping[int, Attr], mask: Field, count: Field,
                  number: Field, nwords: Field | None = None, subtree: bool = False) -> None:
@@ -234,6 +234,7 @@ class AttrSet(XdrType):
         self.number = number
         self.nwords = nwords
         self.subtree = subtree
+        self.last_of: dict[frozenset[str], int] = {}     # pick: the last attribute each set of keys names
         DECLARED.setdefault(name, self)
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
@@ -299,6 +300,41 @@ class AttrSet(XdrType):
         if cur.skip_u32s(self.name) > BITMAP4_MAX_WORDS:
             raise XdrInvalid(f"{self.name}: over its bound {BITMAP4_MAX_WORDS} words")
         cur.skip_opaque(f"{self.name} values")
+
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        """The attributes named in ``keys`` (a READDIR entry's filehandle): those before them stepped over
+        by their declarations, those after them not looked at; absent where ``read`` leaves them out (an
+        undeclared or malformed attribute before them ends the walk)."""
+        p, words = _words(cur, self.name)
+        n = cur.u32(f"{self.name} values")
+        start = cur.need((n + 3) & ~3, f"{self.name} values")
+        cur.pos = start + ((n + 3) & ~3)
+        last = self._last(keys)
+        vals = Cursor(cur.buf, start, start + n)
+        out: dict[str, Any] = {}
+        for num in _set_bits(words):
+            if num > last:
+                break
+            attr = self.table.get(num)
+            if attr is None:
+                break
+            try:
+                if attr.name in keys:
+                    out[attr.name] = attr.decl.pick(vals, w, keys)
+                else:
+                    attr.decl.skip(vals, w)
+            except XdrError:
+                break
+        return out
+
+    def _last(self, keys: frozenset[str]) -> int:
+        """The highest number of an attribute named in ``keys`` (-1: none)."""
+        last = self.last_of.get(keys)
+        if last is None:
+            last = max([a.number for a in self.table.values() if a.name in keys], default=-1)
+            if len(self.last_of) < 64:
+                self.last_of[keys] = last
+        return last
 
     def write(self, value: Any, out: Out) -> None:
         attrs = []

@@ -124,6 +124,13 @@ class XdrType(ABC):
         walk, derived from the same declaration.  A kind with a cheaper way overrides this."""
         self.read(cur, w, None)
 
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        """The value at ``cur`` with only the members named in ``keys`` read, at every depth, the others
+        stepped over (``skip``): what a reader of a few values (nfs_names) needs, without the objects of
+        the rest.  A member it reads has the value ``read`` gives it; a member it does not name is absent.
+        A leaf, and a kind with no members, is read whole."""
+        return self.read(cur, w, None)
+
     @abstractmethod
     def write(self, value: Any, out: Out) -> None:
         """Append the encoding of ``value`` to ``out``."""
@@ -435,6 +442,15 @@ class Struct(XdrType):
         for _k, t in self.members:
             t.skip(cur, w)
 
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        out: dict[str, Any] = {}
+        for key, t in self.members:
+            if key in keys:
+                out[key] = t.pick(cur, w, keys)
+            else:
+                t.skip(cur, w)
+        return out
+
     def write(self, value: Any, out: Out) -> None:
         for key, t in self.members:
             if key not in value:
@@ -483,6 +499,10 @@ class Union(XdrType):
     def skip(self, cur: Cursor, w: Walk) -> None:
         self.arm(int(self.disc.read(cur, w, None))).skip(cur, w)
 
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        d = int(self.disc.read(cur, w, None))
+        return d, self.arm(d).pick(cur, w, keys)
+
     def write(self, value: Any, out: Out) -> None:
         d, v = value
         arm = self.arm(int(d))
@@ -518,6 +538,9 @@ class Optional(XdrType):
     def skip(self, cur: Cursor, w: Walk) -> None:
         if self._follows(cur):
             self.item.skip(cur, w)
+
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        return self.item.pick(cur, w, keys) if self._follows(cur) else None
 
     def _follows(self, cur: Cursor) -> bool:
         name = self.follows.name if self.follows is not None else "optional"
@@ -591,6 +614,18 @@ class Array(XdrType):
         for _ in range(n):
             item.skip(cur, w)
 
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        n = self.fixed
+        if n is None:
+            n = cur.u32(self.what)
+            if self.bound is not None and n > self.bound:
+                raise XdrInvalid(f"{self.what}: count {n} over its bound {self.bound}")
+        need = n * max(self.item.min_size, 1)
+        if need > cur.end - cur.pos:
+            raise XdrError(self.what, cur.end - cur.pos, need)
+        item = self.item
+        return [item.pick(cur, w, keys) for _ in range(n)]
+
     def write(self, value: Any, out: Out) -> None:
         n = len(value)
         if self.fixed is not None:
@@ -646,6 +681,18 @@ class Chain(XdrType):
                 return
             self.item.skip(cur, w)
 
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        out: list[Any] = []
+        name = self.follows.name if self.follows is not None else "value_follows"
+        item = self.item
+        while True:
+            v = cur.u32(name)
+            if v > 1:
+                raise XdrInvalid(f"{name}: discriminant {v} is not 0 or 1")
+            if not v:
+                return out
+            out.append(item.pick(cur, w, keys))
+
     def write(self, value: Any, out: Out) -> None:
         for v in value:
             out.parts.append(_TRUE)
@@ -682,6 +729,9 @@ class Tree(XdrType):
 
     def skip(self, cur: Cursor, w: Walk) -> None:
         self.item.skip(cur, w)
+
+    def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        return self.item.pick(cur, w, keys)
 
     def write(self, value: Any, out: Out) -> None:
         self.item.write(value, out)
