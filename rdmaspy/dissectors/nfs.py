@@ -168,14 +168,17 @@ def _write_chunk(lengths: tuple[int, ...], at: int, n: int) -> tuple[int, bool]:
 
 # --- NFSv2/v3 ---------------------------------------------------------------------------------------
 def _nfs_declared(cur: Cursor, w: _Walk, proc: int | None, args: dict[int, XdrType],
-                  results: dict[int, XdrType], v3: bool = False) -> Any:
-    """A v2 or v3 call's arguments or a reply's results, by their declarations (nfs2 / nfs3): their value."""
+                  results: dict[int, XdrType], v3: bool = False, keys: frozenset[str] | None = None) -> Any:
+    """A v2 or v3 call's arguments or a reply's results, by their declarations (nfs2 / nfs3): their value
+    (``keys``: only the members it names, the rest stepped over: the walk for the names)."""
     decl = (results if w.reply else args).get(proc) if proc is not None else None
     if decl is None or decl is VOID:    # NULL (and v2's ROOT, WRITECACHE): void results, no status
         return None
     if w.reply and cur.left >= 4:
         w.info.nfs_status = u32(cur.buf, cur.pos)     # the status, first, even if what follows is bad
     lay = w.lay
+    if keys is not None:
+        return decl.pick(cur, w, keys)
     value = decl.read(cur, w, None if lay is NULL else lay)
     if v3 and w.facts and proc is not None:
         _v3_facts(w.info, proc, w.reply, value)
@@ -327,6 +330,9 @@ class _MainOp:
         info.main = main
 
 
+_V4_CALL_KEYS: Final = nfs_names.V4_CALL_KEYS
+_V4_REPLY_KEYS: Final = nfs_names.V4_REPLY_KEYS
+_V3_KEYS: Final = nfs_names.V3_KEYS
 # the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
 _V4_FAILED: Final[dict[int, dict[int, XdrType]]] = nfs4.FAILED
 _CB_ARG_DECLS: Final[dict[int, XdrType]] = nfs41.CB_ARGS
@@ -448,9 +454,10 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         else:
             decl.skip(cur, w)
             if track is not None:
-                track.op(i, op, _value(decl, cur.buf, p + 4, cur.pos) if op in nfs_names.V4_CALL_VALUES else None)
+                track.op(i, op, _value(decl, cur.buf, p + 4, cur.pos, _V4_CALL_KEYS)
+                         if op in nfs_names.V4_CALL_VALUES else None)
             elif plan is not None and i in wanted:
-                results[i] = _value(decl, cur.buf, p + 8, cur.pos)
+                results[i] = _value(decl, cur.buf, p + 8, cur.pos, _V4_REPLY_KEYS)
         if sub is not None:
             sub.length = cur.pos - p
         if fact:
@@ -485,11 +492,12 @@ def _op_label(i: int, name: str) -> str:
     return label
 
 
-def _value(decl: XdrType, buf: bytes, start: int, end: int) -> Any:
+def _value(decl: XdrType, buf: bytes, start: int, end: int, keys: frozenset[str]) -> Any:
     """An operation's arguments or results the summary walk stepped over (and checked), read again for
-    the names (nfs_names); None when they do not read alone (a DDP-eligible item reduced into a chunk)."""
+    the names (nfs_names): only the members named in ``keys``; None when they do not read alone (a
+    DDP-eligible item reduced into a chunk)."""
     try:
-        return decl.read(Cursor(buf, start, end), PlainWalk(), None)
+        return decl.pick(Cursor(buf, start, end), PlainWalk(), keys)
     except XdrError:
         return None
 
@@ -507,9 +515,10 @@ def _scratch(info: RpcInfo) -> RpcInfo:
 
 def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int, chunks: tuple | None,
               pkt: Packet | None, programs: dict[int, Dissector] | None = None,
-              names: Lookup | None = None, name_map: NameMap | None = None, facts: bool = True) -> Any:
+              names: Lookup | None = None, name_map: NameMap | None = None, facts: bool = True,
+              keys: frozenset[str] | None = None) -> Any:
     """The message's body walked (shown in ``lay`` unless NULL); a v2 or v3 body's value, None when
-    it is void or malformed."""
+    it is void or malformed (``keys``: a v3 value's members the names read, the rest stepped over)."""
     proc_field = PROCS.get(info.vers) if info.vers is not None else None
     if info.proc is not None and proc_field is not None:
         lay.add(proc_field, info.proc)
@@ -521,7 +530,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     w.facts = facts
     try:
         if info.vers == 3:
-            return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES, True)
+            return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES, True, keys)
         elif info.vers == 2:
             return _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
         elif info.vers == 4 and info.proc == 1:
@@ -743,6 +752,8 @@ def _dissect_v3(pkt: Packet, buf: bytes, off: int, end: int, info: RpcInfo, base
         if proc == 7 and _v3_write_call(buf, off, end, info, base, chunks, facts):
             return
         names_only = proc != 7 and proc != 10
+        if names_only and names is None:
+            return          # nothing learns the names: no walk
     elif end - off >= 4:
         if proc != 5 and proc != 6:
             status = u32(buf, off)
@@ -755,7 +766,7 @@ def _dissect_v3(pkt: Packet, buf: bytes, off: int, end: int, info: RpcInfo, base
         elif proc == 6 and _v3_read_reply(buf, off, end, info, base, chunks, facts):
             return
     value = _walk_nfs(buf, off, end, info, NULL, base, chunks, None if names_only else pkt, None, None, None,
-                      facts)
+                      facts, _V3_KEYS if names_only else None)
     _snoop(names, info, value, nfs_names.V3_CALLS, nfs_names.v3_object)
 
 

@@ -191,6 +191,11 @@ def _link2(args: Any) -> tuple:
     return ("link", args["from"], args["to"]["dir"], args["to"]["name"])
 
 
+# The members the readers here take from an NFSv3 call's or reply's value (V3_CALLS, bind_reply): the walk
+# for the names reads these alone and steps over the rest (xdrlang's ``pick``)
+V3_KEYS: Final = frozenset(("what", "where", "from", "to", "file", "link", "dir", "name", "object", "obj",
+                            "entries", "name_handle"))
+
 # (version, procedure) -> what the call keeps from its arguments
 V3_CALLS: Final[dict[int, Callable[[Any], tuple]]] = {
     3: _where("what"), 8: _where("where"), 9: _where("where"), 10: _where("where"), 11: _where("where"),
@@ -248,6 +253,10 @@ _V4_UNKNOWN: Final = frozenset((16, 19, 23, 33, 52))
 # OPEN's claims that name a file in the current directory: CLAIM_NULL, CLAIM_DELEGATE_CUR, _PREV
 _NAMED_CLAIMS: Final = frozenset((0, 2, 3))
 _FATTR4_FILEHANDLE_BIT: Final = 1 << 19
+# The members V4Call.op reads from a call's operations, and v4_bind from the replies' GETFH and READDIR
+# (a READDIR entry's attributes read up to its filehandle, xdrlang's and AttrSet's ``pick``)
+V4_CALL_KEYS: Final = frozenset(("object", "objname", "claim", "file", "attr_request", "newname", "oldname"))
+V4_REPLY_KEYS: Final = frozenset(("object", "reply", "entries", "name", "attrs", "filehandle"))
 
 
 class V4Call:
