@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rdmaspy.dissectors import nfs, nfs3, nfs4_attrs as A, xdrlang as x  # nfs: every declaring module (NFSv2-v4, MOUNT, NLM, NFSACL)
+from rdmaspy.dissectors import nfs, nfs3, nfs4, nfs4_attrs as A, nfs_names, xdrlang as x  # nfs: every declaring module (NFSv2-v4, MOUNT, NLM, NFSACL)
 from rdmaspy.dissectors.xdr import Cursor, XdrError, XdrInvalid, p32, p64, popaque
 from rdmaspy.fields import CATALOG, declaring
 from rdmaspy.packet import Layer
@@ -270,6 +270,30 @@ def test_picking_reads_the_named_members_as_decoding_does(name):
         except XdrError:
             with pytest.raises(XdrError):
                 t.pick(Cursor(short, 0, len(short)), x.PLAIN, frozenset(keys))
+
+    agree()
+
+
+@pytest.mark.parametrize("decl", [*(nfs4.ARGS[op] for op in sorted(nfs._V4_CALL_PICKED)), nfs4.RES[10], nfs4.RES[26]],
+                         ids=lambda t: t.name)
+def test_a_picked_operation_fails_as_its_skip_fails(decl):
+    """The NFSv4 operations the summary walk picks in one pass (the names) stop a malformed COMPOUND
+    where skip stops it, with the same reason."""
+    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(values(decl), st.integers(0, 40), st.binary(max_size=8))
+    def agree(v, cut, junk):
+        raw = x.encode(decl, v)
+        for bad in (raw[:max(len(raw) - cut, 0)], raw[:max(len(raw) - cut, 0)] + junk):
+            outcomes = []
+            for walk in (lambda c: decl.skip(c, x.PLAIN), lambda c: decl.pick(c, x.PLAIN, nfs_names.V4_REPLY_KEYS
+                                                                               | nfs_names.V4_CALL_KEYS)):
+                cur = Cursor(bad, 0, len(bad))
+                try:
+                    walk(cur)
+                    outcomes.append(cur.pos)
+                except XdrError as e:
+                    outcomes.append(str(e))
+            assert outcomes[0] == outcomes[1]
 
     agree()
 

@@ -331,6 +331,9 @@ class _MainOp:
 
 
 _V4_CALL_KEYS: Final = nfs_names.V4_CALL_KEYS
+# The calls' operations whose names are read as they are stepped over (PUTFH, LINK, LOOKUP, OPEN, RENAME: what
+# they pick fails where skip fails, with its words); CREATE's and READDIR's are read again, as they read alone
+_V4_CALL_PICKED: Final = frozenset((22, 11, 15, 18, 29))
 _V4_REPLY_KEYS: Final = nfs_names.V4_REPLY_KEYS
 _V3_KEYS: Final = nfs_names.V3_KEYS
 # the tables the walks read, as statics (compiled, another module's attribute is a look-up in its dict each time)
@@ -451,13 +454,15 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         had = len(info.ddp) if fact and info.ddp is not None else 0
         if sub is not None:
             decl.read(cur, w, sub)
+        elif plan is not None and i in wanted:
+            results[i] = decl.pick(cur, w, _V4_REPLY_KEYS)     # stepped over as skip does, the names read
+        elif track is not None and op in _V4_CALL_PICKED:
+            track.op(i, op, decl.pick(cur, w, _V4_CALL_KEYS))
         else:
             decl.skip(cur, w)
             if track is not None:
                 track.op(i, op, _value(decl, cur.buf, p + 4, cur.pos, _V4_CALL_KEYS)
                          if op in nfs_names.V4_CALL_VALUES else None)
-            elif plan is not None and i in wanted:
-                results[i] = _value(decl, cur.buf, p + 8, cur.pos, _V4_REPLY_KEYS)
         if sub is not None:
             sub.length = cur.pos - p
         if fact:

@@ -220,7 +220,8 @@ class AttrSet(XdrType):
     word, of its count of bits and of each number; ``nwords``: the field of the words' count, when shown;
     ``subtree``: each attribute in a sub-tree of its own."""
 
-    __slots__ = ("name", "item", "table", "by_name", "mask", "count", "number", "nwords", "subtree", "last_of")
+    __slots__ = ("name", "item", "table", "by_name", "mask", "count", "number", "nwords", "subtree", "last_of",
+                 "values_what")
 
     def __init__(self, name: str, item: str, table: Mapping[int, Attr], mask: Field, count: Field,
                  number: Field, nwords: Field | None = None, subtree: bool = False) -> None:
@@ -235,6 +236,7 @@ class AttrSet(XdrType):
         self.nwords = nwords
         self.subtree = subtree
         self.last_of: dict[frozenset[str], int] = {}     # pick: the last attribute each set of keys names
+        self.values_what = f"{name} values"
         DECLARED.setdefault(name, self)
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
@@ -304,27 +306,37 @@ class AttrSet(XdrType):
     def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
         """The attributes named in ``keys`` (a READDIR entry's filehandle): those before them stepped over
         by their declarations, those after them not looked at; absent where ``read`` leaves them out (an
-        undeclared or malformed attribute before them ends the walk)."""
-        p, words = _words(cur, self.name)
-        n = cur.u32(f"{self.name} values")
-        start = cur.need((n + 3) & ~3, f"{self.name} values")
-        cur.pos = start + ((n + 3) & ~3)
+        undeclared or malformed attribute before them ends the walk).  The mask and the opaque are
+        checked as ``skip`` checks them (the walk for the names steps over what it does not pick)."""
+        buf = cur.buf
+        q = cur.pos
+        nwords = cur.skip_u32s(self.name)
+        if nwords > BITMAP4_MAX_WORDS:
+            raise XdrInvalid(f"{self.name}: over its bound {BITMAP4_MAX_WORDS} words")
+        start, n = cur.opaque_span(self.values_what)
         last = self._last(keys)
-        vals = Cursor(cur.buf, start, start + n)
+        vals = Cursor(buf, start, start + n)
         out: dict[str, Any] = {}
-        for num in _set_bits(words):
-            if num > last:
-                break
-            attr = self.table.get(num)
-            if attr is None:
-                break
-            try:
-                if attr.name in keys:
-                    out[attr.name] = attr.decl.pick(vals, w, keys)
-                else:
-                    attr.decl.skip(vals, w)
-            except XdrError:
-                break
+        table = self.table
+        for i in range(nwords):
+            word = u32(buf, q + 4 + 4 * i)
+            num = 32 * i
+            while word:
+                if word & 1:
+                    if num > last:
+                        return out
+                    attr = table.get(num)
+                    if attr is None:
+                        return out
+                    try:
+                        if attr.name in keys:
+                            out[attr.name] = attr.decl.pick(vals, w, keys)
+                        else:
+                            attr.decl.skip(vals, w)
+                    except XdrError:
+                        return out
+                word >>= 1
+                num += 1
         return out
 
     def _last(self, keys: frozenset[str]) -> int:

@@ -443,6 +443,8 @@ class Struct(XdrType):
             t.skip(cur, w)
 
     def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
+        if self.size >= 0:
+            cur.need(self.size, self.name)        # short: what skip says
         out: dict[str, Any] = {}
         for key, t in self.members:
             if key in keys:
