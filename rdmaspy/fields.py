@@ -144,6 +144,26 @@ class Header:
         CATALOG.standalone.update(p.name for p in hdr.fields)
         return i, byte_off, hdr
 
+    def prefix(self, nbytes: int) -> Header:
+        """A header of this one's leading fields that fill whole bytes within its first ``nbytes``: what a
+        header cut short still shows (an ICMP error quotes 8 bytes of a TCP header; tshark shows its ports
+        and sequence number).  Declared at import, as every header is (a pickled header is named by its
+        place among the headers of its name)."""
+        keep: list[Field] = []
+        bits = 0
+        for i, f in enumerate(self.fields):
+            if bits + f.bits > nbytes * 8:
+                break
+            bits += f.bits
+            if bits % 8 == 0:
+                keep = list(self.fields[:i + 1])
+        if not keep:
+            raise ValueError(f"{self.name}: no whole field within {nbytes} bytes")
+        cut = len(self.name) + 1
+        return Header(self.name, self.label, [
+            Field(f.name[cut:], f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False) for f in keep
+        ], self.little)
+
     def parts_of(self, word: str) -> Header:
         """The header of the parts of ``word`` (its name relative to the header, or full)."""
         i = self.index.get(f"{self.name}.{word}", self.index.get(word, -1))

@@ -323,6 +323,45 @@ def test_crafted_quotes_decode_as_tshark_does(tmp_path):
     assert rows[5]["frame.protocols"][0].endswith("ip:icmp:ip:icmp:ip:udp:infiniband")
 
 
+# A TCP segment's header: ports 46371 → 20049, sequence 2998470466, acknowledgement 7, 5 words, SYN.
+_TCP_SYN = struct.pack(">HHIIBBHHH", 46371, 20049, 2998470466, 7, 0x50, 0x02, 64240, 0, 0)
+
+
+def test_a_tcp_header_quoted_short_shows_what_its_bytes_hold_as_tshark_does(tmp_path):
+    """Routers quote the IP header and 8 bytes: of a TCP segment, its ports and sequence number, which
+    tshark shows (as ``tcp.seq``: a quote has no relative numbering; rdmaspy keeps ``tcp.seq_raw``).
+    Cut at 4, 8, 12 and 20 bytes, each word the quote holds is a field with tshark's value."""
+    segment = _ipv4(6, _TCP_SYN)
+    cuts = [4, 8, 12, 20]
+    frames = [_eth(0x0800, _ipv4(1, _icmp(3, 3, bytes(4), segment[:20 + cut]))) for cut in cuts]
+    path = tmp_path / "tcp-quotes.pcap"
+    craft.write_pcap(str(path), frames)
+    pkts = _decode(path)
+    rows = tshark_fields(path, ["tcp.srcport", "tcp.dstport", "tcp.seq", "tcp.ack", "_ws.malformed"])
+    for p, r, cut in zip(pkts, rows, cuts):
+        where = f"cut at {cut}"
+        (tcp,) = [c for c in _quoted(p) if c.proto == "tcp"]
+        assert p.malformed is None and not r["_ws.malformed"], where
+        assert tcp.length == min(cut, 20) and "(in the ICMP error)" in tcp.label, where
+        assert tcp["tcp.srcport"] == tshark_int(r["tcp.srcport"][0]) == 46371, where
+        assert tcp["tcp.dstport"] == tshark_int(r["tcp.dstport"][0]) == 20049, where
+        assert (tcp.get("tcp.seq_raw"), tcp.get("tcp.ack_raw")) == (
+            (2998470466 if cut >= 8 else None), (7 if cut >= 12 else None)), where
+        assert [tshark_int(v) for v in r["tcp.seq"]] == ([2998470466] if cut >= 8 else []), where
+    assert [p.frame.num for p in pkts if compile_filter("tcp.seq_raw == 2998470466")(p, 0)] == [1, 2, 3, 4][1:]
+    assert "Sequence Number (raw): 2998470466" in "\n".join(tree_lines(pkts[1], 0))
+
+
+def test_a_tcp_segment_cut_in_its_header_shows_its_ports_and_is_malformed(tmp_path):
+    path = tmp_path / "cut-tcp.pcap"
+    craft.write_pcap(str(path), [_eth(0x0800, _ipv4(6, _TCP_SYN[:10]))])
+    (p,) = _decode(path)
+    assert p.malformed == "tcp: truncated (10 of 20 bytes)"
+    tcp = p.layer("tcp")
+    assert (tcp["tcp.srcport"], tcp["tcp.dstport"], tcp["tcp.seq_raw"]) == (46371, 20049, 2998470466)
+    assert tcp.get("tcp.ack_raw") is None
+
+
 def _depth(lay: Layer) -> int:
     """How many ICMP layers deep the sub-trees of ``lay`` go."""
     inner = [_depth(c) for c in lay.children or () if c.proto == "icmp"]

@@ -47,6 +47,9 @@ TCP: Final = Header("tcp", "Transmission Control Protocol", [
     F("checksum", 16, "Checksum", "hex"),
     F("urgent_pointer", 16, "Urgent Pointer"),
 ])
+# What a TCP header cut short shows, by its whole words (1: the ports, 2: and the sequence number, ...),
+# as tshark shows the 8 bytes of a TCP header that an ICMP error quotes.
+_TCP_CUT: Final[tuple[Header, ...]] = tuple(TCP.prefix(n) for n in (4, 8, 12, 16))
 TCP_OPTIONS: Final = Field("tcp.options", 0, "Options", "bytes")
 TCP_LEN: Final = Field("tcp.len", 0, "TCP Segment Len", unit="bytes")
 
@@ -154,9 +157,12 @@ def take_line(tcp: TcpLayer) -> None:
 
 
 def dissect_tcp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
-    if end - off < 20:
+    have = end - off
+    if have < 20:
         pkt.proto = "TCP"
-        pkt.truncated("tcp", end - off, 20)
+        if have >= 4:
+            pkt.push(Layer("tcp", _TCP_CUT[have // 4 - 1], buf, off))
+        pkt.truncated("tcp", have, 20)
         return
     hlen = (buf[off + 12] >> 4) * 4
     lay = TcpLayer("tcp", TCP, buf, off, hlen)
