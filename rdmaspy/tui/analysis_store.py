@@ -34,6 +34,7 @@ from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, 
                               Transaction)
 from ..output.sinks import SeveritySink
 from ..packet import Packet
+from ..rules import rule_declared
 from .spool import RecordSpool, SpooledArray, SpoolDir
 
 NO_LATENCY = -(1 << 63)         # a transaction without a reply
@@ -59,8 +60,9 @@ class Entry:
     ts: int
 
 
-# a finding as spooled: Entry's fields in order
-EntryRow = tuple[str, str, str, int, int | None, str, int]
+# a finding as spooled: Entry's fields in order, the text as it is made: a dissector's item's text, or the
+# values an analysis rule's message is made from (rendered when the finding is read back, as ``Finding.text``)
+EntryRow = tuple[str, str, str, int, int | None, "str | dict[str, object]", int]
 
 
 class Point(NamedTuple):
@@ -110,7 +112,8 @@ class AnalysisStore:
         self.credit_offsets = SpooledArray(directory, "Q")      # the credit findings again: where,
         self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
-        self._entries: list[tuple[tuple[str, str, str, int, int | None, str, int], FindingGroup, int]] = []
+        self._entries: list[tuple[EntryRow, FindingGroup, int]] = []
+        self._rule_heads: dict[str, tuple[str, str, str]] = {}    # by rule id: its severity, id and group
         self._entries_at = time.monotonic()
         self._blocks: OrderedDict[int, list[EntryRow]] = OrderedDict()   # entry blocks read back
         self._blocks_lock = threading.Lock()
@@ -142,8 +145,13 @@ class AnalysisStore:
                 self.summary_of[rec.conn] = rec
 
     def on_finding(self, f: Finding) -> None:
+        rule = f.rule_def.id
+        head = self._rule_heads.get(rule)
+        if head is None:
+            head = self._rule_heads[rule] = (f.severity, rule, f.group)
         frames = f.frames
-        self._entry(f.severity, f.rule_def.id, f.group, frames[0] if frames else 0, f.conn, f.text, f.ts)
+        # the message's values, not its text: a finding is read back far less often than one is made
+        self._entry(head[0], head[1], head[2], frames[0] if frames else 0, f.conn, f.args, f.ts)
 
     def sink(self) -> SeveritySink:
         """The pipeline's per-packet sink of the store: each packet's colour severity into ``severities``
@@ -171,8 +179,8 @@ class AnalysisStore:
     def finish(self) -> None:
         self.flush()
 
-    def _entry(self, severity: str, rule: str, group_name: str, frame: int, conn: int | None, text: str,
-               ts: int) -> None:
+    def _entry(self, severity: str, rule: str, group_name: str, frame: int, conn: int | None,
+               text: str | dict[str, object], ts: int) -> None:
         conn_key = NO_CONNECTION if conn is None else conn
         key = (severity, rule, conn_key)
         group = self.findings.get(key)
@@ -193,14 +201,23 @@ class AnalysisStore:
             return
         self._entries = []
         offset = self.spool.add([e for e, _g, _c in pending]) << _PLACE_BITS
+        offsets = array("Q", range(offset, offset + len(pending)))
+        numbers = array("I")
+        credit_offsets = array("Q")
+        credit_conns = array("i")
         for place, (e, group, conn_key) in enumerate(pending):
             if e[2] == "credits":
-                self.credit_offsets.append(offset | place)
-                self.credit_conns.append(conn_key)
-            self.finding_groups.append(group.number)
-            self.finding_offsets.append(offset | place)
+                credit_offsets.append(offset | place)
+                credit_conns.append(conn_key)
+            numbers.append(group.number)
             group.count += 1
-            self.finding_count += 1
+        # the numbers a reader looks up before the offsets it counts by (it reads their length first)
+        if credit_offsets:
+            self.credit_conns.extend_bytes(credit_conns.tobytes())
+            self.credit_offsets.extend_bytes(credit_offsets.tobytes())
+        self.finding_groups.extend_bytes(numbers.tobytes())
+        self.finding_offsets.extend_bytes(offsets.tobytes())
+        self.finding_count += len(pending)
 
     def _credits(self, rec: CreditSeries) -> None:
         samples = rec.samples
@@ -276,7 +293,10 @@ class AnalysisStore:
                 self._blocks[at] = block
                 while len(self._blocks) > _BLOCKS_CACHED:
                     self._blocks.popitem(last=False)
-        return Entry(*block[offset & _PLACE_MASK])
+        severity, rule, group, frame, conn, text, ts = block[offset & _PLACE_MASK]
+        if not isinstance(text, str):
+            text = rule_declared(rule).text(text)
+        return Entry(severity, rule, group, frame, conn, text, ts)
 
     def samples(self, track: CreditTrack) -> Iterator[Point]:
         """The samples of a credit series, in time order, read back from the spool."""
@@ -343,8 +363,10 @@ class TransactionIndex:
             return
         self._pending = []
         offset = self.spool.add(block)
-        for place, t in enumerate(block):
-            n = len(self.offsets)
+        first = len(self.offsets)
+        seg_txn, seg_pos = array("I"), array("I")
+        conns, latencies = array("i"), array("q")
+        for n, t in enumerate(block, first):
             states = self.seg_states.get(t.conn)
             if states is None:
                 states = self.seg_states[t.conn] = {}
@@ -353,12 +375,19 @@ class TransactionIndex:
             for pos, s in enumerate(t.segments):
                 state = str(s.state)
                 states[state] = states.get(state, 0) + 1
-                self.seg_txn.append(n)
-                self.seg_pos.append(pos)
-            self.conns.append(t.conn)
+                seg_txn.append(n)
+                seg_pos.append(pos)
+            conns.append(t.conn)
             lat = t.latency_ns
-            self.latencies.append(NO_LATENCY if lat is None else lat)
-            self.offsets.append(offset << 6 | place)     # last: the transaction is readable once it is counted
+            latencies.append(NO_LATENCY if lat is None else lat)
+        # a reader goes by the counts (offsets, seg_txn) and then reads the rest: what a count lets it read
+        # is there before the count grows
+        self.conns.extend_bytes(conns.tobytes())
+        self.latencies.extend_bytes(latencies.tobytes())
+        self.offsets.extend_bytes(array("Q", range(offset << 6, (offset << 6) + len(block))).tobytes())
+        if seg_txn:
+            self.seg_pos.extend_bytes(seg_pos.tobytes())
+            self.seg_txn.extend_bytes(seg_txn.tobytes())
 
     def get(self, i: int) -> Transaction:
         with self._cache_lock:
