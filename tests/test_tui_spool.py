@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,3 +77,52 @@ def test_a_spool_directory_is_private_and_a_capture_leaves_nothing_behind():
     assert model.wait(60)
     assert len(model.analysis.transactions) > 0 and model.index.row(0)
     model.close()
+
+
+class _Reported:
+    """A sink beside the store: each finding as the analysis reported it, its message made at once."""
+
+    wants_psn_events = False
+    reads_packets = False
+
+    def __init__(self) -> None:
+        self.findings: list[tuple[str, str, str, int, int | None, str, int]] = []
+
+    def packet(self, pkt) -> None:
+        pass
+
+    def on_finding(self, f) -> None:
+        self.findings.append((f.severity, f.rule_def.id, f.group, f.frames[0] if f.frames else 0, f.conn, f.text,
+                              f.ts))
+
+    def finish(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("name, reported_least, credits_and_items", [("rxe-nfsv41-loss.pcap", 20, False),
+                                                                      ("synth_rocev2_cm_rpcrdma.pcap", 6, True)])
+def test_the_stores_findings_read_back_as_the_analysis_reported_them(name, reported_least, credits_and_items):
+    """The store keeps a finding's values and makes its message when the expert view reads it back: the
+    entries, in order, are the findings with the text ``Finding.text`` gives as they are reported, the
+    dissectors' items among them with theirs; the credit findings are indexed again for the credits view."""
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.readers import open_capture
+    from rdmaspy.tui.analysis_store import AnalysisStore
+
+    d = SpoolDir()
+    store = AnalysisStore(d)
+    reported = _Reported()
+    with open_capture(str(capture(name))) as cap:
+        Pipeline(cap, Options(analyze=True, packet_fields=False), [store.sink(), store, reported]).run()
+    store.finish()
+    entries = [store.entry(store.finding_offsets[i]) for i in range(len(store.finding_offsets))]
+    ours = [(e.severity, e.rule, e.group, e.frame, e.conn, e.text, e.ts) for e in entries
+            if e.rule in {r for _s, r, *_rest in reported.findings}]
+    assert len(reported.findings) >= reported_least and ours == reported.findings
+    assert all(isinstance(e.text, str) and e.text for e in entries)
+    credits = [store.entry(o) for o in store.credit_findings(lambda conn: True)]
+    assert credits == [e for e in entries if e.group == "credits"]
+    assert bool(credits) == credits_and_items and (len(entries) > len(ours)) == credits_and_items
+    assert sum(g.count for g in store.groups()) == store.finding_count == len(entries)
+    store.close()
+    d.remove()
