@@ -47,6 +47,8 @@ COMPILED = [
     "rdmaspy/dissectors/rdma_cm.py", "rdmaspy/dissectors/rpcrdma_pdata.py",
     # the CM's MADs (every connection's setup; a capture of short connections is mostly these)
     "rdmaspy/dissectors/mad.py", "rdmaspy/dissectors/ib_cm.py",
+    # ICMP errors (a peer gone: every retry answered) and the datagram each quotes, dissected again
+    "rdmaspy/dissectors/icmp.py",
     "rdmaspy/output/jsonout.py", "rdmaspy/output/values.py", "rdmaspy/output/lines.py", "rdmaspy/output/sinks.py",
     "rdmaspy/output/jsonlines.py",
     "rdmaspy/analysis/analyzer.py", "rdmaspy/analysis/rules.py", "rdmaspy/analysis/transport.py",

@@ -12,68 +12,68 @@ capture's session or the analysis (no PSN tracking, no transactions, no findings
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from ..budget import Budget
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
-from ..registry import add_data, table
+from ..registry import Dissector, add_data, table
 from ..session import Session
 from .ip import IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
 
 declaring(__name__)
 
-ICMP_TYPES = {0: "Echo (ping) reply", 3: "Destination unreachable", 4: "Source quench", 5: "Redirect",
+ICMP_TYPES: Final = {0: "Echo (ping) reply", 3: "Destination unreachable", 4: "Source quench", 5: "Redirect",
               8: "Echo (ping) request", 9: "Router advertisement", 10: "Router solicitation", 11: "Time-to-live exceeded",
               12: "Parameter problem", 13: "Timestamp request", 14: "Timestamp reply"}
-ICMP_UNREACH = {0: "Network unreachable", 1: "Host unreachable", 2: "Protocol unreachable", 3: "Port unreachable",
+ICMP_UNREACH: Final = {0: "Network unreachable", 1: "Host unreachable", 2: "Protocol unreachable", 3: "Port unreachable",
                 4: "Fragmentation needed", 5: "Source route failed", 6: "Destination network unknown",
                 7: "Destination host unknown", 9: "Network administratively prohibited",
                 10: "Host administratively prohibited", 13: "Communication administratively filtered"}
-ICMP_TIME = {0: "Time to live exceeded in transit", 1: "Fragment reassembly time exceeded"}
-ICMP_REDIRECT = {0: "Redirect for network", 1: "Redirect for host", 2: "Redirect for TOS and network",
+ICMP_TIME: Final = {0: "Time to live exceeded in transit", 1: "Fragment reassembly time exceeded"}
+ICMP_REDIRECT: Final = {0: "Redirect for network", 1: "Redirect for host", 2: "Redirect for TOS and network",
                  3: "Redirect for TOS and host"}
-ICMPV6_TYPES = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exceeded", 4: "Parameter Problem",
+ICMPV6_TYPES: Final = {1: "Destination Unreachable", 2: "Packet Too Big", 3: "Time Exceeded", 4: "Parameter Problem",
                 128: "Echo (ping) request", 129: "Echo (ping) reply", 133: "Router Solicitation",
                 134: "Router Advertisement", 135: "Neighbor Solicitation", 136: "Neighbor Advertisement",
                 137: "Redirect", 143: "Multicast Listener Report Message v2"}
-ICMPV6_UNREACH = {0: "no route to destination", 1: "communication with destination administratively prohibited",
+ICMPV6_UNREACH: Final = {0: "no route to destination", 1: "communication with destination administratively prohibited",
                   2: "beyond scope of source address", 3: "address unreachable", 4: "port unreachable",
                   5: "source address failed ingress/egress policy", 6: "reject route to destination"}
-ICMPV6_TIME = {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"}
-ICMPV6_PARAM = {0: "erroneous header field encountered", 1: "unrecognized Next Header type encountered",
+ICMPV6_TIME: Final = {0: "hop limit exceeded in transit", 1: "fragment reassembly time exceeded"}
+ICMPV6_PARAM: Final = {0: "erroneous header field encountered", 1: "unrecognized Next Header type encountered",
                 2: "unrecognized IPv6 option encountered"}
-_ICMP_CODES = {3: ICMP_UNREACH, 11: ICMP_TIME, 5: ICMP_REDIRECT}
-_ICMPV6_CODES = {1: ICMPV6_UNREACH, 3: ICMPV6_TIME, 4: ICMPV6_PARAM}
+_ICMP_CODES: Final = {3: ICMP_UNREACH, 11: ICMP_TIME, 5: ICMP_REDIRECT}
+_ICMPV6_CODES: Final = {1: ICMPV6_UNREACH, 3: ICMPV6_TIME, 4: ICMPV6_PARAM}
 
-ICMP = Header("icmp", "Internet Control Message Protocol", [
+ICMP: Final = Header("icmp", "Internet Control Message Protocol", [
     F("type", 8, "Type", names=ICMP_TYPES),
     F("code", 8, "Code"),
     F("checksum", 16, "Checksum", "hex"),
 ])
-ICMPV6 = Header("icmpv6", "Internet Control Message Protocol v6", [
+ICMPV6: Final = Header("icmpv6", "Internet Control Message Protocol v6", [
     F("type", 8, "Type", names=ICMPV6_TYPES),
     F("code", 8, "Code"),
     F("checksum", 16, "Checksum", "hex"),
 ])
 # The second word, by message type (Wireshark's names).
-ICMP_IDENT = Field("icmp.ident", 16, "Identifier", "hex")
-ICMP_SEQ = Field("icmp.seq", 16, "Sequence Number")
-ICMP_UNUSED = Field("icmp.unused", 32, "Unused", "hex")
-ICMP_MTU = Field("icmp.mtu", 16, "MTU of next hop", unit="bytes")
-ICMP_GATEWAY = Field("icmp.redir_gw", 32, "Gateway Address", "ipv4")
-ICMP_POINTER = Field("icmp.pointer", 8, "Pointer")
-ICMP_DATA = Field("icmp.data", 0, "Data", "bytes")
-ICMPV6_IDENT = Field("icmpv6.echo.identifier", 16, "Identifier", "hex")
-ICMPV6_SEQ = Field("icmpv6.echo.sequence_number", 16, "Sequence")
-ICMPV6_RESERVED = Field("icmpv6.reserved", 32, "Reserved", "hex")
-ICMPV6_MTU = Field("icmpv6.mtu", 32, "MTU", unit="bytes")
-ICMPV6_POINTER = Field("icmpv6.pointer", 32, "Pointer")
-ICMPV6_TARGET = Field("icmpv6.nd.target_address", 128, "Target Address", "ipv6")
-ICMPV6_DATA = Field("icmpv6.data", 0, "Data", "bytes")
+ICMP_IDENT: Final = Field("icmp.ident", 16, "Identifier", "hex")
+ICMP_SEQ: Final = Field("icmp.seq", 16, "Sequence Number")
+ICMP_UNUSED: Final = Field("icmp.unused", 32, "Unused", "hex")
+ICMP_MTU: Final = Field("icmp.mtu", 16, "MTU of next hop", unit="bytes")
+ICMP_GATEWAY: Final = Field("icmp.redir_gw", 32, "Gateway Address", "ipv4")
+ICMP_POINTER: Final = Field("icmp.pointer", 8, "Pointer")
+ICMP_DATA: Final = Field("icmp.data", 0, "Data", "bytes")
+ICMPV6_IDENT: Final = Field("icmpv6.echo.identifier", 16, "Identifier", "hex")
+ICMPV6_SEQ: Final = Field("icmpv6.echo.sequence_number", 16, "Sequence")
+ICMPV6_RESERVED: Final = Field("icmpv6.reserved", 32, "Reserved", "hex")
+ICMPV6_MTU: Final = Field("icmpv6.mtu", 32, "MTU", unit="bytes")
+ICMPV6_POINTER: Final = Field("icmpv6.pointer", 32, "Pointer")
+ICMPV6_TARGET: Final = Field("icmpv6.nd.target_address", 128, "Target Address", "ipv6")
+ICMPV6_DATA: Final = Field("icmpv6.data", 0, "Data", "bytes")
 
-_ERRORS_V4 = frozenset({3, 4, 5, 11, 12})
-_ERRORS_V6 = frozenset({1, 2, 3, 4})
+_ERRORS_V4: Final = frozenset({3, 4, 5, 11, 12})
+_ERRORS_V6: Final = frozenset({1, 2, 3, 4})
 
 
 def _code_text(codes: dict[int, dict[int, str]], itype: int, code: int) -> str:
@@ -227,5 +227,21 @@ def dissect_icmpv6(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> 
     pkt.set_info(text)
 
 
-ip_proto.register(1, dissect_icmp)
-ip_proto.register(58, dissect_icmpv6)
+class _Icmp(Dissector):
+    """ICMP, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_icmp(pkt, buf, off, end, ctx)
+        return True
+
+
+class _Icmpv6(Dissector):
+    """ICMPv6, called directly (``registry.Dissector``)."""
+
+    def dissect(self, pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> bool:
+        dissect_icmpv6(pkt, buf, off, end, ctx)
+        return True
+
+
+ip_proto.register(1, _Icmp(dissect_icmp))
+ip_proto.register(58, _Icmpv6(dissect_icmpv6))

@@ -108,9 +108,20 @@ def ipv4_text(buf: bytes, off: int) -> str:
     return text
 
 
+_addr6_text: Final[dict[bytes, str]] = {}
+
+
 def fmt_ipv6(b: bytes) -> str:
-    import ipaddress
-    return str(ipaddress.IPv6Address(bytes(b)))
+    """RFC 5952 text of a 16-byte address, cached as ``ipv4_text`` is: ``ipaddress`` makes it in some
+    50,000 instructions (interpreted), and a capture has few addresses."""
+    key = bytes(b)
+    text = _addr6_text.get(key)
+    if text is None:
+        if len(_addr6_text) >= 4096:   # bounded: a scan of many addresses must not grow memory
+            _addr6_text.clear()
+        import ipaddress      # here, on a miss: start-up does not pay for the module
+        text = _addr6_text[key] = str(ipaddress.IPv6Address(key))
+    return text
 
 
 def eth_ipv4_layers(buf: bytes, eth: int) -> list[Layer]:
