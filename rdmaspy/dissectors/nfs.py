@@ -331,6 +331,7 @@ class _MainOp:
 
 
 _V4_CALL_KEYS: Final = nfs_names.V4_CALL_KEYS
+_NO_OPS: Final[frozenset[int]] = frozenset()
 # The calls' operations whose names are read as they are stepped over (PUTFH, LINK, LOOKUP, OPEN, RENAME: what
 # they pick fails where skip fails, with its words); CREATE's and READDIR's are read again, as they read alone
 _V4_CALL_PICKED: Final = frozenset((22, 11, 15, 18, 29))
@@ -370,32 +371,42 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
     number with no declaration (nothing tells where its arguments end)."""
     lay = w.lay
     info = w.info
+    # typed: compiled, each operation's child, items and length are the Layer's own (``lay`` is Any); None
+    # on the summary's walk, which shows nothing (NULL's add would be a generic call each time)
+    tree: Layer | None = None if lay is NULL else lay
     if w.reply:
         info.nfs_status = _status4(lay, cur)
     p = cur.pos
-    tag = cur.string("tag")
-    lay.add(TAG, tag, p, cur.pos - p)
+    if tree is not None:
+        tag = cur.string("tag")
+        tree.add(TAG, tag, p, cur.pos - p)
+    else:
+        cur.skip_opaque("tag")      # the summary never shows it: not made into text
     if not w.reply:
         p = cur.pos
         minor = cur.u32("minorversion")
-        lay.add(MINORVERSION, minor, p, 4)
+        if tree is not None:
+            tree.add(MINORVERSION, minor, p, 4)
         if not callback:
             info.label = f"NFSv4.{minor}" if minor else "NFSv4"
         if callback:
             p = cur.pos
-            lay.add(CB_IDENT, cur.u32("callback_ident"), p, 4)
+            ident = cur.u32("callback_ident")
+            if tree is not None:
+                tree.add(CB_IDENT, ident, p, 4)
     p = cur.pos
     nops = cur.count(4, "operations")
-    lay.add(CB_OPS_COUNT if callback else OPS_COUNT, nops, p, 4)
+    if tree is not None:
+        tree.add(CB_OPS_COUNT if callback else OPS_COUNT, nops, p, 4)
     ops: list[str] = []
     info.ops = ops
     # File names (nfs_names), fed by the summary walk: a call's current handle followed op by op, the
     # reply's GETFH and READDIR results read for the call's plan
-    names = w.name_map if lay is NULL and not callback else None
+    names = w.name_map if tree is None and not callback else None
     track: nfs_names.V4Call | None = None
     plan: tuple | None = None
-    wanted: frozenset[int] = frozenset()
-    results: dict[int, Any] = {}
+    wanted: frozenset[int] = _NO_OPS
+    results: dict[int, Any] | None = None     # made when the plan wants one
     ok = 0
     if names is not None:
         kept = info.call_facts
@@ -404,8 +415,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         elif isinstance(kept, tuple) and kept and kept[0] == "v4":
             plan = kept
             wanted = nfs_names.v4_wanted(kept)
-    # typed: compiled, each operation's child, items and length are the Layer's own (``lay`` is Any)
-    tree: Layer | None = None if lay is NULL else lay
+            results = {}
     # The main operation and the handle it acts on (RpcInfo.main), for an analysis (w.facts)
     main = _MainOp() if w.facts and not callback else None
     for i in range(nops):
@@ -454,7 +464,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
         had = len(info.ddp) if fact and info.ddp is not None else 0
         if sub is not None:
             decl.read(cur, w, sub)
-        elif plan is not None and i in wanted:
+        elif results is not None and i in wanted:
             results[i] = decl.pick(cur, w, _V4_REPLY_KEYS)     # stepped over as skip does, the names read
         elif track is not None and op in _V4_CALL_PICKED:
             track.op(i, op, decl.pick(cur, w, _V4_CALL_KEYS))
@@ -474,7 +484,7 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
     if names is not None:
         if track is not None:
             info.call_facts = track.plan()
-        elif plan is not None:
+        elif plan is not None and results is not None:
             nfs_names.v4_bind(names, plan, results, ok, info.frame)
 
 
@@ -524,9 +534,10 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
               keys: frozenset[str] | None = None) -> Any:
     """The message's body walked (shown in ``lay`` unless NULL); a v2 or v3 body's value, None when
     it is void or malformed (``keys``: a v3 value's members the names read, the rest stepped over)."""
-    proc_field = PROCS.get(info.vers) if info.vers is not None else None
-    if info.proc is not None and proc_field is not None:
-        lay.add(proc_field, info.proc)
+    if lay is not NULL:         # the summary's walk shows nothing (compiled, NULL's add is a generic call)
+        proc_field = PROCS.get(info.vers) if info.vers is not None else None
+        if info.proc is not None and proc_field is not None:
+            lay.add(proc_field, info.proc)
     cur = Cursor(buf, off, end)
     w = _Walk(info, lay, base, chunks)
     w.programs = programs
