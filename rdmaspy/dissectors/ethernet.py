@@ -59,11 +59,29 @@ def dissect_ethernet(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -
         if not pkt.src:
             pkt.src = fmt_mac(buf[start + 6:start + 12])
             pkt.dst = fmt_mac(buf[start:start + 6])
-        pkt.set_info(f"Ethertype 0x{etype:04x}")
+        pkt.set_info(_etype_line(etype))
+
+
+# The texts of the frames no dissector takes (ARP, LLDP: a capture's every other frame while a peer is gone),
+# kept: a format spec is parsed at each call (some 3,000 instructions), bytes.hex(":") a generic call.
+_ETYPE_LINES: Final[dict[int, str]] = {}
+_MAC_TEXT: Final[dict[bytes, str]] = {}
+
+
+def _etype_line(etype: int) -> str:
+    line = _ETYPE_LINES.get(etype)
+    if line is None:
+        line = _ETYPE_LINES[etype] = f"Ethertype 0x{etype:04x}"      # at most 65,536 of them
+    return line
 
 
 def fmt_mac(b: bytes) -> str:
-    return b.hex(":")
+    text = _MAC_TEXT.get(b)
+    if text is None:
+        if len(_MAC_TEXT) >= 4096:    # bounded: a scan of many addresses must not grow memory
+            _MAC_TEXT.clear()
+        text = _MAC_TEXT[bytes(b)] = b.hex(":")
+    return text
 
 
 class _Ethernet(Dissector):
