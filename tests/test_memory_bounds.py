@@ -193,6 +193,33 @@ def test_annotate_memory_stays_bounded_with_many_unanswered_calls(tmp_path, monk
     assert peak < peak_stats + (3 << 20), (peak_stats >> 20, peak >> 20)
 
 
+@pytest.mark.parametrize("limit_name", ["RLIMIT_AS", "RLIMIT_DATA"])
+def test_json_probes_the_room_wherever_a_limit_can_fail_an_allocation(limit_name):
+    """jsonout.dumps probes the room orjson needs only where an allocation can fail: under a limit of the
+    address space or of the data, it can (and the probe runs); with neither (and the kernel's usual
+    accounting), the answer is the kernel's."""
+    import resource
+    import subprocess
+
+    limit = getattr(resource, limit_name)
+
+    def cap() -> None:
+        hard = resource.getrlimit(limit)[1]
+        resource.setrlimit(limit, (4 << 30 if hard == resource.RLIM_INFINITY else hard, hard))
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    code = "from rdmaspy.output.jsonout import allocations_can_fail as f; print(f())"
+    res = subprocess.run([sys.executable, "-P", "-c", code], preexec_fn=cap, capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert res.stdout == "True\n", res.stderr[-2000:]
+    strict = Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "2"
+    free = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    unlimited = all(resource.getrlimit(r)[0] == resource.RLIM_INFINITY
+                    for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
+    if unlimited:
+        assert free.stdout == f"{strict}\n", free.stderr[-2000:]
+
+
 def test_json_out_of_memory_is_one_line_every_time(tmp_path):
     """orjson crashes (SIGSEGV) when an allocation fails inside it: out of memory while a packet's JSON is
     made must still be the one line.  Where the limit is hit differs from run to run, so several runs (one

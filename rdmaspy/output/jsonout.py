@@ -152,15 +152,41 @@ def packet_json(pkt: Packet, t0: int) -> bytes:
 
 # Bytes the allocator must be able to give just before orjson runs (0.15 µs for 16 KiB, 0.5 for 32).
 _HEADROOM: Final = 32 << 10
+# Whether an allocation can fail in this process ([] until the first dumps looks; Final: a static).
+_CAN_FAIL: Final[list[bool]] = []
 
 
 def dumps(obj: Any, default: Any = None) -> bytes:
     """``orjson.dumps(obj)``, out of memory as a MemoryError: orjson crashes (a segmentation fault) when
     an allocation fails inside it, which a capture too big for the memory left made happen to one run in
-    three of ``decode -T json`` under a 64 MiB limit.  A probe of the room its output needs, given back at
-    once, fails first and raises where the command reports it in one line."""
-    bytearray(_HEADROOM)
+    three of ``decode -T json`` under a 64 MiB limit.  Where an allocation can fail, a probe of the room
+    its output needs, given back at once, fails first and raises where the command reports it in one
+    line; where none can (no limit: the kernel gives the memory or ends the process), no probe."""
+    can_fail = _CAN_FAIL
+    if not can_fail:
+        can_fail.append(allocations_can_fail())
+    if can_fail[0]:
+        bytearray(_HEADROOM)
     return orjson.dumps(obj, default=default)
 
 
-__all__ = ["packet_object", "packet_json", "presence_field", "dumps"]
+def allocations_can_fail() -> bool:
+    """Whether an allocation in this process can come back empty: under a limit of its address space
+    or data (``ulimit -v``/``-d``), or with the kernel's strict accounting (``vm.overcommit_memory`` 2).
+    Otherwise Linux gives every allocation of a packet's size and its out-of-memory killer, not a
+    failed allocation, ends a process that runs out.  Not knowing (no ``resource``, no /proc): it can."""
+    try:
+        import resource
+    except ImportError:
+        return True
+    for limit in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+        if resource.getrlimit(limit)[0] != resource.RLIM_INFINITY:
+            return True
+    try:
+        with open("/proc/sys/vm/overcommit_memory", encoding="ascii") as f:
+            return f.read().strip() not in ("0", "1")
+    except (OSError, ValueError):
+        return True
+
+
+__all__ = ["packet_object", "packet_json", "presence_field", "dumps", "allocations_can_fail"]
