@@ -51,3 +51,40 @@ def test_the_cycle_collector_is_left_as_it_was_found() -> None:
     for _ in _pipeline(_Kept()).packets():
         pass
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+class _Watch(_Kept):
+    """A sink that notes, at the first packet, whether a cycle dropped before the run is still there."""
+
+    def __init__(self, ref) -> None:
+        super().__init__()
+        self.ref = ref
+        self.alive_at_first: bool | None = None
+
+    def packet(self, pkt) -> None:
+        if self.alive_at_first is None:
+            self.alive_at_first = self.ref() is not None
+        super().packet(pkt)
+
+
+def test_what_an_earlier_run_left_is_collected_before_the_next_run_freezes() -> None:
+    """A worker's previous task leaves cycles behind: a run after another collects them before it freezes
+    the heap (frozen, they would outlive the whole run)."""
+    import weakref
+
+    _pipeline(_Kept(), count=5).run()               # a run has ended in this process
+    gc.disable()                                    # nothing but the run's own collection frees it
+    try:
+        left = _Cycle()
+        ref = weakref.ref(left)
+        del left
+        watch = _Watch(ref)
+        _pipeline(watch, count=5).run()
+    finally:
+        gc.enable()
+    assert watch.alive_at_first is False
