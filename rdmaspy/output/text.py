@@ -345,7 +345,7 @@ class _TreePieces(Sink):
                     else:
                         # "0x", the zeros up to the declared width (none for XDR's words), the digits:
                         # text_value's "0x" + hex(n)[2:].zfill(width), a string fewer
-                        h = hex(n)
+                        h: str = _HEX(v)    # the object at hand: no box made, no builtin looked up
                         pad = (f.bits + 3) // 4 + 2 - len(h)
                         if pad <= 0:
                             pieces.append(h)
@@ -369,7 +369,7 @@ class _TreePieces(Sink):
             return
         if cls is str and f.names is None and not f.unit and f.display != "bool":
             t: str = v
-            if t.isascii() and t.isprintable():     # nothing for safe_text to escape, nothing wide
+            if _ISASCII(t) and _ISPRINTABLE(t):     # nothing for safe_text to escape, nothing wide
                 pieces.append(t)
                 return
         text = text_value(f, v)
@@ -379,6 +379,10 @@ class _TreePieces(Sink):
 
 
 _HEX_PADS: Final = tuple("0x" + "0" * n for n in range(17))
+# hex() as a static (a builtin named in compiled code is looked up in the builtins at each call)
+_HEX: Final[Callable[[int], str]] = hex
+_ISASCII: Final[Callable[[str], bool]] = str.isascii
+_ISPRINTABLE: Final[Callable[[str], bool]] = str.isprintable
 # An enumeration's texts ("NFS4_OK (0)"), by field and value: the values a capture shows are few.
 _NAMED_TEXTS: Final[dict[Field, dict[int, str]]] = {}
 
