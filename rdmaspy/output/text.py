@@ -326,7 +326,7 @@ class _TreePieces(Sink):
                 pieces.append(prefix)
                 if type(v) is int and f.names is None and not f.unit and f.display == "dec":
                     n: int = v          # most XDR words: the number as it is (text_value's first case)
-                    pieces.append(str(n))
+                    pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
                 else:
                     self._value(pieces, f, v)
 
@@ -341,7 +341,7 @@ class _TreePieces(Sink):
             if names is None:
                 if d == "dec" or (d == "hex" and n >= 0 and f.bits <= 64):
                     if d == "dec":
-                        pieces.append(str(n))
+                        pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
                     else:
                         # "0x", the zeros up to the declared width (none for XDR's words), the digits:
                         # text_value's "0x" + hex(n)[2:].zfill(width), a string fewer
@@ -379,6 +379,10 @@ class _TreePieces(Sink):
 
 
 _HEX_PADS: Final = tuple("0x" + "0" * n for n in range(17))
+# The texts of the numbers below 1024, made once: three values in four of an NFS -V tree are (counts,
+# lengths, kinds, small offsets), each a string made and freed otherwise.
+_NDECIMALS: Final = 1024
+_DECIMALS: Final[tuple[str, ...]] = tuple(str(i) for i in range(_NDECIMALS))
 # hex() as a static (a builtin named in compiled code is looked up in the builtins at each call)
 _HEX: Final[Callable[[int], str]] = hex
 _ISASCII: Final[Callable[[str], bool]] = str.isascii
