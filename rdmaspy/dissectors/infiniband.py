@@ -260,6 +260,10 @@ _PSN_M: Final = _PSN.mask
 # is the rule).
 _ECN_W: Final = _BECN.word
 _ECN_BITS: Final = (_FECN.mask << _FECN.shift) | (_BECN.mask << _BECN.shift)
+# FECN alone, which the transport analysis reads of every packet: no tuple of the words made for it.
+_FECN_W: Final = _FECN.word
+_FECN_SH: Final = _FECN.shift
+_FECN_M: Final = _FECN.mask
 
 
 def _word(i: int, w0: int, w1: int, w2: int) -> int:
@@ -360,7 +364,7 @@ class IBInfo:
 
     @property
     def fecn(self) -> int:
-        return _FECN.of(self.words)
+        return (_word(_FECN_W, self.w0, self.w1, self.w2) >> _FECN_SH) & _FECN_M
 
     @property
     def becn(self) -> int:
