@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, Transaction, UlpSummary
-from ..analysis.ulp import Group, model_of
+from ..analysis.ulp import Group, UlpModel, model_of
 from ..pipeline import Options
 from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
@@ -127,9 +127,10 @@ class _Block:
         self.unanswered = 0
         self.groups: dict[tuple[str, object], _Group] = {}   # by (dimension, value), as the upper layer declares
 
-    def transaction(self, t: Transaction) -> None:
+    def transaction(self, t: Transaction, name: str, groups: list[tuple[Group, object]]) -> None:
+        """Count a transaction whose operation is ``name`` and whose values of its upper layer's dimensions
+        are ``groups`` (taken once by ``Stats``, which counts it in two blocks)."""
         self.transactions += 1
-        name = operation_name(t)
         op = self.ops.get(name)
         if op is None:
             op = self.ops[name] = _Op()
@@ -144,10 +145,8 @@ class _Block:
         self.inline += t.bytes_inline
         self.rdma_read += t.bytes_read
         self.rdma_write += t.bytes_written
-        for dim in model_of(t.protocol).groups:
-            value = dim.get(t)
-            if value is not None:
-                self._group(dim, value, t, lat)
+        for dim, value in groups:
+            self._group(dim, value, t, lat)
 
     def _group(self, dim: Group, value: object, t: Transaction, lat: int | None) -> None:
         key = (dim.name, value)
@@ -226,9 +225,16 @@ class Stats:
 
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
-            self.overall.transaction(rec)
-            self._block(rec.conn).transaction(rec)
-            self._service(rec)
+            model = model_of(rec.protocol)
+            name = model.operation(rec)
+            groups: list[tuple[Group, object]] = []
+            for dim in model.groups:
+                value = dim.get(rec)
+                if value is not None:
+                    groups.append((dim, value))
+            self.overall.transaction(rec, name, groups)
+            self._block(rec.conn).transaction(rec, name, groups)
+            self._service(rec, model)
         elif isinstance(rec, PsnStats):
             self.overall.stream(rec)
             self._block(rec.conn).stream(rec)
@@ -236,17 +242,17 @@ class Stats:
             self.congestion.append({"src": rec.src, "dst": rec.dst, "qp": rec.qp, "cnps": rec.cnps,
                                     "ce_marks": rec.ce_marks})
         elif isinstance(rec, UlpSummary):
-            from ..output.flows import credit_summary_record
+            from ..output.credits import credit_summary_record
             for c in rec.credits:
                 entry = {"conn": rec.conn, **credit_summary_record(c)}
                 self._block(rec.conn).credits.append(entry)
                 self.overall.credits.append(entry)
 
-    def _service(self, t: Transaction) -> None:
+    def _service(self, t: Transaction, model: UlpModel) -> None:
         """An answered call's time in its service response time table, from the request whole at the responder
         to the response, as tshark's -z rpc,srt counts it."""
         rep = t.response
-        service = model_of(t.protocol).service
+        service = model.service
         if rep is None or service is None:
             return
         row = service(t)

@@ -20,11 +20,12 @@ from types import TracebackType
 from typing import Any, BinaryIO, Callable, Final, Iterable
 
 from ..analysis.hostmodel import HostClock
-from ..analysis.model import (Connection, CreditSeries, CreditSummary, Endpoint, Finding, Record, Segment, Step,
+from ..analysis.model import (Connection, CreditSeries, Endpoint, Finding, Record, Segment, Step,
                               StepKind, Transaction, UlpSummary)
 from ..analysis.rpcrdma_facts import PROTOCOL as RPCRDMA
 from ..analysis.ulp import UlpModel, model_of
 from ..dissectors.rpcrdma_pdata import RpcRdmaPdata
+from .credits import credit_summary_record
 from .hostrecords import host_clock_record, host_event_record, host_view_record
 from .jsonout import dumps
 from .ulp import ulp_record
@@ -179,14 +180,6 @@ def transaction_record(t: Transaction) -> JSON:
         record["host_events"] = [host_event_record(e) for e in host.events]
         record["host"] = host_view_record(host)
     return record
-
-
-def credit_summary_record(c: CreditSummary) -> JSON:
-    return {"direction": c.direction.value, "requested": c.requested, "granted": c.granted,
-            "granted_min": c.granted_min, "granted_max": c.granted_max, "max_outstanding": c.max_outstanding,
-            "calls": c.calls, "grants": c.grants, "peak_outstanding": c.peak_outstanding,
-            "outstanding_at_end": c.outstanding_at_end, "zero_grants": c.zero_grants, "exceeded": c.exceeded,
-            "refreshes": c.refreshes}
 
 
 def summary_record(s: UlpSummary) -> JSON:
