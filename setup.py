@@ -61,6 +61,8 @@ COMPILED = [
     # the pcapng reader and the iWARP path (TCP stream, MPA, DDP/RDMAP): a third of the real traffic mix
     "rdmaspy/readers/pcapng.py", "rdmaspy/budget.py", "rdmaspy/dissectors/tcp_stream.py",
     "rdmaspy/dissectors/iwarp_mpa.py", "rdmaspy/dissectors/iwarp_ddp.py", "rdmaspy/commands/stats.py",
+    # expert's groups: each finding of a capture (one every few frames) is counted there
+    "rdmaspy/output/expert_groups.py",
     # NVMe/RDMA: its capsule heuristic sees every SEND no other upper layer took
     "rdmaspy/dissectors/nvme_names.py", "rdmaspy/dissectors/nvme.py", "rdmaspy/dissectors/nvme_data.py",
     "rdmaspy/dissectors/nvme_rdma.py",

@@ -4,18 +4,19 @@ By severity (errors first), then by rule: the count, the rule with its source, a
 messages with their frames, and the list of frames.  The dissectors' own expert items stand beside
 the analysis findings: by their rule where they declare one (``tcp.retransmission``), else by their
 text (malformed packets, bad checksums).  ``-T json`` gives the same groups as one JSON document.
-The analysis itself runs in rdmaspy.analysis; this module decodes, collects and presents.
+The analysis itself runs in rdmaspy.analysis, the grouping in rdmaspy.output.expert_groups (compiled);
+this module runs them and presents the groups.
 """
 from __future__ import annotations
 
 import argparse
-import heapq
 import sys
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 
 from ..analysis.model import Record
-from ..analysis.rules import RULES, SEVERITIES, Finding
+from ..analysis.rules import SEVERITIES, Finding
+from ..output.expert_groups import Group
 from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
@@ -74,122 +75,19 @@ class _Hooks:
         pass
 
 
-Item = tuple[tuple[int, ...], str, int | None, int | None]     # frames, text, conn, xid
-# As a group keeps it: the text, or the finding whose text it is, made only if the item is shown (most
-# findings of a long capture are counted, not kept: their message is never formatted).
-Kept = tuple[tuple[int, ...], "str | Finding", int | None, int | None]
-
-
-# The set bits of each byte value, lowest first.
-_BITS: tuple[tuple[int, ...], ...] = tuple(tuple(b for b in range(8) if v >> b & 1) for v in range(256))
-
-
-class Group:
-    """The findings of one rule (or the dissector items of one text) at one severity.
-
-    Every finding counts and its first frame is marked in a bitmap (one bit a frame of the capture,
-    whatever the number of findings, and no sorting at the end); the items themselves only up to
-    ``keep`` (those of the earliest frames, as the output shows them), so that a capture of millions of
-    findings costs a summary that does not grow with them.  ``keep`` None keeps them all."""
-
-    __slots__ = ("severity", "group", "rule", "source", "keep", "count", "_heap", "_seq", "_seen")
-
-    def __init__(self, severity: str, group: str, rule: str | None, source: str, keep: int | None = None) -> None:
-        self.severity = severity
-        self.group = group
-        self.rule = rule              # the rule id; None for a dissector's expert item
-        self.source = source
-        self.keep = keep
-        self.count = 0
-        self._heap: list[tuple[int, int, Kept]] = []      # (-first frame, -arrival, item): the latest on top
-        self._seq = 0
-        self._seen = bytearray()      # bit f: a finding's first frame is f
-
-    def add(self, item: Kept) -> None:
-        self.count += 1
-        fr = item[0]
-        first = fr[0] if fr else 0
-        if fr:
-            seen = self._seen
-            i = first >> 3
-            if i >= len(seen):
-                seen.extend(bytes(i + 1 - len(seen) + (len(seen) >> 2)))    # grows by a quarter at least
-            seen[i] |= 1 << (first & 7)
-        self._seq += 1
-        entry = (-first, -self._seq, item)
-        if self.keep is None or len(self._heap) < self.keep:
-            heapq.heappush(self._heap, entry)
-        elif entry > self._heap[0]:
-            heapq.heapreplace(self._heap, entry)
-
-    @property
-    def items(self) -> list[Item]:
-        """The items kept, by first frame (in arrival order for one frame)."""
-        return [(fr, t if isinstance(t, str) else t.text, c, x)
-                for _f, _s, (fr, t, c, x) in sorted(self._heap, reverse=True)]
-
-    @property
-    def frames(self) -> list[int]:
-        return list(self.each_frame())
-
-    def each_frame(self) -> Iterator[int]:
-        """The first frames of the findings, in order, each once."""
-        for i, byte in enumerate(self._seen):
-            if byte:
-                base = i << 3
-                for bit in _BITS[byte]:
-                    yield base + bit
-
-    def frame_count(self) -> int:
-        """How many frames ``each_frame`` yields."""
-        return int.from_bytes(self._seen, "little").bit_count()
-
-    def record(self, limit: int | None = None) -> dict[str, Any]:
-        items = self.items if limit is None else self.items[:limit]
-        return {"severity": self.severity, "group": self.group, "rule": self.rule, "source": self.source,
-                "count": self.count, "frames": self.frames,
-                "findings": [{"frames": list(f), "message": t, "conn": c, "xid": x} for f, t, c, x in items]}
-
-
 def collect(path: str, keep: int | None = None, host: Any = None) -> tuple[Any, int, list[Group]]:
     """(capture, frames, groups in presentation order) of a capture; ``keep``: the items kept per group
     (None: all); ``host``: the join of host traces, whose findings are grouped with the others."""
-    groups: dict[tuple, Group] = {}
+    from ..output.expert_groups import Grouping
+    from ..pipeline import Options
 
-    def dissector_items(pkt: Any) -> None:
-        ex = pkt.expert
-        if not ex:
-            return
-        num = pkt.frame.num
-        conv = pkt.conv
-        for e in ex:
-            if isinstance(e, Finding):
-                continue
-            if e.rule:          # a declared rule: grouped with its own, like the analysis' findings
-                key = (e.severity, "rule", e.group, e.rule)
-                g = groups.get(key)
-                if g is None:
-                    g = groups[key] = Group(e.severity, e.group, e.rule, RULES[e.rule].source, keep)
-            else:
-                key = (e.severity, "dissector", e.group, e.source or e.text)
-                g = groups.get(key)
-                if g is None:
-                    g = groups[key] = Group(e.severity, e.group, None, e.source, keep)
-            g.add(((num,), e.text, getattr(conv, "conn_id", None), None))
-
-    def finding(f: Finding) -> None:
-        r = f.rule_def
-        key = (r.severity, "rule", r.group, r.id)
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = Group(r.severity, r.group, r.id, r.source, keep)
-        g.add((f.frames, f, f.conn, f.xid))
-
-    cap, _an, frames, _t0 = analyse(path, on_packet=dissector_items, on_finding=finding, progress="expert",
-                                    packet_fields=False, host=host)      # only the dissectors' items are read
+    grouping = Grouping(keep)
+    # only the dissectors' items are read of the packets: the analysis adds none of its fields
+    cap, pipe = run_capture(path, [grouping], Options(analyze=True, packet_fields=False), progress="expert",
+                            host=host)
     order = {s: i for i, s in enumerate(SEVERITIES)}
-    out = sorted(groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
-    return cap, frames, out
+    out = sorted(grouping.groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
+    return cap, pipe.frames, out
 
 
 def frame_ranges(frames: Iterable[int], most: int | None = None, total: int | None = None) -> str:
