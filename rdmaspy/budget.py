@@ -33,14 +33,16 @@ _MINIMUM: Final = 1 << 20
 _configured: int | None = None
 # Memory kept back for the way out when an allocation fails: released at the first MemoryError so that
 # what runs while the stack unwinds (generators closing, files flushing) has room to finish quietly.
+# ``bytes(n)`` comes zeroed from calloc, pages the kernel maps when touched (never): charged to the address
+# space and to the commit limit as a bytearray is, without a bytearray's zeroing (most of a millisecond).
 _RESERVE_SIZE: Final = 2 << 20
-_reserve: bytearray | None = None
+_reserve: bytes | None = None
 
 
 def arm_reserve() -> None:
     global _reserve
     if _reserve is None:
-        _reserve = bytearray(_RESERVE_SIZE)
+        _reserve = bytes(_RESERVE_SIZE)
 
 
 def out_of_memory() -> None:

@@ -35,8 +35,9 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
                         "nvme-rdma, rpcrdma (repeatable; NVMe/RDMA is bound to 4420 and RPC-over-RDMA to 20049 "
                         "already); accepted before or after the command")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    for module in command_modules(_named_command(argv)):
-        module.register(sub)
+    if not (argv and argv[0] == "--version"):      # answered before any subcommand is looked at
+        for module in command_modules(_named_command(argv)):
+            module.register(sub)
     # Commands that describe the program itself (completion, manual page) are handed the parser.
     p.set_defaults(root_parser=p)
     return p

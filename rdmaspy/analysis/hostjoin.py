@@ -24,7 +24,6 @@ from ..dissectors.rpcrdma import REBUILT, RPCRDMA
 from ..hosttrace.events import EVENTS, Side, Stage
 from ..hosttrace.parse import HostEvent
 from ..hosttrace.resolve import Resolver
-from ..hosttrace.source import TraceFile
 from .hostmodel import HostClock, HostView, Registration
 from ..packet import Packet
 from .model import Connection, Direction, Finding, Record, Step, StepKind, Transaction
@@ -32,6 +31,7 @@ from .rpcrdma_facts import PROTOCOL, facts_of
 from .rules import declare
 
 if TYPE_CHECKING:
+    from ..hosttrace.source import TraceFile      # its readers (gzip, lzma, subprocess): only --host-trace's
     from .analyzer import Analyzer
 
 SOURCE_TRACE: Final = "Linux include/trace/events/rpcrdma.h, sunrpc.h; docs/hosttrace.md"

@@ -10,7 +10,6 @@ import sys
 from typing import Any, BinaryIO, TextIO
 
 from ..errors import RdmaspyError
-from ..filter import filter_needs_analysis
 from ..output.lines import LIMIT, LineWriter, is_timed
 from ..pipeline import Matcher, Options, Pipeline, Sink
 from ..readers import Capture, open_capture
@@ -135,6 +134,7 @@ def pipeline_options(expr: str | None, count: int | None = None, analyze: bool =
     names one of its fields.  The filter is compiled before anything is opened."""
     matcher = display_filter(expr)
     if matcher is not None:
+        from ..filter import filter_needs_analysis      # here, as compile_filter: a run without -Y never needs it
         analyze = analyze or filter_needs_analysis(getattr(matcher, "names", ()))
     return Options(analyze=analyze, matcher=matcher, count=count or 0)
 

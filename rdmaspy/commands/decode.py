@@ -16,8 +16,8 @@ from ..output.sinks import SummarySink, TextSink
 from ..packet import Packet
 from ..pipeline import Options, Sink
 from ..writers.outfile import OutputFile
-from .common import (add_capture_argument, add_host_trace_argument, filter_needs_analysis, pipeline_options,
-                     positive_int, report_problems, report_writer, run_capture, stdout_lines)
+from .common import (add_capture_argument, add_host_trace_argument, pipeline_options, positive_int,
+                     report_problems, report_writer, run_capture, stdout_lines)
 
 
 # a packet's values of the named fields (rdmaspy.filter.make_extractor)
@@ -95,7 +95,7 @@ def _named_fields(args: argparse.Namespace, options: Options) -> tuple[dict[str,
     unknown name is an error naming the nearest one); the analysis runs when one of them is its."""
     import difflib
 
-    from ..filter import known_fields, make_extractor
+    from ..filter import filter_needs_analysis, known_fields, make_extractor
     from ..fieldview import presence_field
     cat = known_fields()
     fields = {}

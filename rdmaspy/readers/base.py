@@ -2,7 +2,6 @@
 (or a pipe, or a gzip stream) is read through, and the chunked reader over it."""
 from __future__ import annotations
 
-import gzip
 import os
 import select
 import stat
@@ -213,6 +212,7 @@ class GzipStream:
     __slots__ = ("raw", "inner", "damage")
 
     def __init__(self, raw: BinaryIO) -> None:
+        import gzip         # here: only a compressed capture needs it
         self.raw = raw
         self.inner: gzip.GzipFile | None = gzip.GzipFile(fileobj=raw, mode="rb")
         self.damage: str | None = None

@@ -9,7 +9,6 @@ packets may carry comments (``annotate`` writes its findings that way).
 from __future__ import annotations
 
 import os
-import platform
 import struct
 from typing import BinaryIO, Iterable
 
@@ -115,6 +114,7 @@ class PcapngWriter(Writer):
         opts: list[tuple[int, bytes]] = []
         if comment:
             opts.extend((OPT_COMMENT, piece) for piece in comment_pieces(comment))
+        import platform     # here: its import (and its patterns) cost every command's start, not only -w's
         opts.append((SHB_HARDWARE, platform.machine().encode()))
         opts.append((SHB_OS, f"{platform.system()} {platform.release()}".encode()))
         opts.append((SHB_USERAPPL, (application or f"rdmaspy {__version__}").encode()))
