@@ -356,7 +356,8 @@ class Catalog:
         self.headers: list["Header"] = []       # every Header, in the order declared (scapy layers, craft)
         self.declared: dict[str, str] = {}      # protocol name -> label, as declared
         self.origin: dict[str, str] = {}        # name -> module that declares it
-        self.standalone: set[str] = set()       # fields declared outside a Header (a layer's variable items)
+        # fields declared outside a Header (a layer's variable items) or shown by a fill (``filled``)
+        self.standalone: set[str] = set()
         self.module = ""                        # the module declaring now (``declaring``)
         # name -> whether what it names can occur more than once in one packet (see ``repeats``)
         self.repeating: dict[str, bool] = {}
@@ -459,6 +460,13 @@ def repeatable(*names: str) -> None:
     one packet: an IP header inside an ICMP error, several MPA FPDUs in one TCP segment."""
     for name in names:
         CATALOG.set_repeats(name, True)
+
+
+def filled(*headers: Header) -> None:
+    """Declare that these headers are shown only in sub-trees a layer's fill makes (``Layer.lazy``): a
+    filter looks for their fields in the variable part, as for fields declared outside a Header."""
+    for hdr in headers:
+        CATALOG.standalone.update(f.name for f in hdr.fields)
 
 
 def single(*names: str) -> None:

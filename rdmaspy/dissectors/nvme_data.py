@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Final
 
-from ..fields import F, Field, Header, declaring, protocol, repeatable
+from ..fields import F, Field, Header, declaring, filled, protocol, repeatable
 from ..packet import Layer, Packet, add_parts
 from . import nvme_names as N
 from .nvme import NvmeCommand, is_admin
@@ -366,6 +366,10 @@ CONNECT_DATA: Final = Header("nvme.fabrics.cmd.connect.data", "Connect Data", [
     F("rsvd0", 1904, "Reserved", "bytes"), F("subnqn", 2048, "Subsystem NQN", "str"),
     F("hostnqn", 2048, "Host NQN", "str"), F("rsvd1", 2048, "Reserved", "bytes")], little=True)
 CONNECT_DATA_SIZE: Final = CONNECT_DATA.size
+# every section is made by the data layer's fill (show_data)
+filled(IDCTRL_BASIC, IDCTRL_ADMIN, IDCTRL_NVM, IDCTRL_SUBNQN, IDCTRL_FABRICS, IDCTRL_PSD, IDCTRL_VS, IDENTIFY_NS,
+       LBAF, IDNS_TAIL, NSDESC, ERROR_INFO, SMART, FW_SLOT, CSE_WORD, ANA_HEAD, ANA_GROUP, DISCOVERY_HEAD,
+       DISCOVERY_ENTRY, TSAS_RDMA, TSAS_OTHER, CONNECT_DATA)
 
 
 def _section(parent: Layer, proto: str, hdr: Header, at: int, label: str | None = None) -> Layer:
@@ -389,11 +393,11 @@ def _sections(parent: Layer, proto: str, data: bytes, sections: tuple[tuple[int,
     return shown
 
 
-def _identify_controller(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _identify_controller(lay: Layer, data: bytes) -> int:
     return _sections(lay, IDCTRL, data, IDENTIFY_CONTROLLER)
 
 
-def _identify_namespace(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _identify_namespace(lay: Layer, data: bytes) -> int:
     if len(data) < IDENTIFY_NS.size:
         return 0
     ns = _section(lay, IDNS, IDENTIFY_NS, 0)
@@ -425,7 +429,7 @@ def lba_size(data: bytes) -> int | None:
     return 1 << shift if 9 <= shift < 64 else None
 
 
-def _namespace_list(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _namespace_list(lay: Layer, data: bytes) -> int:
     sub = lay.child("nvme.cmd.identify.nslist", None, 0, len(data), "Namespace ID list")
     for at in range(0, len(data) - 3, 4):
         nsid = data[at] | data[at + 1] << 8 | data[at + 2] << 16 | data[at + 3] << 24
@@ -435,14 +439,12 @@ def _namespace_list(pkt: Packet, lay: Layer, data: bytes) -> int:
     return len(data)
 
 
-def _namespace_descriptors(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _namespace_descriptors(lay: Layer, data: bytes) -> int:
     at = 0
     while at + NSDESC.size <= len(data) and data[at]:
         nidl = data[at + 1]
         if at + NSDESC.size + nidl > len(data):
-            pkt.add_expert("warning", "malformed", f"Namespace Identification Descriptor of {nidl} bytes runs past "
-                           "the data", "NVMe Base 2.0 §5.17.2.3")
-            break
+            break                  # reported when the data is shown (_nsdesc_overrun)
         d = lay.child("nvme.cmd.identify.nsdesc", NSDESC, at, NSDESC.size + nidl,
                       f"Namespace Identification Descriptor: {N.NIDT.get(data[at], 'Reserved')}")
         d.add(NSDESC_NID, bytes(data[at + 4:at + 4 + nidl]), at + 4, nidl)
@@ -450,15 +452,26 @@ def _namespace_descriptors(pkt: Packet, lay: Layer, data: bytes) -> int:
     return len(data)
 
 
-def _error_log(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _nsdesc_overrun(data: bytes) -> int | None:
+    """The length of the first Namespace Identification Descriptor that runs past ``data``, if one does."""
+    at = 0
+    while at + NSDESC.size <= len(data) and data[at]:
+        nidl = data[at + 1]
+        if at + NSDESC.size + nidl > len(data):
+            return nidl
+        at += NSDESC.size + nidl
+    return None
+
+
+def _error_log(lay: Layer, data: bytes) -> int:
     n = len(data) // ERROR_INFO.size
     for i in range(n):
         _section(lay, f"{LOG}.errinf", ERROR_INFO, i * ERROR_INFO.size, f"Error Information Log Entry {i}")
     return n * ERROR_INFO.size
 
 
-def _one(hdr: Header, proto: str) -> Callable[[Packet, Layer, bytes], int]:
-    def show(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _one(hdr: Header, proto: str) -> Callable[[Layer, bytes], int]:
+    def show(lay: Layer, data: bytes) -> int:
         if len(data) < hdr.size:
             return 0
         _section(lay, proto, hdr, 0)
@@ -466,7 +479,7 @@ def _one(hdr: Header, proto: str) -> Callable[[Packet, Layer, bytes], int]:
     return show
 
 
-def _effects(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _effects(lay: Layer, data: bytes) -> int:
     """Commands Supported and Effects: 256 admin entries, then 256 I/O entries, each by its opcode."""
     n = min(len(data) // 4, 512)
     for i in range(n):
@@ -481,7 +494,7 @@ def _effects(pkt: Packet, lay: Layer, data: bytes) -> int:
     return n * 4
 
 
-def _ana(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _ana(lay: Layer, data: bytes) -> int:
     if len(data) < ANA_HEAD.size:
         return 0
     _section(lay, f"{LOG}.ana", ANA_HEAD, 0)
@@ -501,7 +514,7 @@ def _ana(pkt: Packet, lay: Layer, data: bytes) -> int:
     return at
 
 
-def _discovery(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _discovery(lay: Layer, data: bytes) -> int:
     if len(data) < 18:
         return 0
     if len(data) >= DISCOVERY_HEAD.size:
@@ -525,22 +538,22 @@ def _discovery(pkt: Packet, lay: Layer, data: bytes) -> int:
     return at
 
 
-def _connect_data(pkt: Packet, lay: Layer, data: bytes) -> int:
+def _connect_data(lay: Layer, data: bytes) -> int:
     if len(data) < CONNECT_DATA_SIZE:
         return 0
     _section(lay, "nvme.fabrics.cmd.connect.data", CONNECT_DATA, 0)
     return CONNECT_DATA_SIZE
 
 
-_IDENTIFY: Final[dict[int, Callable[[Packet, Layer, bytes], int]]] = {
+_IDENTIFY: Final[dict[int, Callable[[Layer, bytes], int]]] = {
     0x00: _identify_namespace, 0x01: _identify_controller, 0x02: _namespace_list, 0x03: _namespace_descriptors,
     0x07: _namespace_list, 0x10: _namespace_list}
-_LOGS: Final[dict[int, Callable[[Packet, Layer, bytes], int]]] = {
+_LOGS: Final[dict[int, Callable[[Layer, bytes], int]]] = {
     0x01: _error_log, 0x02: _one(SMART, f"{LOG}.smart"), 0x03: _one(FW_SLOT, f"{LOG}.fw_slot"), 0x05: _effects,
     0x0C: _ana, 0x70: _discovery}
 
 
-def decoder(cmd: NvmeCommand) -> Callable[[Packet, Layer, bytes], int] | None:
+def decoder(cmd: NvmeCommand) -> Callable[[Layer, bytes], int] | None:
     """How the data of ``cmd`` reads, or None when it is not a structure declared here."""
     if cmd.fctype is not None:
         return _connect_data if cmd.fctype == 0x01 else None
@@ -556,6 +569,22 @@ def decoder(cmd: NvmeCommand) -> Callable[[Packet, Layer, bytes], int] | None:
 def wants_data(cmd: NvmeCommand) -> bool:
     """Whether the data ``cmd`` moves is a structure shown here (Identify, log pages, Connect data)."""
     return decoder(cmd) is not None
+
+
+def _fill_data(lay: Layer) -> None:
+    """The items and sections of a data layer (``show_data``), from what it left in ``_vals``."""
+    show, what, frame, frames = lay._vals
+    data = lay.buf
+    lay.add(DATA_CMD, what, -1, 0)
+    lay.add(DATA_PKT, frame, -1, 0)
+    lay.add(DATA_FRAMES, frames, -1, 0)
+    lay.add(DATA_LENGTH, len(data), -1, 0)
+    if show(lay, data) == 0 and data:
+        lay.add(NOT_DECODED, f"{len(data)} bytes: shorter than the structure", 0, len(data))
+
+
+# Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
+_FILL_DATA: Final = _fill_data
 
 
 def show_data(pkt: Packet, cmd: NvmeCommand, data: bytes, frames: list[int], how: str) -> Layer | None:
@@ -574,15 +603,17 @@ def show_data(pkt: Packet, cmd: NvmeCommand, data: bytes, frames: list[int], how
         what = f"{N.LOG_PAGES.get(lid, f'LID 0x{lid:02x}')} log page"
     elif cmd.fctype is not None:
         what = "Connect data"
+    frames_text = ",".join(map(str, frames))
     lay = pkt.add_layer("nvme.data", None, data, 0, len(data),
-                        f"NVMe data: {what} ({len(data)} bytes, {how}, frames {','.join(map(str, frames))})")
-    lay.add(DATA_CMD, what, -1, 0)
-    lay.add(DATA_PKT, cmd.frame, -1, 0)
-    lay.add(DATA_FRAMES, ",".join(map(str, frames)), -1, 0)
-    lay.add(DATA_LENGTH, len(data), -1, 0)
-    shown = show(pkt, lay, data)
-    if shown == 0 and data:
-        lay.add(NOT_DECODED, f"{len(data)} bytes: shorter than the structure", 0, len(data))
+                        f"NVMe data: {what} ({len(data)} bytes, {how}, frames {frames_text})")
+    # the structure (some 4 KiB of it for an Identify) is spelled out when a sink first reads the items
+    lay._vals = (show, what, cmd.frame, frames_text)
+    lay._fill = _FILL_DATA
+    if show is _namespace_descriptors:
+        nidl = _nsdesc_overrun(data)
+        if nidl is not None:
+            pkt.add_expert("warning", "malformed", f"Namespace Identification Descriptor of {nidl} bytes runs past "
+                           "the data", "NVMe Base 2.0 §5.17.2.3")
     if cmd.fctype is None and cmd.opcode == 0x06 and cmd.cdw10 & 0xFF == 0 and cmd.qid == 0:
         cmd.lba_size = lba_size(data)           # Identify Namespace (CNS 0): for the analysis, a typed fact
     if cmd.connect is not None and len(data) >= CONNECT_DATA_SIZE:
