@@ -355,3 +355,44 @@ def test_fabrics_property_set_disconnect_authentication_and_completions_by_comma
     c.host_send(B.connect(6, qid=1, sqsize=127, sgl=B.offset_sgl(0, 1024)) + B.connect_data("nqn.s", "nqn.h"))
     refused = c.ctrl_send(B.cqe(6, status=B.status(0x82, sct=1, dnr=True)))
     assert "Connect Invalid Parameters DNR" in refused.info_text
+
+
+def test_identify_data_is_spelled_out_only_when_read_and_its_facts_are_there_before():
+    c = connected()
+    addr, key = 0xFFFF888800004000, 0x99
+    cmd_pkt = c.host_send(B.sqe(IDENTIFY, 0x41, sgl=B.keyed_sgl(addr, 4096, key), dwords=(1,)))[0]
+    from rdmaspy.dissectors import nvme_data
+    data = nvme_data.IDCTRL_BASIC.encode(cntlid=5).ljust(4096, b"\0")
+    last = c.ctrl_write(addr, key, data)[-1]
+    lay = last.layer("nvme.data")
+    # a summary reads the label and the Info: neither makes the layer spell out its 4 KiB structure
+    assert "Identify Controller" in lay.label and "Identify Controller of CID 0x0041" in last.info_text
+    assert lay._items is None and lay.children is None and cmd_pkt.frame.num > 0
+    assert fields(last)["nvme.cmd.identify.ctrl.cntlid"] == [5]
+    assert [i[0].name for i in lay.items][:4] == ["nvme.data.cmd", "nvme.data_req", "nvme.data.frames",
+                                                   "nvme.data.length"]
+
+
+def test_data_shorter_than_its_structure_says_so_and_a_descriptor_past_the_data_is_malformed():
+    c = connected()
+    addr, key = 0xFFFF888800005000, 0x9A
+    c.host_send(B.sqe(IDENTIFY, 0x42, sgl=B.keyed_sgl(addr, 100, key), dwords=(0,)))
+    short = c.ctrl_write(addr, key, bytes(100))[-1]      # Identify Namespace is 384 bytes before its formats
+    assert fields(short)["nvme.data.not_decoded"] == ["100 bytes: shorter than the structure"]
+    c2 = connected()
+    c2.host_send(B.sqe(IDENTIFY, 0x43, sgl=B.keyed_sgl(addr, 12, key), dwords=(3,)))
+    desc = c2.ctrl_write(addr, key, bytes([1, 16, 0, 0]) + bytes(8))[-1]   # says 16 bytes, holds 8
+    assert any("Namespace Identification Descriptor of 16 bytes runs past" in x.text for x in desc.expert)
+    assert desc.layer("nvme.data")._items is None
+
+
+def test_a_filter_on_a_field_of_the_identify_structure_matches(capsys):
+    from conftest import capture
+    cap = str(capture("rxe-nvme-rdma.pcap.gz"))
+    main(["decode", "-Y", "nvme.cmd.identify.ctrl", cap])
+    present = capsys.readouterr().out.splitlines()
+    main(["decode", "-Y", "nvme.cmd.identify.ctrl.vid == 0 || nvme.cmd.identify.ctrl.vid != 0", cap])
+    by_field = capsys.readouterr().out.splitlines()
+    assert present and by_field == present
+    main(["decode", "-Y", "nvme.fabrics.cmd.connect.data.subnqn", cap])
+    assert capsys.readouterr().out.strip()
