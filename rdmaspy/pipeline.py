@@ -32,6 +32,7 @@ from mypy_extensions import mypyc_attr
 
 from .engine import Engine, Session
 from .packet import Frame, Packet
+from .readers.base import WAITING_FOR_INPUT
 
 if TYPE_CHECKING:
     from .analysis.analyzer import Analyzer
@@ -246,6 +247,8 @@ class Pipeline:
             left = FULL_COLLECT_EVERY
             young = YOUNG_COLLECT_EVERY
             for frame in source:
+                if _PENDING_SIGNALS:
+                    deliver_signals()
                 self.feed(frame)            # compiled: a direct call (a bound method in a local is a generic one)
                 young -= 1
                 if young == 0:
@@ -278,6 +281,8 @@ class Pipeline:
             left = FULL_COLLECT_EVERY
             young = YOUNG_COLLECT_EVERY
             for frame in source:
+                if _PENDING_SIGNALS:
+                    deliver_signals()
                 self.feed(frame)
                 young -= 1
                 if young == 0:
@@ -319,6 +324,36 @@ class Pipeline:
         self._release(0)
         for s in self.sinks:
             s.finish()
+
+
+# Signals that arrived while a run pulled frames, each with the handler it stands in for: delivered
+# between two frames (``deliver_signals``).  Compiled code must not be left by an exception a handler
+# raises inside an operation mypyc holds infallible: a multiplication of big integers checks for signals
+# (CPython's x_mul), and mypyc aborts the process ("fatal: out of memory") when one fails.
+_PENDING_SIGNALS: Final[list[tuple[int, Callable[[int, Any], Any]]]] = []
+
+
+def defer_signal(handler: Callable[[int, Any], Any], signum: int, frame: Any) -> None:
+    """A signal handler standing in for ``handler`` while a run pulls frames: ``handler`` runs before the
+    next frame is fed; at once while the source waits for input (a pipe), or for a second signal before
+    then (a second Ctrl-C)."""
+    if _PENDING_SIGNALS or WAITING_FOR_INPUT[0]:
+        _PENDING_SIGNALS.clear()
+        handler(signum, frame)
+        return
+    _PENDING_SIGNALS.append((signum, handler))
+
+
+def drop_signals() -> None:
+    """Forget the signals deferred so far (the run ended by another exception, which the command reports)."""
+    _PENDING_SIGNALS.clear()
+
+
+def deliver_signals() -> None:
+    """Run the handlers of the signals deferred so far (their exceptions end the run here)."""
+    while _PENDING_SIGNALS:
+        signum, handler = _PENDING_SIGNALS.pop(0)
+        handler(signum, None)
 
 
 def _collect_rarely() -> tuple[int, int, int]:

@@ -15,7 +15,7 @@ import mypy_extensions
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from conftest import ROOT, capture
-from rdmaspy.readers import base as readers_base
+from rdmaspy.readers import base as readers_base, open_capture
 from rdmaspy.cli import main
 
 READ_BW = capture("rxe-ib_read_bw.pcap")
@@ -183,6 +183,50 @@ def test_ctrl_c_exits_130_without_traceback():
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert b"Traceback" not in err and err == b""
+
+
+def _run_signalled_at(frame_no: int, signals: int) -> tuple[int, BaseException | None]:
+    """A run of READ_BW under ``signals_between_frames`` whose source sends the process SIGINT
+    ``signals`` times as it reads frame ``frame_no``: how many frames were fed, and what ended it."""
+    from rdmaspy.commands.common import signals_between_frames
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.readers import open_capture
+
+    with open_capture(str(READ_BW)) as cap:
+        def source():
+            for fr in cap:
+                if fr.num == frame_no:
+                    for _ in range(signals):
+                        os.kill(os.getpid(), signal.SIGINT)
+                yield fr
+        pipe = Pipeline(source(), Options())
+        try:
+            with signals_between_frames():
+                pipe.run()
+        except KeyboardInterrupt as exc:
+            return pipe.frames, exc
+    return pipe.frames, None
+
+
+def test_ctrl_c_during_a_run_ends_it_between_two_frames():
+    """The signal lands while the source reads frame 5 (in compiled code it could land inside an
+    operation mypyc aborts the process on): its KeyboardInterrupt comes before frame 5 is fed, and the
+    handler is Python's own again afterwards."""
+    fed, exc = _run_signalled_at(5, 1)
+    assert isinstance(exc, KeyboardInterrupt) and fed == 4
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_second_ctrl_c_before_the_next_frame_interrupts_at_once():
+    fed, exc = _run_signalled_at(5, 2)      # the second lands inside the source: no frame fed after it
+    assert isinstance(exc, KeyboardInterrupt) and fed == 4
+
+
+def test_a_run_without_a_signal_ends_as_usual_and_leaves_the_handlers():
+    fed, exc = _run_signalled_at(5, 0)
+    with open_capture(str(READ_BW)) as cap:
+        assert exc is None and fed == sum(1 for _ in cap)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_in_process_returns_130(monkeypatch, capsys):

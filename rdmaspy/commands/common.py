@@ -6,12 +6,16 @@ here are the rest.  Nothing here knows a protocol.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
-from typing import Any, BinaryIO, TextIO
+import threading
+from contextlib import contextmanager
+from functools import partial
+from typing import Any, BinaryIO, Iterator, TextIO
 
 from ..errors import RdmaspyError
 from ..output.lines import LIMIT, LineWriter, is_timed
-from ..pipeline import Matcher, Options, Pipeline, Sink
+from ..pipeline import Matcher, Options, Pipeline, Sink, defer_signal, deliver_signals, drop_signals
 from ..readers import Capture, open_capture
 
 EXIT_OK = 0
@@ -23,6 +27,32 @@ CAPTURE_HELP = "pcap or pcapng file (optionally gzip-compressed); - reads standa
 HOST_TRACE_HELP = ("a kernel trace of the same time (trace-cmd report text, -R or -t; ftrace text; .xz/.gz; "
                    "trace.dat through trace-cmd) joined to the capture's transactions; repeat for the client's "
                    "and the server's (docs/hosttrace.md)")
+
+
+@contextmanager
+def signals_between_frames() -> Iterator[None]:
+    """Ctrl-C and SIGTERM during a run end it between two frames, by the exception their handlers raise
+    (KeyboardInterrupt, the CLI's Terminated), not inside compiled code (``pipeline.defer_signal``); a
+    second one before the next frame, at once.  Only the main thread handles signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if callable(handler):
+            saved[sig] = handler
+            signal.signal(sig, partial(defer_signal, handler))
+    ended = False
+    try:
+        yield
+        ended = True
+    finally:
+        for signum, handler in saved.items():
+            signal.signal(signum, handler)
+        if not ended:
+            drop_signals()      # the run ended by another exception: that is what the command reports
+    deliver_signals()           # one that came as the run finished ends the command as it would have
 
 
 def add_capture_argument(p: argparse.ArgumentParser) -> None:
@@ -155,7 +185,8 @@ def run_capture(path: str, sinks: list[Sink], options: Options | None = None,
         undecoded_linktypes(cap, told)
         pipe = Pipeline(cap, options, sinks)
         try:
-            with Progress(progress or "", cap, lambda: pipe.frames, enabled=None if progress else False):
+            with Progress(progress or "", cap, lambda: pipe.frames, enabled=None if progress else False), \
+                    signals_between_frames():
                 pipe.run()
         finally:
             if out is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import select
 import stat
+import threading
 import zlib
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import Any, BinaryIO, Callable, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
@@ -149,6 +150,11 @@ def keep_chunks_in_heap() -> bool:
     return bool(_keep_freed(HEAP_KEEPS_UP_TO, HEAP_SERVES_BELOW))
 
 
+# Whether the main thread waits for input that may never come (a pipe, a terminal, a FIFO): there a
+# signal's handler raises at once (``pipeline.defer_signal``), the wait being a call whose failure is checked.
+WAITING_FOR_INPUT: Final[list[bool]] = [False]
+
+
 def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
     """How a reader takes its next chunk: ``read`` from a file.  From a pipe or a terminal, ``read1``,
     which returns what has arrived instead of waiting for a whole chunk, so frames are decoded as
@@ -168,7 +174,13 @@ def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
         wait = cap.on_wait
         if wait is not None and not select.select([fd], [], [], 0)[0]:
             wait()
-        return read1(n)
+        if threading.current_thread() is not threading.main_thread():
+            return read1(n)
+        WAITING_FOR_INPUT[0] = True
+        try:
+            return read1(n)
+        finally:
+            WAITING_FOR_INPUT[0] = False
     return read_arrived
 
 

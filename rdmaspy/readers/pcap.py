@@ -4,6 +4,8 @@ from __future__ import annotations
 import struct
 from typing import BinaryIO, Final, Iterator
 
+from mypy_extensions import i64
+
 from ..errors import CaptureError
 from ..packet import Frame
 from .base import PCAP_MAGICS, Capture, chunk_reader, chunk_seeker, next_chunk
@@ -111,7 +113,8 @@ class PcapReader(Capture):
                     blen = len(buf)
                     continue
                 num += 1
-                yield Frame(num, sec * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
+                # in 64 bits: as an int, a second count times 10^9 is a multiplication of big integers
+                yield Frame(num, i64(sec) * 1_000_000_000 + frac * sub, lt, buf[pos + 16:end], wirelen, 0, None,
                             base + pos)
                 pos = end
         except OSError as exc:
