@@ -169,6 +169,7 @@ _STREAM_COST: Final = 2048
 _SLOT_COST: Final = 32          # four machine integers (a ring slot of Python ints took 100)
 _MAX_HOLES: Final = 64         # gap ranges remembered per requester (and per READ)
 _MAX_READS: Final = 256        # READ requests waiting for responses per requester
+_DONE_READS: Final = 8         # READs answered in full remembered per requester (a retry may ask inside one)
 _MAX_HELD: Final = 256         # findings held at once; beyond, the oldest is decided with what is known
 _HELD_COST: Final = 8192       # a finding held with its packet
 # How long a finding the capture may refute is held: a delayed original comes within the reordering of
@@ -349,6 +350,15 @@ def _complete(r: _Read) -> bool:
     return True
 
 
+def _held_holes(r: _Read) -> bool:
+    """Whether one of a READ's holes belongs to a gap still held (a response filling it is a finding)."""
+    for h in r.holes:
+        g = h.gap
+        if g is not None and not g.decided:
+            return True
+    return False
+
+
 def _fill(holes: list[_Hole], psn: int) -> _Hole | None:
     """The hole ``psn`` fills, split around it (None: in none)."""
     for h in holes:
@@ -365,14 +375,15 @@ def _fill(holes: list[_Hole], psn: int) -> _Hole | None:
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Read:
-    """A READ request and the responses it got: each PSN once, the holes between them, and the READ it asks
-    again for (a READ sent again, whole or from a response PSN its responses lacked)."""
+    """A READ request and the responses it got: each PSN once, the holes between them, and the READs it asks
+    again for (a READ sent again, whole or from a response PSN its responses lacked): ``retried`` says it is
+    one, ``retries`` holds those of them whose holes its answers may still fill (``_asked_again``)."""
 
-    __slots__ = ("psn", "length", "frame", "ts", "nmax", "next", "got", "bytes", "holes", "end", "retries", "floor",
-                 "ident")
+    __slots__ = ("psn", "length", "frame", "ts", "nmax", "next", "got", "bytes", "holes", "end", "retried",
+                 "retries", "floor", "ident")
 
-    def __init__(self, psn: int, length: int, frame: int, ts: int, nmax: int, retries: _Read | None,
-                 floor: int) -> None:
+    def __init__(self, psn: int, length: int, frame: int, ts: int, nmax: int, retried: bool,
+                 retries: list[_Read], floor: int) -> None:
         self.psn = psn
         self.length = length
         self.frame = frame
@@ -383,6 +394,8 @@ class _Read:
         self.bytes = 0
         self.holes: list[_Hole] = []
         self.end = -1             # the PSN after its Last or Only (-1: not received)
+        self.retried = retried
+        # oldest first, a flat list (a chain of READs, each naming the one before, got too deep to pickle)
         self.retries = retries
         # the responder's highest IPv4 identification when the request was captured: a response with one
         # not beyond it was sent before the responder had the request, and answers another READ (-1: none)
@@ -990,10 +1003,12 @@ class Transport(Module):
                 # sent again whole: the READ it asks again for is the last one from that PSN
                 resumed = next((r for reads in (st.reads, st.done_reads or ()) for r in reversed(reads)
                                 if r.psn == psn), None)
-            r = _Read(psn, ib.reth[2], frame.num, ts, count + slack, resumed, st.answer_ids.top)
+            retries = self._asked_again(st, resumed) if resumed is not None else []
+            r = _Read(psn, ib.reth[2], frame.num, ts, count + slack, resumed is not None, retries,
+                      st.answer_ids.top)
             reads = st.reads
             if len(reads) >= _MAX_READS:
-                del reads[0]
+                self._forgotten(st, reads.pop(0))
             reads.append(r)
             st.last_read = r
         if put:
@@ -1008,6 +1023,45 @@ class Transport(Module):
         st.last_op = plan.opcode
         st.last_ts = ts
         st.last_frame = frame.num
+
+    @staticmethod
+    def _asked_again(st: ReqStream, resumed: _Read) -> list[_Read]:
+        """The READs whose holes the answers to a READ sent again (asking again for ``resumed``) fill, oldest
+        first: ``resumed`` and the ones it asks again for, less those no answer can change anything in any
+        more.  A READ retried again and again so keeps only what responses can still arrive for, not every
+        retry before it (thousands, on a long capture)."""
+        if st.answer_ids.counting:
+            # the responder's identifications tell its bursts apart: an answer fills its own READ's holes
+            # only, and they count from now on (``_Ids.steps`` only grows), so no list is walked again
+            resumed.retries.clear()
+            return []
+        # The READs an answer can still go to, or a READ sent again can ask again for: filling their holes
+        # changes what they want.  Any other READ counts only for a gap still held in its holes.
+        reach = {id(x) for x in st.reads}
+        if st.done_reads is not None:
+            reach.update(id(x) for x in st.done_reads)
+        if st.run is not None:
+            reach.add(id(st.run))
+        for e in st.recent:
+            if e.read is not None:
+                reach.add(id(e.read))
+        kept = [x for x in resumed.retries if id(x) in reach or _held_holes(x)]
+        resumed.retries[:] = kept
+        if id(resumed) in reach or _held_holes(resumed):
+            kept = kept + [resumed]
+        return kept
+
+    @staticmethod
+    def _forgotten(st: ReqStream, r: _Read) -> None:
+        """A READ the stream forgets (no answer goes to it, no READ sent again asks for it): the READs it
+        asks again for are never walked again, and let go (each kept a list of the ones before it: a READ
+        retried without end kept every retry before it alive)."""
+        if r is st.run:
+            return
+        for e in st.recent:
+            if e.read is r:
+                return
+        r.retries.clear()
 
     @staticmethod
     def _new_psn_after_nak(st: ReqStream, nak: _Nak, psn: int, count: int) -> None:
@@ -1405,16 +1459,17 @@ class Transport(Module):
             # a response the READ lacked: late (sent before responses already captured), or an answer to a
             # READ sent again
             hole = _fill(r.holes, psn)
-            late = self._sent_before(hole, ib.ip_id, counting, r.retries is None)
+            late = self._sent_before(hole, ib.ip_id, counting, not r.retried)
             if late:
                 self._late(st, pkt, lay, psn)
             self._filled(hole, not late, frame.num)
         # The answer to a READ sent again fills what the READs it asks again for lacked; where the responder's
         # identifications tell its bursts, a gap waits for its own burst's packet (delayed, or not captured).
-        back = r.retries
-        while back is not None and not counting:
-            self._filled(_fill(back.holes, psn), True, frame.num)
-            back = back.retries
+        if r.retries:
+            if counting:
+                r.retries.clear()           # told apart by the identifications from now on (``_asked_again``)
+            for back in reversed(r.retries):
+                self._filled(_fill(back.holes, psn), True, frame.num)
         r.got += 1
         r.bytes += size
         if pos in ("last", "only"):
@@ -1491,9 +1546,13 @@ class Transport(Module):
             gone.append(r)
             for x in gone:
                 reads.remove(x)
-            if st.done_reads is None:
-                st.done_reads = deque(maxlen=8)
-            st.done_reads.extend(gone)
+            done = st.done_reads
+            if done is None:
+                done = st.done_reads = deque(maxlen=_DONE_READS)
+            for x in gone:
+                if len(done) == _DONE_READS:
+                    self._forgotten(st, done[0])
+                done.append(x)
         if st.last_read is r:
             st.last_read = None
         if st.run is r:
