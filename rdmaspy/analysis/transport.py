@@ -280,13 +280,13 @@ class _Recent:
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Held:
-    """A finding held until the capture shows whether it stands (module docstring): its packet, its
-    frame and time, its requester's stream."""
+    """A finding held until the capture shows whether it stands (module docstring): its packet (let go
+    once decided: a READ's holes keep their gap), its frame and time, its requester's stream."""
 
     __slots__ = ("pkt", "frame", "ts", "st", "decided")
 
     def __init__(self, pkt: Packet, st: ReqStream) -> None:
-        self.pkt = pkt
+        self.pkt: Packet | None = pkt
         self.frame: int = pkt.frame.num
         self.ts: int = pkt.frame.ts
         self.st = st
@@ -821,12 +821,17 @@ class Transport(Module):
         self.due_frame = due_frame
         self.due_ts = due_ts
 
-    def _decided(self, h: _Held) -> None:
+    def _decided(self, h: _Held) -> Packet:
+        """``h`` decided: its packet, which it lets go of (its charge to the memory budget is given back)."""
+        pkt = h.pkt
+        assert pkt is not None              # decided once
+        h.pkt = None
         h.decided = True
         self.holding -= 1
         self.budget.release(self, _HELD_COST)
         if h.frame == self.an.hold_from:
             self._hold_from()               # the packets up to the next finding held may be shown
+        return pkt
 
     def _gap(self, st: ReqStream, holes: list[_Hole], pkt: Packet, psn: int, expected: int, count: int,
              ident: int) -> None:
@@ -885,11 +890,11 @@ class Transport(Module):
     def _gap_decided(self, g: _Gap) -> None:
         """What the PSNs a packet skipped were: late ones make it a packet that overtook them
         (``ib.out_of_order``), lost ones (sent again, or never seen) ``ib.lost_segment``."""
-        self._decided(g)
+        pkt = self._decided(g)
         st = g.st
-        lay = self._fields(g.pkt)
+        lay = self._fields(pkt)
         if g.late:
-            self.an.report(OUT_OF_ORDER_RULE, (g.frame, g.first_late), g.ts, conn=st.conn_id, pkt=g.pkt,
+            self.an.report(OUT_OF_ORDER_RULE, (g.frame, g.first_late), g.ts, conn=st.conn_id, pkt=pkt,
                            psn=g.psn, what=f"it overtook {g.late} earlier PSN(s) from {g.expected}, sent before it "
                                            f"and delayed on the way (the first in frame {g.first_late})")
         n = g.lost + g.open
@@ -898,16 +903,16 @@ class Transport(Module):
         st.lost += n
         lay.add(LOST_SEGMENT, True)
         lay.add(LOST_PSNS, n)
-        self.an.report(LOST, g.frame, g.ts, conn=st.conn_id, pkt=g.pkt, psn=g.psn, count=n, expected=g.expected)
+        self.an.report(LOST, g.frame, g.ts, conn=st.conn_id, pkt=pkt, psn=g.psn, count=n, expected=g.expected)
         self._event(st, PsnEventKind.LOST, g.frame, g.ts, g.psn, n)
 
     def _opened_decided(self, o: _Opened, after: str) -> None:
-        self._decided(o)
+        pkt = self._decided(o)
         st = o.st
         if o in st.opened:
             st.opened.remove(o)
         r = o.read
-        self.an.report(READ_SEQUENCE, (o.frame, r.frame), o.ts, conn=st.conn_id, pkt=o.pkt, request=r.frame,
+        self.an.report(READ_SEQUENCE, (o.frame, r.frame), o.ts, conn=st.conn_id, pkt=pkt, request=r.frame,
                        opcode=o.opcode, psn=r.psn, after=after)
 
     def _burst_goes_on(self, st: ReqStream, psn: int, ident: int) -> None:
