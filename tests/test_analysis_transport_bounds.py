@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rdmaspy.analysis.analyzer import Analyzer
-from rdmaspy.analysis.transport import _DONE_READS, _MAX_READS, Transport
+from rdmaspy.analysis.transport import _DONE_READS, _MAX_READS, _READ_COST, Transport
 from rdmaspy.craft import write_pcap
 from rdmaspy.engine import Engine
 from rdmaspy.readers import open_capture
@@ -52,9 +52,11 @@ def test_a_read_asked_again_thousands_of_times_keeps_bounded_state_that_pickles(
                                                                                 numbered: bool) -> None:
     # before: each READ sent again named the one before it, a chain as long as the retries: pickling
     # the analyzer hit the recursion limit at a few hundred, and every retry stayed alive
-    _an, size_500 = _retried(tmp_path, numbered, 500)
+    an_500, size_500 = _retried(tmp_path, numbered, 500)
     an, size_3000 = _retried(tmp_path, numbered, 3000)
     assert size_3000 <= size_500 * 1.1
+    # the READs waiting are charged to the memory budget, as many as are kept
+    assert _transport(an).held == _transport(an_500).held >= _MAX_READS * _READ_COST
     assert _longest_retries(an) <= _MAX_READS + _DONE_READS + 1
     assert _transport(pickle.loads(pickle.dumps(an))).conns
 

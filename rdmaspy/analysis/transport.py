@@ -29,7 +29,9 @@ and the pipeline shows no packet from that frame on until it is decided, so that
 gets the packet with its findings final.
 
 Memory per connection is bounded: a ring of the last PSNs sent, one of the last READ response PSNs, a
-few gap ranges, the READ requests still waiting for their responses and the findings held.
+few gap ranges, the READ requests still waiting for their responses (at most ``_MAX_READS``, charged to
+the memory budget; a READ sent again names only the READs its answers may still change, however often
+it is retried) and the findings held (a decided one lets go of its packet).
 """
 from __future__ import annotations
 
@@ -170,6 +172,7 @@ _SLOT_COST: Final = 32          # four machine integers (a ring slot of Python i
 _MAX_HOLES: Final = 64         # gap ranges remembered per requester (and per READ)
 _MAX_READS: Final = 256        # READ requests waiting for responses per requester
 _DONE_READS: Final = 8         # READs answered in full remembered per requester (a retry may ask inside one)
+_READ_COST: Final = 512        # a READ waiting for responses (or just answered), with a hole or two
 _MAX_HELD: Final = 256         # findings held at once; beyond, the oldest is decided with what is known
 _HELD_COST: Final = 8192       # a finding held with its packet
 # How long a finding the capture may refute is held: a delayed original comes within the reordering of
@@ -1013,7 +1016,10 @@ class Transport(Module):
                       st.answer_ids.top)
             reads = st.reads
             if len(reads) >= _MAX_READS:
-                self._forgotten(st, reads.pop(0))
+                self._forgotten(st, reads.pop(0))     # one READ out, one in: the charge stays
+            else:
+                cs.charged += _READ_COST
+                self.budget.charge(self, _READ_COST)
             reads.append(r)
             st.last_read = r
         if put:
@@ -1481,7 +1487,7 @@ class Transport(Module):
             r.end = (psn + 1) & _MASK
             self._read_last(cs, st, pkt, r, psn)
         if r.end >= 0 and _complete(r):
-            self._read_done(st, r, pkt)
+            self._read_done(cs, st, r, pkt)
 
     def _full_packet(self, cs: _Conn, n: int) -> None:
         """A First or Middle packet of ``n`` bytes, exactly one path MTU (256..4096).  What the wire shows
@@ -1534,7 +1540,7 @@ class Transport(Module):
                 st.slack = 0
         self._advance_acked(st, psn)
 
-    def _read_done(self, st: ReqStream, r: _Read, pkt: Packet) -> None:
+    def _read_done(self, cs: _Conn, st: ReqStream, r: _Read, pkt: Packet) -> None:
         """Every response of a READ received: its bytes against its length; it leaves the READs waiting,
         with the ones before it that asked for the same PSNs and got nothing (answered by it)."""
         packets = (r.end - r.psn) & _MASK
@@ -1557,6 +1563,8 @@ class Transport(Module):
             for x in gone:
                 if len(done) == _DONE_READS:
                     self._forgotten(st, done[0])
+                    cs.charged -= _READ_COST
+                    self.budget.release(self, _READ_COST)
                 done.append(x)
         if st.last_read is r:
             st.last_read = None
