@@ -114,9 +114,11 @@ class PcapngWriter(Writer):
         opts: list[tuple[int, bytes]] = []
         if comment:
             opts.extend((OPT_COMMENT, piece) for piece in comment_pieces(comment))
-        import platform     # here: its import (and its patterns) cost every command's start, not only -w's
-        opts.append((SHB_HARDWARE, platform.machine().encode()))
-        opts.append((SHB_OS, f"{platform.system()} {platform.release()}".encode()))
+        # the kernel's own names (what platform.machine/system/release read): no module to import, which
+        # every command's start paid for, and which a capture that dropped root (-Z) may no longer be let read
+        host = os.uname()
+        opts.append((SHB_HARDWARE, host.machine.encode()))
+        opts.append((SHB_OS, f"{host.sysname} {host.release}".encode()))
         opts.append((SHB_USERAPPL, (application or f"rdmaspy {__version__}").encode()))
         # section length -1: not known in advance (the file is a stream)
         body = struct.pack("=IHHq", BYTE_ORDER_MAGIC, 1, 0, -1) + _options(opts)
