@@ -94,6 +94,14 @@ def _ts_u64(ts_ns: int, ticks_per_s: int) -> int:
     return ts_ns if ticks_per_s == 1_000_000_000 else ts_ns * ticks_per_s // 1_000_000_000
 
 
+def host_names() -> tuple[str, str]:
+    """The section header's hardware and operating system ("x86_64", "Linux 6.1.0"): the kernel's own names,
+    as platform.machine/system/release read them, with no module to import (which every command's start
+    paid for, and which a capture that dropped root with -Z may no longer be let read)."""
+    host = os.uname()
+    return host.machine, f"{host.sysname} {host.release}"
+
+
 class PcapngWriter(Writer):
     """Write a pcapng section to a binary stream (or a path, opened and owned here).
 
@@ -114,11 +122,9 @@ class PcapngWriter(Writer):
         opts: list[tuple[int, bytes]] = []
         if comment:
             opts.extend((OPT_COMMENT, piece) for piece in comment_pieces(comment))
-        # the kernel's own names (what platform.machine/system/release read): no module to import, which
-        # every command's start paid for, and which a capture that dropped root (-Z) may no longer be let read
-        host = os.uname()
-        opts.append((SHB_HARDWARE, host.machine.encode()))
-        opts.append((SHB_OS, f"{host.sysname} {host.release}".encode()))
+        machine, system = host_names()
+        opts.append((SHB_HARDWARE, machine.encode()))
+        opts.append((SHB_OS, system.encode()))
         opts.append((SHB_USERAPPL, (application or f"rdmaspy {__version__}").encode()))
         # section length -1: not known in advance (the file is a stream)
         body = struct.pack("=IHHq", BYTE_ORDER_MAGIC, 1, 0, -1) + _options(opts)
