@@ -32,7 +32,7 @@ from mypy_extensions import mypyc_attr
 
 from .engine import Engine, Session
 from .packet import Frame, Packet
-from .readers.base import WAITING_FOR_INPUT
+from .readers.base import PENDING_SIGNALS, WAITING_FOR_INPUT, deliver_signals
 
 if TYPE_CHECKING:
     from .analysis.analyzer import Analyzer
@@ -326,11 +326,11 @@ class Pipeline:
             s.finish()
 
 
-# Signals that arrived while a run pulled frames, each with the handler it stands in for: delivered
-# between two frames (``deliver_signals``).  Compiled code must not be left by an exception a handler
-# raises inside an operation mypyc holds infallible: a multiplication of big integers checks for signals
-# (CPython's x_mul), and mypyc aborts the process ("fatal: out of memory") when one fails.
-_PENDING_SIGNALS: Final[list[tuple[int, Callable[[int, Any], Any]]]] = []
+# Signals that arrived while a run pulled frames, each with the handler it stands in for
+# (readers.base.PENDING_SIGNALS): delivered between two frames.  Compiled code must not be left by an
+# exception a handler raises inside an operation mypyc holds infallible: a multiplication of big integers
+# checks for signals (CPython's x_mul), and mypyc aborts the process ("fatal: out of memory") when one fails.
+_PENDING_SIGNALS: Final = PENDING_SIGNALS
 
 
 def defer_signal(handler: Callable[[int, Any], Any], signum: int, frame: Any) -> None:
@@ -347,13 +347,6 @@ def defer_signal(handler: Callable[[int, Any], Any], signum: int, frame: Any) ->
 def drop_signals() -> None:
     """Forget the signals deferred so far (the run ended by another exception, which the command reports)."""
     _PENDING_SIGNALS.clear()
-
-
-def deliver_signals() -> None:
-    """Run the handlers of the signals deferred so far (their exceptions end the run here)."""
-    while _PENDING_SIGNALS:
-        signum, handler = _PENDING_SIGNALS.pop(0)
-        handler(signum, None)
 
 
 def _collect_rarely() -> tuple[int, int, int]:

@@ -280,3 +280,27 @@ def test_any_file_contents_end_in_0_1_or_2_without_a_traceback(tmp_path, capsys,
         out, err = capsys.readouterr()
         assert rc in (0, 1, 2), err
         assert "Traceback" not in err and err.count("\n") <= 1
+
+
+def test_a_signal_deferred_before_a_wait_for_input_ends_the_run_before_the_wait():
+    """Ctrl-C while the run was busy is deferred; if the source then waits for input that may never come
+    (a FIFO whose writer is silent), the signal ends the run before the wait, not after a second Ctrl-C."""
+    import threading
+    from rdmaspy.pipeline import defer_signal, drop_signals
+    from rdmaspy.readers.base import chunk_reader
+
+    class Source:
+        on_wait = None
+    r, w = os.pipe()
+    late = threading.Timer(10, os.write, (w, b"x"))     # without the fix the read would wait for this
+    late.start()
+    try:
+        with open(r, "rb") as stream:
+            read = chunk_reader(stream, Source())
+            defer_signal(signal.default_int_handler, signal.SIGINT, None)
+            with pytest.raises(KeyboardInterrupt):
+                read(4096)
+    finally:
+        late.cancel()
+        drop_signals()
+        os.close(w)

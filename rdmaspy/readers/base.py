@@ -153,6 +153,15 @@ def keep_chunks_in_heap() -> bool:
 # Whether the main thread waits for input that may never come (a pipe, a terminal, a FIFO): there a
 # signal's handler raises at once (``pipeline.defer_signal``), the wait being a call whose failure is checked.
 WAITING_FOR_INPUT: Final[list[bool]] = [False]
+# The signals deferred while a run pulls frames, with the handlers they stand in for (``pipeline.defer_signal``).
+PENDING_SIGNALS: Final[list[tuple[int, Callable[[int, Any], Any]]]] = []
+
+
+def deliver_signals() -> None:
+    """Run the handlers of the signals deferred so far (their exceptions end the run here)."""
+    while PENDING_SIGNALS:
+        signum, handler = PENDING_SIGNALS.pop(0)
+        handler(signum, None)
 
 
 def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
@@ -178,6 +187,8 @@ def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
             return read1(n)
         WAITING_FOR_INPUT[0] = True
         try:
+            if PENDING_SIGNALS:     # deferred before the wait (it could be for input that never comes)
+                deliver_signals()
             return read1(n)
         finally:
             WAITING_FOR_INPUT[0] = False
