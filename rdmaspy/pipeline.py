@@ -32,7 +32,7 @@ from mypy_extensions import mypyc_attr
 
 from .engine import Engine, Session
 from .packet import Frame, Packet
-from .readers.base import PENDING_SIGNALS, WAITING_FOR_INPUT, deliver_signals
+from .readers.base import PENDING_SIGNALS, deliver_signals
 
 if TYPE_CHECKING:
     from .analysis.analyzer import Analyzer
@@ -326,27 +326,8 @@ class Pipeline:
             s.finish()
 
 
-# Signals that arrived while a run pulled frames, each with the handler it stands in for
-# (readers.base.PENDING_SIGNALS): delivered between two frames.  Compiled code must not be left by an
-# exception a handler raises inside an operation mypyc holds infallible: a multiplication of big integers
-# checks for signals (CPython's x_mul), and mypyc aborts the process ("fatal: out of memory") when one fails.
+# The signals deferred while a run pulls frames (readers.base.defer_signal): delivered between two frames.
 _PENDING_SIGNALS: Final = PENDING_SIGNALS
-
-
-def defer_signal(handler: Callable[[int, Any], Any], signum: int, frame: Any) -> None:
-    """A signal handler standing in for ``handler`` while a run pulls frames: ``handler`` runs before the
-    next frame is fed; at once while the source waits for input (a pipe), or for a second signal before
-    then (a second Ctrl-C)."""
-    if _PENDING_SIGNALS or WAITING_FOR_INPUT[0]:
-        _PENDING_SIGNALS.clear()
-        handler(signum, frame)
-        return
-    _PENDING_SIGNALS.append((signum, handler))
-
-
-def drop_signals() -> None:
-    """Forget the signals deferred so far (the run ended by another exception, which the command reports)."""
-    _PENDING_SIGNALS.clear()
 
 
 def _collect_rarely() -> tuple[int, int, int]:

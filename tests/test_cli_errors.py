@@ -286,7 +286,7 @@ def test_a_signal_deferred_before_a_wait_for_input_ends_the_run_before_the_wait(
     """Ctrl-C while the run was busy is deferred; if the source then waits for input that may never come
     (a FIFO whose writer is silent), the signal ends the run before the wait, not after a second Ctrl-C."""
     import threading
-    from rdmaspy.pipeline import defer_signal, drop_signals
+    from rdmaspy.readers.base import defer_signal, drop_signals
     from rdmaspy.readers.base import chunk_reader
 
     class Source:

@@ -15,7 +15,8 @@ from typing import Any, BinaryIO, Iterator, TextIO
 
 from ..errors import RdmaspyError
 from ..output.lines import LIMIT, LineWriter, is_timed
-from ..pipeline import Matcher, Options, Pipeline, Sink, defer_signal, deliver_signals, drop_signals
+from ..pipeline import Matcher, Options, Pipeline, Sink
+from ..readers.base import defer_signal, deliver_signals, drop_signals
 from ..readers import Capture, open_capture
 
 EXIT_OK = 0
@@ -32,7 +33,7 @@ HOST_TRACE_HELP = ("a kernel trace of the same time (trace-cmd report text, -R o
 @contextmanager
 def signals_between_frames() -> Iterator[None]:
     """Ctrl-C and SIGTERM during a run end it between two frames, by the exception their handlers raise
-    (KeyboardInterrupt, the CLI's Terminated), not inside compiled code (``pipeline.defer_signal``); a
+    (KeyboardInterrupt, the CLI's Terminated), not inside compiled code (``readers.base.defer_signal``); a
     second one before the next frame, at once.  Only the main thread handles signals."""
     if threading.current_thread() is not threading.main_thread():
         yield

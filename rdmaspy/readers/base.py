@@ -153,8 +153,27 @@ def keep_chunks_in_heap() -> bool:
 # Whether the main thread waits for input that may never come (a pipe, a terminal, a FIFO): there a
 # signal's handler raises at once (``pipeline.defer_signal``), the wait being a call whose failure is checked.
 WAITING_FOR_INPUT: Final[list[bool]] = [False]
-# The signals deferred while a run pulls frames, with the handlers they stand in for (``pipeline.defer_signal``).
+# The signals that arrived while a run pulled frames, with the handlers they stand in for (``defer_signal``):
+# delivered between two frames, or before a wait for input.  Compiled code must not be left by an exception
+# a handler raises inside an operation mypyc holds infallible: a multiplication of big integers checks for
+# signals (CPython's x_mul), and mypyc aborts the process ("fatal: out of memory") when one fails.
 PENDING_SIGNALS: Final[list[tuple[int, Callable[[int, Any], Any]]]] = []
+
+
+def defer_signal(handler: Callable[[int, Any], Any], signum: int, frame: Any) -> None:
+    """A signal handler standing in for ``handler`` while a run pulls frames: ``handler`` runs before the
+    next frame is fed; at once while the source waits for input (a pipe), or for a second signal before
+    then (a second Ctrl-C)."""
+    if PENDING_SIGNALS or WAITING_FOR_INPUT[0]:
+        PENDING_SIGNALS.clear()
+        handler(signum, frame)
+        return
+    PENDING_SIGNALS.append((signum, handler))
+
+
+def drop_signals() -> None:
+    """Forget the signals deferred so far (the run ended by another exception, which the command reports)."""
+    PENDING_SIGNALS.clear()
 
 
 def deliver_signals() -> None:
