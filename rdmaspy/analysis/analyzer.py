@@ -100,8 +100,9 @@ class Analyzer:
         for name, factory in MODULES:
             if packet_fields or name not in FIELD_MODULES:
                 self.modules[name] = factory(self)
-        self._feeders: list[tuple[str, Module]] = [(name, m if isinstance(m, Module) else _Foreign(m))
-                                                   for name, m in self.modules.items()]
+        self._names: list[str] = []
+        self._feeders: list[Module] = []
+        self._set_feeders()
         self.packets = 0
         # The frame of the oldest packet a finding is still held on (the capture may refute it: see
         # rdmaspy.analysis.transport); 0: none.  The pipeline shows no packet from it on until it is decided.
@@ -125,23 +126,42 @@ class Analyzer:
                 setattr(module, "packet_fields", True)
             modules[name] = module
         self.modules = modules
-        self._feeders = [(name, m if isinstance(m, Module) else _Foreign(m)) for name, m in modules.items()]
+        self._set_feeders()
+
+    def _set_feeders(self) -> None:
+        """The modules that see each packet, in order, and their names: a module that keeps the base's
+        ``packet`` (it reads records or the end alone) is not called a packet for nothing."""
+        self._names = []
+        self._feeders = []
+        for name, m in self.modules.items():
+            feeder = m if isinstance(m, Module) else _Foreign(m)
+            if type(feeder).packet is not Module.packet:
+                self._names.append(name)
+                self._feeders.append(feeder)
 
     def feed(self, pkt: Packet) -> None:
         self.packets += 1
+        feeders = self._feeders
         if self.strict:
-            for _name, m in self._feeders:
+            for m in feeders:
                 m.packet(pkt)
         else:
-            for name, m in self._feeders:
+            # one handler around the whole round (compiled, a handler and a pair unpacked a module cost
+            # as much as the call); after a failure the round goes on from the next module
+            i = 0
+            n = len(feeders)
+            while i < n:
                 try:
-                    m.packet(pkt)
+                    while i < n:
+                        feeders[i].packet(pkt)
+                        i += 1
                 except MemoryError:
                     _budget.out_of_memory()
                     raise
                 except Exception as exc:   # one packet's analysis failed: say so on it and go on
-                    self.report(ANALYSIS_ERROR, pkt.frame.num, pkt.frame.ts, pkt=pkt, module=name,
+                    self.report(ANALYSIS_ERROR, pkt.frame.num, pkt.frame.ts, pkt=pkt, module=self._names[i],
                                 error=f"{type(exc).__name__}: {exc}")
+                    i += 1
         if self.budget.notices:
             self._budget_findings(pkt)
 
