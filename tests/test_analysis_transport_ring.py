@@ -30,6 +30,7 @@ def test_grown_ring_answers_as_the_full_ring(seq: list[int]) -> None:
                 None if full is None else (full, full * 10, full * 7))
             assert ring.mark_of(probe) == (-1 if full is None else full * 7)
             assert ring.frame_of(probe) == full
+            assert ring.lookup(probe) == (None if full is None else (full, full * 10, full * 7))
 
 
 def test_a_queue_pair_of_one_packet_keeps_a_small_ring() -> None:
@@ -73,7 +74,7 @@ _values = st.integers(-(1 << 63), (1 << 63) - 1)
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values, _values), max_size=200))
 def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, int]]) -> None:
-    """put, find, entry and grown in C against the struct-based Python code, on the same bytes: the
+    """put, find, entry, lookup and grown in C against the struct-based Python code, on the same bytes: the
     slots they leave are equal byte for byte at every step, growth included."""
     c = _ring_c()
     assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size
@@ -97,6 +98,8 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, i
         assert c.find(slots_c, mask, other) == transport._find_py(slots_py, mask, other)
         assert c.frame_of(slots_c, mask, other) == transport._frame_of_py(slots_py, mask, other)
         assert c.mark_of(slots_c, mask, other) == transport._mark_of_py(slots_py, mask, other)
+        assert c.lookup(slots_c, mask, psn) == transport._lookup_py(slots_py, mask, psn) == (frame, ts, mark)
+        assert c.lookup(slots_c, mask, other) == transport._lookup_py(slots_py, mask, other)
 
 
 def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() -> None:

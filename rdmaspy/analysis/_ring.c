@@ -13,6 +13,7 @@
  * frame_of(slots, mask, psn) -> int      the frame of the slot holding psn, or -1
  * mark_of(slots, mask, psn) -> int       the mark of the slot holding psn, or -1
  * entry(slots, slot) -> (frame, ts, mark)
+ * lookup(slots, mask, psn) -> (frame, ts, mark) of the slot holding psn, or None
  * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
  * Compiled, each of these is one call where the Python code made three or four generic item accesses of
@@ -133,6 +134,43 @@ ring_mark_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromLongLong(s.psn == psn ? s.mark : -1);
 }
 
+/* (frame, ts, mark) of a slot's entry as a new tuple, or NULL with an exception set. */
+static PyObject *
+entry_tuple(const Slot *s)
+{
+    PyObject *frame = PyLong_FromLongLong(s->frame), *ts = PyLong_FromLongLong(s->ts);
+    PyObject *mark = PyLong_FromLongLong(s->mark);
+    if (frame == NULL || ts == NULL || mark == NULL) {
+        Py_XDECREF(frame);
+        Py_XDECREF(ts);
+        Py_XDECREF(mark);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(3);
+    if (out == NULL) {
+        Py_DECREF(frame);
+        Py_DECREF(ts);
+        Py_DECREF(mark);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, frame);
+    PyTuple_SET_ITEM(out, 1, ts);
+    PyTuple_SET_ITEM(out, 2, mark);
+    return out;
+}
+
+static PyObject *
+ring_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t psn, slot;
+    Slot s;
+    if (!slot_of_psn(args, nargs, "lookup(slots, mask, psn)", &psn, &slot, &s))
+        return NULL;
+    if (s.psn != psn)
+        Py_RETURN_NONE;
+    return entry_tuple(&s);
+}
+
 static PyObject *
 ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -153,19 +191,7 @@ ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     memcpy(&s, PyByteArray_AS_STRING(args[0]) + slot * SLOT_SIZE, SLOT_SIZE);
-    PyObject *frame = PyLong_FromLongLong(s.frame), *ts = PyLong_FromLongLong(s.ts);
-    PyObject *mark = PyLong_FromLongLong(s.mark);
-    if (frame == NULL || ts == NULL || mark == NULL) {
-        Py_XDECREF(frame);
-        Py_XDECREF(ts);
-        Py_XDECREF(mark);
-        return NULL;
-    }
-    PyObject *out = PyTuple_Pack(3, frame, ts, mark);
-    Py_DECREF(frame);
-    Py_DECREF(ts);
-    Py_DECREF(mark);
-    return out;
+    return entry_tuple(&s);
 }
 
 static PyObject *
@@ -210,6 +236,8 @@ static PyMethodDef methods[] = {
      "frame_of(slots, mask, psn) -> frame or -1"},
     {"mark_of", (PyCFunction)(void (*)(void))ring_mark_of, METH_FASTCALL,
      "mark_of(slots, mask, psn) -> mark or -1"},
+    {"lookup", (PyCFunction)(void (*)(void))ring_lookup, METH_FASTCALL,
+     "lookup(slots, mask, psn) -> (frame, ts, mark) or None"},
     {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts, mark)"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
     {NULL, NULL, 0, NULL},

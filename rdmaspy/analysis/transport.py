@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Callable, Final
 from mypy_extensions import mypyc_attr
 
 from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NAK, AETH_TYPE_RNR_NAK, AETH_VALUE_MASK,
-                                     PATH_MTU_MAX, PATH_MTU_MIN, RNR_TIMER_MS, IBInfo)
+                                     PATH_MTU_MAX, PATH_MTU_MIN, PLANS, RNR_TIMER_MS, IBInfo)
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, Module, register
@@ -197,7 +197,15 @@ _MARK_CHECKED: Final = 1 << 12  # bit 12 set (a mark is never 0),
 _MARK_ICRC_MASK: Final = _MARK_CHECKED - 1   # and the low 12 bits of its ICRC
 _REQUEST_KINDS: Final = frozenset({"send", "write", "read_request", "atomic", "flush", "atomic_write", "resync"})
 _RESPONSE_KINDS: Final = frozenset({"ack", "atomic_ack", "read_response"})
-_CONNECTED: Final = frozenset({"RC", "UC", "XRC"})
+# The role of each opcode's packets in a connection's PSN spaces (its plan's kind), by opcode: compiled, an
+# item of a list of ints where a string looked up in a set cost some 90 instructions a packet.
+_UNCONNECTED: Final = -1      # not of a connection (RD, UD, CNP ...)
+_NO_ROLE: Final = 0           # of a connection, neither a request nor a response (an unknown opcode)
+_REQUEST: Final = 1
+_RESPONSE: Final = 2
+_ROLE_BY_OPCODE: Final[list[int]] = [
+    _UNCONNECTED if p.transport not in ("RC", "UC", "XRC") else _REQUEST if p.kind in _REQUEST_KINDS
+    else _RESPONSE if p.kind in _RESPONSE_KINDS else _NO_ROLE for p in PLANS]
 
 
 def _ceil(a: int, b: int) -> int:
@@ -470,6 +478,11 @@ def _mark_of_py(slots: bytearray, mask: int, psn: int) -> int:
     return mark if old == psn else -1
 
 
+def _lookup_py(slots: bytearray, mask: int, psn: int) -> tuple[int, int, int] | None:
+    old, frame, ts, mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
+    return (frame, ts, mark) if old == psn else None
+
+
 def _entry_py(slots: bytearray, slot: int) -> tuple[int, int, int]:
     _psn, frame, ts, mark = _SLOT.unpack_from(slots, slot * _SLOT.size)
     return frame, ts, mark
@@ -490,15 +503,17 @@ try:
     from ._ring import find as _find_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import frame_of as _frame_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import grown as _grown_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._ring import lookup as _lookup_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import mark_of as _mark_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
-    _put_c = _find_c = _frame_of_c = _mark_of_c = _entry_c = _grown_c = None
+    _put_c = _find_c = _frame_of_c = _mark_of_c = _entry_c = _grown_c = _lookup_c = None
 _RING_PUT: Final[Callable[[bytearray, int, int, int, int, int], bool]] = _put_c or _put_py
 _RING_FIND: Final[Callable[[bytearray, int, int], int]] = _find_c or _find_py
 _RING_FRAME_OF: Final[Callable[[bytearray, int, int], int]] = _frame_of_c or _frame_of_py
 _RING_MARK_OF: Final[Callable[[bytearray, int, int], int]] = _mark_of_c or _mark_of_py
 _RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int, int]]] = _entry_c or _entry_py
+_RING_LOOKUP: Final[Callable[[bytearray, int, int], tuple[int, int, int] | None]] = _lookup_c or _lookup_py
 _RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
 
 
@@ -524,6 +539,11 @@ class PsnRing:
     def entry(self, slot: int) -> tuple[int, int, int]:
         """(frame, time, mark) of the packet in ``slot``."""
         return _RING_ENTRY(self.slots, slot)
+
+    def lookup(self, psn: int) -> tuple[int, int, int] | None:
+        """(frame, time, mark) of the packet that sent ``psn`` last, if the ring holds it: one call where
+        ``find`` and ``entry`` are two."""
+        return _RING_LOOKUP(self.slots, self.mask, psn)
 
     def frame_of(self, psn: int) -> int | None:
         """The frame that sent request ``psn`` last, if the ring holds it."""
@@ -723,7 +743,8 @@ class Transport(Module):
         if ib.ecn == 3 or ib.fecn:
             self._marked(pkt, ib)
         conv: LiveConnection | None = pkt.conv
-        if conv is None or plan.transport not in _CONNECTED:
+        role = _ROLE_BY_OPCODE[plan.opcode]
+        if conv is None or role == _UNCONNECTED:
             return
         cs = self.conns.get(conv.conn_id)
         if cs is None:
@@ -732,7 +753,7 @@ class Transport(Module):
             self.budget.charge(self, _CONN_COST)
         cs.last = pkt.frame.num
         d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp)]
-        if kind in _REQUEST_KINDS:
+        if role == _REQUEST:
             st = cs.streams.get(d) or self._new_stream(cs, d)
             if st.first is None:
                 # The first PSN seen starts the space: implementations disagree on which CM Starting
@@ -740,7 +761,7 @@ class Transport(Module):
                 st.first = st.nxt = st.expect = ib.psn
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
-        elif kind in _RESPONSE_KINDS:
+        elif role == _RESPONSE:
             other = OTHER[d]
             st = cs.streams.get(other) or self._new_stream(cs, other)
             self._response(cs, st, pkt, ib, kind)
@@ -1096,12 +1117,16 @@ class Transport(Module):
         hole = _fill(st.holes, psn)
         counting = st.sent_ids.counting
         ring = st.ring
-        frame_of = ring.frame_of(psn)
-        original = frame_of if frame_of is not None else -1
-        sent_mark = ring.mark_of(psn) if original >= 0 and mark else 0
+        sent = ring.lookup(psn)
+        original = -1
+        sent_mark = 0
         sent_ts = 0
-        if original >= 0 and not counting:
-            sent_ts = ring.entry(ring.find(psn))[1]      # the time: copies are told by it, without numbers
+        if sent is not None and sent[0] >= 0:
+            original = sent[0]
+            if mark:
+                sent_mark = sent[2]
+            if not counting:
+                sent_ts = sent[1]       # the time: copies are told by it, without numbers
         nak = st.nak if st.nak is not None and ((psn - st.nak.psn) & _MASK) < _HALF else None
         rnr = st.rnr if st.rnr is not None and st.rnr[0] == psn else None
         resumed: _Read | None = None
@@ -1290,9 +1315,9 @@ class Transport(Module):
             st.coalesced += 1
             lay.add(ACK_COALESCED, True)
         if self.packet_fields:      # the request acknowledged and the round trip are shown, not counted
-            slot = st.ring.find(psn)
-            if slot >= 0:
-                sent, sent_ts, _mark_ = st.ring.entry(slot)
+            entry = st.ring.lookup(psn)
+            if entry is not None:
+                sent, sent_ts, _mark_ = entry
                 lay.add(ACKS_FRAME, sent)
                 lay.add(ACK_RTT, (frame.ts - sent_ts) / 1e9)
         st.acked = psn
@@ -1377,9 +1402,9 @@ class Transport(Module):
         answers = st.answers
         if answers is not None and not 0 < ((psn - st.answer_top) & _MASK) < _HALF:
             # a PSN not beyond every response received: perhaps one again (a PSN beyond them is new)
-            slot = answers.find(psn)
-            if slot >= 0:
-                first, first_ts, first_mark = answers.entry(slot)
+            entry = answers.lookup(psn)
+            if entry is not None:
+                first, first_ts, first_mark = entry
                 if mark and mark == first_mark and (counting or ts - first_ts < DUPLICATE_WINDOW_NS):
                     self._response_again(st, pkt, first, f"frame {first}, copied on the way (the same bytes)")
                     return
