@@ -740,6 +740,31 @@ def _layer(parent: Layer, proto: str, hdr: Header, off: int, label: str | None =
     return lay
 
 
+class _PartsThen:
+    """A layer's fill: its header's parts, then one item more, in the order adding them at once gives."""
+
+    __slots__ = ("field", "value", "off", "length")
+
+    def __init__(self, field: Field, value: object, off: int, length: int) -> None:
+        self.field = field
+        self.value = value
+        self.off = off
+        self.length = length
+
+    def __call__(self, lay: Layer) -> None:
+        add_parts(lay)
+        lay.add(self.field, self.value, self.off, self.length)
+
+
+def _add_after_parts(lay: Layer, hdr: Header, field: Field, value: object, off: int, length: int) -> None:
+    """Add an item after the parts of ``lay`` (made by ``_layer`` with ``hdr``) without decoding them now:
+    added at once, it would run the layer's fill, and a summary line reads neither."""
+    if hdr.parts:
+        lay.lazy(_PartsThen(field, value, off, length))
+    else:
+        lay.add(field, value, off, length)
+
+
 def read_sgl(buf: bytes, off: int) -> Sgl:
     ident = buf[off + 15]
     kind, sub = ident >> 4, ident & 0xF
@@ -781,11 +806,11 @@ def dissect_command(pkt: Packet, buf: bytes, off: int, end: int, queue: NvmeQueu
         tail = _dwords(cmd, admin)
         dw = _layer(lay, "nvme.cmd", tail, off + CDW10_AT, f"{cmd.name} (DWORD10-15)")
         if tail is GET_LOG_PAGE:
-            dw.add(LOG_NUMD, (cmd.cdw11 & 0xFFFF) << 16 | cmd.cdw10 >> 16, off + 42, 4)
+            _add_after_parts(dw, tail, LOG_NUMD, (cmd.cdw11 & 0xFFFF) << 16 | cmd.cdw10 >> 16, off + 42, 4)
         elif tail is READ_WRITE:
             cmd.slba = _u64(buf, off + 40)
             cmd.nlb = cmd.cdw12 & 0xFFFF
-            dw.add(NLB_COUNT, cmd.nlb + 1, off + 48, 2)
+            _add_after_parts(dw, tail, NLB_COUNT, cmd.nlb + 1, off + 48, 2)
     pkt.proto = "NVMe"
     return cmd
 
@@ -898,14 +923,16 @@ def dissect_completion(pkt: Packet, buf: bytes, off: int, queue: NvmeQueue | Non
         lay.add(UNMATCHED, True, off + 12, 2)
     head = _completion_dwords(cmd)
     if head is None:
-        cq = _layer(lay, "nvme.cqe", CQE, off)
+        tail = CQE
+        cq = _layer(lay, "nvme.cqe", tail, off)
     else:
         proto = "nvme.fabrics.cqe" if fabrics else "nvme.cqe"
         result = _layer(lay, proto, head, off, "Command specific result (DWORD0-1)")
         if cmd is not None and cmd.fctype == FCTYPE_PROPERTY_GET:
-            result.add(PROPERTY_RAW, bytes(buf[off:off + 8]), off, 8)
-        cq = _layer(lay, "nvme.cqe", FABRICS_CQE_TAIL if fabrics else CQE_TAIL, off + 8)
-    cq.add(STATUS_NAME, status_text(cqe), off + 14, 2)
+            _add_after_parts(result, head, PROPERTY_RAW, bytes(buf[off:off + 8]), off, 8)
+        tail = FABRICS_CQE_TAIL if fabrics else CQE_TAIL
+        cq = _layer(lay, "nvme.cqe", tail, off + 8)
+    _add_after_parts(cq, tail, STATUS_NAME, status_text(cqe), off + 14, 2)
     pkt.proto = "NVMe"
     return cqe
 
