@@ -134,22 +134,27 @@ def _plain_epbs(buf: bytes, pos: int, blen: int, local: list[Interface], nlocal:
     as frames appended to ``out``, numbered on from ``num``: where the run ends.  The reader's loop takes
     anything else, a block at a time, as before (options, clamped times, damage, the end of the chunk)."""
     # offsets and lengths in machine integers (``i64``): compiled, without checked arithmetic
+    # The words are read in line, byte by byte: a call of u32le a word was some 45 instructions.
     p: i64 = pos
     n: i64 = blen
     while n - p >= 32 and len(out) < _BATCH:
-        if u32le(buf, p) != 6:
+        if buf[p] != 6 or buf[p + 1] or buf[p + 2] or buf[p + 3]:
             break
-        length: i64 = u32le(buf, p + 4)
-        iface = u32le(buf, p + 8)
+        length: i64 = i64(buf[p + 4]) | i64(buf[p + 5]) << 8 | i64(buf[p + 6]) << 16 | i64(buf[p + 7]) << 24
+        iface: i64 = i64(buf[p + 8]) | i64(buf[p + 9]) << 8 | i64(buf[p + 10]) << 16 | i64(buf[p + 11]) << 24
         if length < 32 or length > n - p or length & 3 or iface >= nlocal:
             break
-        caplen: i64 = u32le(buf, p + 20)
+        caplen: i64 = i64(buf[p + 20]) | i64(buf[p + 21]) << 8 | i64(buf[p + 22]) << 16 | i64(buf[p + 23]) << 24
         bend = p + length
         dend = p + 28 + caplen
-        if dend > bend - 4 or u32le(buf, bend - 4) != length or dend + (-caplen & 3) < bend - 4:
+        t: i64 = bend - 4
+        if dend > t or (i64(buf[t]) | i64(buf[t + 1]) << 8 | i64(buf[t + 2]) << 16 | i64(buf[t + 3]) << 24) != length \
+                or dend + (-caplen & 3) < t:
             break
         gi, lt, mul, den, toff, _snap = local[iface]
-        ts = (u32le(buf, p + 12) << 32) | u32le(buf, p + 16)
+        hi: i64 = i64(buf[p + 12]) | i64(buf[p + 13]) << 8 | i64(buf[p + 14]) << 16 | i64(buf[p + 15]) << 24
+        lo: i64 = i64(buf[p + 16]) | i64(buf[p + 17]) << 8 | i64(buf[p + 18]) << 16 | i64(buf[p + 19]) << 24
+        ts = (int(hi) << 32) | int(lo)
         if mul != 1:            # the usual resolutions (µs, ns) skip the big product
             ts *= mul
         if den != 1:
@@ -158,7 +163,8 @@ def _plain_epbs(buf: bytes, pos: int, blen: int, local: list[Interface], nlocal:
         if ts > _SMALL_MAX or ts < _SMALL_MIN:
             break
         num += 1
-        out.append(Frame(num, ts, lt, buf[p + 28:dend], u32le(buf, p + 24), gi, None, base + p))
+        wirelen: i64 = i64(buf[p + 24]) | i64(buf[p + 25]) << 8 | i64(buf[p + 26]) << 16 | i64(buf[p + 27]) << 24
+        out.append(Frame(num, ts, lt, buf[p + 28:dend], wirelen, gi, None, base + p))
         p = bend
     return p
 
