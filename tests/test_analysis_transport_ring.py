@@ -24,12 +24,7 @@ def test_grown_ring_answers_as_the_full_ring(seq: list[int]) -> None:
         full_frame[psn & (_RING - 1)] = frame
         ring.put(psn, frame, frame * 10, frame * 7)
         for probe in seq[:frame]:
-            slot = ring.find(probe)
             full = full_frame[probe & (_RING - 1)] if full_psn[probe & (_RING - 1)] == probe else None
-            assert (ring.entry(slot) if slot >= 0 else None) == (
-                None if full is None else (full, full * 10, full * 7))
-            assert ring.mark_of(probe) == (-1 if full is None else full * 7)
-            assert ring.frame_of(probe) == full
             assert ring.lookup(probe) == (None if full is None else (full, full * 10, full * 7))
 
 
@@ -44,7 +39,7 @@ def test_consecutive_psns_grow_the_ring_to_what_they_need() -> None:
     for i in range(100):
         ring.put(1000 + i, i, 0)
     assert ring.size == 128
-    assert all(ring.find(1000 + i) >= 0 for i in range(100))
+    assert all(ring.lookup(1000 + i) == (i, 0, 0) for i in range(100))
 
 
 def test_a_full_ring_costs_machine_integers_not_python_objects() -> None:
@@ -60,7 +55,7 @@ def test_a_full_ring_costs_machine_integers_not_python_objects() -> None:
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    assert ring.size == _RING and ring.find(0x100000 + 17) >= 0
+    assert ring.size == _RING and ring.lookup(0x100000 + 17) is not None
     assert held < 150_000, held
 
 
@@ -74,7 +69,7 @@ _values = st.integers(-(1 << 63), (1 << 63) - 1)
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values, _values), max_size=200))
 def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, int]]) -> None:
-    """put, find, entry, lookup and grown in C against the struct-based Python code, on the same bytes: the
+    """put, lookup and grown in C against the struct-based Python code, on the same bytes: the
     slots they leave are equal byte for byte at every step, growth included."""
     c = _ring_c()
     assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size
@@ -89,15 +84,7 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, i
             slots_c, slots_py = c.grown(slots_c, mask), transport._grown_py(slots_py, mask)
             mask = mask * 2 + 1
             assert slots_c == slots_py
-        slot = c.find(slots_c, mask, psn)
-        assert slot == transport._find_py(slots_py, mask, psn) == psn & mask
-        assert c.entry(slots_c, slot) == transport._entry_py(slots_py, slot) == (frame, ts, mark)
-        assert c.frame_of(slots_c, mask, psn) == transport._frame_of_py(slots_py, mask, psn) == frame
-        assert c.mark_of(slots_c, mask, psn) == transport._mark_of_py(slots_py, mask, psn) == mark
         other = (psn + 1) & 0xFFFFFF
-        assert c.find(slots_c, mask, other) == transport._find_py(slots_py, mask, other)
-        assert c.frame_of(slots_c, mask, other) == transport._frame_of_py(slots_py, mask, other)
-        assert c.mark_of(slots_c, mask, other) == transport._mark_of_py(slots_py, mask, other)
         assert c.lookup(slots_c, mask, psn) == transport._lookup_py(slots_py, mask, psn) == (frame, ts, mark)
         assert c.lookup(slots_c, mask, other) == transport._lookup_py(slots_py, mask, other)
 
@@ -108,15 +95,11 @@ def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() 
     with pytest.raises(TypeError):
         c.put(bytes(slots), 7, 1, 1, 1, 0)              # not writable
     with pytest.raises(ValueError):
-        c.find(slots, 15, 1)                           # the mask of a larger ring
+        c.lookup(slots, 15, 1)                         # the mask of a larger ring
     with pytest.raises(ValueError):
         c.put(slots, 6, 1, 1, 1, 0)                    # not a power of two less one
-    with pytest.raises(IndexError):
-        c.entry(slots, 8)
-    with pytest.raises(IndexError):
-        c.entry(slots, -1)
-    with pytest.raises(IndexError):
-        c.entry(slots, (1 << 63) - 1)                  # no product of it overflows
+    with pytest.raises(OverflowError):
+        c.lookup(slots, 7, 1 << 64)
     with pytest.raises(OverflowError):
         c.put(slots, 7, 1 << 64, 1, 1, 0)
     full = bytearray(transport._EMPTY_SLOT * _RING)

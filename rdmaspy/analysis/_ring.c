@@ -9,10 +9,6 @@
  * put(slots, mask, psn, frame, ts, mark) -> bool
  *   Stores the request in its slot; False, storing nothing, when the slot holds another PSN that a ring
  *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
- * find(slots, mask, psn) -> int          the slot holding psn, or -1
- * frame_of(slots, mask, psn) -> int      the frame of the slot holding psn, or -1
- * mark_of(slots, mask, psn) -> int       the mark of the slot holding psn, or -1
- * entry(slots, slot) -> (frame, ts, mark)
  * lookup(slots, mask, psn) -> (frame, ts, mark) of the slot holding psn, or None
  * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
@@ -84,10 +80,9 @@ ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_TRUE;
 }
 
-/* The slot of ``psn`` for find and frame_of: its entry copied to *out; 0 with an exception set on bad
- * arguments. */
+/* The slot of ``psn`` for lookup: its entry copied to *out; 0 with an exception set on bad arguments. */
 static int
-slot_of_psn(PyObject *const *args, Py_ssize_t nargs, const char *usage, int64_t *psn, int64_t *slot, Slot *out)
+slot_of_psn(PyObject *const *args, Py_ssize_t nargs, const char *usage, int64_t *psn, Slot *out)
 {
     int64_t mask;
     if (nargs != 3) {
@@ -99,39 +94,8 @@ slot_of_psn(PyObject *const *args, Py_ssize_t nargs, const char *usage, int64_t 
     Slot *slots = slots_of(args[0], mask);
     if (slots == NULL)
         return 0;
-    *slot = *psn & mask;
-    memcpy(out, (char *)(slots) + (size_t)*slot * SLOT_SIZE, SLOT_SIZE);
+    memcpy(out, (char *)(slots) + (size_t)(*psn & mask) * SLOT_SIZE, SLOT_SIZE);
     return 1;
-}
-
-static PyObject *
-ring_find(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    int64_t psn, slot;
-    Slot s;
-    if (!slot_of_psn(args, nargs, "find(slots, mask, psn)", &psn, &slot, &s))
-        return NULL;
-    return PyLong_FromLongLong(s.psn == psn ? slot : -1);
-}
-
-static PyObject *
-ring_frame_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    int64_t psn, slot;
-    Slot s;
-    if (!slot_of_psn(args, nargs, "frame_of(slots, mask, psn)", &psn, &slot, &s))
-        return NULL;
-    return PyLong_FromLongLong(s.psn == psn ? s.frame : -1);
-}
-
-static PyObject *
-ring_mark_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    int64_t psn, slot;
-    Slot s;
-    if (!slot_of_psn(args, nargs, "mark_of(slots, mask, psn)", &psn, &slot, &s))
-        return NULL;
-    return PyLong_FromLongLong(s.psn == psn ? s.mark : -1);
 }
 
 /* (frame, ts, mark) of a slot's entry as a new tuple, or NULL with an exception set. */
@@ -162,35 +126,12 @@ entry_tuple(const Slot *s)
 static PyObject *
 ring_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t psn, slot;
+    int64_t psn;
     Slot s;
-    if (!slot_of_psn(args, nargs, "lookup(slots, mask, psn)", &psn, &slot, &s))
+    if (!slot_of_psn(args, nargs, "lookup(slots, mask, psn)", &psn, &s))
         return NULL;
     if (s.psn != psn)
         Py_RETURN_NONE;
-    return entry_tuple(&s);
-}
-
-static PyObject *
-ring_entry(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    int64_t slot;
-    Slot s;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "entry(slots, slot)");
-        return NULL;
-    }
-    if (!PyByteArray_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "ring slots must be a bytearray");
-        return NULL;
-    }
-    if (!as_i64(args[1], &slot))
-        return NULL;
-    if (slot < 0 || slot >= PyByteArray_GET_SIZE(args[0]) / SLOT_SIZE) {      /* no product to overflow */
-        PyErr_SetString(PyExc_IndexError, "ring slot out of range");
-        return NULL;
-    }
-    memcpy(&s, PyByteArray_AS_STRING(args[0]) + slot * SLOT_SIZE, SLOT_SIZE);
     return entry_tuple(&s);
 }
 
@@ -231,14 +172,8 @@ ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, mask, psn, frame, ts, mark) -> bool"},
-    {"find", (PyCFunction)(void (*)(void))ring_find, METH_FASTCALL, "find(slots, mask, psn) -> slot or -1"},
-    {"frame_of", (PyCFunction)(void (*)(void))ring_frame_of, METH_FASTCALL,
-     "frame_of(slots, mask, psn) -> frame or -1"},
-    {"mark_of", (PyCFunction)(void (*)(void))ring_mark_of, METH_FASTCALL,
-     "mark_of(slots, mask, psn) -> mark or -1"},
     {"lookup", (PyCFunction)(void (*)(void))ring_lookup, METH_FASTCALL,
      "lookup(slots, mask, psn) -> (frame, ts, mark) or None"},
-    {"entry", (PyCFunction)(void (*)(void))ring_entry, METH_FASTCALL, "entry(slots, slot) -> (frame, ts, mark)"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
     {NULL, NULL, 0, NULL},
 };

@@ -462,30 +462,9 @@ def _put_py(slots: bytearray, mask: int, psn: int, frame: int, ts: int, mark: in
     return True
 
 
-def _find_py(slots: bytearray, mask: int, psn: int) -> int:
-    slot = psn & mask
-    old: int = _SLOT_PSN.unpack_from(slots, slot * _SLOT.size)[0]
-    return slot if old == psn else -1
-
-
-def _frame_of_py(slots: bytearray, mask: int, psn: int) -> int:
-    old, frame, _ts, _mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
-    return frame if old == psn else -1
-
-
-def _mark_of_py(slots: bytearray, mask: int, psn: int) -> int:
-    old, _frame, _ts, mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
-    return mark if old == psn else -1
-
-
 def _lookup_py(slots: bytearray, mask: int, psn: int) -> tuple[int, int, int] | None:
     old, frame, ts, mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
     return (frame, ts, mark) if old == psn else None
-
-
-def _entry_py(slots: bytearray, slot: int) -> tuple[int, int, int]:
-    _psn, frame, ts, mark = _SLOT.unpack_from(slots, slot * _SLOT.size)
-    return frame, ts, mark
 
 
 def _grown_py(slots: bytearray, mask: int) -> bytearray:
@@ -499,20 +478,12 @@ def _grown_py(slots: bytearray, mask: int) -> bytearray:
 
 
 try:
-    from ._ring import entry as _entry_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    from ._ring import find as _find_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    from ._ring import frame_of as _frame_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import grown as _grown_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import lookup as _lookup_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
-    from ._ring import mark_of as _mark_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
-    _put_c = _find_c = _frame_of_c = _mark_of_c = _entry_c = _grown_c = _lookup_c = None
+    _put_c = _grown_c = _lookup_c = None
 _RING_PUT: Final[Callable[[bytearray, int, int, int, int, int], bool]] = _put_c or _put_py
-_RING_FIND: Final[Callable[[bytearray, int, int], int]] = _find_c or _find_py
-_RING_FRAME_OF: Final[Callable[[bytearray, int, int], int]] = _frame_of_c or _frame_of_py
-_RING_MARK_OF: Final[Callable[[bytearray, int, int], int]] = _mark_of_c or _mark_of_py
-_RING_ENTRY: Final[Callable[[bytearray, int], tuple[int, int, int]]] = _entry_c or _entry_py
 _RING_LOOKUP: Final[Callable[[bytearray, int, int], tuple[int, int, int] | None]] = _lookup_c or _lookup_py
 _RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
 
@@ -532,27 +503,9 @@ class PsnRing:
         self.slots = bytearray(_EMPTY_SLOT * 8)
         self.mask = 7
 
-    def find(self, psn: int) -> int:
-        """The slot holding ``psn``, or -1."""
-        return _RING_FIND(self.slots, self.mask, psn)
-
-    def entry(self, slot: int) -> tuple[int, int, int]:
-        """(frame, time, mark) of the packet in ``slot``."""
-        return _RING_ENTRY(self.slots, slot)
-
     def lookup(self, psn: int) -> tuple[int, int, int] | None:
-        """(frame, time, mark) of the packet that sent ``psn`` last, if the ring holds it: one call where
-        ``find`` and ``entry`` are two."""
+        """(frame, time, mark) of the packet that sent ``psn`` last, if the ring holds it."""
         return _RING_LOOKUP(self.slots, self.mask, psn)
-
-    def frame_of(self, psn: int) -> int | None:
-        """The frame that sent request ``psn`` last, if the ring holds it."""
-        frame = _RING_FRAME_OF(self.slots, self.mask, psn)
-        return frame if frame >= 0 else None
-
-    def mark_of(self, psn: int) -> int:
-        """The mark of the packet that sent ``psn`` last (-1: the ring does not hold it)."""
-        return _RING_MARK_OF(self.slots, self.mask, psn)
 
     def put(self, psn: int, frame: int, ts: int, mark: int = 0) -> None:
         while not _RING_PUT(self.slots, self.mask, psn, frame, ts, mark):
