@@ -126,3 +126,61 @@ def test_the_stores_findings_read_back_as_the_analysis_reported_them(name, repor
     assert sum(g.count for g in store.groups()) == store.finding_count == len(entries)
     store.close()
     d.remove()
+
+
+class _Closed:
+    """A sink beside the store: each transaction as the analysis closed it, and each as it was then shown."""
+
+    wants_psn_events = False
+    reads_packets = False
+
+    def __init__(self) -> None:
+        self.transactions: list[object] = []
+        self.shown: list[str] = []
+
+    def packet(self, pkt) -> None:
+        pass
+
+    def on_record(self, rec) -> None:
+        from rdmaspy.analysis.model import Transaction
+
+        if isinstance(rec, Transaction):
+            self.transactions.append(rec)
+            self.shown.append(_shown(rec))
+
+    def finish(self) -> None:
+        pass
+
+
+def _shown(t) -> str:
+    """All a transaction holds: its fields (nested records too) and its findings' values."""
+    return repr(t) + repr([(f.rule_def, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings])
+
+
+@pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "siw-nvme-rdma.pcap.gz", "rxe-read-retry-stall.pcap"])
+def test_the_stores_transactions_read_back_as_the_analysis_closed_them(name):
+    """The store spools each transaction as its record (plain values) and makes it again when a view reads
+    it: every field, the upper layer's facts, the findings' values are as the analysis closed it, its
+    segments are its own again and each step points at one of them."""
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.readers import open_capture
+    from rdmaspy.tui.analysis_store import AnalysisStore
+
+    d = SpoolDir()
+    store = AnalysisStore(d)
+    closed = _Closed()
+    with open_capture(str(capture(name))) as cap:
+        Pipeline(cap, Options(analyze=True, packet_fields=False), [store.sink(), store, closed]).run()
+    store.finish()
+    txns = store.transactions
+    back = [txns.get(i) for i in range(len(txns))]
+    assert len(back) == len(closed.shown) > 0
+    assert [_shown(t) for t in back] == closed.shown
+    assert any(t.segments for t in back) and any(s.segment is not None for t in back for s in t.steps)
+    for t in back:
+        assert all(s.transaction is t for s in t.segments)
+        assert all(any(s.segment is g for g in t.segments) for s in t.steps if s.segment is not None)
+    segments = [txns.segment(i) for i in range(txns.segments)]
+    assert segments == [s for t in back for s in t.segments]
+    store.close()
+    d.remove()

@@ -560,6 +560,91 @@ class Transaction:
         return PacketRole.RELATED, None
 
 
+# --- a transaction as plain values ---------------------------------------------------------------------
+# The TUI keeps every closed transaction on disk and builds it again when a view draws it.  Pickled as
+# objects, each of its messages, steps, segments and findings went through pickle's way for any object (a
+# __reduce_ex__ and a dict of its attributes each, most of the analysis pass's cost in the TUI); as one
+# tuple of plain values a transaction is pickled by pickle's C code alone.  The segments point back at
+# their transaction and the steps at its segments: the record has neither pointer, and
+# ``transaction_from_record`` ties them again.
+if TYPE_CHECKING:
+    # a transaction as plain values: its messages, segments, steps and findings as tuples of their fields
+    MessageRecord = tuple[list[int], int, int, list[list[int]], int | None]
+    # ... a segment's last field: True where it is the transaction's own (its ``transaction``), else that
+    SegmentRecord = tuple[str, int, int, int | None, int, int, int, Side, list[list[int]], int, int | None, int,
+                          list[int], StepKind | None, bool, object]
+    # ... a step's segment: its place in the transaction's ``segments`` (a segment not there: itself)
+    StepRecord = tuple[StepKind, list[int], int, int | None, int | None, int | None, int | None, object,
+                       list[int] | None, int | None]
+    FindingRecord = tuple[Rule, tuple[int, ...], int | None, int | None, dict[str, object], int]
+    TransactionRecord = tuple[str, int, int, Direction, MessageRecord, MessageRecord | None, TransactionState,
+                              Facts, list[StepRecord], list[SegmentRecord], list[FindingRecord], int, int,
+                              int | None, int | None, int | None, int, HostView | None]
+
+
+def transaction_record(t: Transaction) -> TransactionRecord:
+    """``t`` as plain values, which ``transaction_from_record`` makes it again from."""
+    segments = t.segments
+    rep = t.response
+    return (t.protocol, t.conn, t.key, t.request_direction, _message_record(t.request),
+            None if rep is None else _message_record(rep), t.state, t.facts,
+            [_step_record(s, segments) for s in t.steps], [_segment_record(s, t) for s in segments],
+            [(f.rule_def, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings], t.bytes_read,
+            t.bytes_written, t.expected, t.data_first, t.data_last, t.dropped, t.host)
+
+
+def transaction_from_record(r: TransactionRecord) -> Transaction:
+    """The transaction ``transaction_record`` made ``r`` of."""
+    (protocol, conn, key, request_direction, request, response, state, facts, step_records, segment_records,
+     finding_records, bytes_read, bytes_written, expected, data_first, data_last, dropped, host) = r
+    t = Transaction(protocol, conn, key, request_direction, _message_from(request), facts,
+                    None if response is None else _message_from(response), state, None, None,
+                    [Finding(f[0], f[1], f[2], f[3], f[4], f[5]) for f in finding_records], bytes_read,
+                    bytes_written, expected, data_first, data_last, dropped, host)
+    segments = t.segments
+    for g in segment_records:
+        owner = g[15]
+        segments.append(Segment(g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+                                t if owner is True else _transaction_or_none(owner), g[8], g[9], g[10], g[11],
+                                g[12], g[13], g[14]))
+    steps = t.steps
+    for p in step_records:
+        at = p[7]
+        seg = segments[at] if isinstance(at, int) else at if isinstance(at, Segment) else None
+        steps.append(Step(p[0], p[1], p[2], p[3], p[4], p[5], p[6], seg, p[8], p[9]))
+    return t
+
+
+def _message_record(m: Message) -> MessageRecord:
+    return (m.frames, m.ts, m.size, m.retransmissions, m.invalidated)
+
+
+def _message_from(r: MessageRecord) -> Message:
+    return Message(r[0], r[1], r[2], r[3], r[4])
+
+
+def _segment_record(s: Segment, t: Transaction) -> SegmentRecord:
+    owner = s.transaction
+    return (s.kind, s.chunk, s.index, s.position, s.handle, s.offset, s.length, s.side, s.spans, s.overrun,
+            s.reported, s.ops, s.frames, s.access, s.invalidate, True if owner is t else owner)
+
+
+def _step_record(s: Step, segments: list[Segment]) -> StepRecord:
+    seg = s.segment
+    at: object = None
+    if seg is not None:
+        at = seg
+        for i, candidate in enumerate(segments):
+            if candidate is seg:
+                at = i
+                break
+    return (s.kind, s.frames, s.ts, s.bytes, s.handle, s.offset, s.length, at, s.response_frames, s.invalidated)
+
+
+def _transaction_or_none(owner: object) -> Transaction | None:
+    return owner if isinstance(owner, Transaction) else None
+
+
 # --- credits and queue depth ---------------------------------------------------------------------------
 # The flow control of the upper layers in one shape: a limit the peer set (RPC-over-RDMA's credit grant,
 # NVMe's submission queue size, iSCSI's command window, SMB Direct's send credits) and the requests

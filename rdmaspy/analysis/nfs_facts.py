@@ -58,10 +58,29 @@ class NfsFacts:
     def __repr__(self) -> str:
         return record_repr(self, _FIELDS)
 
+    def __reduce__(self) -> tuple[Callable[[NfsFactsValues], NfsFacts], tuple[NfsFactsValues]]:
+        """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
+        takes a tuple alone, where an object goes through a dict of its attributes."""
+        return nfs_facts_from, ((self.op, self.fh, self.fh_hash, self.name, self.full_name, self.offset, self.count,
+                                 self.moved, self.status, self.status_name, self.eof, self.stable, self.committed,
+                                 self.session, self.slot, self.sequence),)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NfsFacts):
             return NotImplemented
         return record_values(self, _FIELDS) == record_values(other, _FIELDS)
+
+
+NfsFactsValues = tuple[str, str | None, int | None, str | None, str | None, int | None, int | None, int | None,
+                       int | None, str | None, bool | None, str | None, str | None, str | None, int | None, int | None]
+
+
+def nfs_facts_from(v: NfsFactsValues) -> NfsFacts:
+    """The facts ``NfsFacts.__reduce__`` pickled as ``v``."""
+    f = NfsFacts(v[0])
+    (_op, f.fh, f.fh_hash, f.name, f.full_name, f.offset, f.count, f.moved, f.status, f.status_name, f.eof,
+     f.stable, f.committed, f.session, f.slot, f.sequence) = v
+    return f
 
 
 def _sequence(rpc: RpcInfo) -> NfsOp | None:

@@ -10,7 +10,7 @@ the controller reads (a write's data) or writes (a read's) with RDMA READ and WR
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -54,10 +54,33 @@ class NvmeFacts(Facts):
     def __repr__(self) -> str:
         return record_repr(self, _FACTS_FIELDS)
 
+    def __reduce__(self) -> tuple[Callable[[NvmeFactsValues], NvmeFacts], tuple[NvmeFactsValues]]:
+        """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
+        takes a tuple alone, where an object goes through a dict of its attributes."""
+        return nvme_facts_from, ((self.qid, self.cntlid, self.opcode, self.fctype, self.name, self.nsid, self.slba,
+                                  self.nlb, self.lba_size, self.sgl_bytes, self.in_capsule, self.status,
+                                  self.status_name, self.sct, self.sc, self.dnr),)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NvmeFacts):
             return NotImplemented
         return record_values(self, _FACTS_FIELDS) == record_values(other, _FACTS_FIELDS)
+
+
+NvmeFactsValues = tuple[int | None, int | None, int, int | None, str, int, int | None, int | None, int | None, int,
+                        int, int | None, str | None, int | None, int | None, bool | None]
+
+
+def nvme_facts_from(v: NvmeFactsValues) -> NvmeFacts:
+    """The facts ``NvmeFacts.__reduce__`` pickled as ``v``."""
+    f = NvmeFacts(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[9], v[10])
+    f.lba_size = v[8]
+    f.status = v[11]
+    f.status_name = v[12]
+    f.sct = v[13]
+    f.sc = v[14]
+    f.dnr = v[15]
+    return f
 
 
 def nvme_of(t: Transaction) -> NvmeFacts:

@@ -10,7 +10,7 @@ Its segments are the chunks of RFC 8166 §3.4, named by the list they came from 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Final
+from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -64,6 +64,13 @@ class RpcSummary:
     def __repr__(self) -> str:
         return record_repr(self, _RPC_SUMMARY_FIELDS)
 
+    def __reduce__(self) -> tuple[Callable[[RpcSummaryValues], RpcSummary], tuple[RpcSummaryValues]]:
+        """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
+        takes a tuple alone, where an object goes through a dict of its attributes."""
+        return rpc_summary_from, ((self.program, self.version, self.procedure, self.name, self.label, self.ops,
+                                   self.replied, self.reply_stat, self.accept_stat, self.nfs_status,
+                                   self.reply_ops),)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RpcSummary):
             return NotImplemented
@@ -96,10 +103,41 @@ class RpcRdmaFacts(Facts):
     def __repr__(self) -> str:
         return record_repr(self, _FACTS_FIELDS)
 
+    def __reduce__(self) -> tuple[Callable[[RpcRdmaFactsValues], RpcRdmaFacts], tuple[RpcRdmaFactsValues]]:
+        """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
+        takes a tuple alone, where an object goes through a dict of its attributes."""
+        return rpcrdma_facts_from, ((self.version, self.call_proc, self.call_shape, self.call_credits,
+                                     self.reply_proc, self.reply_shape, self.reply_credits, self.reply_error,
+                                     self.done_frame, self.rpc, self.nfs, self.call_whole),)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RpcRdmaFacts):
             return NotImplemented
         return record_values(self, _FACTS_FIELDS) == record_values(other, _FACTS_FIELDS)
+
+
+RpcSummaryValues = tuple[int | None, int | None, int | None, str | None, str | None, list[str] | None, bool,
+                         int | None, int | None, int | None, list[str] | None]
+RpcRdmaFactsValues = tuple[int, str, str | None, int, str | None, str | None, int | None, int | None, int | None,
+                           RpcSummary | None, NfsFacts | None, int | None]
+
+
+def rpc_summary_from(v: RpcSummaryValues) -> RpcSummary:
+    """The summary ``RpcSummary.__reduce__`` pickled as ``v``."""
+    return RpcSummary(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10])
+
+
+def rpcrdma_facts_from(v: RpcRdmaFactsValues) -> RpcRdmaFacts:
+    """The facts ``RpcRdmaFacts.__reduce__`` pickled as ``v``."""
+    f = RpcRdmaFacts(v[0], v[1], v[2], v[3], v[9])
+    f.reply_proc = v[4]
+    f.reply_shape = v[5]
+    f.reply_credits = v[6]
+    f.reply_error = v[7]
+    f.done_frame = v[8]
+    f.nfs = v[10]
+    f.call_whole = v[11]
+    return f
 
 
 def facts_of(t: Transaction) -> RpcRdmaFacts:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Generic, Iterator, NamedTuple, TypeVar, cast
 
 from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, UlpSummary, Segment,
-                              Transaction)
+                              Transaction, transaction_from_record, transaction_record)
 from ..output.sinks import SeveritySink
 from ..packet import Packet
 from ..rules import rule_declared
@@ -319,7 +319,9 @@ class TransactionIndex:
 
     They are pickled a block at a time (``BLOCK`` of them, or fewer at ``flush``): one pickle keeps the
     names, classes and enumerations a block's transactions share once, some half the time and bytes of
-    one pickle each.  A transaction is counted (readable) once its block is on the spool."""
+    one pickle each.  Each is pickled as its record (``transaction_record``: plain values, which pickle's
+    C code takes alone) and made again when its block is read back.  A transaction is counted (readable)
+    once its block is on the spool."""
 
     BLOCK = 32
 
@@ -362,7 +364,7 @@ class TransactionIndex:
         if not block:
             return
         self._pending = []
-        offset = self.spool.add(block)
+        offset = self.spool.add([transaction_record(t) for t in block])
         first = len(self.offsets)
         seg_txn, seg_pos = array("I"), array("I")
         conns, latencies = array("i"), array("q")
@@ -396,8 +398,9 @@ class TransactionIndex:
                 self._cache.move_to_end(i)
                 return hit
         where = self.offsets[i]
-        block = self.spool.get(where >> 6)
-        assert isinstance(block, list)
+        records = self.spool.get(where >> 6)
+        assert isinstance(records, list)
+        block = [transaction_from_record(r) for r in records]
         first = i - (where & 0x3F)
         with self._cache_lock:
             for place, t in enumerate(block):
