@@ -372,6 +372,15 @@ class _TreePieces(Sink):
             if _ISASCII(t) and _ISPRINTABLE(t):     # nothing for safe_text to escape, nothing wide
                 pieces.append(t)
                 return
+        if cls is bytes:
+            b: bytes = v
+            d = f.display
+            if d in _ADDRESSES:                 # ASCII: digits, hex, dots and colons
+                pieces.append(_address_text(f, b))
+                return
+            if d != "str" and 0 < len(b) <= 48:     # text_value's hex of a short value (names, units: none)
+                pieces.append(b.hex())
+                return
         text = text_value(f, v)
         if not text.isascii():
             self.wide.append(len(pieces))
@@ -389,6 +398,26 @@ _ISASCII: Final[Callable[[str], bool]] = str.isascii
 _ISPRINTABLE: Final[Callable[[str], bool]] = str.isprintable
 # An enumeration's texts ("NFS4_OK (0)"), by field and value: the values a capture shows are few.
 _NAMED_TEXTS: Final[dict[Field, dict[int, str]]] = {}
+
+
+_ADDRESSES: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
+# An address's text by field and bytes: a frame's addresses are a few, seen again in most frames.
+_ADDRESS_TEXTS: Final[dict[Field, dict[bytes, str]]] = {}
+
+
+def _address_text(f: Field, b: bytes) -> str:
+    known = _ADDRESS_TEXTS.get(f)
+    if known is None:
+        if len(_ADDRESS_TEXTS) >= 4096:
+            _ADDRESS_TEXTS.clear()
+        known = _ADDRESS_TEXTS[f] = {}
+    text = known.get(b)
+    if text is None:
+        text = text_value(f, b)
+        if len(known) >= 4096:
+            known.clear()
+        known[b] = text
+    return text
 
 
 def _named_text(f: Field, n: int) -> str:
