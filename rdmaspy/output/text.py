@@ -9,7 +9,7 @@ from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, Sink, protocols_text
 from ..packet import Item, Layer, Packet
 from .safe import safe_text
-from .values import text_value
+from .values import ADDR_DISPLAYS, address_text, text_value
 
 
 # The address and protocol columns made so far, by source, destination and protocol text: three look-ups
@@ -375,8 +375,8 @@ class _TreePieces(Sink):
         if cls is bytes:
             b: bytes = v
             d = f.display
-            if d in _ADDRESSES:                 # ASCII: digits, hex, dots and colons
-                pieces.append(_address_text(f, b))
+            if d in ADDR_DISPLAYS:              # text_value's; ASCII: digits, hex, dots and colons
+                pieces.append(address_text(f, b))
                 return
             if d != "str" and 0 < len(b) <= 48:     # text_value's hex of a short value (names, units: none)
                 pieces.append(b.hex())
@@ -398,26 +398,6 @@ _ISASCII: Final[Callable[[str], bool]] = str.isascii
 _ISPRINTABLE: Final[Callable[[str], bool]] = str.isprintable
 # An enumeration's texts ("NFS4_OK (0)"), by field and value: the values a capture shows are few.
 _NAMED_TEXTS: Final[dict[Field, dict[int, str]]] = {}
-
-
-_ADDRESSES: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
-# An address's text by field and bytes: a frame's addresses are a few, seen again in most frames.
-_ADDRESS_TEXTS: Final[dict[Field, dict[bytes, str]]] = {}
-
-
-def _address_text(f: Field, b: bytes) -> str:
-    known = _ADDRESS_TEXTS.get(f)
-    if known is None:
-        if len(_ADDRESS_TEXTS) >= 4096:
-            _ADDRESS_TEXTS.clear()
-        known = _ADDRESS_TEXTS[f] = {}
-    text = known.get(b)
-    if text is None:
-        text = text_value(f, b)
-        if len(known) >= 4096:
-            known.clear()
-        known[b] = text
-    return text
 
 
 def _named_text(f: Field, n: int) -> str:

@@ -14,9 +14,25 @@ def _gid(b: bytes) -> str:
     return str(ipaddress.IPv6Address(bytes(b))) if len(b) == 16 else b.hex()
 
 
-# Address text by (display, bytes): a capture has few addresses and many packets (bounded).
-_ADDR_TEXT: Final[dict[tuple[str, bytes], str]] = {}
-_ADDR_DISPLAYS: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
+ADDR_DISPLAYS: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
+# Address text by field and bytes: a capture has few addresses and many packets (bounded).  By field
+# first, a look-up of the bytes alone: no (display, bytes) tuple made and hashed per value.
+_ADDR_TEXTS: Final[dict[Field, dict[bytes, str]]] = {}
+
+
+def address_text(field: Field, b: bytes) -> str:
+    """The text of an address (a field displayed as one of ADDR_DISPLAYS), as JSON and the tree show it."""
+    known = _ADDR_TEXTS.get(field)
+    if known is None:
+        if len(_ADDR_TEXTS) >= 4096:
+            _ADDR_TEXTS.clear()
+        known = _ADDR_TEXTS[field] = {}
+    text = known.get(b)
+    if text is None:
+        if len(known) >= 65536:
+            known.clear()
+        text = known[b] = _json_bytes(field.display, b)
+    return text
 
 
 def json_value(field: Field, value: Any) -> Any:
@@ -30,14 +46,11 @@ def json_value(field: Field, value: Any) -> Any:
         if not -(1 << 63) <= n < (1 << 64):
             return f"{n:#x}"
         return value
-    if d in _ADDR_DISPLAYS and cls is bytes:
-        key = (d, value)
-        text = _ADDR_TEXT.get(key)
-        if text is None:
-            if len(_ADDR_TEXT) >= 65536:
-                _ADDR_TEXT.clear()
-            text = _ADDR_TEXT[key] = _json_bytes(d, value)
-        return text
+    if cls is bytes:        # the next most: no isinstance with a tuple of types, no copy
+        if d in ADDR_DISPLAYS:
+            return address_text(field, value)
+        b: bytes = value
+        return b.decode("utf-8", "replace") if d == "str" else b.hex()
     if isinstance(value, (bytes, bytearray, memoryview)):
         b = bytes(value)
         if d == "str":
