@@ -125,13 +125,14 @@ def _set_bits(words: list[int]) -> list[int]:
     return out
 
 
-# Each attribute's sub-tree label, made once (the numbers a capture can claim are many: only the declared kept).
-_ATTR_LABELS: Final[dict[int, str]] = {num: f"{name} ({num})" for num, name in ATTR_NAMES.items()}
+# Each attribute's sub-tree label by its number, made once up to the highest declared (the numbers a capture
+# can claim are many: those above made when met): an index, not a hash, for every attribute of a -V tree.
+_ATTR_LABELS: Final[tuple[str, ...]] = tuple(
+    f"{ATTR_NAMES[num]} ({num})" if num in ATTR_NAMES else f"Unknown ({num})" for num in range(max(ATTR_NAMES) + 1))
 
 
 def _attr_label(num: int) -> str:
-    label = _ATTR_LABELS.get(num)
-    return label if label is not None else f"Unknown ({num})"
+    return _ATTR_LABELS[num] if num < len(_ATTR_LABELS) else f"Unknown ({num})"
 
 
 def _mask(numbers: Iterable[int]) -> list[int]:
@@ -220,8 +221,8 @@ class AttrSet(XdrType):
     word, of its count of bits and of each number; ``nwords``: the field of the words' count, when shown;
     ``subtree``: each attribute in a sub-tree of its own."""
 
-    __slots__ = ("name", "item", "table", "by_name", "mask", "count", "number", "nwords", "subtree", "last_of",
-                 "values_what")
+    __slots__ = ("name", "item", "table", "by_number", "by_name", "mask", "count", "number", "nwords", "subtree",
+                 "last_of", "values_what")
 
     def __init__(self, name: str, item: str, table: Mapping[int, Attr], mask: Field, count: Field,
                  number: Field, nwords: Field | None = None, subtree: bool = False) -> None:
@@ -229,6 +230,9 @@ class AttrSet(XdrType):
         self.name = name
         self.item = item
         self.table = dict(table)
+        # the table as a tuple by number (None: not declared): the walk indexes it for each attribute
+        self.by_number: tuple[Attr | None, ...] = tuple(
+            [self.table.get(num) for num in range(max(self.table, default=-1) + 1)])
         self.by_name = {a.name: a for a in table.values()}
         self.mask = mask
         self.count = count
@@ -256,6 +260,7 @@ class AttrSet(XdrType):
         vals = Cursor(buf, start, end)
         out: dict[str, Any] = {}
         stopped = False
+        by_number = self.by_number
         for num in _set_bits(words):
             p = vals.pos
             sub = lay
@@ -264,7 +269,7 @@ class AttrSet(XdrType):
                 sub = lay.child("nfs.fattr4.attr", None, p, 0, _attr_label(num))
                 sub._items = []             # the value's words appended to it with no call
                 fresh = True
-            attr = None if stopped else self.table.get(num)
+            attr = None if stopped or num >= len(by_number) else by_number[num]
             if attr is None:                # not read: shown, as tshark shows it, with no value
                 if sub is not None:
                     sub.add(self.number, num, -1, 0)

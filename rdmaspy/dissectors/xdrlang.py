@@ -232,11 +232,15 @@ class Int(XdrType):
             lay.add(f, v, p, n)
         for a in self.also:
             lay.add(a, v, p, n)
+        items = lay._items              # once the layer has its list, each flag is appended with no call
         for flag, mask, shift, as_bool in self._flag_plan:
-            if as_bool:
-                lay.add(flag, bool(v & mask), p, n)
-            else:                       # a field of several bits: its value, shifted down
-                lay.add(flag, (v & mask) >> shift, p, n)
+            # a boolean of the bits, or a field of several bits: its value, shifted down
+            bits: int | bool = bool(v & mask) if as_bool else (v & mask) >> shift
+            if items is None:
+                lay.add(flag, bits, p, n)
+                items = lay._items
+            else:
+                items.append((flag, bits, p, n))
 
     @property
     def what(self) -> str:
