@@ -124,6 +124,12 @@ def test_the_stores_findings_read_back_as_the_analysis_reported_them(name, repor
     assert credits == [e for e in entries if e.group == "credits"]
     assert bool(credits) == credits_and_items and (len(entries) > len(ours)) == credits_and_items
     assert sum(g.count for g in store.groups()) == store.finding_count == len(entries)
+    # each finding counted in its group (severity, rule, connection), as the expert view's tree lists them
+    by_number = {g.number: g for g in store.groups()}
+    of_group = [by_number[store.finding_groups[i]] for i in range(len(entries))]
+    assert [(g.severity, g.rule, g.conn, g.group) for g in of_group] == [(e.severity, e.rule, e.conn, e.group)
+                                                                         for e in entries]
+    assert all(g.count == of_group.count(g) for g in store.groups())
     store.close()
     d.remove()
 

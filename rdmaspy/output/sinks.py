@@ -275,3 +275,74 @@ class SeveritySink(PacketSink):
 
     def finish(self) -> None:
         self.publish()
+
+
+# One finding as the TUI's store spools it: severity, rule id (a dissector's item without one: its group),
+# group, first frame, connection, the text as made (a dissector item's text, or the values an analysis rule's
+# message is made from), timestamp.
+FindingRow = tuple[str, str, str, int, "int | None", "str | dict[str, object]", int]
+NO_CONNECTION: Final = -1       # a finding's connection as a group's key and a credit finding's, when it has none
+
+
+class FindingRows:
+    """Findings as rows of plain values (``FindingRow``), each with the number of its group (severity, rule,
+    connection; ``new_group`` numbers a new one), handed to ``emit`` a block at a time: every ``rows``
+    findings, or at the first after ``seconds``, and at ``flush``.  Compiled: the analysis reports a finding
+    every few frames, which the TUI's store (Python) took some 11,000 instructions each to keep."""
+
+    __slots__ = ("emit", "new_group", "rows", "seconds", "_heads", "_groups", "_pending", "_numbers",
+                 "_credit_places", "_credit_conns", "_last")
+
+    def __init__(self, emit: Callable[[list[FindingRow], list[int], list[int], list[int]], None],
+                 new_group: Callable[[str, str, "int | None", str], int], rows: int = 256,
+                 seconds: float = 0.25) -> None:
+        self.emit = emit                # (rows, their groups' numbers, the credit findings' places, connections)
+        self.new_group = new_group
+        self.rows = rows
+        self.seconds = seconds
+        # by rule id: its severity, id and group, the same strings each time (the pickle of a block keeps one)
+        self._heads: dict[str, tuple[str, str, str]] = {}
+        self._groups: dict[tuple[str, str, int], int] = {}
+        self._pending: list[FindingRow] = []
+        self._numbers: list[int] = []
+        self._credit_places: list[int] = []
+        self._credit_conns: list[int] = []
+        self._last = time.monotonic()
+
+    def on_finding(self, f: Finding) -> None:
+        """An analysis finding (a pipeline's ``on_finding``): its values, not its text, which is made when
+        it is read back, far less often."""
+        rule = f.rule_def
+        head = self._heads.get(rule.id)
+        if head is None:
+            head = self._heads[rule.id] = (str(rule.severity), rule.id, rule.group)
+        frames = f.frames
+        self.add(head[0], head[1], head[2], frames[0] if frames else 0, f.conn, f.args, f.ts)
+
+    def add(self, severity: str, rule: str, group: str, frame: int, conn: int | None,
+            text: str | dict[str, object], ts: int) -> None:
+        conn_key = NO_CONNECTION if conn is None else conn
+        key = (severity, rule, conn_key)
+        number = self._groups.get(key)
+        if number is None:
+            number = self._groups[key] = self.new_group(severity, rule, conn, group)
+        pending = self._pending
+        if group == "credits":
+            self._credit_places.append(len(pending))
+            self._credit_conns.append(conn_key)
+        pending.append((severity, rule, group, frame, conn, text, ts))
+        self._numbers.append(number)
+        if len(pending) >= self.rows or time.monotonic() - self._last >= self.seconds:
+            self.flush()
+
+    def flush(self) -> None:
+        self._last = time.monotonic()
+        pending = self._pending
+        if not pending:
+            return
+        numbers, places, conns = self._numbers, self._credit_places, self._credit_conns
+        self._pending = []
+        self._numbers = []
+        self._credit_places = []
+        self._credit_conns = []
+        self.emit(pending, numbers, places, conns)

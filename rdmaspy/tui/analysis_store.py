@@ -26,19 +26,18 @@ from __future__ import annotations
 import threading
 import time
 from array import array
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable, Generic, Iterator, NamedTuple, TypeVar, cast
 
 from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, UlpSummary, Segment,
                               Transaction, transaction_from_record, transaction_record)
-from ..output.sinks import SeveritySink
+from ..output.sinks import NO_CONNECTION, FindingRow, FindingRows, SeveritySink
 from ..packet import Packet
 from ..rules import rule_declared
 from .spool import RecordSpool, SpooledArray, SpoolDir
 
 NO_LATENCY = -(1 << 63)         # a transaction without a reply
-NO_CONNECTION = -1
 _CACHED = 512                   # unpickled transactions kept for the rows on screen
 _ENTRY_BLOCK = 256              # findings pickled together (one pickle each costs some twice the time)
 _PLACE_BITS = 12                # a finding's offset: its block's spool offset << 12 | its place in it
@@ -62,7 +61,7 @@ class Entry:
 
 # a finding as spooled: Entry's fields in order, the text as it is made: a dissector's item's text, or the
 # values an analysis rule's message is made from (rendered when the finding is read back, as ``Finding.text``)
-EntryRow = tuple[str, str, str, int, int | None, "str | dict[str, object]", int]
+EntryRow = FindingRow
 
 
 class Point(NamedTuple):
@@ -112,9 +111,9 @@ class AnalysisStore:
         self.credit_offsets = SpooledArray(directory, "Q")      # the credit findings again: where,
         self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
-        self._entries: list[tuple[EntryRow, FindingGroup, int]] = []
-        self._rule_heads: dict[str, tuple[str, str, str]] = {}    # by rule id: its severity, id and group
-        self._entries_at = time.monotonic()
+        self._groups: list[FindingGroup] = []                   # by number
+        # the findings as rows (compiled), a block at a time onto the spool (one pickle each costs some twice)
+        self._rows = FindingRows(self._spool_findings, self._new_group, _ENTRY_BLOCK, _PENDING_SECONDS)
         self._blocks: OrderedDict[int, list[EntryRow]] = OrderedDict()   # entry blocks read back
         self._blocks_lock = threading.Lock()
         self.credits: dict[tuple[int, CallDirection], CreditTrack] = {}
@@ -144,14 +143,11 @@ class AnalysisStore:
             with self._lock:
                 self.summary_of[rec.conn] = rec
 
-    def on_finding(self, f: Finding) -> None:
-        rule = f.rule_def.id
-        head = self._rule_heads.get(rule)
-        if head is None:
-            head = self._rule_heads[rule] = (f.severity, rule, f.group)
-        frames = f.frames
-        # the message's values, not its text: a finding is read back far less often than one is made
-        self._entry(head[0], head[1], head[2], frames[0] if frames else 0, f.conn, f.args, f.ts)
+    @property
+    def on_finding(self) -> Callable[[Finding], None]:
+        """The analysis' findings go straight to the compiled rows (a call through Python cost thousands of
+        instructions a finding)."""
+        return self._rows.on_finding
 
     def sink(self) -> SeveritySink:
         """The pipeline's per-packet sink of the store: each packet's colour severity into ``severities``
@@ -168,56 +164,39 @@ class AnalysisStore:
             if isinstance(item, Finding):
                 continue
             rule = item.rule or item.source or item.group
-            self._entry(item.severity, rule, item.group, pkt.frame.num, conn, item.text, pkt.frame.ts)
+            self._rows.add(item.severity, rule, item.group, pkt.frame.num, conn, item.text, pkt.frame.ts)
 
     def flush(self) -> None:
         """The pipeline waits for input (live mode): what is pending becomes readable."""
         self.transactions.flush()
-        self._flush_entries()
+        self._rows.flush()
         self.spool.flush()
 
     def finish(self) -> None:
         self.flush()
 
-    def _entry(self, severity: str, rule: str, group_name: str, frame: int, conn: int | None,
-               text: str | dict[str, object], ts: int) -> None:
-        conn_key = NO_CONNECTION if conn is None else conn
-        key = (severity, rule, conn_key)
-        group = self.findings.get(key)
-        if group is None:
-            with self._lock:
-                group = self.findings[key] = FindingGroup(severity, rule, conn, group_name, len(self.findings))
-        # an Entry's fields as a tuple (pickled in C, where the dataclass goes through its __getstate__), a
-        # block of them at a time
-        self._entries.append(((severity, rule, group_name, frame, conn, text, ts), group, conn_key))
-        if len(self._entries) >= _ENTRY_BLOCK or time.monotonic() - self._entries_at >= _PENDING_SECONDS:
-            self._flush_entries()
+    def _new_group(self, severity: str, rule: str, conn: int | None, group_name: str) -> int:
+        with self._lock:
+            number = len(self._groups)
+            group = FindingGroup(severity, rule, conn, group_name, number)
+            self._groups.append(group)
+            self.findings[(severity, rule, NO_CONNECTION if conn is None else conn)] = group
+        return number
 
-    def _flush_entries(self) -> None:
-        """Put the findings still pending on the spool and count them."""
-        self._entries_at = time.monotonic()
-        pending = self._entries
-        if not pending:
-            return
-        self._entries = []
-        offset = self.spool.add([e for e, _g, _c in pending]) << _PLACE_BITS
-        offsets = array("Q", range(offset, offset + len(pending)))
-        numbers = array("I")
-        credit_offsets = array("Q")
-        credit_conns = array("i")
-        for place, (e, group, conn_key) in enumerate(pending):
-            if e[2] == "credits":
-                credit_offsets.append(offset | place)
-                credit_conns.append(conn_key)
-            numbers.append(group.number)
-            group.count += 1
+    def _spool_findings(self, rows: list[EntryRow], numbers: list[int], credit_places: list[int],
+                        credit_conns: list[int]) -> None:
+        """Put a block of findings on the spool and count them (``FindingRows``' ``emit``)."""
+        offset = self.spool.add(rows) << _PLACE_BITS
+        groups = self._groups
+        for number, count in Counter(numbers).items():
+            groups[number].count += count
         # the numbers a reader looks up before the offsets it counts by (it reads their length first)
-        if credit_offsets:
-            self.credit_conns.extend_bytes(credit_conns.tobytes())
-            self.credit_offsets.extend_bytes(credit_offsets.tobytes())
-        self.finding_groups.extend_bytes(numbers.tobytes())
-        self.finding_offsets.extend_bytes(offsets.tobytes())
-        self.finding_count += len(pending)
+        if credit_places:
+            self.credit_conns.extend_bytes(array("i", credit_conns).tobytes())
+            self.credit_offsets.extend_bytes(array("Q", [offset | p for p in credit_places]).tobytes())
+        self.finding_groups.extend_bytes(array("I", numbers).tobytes())
+        self.finding_offsets.extend_bytes(array("Q", range(offset, offset + len(rows))).tobytes())
+        self.finding_count += len(rows)
 
     def _credits(self, rec: CreditSeries) -> None:
         samples = rec.samples
