@@ -244,7 +244,8 @@ class SeveritySink(PacketSink):
         self.items = items
         self.rows = rows
         self.seconds = seconds
-        self._pending = bytearray()
+        # a list (its append compiled; a bytearray's is a method call by name), made bytes a block at a time
+        self._pending: list[int] = []
         self._last = time.monotonic()
 
     def packet(self, pkt: Packet) -> None:
@@ -267,7 +268,7 @@ class SeveritySink(PacketSink):
         self._last = time.monotonic()
         if self._pending:
             block = bytes(self._pending)
-            self._pending = bytearray()
+            self._pending = []
             self.emit(block)
 
     def flush(self) -> None:
