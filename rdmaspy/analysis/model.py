@@ -586,9 +586,14 @@ def transaction_record(t: Transaction) -> TransactionRecord:
     """``t`` as plain values, which ``transaction_from_record`` makes it again from."""
     segments = t.segments
     rep = t.response
+    # each step's segment by its (first) place: the segments indexed by identity once, not scanned a step
+    places: dict[int, int] = {}
+    if t.steps:
+        for i, seg in enumerate(segments):
+            places.setdefault(id(seg), i)
     return (t.protocol, t.conn, t.key, t.request_direction, _message_record(t.request),
             None if rep is None else _message_record(rep), t.state, t.facts,
-            [_step_record(s, segments) for s in t.steps], [_segment_record(s, t) for s in segments],
+            [_step_record(s, places) for s in t.steps], [_segment_record(s, t) for s in segments],
             [(f.rule_def, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings], t.bytes_read,
             t.bytes_written, t.expected, t.data_first, t.data_last, t.dropped, t.host)
 
@@ -629,15 +634,11 @@ def _segment_record(s: Segment, t: Transaction) -> SegmentRecord:
             s.reported, s.ops, s.frames, s.access, s.invalidate, True if owner is t else owner)
 
 
-def _step_record(s: Step, segments: list[Segment]) -> StepRecord:
+def _step_record(s: Step, places: dict[int, int]) -> StepRecord:
     seg = s.segment
     at: object = None
     if seg is not None:
-        at = seg
-        for i, candidate in enumerate(segments):
-            if candidate is seg:
-                at = i
-                break
+        at = places.get(id(seg), seg)
     return (s.kind, s.frames, s.ts, s.bytes, s.handle, s.offset, s.length, at, s.response_frames, s.invalidated)
 
 
