@@ -18,6 +18,7 @@ from ..pipeline import Options, Sink
 from ..writers.outfile import OutputFile
 from .common import (add_capture_argument, add_host_trace_argument, pipeline_options, positive_int,
                      report_problems, report_writer, run_capture, stdout_lines)
+from .sharing import decode_shared, printing_processes
 
 
 # a packet's values of the named fields (rdmaspy.filter.make_extractor)
@@ -38,6 +39,9 @@ def cmd_decode(args: argparse.Namespace) -> int:
                            "summary lines); flows and export carry them as data")
     if args.write is not None:
         return _write(args, options)
+    ways = printing_processes(args)
+    if ways > 1:
+        return decode_shared(args, options, ways, lambda out: _sink(args, out, options), _checked(args))
     out = stdout_lines(args.line_buffered, safe=_checked(args))
     sinks: list[Sink] = [_sink(args, out, options)]
     if args.host_trace:
@@ -167,5 +171,9 @@ def register(sub: Any) -> None:
     d.add_argument("-A", "--analyze", action="store_true",
                    help="run the analysis (PSNs, transactions, expert findings) for summary lines too; always on"
                         " with -V, -T json and filters on analysis or expert fields")
+    d.add_argument("-j", "--jobs", type=positive_int, metavar="N",
+                   help="processes that share the printing of -V, -x, -T json and -T ek (each reads the whole "
+                        "capture, prints its turns; the output is the same): default one a core up to 4 for a "
+                        "capture file of 1 MiB or more; 1 for one process")
     add_host_trace_argument(d)
     d.set_defaults(func=cmd_decode)
