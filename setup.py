@@ -50,7 +50,7 @@ COMPILED = [
     # ICMP errors (a peer gone: every retry answered) and the datagram each quotes, dissected again
     "rdmaspy/dissectors/icmp.py",
     "rdmaspy/output/jsonout.py", "rdmaspy/output/values.py", "rdmaspy/output/lines.py", "rdmaspy/output/sinks.py",
-    "rdmaspy/output/jsonlines.py",
+    "rdmaspy/output/jsonlines.py", "rdmaspy/output/turns.py",
     "rdmaspy/analysis/analyzer.py", "rdmaspy/analysis/rules.py", "rdmaspy/analysis/transport.py",
     "rdmaspy/analysis/transactions.py", "rdmaspy/analysis/chunks.py", "rdmaspy/analysis/credits.py",
     "rdmaspy/analysis/rpcrdma_fields.py", "rdmaspy/analysis/rpcrdma_rules.py", "rdmaspy/analysis/model.py",

@@ -30,7 +30,8 @@ _LENGTH: Final = struct.Struct("<Q")
 
 
 class _Turns(PacketSink):
-    """Counts the shown packets into runs; the runs of ``turn`` go to ``inner``."""
+    """Counts the shown packets into runs; the runs of ``turn`` go to ``inner``.  Compiled (setup.py):
+    the pipeline calls ``packet`` for every shown packet of every process."""
 
     def __init__(self, inner: Sink, out: LineWriter, ways: int, turn: int, run: int) -> None:
         self.inner = inner
@@ -40,10 +41,10 @@ class _Turns(PacketSink):
         self.run_length = run
         self.left = run             # packets left in the current run
         self.run = 0                # the current run's number
-        self.shown = 0
+        self.mine = turn == 0       # whether the current run is this process's to print
         # what the pipeline reads of its sinks: those of the sink that prints
-        self.fills_layers = getattr(inner, "fills_layers", True)
-        self.wants_names = getattr(inner, "wants_names", False)
+        self.fills_layers: bool = getattr(inner, "fills_layers", True)
+        self.wants_names: bool = getattr(inner, "wants_names", False)
 
     def attach(self, pipe: Pipeline) -> None:
         attach = getattr(self.inner, "attach", None)
@@ -55,9 +56,9 @@ class _Turns(PacketSink):
             self.end_run(self.run)
             self.run += 1
             self.left = self.run_length
+            self.mine = self.owner(self.run) == self.turn
         self.left -= 1
-        self.shown += 1
-        if self.owner(self.run) == self.turn:
+        if self.mine:
             self.inner.packet(pkt)
         else:
             self.passed(pkt)
@@ -71,8 +72,11 @@ class _Turns(PacketSink):
     def passed(self, pkt: Packet) -> None:
         """A packet another process prints."""
 
+    def started(self) -> bool:
+        return self.run > 0 or self.left < self.run_length
+
     def finish(self) -> None:
-        if self.shown:
+        if self.started():
             self.end_run(self.run)
 
 
