@@ -220,7 +220,7 @@ class Packet:
     """A frame and everything the dissectors found in it."""
 
     __slots__ = ("frame", "_layers", "_lazy", "src", "dst", "proto", "info", "malformed", "expert", "conv", "extra",
-                 "ib")
+                 "ib", "fields_wanted")
 
     def __init__(self, frame: Frame) -> None:
         self.frame = frame
@@ -238,6 +238,9 @@ class Packet:
         self.conv: Any = None     # the connection this packet belongs to (set by the CM/IB dissectors)
         self.extra: dict[str, object] | None = None   # facts for upper layers and analysis, by Note name
         self.ib: Any = None       # InfiniBand transport facts (dissectors.infiniband.IBInfo)
+        # whether the analysis adds its fields to it: not in a process that leaves it to another to print
+        # (rdmaspy.output.turns), as its findings are made all the same
+        self.fields_wanted = True
 
     @property
     def layers(self) -> list[Layer]:

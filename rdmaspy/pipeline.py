@@ -75,6 +75,12 @@ class PacketSink:
     def finish(self) -> None:
         """After the last packet."""
 
+    def prints(self, index: int) -> bool:
+        """Whether this sink prints the shown packet of that index (from 0): a sink that says so with
+        ``deals_turns = True`` prints some only (rdmaspy.output.turns), and the analysis adds its fields
+        to those alone, where no display filter reads them."""
+        return True
+
 
 class Options:
     """What the pipeline does besides dissecting: analysis, display filter, how many packets to show."""
@@ -128,6 +134,12 @@ class Pipeline:
         self._packet_sinks: list[PacketSink] = [s for s in readers if isinstance(s, PacketSink)]
         self._packet_hooks: list[Callable[[Packet], None]] = [s.packet for s in readers
                                                               if not isinstance(s, PacketSink)]
+        # The one sink, printing some of the packets only, and nothing filtered: a packet's index among
+        # those shown is known as it comes (the packets before it are shown or waiting).
+        self._dealer: PacketSink | None = None
+        if (opts.matcher is None and len(self.sinks) == 1 and len(self._packet_sinks) == 1
+                and getattr(self._packet_sinks[0], "deals_turns", False)):
+            self._dealer = self._packet_sinks[0]
         findings: list[Any] = []
         records: list[Any] = []
         for s in self.sinks:
@@ -179,6 +191,9 @@ class Pipeline:
         pkt = self.engine.dissect(frame)    # compiled: a method call on the class, not through a bound method
         an = self.analyzer
         if an is not None:
+            dealer = self._dealer
+            if dealer is not None:
+                pkt.fields_wanted = dealer.prints(self.shown + self.waits)
             an.feed(pkt)
             if an.hold_from and self._holds or self.waits:
                 self.waiting.append(pkt)

@@ -55,7 +55,7 @@ class TransactionFields(Module):
 
     def packet(self, pkt: Packet) -> None:
         txn = self.transactions.current
-        if txn is None:
+        if txn is None or not pkt.fields_wanted:
             return
         role, step = txn.role_of(pkt.frame.num)
         lay = _parent(pkt)

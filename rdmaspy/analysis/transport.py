@@ -721,7 +721,7 @@ class Transport(Module):
 
     def _fields(self, pkt: Packet) -> Layer:
         """Where this packet's ``ib.analysis`` fields go: its sub-tree, or nowhere when none is shown."""
-        return _layer(pkt) if self.packet_fields else _UNSHOWN
+        return _layer(pkt) if self.packet_fields and pkt.fields_wanted else _UNSHOWN
 
     def _new_stream(self, cs: _Conn, d: Direction) -> ReqStream:
         cs.charged += _STREAM_COST
@@ -1267,7 +1267,7 @@ class Transport(Module):
         if n > 1:
             st.coalesced += 1
             lay.add(ACK_COALESCED, True)
-        if self.packet_fields:      # the request acknowledged and the round trip are shown, not counted
+        if self.packet_fields and pkt.fields_wanted:     # the request acknowledged and the round trip: shown, not counted
             entry = st.ring.lookup(psn)
             if entry is not None:
                 sent, sent_ts, _mark_ = entry

@@ -9,16 +9,20 @@ then the bytes, so the output is byte for byte what one process writes.
 Printing a packet's tree or JSON object costs several times what dissecting and analysing it does, so with
 two processes a ``decode -V`` takes about the dissection plus half the printing.
 
+The analysis adds its fields (``ib.analysis``, ``rpcrdma.analysis``) only to the packets a process prints
+(``prints``; its findings it makes all the same): what it leaves out of the others is a part of the
+dissection's cost that each process saves.
+
 A run the first process has not been sent yet is kept as its packets: if the process that owes it ends
-early (killed, out of memory), the first prints them itself, and every later run of that process, so
-nothing is lost.
+early (killed, out of memory), the first prints them itself (without those fields) and every later run of
+that process (with them), so no packet is lost.
 """
 from __future__ import annotations
 
 import queue
 import struct
 import threading
-from typing import BinaryIO, Final
+from typing import BinaryIO, ClassVar, Final
 
 from ..packet import Packet
 from ..pipeline import PacketSink, Pipeline, Sink
@@ -62,6 +66,12 @@ class _Turns(PacketSink):
             self.inner.packet(pkt)
         else:
             self.passed(pkt)
+
+    # the pipeline asks ``prints`` of each packet as it comes (the analysis adds fields to those printed here)
+    deals_turns: ClassVar[bool] = True
+
+    def prints(self, index: int) -> bool:
+        return self.owner(index // self.run_length) == self.turn
 
     def owner(self, run: int) -> int:
         return run % self.ways
