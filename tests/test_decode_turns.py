@@ -220,3 +220,24 @@ def test_interrupt_ends_every_process_with_130() -> None:
     assert proc.stderr.read() == b""
     assert workers
     _gone(workers)
+
+
+def test_a_killed_process_leaves_its_packets_to_the_first() -> None:
+    path = CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz"
+    code = ("import sys; from rdmaspy.output import turns; turns.RUN = 50; from rdmaspy.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code, "decode", "-V", "-j", "2", "-c", "3000", str(path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    head = proc.stdout.read(300_000)
+    workers = _children(proc.pid)
+    assert workers
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=300) == 0
+    frames = [int(line.split(b":", 1)[0][6:]) for line in (head + rest).split(b"\n") if line.startswith(b"Frame ")]
+    assert frames == list(range(1, 3001))
+    assert proc.stderr.read() == (b"rdmaspy: decode: 1 of the 2 printing processes ended early; this one printed "
+                                  b"their packets\n")
