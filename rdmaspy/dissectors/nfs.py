@@ -344,6 +344,27 @@ _CB_RES_DECLS: Final[dict[int, XdrType]] = nfs41.CB_RES
 _CB_FAILED: Final[dict[int, dict[int, XdrType]]] = nfs41.CB_FAILED
 
 
+class _OpTable:
+    """A COMPOUND's operation names and declarations (``names``, ``decls``: the dicts) in tuples by
+    number up to the highest below 256: compiled, an index where a dict's look-up hashes and compares
+    each operation's number twice; a number past them (ILLEGAL, a capture's own) is looked up."""
+
+    __slots__ = ("names", "decls", "name_by_op", "decl_by_op")
+
+    def __init__(self, names: dict[int, str], decls: dict[int, XdrType]) -> None:
+        top = max([k for k in (*names, *decls) if 0 <= k < 256], default=-1) + 1
+        self.names = names
+        self.decls = decls
+        self.name_by_op: tuple[str | None, ...] = tuple([names.get(k) for k in range(top)])
+        self.decl_by_op: tuple[XdrType | None, ...] = tuple([decls.get(k) for k in range(top)])
+
+
+_V4_CALL_OPS: Final = _OpTable(NFS4_OPS, nfs4.ARGS)
+_V4_REPLY_OPS: Final = _OpTable(NFS4_OPS, nfs4.RES)
+_CB_CALL_OPS: Final = _OpTable(NFS_CB_OPS, _CB_ARG_DECLS)
+_CB_REPLY_OPS: Final = _OpTable(NFS_CB_OPS, _CB_RES_DECLS)
+
+
 def _status4(lay: Any, cur: Cursor) -> int:
     """A COMPOUND's or an operation's nfsstat4, shown as tshark shows it (nfs.nfsstat4 and nfs.status)."""
     p = cur.pos
@@ -363,10 +384,10 @@ def _failed(failed: dict[int, dict[int, XdrType]], op: int, status: int) -> XdrT
     return decl if decl is not None else by_status.get(nfs4.ANY_ERROR)
 
 
-def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, callback: bool,
-              decls: dict[int, XdrType], failed: dict[int, dict[int, XdrType]]) -> None:
-    """A COMPOUND's operations, each read from its declaration (``decls``: nfs4.ARGS or nfs4.RES,
-    nfs41.CB_ARGS or nfs41.CB_RES) when the layer is filled and skipped over by it on the summary path,
+def _compound(cur: Cursor, w: _Walk, table: _OpTable, op_field: Field, callback: bool,
+              failed: dict[int, dict[int, XdrType]]) -> None:
+    """A COMPOUND's operations, each read from its declaration (``table``: its names and nfs4.ARGS or
+    nfs4.RES, nfs41.CB_ARGS or nfs41.CB_RES) when the layer is filled and skipped over by it on the summary path,
     as are the results some return with an error status (``failed``).  The walk stops at an operation
     number with no declaration (nothing tells where its arguments end)."""
     lay = w.lay
@@ -418,10 +439,20 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
             results = {}
     # The main operation and the handle it acts on (RpcInfo.main), for an analysis (w.facts)
     main = _MainOp() if w.facts and not callback else None
+    name_by_op = table.name_by_op
+    decl_by_op = table.decl_by_op
+    known = len(name_by_op)
     for i in range(nops):
         p = cur.pos
         op = cur.u32("opcode")
-        name = op_names.get(op)
+        name: str | None
+        decl: XdrType | None
+        if op < known:
+            name = name_by_op[op]
+            decl = decl_by_op[op]
+        else:
+            name = table.names.get(op)
+            decl = table.decls.get(op)
         if name is None:                    # the f-string as .get's default would be made for every op
             name = f"op{op}"
         ops.append(name)
@@ -442,18 +473,17 @@ def _compound(cur: Cursor, w: _Walk, op_names: dict[int, str], op_field: Field, 
                 if main is not None:
                     main.op(info, op, st, cur.buf, cur.pos, fact)
                 # A failed operation returns nothing but its status, except those of ``failed``
-                decl = _failed(failed, op, st)
-                if decl is not None:
+                carried = _failed(failed, op, st)
+                if carried is not None:
                     if sub is None:
-                        decl.skip(cur, w)
+                        carried.skip(cur, w)
                     else:
-                        decl.read(cur, w, sub)
+                        carried.read(cur, w, sub)
                 if sub is not None:
                     sub.length = cur.pos - p
                 continue
             if ok == i:
                 ok = i + 1          # done, as every operation before it
-        decl = decls.get(op)
         if decl is None:
             rest = nops - i - 1
             if rest:
@@ -550,7 +580,7 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
         elif info.vers == 2:
             return _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
         elif info.vers == 4 and info.proc == 1:
-            _compound(cur, w, NFS4_OPS, OPCODE, False, nfs4.RES if w.reply else nfs4.ARGS, _V4_FAILED)
+            _compound(cur, w, _V4_REPLY_OPS if w.reply else _V4_CALL_OPS, OPCODE, False, _V4_FAILED)
     except XdrError as e:
         if pkt is not None:
             pkt.add_expert("warning", "malformed", f"nfs: {e}")
@@ -821,7 +851,7 @@ def _walk_cb(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int,
     cur = Cursor(buf, off, end)
     w = _Walk(info, lay, base, chunks)
     try:
-        _compound(cur, w, NFS_CB_OPS, CB_OPCODE, True, _CB_RES_DECLS if w.reply else _CB_ARG_DECLS, _CB_FAILED)
+        _compound(cur, w, _CB_REPLY_OPS if w.reply else _CB_CALL_OPS, CB_OPCODE, True, _CB_FAILED)
     except XdrError as e:
         if pkt is not None:
             pkt.add_expert("warning", "malformed", f"nfs callback: {e}")

@@ -246,8 +246,8 @@ class AttrSet(XdrType):
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         q = cur.pos
         p, words = _words(cur, self.name)
-        n = cur.u32(f"{self.name} values")
-        start = cur.need((n + 3) & ~3, f"{self.name} values")
+        n = cur.u32(self.values_what)
+        start = cur.need((n + 3) & ~3, self.values_what)
         cur.pos = start + ((n + 3) & ~3)
         if lay is not None:
             if self.nwords is not None:
@@ -306,7 +306,7 @@ class AttrSet(XdrType):
     def skip(self, cur: Cursor, w: Walk) -> None:
         if cur.skip_u32s(self.name) > BITMAP4_MAX_WORDS:
             raise XdrInvalid(f"{self.name}: over its bound {BITMAP4_MAX_WORDS} words")
-        cur.skip_opaque(f"{self.name} values")
+        cur.skip_opaque(self.values_what)       # made once: the summary's walk steps over many
 
     def pick(self, cur: Cursor, w: Walk, keys: frozenset[str]) -> Any:
         """The attributes named in ``keys`` (a READDIR entry's filehandle): those before them stepped over

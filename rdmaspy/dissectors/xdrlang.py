@@ -395,6 +395,12 @@ class Ddp(XdrType):
             lay.add(self.field, v, p, n)
         return v
 
+    def skip(self, cur: Cursor, w: Walk) -> None:
+        # as ``read`` with no layer, without copying the bytes out (a WRITE's data, inline)
+        _p, n, _inline = w.ddp(cur, self.kind, None)
+        if self.bound is not None and n > self.bound:
+            raise XdrInvalid(f"{self.kind}: length {n} over its bound {self.bound}")
+
     def write(self, value: Any, out: Out) -> None:
         raw = value.encode() if isinstance(value, str) else bytes(value)
         out.parts.append(_struct.pack(">I", len(raw)))
