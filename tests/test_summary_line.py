@@ -73,6 +73,22 @@ def test_the_c_line_is_the_format_it_stands_for(num, us, middle, length, text):
     assert native.line(num, us, middle, length, text) == want
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.integers(0, 2**40), st.binary(max_size=70), st.lists(st.text(max_size=12), max_size=20))
+@example(1, b"", [])
+@example(1, b"x" * 1500, ["RC Send Only QP=0x000011 PSN=5", "NFSv3 READ Call \u2192", ""])
+def test_the_c_line_takes_the_frame_bytes_and_the_info_pieces(us, data, pieces):
+    """The summary path hands the C line the frame's bytes for their length and the Info column's pieces
+    to join by spaces (past 16 of them, joined as str.join would): the same bytes as the length and the
+    joined text."""
+    native = pytest.importorskip("rdmaspy.output._line")
+    want = native.line(3, us, b"mid", len(data), " ".join(pieces))
+    assert native.line(3, us, b"mid", data, pieces) == want
+    assert native.line(3, us, b"mid", bytearray(data), pieces) == want
+    with pytest.raises(TypeError):
+        native.line(3, us, b"mid", data, [*pieces, b"not text"])
+
+
 def test_the_c_line_refuses_what_it_cannot_format():
     native = pytest.importorskip("rdmaspy.output._line")
     for args in [(-1, 0, b"", 0, ""), (1, -5, b"", 0, ""), (1, 0, b"", -1, ""), (2**63, 0, b"", 0, "")]:

@@ -9,6 +9,8 @@
  *   b"%7d %5d.%06d %s %5d %s" % (num, us // 10**6, us % 10**6, middle, length, text.encode()), for
  *   num, us and length from 0 to 2**63 - 1; ``middle`` is bytes (the address and protocol columns),
  *   ``text`` a str.  ValueError for a negative number (the caller formats those itself).
+ *   ``length`` may be the frame's bytes (their length: no int made for it), ``text`` a list of str
+ *   (joined by spaces, as " ".join(text): no str made for the Info column's pieces).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -74,15 +76,42 @@ non_negative(PyObject *obj, uint64_t *out)
     return 1;
 }
 
+/* The Info pieces of a list joined: their UTF-8 (a str's own bytes when ASCII: no copy) kept in ``texts`` (up
+ * to ``max``, else NULL and nothing set: the caller joins), the joined length in ``*total``; 0 on an error. */
+#define PIECES 16
+static int
+pieces(PyObject *list, const char **texts, Py_ssize_t *lens, Py_ssize_t *total)
+{
+    Py_ssize_t n = PyList_GET_SIZE(list);
+    Py_ssize_t sum = n > 0 ? n - 1 : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(list, i);
+        if (!PyUnicode_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "line: the text must be a str or a list of str");
+            return 0;
+        }
+        texts[i] = PyUnicode_AsUTF8AndSize(item, &lens[i]);
+        if (texts[i] == NULL)
+            return 0;
+        sum += lens[i];
+    }
+    *total = sum;
+    return 1;
+}
+
 static PyObject *
 line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     uint64_t num, us, length;
-    const char *text;
+    const char *text = NULL;
     Py_ssize_t text_len;
+    const char *texts[PIECES];
+    Py_ssize_t lens[PIECES];
+    Py_ssize_t npieces = -1;        /* -1: one str in text */
     char *middle;
     Py_ssize_t middle_len;
     PyObject *out;
+    PyObject *joined = NULL;
     char *p;
 
     (void)self;
@@ -90,19 +119,51 @@ line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "line(num, us, middle, length, text)");
         return NULL;
     }
-    if (!non_negative(args[0], &num) || !non_negative(args[1], &us) || !non_negative(args[3], &length))
+    if (!non_negative(args[0], &num) || !non_negative(args[1], &us))
         return NULL;
+    if (PyBytes_Check(args[3]))
+        length = (uint64_t)PyBytes_GET_SIZE(args[3]);
+    else if (PyLong_Check(args[3])) {
+        if (!non_negative(args[3], &length))
+            return NULL;
+    } else {
+        Py_ssize_t size = PyObject_Length(args[3]);       /* a bytearray's, a memoryview's */
+        if (size < 0)
+            return NULL;
+        length = (uint64_t)size;
+    }
     if (PyBytes_AsStringAndSize(args[2], &middle, &middle_len) < 0)
         return NULL;
-    if (!PyUnicode_Check(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "line: the text must be a str");
-        return NULL;
+    if (PyList_Check(args[4]) && PyList_GET_SIZE(args[4]) <= PIECES) {
+        npieces = PyList_GET_SIZE(args[4]);
+        if (!pieces(args[4], texts, lens, &text_len))
+            return NULL;
+    } else {
+        PyObject *t = args[4];
+        if (PyList_Check(t)) {      /* more pieces than kept here: joined as str.join would */
+            PyObject *space = PyUnicode_FromStringAndSize(" ", 1);
+            if (space == NULL)
+                return NULL;
+            joined = t = PyUnicode_Join(space, t);
+            Py_DECREF(space);
+            if (joined == NULL)
+                return NULL;
+        } else if (!PyUnicode_Check(t)) {
+            PyErr_SetString(PyExc_TypeError, "line: the text must be a str or a list of str");
+            return NULL;
+        }
+        text = PyUnicode_AsUTF8AndSize(t, &text_len);       /* an ASCII str's own bytes: no copy */
+        if (text == NULL) {
+            Py_XDECREF(joined);
+            return NULL;
+        }
     }
-    text = PyUnicode_AsUTF8AndSize(args[4], &text_len);       /* an ASCII str's own bytes: no copy */
-    if (text == NULL)
-        return NULL;
     out = PyBytes_FromStringAndSize(NULL, columns(num, 7) + 1 + columns(us / 1000000, 5) + 1 + 6 + 1 + middle_len
                                     + 1 + columns(length, 5) + 1 + text_len);
+    if (out == NULL) {
+        Py_XDECREF(joined);
+        return NULL;
+    }
     if (out == NULL)
         return NULL;
     p = PyBytes_AS_STRING(out);
@@ -117,7 +178,17 @@ line(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     *p++ = ' ';
     p = put_number(p, length, 5, ' ');
     *p++ = ' ';
-    memcpy(p, text, (size_t)text_len);
+    if (npieces < 0) {
+        memcpy(p, text, (size_t)text_len);
+        Py_XDECREF(joined);     /* the bytes of a joined str are copied: it may go */
+        return out;
+    }
+    for (Py_ssize_t i = 0; i < npieces; i++) {
+        if (i)
+            *p++ = ' ';
+        memcpy(p, texts[i], (size_t)lens[i]);
+        p += lens[i];
+    }
     return out;
 }
 

@@ -20,7 +20,8 @@ try:        # the line in one call in C, built with the compiled decoder (setup.
     from ._line import line as _line_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:
     _line_c = None
-LINE: Final[Callable[[int, int, bytes, int, str], bytes] | None] = _line_c
+# (num, us, middle, the frame's bytes for their length, the Info text or its pieces to be joined by spaces)
+LINE: Final[Callable[[int, int, bytes, bytes, list[str] | str], bytes] | None] = _line_c
 
 
 def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
@@ -30,11 +31,18 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
     Bytes rather than text: the arrow between the addresses would make every line a two-byte-per-
     character string, to be widened, joined and encoded again line by line."""
     f = pkt.frame
+    middle = _middle(pkt.src, pkt.dst, pkt.proto)
+    if when is None:
+        line = LINE
+        d = f.ts - t0
+        if line is not None and 0 <= d < _EXACT_NS:
+            dn: i64 = d
+            if dn % 1000 != 500:        # as below: the line in one call, the Info's pieces joined in it
+                return line(f.num, (dn + 500) // 1000, middle, f.data, pkt.info_text if pkt.malformed else pkt.info)
     info = pkt.info
     text = info[0] if len(info) == 1 else " ".join(info)
     if pkt.malformed:
         text = pkt.info_text
-    middle = _middle(pkt.src, pkt.dst, pkt.proto)
     if when is not None:
         return b"%7d %s %s %5d %s" % (f.num, when, middle, len(f.data), text.encode())
     d = f.ts - t0
@@ -46,9 +54,6 @@ def summary_bytes(pkt: Packet, t0: int, when: bytes | None = None) -> bytes:
         # (d/1e9) * 2**-53 < 1 ns, while a rounding boundary (an odd multiple of 500 ns) is at least
         # 1 ns away unless d ends in 500 (the decimal tie, left to the float).
         us: i64 = (nd + 500) // 1000
-        line = LINE
-        if line is not None:
-            return line(f.num, us, middle, len(f.data), text)
         # One f-string without format specs, encoded once: compiled, one join of the pieces, where
         # "%7d %5d.%06d" parses its format each time, rjust and zfill are method calls and each "+" makes
         # a string.  The seconds and the length columns repeat from line to line: each made once.  The
