@@ -20,7 +20,7 @@ from typing import Any, Callable, Final
 from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
-from ..session import wants_facts
+from ..session import Session, wants_facts
 from . import nfs2, nfs3, nfs4, nfs4_attrs, nfs41, nfs_names, nfs_side
 from .nfs_names import Lookup, NameMap, names_of
 from .onc_rpc import NULL, RPC, DdpItem, NfsOp, RpcInfo, current_rpc, register_program, rpc_program
@@ -568,6 +568,9 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
         proc_field = PROCS.get(info.vers) if info.vers is not None else None
         if info.proc is not None and proc_field is not None:
             lay.add(proc_field, info.proc)
+    # as ints (-1: none): compiled, a comparison of an Optional[int] is a generic call
+    vers = info.vers if info.vers is not None else -1
+    proc = info.proc if info.proc is not None else -1
     cur = Cursor(buf, off, end)
     w = _Walk(info, lay, base, chunks)
     w.programs = programs
@@ -575,11 +578,11 @@ def _walk_nfs(buf: bytes, off: int, end: int, info: RpcInfo, lay: Any, base: int
     w.name_map = name_map
     w.facts = facts
     try:
-        if info.vers == 3:
+        if vers == 3:
             return _nfs_declared(cur, w, info.proc, nfs3.ARGS, nfs3.RES, True, keys)
-        elif info.vers == 2:
+        elif vers == 2:
             return _nfs_declared(cur, w, info.proc, nfs2.ARGS, nfs2.RES)
-        elif info.vers == 4 and info.proc == 1:
+        elif vers == 4 and proc == 1:
             _compound(cur, w, _V4_REPLY_OPS if w.reply else _V4_CALL_OPS, OPCODE, False, _V4_FAILED)
     except XdrError as e:
         if pkt is not None:
@@ -759,9 +762,10 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
     if info is None:
         return
     pkt.proto = "NFS"
-    vers = info.vers
+    version = info.vers
     if info.label is None:
-        info.label = (_LABELS.get(vers) if vers is not None else None) or f"NFSv{vers}"
+        info.label = (_LABELS.get(version) if version is not None else None) or f"NFSv{version}"
+    vers = version if version is not None else -1       # an int: compared in C (see _walk_nfs)
     base = _rpc_start(pkt, off)
     chunks = pkt.noted(CHUNKS)
     names = names_of(ctx)
@@ -776,8 +780,11 @@ def dissect_nfs(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:
         if facts:
             _v3_main(buf, off, end, info)
         return
-    value = _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt,
-                      ctx.get("rpc.programs", dict) if vers == 4 else None, None, names, facts)
+    programs: dict[int, Dissector] | None = None
+    if vers == 4:
+        # a Session's get a direct call, compiled (``ctx`` is Any: a call by name)
+        programs = ctx.get("rpc.programs", dict) if not isinstance(ctx, Session) else ctx.get("rpc.programs", dict)
+    value = _walk_nfs(buf, off, end, info, NULL, base, chunks, pkt, programs, None, names, facts)
     if vers == 2:
         _snoop(names, info, value, nfs_names.V2_CALLS, nfs_names.v2_object)
 

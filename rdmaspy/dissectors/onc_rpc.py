@@ -631,8 +631,10 @@ def _set_info(pkt: Packet, info: RpcInfo) -> None:
     what = "Call" if mtype == 0 else "Reply" if mtype == 1 else f"type {mtype}"
     label = info.label
     procedure = info.proc_name
-    if label is not None and procedure and not info.ops:
-        text = f"| {label} {procedure} {what}"      # the common line made in one step
+    ops = info.ops
+    if label is not None and procedure:
+        # the common lines made in one step (an NFSv4 COMPOUND's with its operations' names)
+        text = f"| {label} {procedure} {' '.join(ops)} {what}" if ops else f"| {label} {procedure} {what}"
     else:
         if label is not None:
             name = f"{label} {procedure or f'proc-{info.proc}'}"
