@@ -20,7 +20,6 @@ except ImportError:
 HEX8_C: Final[Callable[[int], str] | None] = _hex8_c
 HEXN_C: Final[Callable[[int], str] | None] = _hexn_c
 WITH_DECIMAL_C: Final[Callable[[str, int], str] | None] = _with_decimal_c
-_U64_MAX: Final = (1 << 64) - 1
 
 _HEX2: Final[list[str]] = ["%02x" % b for b in range(256)]
 
@@ -38,12 +37,15 @@ def hex8(n: int) -> str:
 
 def hexn(n: int) -> str:
     """``n`` as ``"%x" % n`` writes it: lowercase digits, no padding."""
-    if n < 0:
-        return "%x" % n
     c = HEXN_C
-    if c is not None and n <= _U64_MAX:
-        return c(n)
-    return hex(n)[2:]
+    if c is not None:
+        # C says ValueError for what it does not format (below 0, from 2**64): no comparison made here
+        # first (a 64-bit address is a Python long, compiled; each comparison of it a generic call)
+        try:
+            return c(n)
+        except ValueError:
+            pass
+    return "%x" % n
 
 
 def with_decimal(head: str, n: int) -> str:

@@ -194,7 +194,8 @@ bth_kind_observers: Final[dict[str, list]] = {}
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class OpcodePlan:
-    __slots__ = ("opcode", "transport", "op", "name", "exts", "kind", "pos", "valid", "connected", "observers")
+    __slots__ = ("opcode", "transport", "op", "name", "exts", "kind", "pos", "valid", "connected", "datagram",
+                 "observers")
 
     def __init__(self, opcode: int) -> None:
         self.opcode = opcode
@@ -220,6 +221,8 @@ class OpcodePlan:
         self.kind = "cnp" if opcode == 0x81 else OP_KIND.get(op, "unknown") if self.valid else "unknown"
         self.pos = OP_POS.get(op, "only") if self.valid else "only"
         self.connected = t in (0, 1, 5)        # RC, UC, XRC: the packet belongs to a connection
+        # UD, RD: a payload by its QP (compiled, a bool read where two comparisons of strings were calls)
+        self.datagram = self.transport in ("UD", "RD")
         self.observers: list = bth_kind_observers.setdefault(self.kind, [])
 
 
@@ -585,7 +588,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     for observe in plan.observers:
         observe(pkt, ib, ctx)
     if pend > pos and pkt.malformed is None:
-        fn = ib_qp.by_key.get(ib.destqp) if plan.transport in ("UD", "RD") or ib.destqp < 2 else None
+        fn = ib_qp.by_key.get(ib.destqp) if plan.datagram or ib.destqp < 2 else None
         if fn is not None:
             fn.dissect(pkt, buf, pos, pend, ctx)
         else:
