@@ -163,6 +163,35 @@ def _shown(t) -> str:
     return repr(t) + repr([(f.rule_def, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings])
 
 
+@pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "siw-nvme-rdma.pcap.gz"])
+def test_a_transactions_record_holds_its_facts_as_plain_values(name):
+    """A transaction's record holds its upper layer's facts (RPC-over-RDMA's with the RPC's summary and the
+    NFS facts inside them, NVMe's) as plain values, which make facts equal to the analysis' again."""
+    import pickle
+
+    from rdmaspy.analysis.model import Facts, transaction_from_record, transaction_record
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.readers import open_capture
+
+    closed = _Closed()
+    with open_capture(str(capture(name))) as cap:
+        Pipeline(cap, Options(analyze=True, packet_fields=False), [closed]).run()
+    assert closed.transactions
+
+    def plain(v: object) -> bool:
+        return v is None or isinstance(v, (int, str, float)) or (
+            isinstance(v, (tuple, list)) and all(plain(x) for x in v))
+
+    for t in closed.transactions:
+        record = transaction_record(t)
+        make, values = record[7]
+        assert callable(make) and not isinstance(values, Facts) and plain(values)
+        back = transaction_from_record(pickle.loads(pickle.dumps(record, pickle.HIGHEST_PROTOCOL)))
+        assert type(back.facts) is type(t.facts) and back.facts == t.facts and repr(back.facts) == repr(t.facts)
+    if name.startswith("rxe-nfsv3"):
+        assert any(t.facts.rpc is not None and t.facts.nfs is not None for t in closed.transactions)
+
+
 @pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "siw-nvme-rdma.pcap.gz", "rxe-read-retry-stall.pcap"])
 def test_the_stores_transactions_read_back_as_the_analysis_closed_them(name):
     """The store spools each transaction as its record (plain values) and makes it again when a view reads

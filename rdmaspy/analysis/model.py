@@ -446,6 +446,10 @@ class Message:
         return self.frames[-1]
 
 
+# Facts as plain values (``Facts.record``): the function that makes them again, and the values it takes.
+FactsRecord = tuple[Callable[[Any], "Facts"], tuple[object, ...]]
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Facts:
     """What an upper layer says of a transaction beyond what they all share: RPC-over-RDMA's version, message
@@ -453,6 +457,12 @@ class Facts:
     declares how they are shown and exported (``analysis.ulp.UlpModel``)."""
 
     __slots__ = ()
+
+    def record(self) -> FactsRecord | None:
+        """Its values as plain values (the facts inside it as theirs), with the function that makes it again
+        of them: in a transaction's record (``transaction_record``), pickled by pickle's C code alone, where
+        an object goes through its ``__reduce__``.  None: the record holds the object itself."""
+        return None
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -564,7 +574,8 @@ class Transaction:
 # The TUI keeps every closed transaction on disk and builds it again when a view draws it.  Pickled as
 # objects, each of its messages, steps, segments and findings went through pickle's way for any object (a
 # __reduce_ex__ and a dict of its attributes each, most of the analysis pass's cost in the TUI); as one
-# tuple of plain values a transaction is pickled by pickle's C code alone.  The segments point back at
+# tuple of plain values a transaction is pickled by pickle's C code alone (its upper layer's facts too, as
+# ``Facts.record`` gives them: no ``__reduce__`` called for them).  The segments point back at
 # their transaction and the steps at its segments: the record has neither pointer, and
 # ``transaction_from_record`` ties them again.
 if TYPE_CHECKING:
@@ -578,8 +589,8 @@ if TYPE_CHECKING:
                        list[int] | None, int | None]
     FindingRecord = tuple[Rule, tuple[int, ...], int | None, int | None, dict[str, object], int]
     TransactionRecord = tuple[str, int, int, Direction, MessageRecord, MessageRecord | None, TransactionState,
-                              Facts, list[StepRecord], list[SegmentRecord], list[FindingRecord], int, int,
-                              int | None, int | None, int | None, int, HostView | None]
+                              Facts | FactsRecord, list[StepRecord], list[SegmentRecord], list[FindingRecord], int,
+                              int, int | None, int | None, int | None, int, HostView | None]
 
 
 def transaction_record(t: Transaction) -> TransactionRecord:
@@ -592,7 +603,7 @@ def transaction_record(t: Transaction) -> TransactionRecord:
         for i, seg in enumerate(segments):
             places.setdefault(id(seg), i)
     return (t.protocol, t.conn, t.key, t.request_direction, _message_record(t.request),
-            None if rep is None else _message_record(rep), t.state, t.facts,
+            None if rep is None else _message_record(rep), t.state, _facts_record(t.facts),
             [_step_record(s, places) for s in t.steps], [_segment_record(s, t) for s in segments],
             [(f.rule_def, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings], t.bytes_read,
             t.bytes_written, t.expected, t.data_first, t.data_last, t.dropped, t.host)
@@ -602,7 +613,7 @@ def transaction_from_record(r: TransactionRecord) -> Transaction:
     """The transaction ``transaction_record`` made ``r`` of."""
     (protocol, conn, key, request_direction, request, response, state, facts, step_records, segment_records,
      finding_records, bytes_read, bytes_written, expected, data_first, data_last, dropped, host) = r
-    t = Transaction(protocol, conn, key, request_direction, _message_from(request), facts,
+    t = Transaction(protocol, conn, key, request_direction, _message_from(request), _facts_from(facts),
                     None if response is None else _message_from(response), state, None, None,
                     [Finding(f[0], f[1], f[2], f[3], f[4], f[5]) for f in finding_records], bytes_read,
                     bytes_written, expected, data_first, data_last, dropped, host)
@@ -618,6 +629,18 @@ def transaction_from_record(r: TransactionRecord) -> Transaction:
         seg = segments[at] if isinstance(at, int) else at if isinstance(at, Segment) else None
         steps.append(Step(p[0], p[1], p[2], p[3], p[4], p[5], p[6], seg, p[8], p[9]))
     return t
+
+
+def _facts_record(f: Facts) -> Facts | FactsRecord:
+    rec = f.record()
+    return f if rec is None else rec
+
+
+def _facts_from(r: Facts | FactsRecord) -> Facts:
+    if isinstance(r, Facts):
+        return r
+    make, values = r
+    return make(values)
 
 
 def _message_record(m: Message) -> MessageRecord:

@@ -61,9 +61,13 @@ class NfsFacts:
     def __reduce__(self) -> tuple[Callable[[NfsFactsValues], NfsFacts], tuple[NfsFactsValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
         takes a tuple alone, where an object goes through a dict of its attributes."""
-        return nfs_facts_from, ((self.op, self.fh, self.fh_hash, self.name, self.full_name, self.offset, self.count,
-                                 self.moved, self.status, self.status_name, self.eof, self.stable, self.committed,
-                                 self.session, self.slot, self.sequence),)
+        return nfs_facts_from, (self.values(),)
+
+    def values(self) -> NfsFactsValues:
+        """Its fields' values, in order (``nfs_facts_from`` makes it again of them)."""
+        return (self.op, self.fh, self.fh_hash, self.name, self.full_name, self.offset, self.count, self.moved,
+                self.status, self.status_name, self.eof, self.stable, self.committed, self.session, self.slot,
+                self.sequence)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NfsFacts):

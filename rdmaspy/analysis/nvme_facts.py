@@ -14,7 +14,7 @@ from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
-from .model import Facts, Transaction, record_repr, record_values
+from .model import Facts, FactsRecord, Transaction, record_repr, record_values
 from .ulp import Fact, Group, UlpModel, declare
 
 PROTOCOL: Final = "nvme-rdma"
@@ -57,9 +57,17 @@ class NvmeFacts(Facts):
     def __reduce__(self) -> tuple[Callable[[NvmeFactsValues], NvmeFacts], tuple[NvmeFactsValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
         takes a tuple alone, where an object goes through a dict of its attributes."""
-        return nvme_facts_from, ((self.qid, self.cntlid, self.opcode, self.fctype, self.name, self.nsid, self.slba,
-                                  self.nlb, self.lba_size, self.sgl_bytes, self.in_capsule, self.status,
-                                  self.status_name, self.sct, self.sc, self.dnr),)
+        return nvme_facts_from, (self.values(),)
+
+    def values(self) -> NvmeFactsValues:
+        """Its fields' values, in order (``nvme_facts_from`` makes it again of them)."""
+        return (self.qid, self.cntlid, self.opcode, self.fctype, self.name, self.nsid, self.slba, self.nlb,
+                self.lba_size, self.sgl_bytes, self.in_capsule, self.status, self.status_name, self.sct, self.sc,
+                self.dnr)
+
+    def record(self) -> FactsRecord:
+        """Its values (``nvme_facts_from``)."""
+        return nvme_facts_from, self.values()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NvmeFacts):

@@ -16,8 +16,8 @@ from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS4_SCENE_OPS
 from ..dissectors.onc_rpc import PROGRAM_NAMES
-from .model import Facts, Transaction, record_repr, record_values
-from .nfs_facts import NfsFacts
+from .model import Facts, FactsRecord, Transaction, record_repr, record_values
+from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from
 from .nfs_facts import declared as nfs_declared
 from .ulp import Fact, Group, Service, UlpModel, declare
 
@@ -67,9 +67,12 @@ class RpcSummary:
     def __reduce__(self) -> tuple[Callable[[RpcSummaryValues], RpcSummary], tuple[RpcSummaryValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
         takes a tuple alone, where an object goes through a dict of its attributes."""
-        return rpc_summary_from, ((self.program, self.version, self.procedure, self.name, self.label, self.ops,
-                                   self.replied, self.reply_stat, self.accept_stat, self.nfs_status,
-                                   self.reply_ops),)
+        return rpc_summary_from, (self.values(),)
+
+    def values(self) -> RpcSummaryValues:
+        """Its fields' values, in order (``rpc_summary_from`` makes it again of them)."""
+        return (self.program, self.version, self.procedure, self.name, self.label, self.ops, self.replied,
+                self.reply_stat, self.accept_stat, self.nfs_status, self.reply_ops)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RpcSummary):
@@ -110,6 +113,15 @@ class RpcRdmaFacts(Facts):
                                      self.reply_proc, self.reply_shape, self.reply_credits, self.reply_error,
                                      self.done_frame, self.rpc, self.nfs, self.call_whole),)
 
+    def record(self) -> FactsRecord:
+        """Its values, the RPC's summary and the NFS facts as theirs (``rpcrdma_facts_of_record``)."""
+        rpc = self.rpc
+        nfs = self.nfs
+        return rpcrdma_facts_of_record, (self.version, self.call_proc, self.call_shape, self.call_credits,
+                                         self.reply_proc, self.reply_shape, self.reply_credits, self.reply_error,
+                                         self.done_frame, None if rpc is None else rpc.values(),
+                                         None if nfs is None else nfs.values(), self.call_whole)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RpcRdmaFacts):
             return NotImplemented
@@ -118,6 +130,9 @@ class RpcRdmaFacts(Facts):
 
 RpcSummaryValues = tuple[int | None, int | None, int | None, str | None, str | None, list[str] | None, bool,
                          int | None, int | None, int | None, list[str] | None]
+# ... as ``RpcRdmaFacts.record`` makes them: the summary and the NFS facts as their values
+RpcRdmaFactsRecordValues = tuple[int, str, str | None, int, str | None, str | None, int | None, int | None,
+                                 int | None, RpcSummaryValues | None, NfsFactsValues | None, int | None]
 RpcRdmaFactsValues = tuple[int, str, str | None, int, str | None, str | None, int | None, int | None, int | None,
                            RpcSummary | None, NfsFacts | None, int | None]
 
@@ -136,6 +151,21 @@ def rpcrdma_facts_from(v: RpcRdmaFactsValues) -> RpcRdmaFacts:
     f.reply_error = v[7]
     f.done_frame = v[8]
     f.nfs = v[10]
+    f.call_whole = v[11]
+    return f
+
+
+def rpcrdma_facts_of_record(v: RpcRdmaFactsRecordValues) -> RpcRdmaFacts:
+    """The facts ``RpcRdmaFacts.record`` made ``v`` of."""
+    rpc = v[9]
+    nfs = v[10]
+    f = RpcRdmaFacts(v[0], v[1], v[2], v[3], None if rpc is None else rpc_summary_from(rpc))
+    f.reply_proc = v[4]
+    f.reply_shape = v[5]
+    f.reply_credits = v[6]
+    f.reply_error = v[7]
+    f.done_frame = v[8]
+    f.nfs = None if nfs is None else nfs_facts_from(nfs)
     f.call_whole = v[11]
     return f
 
