@@ -27,13 +27,34 @@ EVERY_CAPTURE = sorted(p for p in [*CAPTURES.glob("*.pcap*"), *(CAPTURES / "nfs"
 SHORT_RUN = 7
 
 
-def _decode(args: list[str], run: int = SHORT_RUN) -> subprocess.CompletedProcess[bytes]:
-    """``rdmaspy decode ARGS`` in a fresh interpreter, its turns ``run`` packets long."""
+def _decode_argv(run: int) -> list[str]:
+    """``rdmaspy decode`` in a fresh interpreter, its turns ``run`` packets long."""
     code = ("import sys; from rdmaspy.output import turns; turns.RUN = %d; from rdmaspy.cli import main; "
             "sys.exit(main(sys.argv[1:]))" % run)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": ""}
-    return subprocess.run([sys.executable, "-c", code, "decode", *args], capture_output=True, env=env,
-                          stdin=subprocess.DEVNULL, timeout=600, check=False)
+    return [sys.executable, "-c", code, "decode"]
+
+
+ENV = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": ""}
+
+
+def _decode(args: list[str], run: int = SHORT_RUN) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*_decode_argv(run), *args], capture_output=True, env=ENV, stdin=subprocess.DEVNULL,
+                          timeout=600, check=False)
+
+
+def _started(args: list[str], run: int, new_session: bool = False) -> subprocess.Popen[bytes]:
+    """A decode running, its output and errors read through pipes, and the processes it started."""
+    return subprocess.Popen([*_decode_argv(run), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, env=ENV, start_new_session=new_session)
+
+
+def _workers_of(proc: subprocess.Popen[bytes]) -> list[int]:
+    for _ in range(100):
+        workers = _children(proc.pid)
+        if workers:
+            return workers
+        time.sleep(0.05)
+    raise AssertionError("the decode started no second process")
 
 
 def _same_in_one_and_three(args: list[str]) -> None:
@@ -164,24 +185,13 @@ def _children(pid: int) -> list[int]:
 
 
 def test_reader_going_away_ends_every_process_without_a_traceback() -> None:
-    code = ("import sys; from rdmaspy.output import turns; turns.RUN = 5; from rdmaspy.cli import main; "
-            "sys.exit(main(sys.argv[1:]))")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code, "decode", "-V", "-j", "2",
-                             str(CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    proc = _started(["-V", "-j", "2", str(CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz")], 5)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.read(200_000)
-    workers: list[int] = []
-    for _ in range(100):
-        workers = _children(proc.pid)
-        if workers:
-            break
-        time.sleep(0.05)
+    workers = _workers_of(proc)
     proc.stdout.close()
     assert proc.wait(timeout=120) in (0, -signal.SIGPIPE)      # the CLI dies quietly of SIGPIPE, as head's writers
     assert proc.stderr.read() == b""
-    assert workers, "the decode started no second process"
     _gone(workers)
 
 
@@ -204,35 +214,22 @@ def _gone(pids: list[int]) -> None:
 
 
 def test_interrupt_ends_every_process_with_130() -> None:
-    code = ("import sys; from rdmaspy.output import turns; turns.RUN = 5; from rdmaspy.cli import main; "
-            "sys.exit(main(sys.argv[1:]))")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code, "decode", "-V", "-j", "2",
-                             str(CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
-                            start_new_session=True)
+    proc = _started(["-V", "-j", "2", str(CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz")], 5, new_session=True)
     assert proc.stdout is not None and proc.stderr is not None
     proc.stdout.read(100_000)
-    workers = _children(proc.pid)
+    workers = _workers_of(proc)
     os.killpg(proc.pid, signal.SIGINT)        # Ctrl-C: the terminal signals the whole process group
     proc.stdout.read()
     assert proc.wait(timeout=120) == 130
     assert proc.stderr.read() == b""
-    assert workers
     _gone(workers)
 
 
 def test_a_killed_process_leaves_its_packets_to_the_first() -> None:
-    path = CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz"
-    code = ("import sys; from rdmaspy.output import turns; turns.RUN = 50; from rdmaspy.cli import main; "
-            "sys.exit(main(sys.argv[1:]))")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code, "decode", "-V", "-j", "2", "-c", "3000", str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env)
+    proc = _started(["-V", "-j", "2", "-c", "3000", str(CAPTURES / "rxe-nvme-rdma-loss-after.pcap.gz")], 50)
     assert proc.stdout is not None and proc.stderr is not None
     head = proc.stdout.read(300_000)
-    workers = _children(proc.pid)
-    assert workers
+    workers = _workers_of(proc)
     for pid in workers:
         os.kill(pid, signal.SIGKILL)
     rest = proc.stdout.read()
