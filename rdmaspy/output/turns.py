@@ -29,7 +29,7 @@ from ..pipeline import PacketSink, Pipeline, Sink
 from .lines import LineWriter
 
 RUN = 128                   # shown packets a turn (a module value, not Final: the tests deal shorter runs)
-AHEAD: Final = 64           # runs a process may have made that the first has not read yet
+AHEAD: Final = 8            # runs a process may have made that the first has not read yet (memory)
 _LENGTH: Final = struct.Struct("<Q")
 
 
