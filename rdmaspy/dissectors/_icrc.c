@@ -46,22 +46,21 @@ fold(__m128i x, __m128i k, __m128i data)
     return _mm_xor_si128(_mm_xor_si128(lo, hi), data);
 }
 
-/* zlib's crc32(crc, p, n) for n >= 64. */
+/* zlib's crc32(crc, ...) of the 64 bytes at ``first`` followed by the n bytes at p (the two may lie
+ * apart: the ICRC's masked header copy and the packet's payload run as one stream). */
 __attribute__((target("pclmul,sse2")))
 static uLong
-crc32_clmul(uLong crc, const unsigned char *p, size_t n)
+crc32_clmul_from(uLong crc, const unsigned char *first, const unsigned char *p, size_t n)
 {
     const __m128i k512 = _mm_set_epi64x(0x1c6e41596LL, 0x154442bd4LL);
     const __m128i k128 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);
     unsigned char rest[16];
-    __m128i x0 = _mm_loadu_si128((const __m128i *)p);
-    __m128i x1 = _mm_loadu_si128((const __m128i *)(p + 16));
-    __m128i x2 = _mm_loadu_si128((const __m128i *)(p + 32));
-    __m128i x3 = _mm_loadu_si128((const __m128i *)(p + 48));
+    __m128i x0 = _mm_loadu_si128((const __m128i *)first);
+    __m128i x1 = _mm_loadu_si128((const __m128i *)(first + 16));
+    __m128i x2 = _mm_loadu_si128((const __m128i *)(first + 32));
+    __m128i x3 = _mm_loadu_si128((const __m128i *)(first + 48));
     /* zlib's running value is the complement of the register; the register enters as the first word */
     x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)(uint32_t)~crc));
-    p += 64;
-    n -= 64;
     while (n >= 64) {
         x0 = fold(x0, k512, _mm_loadu_si128((const __m128i *)p));
         x1 = fold(x1, k512, _mm_loadu_si128((const __m128i *)(p + 16)));
@@ -82,6 +81,13 @@ crc32_clmul(uLong crc, const unsigned char *p, size_t n)
     _mm_storeu_si128((__m128i *)rest, x0);
     crc = crc32(0xffffffffUL, rest, 16);
     return crc32(crc, p, (uInt)n);
+}
+
+/* zlib's crc32(crc, p, n) for n >= 64. */
+static uLong
+crc32_clmul(uLong crc, const unsigned char *p, size_t n)
+{
+    return crc32_clmul_from(crc, p, p + 64, n - 64);
 }
 #endif
 
@@ -188,10 +194,13 @@ py_crc32c(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return crc_call(args, nargs, "crc32c(data, value=0)", 1);
 }
 
+/* zlib's crc32 of the 64 bits of ones that stand for the LRH (or the RoCEv2 pseudo-LRH) before the IP
+ * header: crc32(0, b"\xff" * 8), the same for every packet. */
+#define ONES_CRC 0x2144df1cUL
+
 static PyObject *
 icrc_rocev2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    static const unsigned char ones[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     unsigned char head[128];
     Py_buffer view;
     Py_ssize_t ip_off, version, bth, icrc_off, n;
@@ -240,9 +249,21 @@ icrc_rocev2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         head[u + 6] = head[u + 7] = 0xff;   /* UDP checksum */
     }
     head[n - 1] = 0xff;                     /* BTH byte 4: FECN, BECN, reserved */
-    crc = crc32(0L, ones, 8);
-    crc = crc32(crc, head, (uInt)n);
-    crc = crc32_any(crc, (const unsigned char *)view.buf + bth + 5, (size_t)(icrc_off - bth - 5));
+    const unsigned char *payload = (const unsigned char *)view.buf + bth + 5;
+    size_t plen = (size_t)(icrc_off - bth - 5);
+#ifdef RDMASPY_X86
+    if (have_clmul && n <= 64 && (size_t)n + plen >= 64) {
+        /* the header and the payload's first bytes as the first 64 bytes of one folded run: the header
+         * costs no CRC call of its own */
+        size_t lead = 64 - (size_t)n;
+        memcpy(head + n, payload, lead);
+        crc = crc32_clmul_from(ONES_CRC, head, payload + lead, plen - lead);
+        PyBuffer_Release(&view);
+        return PyLong_FromUnsignedLong(crc);
+    }
+#endif
+    crc = crc32(ONES_CRC, head, (uInt)n);
+    crc = crc32_any(crc, payload, plen);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(crc);
 }

@@ -713,17 +713,19 @@ def _head(plan: OpcodePlan, opcode: int, qp: int) -> str:
     """The Info's head, such as ``RC SEND Only QP=0x000012 PSN=``: a capture has few (opcode, QP) pairs
     and many packets."""
     r = _RECENT_HEADS
-    key: i64 = i64(opcode) << 24 | i64(qp)
+    # The opcode in the high bits and, spread, in the QP's (a bijection): an int is its own hash, and with
+    # the opcode in the high bits alone the heads of one QP all began their dict probe in the same slot.
+    key: i64 = i64(opcode) << 24 | (i64(qp) ^ i64(opcode) * 0x10101)
     if key == r.key0:
         return r.text0
     if key == r.key1:
         text = r.text1
     else:
-        found = _head_text.get(opcode << 24 | qp)
+        found = _head_text.get(int(key))
         if found is None:
             if len(_head_text) >= 65536:
                 _head_text.clear()
-            found = _head_text[opcode << 24 | qp] = f"{plan.name} QP=0x{qp:06x} PSN="
+            found = _head_text[int(key)] = f"{plan.name} QP=0x{qp:06x} PSN="
         text = found
     r.key1, r.text1 = r.key0, r.text0
     r.key0, r.text0 = key, text
