@@ -223,7 +223,9 @@ class NvmeTransactions(Correlator):
             st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id, self.an.emit)
             self.budget.charge(self, CONN_COST)
         ib: IBInfo | None = pkt.ib
-        d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
+        tp = self.psn
+        d = tp.pkt_direction if tp is not None and tp.pkt_direction_known else \
+            DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
         self.cur = None
         if ib is not None:
             kind = ib.plan.kind

@@ -344,7 +344,9 @@ class Transactions(Correlator):
             st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
             self.budget.charge(self, CONN_COST)
             st.began = pkt.frame.num
-        d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
+        tp = self.psn
+        d = tp.pkt_direction if tp is not None and tp.pkt_direction_known else \
+            DIRECTION_OF[conv.ib_direction(pkt, ib.destqp) if ib is not None else conv.direction(pkt)]
         inv = None
         self.cur = None
         msg = pkt.noted(RPCRDMA)

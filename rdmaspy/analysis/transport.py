@@ -46,7 +46,7 @@ from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NA
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, Module, register
-from .model import DIRECTION_OF, OTHER, CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
+from .model import CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
@@ -161,6 +161,8 @@ ICRC_RULE: Final = declare(
     "invalid ICRC 0x{got:08x} (expected 0x{expected:08x}): the receiver drops the packet",
     "IBTA vol. 1 7.8.1 (ICRC)")
 
+_C2S: Final = Direction.C2S
+_S2C: Final = Direction.S2C
 _MASK: Final = 0xFFFFFF
 _HALF: Final = 0x800000
 _RING: Final = 4096            # request PSNs remembered per requester (for original frames and RTTs)
@@ -664,6 +666,10 @@ class Transport(Module):
         # one was not captured, or the responder NAKed it): the responder dropped it, unless the
         # capture missed what it took (``taken`` tells, later).  Its copy in sequence stands for it.
         self.provisional = False
+        # The direction of the packet being analysed on its connection, when this module worked it out
+        # (``pkt_direction_known``): the modules after this one take it instead of asking the connection again.
+        self.pkt_direction_known = False
+        self.pkt_direction = Direction.C2S
         # Findings held until the capture shows whether they stand, in the order of their frames: the
         # gaps (held HOLD_NS at most), the READs answered from their middle (ASK_HOLD_NS).
         self.waiting: deque[_Held] = deque()
@@ -678,6 +684,7 @@ class Transport(Module):
         self.again = False
         self.again_of = 0
         self.provisional = False
+        self.pkt_direction_known = False
         if self.holding:
             frame = pkt.frame
             if frame.num > self.due_frame or frame.ts > self.due_ts or self.holding > _MAX_HELD:
@@ -705,7 +712,10 @@ class Transport(Module):
             cs.last = pkt.frame.num
             self.budget.charge(self, _CONN_COST)
         cs.last = pkt.frame.num
-        d = DIRECTION_OF[conv.ib_direction(pkt, ib.destqp)]
+        # the two directions as constants (not model.DIRECTION_OF and OTHER: compiled, a dict look-up each)
+        d = _C2S if conv.ib_direction(pkt, ib.destqp) == "c2s" else _S2C
+        self.pkt_direction = d
+        self.pkt_direction_known = True
         if role == _REQUEST:
             st = cs.streams.get(d) or self._new_stream(cs, d)
             if st.first is None:
@@ -715,7 +725,7 @@ class Transport(Module):
                 st.acked = (st.first - 1) & _MASK
             self._request(cs, st, pkt, ib, kind)
         elif role == _RESPONSE:
-            other = OTHER[d]
+            other = _S2C if d is _C2S else _C2S
             st = cs.streams.get(other) or self._new_stream(cs, other)
             self._response(cs, st, pkt, ib, kind)
 
