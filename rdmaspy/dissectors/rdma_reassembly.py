@@ -221,7 +221,8 @@ class _State(Holder):
     """What reassembly keeps across packets; a holder of the memory budget, which it charges with the
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
-    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "written", "kept", "budget", "data_wants")
+    __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "written", "kept", "budget", "data_wants",
+                 "read_key", "write_key", "write_qp")
 
     def __init__(self, budget: Budget) -> None:
         self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"
@@ -237,6 +238,12 @@ class _State(Holder):
         self.written: dict[Key, _Written] = {}        # handles advertised for WRITEs, and their bytes
         self.kept = 0             # bytes charged for ``written``
         self.data_wants: dict[Key, _DataWant] = {}    # buffers upper layers want whole (want_data)
+        # The last keys looked up in read_reqs and write_reqs, kept made: a flow's next packet has the same
+        # (compiled, a tuple made and freed a packet).  Typed ``tuple``: a tuple of fixed types would be
+        # kept unboxed, and made again at each look-up.
+        self.read_key: tuple = ("", "")
+        self.write_key: tuple = ("", "", -1)
+        self.write_qp = -1        # write_key's QP, as a machine integer
 
     def charge(self, obj: _Charged, n: int) -> None:
         obj.charged += n
@@ -467,7 +474,12 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
     st: _State | None = ctx.state.get("rdma_reassembly")
     if st is None or not st.read_reqs:
         return
-    rec = st.read_reqs.get((pkt.dst, pkt.src))
+    key = st.read_key
+    dst = pkt.dst
+    src = pkt.src
+    if key[0] is not dst or key[1] is not src:
+        key = st.read_key = (dst, src)
+    rec = st.read_reqs.get(key)
     if rec is None:
         return
     pos = ib.plan.pos
@@ -573,7 +585,13 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
     if st is None or (not st.written and not st.data_wants):
         return
     pos = ib.plan.pos
-    akey: tuple = (pkt.src, pkt.dst, ib.destqp)
+    akey = st.write_key
+    src = pkt.src
+    dst = pkt.dst
+    qp = ib.destqp
+    if qp != st.write_qp or akey[0] is not src or akey[1] is not dst:
+        akey = st.write_key = (src, dst, qp)
+        st.write_qp = qp
     if pos in ("first", "only"):
         if ib.reth is None:
             return
