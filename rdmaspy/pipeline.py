@@ -278,23 +278,27 @@ class Pipeline:
                     shown.clear()
                     if self.done:
                         break
+            self.finish()                   # with the run's collector: see run()
         finally:
             _collect_as_before(thresholds)
-        self.finish()
         self.shown_now = None
         yield from shown
 
-    def run(self, hook: Callable[[int], int] | None = None, at: int = -1) -> None:
+    def run(self, hook: Callable[[int], int] | None = None, at: int = -1, young_every: int = 0) -> None:
         """Pull every frame from the source through the sinks, then finish: the loop of ``packets``
         without its generator (compiled, a generator's step costs its resumption and its locals kept
         in an object, a frame at a time).  ``hook(n)``, if given, is called once ``at`` frames are fed,
         and again once as many as it returns (a long pass's checkpoints and progress); an exception it
-        raises ends the run without finishing."""
+        raises ends the run without finishing.  ``young_every``: the frames between two collections of
+        the young generations, if not ``YOUNG_COLLECT_EVERY`` (a pass whose sinks keep next to nothing
+        alive collects them more rarely: each collection walks what the analysis keeps alive, whatever
+        the garbage)."""
         source = self._pulled_source()
+        every = young_every if young_every > 0 else YOUNG_COLLECT_EVERY
         thresholds = _collect_rarely()
         try:
             left = FULL_COLLECT_EVERY
-            young = YOUNG_COLLECT_EVERY
+            young = every
             for frame in source:
                 if _PENDING_SIGNALS:
                     deliver_signals()
@@ -302,7 +306,7 @@ class Pipeline:
                 young -= 1
                 if young == 0:
                     gc.collect(1)
-                    young = YOUNG_COLLECT_EVERY
+                    young = every
                 left -= 1
                 if left == 0:
                     gc.collect()
@@ -311,9 +315,12 @@ class Pipeline:
                     at = hook(at)
                 if self.done:
                     break
+            # Still with the run's collector: the collector's own thresholds, once back, would start
+            # collections of the oldest generation as the analysis' last records are made, each walking
+            # all that the sinks hold by now (a TUI's store at the end of a large file).
+            self.finish()
         finally:
             _collect_as_before(thresholds)
-        self.finish()
 
     def _pulled_source(self) -> Iterable[Frame]:
         source = self.source

@@ -6,6 +6,7 @@ import gc
 
 from conftest import ROOT
 
+from rdmaspy import pipeline
 from rdmaspy.pipeline import Options, Pipeline
 from rdmaspy.readers import open_capture
 
@@ -51,6 +52,60 @@ def test_the_cycle_collector_is_left_as_it_was_found() -> None:
     for _ in _pipeline(_Kept()).packets():
         pass
     assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+
+
+class _CollectorAtFinish(_Kept):
+    """A sink that notes the collector's settings as it finishes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threshold: tuple[int, int, int] | None = None
+        self.frozen = 0
+
+    def finish(self) -> None:
+        self.threshold = gc.get_threshold()
+        self.frozen = gc.get_freeze_count()
+        super().finish()
+
+
+def test_the_sinks_finish_under_the_runs_collector() -> None:
+    """The analysis' last records are made as the sinks finish: with the collector's own thresholds
+    back and the heap thawed, their allocations would start collections walking all the sinks hold."""
+    for pull in ("run", "packets"):
+        sink = _CollectorAtFinish()
+        pipe = _pipeline(sink)
+        if pull == "run":
+            pipe.run()
+        else:
+            for _ in pipe.packets():
+                pass
+        assert sink.finished == 1
+        assert sink.threshold is not None and sink.threshold[0] == pipeline.YOUNG_THRESHOLD, pull
+        assert sink.frozen > 0, pull
+
+
+def _young_collections(run) -> int:
+    """The collections of the young generations (and no older one) made while ``run()`` runs."""
+    made: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 1:
+            made.append(1)
+
+    gc.callbacks.append(note)
+    try:
+        run()
+    finally:
+        gc.callbacks.remove(note)
+    return len(made)
+
+
+def test_run_collects_the_young_generations_as_often_as_asked() -> None:
+    frames = _pipeline(_Kept()).packets()
+    total = sum(1 for _ in frames)
+    assert total > 1024
+    assert _young_collections(lambda: _pipeline(_Kept()).run()) == total // pipeline.YOUNG_COLLECT_EVERY
+    assert _young_collections(lambda: _pipeline(_Kept()).run(young_every=100)) == total // 100
 
 
 class _Cycle:

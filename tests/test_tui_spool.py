@@ -219,3 +219,37 @@ def test_the_stores_transactions_read_back_as_the_analysis_closed_them(name):
     assert segments == [s for t in back for s in t.segments]
     store.close()
     d.remove()
+
+
+def _young_collections_of_a_capture(path: str) -> tuple[int, int]:
+    """The collections of the young generations made while a capture is opened and analysed, and its frames."""
+    import gc
+    made: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 1:
+            made.append(1)
+
+    gc.callbacks.append(note)
+    try:
+        model = CaptureModel(path)
+        model.start()
+        assert model.wait(60)
+        frames = model.index.count
+        model.close()
+    finally:
+        gc.callbacks.remove(note)
+    return len(made), frames
+
+
+def test_the_analysis_pass_collects_the_young_generations_on_its_own_schedule(monkeypatch):
+    """The pass's store keeps next to nothing alive: its young collections are spaced by
+    ``ANALYSIS_YOUNG_COLLECT_EVERY``, not by the pipeline's default."""
+    from rdmaspy.tui import model
+    path = str(capture("rxe-nfsv3-rdma.pcap"))
+    monkeypatch.setattr(model, "ANALYSIS_YOUNG_COLLECT_EVERY", 100)
+    often, frames = _young_collections_of_a_capture(path)
+    monkeypatch.setattr(model, "ANALYSIS_YOUNG_COLLECT_EVERY", 10 ** 9)
+    rarely, _ = _young_collections_of_a_capture(path)
+    assert frames > 1024
+    assert often >= frames // 100 > rarely
