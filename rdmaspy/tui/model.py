@@ -105,8 +105,8 @@ class _Stopped(Exception):
 
 
 # Frames between two collections of the young generations in the analysis pass (the pipeline's default:
-# 1,024): each walks the objects the analysis made since the last and keeps alive (some 4,000, the same
-# whatever the spacing: held packets, open transactions, samples), 1.4 M instructions a time; the cycles
+# 1,024): each walks the objects the analysis made since the last and keeps alive (some 4,200, most the
+# same whatever the spacing: held packets, open transactions, samples), 1.4 M instructions a time; the cycles
 # the analysis drops wait a little longer (some 700 objects a 1,024 frames).
 ANALYSIS_YOUNG_COLLECT_EVERY = 16_384
 
