@@ -1,6 +1,7 @@
 """Shared test helpers: where the captures are, how to ask tshark (the reference decoder)."""
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import subprocess
@@ -68,3 +69,19 @@ def compiled(tmp_path_factory) -> Path:
                          capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
     return dest
+
+
+def young_collections(run) -> int:
+    """The collections of the young generations (and no older one) made while ``run()`` runs."""
+    made: list[int] = []
+
+    def note(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 1:
+            made.append(1)
+
+    gc.callbacks.append(note)
+    try:
+        run()
+    finally:
+        gc.callbacks.remove(note)
+    return len(made)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from conftest import ROOT
+from conftest import ROOT, young_collections
 
 from rdmaspy import pipeline
 from rdmaspy.pipeline import Options, Pipeline
@@ -84,28 +84,12 @@ def test_the_sinks_finish_under_the_runs_collector() -> None:
         assert sink.frozen > 0, pull
 
 
-def _young_collections(run) -> int:
-    """The collections of the young generations (and no older one) made while ``run()`` runs."""
-    made: list[int] = []
-
-    def note(phase: str, info: dict) -> None:
-        if phase == "start" and info["generation"] == 1:
-            made.append(1)
-
-    gc.callbacks.append(note)
-    try:
-        run()
-    finally:
-        gc.callbacks.remove(note)
-    return len(made)
-
-
 def test_run_collects_the_young_generations_as_often_as_asked() -> None:
     frames = _pipeline(_Kept()).packets()
     total = sum(1 for _ in frames)
     assert total > 1024
-    assert _young_collections(lambda: _pipeline(_Kept()).run()) == total // pipeline.YOUNG_COLLECT_EVERY
-    assert _young_collections(lambda: _pipeline(_Kept()).run(young_every=100)) == total // 100
+    assert young_collections(lambda: _pipeline(_Kept()).run()) == total // pipeline.YOUNG_COLLECT_EVERY
+    assert young_collections(lambda: _pipeline(_Kept()).run(young_every=100)) == total // 100
 
 
 class _Cycle:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from rdmaspy.tui.model import CaptureModel
 from rdmaspy.tui.spool import RecordSpool, SpooledArray, SpoolDir
 
-from conftest import capture
+from conftest import capture, young_collections
 
 
 @settings(max_examples=60, deadline=None)
@@ -223,23 +223,16 @@ def test_the_stores_transactions_read_back_as_the_analysis_closed_them(name):
 
 def _young_collections_of_a_capture(path: str) -> tuple[int, int]:
     """The collections of the young generations made while a capture is opened and analysed, and its frames."""
-    import gc
-    made: list[int] = []
+    frames: list[int] = []
 
-    def note(phase: str, info: dict) -> None:
-        if phase == "start" and info["generation"] == 1:
-            made.append(1)
-
-    gc.callbacks.append(note)
-    try:
+    def analyse() -> None:
         model = CaptureModel(path)
         model.start()
         assert model.wait(60)
-        frames = model.index.count
+        frames.append(model.index.count)
         model.close()
-    finally:
-        gc.callbacks.remove(note)
-    return len(made), frames
+
+    return young_collections(analyse), frames[0]
 
 
 def test_the_analysis_pass_collects_the_young_generations_on_its_own_schedule(monkeypatch):

@@ -98,7 +98,7 @@ class TurnPrinter(_Turns):
         super().__init__(inner, out, len(sources), 0, run or RUN)
         self.sources = sources
         self.waiting: list[Packet] = []     # the packets of the run another process owes
-        self.lost: list[int] = []           # turns whose process ended early, with how it ended
+        self.lost: list[int] = []           # the turns whose process ended early
 
     def owner(self, run: int) -> int:
         turn = run % self.ways
