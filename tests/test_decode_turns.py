@@ -238,3 +238,13 @@ def test_a_killed_process_leaves_its_packets_to_the_first() -> None:
     assert frames == list(range(1, 3001))
     assert proc.stderr.read() == (b"rdmaspy: decode: 1 of the 2 printing processes ended early; this one printed "
                                   b"their packets\n")
+
+
+def test_a_capture_that_cannot_be_read_is_one_line_with_its_other_processes_stopped_at_once(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.pcap"
+    garbage.write_bytes(bytes(range(256)) * 64)
+    for _ in range(5):          # the first stops the others as they start: no run may print from them
+        res = _decode(["-V", "-j", "3", str(garbage)])
+        assert res.returncode == 1
+        assert res.stdout == b""
+        assert res.stderr.count(b"\n") == 1 and res.stderr.startswith(b"rdmaspy: error: "), res.stderr

@@ -26,6 +26,7 @@ AUTO_MIN_BYTES = 2 << 20        # smaller captures print in one process (what a 
 PIPE_BYTES = 1 << 20            # a worker's pipe, if the system lets it be this big (a run is sent whole)
 _F_SETPIPE_SZ = 1031            # Linux's fcntl
 _PR_SET_PDEATHSIG = 1           # Linux's prctl
+_STOPPING = {signal.SIGINT, signal.SIGTERM}
 
 # Makes the sink that prints (decode's choice from the arguments) writing to a LineWriter.
 MakeSink = Callable[[LineWriter], Sink]
@@ -99,12 +100,21 @@ def _start(args: argparse.Namespace, options: Options, ways: int, make: MakeSink
             except OSError:
                 pass            # the default size: a run waits for the first to read it
         first = os.getpid()
-        for turn in range(1, ways):
-            pid = os.fork()
-            if pid == 0:
-                _die_with(first)
-                _work(args, options, ways, turn, pipes, make, safe)
-            pids.append(pid)
+        # Blocked across the fork: a signal that came before a process set its own handlers (the first's
+        # SIGTERM as it stops at once, say) would run the CLI's in the copy and print there.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPPING)
+        try:
+            for turn in range(1, ways):
+                pid = os.fork()
+                if pid == 0:
+                    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C: the first ends, and stops this one
+                    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                    signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+                    _die_with(first)
+                    _work(args, options, ways, turn, pipes, make, safe)
+                pids.append(pid)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     except OSError:
         _stop(pids)
         for r, w in pipes:
@@ -123,9 +133,6 @@ def _work(args: argparse.Namespace, options: Options, ways: int, turn: int, pipe
     """A forked process's whole life: never returns."""
     code = 1
     try:
-        # Ctrl-C reaches the whole process group: the first ends, and stops this one (_stop)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
         held = HeldLines()
         out = LineWriter(held, False, LIMIT, safe)
         inner = make(out)           # as the first makes it: standard output still the same (colours)
