@@ -86,6 +86,14 @@ class _Group:
     members: list[tuple[int, int, int]] = dc_field(default_factory=list)  # (field index, shift, width)
 
 
+def _whole(g: _Group) -> bool:
+    """Whether a group is one field read as it is unpacked (bytes, or an integer of the whole group)."""
+    if len(g.members) != 1:
+        return False
+    _idx, shift, width = g.members[0]
+    return shift == -1 or (shift == 0 and width == g.nbytes * 8 and g.nbytes in _INT_CODES)
+
+
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Header:
     """A fixed-layout header compiled from field declarations.
@@ -108,7 +116,7 @@ class Header:
     """
 
     __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields", "every_field", "little", "parts", "_source")
+                 "struct", "_groups", "_byte_fields", "every_field", "little", "parts")
 
     def __init__(self, name: str, label: str, fields: list[Field], little: bool = False,
                  parts: Mapping[str, list[Field]] | None = None) -> None:
@@ -185,7 +193,6 @@ class Header:
     # -- compilation ---------------------------------------------------------------------------
     def _compile(self) -> None:
         little = self.little
-        order = "little" if little else "big"
         groups: list[_Group] = []
         spans: list[tuple[int, int, int]] = []  # per field: byte offset, byte length, bit offset in first byte
         bitpos = 0
@@ -239,7 +246,20 @@ class Header:
                 len(g.members) == 1 and g.members[0][1] == -1) else f"{g.nbytes}s"
         self.struct = struct.Struct(fmt)
 
-        # Generate the decoder: one unpack_from, then shifts/masks per field.
+        self.decode: Callable[..., tuple]
+        if all(_whole(g) for g in groups):
+            # Every field is a whole group (no shift, mask or conversion): the unpack is the decoder,
+            # a call in C rather than a Python function around it.
+            self.decode = self.struct.unpack_from
+            return
+        # the generated decoder is written and made at its first call: most declarations are never
+        # decoded in a run, and each written and compiled at import would cost every start
+        self.decode = self._decode_first
+
+    def _decoder_source(self) -> str:
+        """The generated decoder: one unpack_from, then shifts/masks per field."""
+        order = "little" if self.little else "big"
+        groups = self._groups
         lines = ["def decode(buf, off=0, _u=_unpack):", f"    {', '.join(f'g{k}' for k in range(len(groups)))}, = _u(buf, off)"]
         exprs: list[str] = [""] * len(self.fields)
         for k, g in enumerate(groups):
@@ -258,21 +278,12 @@ class Header:
                     e = f"({e} & {mask:#x})"
                 exprs[idx] = e
         lines.append(f"    return ({', '.join(exprs)},)")
-        self.decode: Callable[..., tuple]
-        # the generated decoder is made at its first call: most declarations are never decoded in a run,
-        # and each made at import would cost every start a compilation
-        self._source = "\n".join(lines)
-        if exprs == [f"g{k}" for k in range(len(groups))] and len(lines) == 3:
-            # Every field is a whole group (no shift, mask or conversion): the unpack is the decoder,
-            # a call in C rather than a Python function around it.
-            self.decode = self.struct.unpack_from
-            return
-        self.decode = self._decode_first
+        return "\n".join(lines)
 
     def _decode_first(self, buf: bytes, off: int = 0) -> tuple:
         """The generated decoder, made now, called; it takes this one's place."""
         ns: dict[str, Any] = {"_unpack": self.struct.unpack_from, "_fb": int.from_bytes}
-        exec(self._source, ns)
+        exec(self._decoder_source(), ns)
         self.decode = ns["decode"]
         return self.decode(buf, off)
 
