@@ -10,8 +10,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Callable, ClassVar, Final
 
-from ..analysis.rules import Finding
-from ..packet import Packet
+from ..packet import Expert, Packet
 from ..pipeline import PacketSink
 from .clock import Clock
 from .lines import LineWriter
@@ -19,6 +18,7 @@ from .safe import safe_text
 from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines, tree_utf8
 
 if TYPE_CHECKING:
+    from ..analysis.rules import Finding
     from ..pipeline import Pipeline
 
 # A style name ("red", "bold yellow", None for none) to a function that paints a line in it.
@@ -27,7 +27,9 @@ Painter = Callable[[str | None], Callable[[str], str]]
 
 def with_findings(line: str, pkt: Packet) -> str:
     """A summary line with the messages of the analysis findings on its packet (``-A``)."""
-    notes = [e.text for e in pkt.expert or () if isinstance(e, Finding)]
+    # a packet's expert list holds the dissectors' Expert items and the analysis' Findings: a Finding is what
+    # is not an Expert (the analysis' model, imported by the analysis alone: the summary's start spares it)
+    notes = [e.text for e in pkt.expert or () if not isinstance(e, Expert)]
     return f"{line} [{'; '.join(notes)}]" if notes else line
 
 
@@ -255,7 +257,7 @@ class SeveritySink(PacketSink):
             pending.append(packet_severity(pkt))
             if expert:
                 for e in expert:
-                    if not isinstance(e, Finding):
+                    if isinstance(e, Expert):        # not a Finding of the analysis
                         self.items(pkt)
                         break
         else:
