@@ -15,7 +15,6 @@ from ..output.lines import LineWriter
 from ..output.sinks import SummarySink, TextSink
 from ..packet import Packet
 from ..pipeline import Options, Sink
-from ..writers.outfile import OutputFile
 from .common import (add_capture_argument, add_host_trace_argument, pipeline_options, positive_int,
                      report_problems, report_writer, run_capture, stdout_lines)
 from .sharing import decode_shared, printing_processes
@@ -120,6 +119,7 @@ def _named_fields(args: argparse.Namespace, options: Options) -> tuple[dict[str,
 def _write(args: argparse.Namespace, options: Options) -> int:
     """``-w FILE``: the shown packets as pcapng (and their summary lines with ``-P``)."""
     from ..output.capture_file import PcapngSink
+    from ..writers.outfile import OutputFile     # the writers: -w's alone (imported at every start before)
     if args.T != "text" or args.verbose or args.hex:
         raise RdmaspyError("decode: -w writes packets, not text: -T, -V and -x do not go with it (-P prints "
                            "summary lines as well)")
