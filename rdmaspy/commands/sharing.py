@@ -17,7 +17,6 @@ import threading
 from typing import BinaryIO, Callable
 
 from ..output.lines import LIMIT, LineWriter
-from ..output.turns import RUN, HeldLines, TurnPrinter, TurnWorker
 from ..pipeline import Options, Sink
 from .common import report_problems, run_capture, stdout_lines
 
@@ -46,6 +45,8 @@ def printing_processes(args: argparse.Namespace) -> int:
         return 1
     if args.T == "fields":
         return 1
+    # the printing by turns: imported for the outputs it may print alone (a summary's start spared it)
+    from ..output.turns import RUN
     if args.count is not None and args.count <= RUN:
         return 1                # the first process's turn holds them all
     try:
@@ -63,6 +64,7 @@ def printing_processes(args: argparse.Namespace) -> int:
 
 def decode_shared(args: argparse.Namespace, options: Options, ways: int, make: MakeSink, safe: bool) -> int:
     """Run the decode in ``ways`` processes; the exit code of the first."""
+    from ..output.turns import TurnPrinter      # before the fork: the processes find it imported
     sys.stdout.flush()
     sys.stderr.flush()
     # a fork copies one thread: another's locks (an import's, a stream's) would stay held in the copy
@@ -131,6 +133,7 @@ def _start(args: argparse.Namespace, options: Options, ways: int, make: MakeSink
 def _work(args: argparse.Namespace, options: Options, ways: int, turn: int, pipes: list[tuple[int, int]],
           make: MakeSink, safe: bool) -> None:
     """A forked process's whole life: never returns."""
+    from ..output.turns import HeldLines, TurnWorker     # imported before the fork (decode_shared)
     code = 1
     try:
         held = HeldLines()
