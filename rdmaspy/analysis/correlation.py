@@ -174,8 +174,9 @@ class Correlator(Module):
             if pos == "last":
                 del active[d]
         else:
-            op = st.stalled.pop((d, StepKind.RDMA_WRITE if active is st.write_active else StepKind.RDMA_READ, psn),
-                                None)
+            stalled = st.stalled          # mostly empty: then no key made, no generic call of pop (compiled)
+            op = stalled.pop((d, StepKind.RDMA_WRITE if active is st.write_active else StepKind.RDMA_READ, psn),
+                             None) if stalled else None
             if op is None:
                 return None
             op.next_psn = (psn + 1) & _MASK

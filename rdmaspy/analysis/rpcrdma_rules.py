@@ -345,13 +345,8 @@ def _check_v2(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessage, d: 
                 an.report(V2_REFRESH_XID, frame, ts, conn=cid, xid=xid, pkt=pkt, rxid=xid)
         elif not more:
             _check_lists(an, st, pkt, msg, is_reply, htype == 1)
-        if msg.inv_handle and not is_reply:
-            handles = {s.handle for s in msg.reads}
-            handles.update(s.handle for c in msg.writes for s in c)
-            if msg.reply:
-                handles.update(s.handle for s in msg.reply)
-            if msg.inv_handle not in handles:
-                an.report(V2_INV_HANDLE, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=msg.inv_handle)
+        if msg.inv_handle and not is_reply and not _advertised(msg, msg.inv_handle):
+            an.report(V2_INV_HANDLE, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=msg.inv_handle)
         _check_xids(an, st, pkt, msg)
     st.sent_htypes[(d, xid)] = htype
     if len(st.sent_htypes) > 4096:
@@ -432,9 +427,22 @@ def check_invalidate(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessa
             an.report(V2_INV_MISMATCH, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
                       inv_handle=call.inv_handle or 0)
         return
-    handles = {s.handle for s in call.reads}
-    handles.update(s.handle for c in call.writes for s in c)
-    if call.reply:
-        handles.update(s.handle for s in call.reply)
-    if handle not in handles:
+    if not _advertised(call, handle):
         an.report(INVALIDATE_FOREIGN, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle, rxid=xid)
+
+
+def _advertised(msg: RpcRdmaMessage, handle: int) -> bool:
+    """Whether a segment of the message's chunks has ``handle`` (loops, not a set grown by generators:
+    compiled, each generator a generic call)."""
+    for s in msg.reads:
+        if s.handle == handle:
+            return True
+    for chunk in msg.writes:
+        for s in chunk:
+            if s.handle == handle:
+                return True
+    if msg.reply is not None:
+        for s in msg.reply:
+            if s.handle == handle:
+                return True
+    return False
