@@ -146,3 +146,17 @@ def _ranges(frames: list[int], most: int) -> str:
         parts.append(str(frames[i]) if i == j else f"{frames[i]}-{frames[j]}")
         i = j + 1
     return ", ".join(parts)
+
+
+def test_group_frame_ranges_as_frame_ranges():
+    """A group's ranges of frames from its bitmap are frame_ranges' of its frames, cut at ``most``."""
+    import random
+    rnd = random.Random(33)
+    for _ in range(2000):
+        g = Group("warn", "g", "r", "s", keep=3)
+        p = rnd.random()
+        frames = [f for f in range(rnd.randint(0, 3), rnd.randint(0, 180)) if rnd.random() < p]
+        for f in rnd.sample(frames, len(frames)):
+            g.add(((f,), "t", None, None))
+        most = rnd.randint(1, 6)
+        assert g.frame_ranges(most) == frame_ranges(frames, most), (frames, most)

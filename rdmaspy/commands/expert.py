@@ -141,7 +141,7 @@ def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[
                     lines.append(f"          {where}{extra}: {text}")
                 if len(items) < g.count:
                     lines.append(f"          ... {g.count - len(items)} more")
-            lines.append(f"          frames: {frame_ranges(g.each_frame(), 40, g.frame_count())}")
+            lines.append(f"          frames: {g.frame_ranges(40)}")
     return lines
 
 

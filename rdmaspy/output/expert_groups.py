@@ -89,6 +89,33 @@ class Group:
                 for bit in _BITS[byte]:
                     yield base + bit
 
+    def frame_ranges(self, most: int) -> str:
+        """``commands.expert.frame_ranges(self.each_frame(), most, self.frame_count())`` in one compiled
+        loop over the bitmap (a generator's frame at a time to an interpreted loop cost some 500
+        instructions a frame: 10 M for `expert` of the mix's 20,000 frames)."""
+        parts: list[str] = []
+        used = 0                          # frames in the ranges of ``parts``
+        start = end = -1
+        seen = self._seen
+        for i in range(len(seen)):
+            byte = seen[i]
+            if byte:
+                base = i << 3
+                for bit in _BITS[byte]:
+                    f = base + bit
+                    if f == end + 1 and start >= 0:
+                        end = f
+                        continue
+                    if start >= 0:
+                        parts.append(str(start) if start == end else f"{start}-{end}")
+                        used += end - start + 1
+                        if len(parts) == most:
+                            return ", ".join(parts) + f", ... ({self.frame_count() - used} more)"
+                    start = end = f
+        if start >= 0:
+            parts.append(str(start) if start == end else f"{start}-{end}")
+        return ", ".join(parts)
+
     def frame_count(self) -> int:
         """How many frames ``each_frame`` yields."""
         return int.from_bytes(self._seen, "little").bit_count()
