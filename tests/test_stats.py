@@ -154,3 +154,20 @@ def test_congestion_per_flow(capsys):
     assert doc["congestion"] == [{"src": "192.0.2.2", "dst": "192.0.2.1", "qp": 0x11, "cnps": 0, "ce_marks": 1}]
     rc = main(["stats", str(capture("rocev2_cnp_cx4lx.pcap"))])
     assert "  Congestion 10.0.17.1 -> 10.0.18.1 QP 0x000118: 1 CNPs, 0 ECN CE / FECN marks" in capsys.readouterr().out
+
+
+def test_folded_as_textwrap():
+    """stats folds its long lines as textwrap.wrap would (without breaking words or at hyphens)."""
+    import random
+    import textwrap
+
+    from rdmaspy.commands.stats import folded
+    rnd = random.Random(33)
+    pieces = ["a", "bb", "-", " ", "  ", "\t", "\n", "\xa0", "é", "x" * 30, "\r", " " * 7, "rule.name(12)"]
+    for _ in range(3000):
+        line = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 60)))
+        width = rnd.randint(1, 40)
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        want = [line] if len(line) <= width else textwrap.wrap(
+            line, width, subsequent_indent=indent + "    ", break_long_words=False, break_on_hyphens=False) or [line]
+        assert folded([line], width) == want, (line, width)
