@@ -210,8 +210,10 @@ def stdout_lines(each_line: bool = False, safe: bool = False) -> LineWriter:
 
 def print_text(lines: list[str]) -> None:
     """Lines of a text report on standard output, with the text from the capture made safe."""
-    from ..output.safe import safe_text
-    sys.stdout.write("".join(safe_text(line) + "\n" for line in lines))
+    if not all(line.isprintable() for line in lines):   # a check in C a line: the escapes only when one needs them
+        from ..output.safe import safe_text
+        lines = [safe_text(line) for line in lines]
+    sys.stdout.write("".join(line + "\n" for line in lines))
     sys.stdout.flush()
 
 
