@@ -14,7 +14,11 @@ At each size it runs, side by side with tshark:
 and prints packets per second, the ratios against the targets, and peak memory (RSS) of each.
 
 rdmaspy is measured as ``pip install .`` installs it: the per-packet path compiled with mypyc
-(built from the working tree into benchmarks/out/compiled by scripts/compiled_tree.py).
+(built from the working tree into benchmarks/out/compiled by scripts/compiled_tree.py), run by the
+Python of a virtual environment that holds rdmaspy's dependencies alone (benchmarks/out/venv, made once
+from pyproject.toml's list), as a user's venv would: not by this interpreter, whose site-packages may run
+other packages' ``.pth`` files at every start (a checkout's editable install, the machine's own; some
+100 M instructions a process here).  ``--python current`` runs this interpreter instead.
 ``--build pure`` measures the Python source instead, ``--build installed`` the rdmaspy on PATH.
 
 ``--kinds`` makes the per-kind table instead: every capture shipped in captures/ (and each capture
@@ -24,6 +28,7 @@ best of ``--repeat``, 2 by default), and the weakest kind of each command: the f
 
     python3 benchmarks/decode_bench.py [--workloads real,synthetic] [--sizes 100000,1000000]
                                        [--repeat 1] [--skip-slow-above N] [--build compiled|pure|installed]
+                                       [--python venv|current]
                                        [--commands=summary,JSON,-V,stats,expert,flows]
     python3 benchmarks/decode_bench.py --kinds [--lab FILE|DIR,...] [--only NAME,...] [--kind-frames 20000]
                                        [--baseline DIR]
@@ -64,7 +69,39 @@ def capture_for(workload: str, size: int, out: Path) -> Path:
 
 
 BUILD: dict[str, str | None] = {"tree": None,        # the directory whose rdmaspy runs (None: the installed one)
-                                 "baseline": None}    # another tree run beside it (--baseline)
+                                 "baseline": None,    # another tree run beside it (--baseline)
+                                 "python": None}      # the interpreter that runs a tree (None: this one)
+
+
+def runtime_dependencies() -> list[str]:
+    """rdmaspy's dependencies as pyproject.toml lists them (what ``pip install .`` brings)."""
+    import tomllib
+    with open(HERE.parent / "pyproject.toml", "rb") as f:
+        return list(tomllib.load(f)["project"]["dependencies"])
+
+
+def use_python(kind: str, out: Path) -> str:
+    """Choose the interpreter that runs a tree; returns a description."""
+    if kind == "current":
+        return f"{sys.executable} (this interpreter)"
+    venv = out / "venv"
+    python = venv / "bin" / "python3"
+    deps = runtime_dependencies()
+    stamp = venv / ".dependencies"
+    if not (python.exists() and stamp.exists() and stamp.read_text() == "\n".join(deps)):
+        shutil.rmtree(venv, ignore_errors=True)
+        made = subprocess.run([sys.executable, "-m", "venv", str(venv)], capture_output=True, text=True)
+        if made.returncode == 0:
+            made = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *deps],
+                                  capture_output=True, text=True)
+        if made.returncode != 0:
+            reason = (made.stderr.strip().splitlines() or ["failed"])[-1]
+            print(f"warning: no venv for the benchmark ({reason}); this interpreter runs rdmaspy",
+                  file=sys.stderr, flush=True)
+            return f"{sys.executable} (this interpreter: the venv could not be made)"
+        stamp.write_text("\n".join(deps))
+    BUILD["python"] = str(python)
+    return f"{python} (a venv of rdmaspy's dependencies alone)"
 
 
 def use_build(kind: str, out: Path) -> str:
@@ -87,7 +124,7 @@ def rdmaspy_cmd(*args: str, tree: str | None = None) -> list[str]:
     tree = tree or BUILD["tree"]
     if tree is not None:
         # -P: the current directory (a checkout, pure Python) must not come before the tree
-        return ["env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "rdmaspy", *args]
+        return ["env", f"PYTHONPATH={tree}", BUILD["python"] or sys.executable, "-P", "-m", "rdmaspy", *args]
     exe = shutil.which("rdmaspy")
     return [exe, *args] if exe else [sys.executable, "-m", "rdmaspy", *args]
 
@@ -283,6 +320,9 @@ def main() -> int:
     ap.add_argument("--out", default=str(HERE / "out"))
     ap.add_argument("--build", choices=("compiled", "pure", "installed"), default="compiled",
                     help="which rdmaspy to measure (default: compiled, as pip install . builds it)")
+    ap.add_argument("--python", choices=("venv", "current"), default="venv",
+                    help="the interpreter that runs a compiled or pure tree (default: a venv of rdmaspy's "
+                         "dependencies alone, as a user's; current: this one, its site-packages' .pth files too)")
     ap.add_argument("--kinds", action="store_true",
                     help="the per-kind table: each capture cycled alone to --kind-frames, against tshark")
     ap.add_argument("--kind-frames", type=int, default=KIND_FRAMES)
@@ -313,6 +353,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     tshark_version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print("rdmaspy:", use_build(args.build, out), flush=True)
+    if args.build != "installed":
+        print("python:", use_python(args.python, out), flush=True)
     print("tshark:", tshark_version, flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[tuple[str, int], list] = {}
@@ -355,6 +397,8 @@ def main_kinds(args: argparse.Namespace, only: set[str] | None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     tshark_version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print("rdmaspy:", use_build(args.build, out), flush=True)
+    if args.build != "installed":
+        print("python:", use_python(args.python, out), flush=True)
     print("tshark:", tshark_version, flush=True)
     if args.baseline:
         print("baseline: rdmaspy in", args.baseline, flush=True)
