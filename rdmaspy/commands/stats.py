@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, Final
+from typing import Any, Callable, Final
 
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, Transaction, UlpSummary
-from ..analysis.ulp import Group, UlpModel, model_of
+from ..analysis.ulp import Group, Service, UlpModel, model_of
 from ..pipeline import Options
 from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
@@ -106,6 +106,51 @@ def srt_records(rows: dict[tuple[str, int], _Srt]) -> list[dict[str, Any]]:
             for (table, index), r in sorted(rows.items())]
 
 
+class _Dimension:
+    """An upper layer's dimension (``ulp.Group``) with its getters read once: the model is interpreted, and
+    each of its attributes read compiled is a generic look-up."""
+
+    __slots__ = ("name", "get", "read", "written", "moves")
+
+    def __init__(self, group: Group) -> None:
+        self.name = group.name
+        self.get: Callable[[Transaction], object] = group.get
+        self.read: Callable[[Transaction], int | None] | None = group.read
+        self.written: Callable[[Transaction], int | None] | None = group.written
+        self.moves = self.read is not None or self.written is not None
+
+    def member(self, value: object, t: Transaction) -> _InGroup:
+        """Transaction ``t``, of value ``value``: what it adds to its group (the bytes asked once, not
+        once per block)."""
+        read, written = self.read, self.written
+        return _InGroup(self.name, value, self.moves, (read(t) or 0) if read is not None else 0,
+                        (written(t) or 0) if written is not None else 0)
+
+
+class _InGroup:
+    """A transaction's place in one dimension: the group's key and the bytes it read from and wrote to it."""
+
+    __slots__ = ("dimension", "value", "moves", "read", "written")
+
+    def __init__(self, dimension: str, value: object, moves: bool, read: int, written: int) -> None:
+        self.dimension = dimension
+        self.value = value
+        self.moves = moves
+        self.read = read
+        self.written = written
+
+
+class _Ulp:
+    """What ``Stats`` asks of an upper layer's model, read from it once."""
+
+    __slots__ = ("operation", "dimensions", "service")
+
+    def __init__(self, model: UlpModel) -> None:
+        self.operation: Callable[[Transaction], str] = model.operation
+        self.dimensions = [_Dimension(g) for g in model.groups]
+        self.service: Callable[[Transaction], Service | None] | None = model.service
+
+
 class _Block:
     """The numbers of one connection (or of the whole capture).  Counted in typed attributes, made
     into plain data by ``record`` (compiled, += on a dict's Any values is a generic call)."""
@@ -127,15 +172,14 @@ class _Block:
         self.unanswered = 0
         self.groups: dict[tuple[str, object], _Group] = {}   # by (dimension, value), as the upper layer declares
 
-    def transaction(self, t: Transaction, name: str, groups: list[tuple[Group, object]]) -> None:
-        """Count a transaction whose operation is ``name`` and whose values of its upper layer's dimensions
-        are ``groups`` (taken once by ``Stats``, which counts it in two blocks)."""
+    def transaction(self, t: Transaction, name: str, lat: int | None, groups: list[_InGroup]) -> None:
+        """Count a transaction whose operation is ``name``, its latency ``lat`` and its values of its upper
+        layer's dimensions ``groups`` (all taken once by ``Stats``, which counts it in two blocks)."""
         self.transactions += 1
         op = self.ops.get(name)
         if op is None:
             op = self.ops[name] = _Op()
         op.count += 1
-        lat = t.latency_ns
         if t.response is not None:
             op.answered += 1
         else:
@@ -145,18 +189,15 @@ class _Block:
         self.inline += t.bytes_inline
         self.rdma_read += t.bytes_read
         self.rdma_write += t.bytes_written
-        for dim, value in groups:
-            self._group(dim, value, t, lat)
+        for member in groups:
+            self._group(member, t, lat)
 
-    def _group(self, dim: Group, value: object, t: Transaction, lat: int | None) -> None:
-        # the dimension's attributes read once, the sums added in typed locals (Group is interpreted, and
-        # compiled, += on an attribute typed int | None is a generic call)
-        read, written = dim.read, dim.written
-        key = (dim.name, value)
+    def _group(self, member: _InGroup, t: Transaction, lat: int | None) -> None:
+        key = (member.dimension, member.value)
         ts = t.request.ts
         g = self.groups.get(key)
         if g is None:
-            g = self.groups[key] = _Group(ts, read is not None or written is not None)
+            g = self.groups[key] = _Group(ts, member.moves)
         g.count += 1
         if lat is not None:
             g.answered += 1
@@ -164,12 +205,13 @@ class _Block:
         g.first = min(g.first, ts)
         g.last = max(g.last, ts)
         g.bytes += t.bytes_read + t.bytes_written + t.bytes_inline
+        # (compiled, += on an attribute typed int | None is a generic call: the sums added in typed locals)
         moved = g.read
-        if read is not None and moved is not None:
-            g.read = moved + (read(t) or 0)
+        if moved is not None:
+            g.read = moved + member.read
         moved = g.written
-        if written is not None and moved is not None:
-            g.written = moved + (written(t) or 0)
+        if moved is not None:
+            g.written = moved + member.written
 
     def stream(self, s: PsnStats) -> None:
         t = self.wire
@@ -219,6 +261,7 @@ class Stats:
         self.congestion: list[dict[str, Any]] = []     # per flow (source, destination, QP): CNPs, CE marks
         # the service response time tables (tshark's -z rpc,srt), by (table, procedure number)
         self.srt: dict[tuple[str, int], _Srt] = {}
+        self.ulps: dict[str, _Ulp] = {}      # what is asked of each upper layer's model, by protocol
 
     def block(self, conn: int | None) -> _Block | None:
         if conn is None:
@@ -230,16 +273,18 @@ class Stats:
 
     def on_record(self, rec: Record) -> None:
         if isinstance(rec, Transaction):
-            model = model_of(rec.protocol)
-            name = model.operation(rec)
-            groups: list[tuple[Group, object]] = []
-            for dim in model.groups:
+            ulp = self._ulp(rec.protocol)
+            name = ulp.operation(rec)
+            lat = rec.latency_ns
+            groups: list[_InGroup] = []
+            for dim in ulp.dimensions:
                 value = dim.get(rec)
                 if value is not None:
-                    groups.append((dim, value))
-            self.overall.transaction(rec, name, groups)
-            self._block(rec.conn).transaction(rec, name, groups)
-            self._service(rec, model)
+                    groups.append(dim.member(value, rec))
+            self.overall.transaction(rec, name, lat, groups)
+            self._block(rec.conn).transaction(rec, name, lat, groups)
+            if ulp.service is not None:
+                self._service(rec, ulp.service)
         elif isinstance(rec, PsnStats):
             self.overall.stream(rec)
             self._block(rec.conn).stream(rec)
@@ -253,12 +298,17 @@ class Stats:
                 self._block(rec.conn).credits.append(entry)
                 self.overall.credits.append(entry)
 
-    def _service(self, t: Transaction, model: UlpModel) -> None:
+    def _ulp(self, protocol: str) -> _Ulp:
+        ulp = self.ulps.get(protocol)
+        if ulp is None:
+            ulp = self.ulps[protocol] = _Ulp(model_of(protocol))
+        return ulp
+
+    def _service(self, t: Transaction, service: Callable[[Transaction], Service | None]) -> None:
         """An answered call's time in its service response time table, from the request whole at the responder
         to the response, as tshark's -z rpc,srt counts it."""
         rep = t.response
-        service = model.service
-        if rep is None or service is None:
+        if rep is None:
             return
         row = service(t)
         if row is None:
