@@ -419,16 +419,17 @@ def check_invalidate(an: Reporter, st: ConnState, pkt: Packet, msg: RpcRdmaMessa
         if ps is None or not ps.valid or not ps.remote_invalidate:
             who.append("the server")
         if who:
-            an.report(INVALIDATE_NOT_NEGOTIATED, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
-                who=" and ".join(who))
+            # (its arguments as a dict, positionally: this one is frequent, one a reply on some setups)
+            an.report_args(INVALIDATE_NOT_NEGOTIATED, frame, ts, cid, xid, pkt,
+                           {"handle": handle, "who": " and ".join(who)})
     call = txn.call_msg
     if msg.version == 2:
         if call.inv_handle != handle:
-            an.report(V2_INV_MISMATCH, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle,
-                      inv_handle=call.inv_handle or 0)
+            an.report_args(V2_INV_MISMATCH, frame, ts, cid, xid, pkt,
+                           {"handle": handle, "inv_handle": call.inv_handle or 0})
         return
     if not _advertised(call, handle):
-        an.report(INVALIDATE_FOREIGN, frame, ts, conn=cid, xid=xid, pkt=pkt, handle=handle, rxid=xid)
+        an.report_args(INVALIDATE_FOREIGN, frame, ts, cid, xid, pkt, {"handle": handle, "rxid": xid})
 
 
 def _advertised(msg: RpcRdmaMessage, handle: int) -> bool:

@@ -30,6 +30,9 @@ class Reporter(Protocol):
     def report(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None = None,
                xid: int | None = None, pkt: Packet | None = None, **args: object) -> Finding: ...
 
+    def report_args(self, rule: Rule, frames: tuple[int, ...] | int, ts: int, conn: int | None,
+                    xid: int | None, pkt: Packet | None, args: dict[str, object]) -> Finding: ...
+
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class TransactionObserver:
