@@ -2,6 +2,8 @@
 tried in order, and the per-packet dissectors are subclasses whose call the compiled build makes directly."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rdmaspy.engine import load_dissectors
@@ -86,3 +88,29 @@ def test_the_per_packet_heuristics_are_called_directly(name, heuristic):
     load_dissectors()
     found = dict(table(name).heuristics)[heuristic]
     assert type(found) is not Dissector and type(found).dissect is not Dissector.dissect
+
+
+def test_module_names_are_what_pkgutil_finds_in_every_package(tmp_path):
+    """import_all lists a package's modules itself (pkgutil's import cost every start): the same names, in
+    the same order, for every package of rdmaspy, and for a directory holding the odd cases."""
+    import pkgutil
+
+    import rdmaspy
+    from rdmaspy.registry import module_names
+
+    def pkgutil_names(paths):
+        return sorted(m.name for m in pkgutil.iter_modules(paths))
+
+    packages = [Path(rdmaspy.__file__).parent]
+    packages += [p.parent for p in packages[0].rglob("__init__.py")]
+    for directory in packages:
+        assert module_names([str(directory)]) == pkgutil_names([str(directory)]), directory
+    for name in ("plain.py", "native.cpython-311-x86_64-linux-gnu.so", "bytecode.pyc", "notes.txt",
+                 "__init__.py", "two.dots.py"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "empty_dir").mkdir()
+    (tmp_path / "__pycache__").mkdir()
+    assert module_names([str(tmp_path)]) == pkgutil_names([str(tmp_path)])
+    assert module_names([str(tmp_path / "missing")]) == []
