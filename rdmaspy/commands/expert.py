@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 
 from ..analysis.model import Record
@@ -88,30 +88,6 @@ def collect(path: str, keep: int | None = None, host: Any = None) -> tuple[Any, 
     order = {s: i for i, s in enumerate(SEVERITIES)}
     out = sorted(grouping.groups.values(), key=lambda g: (order.get(g.severity, 9), -g.count, g.rule or g.items[0][1]))
     return cap, pipe.frames, out
-
-
-def frame_ranges(frames: Iterable[int], most: int | None = None, total: int | None = None) -> str:
-    """``1-3, 7, 9-10`` of frames in increasing order; with ``most``, at most that many ranges and a count
-    of the frames left out (of ``total``, the number of frames, when ``frames`` is an iterator)."""
-    if total is None:
-        frames = list(frames)
-        total = len(frames)
-    parts: list[str] = []
-    used = 0                          # frames in the ranges of ``parts``
-    start = end = -1
-    for f in frames:
-        if f == end + 1 and start >= 0:
-            end = f
-            continue
-        if start >= 0:
-            parts.append(str(start) if start == end else f"{start}-{end}")
-            used += end - start + 1
-            if most is not None and len(parts) == most:
-                return ", ".join(parts) + f", ... ({total - used} more)"
-        start = end = f
-    if start >= 0:
-        parts.append(str(start) if start == end else f"{start}-{end}")
-    return ", ".join(parts)
 
 
 def text_lines(path: str, frames: int, groups: list[Group], shown: int) -> list[str]:

@@ -90,9 +90,9 @@ class Group:
                     yield base + bit
 
     def frame_ranges(self, most: int) -> str:
-        """``commands.expert.frame_ranges(self.each_frame(), most, self.frame_count())`` in one compiled
-        loop over the bitmap (a generator's frame at a time to an interpreted loop cost some 500
-        instructions a frame: 10 M for `expert` of the mix's 20,000 frames)."""
+        """``1-3, 7, 9-10`` of the frames, at most ``most`` ranges and then a count of the frames left out;
+        one compiled loop over the bitmap (a generator's frame at a time to an interpreted loop cost some
+        500 instructions a frame: 10 M for `expert` of the mix's 20,000 frames)."""
         parts: list[str] = []
         used = 0                          # frames in the ranges of ``parts``
         start = end = -1
