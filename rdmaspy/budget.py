@@ -13,7 +13,6 @@ The limit: ``--memory-budget`` on the command line, else ``RDMASPY_MEMORY_BUDGET
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Final
 
 from mypy_extensions import mypyc_attr
@@ -103,14 +102,33 @@ class Holder:
         return 0
 
 
-@dataclass(frozen=True, slots=True)
+# Its ``__init__`` spelled out: mypyc 2.4 runs the standard ``@dataclass`` decorator on a compiled class at
+# import (some 3 M instructions) and leaves it that decorator's ``__init__``, a Python function.  A budget's
+# notices are in its state (the TUI's checkpoints): serializable, and so allowing interpreted subclasses (a
+# class mypyc 2.4 makes serializable without it, made by interpreted code, runs no ``__init__``).
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Notice:
-    """State given up to stay within the budget."""
+    """State given up to stay within the budget.  Equal, and hashed, by its values."""
 
-    what: str
-    entries: int
-    freed: int
-    limit: int
+    __slots__ = ("what", "entries", "freed", "limit")
+
+    def __init__(self, what: str, entries: int, freed: int, limit: int) -> None:
+        self.what = what
+        self.entries = entries
+        self.freed = freed
+        self.limit = limit
+
+    def __repr__(self) -> str:
+        return f"Notice(what={self.what!r}, entries={self.entries!r}, freed={self.freed!r}, limit={self.limit!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, Notice):
+            return NotImplemented
+        return (self.what, self.entries, self.freed, self.limit) == (other.what, other.entries, other.freed,
+                                                                      other.limit)
+
+    def __hash__(self) -> int:
+        return hash((self.what, self.entries, self.freed, self.limit))
 
     @property
     def text(self) -> str:

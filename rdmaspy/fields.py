@@ -15,7 +15,6 @@ its declarations, so each name knows the module that declares it.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field as dc_field
 from typing import Any, Callable, Final, Literal, Mapping
 
 from mypy_extensions import mypyc_attr
@@ -26,19 +25,29 @@ DISPLAYS: Final = frozenset({
 })
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True, eq=False)
+# The classes declared many times at start (a Field for each field of every header: some 4,000) spell
+# their ``__init__`` out: mypyc 2.4 runs the standard ``@dataclass`` decorator on a compiled class (some
+# 3 M instructions a class) and leaves it the ``__init__`` that generates, a Python function (some 6,000
+# instructions an object).  They allow interpreted subclasses: a class mypyc 2.4 makes serializable
+# without it, made by interpreted code, runs no ``__init__``.
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Field:
     """One named value.  ``name`` is the full dotted filter name (``bth.opcode``)."""
 
-    name: str
-    bits: int = 0                 # width on the wire; 0 for values of variable size
-    label: str = ""
-    display: str = "dec"
-    names: Mapping[int, str] | None = None   # value -> name (enumerations)
-    unit: str = ""                # shown after the value ("bytes", "words")
-    doc: str = ""
-    catalogued: bool = True       # False: a part of a Header (registered with it) or a value derived by a filter
+    __slots__ = ("name", "bits", "label", "display", "names", "unit", "doc", "catalogued")
+
+    def __init__(self, name: str, bits: int = 0, label: str = "", display: str = "dec",
+                 names: Mapping[int, str] | None = None, unit: str = "", doc: str = "",
+                 catalogued: bool = True) -> None:
+        self.name = name
+        self.bits = bits                  # width on the wire; 0 for values of variable size
+        self.label = label
+        self.display = display
+        self.names = names                # value -> name (enumerations)
+        self.unit = unit                  # shown after the value ("bytes", "words")
+        self.doc = doc
+        self.catalogued = catalogued      # False: a part of a Header (registered with it) or a value derived
+        self.__post_init__()              # by a filter
 
     def __post_init__(self) -> None:
         if self.display not in DISPLAYS:
@@ -47,6 +56,10 @@ class Field:
             self.label = self.name.rsplit(".", 1)[-1]
         if self.catalogued:
             CATALOG.add_field(self, standalone=True)
+
+    def __repr__(self) -> str:
+        return (f"Field(name={self.name!r}, bits={self.bits!r}, label={self.label!r}, display={self.display!r}, "
+                f"names={self.names!r}, unit={self.unit!r}, doc={self.doc!r}, catalogued={self.catalogued!r})")
 
     def name_of(self, value: Any) -> str | None:
         names = self.names
@@ -65,25 +78,45 @@ def F(name: str, bits: int, label: str = "", display: str = "dec",
 _INT_CODES: Final = {1: "B", 2: "H", 4: "I", 8: "Q"}
 
 
-@dataclass(slots=True, frozen=True)
 class BitSpot:
     """Where one field of a Header sits in the header read as words (``Header.words``): the value is
-    ``(words[word] >> shift) & mask``.  Hot paths take these at import time and keep one unpack."""
+    ``(words[word] >> shift) & mask``.  Hot paths take these at import time and keep one unpack.
+    Equal, and hashed, by its values (as the frozen dataclass it was)."""
 
-    word: int       # index in ``header.words(width).unpack_from(buf, off)``
-    shift: int
-    mask: int
+    __slots__ = ("word", "shift", "mask")
+
+    def __init__(self, word: int, shift: int, mask: int) -> None:
+        self.word = word    # index in ``header.words(width).unpack_from(buf, off)``
+        self.shift = shift
+        self.mask = mask
+
+    def __repr__(self) -> str:
+        return f"BitSpot(word={self.word!r}, shift={self.shift!r}, mask={self.mask!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BitSpot):
+            return NotImplemented
+        return (self.word, self.shift, self.mask) == (other.word, other.shift, other.mask)
+
+    def __hash__(self) -> int:
+        return hash((self.word, self.shift, self.mask))
 
     def of(self, words: tuple[int, ...]) -> int:
         return (words[self.word] >> self.shift) & self.mask
 
 
-@dataclass(slots=True, eq=False)
 class _Group:
     """A run of fields that together fill whole bytes."""
-    byte_off: int
-    nbytes: int
-    members: list[tuple[int, int, int]] = dc_field(default_factory=list)  # (field index, shift, width)
+
+    __slots__ = ("byte_off", "nbytes", "members")
+
+    def __init__(self, byte_off: int, nbytes: int, members: list[tuple[int, int, int]] | None = None) -> None:
+        self.byte_off = byte_off
+        self.nbytes = nbytes
+        self.members: list[tuple[int, int, int]] = [] if members is None else members  # (field index, shift, width)
+
+    def __repr__(self) -> str:
+        return f"_Group(byte_off={self.byte_off!r}, nbytes={self.nbytes!r}, members={self.members!r})"
 
 
 def _whole(g: _Group) -> bool:
@@ -529,7 +562,6 @@ class XdrStruct:
         return f"<XdrStruct {self.tree} {self.size} bytes>"
 
 
-@dataclass(slots=True, eq=False)
 class XdrList:
     """A list of ``item`` structs, in one of the shapes XDR gives lists: ``chained``, entries each after
     a TRUE discriminator and ended by FALSE (an optional-data linked list, ``struct x *next``); else at
@@ -537,8 +569,16 @@ class XdrList:
     shows it) a counted array of items (``item<>``: a uint32 count, then the items).  ``what`` and
     ``count_what`` name the list and its count in error messages."""
 
-    what: str
-    item: XdrStruct
-    chained: bool = True
-    count: Field | None = None
-    count_what: str = ""
+    __slots__ = ("what", "item", "chained", "count", "count_what")
+
+    def __init__(self, what: str, item: XdrStruct, chained: bool = True, count: Field | None = None,
+                 count_what: str = "") -> None:
+        self.what = what
+        self.item = item
+        self.chained = chained
+        self.count = count
+        self.count_what = count_what
+
+    def __repr__(self) -> str:
+        return (f"XdrList(what={self.what!r}, item={self.item!r}, chained={self.chained!r}, count={self.count!r}, "
+                f"count_what={self.count_what!r})")

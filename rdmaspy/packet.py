@@ -9,7 +9,6 @@ the dissector that produces them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable, Final, Generic, TypeVar, cast
 
 from mypy_extensions import mypyc_attr
@@ -180,14 +179,29 @@ def add_parts(lay: Layer) -> None:
             lay.add(f, v, off, bits.size)
 
 
-@dataclass(slots=True)
+# Its ``__init__`` spelled out: mypyc 2.4 runs the standard ``@dataclass`` decorator on a compiled class at
+# import (some 3 M instructions) and leaves it that decorator's ``__init__``, a Python function.
 class Expert:
-    """A finding attached to a packet by a dissector (analysis adds its own later)."""
-    severity: str   # "error" | "warning" | "note" | "chat"
-    group: str      # "malformed" | "checksum" | "protocol" | "sequence" | ...
-    text: str
-    source: str = ""  # the specification it cites, e.g. "RFC 8166 §4.2"
-    rule: str = ""    # the id of a declared rule, when the item stands for one
+    """A finding attached to a packet by a dissector (analysis adds its own later).  Equal by its values."""
+
+    __slots__ = ("severity", "group", "text", "source", "rule")
+
+    def __init__(self, severity: str, group: str, text: str, source: str = "", rule: str = "") -> None:
+        self.severity = severity    # "error" | "warning" | "note" | "chat"
+        self.group = group          # "malformed" | "checksum" | "protocol" | "sequence" | ...
+        self.text = text
+        self.source = source        # the specification it cites, e.g. "RFC 8166 §4.2"
+        self.rule = rule            # the id of a declared rule, when the item stands for one
+
+    def __repr__(self) -> str:
+        return (f"Expert(severity={self.severity!r}, group={self.group!r}, text={self.text!r}, "
+                f"source={self.source!r}, rule={self.rule!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, Expert):
+            return NotImplemented
+        return ((self.severity, self.group, self.text, self.source, self.rule)
+                == (other.severity, other.group, other.text, other.source, other.rule))
 
 
 class Note(Generic[T]):

@@ -9,7 +9,6 @@ their rule.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Callable, Final
 
@@ -23,16 +22,38 @@ class Severity(StrEnum):
     CHAT = "chat"
 
 
-@mypyc_attr(serializable=True)
-@dataclass(frozen=True, slots=True)
+# Declared once each at start (a hundred): its ``__init__`` spelled out, as fields.Field's (which says why).
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Rule:
-    """An expert rule, declared once (``declare``), like Wireshark's ``ei_register_info``."""
-    id: str            # stable identifier, e.g. "rpcrdma.xid_mismatch"
-    severity: Severity
-    group: str         # protocol | sequence | credits | chunk | transaction | checksum | congestion | ...
-    message: str       # template over the finding's args, e.g. "rdma_xid {rdma_xid:#x} != RPC xid {rpc_xid:#x}"
-    source: str        # where the rule comes from, e.g. "RFC 8166 §4.2"
-    receiver_checkable: bool = True   # a MUST an analyzer can check from the wire
+    """An expert rule, declared once (``declare``), like Wireshark's ``ei_register_info``.  Equal, and hashed,
+    by its values (as the frozen dataclass it was)."""
+
+    __slots__ = ("id", "severity", "group", "message", "source", "receiver_checkable")
+
+    def __init__(self, id: str, severity: Severity, group: str, message: str, source: str,
+                 receiver_checkable: bool = True) -> None:
+        self.id = id                    # stable identifier, e.g. "rpcrdma.xid_mismatch"
+        self.severity = severity
+        self.group = group              # protocol | sequence | credits | chunk | transaction | checksum | ...
+        # template over the finding's args, e.g. "rdma_xid {rdma_xid:#x} != RPC xid {rpc_xid:#x}"
+        self.message = message
+        self.source = source            # where the rule comes from, e.g. "RFC 8166 §4.2"
+        self.receiver_checkable = receiver_checkable   # a MUST an analyzer can check from the wire
+
+    def _values(self) -> tuple[str, Severity, str, str, str, bool]:
+        return self.id, self.severity, self.group, self.message, self.source, self.receiver_checkable
+
+    def __repr__(self) -> str:
+        return (f"Rule(id={self.id!r}, severity={self.severity!r}, group={self.group!r}, message={self.message!r}, "
+                f"source={self.source!r}, receiver_checkable={self.receiver_checkable!r})")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, Rule):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
 
     def text(self, args: dict[str, object]) -> str:
         """The message of one breach, from the values that broke the rule."""

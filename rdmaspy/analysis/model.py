@@ -16,7 +16,6 @@ the JSON documents carry.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Callable, Final, Union
 
@@ -134,7 +133,9 @@ class PsnEventKind(StrEnum):
 # The fields of the records built for every message (a dataclass's __init__ is not compiled by mypyc:
 # it runs in the interpreter, some 3,500 instructions a record; these classes spell theirs out).  They
 # allow interpreted subclasses: a class mypyc 2.4 makes serializable without it, called from interpreted
-# code (a test, the TUI), runs no __init__ and leaves every attribute undefined.
+# code (a test, the TUI), runs no __init__ and leaves every attribute undefined.  The records made once a
+# connection or at the end spell theirs out too: mypyc 2.4 runs the standard decorator on a compiled
+# dataclass at import, some 3 M instructions a class.
 _FINDING_FIELDS: Final = ("rule_def", "frames", "conn", "xid", "args", "ts")
 _SEGMENT_FIELDS: Final = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction",
                           "spans", "overrun", "reported", "ops", "frames", "access", "invalidate")
@@ -146,6 +147,23 @@ _TRANSACTION_FIELDS: Final = ("protocol", "conn", "key", "request_direction", "r
                               "data_first", "data_last", "dropped")
 _CREDIT_SAMPLE_FIELDS: Final = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
 _PSN_EVENT_FIELDS: Final = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
+_ENDPOINT_FIELDS: Final = ("address", "gid", "qpn", "tcp_port", "comm_id")
+_CONNECTION_FIELDS: Final = ("id", "transport", "client", "server", "state", "setup_known", "service_id", "port_space",
+                             "port", "service_type", "start_psn_c2s", "start_psn_s2c", "path_mtu", "t_start", "t_end",
+                             "t_requested", "t_established", "t_closed", "closed_by", "reject_reason", "pdata_client",
+                             "pdata_server", "inline_c2s", "inline_s2c", "remote_invalidate", "ulp", "ulp_client",
+                             "ulp_server", "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c")
+_CREDIT_SERIES_FIELDS: Final = ("conn", "direction", "samples")
+_CREDIT_SUMMARY_FIELDS: Final = ("direction", "requested", "granted", "granted_min", "granted_max", "max_outstanding",
+                                 "calls", "grants", "peak_outstanding", "outstanding_at_end", "zero_grants", "exceeded",
+                                 "refreshes")
+_ULP_SUMMARY_FIELDS: Final = ("protocol", "conn", "messages", "transactions", "unanswered", "versions", "credits",
+                              "unadvertised_operations", "unadvertised_bytes")
+_PSN_STATS_FIELDS: Final = ("conn", "direction", "first_psn", "next_psn", "packets", "retransmissions", "duplicates",
+                            "lost", "out_of_order", "naks", "rnr_naks", "rnr_delay_ns", "acks", "coalesced_acks",
+                            "psns_acked", "duplicate_acks", "read_requests", "read_responses", "send_bytes",
+                            "write_bytes", "read_bytes", "path_mtu")
+_CONGESTION_FLOW_FIELDS: Final = ("src", "dst", "qp", "cnps", "ce_marks")
 
 
 def record_values(obj: object, names: tuple[str, ...]) -> tuple[object, ...]:
@@ -207,52 +225,85 @@ class Finding:
 
 
 # --- connections ---------------------------------------------------------------------------------------
-@mypyc_attr(serializable=True)
-@dataclass(slots=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Endpoint:
-    address: str
-    gid: str | None = None
-    qpn: int | None = None
-    tcp_port: int | None = None
-    comm_id: int | None = None
+    """A peer of a connection: its address and what the capture named it by."""
+
+    __slots__ = ("address", "gid", "qpn", "tcp_port", "comm_id")
+
+    def __init__(self, address: str, gid: str | None = None, qpn: int | None = None, tcp_port: int | None = None,
+                 comm_id: int | None = None) -> None:
+        self.address = address
+        self.gid = gid
+        self.qpn = qpn
+        self.tcp_port = tcp_port
+        self.comm_id = comm_id
+
+    def __repr__(self) -> str:
+        return record_repr(self, _ENDPOINT_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, Endpoint):
+            return NotImplemented
+        return record_values(self, _ENDPOINT_FIELDS) == record_values(other, _ENDPOINT_FIELDS)
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True, eq=False)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Connection:
     """An RDMA connection as the analysis last saw it (a snapshot of the connection table's entry)."""
-    id: int
-    transport: str                      # "ib" (InfiniBand, RoCE) or "iwarp"
-    client: Endpoint
-    server: Endpoint
-    state: ConnectionState = ConnectionState.UNKNOWN_SETUP
-    setup_known: bool = False
-    service_id: int | None = None
-    port_space: int | None = None
-    port: int | None = None
-    service_type: int | None = None     # CM transport service type: 0 RC, 1 UC, 2 RD
-    start_psn_c2s: int | None = None
-    start_psn_s2c: int | None = None
-    path_mtu: int | None = None
-    t_start: int = 0
-    t_end: int = 0
-    t_requested: int | None = None
-    t_established: int | None = None
-    t_closed: int | None = None
-    closed_by: Side | None = None
-    reject_reason: int | None = None
-    pdata_client: RpcRdmaPdata | None = None    # RPC-over-RDMA private data (RFC 8797) each side sent
-    pdata_server: RpcRdmaPdata | None = None
-    inline_c2s: int = 0                 # negotiated inline thresholds (RFC 8797 §4.3)
-    inline_s2c: int = 0
-    remote_invalidate: bool = False     # both peers set R
-    ulp: str | None = None              # the upper layer a dissector found on it ("nvme-rdma"); None: not said
-    ulp_client: Any = None              # that upper layer's own facts from the client's and the server's
-    ulp_server: Any = None              # CM or MPA private data (nvme_rdma.NvmeRdmaCm)
-    packets_c2s: int = 0
-    packets_s2c: int = 0
-    bytes_c2s: int = 0
-    bytes_s2c: int = 0
+
+    __slots__ = ("id", "transport", "client", "server", "state", "setup_known", "service_id", "port_space", "port",
+                 "service_type", "start_psn_c2s", "start_psn_s2c", "path_mtu", "t_start", "t_end", "t_requested",
+                 "t_established", "t_closed", "closed_by", "reject_reason", "pdata_client", "pdata_server",
+                 "inline_c2s", "inline_s2c", "remote_invalidate", "ulp", "ulp_client", "ulp_server", "packets_c2s",
+                 "packets_s2c", "bytes_c2s", "bytes_s2c")
+
+    def __init__(self, id: int, transport: str, client: Endpoint, server: Endpoint,
+                 state: ConnectionState = ConnectionState.UNKNOWN_SETUP, setup_known: bool = False,
+                 service_id: int | None = None, port_space: int | None = None, port: int | None = None,
+                 service_type: int | None = None, start_psn_c2s: int | None = None, start_psn_s2c: int | None = None,
+                 path_mtu: int | None = None, t_start: int = 0, t_end: int = 0, t_requested: int | None = None,
+                 t_established: int | None = None, t_closed: int | None = None, closed_by: Side | None = None,
+                 reject_reason: int | None = None, pdata_client: RpcRdmaPdata | None = None,
+                 pdata_server: RpcRdmaPdata | None = None, inline_c2s: int = 0, inline_s2c: int = 0,
+                 remote_invalidate: bool = False, ulp: str | None = None, ulp_client: Any = None,
+                 ulp_server: Any = None, packets_c2s: int = 0, packets_s2c: int = 0, bytes_c2s: int = 0,
+                 bytes_s2c: int = 0) -> None:
+        self.id = id
+        self.transport = transport  # "ib" (InfiniBand, RoCE) or "iwarp"
+        self.client = client
+        self.server = server
+        self.state = state
+        self.setup_known = setup_known
+        self.service_id = service_id
+        self.port_space = port_space
+        self.port = port
+        self.service_type = service_type  # CM transport service type: 0 RC, 1 UC, 2 RD
+        self.start_psn_c2s = start_psn_c2s
+        self.start_psn_s2c = start_psn_s2c
+        self.path_mtu = path_mtu
+        self.t_start = t_start
+        self.t_end = t_end
+        self.t_requested = t_requested
+        self.t_established = t_established
+        self.t_closed = t_closed
+        self.closed_by = closed_by
+        self.reject_reason = reject_reason
+        self.pdata_client = pdata_client  # RPC-over-RDMA private data (RFC 8797) each side sent
+        self.pdata_server = pdata_server
+        self.inline_c2s = inline_c2s  # negotiated inline thresholds (RFC 8797 §4.3)
+        self.inline_s2c = inline_s2c
+        self.remote_invalidate = remote_invalidate  # both peers set R
+        self.ulp = ulp  # the upper layer a dissector found on it ("nvme-rdma"); None: not said
+        self.ulp_client = ulp_client  # that upper layer's own facts from the client's and the server's
+        self.ulp_server = ulp_server  # CM or MPA private data (nvme_rdma.NvmeRdmaCm)
+        self.packets_c2s = packets_c2s
+        self.packets_s2c = packets_s2c
+        self.bytes_c2s = bytes_c2s
+        self.bytes_s2c = bytes_s2c
+
+    def __repr__(self) -> str:
+        return record_repr(self, _CONNECTION_FIELDS)
 
     @property
     def inline_applies(self) -> bool:
@@ -699,47 +750,85 @@ class CreditSample:
         return record_values(self, _CREDIT_SAMPLE_FIELDS) == record_values(other, _CREDIT_SAMPLE_FIELDS)
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditSeries:
     """A piece of a credit time series, in time order; the pieces of one direction follow each other."""
-    conn: int
-    direction: CallDirection
-    samples: list[CreditSample]
+
+    __slots__ = ("conn", "direction", "samples")
+
+    def __init__(self, conn: int, direction: CallDirection, samples: list[CreditSample]) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.samples = samples
+
+    def __repr__(self) -> str:
+        return record_repr(self, _CREDIT_SERIES_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, CreditSeries):
+            return NotImplemented
+        return record_values(self, _CREDIT_SERIES_FIELDS) == record_values(other, _CREDIT_SERIES_FIELDS)
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditSummary:
     """Credits (or a queue's depth) of one direction of requests over the whole capture."""
-    direction: CallDirection
-    requested: int | None
-    granted: int | None
-    granted_min: int | None
-    granted_max: int | None
-    max_outstanding: int | None         # v2: the grantor's maximum
-    calls: int
-    grants: int
-    peak_outstanding: int
-    outstanding_at_end: int
-    zero_grants: int
-    exceeded: int
-    refreshes: int
+
+    __slots__ = ("direction", "requested", "granted", "granted_min", "granted_max", "max_outstanding", "calls",
+                 "grants", "peak_outstanding", "outstanding_at_end", "zero_grants", "exceeded", "refreshes")
+
+    def __init__(self, direction: CallDirection, requested: int | None, granted: int | None, granted_min: int | None,
+                 granted_max: int | None, max_outstanding: int | None, calls: int, grants: int, peak_outstanding: int,
+                 outstanding_at_end: int, zero_grants: int, exceeded: int, refreshes: int) -> None:
+        self.direction = direction
+        self.requested = requested
+        self.granted = granted
+        self.granted_min = granted_min
+        self.granted_max = granted_max
+        self.max_outstanding = max_outstanding  # v2: the grantor's maximum
+        self.calls = calls
+        self.grants = grants
+        self.peak_outstanding = peak_outstanding
+        self.outstanding_at_end = outstanding_at_end
+        self.zero_grants = zero_grants
+        self.exceeded = exceeded
+        self.refreshes = refreshes
+
+    def __repr__(self) -> str:
+        return record_repr(self, _CREDIT_SUMMARY_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, CreditSummary):
+            return NotImplemented
+        return record_values(self, _CREDIT_SUMMARY_FIELDS) == record_values(other, _CREDIT_SUMMARY_FIELDS)
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class UlpSummary:
     """The traffic of one upper layer on one connection, when it ends (or the capture does)."""
-    protocol: str
-    conn: int
-    messages: int
-    transactions: int
-    unanswered: int
-    versions: list[int]                 # the upper layer's versions seen (RPC-over-RDMA's)
-    credits: list[CreditSummary]        # by direction, forward first: credits, or the queue's depth
-    unadvertised_operations: int        # RDMA operations on memory no open request advertised
-    unadvertised_bytes: int
+
+    __slots__ = ("protocol", "conn", "messages", "transactions", "unanswered", "versions", "credits",
+                 "unadvertised_operations", "unadvertised_bytes")
+
+    def __init__(self, protocol: str, conn: int, messages: int, transactions: int, unanswered: int, versions: list[int],
+                 credits: list[CreditSummary], unadvertised_operations: int, unadvertised_bytes: int) -> None:
+        self.protocol = protocol
+        self.conn = conn
+        self.messages = messages
+        self.transactions = transactions
+        self.unanswered = unanswered
+        self.versions = versions  # the upper layer's versions seen (RPC-over-RDMA's)
+        self.credits = credits  # by direction, forward first: credits, or the queue's depth
+        self.unadvertised_operations = unadvertised_operations  # RDMA operations on memory no open request advertised
+        self.unadvertised_bytes = unadvertised_bytes
+
+    def __repr__(self) -> str:
+        return record_repr(self, _ULP_SUMMARY_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, UlpSummary):
+            return NotImplemented
+        return record_values(self, _ULP_SUMMARY_FIELDS) == record_values(other, _ULP_SUMMARY_FIELDS)
 
 
 # --- transport -----------------------------------------------------------------------------------------
@@ -769,43 +858,72 @@ class PsnEvent:
         return record_values(self, _PSN_EVENT_FIELDS) == record_values(other, _PSN_EVENT_FIELDS)
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PsnStats:
     """One requester's PSN space on one connection, at the end of the capture."""
-    conn: int
-    direction: Direction
-    first_psn: int | None
-    next_psn: int | None
-    packets: int
-    retransmissions: int
-    duplicates: int
-    lost: int
-    out_of_order: int
-    naks: dict[int, int]                # NAK code -> count
-    rnr_naks: int
-    rnr_delay_ns: int
-    acks: int
-    coalesced_acks: int
-    psns_acked: int
-    duplicate_acks: int
-    read_requests: int
-    read_responses: int
-    send_bytes: int                     # payload of SENDs, RDMA WRITEs, READ responses (every copy)
-    write_bytes: int
-    read_bytes: int
-    path_mtu: int | None
+
+    __slots__ = ("conn", "direction", "first_psn", "next_psn", "packets", "retransmissions", "duplicates", "lost",
+                 "out_of_order", "naks", "rnr_naks", "rnr_delay_ns", "acks", "coalesced_acks", "psns_acked",
+                 "duplicate_acks", "read_requests", "read_responses", "send_bytes", "write_bytes", "read_bytes",
+                 "path_mtu")
+
+    def __init__(self, conn: int, direction: Direction, first_psn: int | None, next_psn: int | None, packets: int,
+                 retransmissions: int, duplicates: int, lost: int, out_of_order: int, naks: dict[int, int],
+                 rnr_naks: int, rnr_delay_ns: int, acks: int, coalesced_acks: int, psns_acked: int, duplicate_acks: int,
+                 read_requests: int, read_responses: int, send_bytes: int, write_bytes: int, read_bytes: int,
+                 path_mtu: int | None) -> None:
+        self.conn = conn
+        self.direction = direction
+        self.first_psn = first_psn
+        self.next_psn = next_psn
+        self.packets = packets
+        self.retransmissions = retransmissions
+        self.duplicates = duplicates
+        self.lost = lost
+        self.out_of_order = out_of_order
+        self.naks = naks  # NAK code -> count
+        self.rnr_naks = rnr_naks
+        self.rnr_delay_ns = rnr_delay_ns
+        self.acks = acks
+        self.coalesced_acks = coalesced_acks
+        self.psns_acked = psns_acked
+        self.duplicate_acks = duplicate_acks
+        self.read_requests = read_requests
+        self.read_responses = read_responses
+        self.send_bytes = send_bytes  # payload of SENDs, RDMA WRITEs, READ responses (every copy)
+        self.write_bytes = write_bytes
+        self.read_bytes = read_bytes
+        self.path_mtu = path_mtu
+
+    def __repr__(self) -> str:
+        return record_repr(self, _PSN_STATS_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, PsnStats):
+            return NotImplemented
+        return record_values(self, _PSN_STATS_FIELDS) == record_values(other, _PSN_STATS_FIELDS)
 
 
-@mypyc_attr(serializable=True)
-@dataclass(slots=True)
+@mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CongestionFlow:
     """Congestion notifications on one flow (source, destination, destination QP)."""
-    src: str
-    dst: str
-    qp: int
-    cnps: int
-    ce_marks: int
+
+    __slots__ = ("src", "dst", "qp", "cnps", "ce_marks")
+
+    def __init__(self, src: str, dst: str, qp: int, cnps: int, ce_marks: int) -> None:
+        self.src = src
+        self.dst = dst
+        self.qp = qp
+        self.cnps = cnps
+        self.ce_marks = ce_marks
+
+    def __repr__(self) -> str:
+        return record_repr(self, _CONGESTION_FLOW_FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, CongestionFlow):
+            return NotImplemented
+        return record_values(self, _CONGESTION_FLOW_FIELDS) == record_values(other, _CONGESTION_FLOW_FIELDS)
 
 
 # What the analyzer hands to its record sink.

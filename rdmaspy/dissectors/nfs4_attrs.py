@@ -17,7 +17,6 @@ many attributes it asks for and each attribute's number, named.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final, Iterable, Iterator, Mapping
 
 from ..fields import Field, declaring, protocol
@@ -202,12 +201,29 @@ def show_words(lay: Layer, words: list[int], p: int, mask: Field, count: Field |
                 lay.add(count, bin(word).count("1"), p + 4 * i, 4)
 
 
-@dataclass(frozen=True, slots=True)
+# Its ``__init__`` spelled out: mypyc 2.4 runs the standard ``@dataclass`` decorator on a compiled class at
+# import (some 3 M instructions) and leaves it that decorator's ``__init__``, a Python function.
 class Attr:
-    """One attribute (or hint) of a table: its number, its name in values, its declaration."""
-    number: int
-    name: str
-    decl: XdrType
+    """One attribute (or hint) of a table: its number, its name in values, its declaration.  Equal, and
+    hashed, by its values."""
+
+    __slots__ = ("number", "name", "decl")
+
+    def __init__(self, number: int, name: str, decl: XdrType) -> None:
+        self.number = number
+        self.name = name
+        self.decl = decl
+
+    def __repr__(self) -> str:
+        return f"Attr(number={self.number!r}, name={self.name!r}, decl={self.decl!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, Attr):
+            return NotImplemented
+        return (self.number, self.name, self.decl) == (other.number, other.name, other.decl)
+
+    def __hash__(self) -> int:
+        return hash((self.number, self.name, self.decl))
 
 
 class AttrSet(XdrType):
