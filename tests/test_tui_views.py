@@ -119,15 +119,17 @@ def test_nvme_transactions_view_speaks_the_words_of_its_declaration():
 
 
 def test_a_fact_the_declaration_gains_shows_in_the_detail_without_a_change_of_the_view(monkeypatch):
-    from dataclasses import replace
+    from copy import copy
 
     from rdmaspy.analysis import ulp
     from rdmaspy.tui.views.transactions import detail_text
 
     model = ulp.model_of("nvme-rdma")
     extra = ulp.Fact("nvme_test_double_cid", "u32", "Twice the CID", lambda t: 2 * t.key)
-    monkeypatch.setitem(ulp.ULPS, "nvme-rdma", replace(model, facts=(*model.facts, extra),
-                                                         groups=(*model.groups, ulp.Group("parity", lambda t: t.key % 2))))
+    gained = copy(model)
+    gained.facts = (*model.facts, extra)
+    gained.groups = (*model.groups, ulp.Group("parity", lambda t: t.key % 2))
+    monkeypatch.setitem(ulp.ULPS, "nvme-rdma", gained)
 
     async def go():
         app = new_app(NVME)

@@ -23,7 +23,6 @@ imports every analysis module, so that ``model_of`` knows them all.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .analyzer import load_modules
@@ -33,28 +32,63 @@ from .model import Transaction
 KINDS = frozenset({"u8", "u16", "u32", "u64", "i64", "f64", "str", "bool", "strs", "ts"})
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
+# The declarations' classes are plain (their equality and hash by their values, as frozen dataclasses'):
+# the ``dataclasses`` module and what it imports (``inspect``, ``ast``, ``dis``: some 20 M instructions), and
+# the decorator's work on each class (some 3 M), were a part of every analysis command's start.
+class _Declared:
+    """A declaration's values as its fields name them: equality, hash and repr by them."""
+
+    __slots__ = ()
+    _FIELDS: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__ or not isinstance(other, _Declared):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__qualname__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS) + ")"
+
+
+class Fact(_Declared):
     """One typed fact of an upper layer's transactions."""
-    name: str                                   # its export column ("xid", "call_proc", "nvme_opcode")
-    kind: str                                   # one of KINDS
-    label: str                                  # how a view names it
-    get: Callable[[Any], object]                # its value, from the transaction's facts (None: not known)
-    path: str | None = None                     # where it stands in a transaction's JSON object; None: not there
-    when: Callable[[Any], bool] | None = None   # JSON: there only when this holds of the facts
-    tell: str | None = None                     # a line on the transaction's response tells it under this
+
+    __slots__ = ("name", "kind", "label", "get", "path", "when", "tell")
+    _FIELDS = __slots__
+
+    def __init__(self, name: str, kind: str, label: str, get: Callable[[Any], object], path: str | None = None,
+                 when: Callable[[Any], bool] | None = None, tell: str | None = None) -> None:
+        self.name = name                        # its export column ("xid", "call_proc", "nvme_opcode")
+        self.kind = kind                        # one of KINDS
+        self.label = label                      # how a view names it
+        self.get = get                          # its value, from the transaction's facts (None: not known)
+        self.path = path                        # where it stands in a transaction's JSON object; None: not there
+        self.when = when                        # JSON: there only when this holds of the facts
+        self.tell = tell                        # a line on the transaction's response tells it under this
                                                 # name when it is known (RPC-over-RDMA's RDMA_ERROR code)
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
+class Group(_Declared):
     """A dimension ``stats`` groups an upper layer's transactions by (a namespace, a controller, a file).
     A dimension that says which bytes a transaction read from and wrote to its value (a file's READ data
     and WRITE count) has them summed per value beside the RDMA bytes."""
-    name: str                                   # "namespace"
-    get: Callable[[Transaction], object]        # the transaction's value of it (None: not in any)
-    read: Callable[[Transaction], int | None] | None = None      # bytes read from the value (None: none)
-    written: Callable[[Transaction], int | None] | None = None   # bytes written to it
+
+    __slots__ = ("name", "get", "read", "written")
+    _FIELDS = __slots__
+
+    def __init__(self, name: str, get: Callable[[Transaction], object],
+                 read: Callable[[Transaction], int | None] | None = None,
+                 written: Callable[[Transaction], int | None] | None = None) -> None:
+        self.name = name                        # "namespace"
+        self.get = get                          # the transaction's value of it (None: not in any)
+        self.read = read                        # bytes read from the value (None: none)
+        self.written = written                  # bytes written to it
 
 
 # Where a transaction stands in a service response time table (tshark's ``-z rpc,srt``): (the table, "NFS v3";
@@ -63,28 +97,38 @@ class Group:
 Service = tuple[str, int, str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class UlpModel:
-    protocol: str                               # as the connection's ``ulp`` names it ("rpcrdma", "nvme-rdma")
-    rank: int                                   # its place among the upper layers (the export's columns)
-    label: str                                  # "RPC-over-RDMA", "NVMe/RDMA"
-    key: str                                    # the name of the key that pairs a request and its response
-    key_digits: int                             # the key in hexadecimal, this many digits
-    request: str                                # its words for the request and the response
-    response: str
-    lists: dict[str, str]                       # the segments' kinds, by their names for a user
-    done: str                                   # its name of a Send that ends a transaction after its response
-    facts: tuple[Fact, ...]
-    operation: Callable[[Transaction], str]     # the name of what the transaction did
-    operation_label: str = "Operation"          # what a view titles it ("Procedure")
-    # JSON objects of the facts (their paths' first part) that stand as null unless this holds of the facts
-    objects: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
-    groups: tuple[Group, ...] = ()
-    # Its service response time table's row for a transaction (None: none); None: no such table
-    service: Callable[[Transaction], Service | None] | None = None
-    # The facts a user looks for first (NFS's operation, file and range before the transport's words), by
-    # name: a view that has room for a few shows these, then the others in their declared order
-    lead: tuple[str, ...] = ()
+class UlpModel(_Declared):
+    """An upper layer's transactions as the presentations show them (the module's text)."""
+
+    __slots__ = ("protocol", "rank", "label", "key", "key_digits", "request", "response", "lists", "done", "facts",
+                 "operation", "operation_label", "objects", "groups", "service", "lead")
+    _FIELDS = __slots__
+
+    def __init__(self, protocol: str, rank: int, label: str, key: str, key_digits: int, request: str, response: str,
+                 lists: dict[str, str], done: str, facts: tuple[Fact, ...], operation: Callable[[Transaction], str],
+                 operation_label: str = "Operation", objects: dict[str, Callable[[Any], bool]] | None = None,
+                 groups: tuple[Group, ...] = (), service: Callable[[Transaction], Service | None] | None = None,
+                 lead: tuple[str, ...] = ()) -> None:
+        self.protocol = protocol                # as the connection's ``ulp`` names it ("rpcrdma", "nvme-rdma")
+        self.rank = rank                        # its place among the upper layers (the export's columns)
+        self.label = label                      # "RPC-over-RDMA", "NVMe/RDMA"
+        self.key = key                          # the name of the key that pairs a request and its response
+        self.key_digits = key_digits            # the key in hexadecimal, this many digits
+        self.request = request                  # its words for the request and the response
+        self.response = response
+        self.lists = lists                      # the segments' kinds, by their names for a user
+        self.done = done                        # its name of a Send that ends a transaction after its response
+        self.facts = facts
+        self.operation = operation              # the name of what the transaction did
+        self.operation_label = operation_label  # what a view titles it ("Procedure")
+        # JSON objects of the facts (their paths' first part) that stand as null unless this holds of the facts
+        self.objects: dict[str, Callable[[Any], bool]] = {} if objects is None else objects
+        self.groups = groups
+        # Its service response time table's row for a transaction (None: none); None: no such table
+        self.service = service
+        # The facts a user looks for first (NFS's operation, file and range before the transport's words), by
+        # name: a view that has room for a few shows these, then the others in their declared order
+        self.lead = lead
 
     def shown_facts(self) -> tuple[Fact, ...]:
         """The facts in the order a view shows them: the lead ones first."""
