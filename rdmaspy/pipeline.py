@@ -54,7 +54,9 @@ class Sink(Protocol):
     """What a presentation gives the pipeline: every shown packet, then the end.  A sink of the
     analysis' records alone says so with a class attribute ``reads_packets = False``: its ``packet`` is
     then not called (a call a frame for nothing).  A sink with ``on_record`` that reads no ``PsnEvent``
-    says ``wants_psn_events = False``: when no sink wants them, the analysis makes none."""
+    says ``wants_psn_events = False``: when no sink wants them, the analysis makes none.  One that keeps no
+    ``Transaction`` past its ``on_record`` says ``keeps_transactions = False``: when none keeps them, a closed
+    transaction's segments no longer point back at it (``Segment.transaction`` is None once handed on)."""
 
     def packet(self, pkt: Packet) -> None: ...
 
@@ -158,6 +160,9 @@ class Pipeline:
             # a sink of records that reads no PsnEvent says so (wants_psn_events = False): none is made
             self.analyzer.psn_events = any(getattr(s, "wants_psn_events", True) for s in self.sinks
                                            if getattr(s, "on_record", None) is not None)
+            # ... and a sink that keeps no transaction it is handed says so (keeps_transactions = False)
+            self.analyzer.transactions_kept = any(getattr(s, "keeps_transactions", True) for s in self.sinks
+                                                  if getattr(s, "on_record", None) is not None)
         if self.analyzer is None:
             self.engine.session.facts = False    # no analysis: the dissectors skip the facts only it reads
         if opts.matcher is None and self.sinks and not any(getattr(s, "fills_layers", True)

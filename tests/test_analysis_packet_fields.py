@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from conftest import capture
 
+from rdmaspy.analysis.model import Transaction, transaction_record
 from rdmaspy.analysis.transport import _UNSHOWN
 from rdmaspy.commands.common import display_filter
 from rdmaspy.pipeline import Options, Pipeline
@@ -150,3 +151,42 @@ def test_psn_events_are_made_only_for_a_sink_that_reads_them():
     both, beside = Records(), NoEvents()
     run(both, beside)
     assert both.kinds == wants.kinds and beside.kinds == wants.kinds     # made for one, handed to all
+
+
+def test_a_closed_transactions_segments_point_back_at_it_unless_no_sink_keeps_it():
+    """A sink that keeps the transactions it is handed (the default: the TUI reads ``Segment.transaction``)
+    finds each segment pointing back at its transaction; when every sink says ``keeps_transactions = False``
+    (stats) the analysis clears that pointer once the transaction is handed on, and the records are the same."""
+
+    class Keeps:
+        def __init__(self):
+            self.transactions = []
+
+        def packet(self, pkt):
+            pass
+
+        def on_record(self, rec):
+            if isinstance(rec, Transaction):
+                self.transactions.append(rec)
+
+        def finish(self):
+            pass
+
+    class Counts(Keeps):
+        keeps_transactions = False
+
+    def run(*sinks):
+        with open_capture(str(capture("rxe-nfsv3-loss.pcap"))) as cap:
+            Pipeline(cap, Options(analyze=True, packet_fields=False), list(sinks)).run()
+
+    keeps, counts = Keeps(), Counts()
+    run(keeps)
+    run(counts)
+    segments = [s for t in keeps.transactions for s in t.segments]
+    assert segments and all(s.transaction is t for t in keeps.transactions for s in t.segments)
+    assert all(s.transaction is None for t in counts.transactions for s in t.segments)
+    assert [transaction_record(t)[:8] for t in counts.transactions] == \
+        [transaction_record(t)[:8] for t in keeps.transactions]
+    both, beside = Keeps(), Counts()
+    run(both, beside)                   # one sink keeps them: the pointers stay for all
+    assert all(s.transaction is t for t in beside.transactions for s in t.segments)

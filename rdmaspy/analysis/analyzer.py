@@ -93,6 +93,9 @@ class Analyzer:
         # PsnEvent records (each retransmission, loss, NAK ...) are made only for a reader of them: the
         # pipeline clears this when none of its sinks wants them (``wants_psn_events = False``).
         self.psn_events = on_record is not None
+        # Whether a sink may keep the transactions it is handed (the pipeline clears this when none does:
+        # ``keeps_transactions = False``); else the analysis lets a closed one go (``Correlator.hand_on``).
+        self.transactions_kept = on_record is not None
         self.keep_findings = keep_findings
         self.packet_fields = packet_fields  # modules that add fields to packets add none when False
         self.findings: list[Finding] = []

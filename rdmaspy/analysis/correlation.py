@@ -77,6 +77,15 @@ class Correlator(Module):
                 cur.dropped += 1
         return f
 
+    def hand_on(self, txn: Transaction) -> None:
+        """Hand a closed transaction to the sinks.  When none keeps it, its segments stop pointing back at it:
+        that cycle kept it (its steps, messages, facts: some 13 objects) alive until the young collection,
+        which walked it as garbage (half the objects it walked in ``stats``); its reference counts free it now."""
+        self.an.emit(txn)
+        if not self.an.transactions_kept:
+            for seg in txn.segments:
+                seg.transaction = None
+
     def _belongs(self, txn: Transaction | None) -> None:
         """The packet being analysed is part of ``txn``."""
         if txn is not None:

@@ -456,7 +456,7 @@ class NvmeTransactions(Correlator):
         else:
             st.unanswered += 1
         txn.state = state
-        self.an.emit(txn)
+        self.hand_on(txn)
 
     def _unanswered(self, st: NvmeConnState, txn: Transaction) -> None:
         facts = nvme_of(txn)

@@ -729,7 +729,7 @@ class Transactions(Correlator):
         facts = facts_of(txn)
         facts.rpc = rpc_summary(o.call_rpc, o.reply_rpc)
         facts.nfs = nfs_summary(o.call_rpc, o.reply_rpc)
-        self.an.emit(txn)
+        self.hand_on(txn)
 
     # -- end of capture ------------------------------------------------------------------------------
     def _overdue(self, st: ConnState) -> None:

@@ -252,6 +252,7 @@ class Stats:
 
     reads_packets = False       # the analysis' records and findings are all it reads
     wants_psn_events = False    # the streams' totals (PsnStats) are enough
+    keeps_transactions = False  # it counts them
     fills_layers = False        # nor any layer,
     wants_names = True          # but its files are named (Session.names): NFS learns file names
 
