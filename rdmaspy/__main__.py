@@ -1,7 +1,8 @@
 """The program: ``python -m rdmaspy`` and the ``rdmaspy`` command (``run``).
 
 What only a process of its own may do lives here, not in ``cli.main`` (which the tests and other programs
-call inside theirs): the collector's start-up threshold and the exit without the interpreter's teardown.
+call inside theirs): the collector's start-up threshold, argparse's translations looked up once, and the exit
+without the interpreter's teardown.
 """
 from __future__ import annotations
 
@@ -19,7 +20,30 @@ def run() -> None:
     """The command line, then the end of the process with its exit status."""
     gc.set_threshold(START_THRESHOLD, *gc.get_threshold()[1:])
     from .cli import main
+    translate_argparse_once()
     end(main())
+
+
+def translate_argparse_once() -> None:
+    """argparse's messages translated by the catalogue gettext finds once for the process.  argparse calls
+    ``gettext.gettext`` for each of its messages, and gettext looks for the catalogue anew at every call (the
+    environment's languages normalised by ``locale``, imported for it, and a stat for each), found or not:
+    4.9 M instructions of every start.  The same catalogue answers as long as the domain and the environment
+    stay what they were at the start, which a process of its own does not change; and where the directory
+    of catalogues does not exist (an interpreter built without them) there is none to look for."""
+    import argparse
+    import gettext
+    domain = gettext.textdomain()
+    directory = gettext.bindtextdomain(domain)
+    if not os.path.isdir(directory):
+        catalogue = gettext.NullTranslations()
+    else:
+        try:
+            catalogue = gettext.translation(domain, directory, fallback=True)
+        except OSError:         # a catalogue that cannot be read: gettext's own calls say each message as it is
+            return
+    argparse._ = catalogue.gettext              # type: ignore[attr-defined]
+    argparse.ngettext = catalogue.ngettext      # type: ignore[attr-defined]
 
 
 def end(code: int) -> None:
