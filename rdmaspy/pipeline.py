@@ -153,6 +153,7 @@ class Pipeline:
                 records.append(on_record)
         self.analyzer: Analyzer | None = None
         if opts.analyze or findings or records:
+            import_analysis_modules()
             from .analysis.analyzer import Analyzer
             self.analyzer = Analyzer(on_finding=_fan_out(findings), on_record=_fan_out(records), keep_findings=False,
                                      budget=self.engine.session.budget, packet_fields=opts.packet_fields)
@@ -389,6 +390,17 @@ def _collect_as_before(thresholds: tuple[int, int, int]) -> None:
 
 # Whether a run (``_collect_rarely`` .. ``_collect_as_before``) has ended in this process (Final: a static).
 _RUNS_ENDED: Final[list[bool]] = []
+
+
+def import_analysis_modules() -> None:
+    """Every analysis module the analyzer imports (``analysis.analyzer.load_modules``: importing is
+    registering), in its order, named here so that a compiled build imports its compiled ones natively:
+    through importlib each cost some 300,000 instructions (the finder, in Python, and the module's own shared
+    object).  ``load_modules`` then finds them imported, and imports any the list does not name
+    (tests/test_registry.py keeps it whole).  Not in the analyzer: these modules import it."""
+    from .analysis import (  # noqa: F401
+        chunks, connections, correlation, credits, ledger, model, nfs_binding, nfs_facts, nvme_facts,
+        nvme_transactions, rpcrdma_facts, rpcrdma_fields, rpcrdma_rules, rpcrdma_state, transactions, transport, ulp)
 
 
 def _fan_out(hooks: list[Any]) -> Any:

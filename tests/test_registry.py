@@ -114,3 +114,28 @@ def test_module_names_are_what_pkgutil_finds_in_every_package(tmp_path):
     (tmp_path / "__pycache__").mkdir()
     assert module_names([str(tmp_path)]) == pkgutil_names([str(tmp_path)])
     assert module_names([str(tmp_path / "missing")]) == []
+
+
+def _names_imported_in(path: Path, function: str, package: str) -> list[str]:
+    """The modules of ``package`` that ``function`` of the module at ``path`` imports, in its order."""
+    import ast
+    tree = ast.parse(path.read_text())
+    body = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function)
+    return [a.name for n in ast.walk(body) if isinstance(n, ast.ImportFrom) and n.module == package
+            for a in n.names]
+
+
+def test_the_modules_imported_natively_are_every_module_import_all_imports():
+    """``engine.load_dissectors`` and ``pipeline.import_analysis_modules`` name the modules ``import_all`` finds,
+    in its order, so that the compiled build imports them without importlib: a module added to the directory
+    is added there."""
+    import rdmaspy
+    from rdmaspy import analysis, dissectors
+    from rdmaspy.analysis.analyzer import HOST_TRACE_MODULES
+    from rdmaspy.registry import module_names
+
+    root = Path(rdmaspy.__file__).parent
+    assert _names_imported_in(root / "engine.py", "load_dissectors", "dissectors") == module_names(dissectors.__path__)
+    skipped = ("analyzer", "rules") + HOST_TRACE_MODULES
+    assert _names_imported_in(root / "pipeline.py", "import_analysis_modules", "analysis") == [
+        name for name in module_names(analysis.__path__) if name not in skipped]
