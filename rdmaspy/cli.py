@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 from types import ModuleType
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import __version__
 from .commands.common import EXIT_ERROR, EXIT_OK, resolve_capture_argument
@@ -74,10 +74,44 @@ class UsageError(RdmaspyError):
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one ``rdmaspy: error:`` line and exit 1 like every other error
-    (exit 2 means a damaged capture).  Subparsers are made of the same class."""
+    (exit 2 means a damaged capture), and help formatted by ``_Formatter``.  Subparsers are made of the
+    same class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, the terminal's width found without ``shutil``: argparse makes a formatter
+    for each argument added (to check its metavar), and the formatter imports shutil for
+    ``get_terminal_size``; shutil's import (bz2, lzma, fnmatch...) cost every command some 8 M
+    instructions where nothing else imports it (an interpreter without this machine's ``.pth`` files)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
+
+
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``$COLUMNS`` when a positive number, else the width of the
+    terminal standard output is (0 or none: 80)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    stdout = sys.__stdout__
+    if stdout is None:
+        return 80
+    try:
+        return os.get_terminal_size(stdout.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
 
 
 def _take_global_options(argv: list[str]) -> list[str]:
