@@ -1,7 +1,6 @@
 """Turning declared field values into text and JSON, by each field's declared display."""
 from __future__ import annotations
 
-import ipaddress
 from typing import Any, Final
 
 from ..fields import Field
@@ -11,7 +10,10 @@ from .safe import safe_text
 def _gid(b: bytes) -> str:
     if len(b) == 16 and b[:12] == b"\0" * 10 + b"\xff\xff":
         return f"::ffff:{b[12]}.{b[13]}.{b[14]}.{b[15]}"
-    return str(ipaddress.IPv6Address(bytes(b))) if len(b) == 16 else b.hex()
+    if len(b) != 16:
+        return b.hex()
+    import ipaddress      # here, as the dissectors do: IPv4 and IPv4-mapped traffic never needs the module
+    return str(ipaddress.IPv6Address(bytes(b)))
 
 
 ADDR_DISPLAYS: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
@@ -67,6 +69,7 @@ def _json_bytes(d: str, b: bytes) -> Any:
     if d == "ipv4" and len(b) == 4:
         return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
     if d == "ipv6" and len(b) == 16:
+        import ipaddress
         return str(ipaddress.IPv6Address(b))
     if d == "gid":
         return _gid(b)
