@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from rdmaspy.readers import open_capture
-from rdmaspy.tui.detail import indent_text
+from rdmaspy.tui.detail import KEEP_BEHIND, indent_text
 from rdmaspy.tui.detail_tree import DetailTree
 from rdmaspy.tui.filter_bar import FilterInput, complete
 from rdmaspy.tui.hex_pane import HexPane
@@ -123,6 +123,38 @@ def test_checkpoints_stay_few_and_still_make_exact_trees():
             detail = model.details.detail(frame)
             assert detail is not None and [indent_text(n) for n in detail.nodes] == blocks[frame]
             assert model.details.started_after == max(k for k in kept if k < frame)
+    finally:
+        model.close()
+
+
+@pytest.mark.parametrize("path", [capture("rxe-nfsv41-loss.pcap"), LOSS, capture("siw-nfsv3-lossy.pcap")],
+                         ids=lambda p: p.name)
+def test_a_replay_from_a_checkpoint_shows_the_frames_it_keeps_as_decode_V(path):
+    # From a checkpoint the replay runs as the pass did (no Info text, no analysis fields) up to the
+    # frames whose detail it keeps: those, and the frames kept on the way, are decode -V's, packets held
+    # by a gap in the PSNs included (lossy captures).
+    blocks = verbose_blocks(path)
+    model = CaptureModel(str(path), checkpoint_every=120)
+    model.checkpoints.bytes_per_frame = 0
+    model.checkpoints.keep = len(blocks)
+    try:
+        model.start()
+        assert model.wait(60)
+        assert model.checkpoints.failed is None
+        frames = sorted((f for f in blocks if f % 120 in (40, 77, 119)), reverse=True)
+        checked = 0
+        for frame in frames:
+            detail = model.details.detail(frame)
+            assert detail is not None
+            assert model.details.started_after == frame // 120 * 120
+            assert [indent_text(n) for n in detail.nodes] == blocks[frame], frame
+            # the frames before it shown on the way are kept (unless a long hold pushed them out)
+            for behind in range(frame - KEEP_BEHIND, frame):
+                d = model.details.cached(behind)
+                if d is not None:
+                    checked += 1
+                    assert [indent_text(n) for n in d.nodes] == blocks[behind], behind
+        assert checked >= len(frames) * KEEP_BEHIND // 2
     finally:
         model.close()
 

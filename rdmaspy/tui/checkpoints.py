@@ -119,16 +119,18 @@ class Checkpoints:
                     hi = mid
             return (frames[lo - 1], offsets[lo - 1]) if lo else None
 
-    def load(self, offset: int) -> Pipeline:
-        """A pipeline in the state of the checkpoint at ``offset``, as ``decode -V`` runs it (no sinks)."""
+    def load(self, offset: int, shown: bool = True) -> Pipeline:
+        """A pipeline in the state of the checkpoint at ``offset``, as ``decode -V`` runs it (no sinks).
+        ``shown=False``: still as the pass ran it, without the Info text and the analysis fields, on which
+        no state depends (a replay runs so up to the frames it shows: ``show_packets``)."""
         state = self.spool.get(offset)
         assert isinstance(state, tuple) and len(state) == 5
         engine, an, t0, t_last, frames = state
         assert isinstance(engine, Engine) and (an is None or isinstance(an, Analyzer))
-        # the pass ran without the Info text and the analysis fields, on which no state depends
-        engine.session.info = True
-        if an is not None:
-            an.show_fields()
+        if shown:
+            engine.session.info = True
+            if an is not None:
+                an.show_fields()
         pipe = Pipeline(None, Options(analyze=False), engine=engine)
         pipe.analyzer = an
         pipe.t0, pipe.t_last, pipe.frames = int(t0), int(t_last), int(frames)
@@ -136,3 +138,11 @@ class Checkpoints:
 
     def close(self) -> None:
         self.spool.close()
+
+
+def show_packets(pipe: Pipeline) -> None:
+    """Turn on what ``load(shown=False)`` left off: the packets fed from now on are as ``decode -V`` shows
+    them."""
+    pipe.engine.session.info = True
+    if pipe.analyzer is not None:
+        pipe.analyzer.show_fields()

@@ -27,7 +27,7 @@ from ..output.values import json_value, text_value
 from ..packet import Item, Layer, Packet
 from ..pipeline import Options, Pipeline
 from ..readers import Capture
-from .checkpoints import Checkpoints
+from .checkpoints import Checkpoints, show_packets
 from .source import open_frames
 
 KEEP_BEHIND = 32      # frames before the one asked for whose detail is kept on the way
@@ -143,6 +143,10 @@ class DetailSource:
         self._pipe: Pipeline | None = None
         self._last = 0          # number of the last frame fed to the replay pipeline
         self.started_after = 0  # the frame after which the replay started (a checkpoint's, or 0)
+        # A replay from a checkpoint runs as the pass did (no Info text, no analysis fields) until the
+        # frames it keeps: the packets fed from ``_shown_from`` on are as ``decode -V`` shows them.
+        self._quiet = False
+        self._shown_from = 0
 
     def cached(self, frame: int) -> Detail | None:
         with self._lock:
@@ -188,15 +192,17 @@ class DetailSource:
         self.close()
         self._cap = open_frames(self.path)
         self._frames = iter(self._cap)
-        self._last = self.started_after = 0
+        self._last = self.started_after = self._shown_from = 0
+        self._quiet = False
         if checkpoint is not None and self.checkpoints is not None:
             try:
-                self._pipe = self.checkpoints.load(checkpoint)
+                self._pipe = self.checkpoints.load(checkpoint, shown=False)
             except (pickle.UnpicklingError, EOFError, OSError, ValueError, TypeError, AttributeError):
                 checkpoint = None
             else:
                 deque(islice(self._frames, after), maxlen=0)      # the frames the checkpoint has seen
                 self._last = self.started_after = after
+                self._quiet = True
         if checkpoint is None:
             self._pipe = Pipeline(None, Options(analyze=True))     # as ``decode -V`` runs it
 
@@ -209,6 +215,17 @@ class DetailSource:
         shown: list[Any] = []
         pipe.shown_now = shown
         found: Detail | None = None
+        if self._quiet:
+            # the frames no detail is kept of go through as in the pass, some 1.6 times as fast
+            for f in islice(self._frames, max(0, frame - KEEP_BEHIND - 1 - self._last)):
+                feed(f)
+                self._last = f.num
+                shown.clear()
+                if wanted is not None and f.num & 255 == 0 and not wanted():
+                    return None
+            show_packets(pipe)
+            self._quiet = False
+            self._shown_from = self._last + 1
         for f in self._frames:
             feed(f)
             self._last = f.num
@@ -230,7 +247,7 @@ class DetailSource:
         found = None
         for pkt in shown:
             num = pkt.frame.num
-            if num >= frame - KEEP_BEHIND:
+            if num >= frame - KEEP_BEHIND and num >= self._shown_from:
                 d = detail_of(pkt, t0)
                 self._cache[num] = d
                 self._cache.move_to_end(num)
