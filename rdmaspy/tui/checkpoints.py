@@ -33,7 +33,7 @@ from .spool import RecordSpool, SpoolDir
 
 EVERY = 8192            # frames between checkpoints at first
 KEEP = 128              # checkpoints kept at most
-BYTES_PER_FRAME = 32    # a big state is kept less often: at most this many bytes of checkpoint a frame
+BYTES_PER_FRAME = 16    # a big state is kept less often: at most this many bytes of checkpoint a frame
 
 
 class Checkpoints:
