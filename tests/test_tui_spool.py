@@ -246,3 +246,35 @@ def test_the_analysis_pass_collects_the_young_generations_on_its_own_schedule(mo
     rarely, _ = _young_collections_of_a_capture(path)
     assert frames > 1024
     assert often >= frames // 100 > rarely
+
+
+def test_the_store_lets_a_transaction_go_once_it_is_spooled():
+    """A transaction on the spool is read back from its record: the store breaks the cycle of its segments
+    pointing back at it, so that it goes with its last reference and not at the collector's next pass."""
+    import gc
+
+    from rdmaspy.analysis.model import Transaction
+    from rdmaspy.pipeline import Options, Pipeline
+    from rdmaspy.readers import open_capture
+    from rdmaspy.tui.analysis_store import AnalysisStore
+
+    d = SpoolDir()
+    store = AnalysisStore(d)
+    gc.collect()
+    gc.disable()
+    try:
+        with open_capture(str(capture("rxe-nfsv3-rdma.pcap"))) as cap:
+            pipe = Pipeline(None, Options(analyze=True, packet_fields=False), [store.sink(), store])
+            for frame in cap:           # frame by frame: ``run`` collects on its own schedule
+                pipe.feed(frame)
+            pipe.finish()
+        store.finish()
+        alive = sum(1 for o in gc.get_objects() if isinstance(o, Transaction))
+    finally:
+        gc.enable()
+    assert len(store.transactions) > 300
+    assert alive <= 2
+    assert all(s.transaction is t for i in range(len(store.transactions))
+               for t in [store.transactions.get(i)] for s in t.segments)
+    store.close()
+    d.remove()

@@ -174,6 +174,7 @@ class AnalysisStore:
 
     def finish(self) -> None:
         self.flush()
+        self.transactions.let_go()
 
     def _new_group(self, severity: str, rule: str, conn: int | None, group_name: str) -> int:
         with self._lock:
@@ -314,6 +315,7 @@ class TransactionIndex:
         self.seg_states: dict[int, dict[str, int]] = {}   # connection -> segment state -> count
         self.protocols: dict[int, set[str]] = {}           # connection -> the upper layers of its transactions
         self._pending: list[Transaction] = []
+        self._spooled: list[Transaction] = []            # the last block put on the spool (``let_go``)
         self._pending_at = time.monotonic()
         self._cache: OrderedDict[int, Transaction] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -345,6 +347,8 @@ class TransactionIndex:
         self._pending = []
         offset = self.spool.add([transaction_record(t) for t in block])
         first = len(self.offsets)
+        self.let_go()
+        self._spooled = block
         seg_txn, seg_pos = array("I"), array("I")
         conns, latencies = array("i"), array("q")
         for n, t in enumerate(block, first):
@@ -369,6 +373,17 @@ class TransactionIndex:
         if seg_txn:
             self.seg_pos.extend_bytes(seg_pos.tobytes())
             self.seg_txn.extend_bytes(seg_txn.tobytes())
+
+    def let_go(self) -> None:
+        """Break the cycles of the last block put on the spool (every sink has had its transactions since):
+        a view reads a transaction made again from its record, and a segment pointing back at its
+        transaction kept it alive until the collector walked it, as garbage (decode and stats break them
+        when the analysis hands a transaction on: ``Correlator.hand_on``)."""
+        for t in self._spooled:
+            for seg in t.segments:
+                if seg.transaction is t:
+                    seg.transaction = None
+        self._spooled = []
 
     def get(self, i: int) -> Transaction:
         with self._cache_lock:
