@@ -154,7 +154,7 @@ def test_psn_events_are_made_only_for_a_sink_that_reads_them():
 
 
 def test_a_closed_transactions_segments_point_back_at_it_unless_no_sink_keeps_it():
-    """A sink that keeps the transactions it is handed (the default: the TUI reads ``Segment.transaction``)
+    """A sink that keeps the transactions it is handed (the default: it may read ``Segment.transaction`` later)
     finds each segment pointing back at its transaction; when every sink says ``keeps_transactions = False``
     (stats) the analysis clears that pointer once the transaction is handed on, and the records are the same."""
 
