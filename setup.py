@@ -30,8 +30,8 @@ from setuptools.command.build_ext import build_ext
 # The per-packet path of `rdmaspy decode` (summary and JSON).  Each must type-check under mypy:
 # mypyc trusts the annotations and checks them at run time.
 COMPILED = [
-    "rdmaspy/fields.py", "rdmaspy/rules.py", "rdmaspy/packet.py", "rdmaspy/fieldview.py", "rdmaspy/engine.py",
-    "rdmaspy/registry.py", "rdmaspy/session.py", "rdmaspy/readers/pcap.py",
+    "rdmaspy/records.py", "rdmaspy/fields.py", "rdmaspy/rules.py", "rdmaspy/packet.py", "rdmaspy/fieldview.py",
+    "rdmaspy/engine.py", "rdmaspy/registry.py", "rdmaspy/session.py", "rdmaspy/readers/pcap.py",
     "rdmaspy/pipeline.py", "rdmaspy/output/text.py", "rdmaspy/conversation.py",
     "rdmaspy/dissectors/data.py", "rdmaspy/dissectors/ethernet.py", "rdmaspy/dissectors/ip.py",
     "rdmaspy/dissectors/transport.py", "rdmaspy/dissectors/infiniband.py",

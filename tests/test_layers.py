@@ -17,6 +17,7 @@ PACKAGE = ROOT / "rdmaspy"
 # decides a module's rank.
 RANKS: dict[str, int] = {
     "rdmaspy": 0, "rdmaspy.errors": 0,
+    "rdmaspy.records": 0,           # repr, equality and hash by a class's fields: the declarations' and records'
     # what everything stands on: declarations, frames and packets, sources and sinks of bytes, memory
     "rdmaspy.fields": 1, "rdmaspy.packet": 1, "rdmaspy.budget": 1, "rdmaspy.readers": 1, "rdmaspy.writers": 1,
     "rdmaspy.capture": 1, "rdmaspy.traffic": 1,

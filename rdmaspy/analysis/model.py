@@ -17,10 +17,11 @@ the JSON documents carry.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Callable, Final, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Union
 
 from mypy_extensions import mypyc_attr
 
+from ..records import record_eq, record_repr
 from ..rules import Rule, Severity   # declared below the dissectors, which declare rules too
 
 if TYPE_CHECKING:
@@ -130,50 +131,12 @@ class PsnEventKind(StrEnum):
     ACKED_UNSEEN = "acked_unseen"       # an ACK of PSNs not captured
 
 
-# The fields of the records built for every message (a dataclass's __init__ is not compiled by mypyc:
-# it runs in the interpreter, some 3,500 instructions a record; these classes spell theirs out).  They
-# allow interpreted subclasses: a class mypyc 2.4 makes serializable without it, called from interpreted
-# code (a test, the TUI), runs no __init__ and leaves every attribute undefined.  The records made once a
-# connection or at the end spell theirs out too: mypyc 2.4 runs the standard decorator on a compiled
-# dataclass at import, some 3 M instructions a class.
-_FINDING_FIELDS: Final = ("rule_def", "frames", "conn", "xid", "args", "ts")
-_SEGMENT_FIELDS: Final = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction",
-                          "spans", "overrun", "reported", "ops", "frames", "access", "invalidate")
-_STEP_FIELDS: Final = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment", "response_frames",
-                       "invalidated")
-_MESSAGE_FIELDS: Final = ("frames", "ts", "size", "retransmissions", "invalidated")
-_TRANSACTION_FIELDS: Final = ("protocol", "conn", "key", "request_direction", "request", "response", "state", "facts",
-                              "steps", "segments", "findings", "bytes_read", "bytes_written", "expected",
-                              "data_first", "data_last", "dropped")
-_CREDIT_SAMPLE_FIELDS: Final = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
-_PSN_EVENT_FIELDS: Final = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
-_ENDPOINT_FIELDS: Final = ("address", "gid", "qpn", "tcp_port", "comm_id")
-_CONNECTION_FIELDS: Final = ("id", "transport", "client", "server", "state", "setup_known", "service_id", "port_space",
-                             "port", "service_type", "start_psn_c2s", "start_psn_s2c", "path_mtu", "t_start", "t_end",
-                             "t_requested", "t_established", "t_closed", "closed_by", "reject_reason", "pdata_client",
-                             "pdata_server", "inline_c2s", "inline_s2c", "remote_invalidate", "ulp", "ulp_client",
-                             "ulp_server", "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c")
-_CREDIT_SERIES_FIELDS: Final = ("conn", "direction", "samples")
-_CREDIT_SUMMARY_FIELDS: Final = ("direction", "requested", "granted", "granted_min", "granted_max", "max_outstanding",
-                                 "calls", "grants", "peak_outstanding", "outstanding_at_end", "zero_grants", "exceeded",
-                                 "refreshes")
-_ULP_SUMMARY_FIELDS: Final = ("protocol", "conn", "messages", "transactions", "unanswered", "versions", "credits",
-                              "unadvertised_operations", "unadvertised_bytes")
-_PSN_STATS_FIELDS: Final = ("conn", "direction", "first_psn", "next_psn", "packets", "retransmissions", "duplicates",
-                            "lost", "out_of_order", "naks", "rnr_naks", "rnr_delay_ns", "acks", "coalesced_acks",
-                            "psns_acked", "duplicate_acks", "read_requests", "read_responses", "send_bytes",
-                            "write_bytes", "read_bytes", "path_mtu")
-_CONGESTION_FLOW_FIELDS: Final = ("src", "dst", "qp", "cnps", "ce_marks")
-
-
-def record_values(obj: object, names: tuple[str, ...]) -> tuple[object, ...]:
-    """The values of a record's fields, for its ``__eq__`` (a record of an upper layer's facts too)."""
-    return tuple(getattr(obj, n) for n in names)
-
-
-def record_repr(obj: object, names: tuple[str, ...]) -> str:
-    """As a dataclass shows itself: ``Step(kind=..., frames=...)``."""
-    return f"{type(obj).__name__}(" + ", ".join(f"{n}={getattr(obj, n)!r}" for n in names) + ")"
+# The records built for every message spell their ``__init__`` out (a dataclass's __init__ is not compiled
+# by mypyc: it runs in the interpreter, some 3,500 instructions a record), the records made once a connection
+# or at the end too (mypyc 2.4 runs the standard decorator on a compiled dataclass at import, some 3 M
+# instructions a class); their repr and equality are by their ``_FIELDS`` (``rdmaspy.records``).  They allow
+# interpreted subclasses: a class mypyc 2.4 makes serializable without it, called from interpreted code (a
+# test, the TUI), runs no __init__ and leaves every attribute undefined.
 
 
 # --- rules and findings --------------------------------------------------------------------------------
@@ -229,7 +192,8 @@ class Finding:
 class Endpoint:
     """A peer of a connection: its address and what the capture named it by."""
 
-    __slots__ = ("address", "gid", "qpn", "tcp_port", "comm_id")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("address", "gid", "qpn", "tcp_port", "comm_id")
+    __slots__ = _FIELDS
 
     def __init__(self, address: str, gid: str | None = None, qpn: int | None = None, tcp_port: int | None = None,
                  comm_id: int | None = None) -> None:
@@ -240,23 +204,23 @@ class Endpoint:
         self.comm_id = comm_id
 
     def __repr__(self) -> str:
-        return record_repr(self, _ENDPOINT_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, Endpoint):
-            return NotImplemented
-        return record_values(self, _ENDPOINT_FIELDS) == record_values(other, _ENDPOINT_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Connection:
     """An RDMA connection as the analysis last saw it (a snapshot of the connection table's entry)."""
 
-    __slots__ = ("id", "transport", "client", "server", "state", "setup_known", "service_id", "port_space", "port",
-                 "service_type", "start_psn_c2s", "start_psn_s2c", "path_mtu", "t_start", "t_end", "t_requested",
-                 "t_established", "t_closed", "closed_by", "reject_reason", "pdata_client", "pdata_server",
-                 "inline_c2s", "inline_s2c", "remote_invalidate", "ulp", "ulp_client", "ulp_server", "packets_c2s",
-                 "packets_s2c", "bytes_c2s", "bytes_s2c")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("id", "transport", "client", "server", "state", "setup_known", "service_id",
+                                          "port_space", "port", "service_type", "start_psn_c2s", "start_psn_s2c",
+                                          "path_mtu", "t_start", "t_end", "t_requested", "t_established", "t_closed",
+                                          "closed_by", "reject_reason", "pdata_client", "pdata_server", "inline_c2s",
+                                          "inline_s2c", "remote_invalidate", "ulp", "ulp_client", "ulp_server",
+                                          "packets_c2s", "packets_s2c", "bytes_c2s", "bytes_s2c")
+    __slots__ = _FIELDS
 
     def __init__(self, id: int, transport: str, client: Endpoint, server: Endpoint,
                  state: ConnectionState = ConnectionState.UNKNOWN_SETUP, setup_known: bool = False,
@@ -303,7 +267,7 @@ class Connection:
         self.bytes_s2c = bytes_s2c
 
     def __repr__(self) -> str:
-        return record_repr(self, _CONNECTION_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     @property
     def inline_applies(self) -> bool:
@@ -369,8 +333,10 @@ class Segment:
     RPC-over-RDMA); ``access`` is the operation the peer is to use on it (RDMA READ or WRITE; None: either);
     ``invalidate`` says the peer may invalidate its handle remotely with the response."""
 
-    __slots__ = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side", "transaction", "spans",
-                 "overrun", "reported", "ops", "frames", "access", "invalidate")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("kind", "chunk", "index", "position", "handle", "offset", "length", "side",
+                                          "transaction", "spans", "overrun", "reported", "ops", "frames", "access",
+                                          "invalidate")
+    __slots__ = _FIELDS
 
     def __init__(self, kind: str, chunk: int, index: int, position: int | None, handle: int, offset: int,
                 length: int, side: Side, transaction: Transaction | None = None,
@@ -396,7 +362,7 @@ class Segment:
         self.invalidate = invalidate
 
     def __repr__(self) -> str:
-        return record_repr(self, _SEGMENT_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     @property
     def end(self) -> int:
@@ -447,8 +413,9 @@ class Step:
     """One step of a transaction: a Send of the request or the response, an RDMA READ or WRITE, a Send that
     ends it (RPC-over-RDMA's RDMA_DONE)."""
 
-    __slots__ = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment", "response_frames",
-                 "invalidated")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("kind", "frames", "ts", "bytes", "handle", "offset", "length", "segment",
+                                          "response_frames", "invalidated")
+    __slots__ = _FIELDS
 
     def __init__(self, kind: StepKind, frames: list[int], ts: int, bytes: int | None = None,
                 handle: int | None = None, offset: int | None = None, length: int | None = None,
@@ -466,14 +433,15 @@ class Step:
         self.invalidated = invalidated          # a response's Send With Invalidate: the handle invalidated
 
     def __repr__(self) -> str:
-        return record_repr(self, _STEP_FIELDS)
+        return record_repr(self, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class Message:
     """The request or the response of a transaction: the Sends that carried it."""
 
-    __slots__ = ("frames", "ts", "size", "retransmissions", "invalidated")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("frames", "ts", "size", "retransmissions", "invalidated")
+    __slots__ = _FIELDS
 
     def __init__(self, frames: list[int], ts: int, size: int, retransmissions: list[list[int]] | None = None,
                  invalidated: int | None = None) -> None:
@@ -485,12 +453,10 @@ class Message:
         self.invalidated = invalidated          # a response's Send With Invalidate: the handle it invalidated
 
     def __repr__(self) -> str:
-        return record_repr(self, _MESSAGE_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Message):
-            return NotImplemented
-        return record_values(self, _MESSAGE_FIELDS) == record_values(other, _MESSAGE_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
     @property
     def frame(self) -> int:
@@ -523,9 +489,10 @@ class Transaction:
     bytes the request says the RDMA operations move, when its upper layer says (NVMe: NLB × LBA size);
     ``data_first`` and ``data_last`` the times of the first and last packet that moved its data."""
 
-    __slots__ = ("protocol", "conn", "key", "request_direction", "request", "response", "state", "facts", "steps",
-                 "segments", "findings", "bytes_read", "bytes_written", "expected", "data_first", "data_last",
-                 "dropped", "host")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("protocol", "conn", "key", "request_direction", "request", "response",
+                                          "state", "facts", "steps", "segments", "findings", "bytes_read",
+                                          "bytes_written", "expected", "data_first", "data_last", "dropped")
+    __slots__ = _FIELDS + ("host",)              # what the host traces say: not shown
 
     def __init__(self, protocol: str, conn: int, key: int, request_direction: Direction, request: Message,
                  facts: Facts, response: Message | None = None, state: TransactionState = TransactionState.OPEN,
@@ -553,7 +520,7 @@ class Transaction:
         self.host = host                        # what the host traces say of it (--host-trace; analysis.hostjoin)
 
     def __repr__(self) -> str:
-        return record_repr(self, _TRANSACTION_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     @property
     def direction(self) -> CallDirection:
@@ -729,7 +696,8 @@ class CreditSample:
     """Credits (or a queue's depth) of one direction of requests at one instant (the state after everything
     at ``ts``)."""
 
-    __slots__ = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("conn", "direction", "ts", "frame", "granted", "requested", "outstanding")
+    __slots__ = _FIELDS
 
     def __init__(self, conn: int, direction: CallDirection, ts: int, frame: int, granted: int | None,
                 requested: int | None, outstanding: int) -> None:
@@ -742,19 +710,18 @@ class CreditSample:
         self.outstanding = outstanding          # requests sent and not answered
 
     def __repr__(self) -> str:
-        return record_repr(self, _CREDIT_SAMPLE_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, CreditSample):
-            return NotImplemented
-        return record_values(self, _CREDIT_SAMPLE_FIELDS) == record_values(other, _CREDIT_SAMPLE_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditSeries:
     """A piece of a credit time series, in time order; the pieces of one direction follow each other."""
 
-    __slots__ = ("conn", "direction", "samples")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("conn", "direction", "samples")
+    __slots__ = _FIELDS
 
     def __init__(self, conn: int, direction: CallDirection, samples: list[CreditSample]) -> None:
         self.conn = conn
@@ -762,20 +729,20 @@ class CreditSeries:
         self.samples = samples
 
     def __repr__(self) -> str:
-        return record_repr(self, _CREDIT_SERIES_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, CreditSeries):
-            return NotImplemented
-        return record_values(self, _CREDIT_SERIES_FIELDS) == record_values(other, _CREDIT_SERIES_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CreditSummary:
     """Credits (or a queue's depth) of one direction of requests over the whole capture."""
 
-    __slots__ = ("direction", "requested", "granted", "granted_min", "granted_max", "max_outstanding", "calls",
-                 "grants", "peak_outstanding", "outstanding_at_end", "zero_grants", "exceeded", "refreshes")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("direction", "requested", "granted", "granted_min", "granted_max",
+                                          "max_outstanding", "calls", "grants", "peak_outstanding",
+                                          "outstanding_at_end", "zero_grants", "exceeded", "refreshes")
+    __slots__ = _FIELDS
 
     def __init__(self, direction: CallDirection, requested: int | None, granted: int | None, granted_min: int | None,
                  granted_max: int | None, max_outstanding: int | None, calls: int, grants: int, peak_outstanding: int,
@@ -795,20 +762,19 @@ class CreditSummary:
         self.refreshes = refreshes
 
     def __repr__(self) -> str:
-        return record_repr(self, _CREDIT_SUMMARY_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, CreditSummary):
-            return NotImplemented
-        return record_values(self, _CREDIT_SUMMARY_FIELDS) == record_values(other, _CREDIT_SUMMARY_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class UlpSummary:
     """The traffic of one upper layer on one connection, when it ends (or the capture does)."""
 
-    __slots__ = ("protocol", "conn", "messages", "transactions", "unanswered", "versions", "credits",
-                 "unadvertised_operations", "unadvertised_bytes")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("protocol", "conn", "messages", "transactions", "unanswered", "versions",
+                                          "credits", "unadvertised_operations", "unadvertised_bytes")
+    __slots__ = _FIELDS
 
     def __init__(self, protocol: str, conn: int, messages: int, transactions: int, unanswered: int, versions: list[int],
                  credits: list[CreditSummary], unadvertised_operations: int, unadvertised_bytes: int) -> None:
@@ -823,12 +789,10 @@ class UlpSummary:
         self.unadvertised_bytes = unadvertised_bytes
 
     def __repr__(self) -> str:
-        return record_repr(self, _ULP_SUMMARY_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, UlpSummary):
-            return NotImplemented
-        return record_values(self, _ULP_SUMMARY_FIELDS) == record_values(other, _ULP_SUMMARY_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 # --- transport -----------------------------------------------------------------------------------------
@@ -836,7 +800,8 @@ class UlpSummary:
 class PsnEvent:
     """A sequence event in one requester's PSN space."""
 
-    __slots__ = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("conn", "direction", "kind", "frame", "ts", "psn", "count", "original_frame")
+    __slots__ = _FIELDS
 
     def __init__(self, conn: int, direction: Direction, kind: PsnEventKind, frame: int, ts: int, psn: int,
                 count: int = 1, original_frame: int | None = None) -> None:
@@ -850,22 +815,21 @@ class PsnEvent:
         self.original_frame = original_frame    # RETRANSMISSION / DUPLICATE: the first sending
 
     def __repr__(self) -> str:
-        return record_repr(self, _PSN_EVENT_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PsnEvent):
-            return NotImplemented
-        return record_values(self, _PSN_EVENT_FIELDS) == record_values(other, _PSN_EVENT_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class PsnStats:
     """One requester's PSN space on one connection, at the end of the capture."""
 
-    __slots__ = ("conn", "direction", "first_psn", "next_psn", "packets", "retransmissions", "duplicates", "lost",
-                 "out_of_order", "naks", "rnr_naks", "rnr_delay_ns", "acks", "coalesced_acks", "psns_acked",
-                 "duplicate_acks", "read_requests", "read_responses", "send_bytes", "write_bytes", "read_bytes",
-                 "path_mtu")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("conn", "direction", "first_psn", "next_psn", "packets", "retransmissions",
+                                          "duplicates", "lost", "out_of_order", "naks", "rnr_naks", "rnr_delay_ns",
+                                          "acks", "coalesced_acks", "psns_acked", "duplicate_acks", "read_requests",
+                                          "read_responses", "send_bytes", "write_bytes", "read_bytes", "path_mtu")
+    __slots__ = _FIELDS
 
     def __init__(self, conn: int, direction: Direction, first_psn: int | None, next_psn: int | None, packets: int,
                  retransmissions: int, duplicates: int, lost: int, out_of_order: int, naks: dict[int, int],
@@ -896,19 +860,18 @@ class PsnStats:
         self.path_mtu = path_mtu
 
     def __repr__(self) -> str:
-        return record_repr(self, _PSN_STATS_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, PsnStats):
-            return NotImplemented
-        return record_values(self, _PSN_STATS_FIELDS) == record_values(other, _PSN_STATS_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class CongestionFlow:
     """Congestion notifications on one flow (source, destination, destination QP)."""
 
-    __slots__ = ("src", "dst", "qp", "cnps", "ce_marks")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("src", "dst", "qp", "cnps", "ce_marks")
+    __slots__ = _FIELDS
 
     def __init__(self, src: str, dst: str, qp: int, cnps: int, ce_marks: int) -> None:
         self.src = src
@@ -918,12 +881,10 @@ class CongestionFlow:
         self.ce_marks = ce_marks
 
     def __repr__(self) -> str:
-        return record_repr(self, _CONGESTION_FLOW_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, CongestionFlow):
-            return NotImplemented
-        return record_values(self, _CONGESTION_FLOW_FIELDS) == record_values(other, _CONGESTION_FLOW_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 # What the analyzer hands to its record sink.

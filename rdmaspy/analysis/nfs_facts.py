@@ -15,18 +15,17 @@ object they stand in ``nfs``, null unless the RPC is NFS; the export has a colum
 """
 from __future__ import annotations
 
-from typing import Callable, Final
+from typing import Callable, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS_PROG, STABLE_HOW, asked, moved, op_name, status_name
 from ..dissectors.nfs3 import fh_hash
 from ..dissectors.onc_rpc import NfsOp, RpcInfo
-from .model import Transaction, record_repr, record_values
+from ..records import record_eq, record_repr
+from .model import Transaction
 from .ulp import Fact
 
-_FIELDS: Final = ("op", "fh", "fh_hash", "name", "full_name", "offset", "count", "moved", "status", "status_name",
-                  "eof", "stable", "committed", "session", "slot", "sequence")
 _SEQUENCE: Final = 53
 
 
@@ -34,8 +33,10 @@ _SEQUENCE: Final = 53
 class NfsFacts:
     """An NFS transaction's main operation: what it acted on, asked for, moved and answered."""
 
-    __slots__ = ("op", "fh", "fh_hash", "name", "full_name", "offset", "count", "moved", "status", "status_name",
-                 "eof", "stable", "committed", "session", "slot", "sequence")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("op", "fh", "fh_hash", "name", "full_name", "offset", "count", "moved",
+                                          "status", "status_name", "eof", "stable", "committed", "session", "slot",
+                                          "sequence")
+    __slots__ = _FIELDS
 
     def __init__(self, op: str) -> None:
         self.op = op                            # "READ", "OPEN", "COMMIT"
@@ -56,7 +57,7 @@ class NfsFacts:
         self.sequence: int | None = None
 
     def __repr__(self) -> str:
-        return record_repr(self, _FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __reduce__(self) -> tuple[Callable[[NfsFactsValues], NfsFacts], tuple[NfsFactsValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
@@ -70,9 +71,7 @@ class NfsFacts:
                 self.sequence)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NfsFacts):
-            return NotImplemented
-        return record_values(self, _FIELDS) == record_values(other, _FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 NfsFactsValues = tuple[str, str | None, int | None, str | None, str | None, int | None, int | None, int | None,

@@ -10,27 +10,27 @@ the controller reads (a write's data) or writes (a read's) with RDMA READ and WR
 """
 from __future__ import annotations
 
-from typing import Callable, Final
+from typing import Callable, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
-from .model import Facts, FactsRecord, Transaction, record_repr, record_values
+from ..records import record_eq, record_repr
+from .model import Facts, FactsRecord, Transaction
 from .ulp import Fact, Group, UlpModel, declare
 
 PROTOCOL: Final = "nvme-rdma"
 SGL: Final = "sgl"                  # the command's SGL1, a keyed data block
 SGL_LIST: Final = "sgl_list"        # a keyed data block of the Last Segment list SGL1 points at
 
-_FACTS_FIELDS: Final = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb", "lba_size", "sgl_bytes",
-                        "in_capsule", "status", "status_name", "sct", "sc", "dnr")
-
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class NvmeFacts(Facts):
     """An NVMe/RDMA transaction's own facts: the command and the completion's status."""
 
-    __slots__ = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb", "lba_size", "sgl_bytes",
-                 "in_capsule", "status", "status_name", "sct", "sc", "dnr")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("qid", "cntlid", "opcode", "fctype", "name", "nsid", "slba", "nlb",
+                                          "lba_size", "sgl_bytes", "in_capsule", "status", "status_name", "sct", "sc",
+                                          "dnr")
+    __slots__ = _FIELDS
 
     def __init__(self, qid: int | None, cntlid: int | None, opcode: int, fctype: int | None, name: str, nsid: int,
                  slba: int | None, nlb: int | None, sgl_bytes: int, in_capsule: int) -> None:
@@ -52,7 +52,7 @@ class NvmeFacts(Facts):
         self.dnr: bool | None = None
 
     def __repr__(self) -> str:
-        return record_repr(self, _FACTS_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __reduce__(self) -> tuple[Callable[[NvmeFactsValues], NvmeFacts], tuple[NvmeFactsValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
@@ -70,9 +70,7 @@ class NvmeFacts(Facts):
         return nvme_facts_from, self.values()
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, NvmeFacts):
-            return NotImplemented
-        return record_values(self, _FACTS_FIELDS) == record_values(other, _FACTS_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 NvmeFactsValues = tuple[int | None, int | None, int, int | None, str, int, int | None, int | None, int | None, int,

@@ -10,13 +10,14 @@ Its segments are the chunks of RFC 8166 §3.4, named by the list they came from 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Callable, Final
+from typing import Callable, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS4_SCENE_OPS
 from ..dissectors.onc_rpc import PROGRAM_NAMES
-from .model import Facts, FactsRecord, Transaction, record_repr, record_values
+from ..records import record_eq, record_repr
+from .model import Facts, FactsRecord, Transaction
 from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from
 from .nfs_facts import declared as nfs_declared
 from .ulp import Fact, Group, Service, UlpModel, declare
@@ -32,18 +33,13 @@ class ChunkList(StrEnum):
     RESPONDER_READ = "responder_read"   # a reply's Position Zero Read chunk (seeds/001)
 
 
-_RPC_SUMMARY_FIELDS: Final = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat",
-                              "accept_stat", "nfs_status", "reply_ops")
-_FACTS_FIELDS: Final = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape",
-                        "reply_credits", "reply_error", "done_frame", "rpc", "nfs", "call_whole")
-
-
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class RpcSummary:
     """The RPC message a transaction carried: program, procedure, and from the reply its status."""
 
-    __slots__ = ("program", "version", "procedure", "name", "label", "ops", "replied", "reply_stat", "accept_stat",
-                 "nfs_status", "reply_ops")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("program", "version", "procedure", "name", "label", "ops", "replied",
+                                          "reply_stat", "accept_stat", "nfs_status", "reply_ops")
+    __slots__ = _FIELDS
 
     def __init__(self, program: int | None, version: int | None, procedure: int | None, name: str | None,
                  label: str | None, ops: list[str] | None, replied: bool = False, reply_stat: int | None = None,
@@ -62,7 +58,7 @@ class RpcSummary:
         self.reply_ops = reply_ops
 
     def __repr__(self) -> str:
-        return record_repr(self, _RPC_SUMMARY_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __reduce__(self) -> tuple[Callable[[RpcSummaryValues], RpcSummary], tuple[RpcSummaryValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
@@ -75,17 +71,17 @@ class RpcSummary:
                 self.reply_stat, self.accept_stat, self.nfs_status, self.reply_ops)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RpcSummary):
-            return NotImplemented
-        return record_values(self, _RPC_SUMMARY_FIELDS) == record_values(other, _RPC_SUMMARY_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class RpcRdmaFacts(Facts):
     """An RPC-over-RDMA transaction's own facts: its messages' types, shapes and credits, and its RPC."""
 
-    __slots__ = ("version", "call_proc", "call_shape", "call_credits", "reply_proc", "reply_shape", "reply_credits",
-                 "reply_error", "done_frame", "rpc", "nfs", "call_whole")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("version", "call_proc", "call_shape", "call_credits", "reply_proc",
+                                          "reply_shape", "reply_credits", "reply_error", "done_frame", "rpc", "nfs",
+                                          "call_whole")
+    __slots__ = _FIELDS
 
     def __init__(self, version: int, call_proc: str, call_shape: str | None, call_credits: int,
                  rpc: RpcSummary | None = None) -> None:
@@ -104,7 +100,7 @@ class RpcRdmaFacts(Facts):
         self.call_whole: int | None = None
 
     def __repr__(self) -> str:
-        return record_repr(self, _FACTS_FIELDS)
+        return record_repr(self, self._FIELDS)
 
     def __reduce__(self) -> tuple[Callable[[RpcRdmaFactsValues], RpcRdmaFacts], tuple[RpcRdmaFactsValues]]:
         """Pickled as its fields' values (the TUI's spool of transactions, checkpoints): pickle's C code
@@ -123,9 +119,7 @@ class RpcRdmaFacts(Facts):
                                          None if nfs is None else nfs.values(), self.call_whole)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RpcRdmaFacts):
-            return NotImplemented
-        return record_values(self, _FACTS_FIELDS) == record_values(other, _FACTS_FIELDS)
+        return record_eq(self, other, self._FIELDS)
 
 
 RpcSummaryValues = tuple[int | None, int | None, int | None, str | None, str | None, list[str] | None, bool,
