@@ -13,11 +13,12 @@ The limit: ``--memory-budget`` on the command line, else ``RDMASPY_MEMORY_BUDGET
 from __future__ import annotations
 
 import os
-from typing import Final
+from typing import ClassVar, Final
 
 from mypy_extensions import mypyc_attr
 
 from .errors import RdmaspyError
+from .records import record_eq, record_hash, record_repr
 
 DEFAULT_LIMIT: Final = 256 << 20
 ENV: Final = "RDMASPY_MEMORY_BUDGET"
@@ -110,7 +111,8 @@ class Holder:
 class Notice:
     """State given up to stay within the budget.  Equal, and hashed, by its values."""
 
-    __slots__ = ("what", "entries", "freed", "limit")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("what", "entries", "freed", "limit")
+    __slots__ = _FIELDS
 
     def __init__(self, what: str, entries: int, freed: int, limit: int) -> None:
         self.what = what
@@ -119,16 +121,13 @@ class Notice:
         self.limit = limit
 
     def __repr__(self) -> str:
-        return f"Notice(what={self.what!r}, entries={self.entries!r}, freed={self.freed!r}, limit={self.limit!r})"
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, Notice):
-            return NotImplemented
-        return (self.what, self.entries, self.freed, self.limit) == (other.what, other.entries, other.freed,
-                                                                      other.limit)
+        return record_eq(self, other, self._FIELDS)
 
     def __hash__(self) -> int:
-        return hash((self.what, self.entries, self.freed, self.limit))
+        return record_hash(self, self._FIELDS)
 
     @property
     def text(self) -> str:

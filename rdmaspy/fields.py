@@ -15,9 +15,11 @@ its declarations, so each name knows the module that declares it.
 from __future__ import annotations
 
 import struct
-from typing import Any, Callable, Final, Literal, Mapping
+from typing import Any, Callable, ClassVar, Final, Literal, Mapping
 
 from mypy_extensions import mypyc_attr
+
+from .records import record_eq, record_hash, record_repr
 
 # How a value is shown.  Presentation code interprets these; dissectors only declare them.
 DISPLAYS: Final = frozenset({
@@ -34,7 +36,8 @@ DISPLAYS: Final = frozenset({
 class Field:
     """One named value.  ``name`` is the full dotted filter name (``bth.opcode``)."""
 
-    __slots__ = ("name", "bits", "label", "display", "names", "unit", "doc", "catalogued")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("name", "bits", "label", "display", "names", "unit", "doc", "catalogued")
+    __slots__ = _FIELDS
 
     def __init__(self, name: str, bits: int = 0, label: str = "", display: str = "dec",
                  names: Mapping[int, str] | None = None, unit: str = "", doc: str = "",
@@ -58,8 +61,7 @@ class Field:
             CATALOG.add_field(self, standalone=True)
 
     def __repr__(self) -> str:
-        return (f"Field(name={self.name!r}, bits={self.bits!r}, label={self.label!r}, display={self.display!r}, "
-                f"names={self.names!r}, unit={self.unit!r}, doc={self.doc!r}, catalogued={self.catalogued!r})")
+        return record_repr(self, self._FIELDS)
 
     def name_of(self, value: Any) -> str | None:
         names = self.names
@@ -83,7 +85,8 @@ class BitSpot:
     ``(words[word] >> shift) & mask``.  Hot paths take these at import time and keep one unpack.
     Equal, and hashed, by its values (as the frozen dataclass it was)."""
 
-    __slots__ = ("word", "shift", "mask")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("word", "shift", "mask")
+    __slots__ = _FIELDS
 
     def __init__(self, word: int, shift: int, mask: int) -> None:
         self.word = word    # index in ``header.words(width).unpack_from(buf, off)``
@@ -91,15 +94,13 @@ class BitSpot:
         self.mask = mask
 
     def __repr__(self) -> str:
-        return f"BitSpot(word={self.word!r}, shift={self.shift!r}, mask={self.mask!r})"
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BitSpot):
-            return NotImplemented
-        return (self.word, self.shift, self.mask) == (other.word, other.shift, other.mask)
+        return record_eq(self, other, self._FIELDS)
 
     def __hash__(self) -> int:
-        return hash((self.word, self.shift, self.mask))
+        return record_hash(self, self._FIELDS)
 
     def of(self, words: tuple[int, ...]) -> int:
         return (words[self.word] >> self.shift) & self.mask
@@ -108,7 +109,8 @@ class BitSpot:
 class _Group:
     """A run of fields that together fill whole bytes."""
 
-    __slots__ = ("byte_off", "nbytes", "members")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("byte_off", "nbytes", "members")
+    __slots__ = _FIELDS
 
     def __init__(self, byte_off: int, nbytes: int, members: list[tuple[int, int, int]] | None = None) -> None:
         self.byte_off = byte_off
@@ -116,7 +118,7 @@ class _Group:
         self.members: list[tuple[int, int, int]] = [] if members is None else members  # (field index, shift, width)
 
     def __repr__(self) -> str:
-        return f"_Group(byte_off={self.byte_off!r}, nbytes={self.nbytes!r}, members={self.members!r})"
+        return record_repr(self, self._FIELDS)
 
 
 def _whole(g: _Group) -> bool:
@@ -569,7 +571,8 @@ class XdrList:
     shows it) a counted array of items (``item<>``: a uint32 count, then the items).  ``what`` and
     ``count_what`` name the list and its count in error messages."""
 
-    __slots__ = ("what", "item", "chained", "count", "count_what")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("what", "item", "chained", "count", "count_what")
+    __slots__ = _FIELDS
 
     def __init__(self, what: str, item: XdrStruct, chained: bool = True, count: Field | None = None,
                  count_what: str = "") -> None:
@@ -580,5 +583,4 @@ class XdrList:
         self.count_what = count_what
 
     def __repr__(self) -> str:
-        return (f"XdrList(what={self.what!r}, item={self.item!r}, chained={self.chained!r}, count={self.count!r}, "
-                f"count_what={self.count_what!r})")
+        return record_repr(self, self._FIELDS)

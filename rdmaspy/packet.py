@@ -9,11 +9,12 @@ the dissector that produces them.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Generic, TypeVar, cast
+from typing import Any, Callable, ClassVar, Final, Generic, TypeVar, cast
 
 from mypy_extensions import mypyc_attr
 
 from .fields import Field, Header
+from .records import record_eq, record_repr
 from .rules import Rule
 
 T = TypeVar("T")
@@ -184,7 +185,8 @@ def add_parts(lay: Layer) -> None:
 class Expert:
     """A finding attached to a packet by a dissector (analysis adds its own later).  Equal by its values."""
 
-    __slots__ = ("severity", "group", "text", "source", "rule")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("severity", "group", "text", "source", "rule")
+    __slots__ = _FIELDS
 
     def __init__(self, severity: str, group: str, text: str, source: str = "", rule: str = "") -> None:
         self.severity = severity    # "error" | "warning" | "note" | "chat"
@@ -194,14 +196,10 @@ class Expert:
         self.rule = rule            # the id of a declared rule, when the item stands for one
 
     def __repr__(self) -> str:
-        return (f"Expert(severity={self.severity!r}, group={self.group!r}, text={self.text!r}, "
-                f"source={self.source!r}, rule={self.rule!r})")
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, Expert):
-            return NotImplemented
-        return ((self.severity, self.group, self.text, self.source, self.rule)
-                == (other.severity, other.group, other.text, other.source, other.rule))
+        return record_eq(self, other, self._FIELDS)
 
 
 class Note(Generic[T]):

@@ -10,9 +10,11 @@ their rule.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Callable, Final
+from typing import Callable, ClassVar, Final
 
 from mypy_extensions import mypyc_attr
+
+from .records import record_eq, record_hash, record_repr
 
 
 class Severity(StrEnum):
@@ -28,7 +30,8 @@ class Rule:
     """An expert rule, declared once (``declare``), like Wireshark's ``ei_register_info``.  Equal, and hashed,
     by its values (as the frozen dataclass it was)."""
 
-    __slots__ = ("id", "severity", "group", "message", "source", "receiver_checkable")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("id", "severity", "group", "message", "source", "receiver_checkable")
+    __slots__ = _FIELDS
 
     def __init__(self, id: str, severity: Severity, group: str, message: str, source: str,
                  receiver_checkable: bool = True) -> None:
@@ -40,20 +43,14 @@ class Rule:
         self.source = source            # where the rule comes from, e.g. "RFC 8166 §4.2"
         self.receiver_checkable = receiver_checkable   # a MUST an analyzer can check from the wire
 
-    def _values(self) -> tuple[str, Severity, str, str, str, bool]:
-        return self.id, self.severity, self.group, self.message, self.source, self.receiver_checkable
-
     def __repr__(self) -> str:
-        return (f"Rule(id={self.id!r}, severity={self.severity!r}, group={self.group!r}, message={self.message!r}, "
-                f"source={self.source!r}, receiver_checkable={self.receiver_checkable!r})")
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, Rule):
-            return NotImplemented
-        return self._values() == other._values()
+        return record_eq(self, other, self._FIELDS)
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return record_hash(self, self._FIELDS)
 
     def text(self, args: dict[str, object]) -> str:
         """The message of one breach, from the values that broke the rule."""

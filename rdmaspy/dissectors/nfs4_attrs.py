@@ -17,10 +17,11 @@ many attributes it asks for and each attribute's number, named.
 """
 from __future__ import annotations
 
-from typing import Any, Final, Iterable, Iterator, Mapping
+from typing import Any, ClassVar, Final, Iterable, Iterator, Mapping
 
 from ..fields import Field, declaring, protocol
 from ..packet import Layer
+from ..records import record_eq, record_hash, record_repr
 from .nfs2 import MODE
 from .nfs3 import STATUS, fhandle
 from .xdr import Cursor, XdrError, XdrInvalid, u32
@@ -207,7 +208,8 @@ class Attr:
     """One attribute (or hint) of a table: its number, its name in values, its declaration.  Equal, and
     hashed, by its values."""
 
-    __slots__ = ("number", "name", "decl")
+    _FIELDS: ClassVar[tuple[str, ...]] = ("number", "name", "decl")
+    __slots__ = _FIELDS
 
     def __init__(self, number: int, name: str, decl: XdrType) -> None:
         self.number = number
@@ -215,15 +217,13 @@ class Attr:
         self.decl = decl
 
     def __repr__(self) -> str:
-        return f"Attr(number={self.number!r}, name={self.name!r}, decl={self.decl!r})"
+        return record_repr(self, self._FIELDS)
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, Attr):
-            return NotImplemented
-        return (self.number, self.name, self.decl) == (other.number, other.name, other.decl)
+        return record_eq(self, other, self._FIELDS)
 
     def __hash__(self) -> int:
-        return hash((self.number, self.name, self.decl))
+        return record_hash(self, self._FIELDS)
 
 
 class AttrSet(XdrType):
