@@ -23,8 +23,9 @@ imports every analysis module, so that ``model_of`` knows them all.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
+from ..records import record_eq, record_hash, record_repr
 from .analyzer import load_modules
 from .model import Transaction
 
@@ -39,21 +40,16 @@ class _Declared:
     """A declaration's values as its fields name them: equality, hash and repr by them."""
 
     __slots__ = ()
-    _FIELDS: tuple[str, ...] = ()
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._FIELDS)
+    _FIELDS: ClassVar[tuple[str, ...]] = ()
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__ or not isinstance(other, _Declared):
-            return NotImplemented
-        return self._values() == other._values()
+        return record_eq(self, other, self._FIELDS)
 
     def __hash__(self) -> int:
-        return hash(self._values())
+        return record_hash(self, self._FIELDS)
 
     def __repr__(self) -> str:
-        return f"{type(self).__qualname__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self._FIELDS) + ")"
+        return record_repr(self, self._FIELDS)
 
 
 class Fact(_Declared):
