@@ -55,6 +55,33 @@ def _run(name: str, options: Options) -> _Records:
     return sink
 
 
+class _Kept:
+    """A sink that keeps every record it is handed; the pipeline reads what it says of itself
+    (``wants_psn_events``, ``keeps_transactions``) from its class."""
+
+    def __init__(self) -> None:
+        self.records: list[object] = []
+
+    def packet(self, pkt) -> None:
+        pass
+
+    def on_record(self, record) -> None:
+        self.records.append(record)
+
+    def finish(self) -> None:
+        pass
+
+
+def _kept(**says: bool) -> _Kept:
+    """A ``_Kept`` sink whose class says ``says`` (``keeps_transactions=False``)."""
+    return type("_Says", (_Kept,), says)()
+
+
+def _analyze(name: str, *sinks) -> None:
+    with open_capture(str(capture(name))) as cap:
+        Pipeline(cap, Options(analyze=True, packet_fields=False), list(sinks)).run()
+
+
 def test_records_and_findings_are_the_same_without_the_packet_fields():
     for name in ("rxe-nfsv3-rdma.pcap", "siw-nfsv3-loss.pcap", "rxe-nfsv3-loss.pcap"):
         with_fields = _run(name, Options(analyze=True))
@@ -113,8 +140,7 @@ def test_a_sink_of_records_alone_is_not_handed_the_packets_but_gets_every_record
 
     alone, reader = Records(), Reader()
     for sink in (alone, reader):
-        with open_capture(str(capture("rxe-nfsv3-loss.pcap"))) as cap:
-            Pipeline(cap, Options(analyze=True, packet_fields=False), [sink]).run()
+        _analyze("rxe-nfsv3-loss.pcap", sink)
     assert reader.packets > 1000
     assert alone.records == reader.records and alone.findings == reader.findings and alone.findings
 
@@ -123,34 +149,17 @@ def test_psn_events_are_made_only_for_a_sink_that_reads_them():
     """A sink with ``wants_psn_events = False`` (stats, flows, the TUI, parquet) gets every other record;
     with no sink wanting them the analysis makes none, and a sink that wants them beside it still gets them."""
 
-    class Records:
-        def __init__(self):
-            self.kinds = []
+    def kinds(sink: _Kept) -> list[str]:
+        return [type(r).__name__ for r in sink.records]
 
-        def packet(self, pkt):
-            pass
-
-        def on_record(self, rec):
-            self.kinds.append(type(rec).__name__)
-
-        def finish(self):
-            pass
-
-    class NoEvents(Records):
-        wants_psn_events = False
-
-    def run(*sinks):
-        with open_capture(str(capture("rxe-ib_write_bw-loss.pcap"))) as cap:
-            Pipeline(cap, Options(analyze=True, packet_fields=False), list(sinks)).run()
-
-    wants, alone = Records(), NoEvents()
-    run(wants)
-    run(alone)
-    assert "PsnEvent" in wants.kinds and "PsnEvent" not in alone.kinds
-    assert alone.kinds == [k for k in wants.kinds if k != "PsnEvent"]
-    both, beside = Records(), NoEvents()
-    run(both, beside)
-    assert both.kinds == wants.kinds and beside.kinds == wants.kinds     # made for one, handed to all
+    wants, alone = _kept(), _kept(wants_psn_events=False)
+    _analyze("rxe-ib_write_bw-loss.pcap", wants)
+    _analyze("rxe-ib_write_bw-loss.pcap", alone)
+    assert "PsnEvent" in kinds(wants) and "PsnEvent" not in kinds(alone)
+    assert kinds(alone) == [k for k in kinds(wants) if k != "PsnEvent"]
+    both, beside = _kept(), _kept(wants_psn_events=False)
+    _analyze("rxe-ib_write_bw-loss.pcap", both, beside)
+    assert kinds(both) == kinds(wants) and kinds(beside) == kinds(wants)     # made for one, handed to all
 
 
 def test_a_closed_transactions_segments_point_back_at_it_unless_no_sink_keeps_it():
@@ -158,35 +167,16 @@ def test_a_closed_transactions_segments_point_back_at_it_unless_no_sink_keeps_it
     finds each segment pointing back at its transaction; when every sink says ``keeps_transactions = False``
     (stats) the analysis clears that pointer once the transaction is handed on, and the records are the same."""
 
-    class Keeps:
-        def __init__(self):
-            self.transactions = []
+    def transactions(sink: _Kept) -> list[Transaction]:
+        return [r for r in sink.records if isinstance(r, Transaction)]
 
-        def packet(self, pkt):
-            pass
-
-        def on_record(self, rec):
-            if isinstance(rec, Transaction):
-                self.transactions.append(rec)
-
-        def finish(self):
-            pass
-
-    class Counts(Keeps):
-        keeps_transactions = False
-
-    def run(*sinks):
-        with open_capture(str(capture("rxe-nfsv3-loss.pcap"))) as cap:
-            Pipeline(cap, Options(analyze=True, packet_fields=False), list(sinks)).run()
-
-    keeps, counts = Keeps(), Counts()
-    run(keeps)
-    run(counts)
-    segments = [s for t in keeps.transactions for s in t.segments]
-    assert segments and all(s.transaction is t for t in keeps.transactions for s in t.segments)
-    assert all(s.transaction is None for t in counts.transactions for s in t.segments)
-    assert [transaction_record(t)[:8] for t in counts.transactions] == \
-        [transaction_record(t)[:8] for t in keeps.transactions]
-    both, beside = Keeps(), Counts()
-    run(both, beside)                   # one sink keeps them: the pointers stay for all
-    assert all(s.transaction is t for t in beside.transactions for s in t.segments)
+    keeps, counts = _kept(), _kept(keeps_transactions=False)
+    _analyze("rxe-nfsv3-loss.pcap", keeps)
+    _analyze("rxe-nfsv3-loss.pcap", counts)
+    kept, counted = transactions(keeps), transactions(counts)
+    assert any(t.segments for t in kept) and all(s.transaction is t for t in kept for s in t.segments)
+    assert all(s.transaction is None for t in counted for s in t.segments)
+    assert [transaction_record(t)[:8] for t in counted] == [transaction_record(t)[:8] for t in kept]
+    both, beside = _kept(), _kept(keeps_transactions=False)
+    _analyze("rxe-nfsv3-loss.pcap", both, beside)         # one sink keeps them: the pointers stay for all
+    assert all(s.transaction is t for t in transactions(beside) for s in t.segments)
