@@ -4,7 +4,7 @@ The declarations and records of the compiled modules (``fields.Field``, ``rules.
 model's records, ...) are plain classes with ``__slots__`` and their own ``__init__``: mypyc 2.4 runs the
 standard ``@dataclass`` decorator on a compiled dataclass at import (some 3 M instructions a class) and
 leaves it that decorator's ``__init__``, a Python function.  Each names its fields in a class-level tuple
-(``FIELDS``) and its ``__repr__``, ``__eq__`` and ``__hash__`` are one line calling these.
+(``_FIELDS``) and its ``__repr__``, ``__eq__`` and ``__hash__`` are one line calling these.
 """
 from __future__ import annotations
 
