@@ -290,7 +290,8 @@ class Pipeline:
         self.shown_now = None
         yield from shown
 
-    def run(self, hook: Callable[[int], int] | None = None, at: int = -1, young_every: int = 0) -> None:
+    def run(self, hook: Callable[[int], int] | None = None, at: int = -1, young_every: int = 0,
+            full_every: int = 0) -> None:
         """Pull every frame from the source through the sinks, then finish: the loop of ``packets``
         without its generator (compiled, a generator's step costs its resumption and its locals kept
         in an object, a frame at a time).  ``hook(n)``, if given, is called once ``at`` frames are fed,
@@ -298,25 +299,28 @@ class Pipeline:
         raises ends the run without finishing.  ``young_every``: the frames between two collections of
         the young generations, if not ``YOUNG_COLLECT_EVERY`` (a pass whose sinks keep next to nothing
         alive collects them more rarely: each collection walks what the analysis keeps alive, whatever
-        the garbage)."""
+        the garbage).  ``full_every``: the frames between two collections of every generation, if not
+        ``FULL_COLLECT_EVERY`` (a pass whose sinks break the analysis' cycles leaves little for them)."""
         source = self._pulled_source()
         every = young_every if young_every > 0 else YOUNG_COLLECT_EVERY
+        full = full_every if full_every > 0 else FULL_COLLECT_EVERY
         thresholds = _collect_rarely()
         try:
-            left = FULL_COLLECT_EVERY
+            left = full
             young = every
             for frame in source:
                 if _PENDING_SIGNALS:
                     deliver_signals()
                 self.feed(frame)
                 young -= 1
-                if young == 0:
-                    gc.collect(1)
-                    young = every
                 left -= 1
                 if left == 0:
-                    gc.collect()
-                    left = FULL_COLLECT_EVERY
+                    gc.collect()            # the young generations with the rest
+                    left = full
+                    young = every
+                elif young == 0:
+                    gc.collect(1)
+                    young = every
                 if self.frames == at and hook is not None:
                     at = hook(at)
                 if self.done:
