@@ -315,7 +315,7 @@ class TransactionIndex:
         self.seg_states: dict[int, dict[str, int]] = {}   # connection -> segment state -> count
         self.protocols: dict[int, set[str]] = {}           # connection -> the upper layers of its transactions
         self._pending: list[Transaction] = []
-        self._spooled: list[Transaction] = []            # the last block put on the spool (``let_go``)
+        self._owned: list[Segment] = []      # the segments of the last block put on the spool (``let_go``)
         self._pending_at = time.monotonic()
         self._cache: OrderedDict[int, Transaction] = OrderedDict()
         self._cache_lock = threading.Lock()
@@ -348,21 +348,26 @@ class TransactionIndex:
         offset = self.spool.add([transaction_record(t) for t in block])
         first = len(self.offsets)
         self.let_go()
-        self._spooled = block
+        owned = self._owned
         seg_txn, seg_pos = array("I"), array("I")
         conns, latencies = array("i"), array("q")
         for n, t in enumerate(block, first):
-            states = self.seg_states.get(t.conn)
+            conn = t.conn
+            states = self.seg_states.get(conn)
             if states is None:
-                states = self.seg_states[t.conn] = {}
-                self.protocols[t.conn] = set()
-            self.protocols[t.conn].add(t.protocol)
-            for pos, s in enumerate(t.segments):
-                state = str(s.state)
-                states[state] = states.get(state, 0) + 1
-                seg_txn.append(n)
-                seg_pos.append(pos)
-            conns.append(t.conn)
+                states = self.seg_states[conn] = {}
+                self.protocols[conn] = set()
+            self.protocols[conn].add(t.protocol)
+            segments = t.segments
+            if segments:
+                for pos, seg in enumerate(segments):
+                    state = str(seg.state)
+                    states[state] = states.get(state, 0) + 1
+                    seg_txn.append(n)
+                    seg_pos.append(pos)
+                    if seg.transaction is t:
+                        owned.append(seg)
+            conns.append(conn)
             lat = t.latency_ns
             latencies.append(NO_LATENCY if lat is None else lat)
         # a reader goes by the counts (offsets, seg_txn) and then reads the rest: what a count lets it read
@@ -378,12 +383,11 @@ class TransactionIndex:
         """Break the cycles of the last block put on the spool (every sink has had its transactions since):
         a view reads a transaction made again from its record, and a segment pointing back at its
         transaction kept it alive until the collector walked it, as garbage (decode and stats break them
-        when the analysis hands a transaction on: ``Correlator.hand_on``)."""
-        for t in self._spooled:
-            for seg in t.segments:
-                if seg.transaction is t:
-                    seg.transaction = None
-        self._spooled = []
+        when the analysis hands a transaction on: ``Correlator.hand_on``).  The segments pointing back at
+        their transaction were listed as the block was indexed (``flush``)."""
+        for seg in self._owned:
+            seg.transaction = None
+        self._owned = []
 
     def get(self, i: int) -> Transaction:
         with self._cache_lock:
