@@ -726,9 +726,12 @@ class Transactions(Correlator):
             st.book.withdraw(seg)
         st.closed += 1
         txn.state = state
-        facts = facts_of(txn)
-        facts.rpc = rpc_summary(o.call_rpc, o.reply_rpc)
-        facts.nfs = nfs_summary(o.call_rpc, o.reply_rpc)
+        if self.an.on_record is not None:
+            # The summaries are the record's alone (nothing in the analysis reads them): without a sink of
+            # records (``expert``) the transaction goes without them (the NFS facts some 5,000 instructions).
+            facts = facts_of(txn)
+            facts.rpc = rpc_summary(o.call_rpc, o.reply_rpc)
+            facts.nfs = nfs_summary(o.call_rpc, o.reply_rpc)
         self.hand_on(txn)
 
     # -- end of capture ------------------------------------------------------------------------------
