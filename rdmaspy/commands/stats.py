@@ -213,6 +213,41 @@ class _Block:
         if moved is not None:
             g.written = moved + member.written
 
+    def add_transactions(self, other: _Block) -> None:
+        """Count the transactions ``other`` counted (its operations, groups and bytes) in this block too."""
+        self.transactions += other.transactions
+        self.unanswered += other.unanswered
+        self.inline += other.inline
+        self.rdma_read += other.rdma_read
+        self.rdma_write += other.rdma_write
+        ops = self.ops
+        for name, theirs in other.ops.items():
+            op = ops.get(name)
+            if op is None:
+                op = ops[name] = _Op()
+            op.count += theirs.count
+            op.answered += theirs.answered
+            op.latencies.extend(theirs.latencies)
+        groups = self.groups
+        for key, them in other.groups.items():
+            g = groups.get(key)
+            if g is None:
+                g = groups[key] = _Group(them.first, them.read is not None)
+            g.count += them.count
+            g.answered += them.answered
+            g.latencies.extend(them.latencies)
+            g.first = min(g.first, them.first)
+            g.last = max(g.last, them.last)
+            g.bytes += them.bytes
+            moved = g.read
+            theirs_moved = them.read
+            if moved is not None and theirs_moved is not None:
+                g.read = moved + theirs_moved
+            moved = g.written
+            theirs_moved = them.written
+            if moved is not None and theirs_moved is not None:
+                g.written = moved + theirs_moved
+
     def stream(self, s: PsnStats) -> None:
         t = self.wire
         t["packets"] += s.packets
@@ -282,7 +317,7 @@ class Stats:
                 value = dim.get(rec)
                 if value is not None:
                     groups.append(dim.member(value, rec))
-            self.overall.transaction(rec, name, lat, groups)
+            # (the overall block counts them at the end, from the connections': ``finish``)
             self._block(rec.conn).transaction(rec, name, lat, groups)
             if ulp.service is not None:
                 self._service(rec, ulp.service)
@@ -331,7 +366,11 @@ class Stats:
         pass
 
     def finish(self) -> None:
-        pass
+        """The capture's transactions in the overall block: the sums of the connections' (each transaction
+        counted in one block as it closes, not two; the percentiles are of the values, in any order)."""
+        overall = self.overall
+        for b in self.conns.values():
+            overall.add_transactions(b)
 
     def on_finding(self, f: Finding) -> None:
         rid = f.rule_def.id
