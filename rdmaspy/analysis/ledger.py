@@ -51,8 +51,15 @@ class SegmentLedger:
 
     def withdraw(self, seg: Segment) -> None:
         key: tuple = (seg.side, seg.handle)
-        lst = self.by_handle.get(key)
+        by_handle = self.by_handle
+        lst = by_handle.get(key)
         if lst is None:
+            return
+        if len(lst) == 1:
+            # The handle's one segment (the most of them): its list goes whole, not emptied first (compiled,
+            # ``del`` of a list's item is a generic call through the list's slice assignment)
+            if lst[0] is seg:
+                del by_handle[key]
             return
         for i, s in enumerate(lst):
             if s is seg:

@@ -52,7 +52,8 @@ class TransactionObserver:
 class OpenTransaction:
     """A transaction being followed: its record and the messages the rules still compare."""
 
-    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling", "seq", "earlier", "earlier_st")
+    __slots__ = ("txn", "call_msg", "reply_msg", "call_rpc", "reply_rpc", "pulling", "seq", "earlier", "earlier_st",
+                 "calls_key")
 
     def __init__(self, txn: Transaction, call_msg: RpcRdmaMessage, seq: int) -> None:
         self.txn = txn
@@ -66,6 +67,8 @@ class OpenTransaction:
         # connection's state: a call the requester sent again after it reconnected.
         self.earlier: OpenTransaction | None = None
         self.earlier_st: ConnState | None = None
+        # Its key among the calls not answered yet (``Transactions.unanswered``), kept to take it out at its close
+        self.calls_key: tuple | None = None
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

@@ -105,7 +105,9 @@ def _caller(conv: LiveConnection, d: Direction) -> str:
     return conv.client_addr if d is Direction.C2S else conv.server_addr
 
 
-def _left_key(conv: LiveConnection, d: Direction, xid: int) -> tuple[str, str, str, int]:
+def _left_key(conv: LiveConnection, d: Direction, xid: int) -> tuple:
+    """(the lower host, the higher, the caller's address, XID): a plain tuple, the one object wherever it is
+    looked up (compiled, a tuple of a fixed shape is made again, its XID boxed, at each use as a key)."""
     low, high = _hosts(conv)
     return (low, high, _caller(conv, d), xid)
 
@@ -200,9 +202,9 @@ class Transactions(Correlator):
         # (one look-up per call, however many connections the hosts have).  By address, not by client and
         # server: a connection under way when the capture began has its roles guessed, and may have them
         # the other way round.  The entries are the open calls' own (charged where they are open or held).
-        self.unanswered: dict[tuple[str, str, str, int], tuple[ConnState, OpenTransaction]] = {}
+        self.unanswered: dict[tuple, tuple[ConnState, OpenTransaction]] = {}
         # The calls left unanswered on connections that ended, by the same key, oldest first
-        self.left: dict[tuple[str, str, str, int], tuple[ConnState, OpenTransaction]] = {}
+        self.left: dict[tuple, tuple[ConnState, OpenTransaction]] = {}
         # Upper layers' rules told of each call and reply (analysis/nfs_binding.py adds itself)
         self.observers: list[TransactionObserver] = []
 
@@ -274,7 +276,7 @@ class Transactions(Correlator):
         if len(left) > _LEFT_LIMIT:
             self._left_unanswered(next(iter(left)))
 
-    def _left_unanswered(self, key: tuple[str, str, str, int]) -> None:
+    def _left_unanswered(self, key: tuple) -> None:
         """A call held since its connection ended, never answered elsewhere: unanswered."""
         st, o = self.left.pop(key)
         self.budget.release(self, TXN_COST)
@@ -285,7 +287,7 @@ class Transactions(Correlator):
         self._close(st, o, TransactionState.UNANSWERED)
         self.cur = keep
 
-    def _sent_again(self, st: ConnState, o: OpenTransaction, key: tuple[str, str, str, int]) -> None:
+    def _sent_again(self, st: ConnState, o: OpenTransaction, key: tuple) -> None:
         """Note a new call among the unanswered ones of its hosts; if it is one left unanswered on a connection
         that was there before this one began, it is that call sent again after a reconnect."""
         unanswered = self.unanswered
@@ -296,6 +298,7 @@ class Transactions(Correlator):
                 o.earlier = earlier
                 o.earlier_st = there
         unanswered[key] = (st, o)
+        o.calls_key = key
 
     def _answered_after_reconnect(self, st: ConnState, o: OpenTransaction, reply: int) -> None:
         """The call sent again after a reconnect is answered: the one left on the earlier connection closes,
@@ -718,10 +721,12 @@ class Transactions(Correlator):
         if key in st.open:              # not pop(key, None): compiled, a method call is generic
             del st.open[key]
             self.budget.release(self, TXN_COST)
-        calls_key = _left_key(st.conn, txn.request_direction, txn.key)
-        held = self.unanswered.get(calls_key)
-        if held is not None and held[1] is o:
-            del self.unanswered[calls_key]
+        calls_key = o.calls_key     # the key it went in with: not made and compared again
+        if calls_key is not None:
+            unanswered = self.unanswered
+            held = unanswered.get(calls_key)
+            if held is not None and held[1] is o:
+                del unanswered[calls_key]
         for seg in txn.segments:
             st.book.withdraw(seg)
         st.closed += 1
