@@ -54,7 +54,8 @@ class Sink(Protocol):
     """What a presentation gives the pipeline: every shown packet, then the end.  A sink of the
     analysis' records alone says so with a class attribute ``reads_packets = False``: its ``packet`` is
     then not called (a call a frame for nothing).  A sink with ``on_record`` that reads no ``PsnEvent``
-    says ``wants_psn_events = False``: when no sink wants them, the analysis makes none.  One that keeps no
+    says ``wants_psn_events = False``: when no sink wants them, the analysis makes none; the same with
+    ``wants_credit_series = False`` for the credit ledgers' ``CreditSeries``.  One that keeps no
     ``Transaction`` past its ``on_record`` says ``keeps_transactions = False``: when none keeps them, a closed
     transaction's segments no longer point back at it (``Segment.transaction`` is None once handed on)."""
 
@@ -161,6 +162,9 @@ class Pipeline:
             # a sink of records that reads no PsnEvent says so (wants_psn_events = False): none is made
             self.analyzer.psn_events = any(getattr(s, "wants_psn_events", True) for s in self.sinks
                                            if getattr(s, "on_record", None) is not None)
+            # ... nor a CreditSeries (wants_credit_series = False): the ledgers keep no samples
+            self.analyzer.credit_series = any(getattr(s, "wants_credit_series", True) for s in self.sinks
+                                              if getattr(s, "on_record", None) is not None)
             # ... and a sink that keeps no transaction it is handed says so (keeps_transactions = False)
             self.analyzer.transactions_kept = any(getattr(s, "keeps_transactions", True) for s in self.sinks
                                                   if getattr(s, "on_record", None) is not None)

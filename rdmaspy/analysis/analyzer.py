@@ -93,6 +93,8 @@ class Analyzer:
         # PsnEvent records (each retransmission, loss, NAK ...) are made only for a reader of them: the
         # pipeline clears this when none of its sinks wants them (``wants_psn_events = False``).
         self.psn_events = on_record is not None
+        # ... and the credit ledgers' series (CreditSeries) likewise (``wants_credit_series = False``)
+        self.credit_series = on_record is not None
         # Whether a sink may keep the transactions it is handed (the pipeline clears this when none does:
         # ``keeps_transactions = False``); else the analysis lets a closed one go (``Correlator.hand_on``).
         self.transactions_kept = on_record is not None

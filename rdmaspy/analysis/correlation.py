@@ -19,7 +19,7 @@ Each upper layer says how its messages open and close transactions, and by which
 """
 from __future__ import annotations
 
-from typing import Final
+from typing import Callable, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -28,7 +28,7 @@ from ..dissectors.iwarp_ddp import IWarpInfo
 from ..packet import Packet
 from .analyzer import Analyzer, Module
 from .ledger import DataLedger, Op
-from .model import OTHER, Direction, Finding, Rule, Step, StepKind, Transaction, TransactionState
+from .model import OTHER, Direction, Finding, Record, Rule, Step, StepKind, Transaction, TransactionState
 from .transport import Transport   # registered before the modules that derive from this: its verdict comes first
 
 _MASK: Final = 0xFFFFFF
@@ -85,6 +85,12 @@ class Correlator(Module):
         if not self.an.transactions_kept:
             for seg in txn.segments:
                 seg.transaction = None
+
+    def series_sink(self) -> Callable[[Record], None] | None:
+        """Where a connection's credit series go: the analyzer's records, or nowhere (None) when no sink reads
+        them (``wants_credit_series = False``: ``stats`` reads the ledgers' summaries; ``expert`` no record)."""
+        an = self.an
+        return an.emit if an.credit_series else None
 
     def _belongs(self, txn: Transaction | None) -> None:
         """The packet being analysed is part of ``txn``."""

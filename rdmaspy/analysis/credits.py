@@ -50,7 +50,7 @@ class CreditLedger:
                  "calls", "grants", "zero_grants", "exceeded", "refreshes", "samples", "emit", "first_grant",
                  "initial_limit", "min_granted", "max_granted")
 
-    def __init__(self, conn_id: int, direction: CallDirection, emit: Callable[[Record], None],
+    def __init__(self, conn_id: int, direction: CallDirection, emit: Callable[[Record], None] | None,
                  initial_limit: int | None = None) -> None:
         self.conn_id = conn_id
         self.direction = direction
@@ -65,7 +65,7 @@ class CreditLedger:
         self.exceeded = 0
         self.refreshes = 0
         self.samples: list[CreditSample] = []
-        self.emit = emit                     # the analyzer's record sink
+        self.emit = emit                     # the analyzer's record sink; None: no sink reads a series, none kept
         self.first_grant: int | None = None  # frame of the first grant
         self.initial_limit = initial_limit   # limit before the first grant (v2: 1), None: unknown
         self.min_granted: int | None = None
@@ -76,6 +76,8 @@ class CreditLedger:
         return self.granted if self.granted is not None else self.initial_limit
 
     def _sample(self, ts: int, frame: int) -> None:
+        if self.emit is None:
+            return
         samples = self.samples
         if samples:
             last = samples[-1]
@@ -92,8 +94,9 @@ class CreditLedger:
                                     self.outstanding))
 
     def flush(self) -> None:
-        if self.samples:
-            self.emit(CreditSeries(self.conn_id, self.direction, self.samples))
+        emit = self.emit
+        if self.samples and emit is not None:
+            emit(CreditSeries(self.conn_id, self.direction, self.samples))
             self.samples = []
 
     def call(self, ts: int, frame: int, requested: int | None) -> bool:

@@ -122,7 +122,7 @@ class NvmeConnState(DataLedger):
     __slots__ = ("open", "messages", "closed", "unanswered", "cntlid", "early", "size", "over", "sqhd", "fetchable",
                  "kato_ns", "alive_ts", "alive_frame", "alive_kind", "depth")
 
-    def __init__(self, conn_id: int, emit: Callable[[Record], None]) -> None:
+    def __init__(self, conn_id: int, emit: Callable[[Record], None] | None) -> None:
         super().__init__(conn_id, LEDGER_RULES)
         # the queue's depth as a credit series: commands outstanding against the size the Connect set (its grant)
         self.depth = CreditLedger(conn_id, CallDirection.FORWARD, emit)
@@ -220,7 +220,7 @@ class NvmeTransactions(Correlator):
         if st is None:
             if not cmds and not cqes:
                 return
-            st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id, self.an.emit)
+            st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id, self.series_sink())
             self.budget.charge(self, CONN_COST)
         ib: IBInfo | None = pkt.ib
         tp = self.psn

@@ -80,7 +80,7 @@ class ConnState(DataLedger):
                  "continuing", "v2_first_seen", "v2_recv", "rpcrdma", "closed", "unanswered", "emit", "messages",
                  "discard", "broken", "connprops", "calls", "began")
 
-    def __init__(self, conn: LiveConnection, emit: Callable[[Record], None]) -> None:
+    def __init__(self, conn: LiveConnection, emit: Callable[[Record], None] | None) -> None:
         super().__init__(conn.conn_id, ck.LEDGER_RULES)
         self.conn = conn
         self.open: dict[tuple[Direction, int], OpenTransaction] = {}
@@ -103,7 +103,7 @@ class ConnState(DataLedger):
         self.rpcrdma = False
         self.closed = 0
         self.unanswered = 0
-        self.emit = emit
+        self.emit = emit              # where its credit series go (None: nowhere, ``Correlator.series_sink``)
         self.messages = 0
 
     def ledger(self, d: Direction) -> cr.CreditLedger:

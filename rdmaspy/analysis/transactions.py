@@ -344,7 +344,7 @@ class Transactions(Correlator):
             return
         st = self.conns.get(conv.conn_id)
         if st is None:
-            st = self.conns[conv.conn_id] = ConnState(conv, self.an.emit)
+            st = self.conns[conv.conn_id] = ConnState(conv, self.series_sink())
             self.budget.charge(self, CONN_COST)
             st.began = pkt.frame.num
         tp = self.psn

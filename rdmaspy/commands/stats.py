@@ -287,6 +287,7 @@ class Stats:
 
     reads_packets = False       # the analysis' records and findings are all it reads
     wants_psn_events = False    # the streams' totals (PsnStats) are enough
+    wants_credit_series = False # and the credit ledgers' summaries (UlpSummary)
     keeps_transactions = False  # it counts them
     fills_layers = False        # nor any layer,
     wants_names = True          # but its files are named (Session.names): NFS learns file names
