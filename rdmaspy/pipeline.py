@@ -100,6 +100,11 @@ class Options:
         self.packet_fields = packet_fields or matcher is not None
 
 
+def _any_wants(sinks: list[Sink], flag: str) -> bool:
+    """Whether one of ``sinks`` wants what ``flag`` names (a sink that does not say wants it)."""
+    return any(getattr(s, flag, True) for s in sinks)
+
+
 class Pipeline:
     """Dissects (and analyses) frames in capture order and hands the shown packets to the sinks."""
 
@@ -159,15 +164,13 @@ class Pipeline:
             self.analyzer = Analyzer(on_finding=_fan_out(findings), on_record=_fan_out(records), keep_findings=False,
                                      budget=self.engine.session.budget, packet_fields=opts.packet_fields)
             self.analyzer.engine = self.engine
-            # a sink of records that reads no PsnEvent says so (wants_psn_events = False): none is made
-            self.analyzer.psn_events = any(getattr(s, "wants_psn_events", True) for s in self.sinks
-                                           if getattr(s, "on_record", None) is not None)
-            # ... nor a CreditSeries (wants_credit_series = False): the ledgers keep no samples
-            self.analyzer.credit_series = any(getattr(s, "wants_credit_series", True) for s in self.sinks
-                                              if getattr(s, "on_record", None) is not None)
-            # ... and a sink that keeps no transaction it is handed says so (keeps_transactions = False)
-            self.analyzer.transactions_kept = any(getattr(s, "keeps_transactions", True) for s in self.sinks
-                                                  if getattr(s, "on_record", None) is not None)
+            # A sink of records says what it does not read: no PsnEvent (wants_psn_events = False), no
+            # CreditSeries (wants_credit_series = False: the ledgers keep no samples), no transaction kept
+            # past its on_record (keeps_transactions = False). The analysis makes what one of them reads.
+            record_sinks = [s for s in self.sinks if getattr(s, "on_record", None) is not None]
+            self.analyzer.psn_events = _any_wants(record_sinks, "wants_psn_events")
+            self.analyzer.credit_series = _any_wants(record_sinks, "wants_credit_series")
+            self.analyzer.transactions_kept = _any_wants(record_sinks, "keeps_transactions")
         if self.analyzer is None:
             self.engine.session.facts = False    # no analysis: the dissectors skip the facts only it reads
         if opts.matcher is None and self.sinks and not any(getattr(s, "fills_layers", True)

@@ -48,6 +48,12 @@ class _Op:
         self.answered = 0
         self.latencies: list[float] = []
 
+    def add(self, other: _Op) -> None:
+        """Count ``other``'s calls too."""
+        self.count += other.count
+        self.answered += other.answered
+        self.latencies.extend(other.latencies)
+
 
 class _Group:
     """The transactions of one value of a dimension an upper layer declares (a namespace, a controller, a
@@ -64,6 +70,22 @@ class _Group:
         self.bytes = 0
         self.read: int | None = 0 if moves else None
         self.written: int | None = 0 if moves else None
+
+    def add(self, other: _Group) -> None:
+        """Count ``other``'s transactions too (a group of the same key in another block)."""
+        self.count += other.count
+        self.answered += other.answered
+        self.latencies.extend(other.latencies)
+        self.first = min(self.first, other.first)
+        self.last = max(self.last, other.last)
+        self.bytes += other.bytes
+        # (compiled, += on an attribute typed int | None is a generic call: the sums added in typed locals)
+        moved, theirs = self.read, other.read
+        if moved is not None and theirs is not None:
+            self.read = moved + theirs
+        moved, theirs = self.written, other.written
+        if moved is not None and theirs is not None:
+            self.written = moved + theirs
 
 
 def _group_record(dimension: str, value: object, g: _Group) -> dict[str, Any]:
@@ -221,32 +243,17 @@ class _Block:
         self.rdma_read += other.rdma_read
         self.rdma_write += other.rdma_write
         ops = self.ops
-        for name, theirs in other.ops.items():
-            op = ops.get(name)
-            if op is None:
-                op = ops[name] = _Op()
-            op.count += theirs.count
-            op.answered += theirs.answered
-            op.latencies.extend(theirs.latencies)
+        for name, op in other.ops.items():
+            mine = ops.get(name)
+            if mine is None:
+                mine = ops[name] = _Op()
+            mine.add(op)
         groups = self.groups
-        for key, them in other.groups.items():
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = _Group(them.first, them.read is not None)
-            g.count += them.count
-            g.answered += them.answered
-            g.latencies.extend(them.latencies)
-            g.first = min(g.first, them.first)
-            g.last = max(g.last, them.last)
-            g.bytes += them.bytes
-            moved = g.read
-            theirs_moved = them.read
-            if moved is not None and theirs_moved is not None:
-                g.read = moved + theirs_moved
-            moved = g.written
-            theirs_moved = them.written
-            if moved is not None and theirs_moved is not None:
-                g.written = moved + theirs_moved
+        for key, g in other.groups.items():
+            into = groups.get(key)
+            if into is None:
+                into = groups[key] = _Group(g.first, g.read is not None)
+            into.add(g)
 
     def stream(self, s: PsnStats) -> None:
         t = self.wire

@@ -358,15 +358,13 @@ class TransactionIndex:
                 states = self.seg_states[conn] = {}
                 self.protocols[conn] = set()
             self.protocols[conn].add(t.protocol)
-            segments = t.segments
-            if segments:
-                for pos, seg in enumerate(segments):
-                    state = str(seg.state)
-                    states[state] = states.get(state, 0) + 1
-                    seg_txn.append(n)
-                    seg_pos.append(pos)
-                    if seg.transaction is t:
-                        owned.append(seg)
+            for pos, seg in enumerate(t.segments):
+                state = str(seg.state)
+                states[state] = states.get(state, 0) + 1
+                seg_txn.append(n)
+                seg_pos.append(pos)
+                if seg.transaction is t:
+                    owned.append(seg)
             conns.append(conn)
             lat = t.latency_ns
             latencies.append(NO_LATENCY if lat is None else lat)
