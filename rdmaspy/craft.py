@@ -67,7 +67,7 @@ def compile_packer(header: Header) -> Callable[..., bytes]:
     """
     params: list[str] = []
     exprs: list[str] = []
-    for g in header._groups:        # the same byte grouping the decoder was compiled from
+    for g in header.groups:         # the same byte grouping the decoder was compiled from
         members = g.members
         if len(members) == 1 and members[0][1] == -1:
             idx = members[0][0]

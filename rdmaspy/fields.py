@@ -1,10 +1,10 @@
 """Declarative header fields.
 
 A header is declared once, as an ordered list of fields with bit widths.  The
-declaration is compiled at import time into one precompiled ``struct.Struct``
-plus a generated decode function (shifts and masks only) and an encoder, so the
-same description serves decoding, building, the verbose tree, JSON, display
-filters and hex highlighting.
+declaration is compiled at its first decode (or first look at its layout) into
+one precompiled ``struct.Struct`` plus a generated decode function (shifts and
+masks only) and an encoder, so the same description serves decoding, building,
+the verbose tree, JSON, display filters and hex highlighting.
 
 Declaring is registering (as Wireshark's ``proto_register_field_array``): every
 ``Header``, every ``Field`` with a full name and every ``protocol()`` goes into
@@ -15,6 +15,7 @@ its declarations, so each name knows the module that declares it.
 from __future__ import annotations
 
 import struct
+from struct import Struct
 from typing import Any, Callable, ClassVar, Final, Literal, Mapping
 
 from mypy_extensions import mypyc_attr
@@ -75,6 +76,9 @@ def F(name: str, bits: int, label: str = "", display: str = "dec",
     """Shorthand used in header declarations (``name`` is relative to the header)."""
     return Field(name, bits, label, display, names, unit, doc, catalogued=False)
 
+
+# How a value of whole bytes at a byte boundary is shown when it is kept as bytes (not an integer).
+_BYTE_DISPLAYS: Final = ("bytes", "gid", "ipv4", "ipv6", "mac", "str")
 
 # Byte lengths that struct can unpack directly as unsigned integers.
 _INT_CODES: Final = {1: "B", 2: "H", 4: "I", 8: "Q"}
@@ -150,8 +154,8 @@ class Header:
     (``parts_of``), whose values a layer adds as items (``packet.add_parts``).
     """
 
-    __slots__ = ("name", "label", "fields", "size", "index", "spans", "decode",
-                 "struct", "_groups", "_byte_fields", "every_field", "little", "parts")
+    __slots__ = ("name", "label", "fields", "size", "index", "_spans", "decode",
+                 "_struct", "_groups", "every_field", "little", "parts")
 
     def __init__(self, name: str, label: str, fields: list[Field], little: bool = False,
                  parts: Mapping[str, list[Field]] | None = None) -> None:
@@ -167,18 +171,46 @@ class Header:
             self.index[f.name] = i
             self.index[f.name[len(name) + 1:]] = i        # relative to the header ("sgl1.addr")
             self.index[f.name.rsplit(".", 1)[-1]] = i
-        self._compile()
+        self.size = self._checked_size()
+        # The layout (groups, struct, decoder) is compiled at the first decode or look at it: most
+        # declarations are never decoded in a run, and each compiled at import cost every start.
+        self._struct: Struct | None = None
+        self._spans: tuple[tuple[int, int, int], ...] = ()
+        self._groups: list[_Group] = []
+        self.decode: Callable[..., tuple] = self._decode_first
         # (field index, byte offset, the word's parts as a header) for each word with parts
         self.parts: tuple[tuple[int, int, Header], ...] = ()
         if parts:
             self.parts = tuple(self._compile_parts(word, fields) for word, fields in parts.items())
         CATALOG.add_header(self)
 
+    def _checked_size(self) -> int:
+        """The header's size in bytes; ValueError for a field without a width or fields that do not end
+        on a byte boundary (what ``_compile`` would find, found at the declaration)."""
+        bits = 0
+        for f in self.fields:
+            if f.bits <= 0:
+                raise ValueError(f"{f.name}: fixed headers need a width")
+            bits += f.bits
+        if bits % 8:
+            raise ValueError(f"{self.name}: fields do not end on a byte boundary")
+        return bits // 8
+
+    def _bit_start(self, i: int) -> int:
+        """Where field ``i`` starts, in bits from the header's start: the widths declared before it (in
+        either byte order: a little-endian group's fields are declared from its least significant bit)."""
+        start = 0
+        for f in self.fields[:i]:
+            start += f.bits
+        return start
+
     def _compile_parts(self, word: str, parts: list[Field]) -> tuple[int, int, Header]:
         i = self.index[f"{self.name}.{word}"]
         f = self.fields[i]
-        byte_off, nbytes, bit = self.spans[i]
-        if bit or f.bits % 8 or i in self._byte_fields:
+        start = self._bit_start(i)
+        byte_off, bit = divmod(start, 8)
+        # a field of bytes (not an integer) when whole bytes at a byte boundary show as bytes
+        if bit or f.bits % 8 or f.display in _BYTE_DISPLAYS:
             raise ValueError(f"{f.name}: only a word of whole bytes has parts")
         if sum(p.bits for p in parts) != f.bits:
             raise ValueError(f"{f.name}: its parts are {sum(p.bits for p in parts)} bits, the word {f.bits}")
@@ -226,6 +258,30 @@ class Header:
         return header_declared, (self.name, [h for h in CATALOG.headers if h.name == self.name].index(self))
 
     # -- compilation ---------------------------------------------------------------------------
+    @property
+    def struct(self) -> Struct:
+        """The header's groups as one ``struct.Struct`` (compiled at the first look)."""
+        got = self._struct
+        if got is None:
+            self._compile()
+            got = self._struct
+            assert got is not None
+        return got
+
+    @property
+    def spans(self) -> tuple[tuple[int, int, int], ...]:
+        """Per field: its byte offset, its length in bytes, its bit offset in its first byte."""
+        if self._struct is None:
+            self._compile()
+        return self._spans
+
+    @property
+    def groups(self) -> list[_Group]:
+        """The runs of fields that fill whole bytes, in order: what the struct unpacks, one item each."""
+        if self._struct is None:
+            self._compile()
+        return self._groups
+
     def _compile(self) -> None:
         little = self.little
         groups: list[_Group] = []
@@ -233,16 +289,13 @@ class Header:
         bitpos = 0
         current: _Group | None = None
         pending: list[tuple[int, int]] = []     # (field index, width) of the open group
-        byte_fields: set[int] = set()
         for i, f in enumerate(self.fields):
             if f.bits <= 0:
                 raise ValueError(f"{f.name}: fixed headers need a width")
             start = bitpos
             spans.append((start // 8, (start % 8 + f.bits + 7) // 8, start % 8))
-            if f.display in ("bytes", "gid", "ipv4", "ipv6", "mac", "str") and f.bits % 8 == 0 and bitpos % 8 == 0 \
-                    and not pending:
+            if f.display in _BYTE_DISPLAYS and f.bits % 8 == 0 and bitpos % 8 == 0 and not pending:
                 groups.append(_Group(bitpos // 8, f.bits // 8, [(i, -1, f.bits)]))
-                byte_fields.add(i)
                 bitpos += f.bits
                 continue
             if not pending:
@@ -270,29 +323,26 @@ class Header:
                 pending = []
         if pending:
             raise ValueError(f"{self.name}: fields do not end on a byte boundary")
-        self.size = bitpos // 8
-        self.spans = tuple(spans)
+        self._spans = tuple(spans)
         self._groups = groups
-        self._byte_fields = byte_fields
 
         fmt = "<" if little else ">"
         for g in groups:
             fmt += _INT_CODES.get(g.nbytes, f"{g.nbytes}s") if not (
                 len(g.members) == 1 and g.members[0][1] == -1) else f"{g.nbytes}s"
-        self.struct = struct.Struct(fmt)
-
-        self.decode: Callable[..., tuple]
+        compiled = struct.Struct(fmt)
         if all(_whole(g) for g in groups):
             # Every field is a whole group (no shift, mask or conversion): the unpack is the decoder,
             # a call in C rather than a Python function around it.
-            self.decode = self.struct.unpack_from
-            return
-        # the generated decoder is written and made at its first call: most declarations are never
-        # decoded in a run, and each written and compiled at import would cost every start
-        self.decode = self._decode_first
+            self.decode = compiled.unpack_from
+        else:
+            self.decode = self._decode_generated
+        self._struct = compiled
 
     def _decoder_source(self) -> str:
         """The generated decoder: one unpack_from, then shifts/masks per field."""
+        if self._struct is None:
+            self._compile()
         order = "little" if self.little else "big"
         groups = self._groups
         lines = ["def decode(buf, off=0, _u=_unpack):", f"    {', '.join(f'g{k}' for k in range(len(groups)))}, = _u(buf, off)"]
@@ -316,13 +366,19 @@ class Header:
         return "\n".join(lines)
 
     def _decode_first(self, buf: bytes, off: int = 0) -> tuple:
-        """The generated decoder, made now, called; it takes this one's place."""
+        """The header's layout compiled now, then decoded; its decoder takes this one's place."""
+        if self._struct is None:
+            self._compile()
+        return self.decode(buf, off)
+
+    def _decode_generated(self, buf: bytes, off: int = 0) -> tuple:
+        """The generated decoder, written and made now, called; it takes this one's place."""
         ns: dict[str, Any] = {"_unpack": self.struct.unpack_from, "_fb": int.from_bytes}
         exec(self._decoder_source(), ns)
         self.decode = ns["decode"]
         return self.decode(buf, off)
 
-    def words(self, width: int = 32) -> struct.Struct:
+    def words(self, width: int = 32) -> Struct:
         """The header read as unsigned integers of ``width`` bits (8, 16, 32 or 64) in its byte order, the
         unpack that ``spot`` positions refer to; ValueError if the header is not a whole number of them."""
         code = _INT_CODES.get(width // 8) if width % 8 == 0 else None
@@ -337,8 +393,7 @@ class Header:
         bits = self.fields[i].bits
         if self.little:
             # bit b of a little-endian run of bytes is bit b % width of its word b // width
-            byte_off, _n, bit = self.spans[i]
-            start = byte_off * 8 + bit
+            start = self._bit_start(i)
             word, first = divmod(start, width)
             if first + bits > width:
                 raise ValueError(f"{self.fields[i].name}: bits {start}..{start + bits - 1} straddle {width}-bit "
@@ -353,6 +408,7 @@ class Header:
     # -- building --------------------------------------------------------------------------------
     def encode(self, values: Mapping[str, Any] | None = None, **kw: Any) -> bytes:
         """Build the header from field values (missing fields are 0 / zero bytes)."""
+        pack = self.struct.pack         # the layout compiled first
         given = dict(values or {})
         given.update(kw)
         vals: dict[int, Any] = {}        # field index -> value (a field named in full, relative or short)
@@ -381,7 +437,7 @@ class Header:
                 args.append(acc)
             else:
                 args.append(acc.to_bytes(g.nbytes, self.byteorder))
-        return self.struct.pack(*args)
+        return pack(*args)
 
     def as_dict(self, values: tuple) -> dict[str, Any]:
         return {f.name: v for f, v in zip(self.fields, values)}
