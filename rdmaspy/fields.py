@@ -162,15 +162,18 @@ class Header:
         self.name = name
         self.label = label
         self.little = little
-        self.fields: tuple[Field, ...] = tuple(
-            Field(f"{name}.{f.name}", f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False)
-            for f in fields)
+        named: list[Field] = []
+        index: dict[str, int] = {}
+        for i, f in enumerate(fields):
+            relative = f.name                           # as declared: relative to the header ("sgl1.addr")
+            full = Field(f"{name}.{relative}", f.bits, f.label, f.display, f.names, f.unit, f.doc, catalogued=False)
+            named.append(full)
+            index[full.name] = i
+            index[relative] = i
+            index[relative.rsplit(".", 1)[-1] if "." in relative else relative] = i
+        self.fields: tuple[Field, ...] = tuple(named)
         self.every_field: tuple[tuple[int, Field], ...] = tuple(enumerate(self.fields))   # (index, field)
-        self.index: dict[str, int] = {}
-        for i, f in enumerate(self.fields):
-            self.index[f.name] = i
-            self.index[f.name[len(name) + 1:]] = i        # relative to the header ("sgl1.addr")
-            self.index[f.name.rsplit(".", 1)[-1]] = i
+        self.index = index
         self.size = self._checked_size()
         # The layout (groups, struct, decoder) is compiled at the first decode or look at it: most
         # declarations are never decoded in a run, and each compiled at import cost every start.
