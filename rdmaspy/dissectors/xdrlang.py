@@ -165,6 +165,12 @@ class Void(XdrType):
 VOID: Final = Void()
 
 
+# (size, signed) -> how an integer of that kind is written: one struct for every declaration of its kind
+_INT_PACKS: Final[dict[tuple[int, bool], Callable[[int], bytes]]] = {
+    (4, False): _struct.Struct(">I").pack, (4, True): _struct.Struct(">i").pack,
+    (8, False): _struct.Struct(">Q").pack, (8, True): _struct.Struct(">q").pack}
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)      # nfs3.AccessMask
 class Int(XdrType):
     """``[unsigned] int`` (32 bits) or ``[unsigned] hyper`` (64 bits); an ``enum`` is one with value names
@@ -190,8 +196,7 @@ class Int(XdrType):
         # nearly every integer is one word or hyper shown as one field: read in words and added with no
         # detour (a subclass shows its own way: never)
         self._plain = f if type(self) is Int and not also and not flags else None
-        self._pack = _struct.Struct({(4, False): ">I", (4, True): ">i", (8, False): ">Q",
-                                     (8, True): ">q"}[(bits // 8, signed)]).pack
+        self._pack = _INT_PACKS[(bits // 8, signed)]
 
     def read(self, cur: Cursor, w: Walk, lay: Layer | None) -> Any:
         p = cur.pos
