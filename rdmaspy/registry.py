@@ -166,9 +166,13 @@ def import_all(package: Any, skip: tuple[str, ...] = ()) -> None:
     """Import every module of ``package`` in name order: for dissectors and analysis modules,
     importing is registering."""
     import importlib
+    import sys
+    loaded = sys.modules
     for name in module_names(package.__path__):
-        if name not in skip:
-            importlib.import_module(f"{package.__name__}.{name}")
+        module = f"{package.__name__}.{name}"
+        # one already imported (those engine.load_dissectors names) is not looked up by importlib's Python
+        if name not in skip and module not in loaded:
+            importlib.import_module(module)
 
 
 def module_names(paths: Iterable[str]) -> list[str]:
