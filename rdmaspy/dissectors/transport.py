@@ -61,8 +61,19 @@ tcp_port: Final = table("tcp.port", "TCP port")
 tcp_end: Final = table("tcp.end", "TCP connection ends (FIN, RST)")
 _TCP_FLAGS: Final = ((0x01, "FIN"), (0x02, "SYN"), (0x04, "RST"), (0x08, "PSH"), (0x10, "ACK"), (0x20, "URG"),
               (0x40, "ECE"), (0x80, "CWR"))
-# The flag names of each value of the flags byte, made once: "ACK", "PSH, ACK", ...
-_TCP_FLAG_NAMES: Final[list[str]] = [", ".join([n for bit, n in _TCP_FLAGS if value & bit]) for value in range(256)]
+
+
+def _flag_names() -> list[str]:
+    """The flag names of each value of the flags byte: "ACK", "PSH, ACK", ...  Made by doubling, as the
+    bits ascend: the values below a bit are those without it, each value plus the bit the same with it
+    (256 lists of names, not 2,048 tests of a bit)."""
+    names: list[list[str]] = [[]]
+    for _bit, name in _TCP_FLAGS:
+        names += [have + [name] for have in names]
+    return [", ".join(have) for have in names]
+
+
+_TCP_FLAG_NAMES: Final[list[str]] = _flag_names()
 
 
 def dissect_udp(pkt: Packet, buf: bytes, off: int, end: int, ctx: object) -> None:
