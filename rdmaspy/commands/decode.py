@@ -17,7 +17,7 @@ from ..packet import Packet
 from ..pipeline import Options, Sink
 from .common import (add_capture_argument, add_host_trace_argument, pipeline_options, positive_int,
                      report_problems, report_writer, run_capture, stdout_lines)
-from .sharing import decode_shared, printing_processes
+from .processes import printing_processes
 
 
 # a packet's values of the named fields (rdmaspy.filter.make_extractor)
@@ -40,6 +40,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
         return _write(args, options)
     ways = printing_processes(args)
     if ways > 1:
+        from .sharing import decode_shared
         return decode_shared(args, options, ways, lambda out: _sink(args, out, options), _checked(args))
     out = stdout_lines(args.line_buffered, safe=_checked(args))
     sinks: list[Sink] = [_sink(args, out, options)]

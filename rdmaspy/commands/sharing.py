@@ -1,4 +1,5 @@
-"""``decode``'s printing shared among processes (rdmaspy.output.turns): how many, and the processes.
+"""``decode``'s printing shared among processes (rdmaspy.output.turns): the processes (how many:
+``commands.processes``).
 
 The others are forked once the arguments are read, before the capture is opened: each opens the file
 itself and runs the same pipeline, printing its turns into a pipe to the first, with nothing on standard
@@ -11,7 +12,6 @@ import argparse
 import fcntl
 import os
 import signal
-import stat
 import sys
 import threading
 from typing import BinaryIO, Callable
@@ -19,9 +19,8 @@ from typing import BinaryIO, Callable
 from ..output.lines import LIMIT, LineWriter
 from ..pipeline import Options, Sink
 from .common import report_problems, run_capture, stdout_lines
+from .processes import AUTO_MAX, AUTO_MIN_BYTES, printing_processes  # noqa: F401  (what it was asked of)
 
-AUTO_MAX = 4                    # processes at most unless -j says more
-AUTO_MIN_BYTES = 2 << 20        # smaller captures print in one process (what a second saves is small)
 PIPE_BYTES = 1 << 20            # a worker's pipe, if the system lets it be this big (a run is sent whole)
 _F_SETPIPE_SZ = 1031            # Linux's fcntl
 _PR_SET_PDEATHSIG = 1           # Linux's prctl
@@ -29,37 +28,6 @@ _STOPPING = {signal.SIGINT, signal.SIGTERM}
 
 # Makes the sink that prints (decode's choice from the arguments) writing to a LineWriter.
 MakeSink = Callable[[LineWriter], Sink]
-
-
-def printing_processes(args: argparse.Namespace) -> int:
-    """How many processes print ``args``'s decode: ``-j``, or one per core up to ``AUTO_MAX`` for a
-    capture of ``AUTO_MIN_BYTES`` or more; one where the output is cheap to make (summary lines), where
-    it is made as the packets come (``-l``, ``-w``, host traces) or where the capture cannot be read
-    twice (standard input, a pipe)."""
-    jobs: int | None = args.jobs
-    if jobs == 1:
-        return 1
-    if args.write is not None or args.line_buffered or args.host_trace:
-        return 1
-    if args.T == "text" and not (args.verbose or args.hex):
-        return 1
-    if args.T == "fields":
-        return 1
-    # the printing by turns: imported for the outputs it may print alone (a summary's start spared it)
-    from ..output.turns import RUN
-    if args.count is not None and args.count <= RUN:
-        return 1                # the first process's turn holds them all
-    try:
-        st = os.stat(args.file)
-    except OSError:
-        return 1                # the run that follows says why it cannot be read
-    if not stat.S_ISREG(st.st_mode):
-        return 1
-    if jobs is not None:
-        return jobs
-    if st.st_size < AUTO_MIN_BYTES:
-        return 1
-    return max(1, min(AUTO_MAX, len(os.sched_getaffinity(0))))
 
 
 def decode_shared(args: argparse.Namespace, options: Options, ways: int, make: MakeSink, safe: bool) -> int:
