@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
+# the signal module's C half: ``signal`` itself makes enums of every signal number and handler at import
+# (some 3 M instructions of every start), which nothing here reads
+import _signal as signal
 import sys
 from types import ModuleType
 from typing import Any, Sequence
