@@ -2,6 +2,7 @@
 private directory they live in goes when the capture is closed."""
 from __future__ import annotations
 
+import enum
 import os
 
 import pytest
@@ -59,6 +60,32 @@ def test_a_record_spool_reads_back_every_record_by_its_offset(records, streamed)
         spool = RecordSpool(d, "test-")
         offsets = [spool.add_streamed(r) if s else spool.add(r) for r, s in zip(records, streamed)]
         assert [spool.get(o) for o in offsets] == records
+        spool.close()
+    finally:
+        d.remove()
+
+
+class _Kind(enum.Enum):
+    A = "a"
+
+
+_plain_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20)),
+    lambda inner: st.one_of(st.lists(inner, max_size=5), st.tuples(inner, inner),
+                            st.dictionaries(st.text(max_size=5), inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.one_of(_plain_values, st.just({"kind": _Kind.A})), max_size=4), max_size=30))
+def test_a_record_of_plain_values_reads_back_as_it_was_added(records):
+    """``add_plain`` marshals a record of plain values, pickles one holding anything else (an enumeration);
+    ``get`` reads either back, of the same types and values."""
+    d = SpoolDir()
+    try:
+        spool = RecordSpool(d, "test-")
+        offsets = [spool.add_plain(r) for r in records]
+        back = [spool.get(o) for o in offsets]
+        assert back == records and repr(back) == repr(records)
         spool.close()
     finally:
         d.remove()

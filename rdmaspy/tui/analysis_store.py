@@ -9,7 +9,7 @@ memory, the rest on disk), so that memory does not grow with the capture:
 - transactions: the offset of each, its connection and latency; a row is unpickled when drawn (a
   few hundred are cached).  Segments are rows of their transaction (its number and the place).
 - findings (the analysis' and the dissectors'): the offset and group of each, in the order they
-  were reported (pickled by blocks, as transactions are: a block's offset and a place in it); a group is a severity, rule and connection, and the expert view's counts
+  were reported (marshalled by blocks, as transactions are pickled: a block's offset and a place in it); a group is a severity, rule and connection, and the expert view's counts
   are the groups' sizes, kept in memory.  Credit findings are indexed a second time, for the
   credits view.
 - credit samples: the offsets of the pieces of each series, and per series its count, time span,
@@ -39,7 +39,7 @@ from .spool import RecordSpool, SpooledArray, SpoolDir
 
 NO_LATENCY = -(1 << 63)         # a transaction without a reply
 _CACHED = 512                   # unpickled transactions kept for the rows on screen
-_ENTRY_BLOCK = 256              # findings pickled together (one pickle each costs some twice the time)
+_ENTRY_BLOCK = 256              # findings marshalled together (one record each costs some twice the time)
 _PLACE_BITS = 12                # a finding's offset: its block's spool offset << 12 | its place in it
 _PLACE_MASK = (1 << _PLACE_BITS) - 1
 _BLOCKS_CACHED = 8              # blocks of findings read back, kept for the rows on screen
@@ -187,7 +187,7 @@ class AnalysisStore:
     def _spool_findings(self, rows: list[EntryRow], numbers: list[int], credit_places: list[int],
                         credit_conns: list[int]) -> None:
         """Put a block of findings on the spool and count them (``FindingRows``' ``emit``)."""
-        offset = self.spool.add(rows) << _PLACE_BITS
+        offset = self.spool.add_plain(rows) << _PLACE_BITS
         groups = self._groups
         for number, count in Counter(numbers).items():
             groups[number].count += count
@@ -207,7 +207,7 @@ class AnalysisStore:
         track = self.credits.get(key)
         if track is None:
             track = CreditTrack(first_ts=samples[0].ts)
-        offset = self.spool.add([(s.ts, s.granted, s.outstanding) for s in samples])
+        offset = self.spool.add_plain([(s.ts, s.granted, s.outstanding) for s in samples])
         grants = [s.granted for s in samples if s.granted is not None]
         if grants:
             low, high = min(grants), max(grants)
