@@ -292,6 +292,42 @@ def _prefix(f: Field, depth: int) -> str:
     return prefix
 
 
+class _FieldTexts:
+    """A field's texts in the tree at one depth, kept by the tree (a table by field, ``_FIELD_TEXTS``):
+    its lines' prefix, whether its values are plain decimals, an enumeration's texts by value.  And the
+    field of the item that followed it last with these texts: a layer's items come in the same order
+    packet after packet, so most are found by that one compare rather than a hashed look-up."""
+
+    __slots__ = ("prefix", "plain", "named", "next_field", "next_texts")
+
+    def __init__(self, prefix: str, plain: bool, named: dict[int, str] | None) -> None:
+        self.prefix = prefix
+        self.plain = plain      # an int value is its decimal digits (text_value's first case)
+        self.named = named      # an int value is an enumeration's text, kept here by value
+        self.next_field: Field | None = None
+        self.next_texts: _FieldTexts = self
+
+
+def _field_texts(known: dict[Field, _FieldTexts], f: Field, depth: int) -> _FieldTexts:
+    texts = known.get(f)
+    if texts is None:
+        plain = f.names is None and not f.unit and f.display == "dec"
+        texts = known[f] = _FieldTexts(_indent(depth) + f.label + ": ", plain, None if f.names is None else {})
+    return texts
+
+
+# The texts of the items' fields by depth, and per depth where a layer's items start (the field of the
+# first item last time, as ``_FieldTexts.next_field``).
+_FIELD_TEXTS: Final[list[dict[Field, _FieldTexts]]] = []
+_STARTS: Final[list[_FieldTexts]] = []
+
+
+def _start_at(depth: int) -> _FieldTexts:
+    while len(_STARTS) <= depth:
+        _STARTS.append(_FieldTexts("", False, None))
+    return _STARTS[depth]
+
+
 def _header_prefixes(hdr: Header, depth: int) -> tuple[str, ...]:
     known = _cache_at(_HEADER_PREFIXES, depth)
     pre = known.get(hdr)
@@ -344,17 +380,34 @@ class _TreePieces(Sink):
                     pieces.append(_prefix(f, depth + 1))
                     self._value(pieces, f, vals[i])
         if items:
-            known = _cache_at(_PREFIXES, depth + 1)     # once for all the layer's items
+            known = _cache_at(_FIELD_TEXTS, depth + 1)      # once for all the layer's items
+            last = _start_at(depth + 1)
             for f, v, _o, _l in items:
-                prefix = known.get(f)
-                if prefix is None:
-                    prefix = known[f] = _indent(depth + 1) + f.label + ": "
-                pieces.append(prefix)
-                if type(v) is int and f.names is None and not f.unit and f.display == "dec":
-                    n: int = v          # most XDR words: the number as it is (text_value's first case)
-                    pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
+                # the item after the last one is most often the field that followed it before: its
+                # texts found by a pointer compare; the table by field otherwise
+                if last.next_field is f:
+                    texts = last.next_texts
                 else:
-                    self._value(pieces, f, v)
+                    texts = _field_texts(known, f, depth + 1)
+                    last.next_field = f
+                    last.next_texts = texts
+                last = texts
+                pieces.append(texts.prefix)
+                if type(v) is int:
+                    if texts.plain:
+                        n: int = v      # most XDR words: the number as it is (text_value's first case)
+                        pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
+                        continue
+                    named = texts.named
+                    if named is not None:
+                        text = named.get(v)
+                        if text is None:
+                            text = text_value(f, v)
+                            if len(named) < 256:
+                                named[v] = text
+                        pieces.append(text)
+                        continue
+                self._value(pieces, f, v)
 
     def _value(self, pieces: list[str], f: Field, v: Any) -> None:
         """``text_value(f, v)`` as pieces: the common kinds of value made here with no detour (the same
