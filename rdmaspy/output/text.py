@@ -259,12 +259,10 @@ def citation(rule: str, source: str) -> str:
     return rule or source
 
 
-# Each line's start, "\n<indent><label>: ", made once per depth: per field (items), per header (its
-# fields, in field order) and per indent (a layer's label).
+# Each line's start, "\n<indent><label>: ", made once per depth: per field (``_FieldTexts``) and per
+# indent (a layer's label).
 K = TypeVar("K")
 V = TypeVar("V")
-_PREFIXES: Final[list[dict[Field, str]]] = []
-_HEADER_PREFIXES: Final[list[dict[Header, tuple[str, ...]]]] = []
 _INDENTS: Final[list[str]] = []
 
 
@@ -285,25 +283,28 @@ def _cache_at(caches: list[dict[K, V]], depth: int) -> dict[K, V]:
 
 
 def _prefix(f: Field, depth: int) -> str:
-    known = _cache_at(_PREFIXES, depth)
-    prefix = known.get(f)
-    if prefix is None:
-        prefix = known[f] = _indent(depth) + f.label + ": "
-    return prefix
+    return _field_texts(_cache_at(_FIELD_TEXTS, depth), f, depth).prefix
 
 
 class _FieldTexts:
     """A field's texts in the tree at one depth, kept by the tree (a table by field, ``_FIELD_TEXTS``):
-    its lines' prefix, whether its values are plain decimals, an enumeration's texts by value.  And the
-    field of the item that followed it last with these texts: a layer's items come in the same order
-    packet after packet, so most are found by that one compare rather than a hashed look-up."""
+    its lines' prefix, how its values show, an enumeration's lines by value.  And the field of the item
+    that followed it last: a layer's items come in the same order packet after packet, so most find
+    their texts by that one compare rather than a hashed look-up."""
 
-    __slots__ = ("prefix", "plain", "named", "next_field", "next_texts")
+    __slots__ = ("prefix", "plain", "flag", "true_line", "false_line", "named", "next_field", "next_texts")
 
-    def __init__(self, prefix: str, plain: bool, named: dict[int, str] | None) -> None:
+    def __init__(self, f: Field | None, prefix: str) -> None:
         self.prefix = prefix
-        self.plain = plain      # an int value is its decimal digits (text_value's first case)
-        self.named = named      # an int value is an enumeration's text, kept here by value
+        names = None if f is None else f.names
+        display = "" if f is None else f.display
+        # an int value is its decimal digits (text_value's first case)
+        self.plain = f is not None and names is None and not f.unit and display == "dec"
+        self.flag = display == "bool"       # a bool's line, or an int's without names: True or False
+        self.true_line = prefix + "True"
+        self.false_line = prefix + "False"
+        # an int value of an enumeration: its line (prefix and text), kept here by value
+        self.named: dict[int, str] | None = None if names is None else {}
         self.next_field: Field | None = None
         self.next_texts: _FieldTexts = self
 
@@ -311,29 +312,31 @@ class _FieldTexts:
 def _field_texts(known: dict[Field, _FieldTexts], f: Field, depth: int) -> _FieldTexts:
     texts = known.get(f)
     if texts is None:
-        plain = f.names is None and not f.unit and f.display == "dec"
-        texts = known[f] = _FieldTexts(_indent(depth) + f.label + ": ", plain, None if f.names is None else {})
+        texts = known[f] = _FieldTexts(f, _indent(depth) + f.label + ": ")
     return texts
+
+
+def _header_texts(hdr: Header, depth: int) -> tuple[_FieldTexts, ...]:
+    """The texts of a header's fields at one depth, in field order."""
+    known = _cache_at(_HEADER_TEXTS, depth)
+    every = known.get(hdr)
+    if every is None:
+        fields = _cache_at(_FIELD_TEXTS, depth)
+        every = known[hdr] = tuple([_field_texts(fields, f, depth) for f in hdr.fields])
+    return every
 
 
 # The texts of the items' fields by depth, and per depth where a layer's items start (the field of the
 # first item last time, as ``_FieldTexts.next_field``).
 _FIELD_TEXTS: Final[list[dict[Field, _FieldTexts]]] = []
+_HEADER_TEXTS: Final[list[dict[Header, tuple[_FieldTexts, ...]]]] = []
 _STARTS: Final[list[_FieldTexts]] = []
 
 
 def _start_at(depth: int) -> _FieldTexts:
     while len(_STARTS) <= depth:
-        _STARTS.append(_FieldTexts("", False, None))
+        _STARTS.append(_FieldTexts(None, ""))
     return _STARTS[depth]
-
-
-def _header_prefixes(hdr: Header, depth: int) -> tuple[str, ...]:
-    known = _cache_at(_HEADER_PREFIXES, depth)
-    pre = known.get(hdr)
-    if pre is None:
-        pre = known[hdr] = tuple([_prefix(f, depth) for f in hdr.fields])
-    return pre
 
 
 # Labels a dissector made (most layers show their header's declared label): made safe once each.
@@ -371,10 +374,16 @@ class _TreePieces(Sink):
             vals = lay.values
             hdr = lay.header
             if hdr is not None and plan is hdr.every_field:
-                pre = _header_prefixes(hdr, depth + 1)      # looked up once for all the header's fields
+                every = _header_texts(hdr, depth + 1)       # looked up once for all the header's fields
                 for i, f in plan:
-                    pieces.append(pre[i])
-                    self._value(pieces, f, vals[i])
+                    v = vals[i]
+                    texts = every[i]
+                    if texts.plain and type(v) is int:
+                        n: int = v
+                        pieces.append(texts.prefix)
+                        pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
+                    else:
+                        self._line(pieces, texts, f, v)
             else:
                 for i, f in plan:
                     pieces.append(_prefix(f, depth + 1))
@@ -392,22 +401,35 @@ class _TreePieces(Sink):
                     last.next_field = f
                     last.next_texts = texts
                 last = texts
-                pieces.append(texts.prefix)
-                if type(v) is int:
-                    if texts.plain:
-                        n: int = v      # most XDR words: the number as it is (text_value's first case)
-                        pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
-                        continue
-                    named = texts.named
-                    if named is not None:
-                        text = named.get(v)
-                        if text is None:
-                            text = text_value(f, v)
-                            if len(named) < 256:
-                                named[v] = text
-                        pieces.append(text)
-                        continue
-                self._value(pieces, f, v)
+                if texts.plain and type(v) is int:
+                    m: int = v          # most XDR words: the number as it is (text_value's first case)
+                    pieces.append(texts.prefix)
+                    pieces.append(_DECIMALS[m] if 0 <= m < _NDECIMALS else str(m))
+                else:
+                    self._line(pieces, texts, f, v)
+
+    def _line(self, pieces: list[str], texts: _FieldTexts, f: Field, v: Any) -> None:
+        """A field's line but for a plain decimal's: an enumeration's or a flag's as one piece, prefix
+        and text (``_value``'s text, made once per field and value), others as the prefix and ``_value``."""
+        cls = type(v)
+        if cls is int:
+            named = texts.named
+            if named is not None:
+                line = named.get(v)
+                if line is None:
+                    line = texts.prefix + text_value(f, v)
+                    if len(named) < 256:
+                        named[v] = line
+                pieces.append(line)
+                return
+            if texts.flag:          # _value's flag of an int (its unit not shown)
+                pieces.append(texts.true_line if v else texts.false_line)
+                return
+        elif cls is bool and texts.flag:
+            pieces.append(texts.true_line if v else texts.false_line)
+            return
+        pieces.append(texts.prefix)
+        self._value(pieces, f, v)
 
     def _value(self, pieces: list[str], f: Field, v: Any) -> None:
         """``text_value(f, v)`` as pieces: the common kinds of value made here with no detour (the same
