@@ -453,3 +453,32 @@ def test_an_nfs_read_detail_leads_with_its_operation_file_and_range_at_80_column
             assert f"Offset {t.facts.nfs.offset}" in screen_text(app)
     run(go())
     assert [f.name for f in MODEL.shown_facts()[:2]] == ["nfs_full_name", "nfs_offset"]
+
+
+def test_a_rules_findings_are_listed_by_frame_page_after_page(monkeypatch):
+    """On a lossy capture the lost segments are reported out of frame order; the expert view lists a rule's
+    findings by frame (as `rdmaspy expert` does), and its "more" leaf goes on where the page stopped."""
+    from rdmaspy.tui.views import expert
+    monkeypatch.setattr(expert, "PAGE", 4)
+
+    async def go():
+        app = new_app(capture("rxe-nfsv41-loss.pcap"))
+        async with app.run_test(size=(140, 40)) as pilot:
+            await settle(pilot, app)
+            await pilot.press("6")
+            await pilot.pause()
+            view = app.query_one(ExpertView)
+            tree = view.findings_tree
+            rule = next(n for top in tree.root.children for n in top.children
+                        if n.data == ("warning", "ib.lost_segment"))
+            rule.expand()
+            await pilot.pause()
+            while isinstance(rule.children[-1].data, expert.More):
+                tree.move_cursor(rule.children[-1])
+                tree.focus()
+                await pilot.press("enter")
+                await pilot.pause()
+            return [leaf.data.frame for leaf in rule.children], [e.frame for e in view.entries()
+                                                                 if e.rule == "ib.lost_segment"]
+    listed, reported = run(go())
+    assert listed == sorted(reported) and listed != reported

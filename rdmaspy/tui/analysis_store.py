@@ -9,7 +9,8 @@ memory, the rest on disk), so that memory does not grow with the capture:
 - transactions: the offset of each, its connection and latency; a row is unpickled when drawn (a
   few hundred are cached).  Segments are rows of their transaction (its number and the place).
 - findings (the analysis' and the dissectors'): the offset and group of each, in the order they
-  were reported (marshalled by blocks, as transactions are pickled: a block's offset and a place in it); a group is a severity, rule and connection, and the expert view's counts
+  were reported (marshalled by blocks, as transactions are pickled: a block's offset and a place in it),
+  with its frame, by which a rule's are listed; a group is a severity, rule and connection, and the expert view's counts
   are the groups' sizes, kept in memory.  Credit findings are indexed a second time, for the
   credits view.
 - credit samples: the offsets of the pieces of each series, and per series its count, time span,
@@ -28,6 +29,7 @@ import time
 from array import array
 from collections import Counter, OrderedDict
 from dataclasses import dataclass, field
+from heapq import heappush, heapreplace
 from typing import Callable, Generic, Iterator, NamedTuple, TypeVar, cast
 
 from ..analysis.model import (CallDirection, Connection, CreditSeries, Finding, Record, UlpSummary, Segment,
@@ -108,6 +110,7 @@ class AnalysisStore:
         self.findings: dict[tuple[str, str, int], FindingGroup] = {}
         self.finding_offsets = SpooledArray(directory, "Q")     # finding i: where it is on the spool,
         self.finding_groups = SpooledArray(directory, "I")      # and its group's number
+        self.finding_frames = SpooledArray(directory, "I")      # and its frame (a rule's are listed by it)
         self.credit_offsets = SpooledArray(directory, "Q")      # the credit findings again: where,
         self.credit_conns = SpooledArray(directory, "i")        # and their connection
         self.finding_count = 0
@@ -195,6 +198,7 @@ class AnalysisStore:
         if credit_places:
             self.credit_conns.extend_bytes(array("i", credit_conns).tobytes())
             self.credit_offsets.extend_bytes(array("Q", [offset | p for p in credit_places]).tobytes())
+        self.finding_frames.extend_bytes(array("I", [row[3] for row in rows]).tobytes())
         self.finding_groups.extend_bytes(array("I", numbers).tobytes())
         self.finding_offsets.extend_bytes(array("Q", range(offset, offset + len(rows))).tobytes())
         self.finding_count += len(rows)
@@ -243,6 +247,32 @@ class AnalysisStore:
             if groups[i] in numbers:
                 yield i, offsets[i]
 
+    def findings_by_frame(self, numbers: set[int], after: tuple[int, int] = (-1, -1),
+                          most: int = 500) -> list[tuple[int, int, int]]:
+        """The first ``most`` findings of the groups ``numbers`` after ``after`` (a frame and a position), by
+        frame and then in the order they were reported: (frame, position, spool offset) of each.
+
+        The analysis reports some findings late (a PSN is known lost only once the packets after it came, a
+        call unanswered only at the end), so the reported order is not the frames'.  One pass over the
+        findings keeps the smallest ``most`` in a heap: what a page costs to find, and no more memory than a
+        page, however many findings a rule has."""
+        frames, groups, offsets = self.finding_frames, self.finding_groups, self.finding_offsets
+        n = min(len(frames), len(groups), len(offsets))
+        after_frame, after_pos = after
+        heap: list[tuple[int, int]] = []        # (-frame, -position): the last of those kept on top
+        for i in range(n):
+            if groups[i] not in numbers:
+                continue
+            frame = frames[i]
+            if frame < after_frame or (frame == after_frame and i <= after_pos):
+                continue
+            if len(heap) < most:
+                heappush(heap, (-frame, -i))
+            elif (-frame, -i) > heap[0]:
+                heapreplace(heap, (-frame, -i))
+        kept = sorted((-f, -p) for f, p in heap)
+        return [(f, p, offsets[p]) for f, p in kept]
+
     def credit_findings(self, admits: Callable[[int | None], bool]) -> array:
         """The spool offsets of the credit findings of the connections ``admits`` lets through."""
         offsets, conns = self.credit_offsets, self.credit_conns
@@ -289,7 +319,7 @@ class AnalysisStore:
     def close(self) -> None:
         self.spool.close()
         self.transactions.close()
-        for a in (self.finding_offsets, self.finding_groups, self.credit_offsets,
+        for a in (self.finding_offsets, self.finding_groups, self.finding_frames, self.credit_offsets,
                   self.credit_conns, self.severities):
             a.close()
 

@@ -3,8 +3,8 @@ Information; a finding opens its frame in the packet list.
 
 The findings (the analysis' and the dissectors': malformed packets, bad checksums, TCP holes) are
 in the analysis store, counted in memory and spooled on disk: the counts come from the store, and
-a rule's findings are read back when it is opened, a page at a time in the order they were reported
-(a capture can hold millions).
+a rule's findings are read back when it is opened, a page at a time by frame, as the `expert` command
+lists them (a capture can hold millions).
 """
 from __future__ import annotations
 
@@ -30,14 +30,17 @@ PAGE = 500          # findings listed under a rule at a time; a last leaf shows 
 
 
 class More:
-    """The leaf after a page of findings: selecting it lists the next page, from the store's
-    finding ``start`` on (``listed`` of the rule's are listed above it)."""
+    """The leaf after a page of findings: selecting it lists the next page, the findings after ``after``
+    (the frame and the store's position of the last listed; ``listed`` of the rule's are listed above it)."""
 
-    __slots__ = ("start", "listed")
+    __slots__ = ("after", "listed")
 
-    def __init__(self, start: int, listed: int) -> None:
-        self.start = start
+    def __init__(self, after: tuple[int, int], listed: int) -> None:
+        self.after = after
         self.listed = listed
+
+
+FIRST_PAGE = More((-1, -1), 0)
 
 
 class ExpertView(AnalysisView):
@@ -103,7 +106,7 @@ class ExpertView(AnalysisView):
                 node = top.add(f"{rule} [dim]({group})[/] — {n}", data=key2)
                 node.allow_expand = True
                 if key2 in expanded:
-                    self._fill(node, More(0, 0))
+                    self._fill(node, FIRST_PAGE)
                     node.expand()
         scope = "" if self.focus_state.connection is None else f" (connection {self.focus_state.connection})"
         summary = "   ".join(counts) if counts else "No findings"
@@ -118,21 +121,19 @@ class ExpertView(AnalysisView):
         total = sum(g.count for g in groups)
         store = self.model.analysis
         listed = start.listed
-        after = start.start
-        for pos, offset in store.findings_of({g.number for g in groups}, start.start):
+        after = start.after
+        for frame, pos, offset in store.findings_by_frame({g.number for g in groups}, start.after, PAGE):
             e = store.entry(offset)
             node.add_leaf(f"frame {e.frame}: {e.text}", data=e)
             listed += 1
-            after = pos + 1
-            if listed - start.listed >= PAGE:
-                break
+            after = (frame, pos)
         if listed < total:
             node.add_leaf(f"[dim]{total - listed} more (Enter: the next {min(PAGE, total - listed)})[/]",
                           data=More(after, listed))
 
     def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
         if not event.node.children:
-            self._fill(event.node, More(0, 0))
+            self._fill(event.node, FIRST_PAGE)
 
     def on_tree_node_selected(self, event: Tree.NodeSelected) -> None:
         node = event.node
