@@ -17,12 +17,12 @@ the JSON documents carry.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Union
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Union, cast
 
 from mypy_extensions import mypyc_attr
 
 from ..records import record_eq, record_repr
-from ..rules import Rule, Severity   # declared below the dissectors, which declare rules too
+from ..rules import RULES, Rule, Severity   # declared below the dissectors, which declare rules too
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection
@@ -463,8 +463,26 @@ class Message:
         return self.frames[-1]
 
 
-# Facts as plain values (``Facts.record``): the function that makes them again, and the values it takes.
-FactsRecord = tuple[Callable[[Any], "Facts"], tuple[object, ...]]
+# Facts as plain values (``Facts.record``): the name its maker is declared by (``declare_facts_maker``),
+# and the values the maker takes.
+FactsRecord = tuple[str, tuple[object, ...]]
+# The makers of facts by name, declared by the upper layers (a record names its maker: read back by this
+# table alone, never by importing a name).
+FACTS_MAKERS: dict[str, Callable[[Any], "Facts"]] = {}
+# The members of the upper layers' enumerations of segment kinds by value (``declare_segment_kinds``);
+# a kind not here is a plain string (NVMe's).
+SEGMENT_KINDS: dict[str, str] = {}
+
+
+def declare_facts_maker(name: str, make: Callable[[Any], "Facts"]) -> None:
+    """Declare the function that makes facts again of the values their ``record`` gives with ``name``."""
+    FACTS_MAKERS[name] = make
+
+
+def declare_segment_kinds(kinds: list[str]) -> None:
+    """Declare an upper layer's enumeration of segment kinds, so that a record's kind is read back as one."""
+    for kind in kinds:
+        SEGMENT_KINDS[_value(kind)] = kind
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -476,9 +494,9 @@ class Facts:
     __slots__ = ()
 
     def record(self) -> FactsRecord | None:
-        """Its values as plain values (the facts inside it as theirs), with the function that makes it again
-        of them: in a transaction's record (``transaction_record``), pickled by pickle's C code alone, where
-        an object goes through its ``__reduce__``.  None: the record holds the object itself."""
+        """Its values as plain values (the facts inside it as theirs), with the name of the function that
+        makes it again of them (``declare_facts_maker``): in a transaction's record (``transaction_record``),
+        marshalled.  None: the record holds the object itself (and the block is pickled)."""
         return None
 
 
@@ -591,24 +609,31 @@ class Transaction:
 # --- a transaction as plain values ---------------------------------------------------------------------
 # The TUI keeps every closed transaction on disk and builds it again when a view draws it.  Pickled as
 # objects, each of its messages, steps, segments and findings went through pickle's way for any object (a
-# __reduce_ex__ and a dict of its attributes each, most of the analysis pass's cost in the TUI); as one
-# tuple of plain values a transaction is pickled by pickle's C code alone (its upper layer's facts too, as
-# ``Facts.record`` gives them: no ``__reduce__`` called for them).  The segments point back at
+# __reduce_ex__ and a dict of its attributes each, most of the analysis pass's cost in the TUI).  As one
+# tuple of plain values (strings, numbers, lists, tuples, dicts: its enumerations by their values, its
+# rules by their ids, its facts as ``Facts.record`` gives them) a block of transactions is marshalled, which
+# keeps no memo of every tuple as pickle does.  What marshal refuses (a segment of another transaction,
+# host views, facts without a record) makes the block pickled, the same record.  The segments point back at
 # their transaction and the steps at its segments: the record has neither pointer, and
 # ``transaction_from_record`` ties them again.
 if TYPE_CHECKING:
     # a transaction as plain values: its messages, segments, steps and findings as tuples of their fields
     MessageRecord = tuple[list[int], int, int, list[list[int]], int | None]
     # ... a segment's last field: True where it is the transaction's own (its ``transaction``), else that
-    SegmentRecord = tuple[str, int, int, int | None, int, int, int, Side, list[list[int]], int, int | None, int,
-                          list[int], StepKind | None, bool, object]
+    SegmentRecord = tuple[str, int, int, int | None, int, int, int, str, list[list[int]], int, int | None, int,
+                          list[int], str | None, bool, object]
     # ... a step's segment: its place in the transaction's ``segments`` (a segment not there: itself)
-    StepRecord = tuple[StepKind, list[int], int, int | None, int | None, int | None, int | None, object,
+    StepRecord = tuple[str, list[int], int, int | None, int | None, int | None, int | None, object,
                        list[int] | None, int | None]
-    FindingRecord = tuple[Rule, tuple[int, ...], int | None, int | None, dict[str, object], int]
-    TransactionRecord = tuple[str, int, int, Direction, MessageRecord, MessageRecord | None, TransactionState,
+    FindingRecord = tuple[str, tuple[int, ...], int | None, int | None, dict[str, object], int]
+    TransactionRecord = tuple[str, int, int, str, MessageRecord, MessageRecord | None, str,
                               Facts | FactsRecord, list[StepRecord], list[SegmentRecord], list[FindingRecord], int,
                               int, int | None, int | None, int | None, int, HostView | None]
+
+# the members of the enumerations a record holds by value, read back without a call of the enumeration
+_STATE_OF: dict[str, TransactionState] = {s.value: s for s in TransactionState}
+_STEP_KIND_OF: dict[str, StepKind] = {k.value: k for k in StepKind}
+_SIDE_OF: dict[str, Side] = {s.value: s for s in Side}
 
 
 def transaction_record(t: Transaction) -> TransactionRecord:
@@ -620,10 +645,10 @@ def transaction_record(t: Transaction) -> TransactionRecord:
     if t.steps:
         for i, seg in enumerate(segments):
             places.setdefault(id(seg), i)
-    return (t.protocol, t.conn, t.key, t.request_direction, _message_record(t.request),
-            None if rep is None else _message_record(rep), t.state, _facts_record(t.facts),
+    return (t.protocol, t.conn, t.key, _value(t.request_direction), _message_record(t.request),
+            None if rep is None else _message_record(rep), _value(t.state), _facts_record(t.facts),
             [_step_record(s, places) for s in t.steps], [_segment_record(s, t) for s in segments],
-            [(f.rule_def, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings], t.bytes_read,
+            [(f.rule_def.id, f.frames, f.conn, f.xid, f.args, f.ts) for f in t.findings], t.bytes_read,
             t.bytes_written, t.expected, t.data_first, t.data_last, t.dropped, t.host)
 
 
@@ -631,22 +656,34 @@ def transaction_from_record(r: TransactionRecord) -> Transaction:
     """The transaction ``transaction_record`` made ``r`` of."""
     (protocol, conn, key, request_direction, request, response, state, facts, step_records, segment_records,
      finding_records, bytes_read, bytes_written, expected, data_first, data_last, dropped, host) = r
-    t = Transaction(protocol, conn, key, request_direction, _message_from(request), _facts_from(facts),
-                    None if response is None else _message_from(response), state, None, None,
-                    [Finding(f[0], f[1], f[2], f[3], f[4], f[5]) for f in finding_records], bytes_read,
-                    bytes_written, expected, data_first, data_last, dropped, host)
+    t = Transaction(protocol, conn, key, DIRECTION_OF[request_direction], _message_from(request),
+                    _facts_from(facts), None if response is None else _message_from(response), _STATE_OF[state],
+                    None, None, [Finding(RULES[f[0]], f[1], f[2], f[3], f[4], f[5]) for f in finding_records],
+                    bytes_read, bytes_written, expected, data_first, data_last, dropped, host)
     segments = t.segments
+    kinds = SEGMENT_KINDS
     for g in segment_records:
         owner = g[15]
-        segments.append(Segment(g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7],
+        kind = g[0]
+        access = g[13]
+        segments.append(Segment(kinds.get(kind, kind), g[1], g[2], g[3], g[4], g[5], g[6], _SIDE_OF[g[7]],
                                 t if owner is True else _transaction_or_none(owner), g[8], g[9], g[10], g[11],
-                                g[12], g[13], g[14]))
+                                g[12], None if access is None else _STEP_KIND_OF[access], g[14]))
     steps = t.steps
     for p in step_records:
         at = p[7]
         seg = segments[at] if isinstance(at, int) else at if isinstance(at, Segment) else None
-        steps.append(Step(p[0], p[1], p[2], p[3], p[4], p[5], p[6], seg, p[8], p[9]))
+        steps.append(Step(_STEP_KIND_OF[p[0]], p[1], p[2], p[3], p[4], p[5], p[6], seg, p[8], p[9]))
     return t
+
+
+def _value(member: str) -> str:
+    """An enumeration's member (of strings) as its value, a plain string (what marshal takes); a plain
+    string as itself.  Its ``_value_``: its ``value`` is a property written in Python."""
+    if type(member) is str:
+        return member
+    value: str = cast(Any, member)._value_
+    return value
 
 
 def _facts_record(f: Facts) -> Facts | FactsRecord:
@@ -657,8 +694,8 @@ def _facts_record(f: Facts) -> Facts | FactsRecord:
 def _facts_from(r: Facts | FactsRecord) -> Facts:
     if isinstance(r, Facts):
         return r
-    make, values = r
-    return make(values)
+    maker, values = r
+    return FACTS_MAKERS[maker](values)
 
 
 def _message_record(m: Message) -> MessageRecord:
@@ -671,8 +708,10 @@ def _message_from(r: MessageRecord) -> Message:
 
 def _segment_record(s: Segment, t: Transaction) -> SegmentRecord:
     owner = s.transaction
-    return (s.kind, s.chunk, s.index, s.position, s.handle, s.offset, s.length, s.side, s.spans, s.overrun,
-            s.reported, s.ops, s.frames, s.access, s.invalidate, True if owner is t else owner)
+    access = s.access
+    return (_value(s.kind), s.chunk, s.index, s.position, s.handle, s.offset, s.length, _value(s.side), s.spans,
+            s.overrun, s.reported, s.ops, s.frames, None if access is None else _value(access), s.invalidate,
+            True if owner is t else owner)
 
 
 def _step_record(s: Step, places: dict[int, int]) -> StepRecord:
@@ -680,7 +719,8 @@ def _step_record(s: Step, places: dict[int, int]) -> StepRecord:
     at: object = None
     if seg is not None:
         at = places.get(id(seg), seg)
-    return (s.kind, s.frames, s.ts, s.bytes, s.handle, s.offset, s.length, at, s.response_frames, s.invalidated)
+    return (_value(s.kind), s.frames, s.ts, s.bytes, s.handle, s.offset, s.length, at, s.response_frames,
+            s.invalidated)
 
 
 def _transaction_or_none(owner: object) -> Transaction | None:

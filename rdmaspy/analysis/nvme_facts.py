@@ -15,7 +15,7 @@ from typing import Callable, ClassVar, Final
 from mypy_extensions import mypyc_attr
 
 from ..records import record_eq, record_repr
-from .model import Facts, FactsRecord, Transaction
+from .model import Facts, FactsRecord, Transaction, declare_facts_maker
 from .ulp import Fact, Group, UlpModel, declare
 
 PROTOCOL: Final = "nvme-rdma"
@@ -67,7 +67,7 @@ class NvmeFacts(Facts):
 
     def record(self) -> FactsRecord:
         """Its values (``nvme_facts_from``)."""
-        return nvme_facts_from, self.values()
+        return PROTOCOL, self.values()
 
     def __eq__(self, other: object) -> bool:
         return record_eq(self, other, self._FIELDS)
@@ -87,6 +87,9 @@ def nvme_facts_from(v: NvmeFactsValues) -> NvmeFacts:
     f.sc = v[14]
     f.dnr = v[15]
     return f
+
+
+declare_facts_maker(PROTOCOL, nvme_facts_from)
 
 
 def nvme_of(t: Transaction) -> NvmeFacts:

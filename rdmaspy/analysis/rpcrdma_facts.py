@@ -17,7 +17,7 @@ from mypy_extensions import mypyc_attr
 from ..dissectors.nfs import NFS4_SCENE_OPS
 from ..dissectors.onc_rpc import PROGRAM_NAMES
 from ..records import record_eq, record_repr
-from .model import Facts, FactsRecord, Transaction
+from .model import Facts, FactsRecord, Transaction, declare_facts_maker, declare_segment_kinds
 from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from
 from .nfs_facts import declared as nfs_declared
 from .ulp import Fact, Group, Service, UlpModel, declare
@@ -110,13 +110,13 @@ class RpcRdmaFacts(Facts):
                                      self.done_frame, self.rpc, self.nfs, self.call_whole),)
 
     def record(self) -> FactsRecord:
-        """Its values, the RPC's summary and the NFS facts as theirs (``rpcrdma_facts_of_record``)."""
+        """Its values, the RPC's summary and the NFS facts as theirs (made again by ``rpcrdma_facts_of_record``)."""
         rpc = self.rpc
         nfs = self.nfs
-        return rpcrdma_facts_of_record, (self.version, self.call_proc, self.call_shape, self.call_credits,
-                                         self.reply_proc, self.reply_shape, self.reply_credits, self.reply_error,
-                                         self.done_frame, None if rpc is None else rpc.values(),
-                                         None if nfs is None else nfs.values(), self.call_whole)
+        return PROTOCOL, (self.version, self.call_proc, self.call_shape, self.call_credits, self.reply_proc,
+                          self.reply_shape, self.reply_credits, self.reply_error, self.done_frame,
+                          None if rpc is None else rpc.values(), None if nfs is None else nfs.values(),
+                          self.call_whole)
 
     def __eq__(self, other: object) -> bool:
         return record_eq(self, other, self._FIELDS)
@@ -162,6 +162,10 @@ def rpcrdma_facts_of_record(v: RpcRdmaFactsRecordValues) -> RpcRdmaFacts:
     f.nfs = None if nfs is None else nfs_facts_from(nfs)
     f.call_whole = v[11]
     return f
+
+
+declare_facts_maker(PROTOCOL, rpcrdma_facts_of_record)
+declare_segment_kinds(list(ChunkList))
 
 
 def facts_of(t: Transaction) -> RpcRdmaFacts:

@@ -6,10 +6,10 @@ packet list's rows, they are spooled (``RecordSpool``) as they come and read bac
 them, and the numbers the views count and sort by are in ``SpooledArray``s (their last block in
 memory, the rest on disk), so that memory does not grow with the capture:
 
-- transactions: the offset of each, its connection and latency; a row is unpickled when drawn (a
+- transactions: the offset of each, its connection and latency; a row is read back when drawn (a
   few hundred are cached).  Segments are rows of their transaction (its number and the place).
 - findings (the analysis' and the dissectors'): the offset and group of each, in the order they
-  were reported (marshalled by blocks, as transactions are pickled: a block's offset and a place in it),
+  were reported (marshalled by blocks, as transactions are: a block's offset and a place in it),
   with its frame, by which a rule's are listed; a group is a severity, rule and connection, and the expert view's counts
   are the groups' sizes, kept in memory.  Credit findings are indexed a second time, for the
   credits view.
@@ -40,7 +40,7 @@ from ..rules import rule_declared
 from .spool import RecordSpool, SpooledArray, SpoolDir
 
 NO_LATENCY = -(1 << 63)         # a transaction without a reply
-_CACHED = 512                   # unpickled transactions kept for the rows on screen
+_CACHED = 512                   # transactions read back, kept for the rows on screen
 _ENTRY_BLOCK = 256              # findings marshalled together (one record each costs some twice the time)
 _PLACE_BITS = 12                # a finding's offset: its block's spool offset << 12 | its place in it
 _PLACE_MASK = (1 << _PLACE_BITS) - 1
@@ -327,11 +327,10 @@ class AnalysisStore:
 class TransactionIndex:
     """Every transaction, in the order the analysis closed them: on the spool, indexed in memory.
 
-    They are pickled a block at a time (``BLOCK`` of them, or fewer at ``flush``): one pickle keeps the
-    names, classes and enumerations a block's transactions share once, some half the time and bytes of
-    one pickle each.  Each is pickled as its record (``transaction_record``: plain values, which pickle's
-    C code takes alone) and made again when its block is read back.  A transaction is counted (readable)
-    once its block is on the spool."""
+    They are spooled a block at a time (``BLOCK`` of them, or fewer at ``flush``), each as its record
+    (``transaction_record``: plain values), which marshal writes (pickle where a record holds an object:
+    a segment of another transaction, host views), and made again when its block is read back.  A
+    transaction is counted (readable) once its block is on the spool."""
 
     BLOCK = 32
 
@@ -375,7 +374,7 @@ class TransactionIndex:
         if not block:
             return
         self._pending = []
-        offset = self.spool.add([transaction_record(t) for t in block])
+        offset = self.spool.add_plain([transaction_record(t) for t in block])
         first = len(self.offsets)
         self.let_go()
         owned = self._owned
