@@ -348,10 +348,7 @@ def test_an_expert_finding_opens_its_frame():
     async def go():
         app = new_app(NFS_ROCE)
         async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("6")
-            await pilot.pause()
-            view = app.query_one(ExpertView)
+            view = await shown(pilot, app, "6", ExpertView)
             tree = view.findings_tree
             tree.focus()
             rule = tree.root.children[0].children[0]
@@ -464,10 +461,7 @@ def test_a_rules_findings_are_listed_by_frame_page_after_page(monkeypatch):
     async def go():
         app = new_app(capture("rxe-nfsv41-loss.pcap"))
         async with app.run_test(size=(140, 40)) as pilot:
-            await settle(pilot, app)
-            await pilot.press("6")
-            await pilot.pause()
-            view = app.query_one(ExpertView)
+            view = await shown(pilot, app, "6", ExpertView)
             tree = view.findings_tree
             rule = next(n for top in tree.root.children for n in top.children
                         if n.data == ("warning", "ib.lost_segment"))
