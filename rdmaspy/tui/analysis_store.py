@@ -238,14 +238,13 @@ class AnalysisStore:
         with self._lock:
             return list(self.findings.values())
 
-    def findings_of(self, numbers: set[int], start: int = 0) -> Iterator[tuple[int, int]]:
+    def findings_of(self, numbers: set[int]) -> Iterator[tuple[int, int]]:
         """(position, spool offset) of each finding of the groups ``numbers``, in the order they were
-        reported, from position ``start`` on."""
+        reported."""
         offsets, groups = self.finding_offsets, self.finding_groups
-        n = len(offsets)
-        for i in range(start, n):
-            if groups[i] in numbers:
-                yield i, offsets[i]
+        for i, number, offset in zip(range(len(offsets)), groups, offsets):
+            if number in numbers:
+                yield i, offset
 
     def findings_by_frame(self, numbers: set[int], after: tuple[int, int] = (-1, -1),
                           most: int = 500) -> list[tuple[int, int, int]]:
@@ -260,10 +259,10 @@ class AnalysisStore:
         n = min(len(frames), len(groups), len(offsets))
         after_frame, after_pos = after
         heap: list[tuple[int, int]] = []        # (-frame, -position): the last of those kept on top
-        for i in range(n):
-            if groups[i] not in numbers:
+        # the arrays read a block at a time (an item at a time, each a look-up of its block: 3 times slower)
+        for i, number, frame in zip(range(n), groups, frames):
+            if number not in numbers:
                 continue
-            frame = frames[i]
             if frame < after_frame or (frame == after_frame and i <= after_pos):
                 continue
             if len(heap) < most:
