@@ -292,9 +292,8 @@ class Header:
         bitpos = 0
         current: _Group | None = None
         pending: list[tuple[int, int]] = []     # (field index, width) of the open group
+        # the widths and the byte boundary were checked at the declaration (``_checked_size``)
         for i, f in enumerate(self.fields):
-            if f.bits <= 0:
-                raise ValueError(f"{f.name}: fixed headers need a width")
             start = bitpos
             spans.append((start // 8, (start % 8 + f.bits + 7) // 8, start % 8))
             if f.display in _BYTE_DISPLAYS and f.bits % 8 == 0 and bitpos % 8 == 0 and not pending:
@@ -324,8 +323,6 @@ class Header:
                         current.members.append((idx, shift, w))
                 groups.append(current)
                 pending = []
-        if pending:
-            raise ValueError(f"{self.name}: fields do not end on a byte boundary")
         self._spans = tuple(spans)
         self._groups = groups
 
