@@ -15,10 +15,10 @@ from typing import Callable, ClassVar, Final
 from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS4_SCENE_OPS
-from ..dissectors.onc_rpc import PROGRAM_NAMES
+from ..dissectors.onc_rpc import PROGRAM_NAMES, RpcInfo
 from ..records import record_eq, record_repr
 from .model import Facts, FactsRecord, Transaction, declare_facts_maker, declare_segment_kinds
-from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from
+from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from, nfs_summary
 from .nfs_facts import declared as nfs_declared
 from .ulp import Fact, Group, Service, UlpModel, declare
 
@@ -162,6 +162,33 @@ def rpcrdma_facts_of_record(v: RpcRdmaFactsRecordValues) -> RpcRdmaFacts:
     f.nfs = None if nfs is None else nfs_facts_from(nfs)
     f.call_whole = v[11]
     return f
+
+
+def rpc_summary(call: RpcInfo | None, reply: RpcInfo | None) -> RpcSummary | None:
+    """The RPC message of a transaction: the call's program and procedure, the reply's status."""
+    if call is None and reply is None:
+        return None
+    c = call if call is not None else reply
+    assert c is not None
+    r = RpcSummary(c.prog, c.vers, c.proc, c.proc_name, c.label, c.ops)
+    if reply is not None:
+        r.replied = True
+        if r.program is None:
+            r.program = reply.prog
+        r.name = r.name or reply.proc_name
+        r.label = r.label or reply.label
+        r.reply_stat = reply.reply_stat
+        r.accept_stat = reply.accept_stat
+        r.nfs_status = reply.nfs_status
+        r.reply_ops = reply.ops
+    return r
+
+
+def summarise(facts: RpcRdmaFacts, call: RpcInfo | None, reply: RpcInfo | None) -> None:
+    """Sum up a closing transaction's RPC call and reply in its facts: the RPC message and, where the RPC
+    is NFS, its main operation (the correlator names neither program)."""
+    facts.rpc = rpc_summary(call, reply)
+    facts.nfs = nfs_summary(call, reply)
 
 
 declare_facts_maker(PROTOCOL, rpcrdma_facts_of_record)

@@ -29,7 +29,6 @@ from ..conversation import ENDED
 from ..conversation import Connection as LiveConnection
 from ..dissectors.infiniband import IBInfo
 from ..dissectors.iwarp_ddp import IWARP
-from ..dissectors.onc_rpc import RpcInfo
 from ..dissectors.rpcrdma import PROCS as V1_PROCS
 from ..dissectors.rpcrdma import (REBUILT, RPCRDMA, RDMA_DONE, RDMA_ERROR, RDMA_MSG, RDMA_MSGP, RDMA_NOMSG,
                                   RpcRdmaMessage)
@@ -44,8 +43,7 @@ from .correlation import FINDINGS_KEPT, Correlator, add_step
 from .ledger import DataLedger
 from .model import (DIRECTION_OF, Direction, Message, Segment, Side, Step, StepKind, Transaction, TransactionState,
                     UlpSummary)
-from .nfs_facts import nfs_summary
-from .rpcrdma_facts import PROTOCOL, ChunkList, RpcRdmaFacts, RpcSummary, facts_of
+from .rpcrdma_facts import PROTOCOL, ChunkList, RpcRdmaFacts, facts_of, rpc_summary, summarise
 from .rpcrdma_state import ConnState, OpenTransaction, TransactionObserver
 from .rules import declare
 from .transport import Transport
@@ -120,26 +118,6 @@ def proc_name(msg: RpcRdmaMessage) -> str:
 
 def _credit_value(msg: RpcRdmaMessage) -> int:
     return msg.granted if msg.version == 2 and msg.granted is not None else msg.credits
-
-
-def rpc_summary(call: RpcInfo | None, reply: RpcInfo | None) -> RpcSummary | None:
-    """The RPC message of a transaction: the call's program and procedure, the reply's status."""
-    if call is None and reply is None:
-        return None
-    c = call if call is not None else reply
-    assert c is not None
-    r = RpcSummary(c.prog, c.vers, c.proc, c.proc_name, c.label, c.ops)
-    if reply is not None:
-        r.replied = True
-        if r.program is None:
-            r.program = reply.prog
-        r.name = r.name or reply.proc_name
-        r.label = r.label or reply.label
-        r.reply_stat = reply.reply_stat
-        r.accept_stat = reply.accept_stat
-        r.nfs_status = reply.nfs_status
-        r.reply_ops = reply.ops
-    return r
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -739,9 +717,7 @@ class Transactions(Correlator):
         if self.an.on_record is not None:
             # The summaries are the record's alone (nothing in the analysis reads them): without a sink of
             # records (``expert``) the transaction goes without them (the NFS facts some 5,000 instructions).
-            facts = facts_of(txn)
-            facts.rpc = rpc_summary(o.call_rpc, o.reply_rpc)
-            facts.nfs = nfs_summary(o.call_rpc, o.reply_rpc)
+            summarise(facts_of(txn), o.call_rpc, o.reply_rpc)
         self.hand_on(txn)
 
     # -- end of capture ------------------------------------------------------------------------------
