@@ -13,12 +13,10 @@ The limit: ``--memory-budget`` on the command line, else ``RDMASPY_MEMORY_BUDGET
 from __future__ import annotations
 
 import os
-from typing import ClassVar, Final
-
-from mypy_extensions import mypyc_attr
 
 from .errors import RdmaspyError
 from .records import record_eq, record_hash, record_repr
+from .typenames import ClassVar, Final, mypyc_attr
 
 DEFAULT_LIMIT: Final = 256 << 20
 ENV: Final = "RDMASPY_MEMORY_BUDGET"

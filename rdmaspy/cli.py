@@ -12,11 +12,11 @@ import os
 import _signal as signal
 import sys
 from types import ModuleType
-from typing import Any, Sequence
 
 from . import __version__
 from .commands.common import EXIT_ERROR, EXIT_OK, resolve_capture_argument
 from .errors import RdmaspyError
+from .typenames import Any, Sequence
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:

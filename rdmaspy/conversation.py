@@ -10,11 +10,8 @@ This module holds data only; presentation lives in rdmaspy.commands.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
-
-from mypy_extensions import i64, mypyc_attr
-
 from .packet import Note
+from .typenames import TYPE_CHECKING, Any, Final, i64, mypyc_attr
 
 if TYPE_CHECKING:
     from .session import Session

@@ -8,16 +8,13 @@ exception: it becomes a malformed packet with the reason.
 """
 from __future__ import annotations
 
-from typing import Iterable, Iterator
-
-from mypy_extensions import mypyc_attr
-
 from .budget import RULE as BUDGET_RULE
 from .budget import SOURCE as BUDGET_SOURCE
 from .budget import out_of_memory
 from .packet import Frame, Packet
 from .registry import import_all, table
 from .session import Session
+from .typenames import Iterable, Iterator, mypyc_attr
 
 _LOADED = False
 

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import struct
 from struct import Struct
-from typing import Any, Callable, ClassVar, Final, Literal, Mapping
-
-from mypy_extensions import mypyc_attr
 
 from .records import record_eq, record_hash, record_repr
+from .typenames import Any, Callable, ClassVar, Final, Literal, Mapping, mypyc_attr
 
 # How a value is shown.  Presentation code interprets these; dissectors only declare them.
 DISPLAYS: Final = frozenset({

@@ -9,12 +9,10 @@ name may be in it).  What is kept of each visited node is the sink's business.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Final, Iterable, Iterator
-
-from mypy_extensions import mypyc_attr
 
 from .fields import CATALOG, Field, Header, declaring, protocol
 from .packet import Item, Layer, Packet
+from .typenames import Any, Callable, Final, Iterable, Iterator, mypyc_attr
 
 declaring(__name__)
 

@@ -9,13 +9,10 @@ the dissector that produces them.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Final, Generic, TypeVar, cast
-
-from mypy_extensions import mypyc_attr
-
 from .fields import Field, Header
 from .records import record_eq, record_repr
 from .rules import Rule
+from .typenames import Any, Callable, ClassVar, Final, Generic, TypeVar, cast, mypyc_attr
 
 T = TypeVar("T")
 

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import gc
 from abc import abstractmethod
-from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator, Protocol, Sequence
-
-from mypy_extensions import mypyc_attr
 
 from .engine import Engine, Session
 from .packet import Frame, Packet
 from .readers.base import PENDING_SIGNALS, deliver_signals
+from .typenames import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator, Protocol, Sequence, mypyc_attr
 
 if TYPE_CHECKING:
     from .analysis.analyzer import Analyzer

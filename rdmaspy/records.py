@@ -8,8 +8,8 @@ leaves it that decorator's ``__init__``, a Python function.  Each names its fiel
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 
+from .typenames import TYPE_CHECKING
 if TYPE_CHECKING:
     from types import NotImplementedType
 

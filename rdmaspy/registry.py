@@ -8,11 +8,8 @@ new module in ``rdmaspy.dissectors`` that registers itself on import.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterable
-
-from mypy_extensions import mypyc_attr
-
 from .packet import Packet
+from .typenames import Any, Callable, Final, Iterable, mypyc_attr
 
 # The function a dissector is: (pkt, buf, off, end, ctx); a heuristic's or a fast path's result says
 # whether it took the bytes.  Plain callables: some take further keyword arguments.

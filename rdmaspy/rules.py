@@ -10,11 +10,9 @@ their rule.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Callable, ClassVar, Final
-
-from mypy_extensions import mypyc_attr
 
 from .records import record_eq, record_hash, record_repr
+from .typenames import Callable, ClassVar, Final, mypyc_attr
 
 
 class Severity(StrEnum):

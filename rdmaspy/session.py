@@ -3,11 +3,8 @@ being rebuilt), and the memory budget every holder of state charges.  Below the 
 connection tracker receive it as ``ctx``; the engine makes one per capture."""
 from __future__ import annotations
 
-from typing import Any, Callable
-
-from mypy_extensions import mypyc_attr
-
 from .budget import Budget
+from .typenames import Any, Callable, mypyc_attr
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

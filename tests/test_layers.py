@@ -18,6 +18,7 @@ PACKAGE = ROOT / "rdmaspy"
 RANKS: dict[str, int] = {
     "rdmaspy": 0, "rdmaspy.errors": 0,
     "rdmaspy.records": 0,           # repr, equality and hash by a class's fields: the declarations' and records'
+    "rdmaspy.typenames": 0,         # typing's names without typing's import at run time
     # what everything stands on: declarations, frames and packets, sources and sinks of bytes, memory
     "rdmaspy.fields": 1, "rdmaspy.packet": 1, "rdmaspy.budget": 1, "rdmaspy.readers": 1, "rdmaspy.writers": 1,
     "rdmaspy.capture": 1, "rdmaspy.traffic": 1,
@@ -135,3 +136,19 @@ def test_the_graph_sees_imports_inside_functions():
     g = graph()
     assert "rdmaspy.analysis.analyzer" in g["rdmaspy.filter"]     # imported inside known_fields()
     assert "rdmaspy.cli" in g["rdmaspy.__main__"]
+
+
+def test_a_commands_start_imports_neither_typing_nor_mypy_extensions():
+    """They cost some 12 M instructions of every start: the modules on it take the names from rdmaspy.typenames."""
+    import subprocess
+    import sys
+
+    from conftest import capture
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    for command in ("decode", "stats", "expert"):
+        # -S: no site-packages' .pth files, which import typing themselves on some machines
+        res = subprocess.run([sys.executable, "-S", "-X", "importtime", "-m", "rdmaspy", command,
+                              str(capture("rxe-rc-pingpong.pcap"))], env=env, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr[-2000:]
+        imported = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
+        assert "rdmaspy.pipeline" in imported and not {"typing", "mypy_extensions"} & imported, command

@@ -9,15 +9,12 @@ they are final, so memory is bounded by what is still open, not by the length of
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Final, Protocol
-
-from mypy_extensions import mypyc_attr
-
 from .. import budget as _budget
 from ..budget import Budget, Holder
 from ..packet import Packet
 from .model import Record
 from .rules import Finding, Rule, declare
+from ..typenames import TYPE_CHECKING, Callable, Final, Protocol, mypyc_attr
 
 if TYPE_CHECKING:
     from ..engine import Engine

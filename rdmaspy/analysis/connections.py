@@ -8,14 +8,11 @@ holds their latest values.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..conversation import ENDED
 from ..packet import Packet
 from .analyzer import Analyzer, Module, register
 from .model import Connection
+from ..typenames import TYPE_CHECKING, Final, mypyc_attr
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection

@@ -15,12 +15,9 @@ and plots read the same records.  At the end its ``summary`` is a ``CreditSummar
 """
 from __future__ import annotations
 
-from typing import Callable, Final
-
-from mypy_extensions import mypyc_attr
-
 from .model import CallDirection, CreditSample, CreditSeries, CreditSummary, Record
 from .rules import declare
+from ..typenames import Callable, Final, mypyc_attr
 
 EXCEEDED: Final = declare(
     "credits.exceeded", "error", "credits",

@@ -18,12 +18,9 @@ and reports the breaches by its own rules (``LedgerRules``), with its own source
 """
 from __future__ import annotations
 
-from typing import Final
-
-from mypy_extensions import mypyc_attr
-
 from .model import Direction, Segment, Side, Step, StepKind, Transaction
 from .rules import Rule
+from ..typenames import Final, mypyc_attr
 
 INVALIDATED_KEPT: Final = 4096         # invalidated handles remembered per connection (the oldest goes first)
 

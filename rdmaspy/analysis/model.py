@@ -17,12 +17,10 @@ the JSON documents carry.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Union, cast
-
-from mypy_extensions import mypyc_attr
 
 from ..records import record_eq, record_repr
 from ..rules import RULES, Rule, Severity   # declared below the dissectors, which declare rules too
+from ..typenames import TYPE_CHECKING, Any, Callable, ClassVar, Union, cast, mypyc_attr
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection

@@ -20,10 +20,6 @@ least as asked.  At the end, each session's slots are reported beside the connec
 """
 from __future__ import annotations
 
-from typing import Final
-
-from mypy_extensions import mypyc_attr
-
 from ..dissectors.onc_rpc import DdpItem, NfsOp, RpcInfo
 from ..dissectors.rpcrdma import RDMA_MSG, RDMA_MSGP, RDMA_NOMSG
 from ..dissectors.rpcrdma_message import Segment as WireSegment
@@ -34,6 +30,7 @@ from .rpcrdma_facts import ChunkList
 from .rpcrdma_state import ConnState, OpenTransaction, Reporter, TransactionObserver
 from .rules import declare
 from .transactions import Transactions   # registered before this module: it tells this one of each message
+from ..typenames import Final, mypyc_attr
 
 NFS_PROG: Final = 100003
 

@@ -15,15 +15,12 @@ object they stand in ``nfs``, null unless the RPC is NFS; the export has a colum
 """
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..dissectors.nfs import NFS_PROG, STABLE_HOW, asked, moved, op_name, status_name
 from ..dissectors.nfs3 import fh_hash
 from ..dissectors.onc_rpc import NfsOp, RpcInfo
 from ..records import record_eq, record_repr
 from .model import Transaction
+from ..typenames import Callable, ClassVar, Final, mypyc_attr
 from .ulp import Fact
 
 _SEQUENCE: Final = 53

@@ -10,12 +10,9 @@ the controller reads (a write's data) or writes (a read's) with RDMA READ and WR
 """
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..records import record_eq, record_repr
 from .model import Facts, FactsRecord, Transaction, declare_facts_maker
+from ..typenames import Callable, ClassVar, Final, mypyc_attr
 from .ulp import Fact, Group, UlpModel, declare
 
 PROTOCOL: Final = "nvme-rdma"

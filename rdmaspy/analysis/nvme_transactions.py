@@ -18,10 +18,6 @@ against the queue's size are its credit series (credits.CreditLedger), as RPC-ov
 """
 from __future__ import annotations
 
-from typing import Callable, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..conversation import ENDED
 from ..conversation import Connection as LiveConnection
 from ..dissectors.infiniband import IBInfo
@@ -37,6 +33,7 @@ from .model import (DIRECTION_OF, CallDirection, Direction, Message, Record, Seg
                     TransactionState, UlpSummary)
 from .nvme_facts import PROTOCOL, SGL, SGL_LIST, NvmeFacts, nvme_of
 from .rules import declare
+from ..typenames import Callable, Final, mypyc_attr
 
 EARLY_KEPT: Final = 64            # keys of commands completed before their data, per connection
 TXN_COST: Final = 1024             # bytes charged to the memory budget per open command

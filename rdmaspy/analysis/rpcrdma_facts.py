@@ -10,9 +10,6 @@ Its segments are the chunks of RFC 8166 §3.4, named by the list they came from 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Callable, ClassVar, Final
-
-from mypy_extensions import mypyc_attr
 
 from ..dissectors.nfs import NFS4_SCENE_OPS
 from ..dissectors.onc_rpc import PROGRAM_NAMES, RpcInfo
@@ -20,6 +17,7 @@ from ..records import record_eq, record_repr
 from .model import Facts, FactsRecord, Transaction, declare_facts_maker, declare_segment_kinds
 from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from, nfs_summary
 from .nfs_facts import declared as nfs_declared
+from ..typenames import Callable, ClassVar, Final, mypyc_attr
 from .ulp import Fact, Group, Service, UlpModel, declare
 
 PROTOCOL: Final = "rpcrdma"

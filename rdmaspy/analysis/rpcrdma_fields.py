@@ -10,15 +10,12 @@ The role and step come from the typed record (``Transaction.role_of``).
 """
 from __future__ import annotations
 
-from typing import Final
-
-from mypy_extensions import mypyc_attr
-
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, Module, register
 from .model import PacketRole
 from .transactions import Transactions   # registered before this module: it sees each packet first
+from ..typenames import Final, mypyc_attr
 
 declaring(__name__)
 protocol("rpcrdma.analysis", "RPC-over-RDMA transaction", repeats=False)   # one transaction a packet

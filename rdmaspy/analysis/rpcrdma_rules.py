@@ -8,8 +8,6 @@ a reply is matched to its call.  docs/expert.md lists them all.
 """
 from __future__ import annotations
 
-from typing import Final
-
 from ..dissectors.infiniband import IBInfo
 from ..dissectors.rpcrdma import RpcRdmaMessage
 from ..dissectors.rpcrdma2 import ERRCODES as V2_ERRCODES
@@ -21,6 +19,7 @@ from .model import Direction
 from .rpcrdma_facts import ChunkList
 from .rpcrdma_state import ConnState, OpenTransaction, Reporter
 from .rules import declare
+from ..typenames import Final
 
 # --- RFC 8166 ---------------------------------------------------------------------------------------
 XID_MISMATCH: Final = declare(

@@ -21,9 +21,6 @@ At the end, calls without a reply are reported and every connection's ``UlpSumma
 from __future__ import annotations
 
 from itertools import islice
-from typing import Final
-
-from mypy_extensions import mypyc_attr
 
 from ..conversation import ENDED
 from ..conversation import Connection as LiveConnection
@@ -47,6 +44,7 @@ from .rpcrdma_facts import PROTOCOL, ChunkList, RpcRdmaFacts, facts_of, rpc_summ
 from .rpcrdma_state import ConnState, OpenTransaction, TransactionObserver
 from .rules import declare
 from .transport import Transport
+from ..typenames import Final, mypyc_attr
 
 RETRANSMITTED: Final = declare(
     "transaction.retransmitted_call", "note", "transaction",

@@ -37,9 +37,6 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import TYPE_CHECKING, Callable, Final
-
-from mypy_extensions import mypyc_attr
 
 from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NAK, AETH_TYPE_RNR_NAK, AETH_VALUE_MASK,
                                      PATH_MTU_MAX, PATH_MTU_MIN, PLANS, RNR_TIMER_MS, IBInfo)
@@ -47,6 +44,7 @@ from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from .analyzer import Analyzer, Module, register
 from .model import CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
+from ..typenames import TYPE_CHECKING, Callable, Final, mypyc_attr
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection

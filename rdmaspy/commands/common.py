@@ -13,13 +13,13 @@ import sys
 import threading
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, BinaryIO, Iterator, TextIO
 
 from ..errors import RdmaspyError
 from ..output.lines import LIMIT, LineWriter, is_timed
 from ..pipeline import Matcher, Options, Pipeline, Sink
 from ..readers.base import defer_signal, deliver_signals, drop_signals
 from ..readers import Capture, open_capture
+from ..typenames import Any, BinaryIO, Iterator, TextIO
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any, Callable
 
 from ..errors import RdmaspyError
 from ..fields import Field
@@ -18,6 +17,7 @@ from ..pipeline import Options, Sink
 from .common import (add_capture_argument, add_host_trace_argument, pipeline_options, positive_int,
                      report_problems, report_writer, run_capture, stdout_lines)
 from .processes import printing_processes
+from ..typenames import Any, Callable
 
 
 # a packet's values of the named fields (rdmaspy.filter.make_extractor)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Callable
 
 
 from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
 from ..output.expert_groups import Group
 from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
+from ..typenames import Any, Callable
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 

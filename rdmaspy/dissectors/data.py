@@ -1,11 +1,10 @@
 """Undissected bytes, shown as data (Wireshark's ``data`` protocol)."""
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
 from ..registry import Dissector, table
+from ..typenames import Any, Final
 
 declaring(__name__)
 protocol("data", "Data", repeats=True)    # what several dissectors leave undissected in one packet

@@ -12,7 +12,6 @@ variants carry Ethernet, 22 and 23 IPv4 and IPv6.
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Packet
@@ -20,6 +19,7 @@ from ..registry import dissect_with, table
 from .ethernet import dissect_ethernet
 from .infiniband import dissect_lrh
 from .ip import dissect_ipv4, dissect_ipv6
+from ..typenames import Any
 
 declaring(__name__)
 repeatable("erf")                 # the record and its header are both "erf"; extension headers repeat

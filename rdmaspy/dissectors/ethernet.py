@@ -1,11 +1,10 @@
 """Ethernet II, 802.1Q / 802.1ad VLAN tags, and the ethertype table."""
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..fields import F, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
+from ..typenames import Any, Final
 
 declaring(__name__)
 repeatable("vlan")                # QinQ stacks

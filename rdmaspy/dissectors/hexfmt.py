@@ -9,8 +9,8 @@ straight into the string (rdmaspy/dissectors/_hex.c); these stay the reference a
 """
 from __future__ import annotations
 
-from typing import Callable, Final
 
+from ..typenames import Callable, Final
 try:        # the digits written in C (rdmaspy/dissectors/_hex.c), built with the compiled decoder (setup.py)
     from ._hex import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
         hex8 as _hex8_c, hexn as _hexn_c, with_decimal as _with_decimal_c)

@@ -8,8 +8,6 @@ connection tracker (rdmaspy.conversation) learns QPNs, PSNs and states here.
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
 from .. import conversation
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
@@ -19,6 +17,7 @@ from .mad import byte_offset, field_at, span_bytes, u64_at
 from . import rdma_cm
 from .infiniband import fmt_gid
 from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
+from ..typenames import Any, Final
 
 declaring(__name__)
 

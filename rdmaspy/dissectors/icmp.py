@@ -12,14 +12,13 @@ capture's session or the analysis (no PSN tracking, no transactions, no findings
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..budget import Budget
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, add_data, table
 from ..session import Session
 from .ip import IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
+from ..typenames import Any, Final
 
 declaring(__name__)
 

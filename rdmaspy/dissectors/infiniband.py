@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import zlib
 from struct import unpack_from as _unpack_words
-from typing import Any, Callable, Final
-
-from mypy_extensions import i64, mypyc_attr
 
 from .. import conversation
 from ..fields import F, Field, Header, declaring
@@ -25,6 +22,7 @@ from .ethernet import eth_fast
 from .hexfmt import hex8, hexn, with_decimal
 from .ip import eth_ipv4_layers, ipv4_text as _ip_text
 from .transport import UDP
+from ..typenames import Any, Callable, Final, i64, mypyc_attr
 from .xdr import u32, u64
 
 declaring(__name__)

@@ -1,12 +1,11 @@
 """IPv4 (with options) and IPv6 (with extension headers), and the IP protocol table."""
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
 from .ethernet import ETH
+from ..typenames import Any, Final
 from .xdr import u32
 
 declaring(__name__)

@@ -12,10 +12,6 @@ messages back together from them (by STag and tagged offset) as it does over Inf
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import dissect_with, table
@@ -24,6 +20,7 @@ from .data import add_data_layer
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA, RpcRdmaMessage
+from ..typenames import Any, Final, mypyc_attr
 from .xdr import u32, u64
 
 declaring(__name__)

@@ -25,10 +25,6 @@ Wireshark shows them, and ``iwarp.crc.expected`` in the same reading.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Final
-
-from mypy_extensions import mypyc_attr
-
 from .. import conversation as _conversation
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Packet
@@ -37,6 +33,7 @@ from ..rules import declare
 from ..session import Session
 from . import iwarp_ddp
 from .rpcrdma_pdata import RPCRDMA_PDATA
+from ..typenames import Any, Callable, Final, mypyc_attr
 
 declaring(__name__)
 protocol("tcp_stream", "TCP stream reassembly")

@@ -9,11 +9,10 @@ their class name.
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..fields import BitSpot, F, Field, Header, declaring, protocol
 from ..packet import Note, Packet
 from ..registry import Dissector, DissectorTable, table
+from ..typenames import Any, Final
 from .xdr import u32
 
 declaring(__name__)

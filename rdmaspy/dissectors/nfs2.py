@@ -4,10 +4,9 @@
 """
 from __future__ import annotations
 
-from typing import Final
-
 from ..fields import declaring
 from .nfs3 import STATUS, FileHandle
+from ..typenames import Final
 from .xdrlang import VOID, XdrType, chain, ddp, enum, string, struct, tree, uint32, union
 
 declaring(__name__)

@@ -11,10 +11,10 @@ by MOUNT, NLM and NFSACL too.
 from __future__ import annotations
 
 import zlib
-from typing import Any, Final, Iterator
 
 from ..fields import Field, declaring
 from ..packet import Layer
+from ..typenames import Any, Final, Iterator
 from .xdr import Cursor, XdrInvalid
 from .xdrlang import (VOID, Int, Opaque, Walk, XdrType, boolean, chain, ddp, enum, field, opaque, optional, string,
                       struct, tree, uint32, uint64, union)

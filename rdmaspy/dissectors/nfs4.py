@@ -11,11 +11,11 @@ with the operations (``nfsace4``, ``specdata4``, ``length4``) are declared in ``
 from __future__ import annotations
 
 import zlib
-from typing import Any, Final, Iterator
 
 from ..fields import Field, declaring
 from ..packet import Layer
 from .nfs3 import ACCESS_BITS, fhandle
+from ..typenames import Any, Final, Iterator
 # the attribute types the operations use (and their users find here too)
 from .nfs4_attrs import (BITMAP4, FATTR4, FTYPE4, LENGTH4, NFS4_STATUS, NFSACE4, SPECDATA4, STATUS4,  # noqa: F401
                          Bitmap4, fattr4)

@@ -12,7 +12,6 @@ for the files and flexfiles layout types, as tshark decodes them, and kept as by
 from __future__ import annotations
 
 import zlib
-from typing import Any, Final, Iterator, Mapping, Sequence
 
 from ..fields import Field, declaring
 from ..packet import Layer
@@ -22,6 +21,7 @@ from .nfs4 import (BITMAP4, CB_PROGRAM, CHANGE_INFO4, CLIENTID4, COUNT4, FATTR4,
                    LOCK_OWNER4, NFS4_STATUS, NFSACE4, OFFSET4, SECINFO4RES, SEQID, SESSIONID4, SLOTID, STABLE_HOW4,
                    STATEID4, STATUS4, VERIFIER4)
 from .nfs4_attrs import LAYOUTTYPE as LAYOUTTYPE4, NFSTIME4
+from ..typenames import Any, Final, Iterator, Mapping, Sequence
 from .xdr import Cursor, XdrInvalid, p32
 from .xdrlang import (VOID, Array, Int, Out, Walk, XdrType, array, boolean, enum, field, opaque, string, struct,
                       tree, uint32, uint64, union)

@@ -17,13 +17,12 @@ many attributes it asks for and each attribute's number, named.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final, Iterable, Iterator, Mapping
-
 from ..fields import Field, declaring, protocol
 from ..packet import Layer
 from ..records import record_eq, record_hash, record_repr
 from .nfs2 import MODE
 from .nfs3 import STATUS, fhandle
+from ..typenames import Any, ClassVar, Final, Iterable, Iterator, Mapping
 from .xdr import Cursor, XdrError, XdrInvalid, u32
 from .xdrlang import (DECLARED, Int, Out, Walk, XdrType, array, boolean, enum, field, int32, int64, opaque,
                       string, struct, tree, uint32, uint64, union)

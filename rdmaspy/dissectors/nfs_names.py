@@ -23,12 +23,10 @@ went by.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
-
-from mypy_extensions import mypyc_attr
 
 from ..budget import Budget, Holder
 from ..session import Session
+from ..typenames import Any, Final, mypyc_attr
 
 _ENTRY_COST: Final = 160      # an entry's dict slots, tuple and key, beside its handle's and name's bytes
 _MAX_DEPTH: Final = 256       # directories walked up for a full name at most (a loop is not followed)

@@ -15,15 +15,12 @@ typed notes (``NVME_COMMANDS``, ``NVME_COMPLETIONS``) for the analysis: no text 
 """
 from __future__ import annotations
 
-from typing import Final
-
-from mypy_extensions import mypyc_attr
-
 from ..budget import Budget, Holder
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet, add_parts
 from ..session import Session
 from . import nvme_names as N
+from ..typenames import Final, mypyc_attr
 
 declaring(__name__)
 protocol("nvme", "NVM Express")

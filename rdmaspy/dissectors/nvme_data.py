@@ -8,12 +8,11 @@ they came (RDMA WRITE or READ, in the capsule), with the command, and adds their
 """
 from __future__ import annotations
 
-from typing import Callable, Final
-
 from ..fields import F, Field, Header, declaring, filled, protocol, repeatable
 from ..packet import Layer, Packet, add_parts
 from . import nvme_names as N
 from .nvme import NvmeCommand, is_admin
+from ..typenames import Callable, Final
 
 declaring(__name__)
 protocol("nvme.data", "NVMe data")

@@ -3,8 +3,8 @@ Identify structures and controller properties (NVM Express Base Specification 2.
 NVMe over Fabrics 1.1).  Tables only: the declarations in ``nvme`` and ``nvme_data`` show them."""
 from __future__ import annotations
 
-from typing import Final
 
+from ..typenames import Final
 ADMIN_OPCODES: Final = {
     0x00: "Delete I/O Submission Queue", 0x01: "Create I/O Submission Queue", 0x02: "Get Log Page",
     0x04: "Delete I/O Completion Queue", 0x05: "Create I/O Completion Queue", 0x06: "Identify", 0x08: "Abort",

@@ -19,10 +19,6 @@ command's SGLs in the ``nvme.commands`` note.
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
-from mypy_extensions import mypyc_attr
-
 from .. import conversation
 from ..conversation import Connection
 from ..fields import F, Field, Header, declaring, protocol
@@ -35,6 +31,7 @@ from . import nvme_names as N
 from .data import add_data_layer
 from .iwarp_ddp import IWARP
 from .nvme import NvmeCommand, NvmeCompletion, NvmeQueue
+from ..typenames import Any, Final, mypyc_attr
 
 declaring(__name__)
 protocol("nvme-rdma", "NVM Express Fabrics RDMA")

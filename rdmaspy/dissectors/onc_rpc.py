@@ -17,9 +17,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from itertools import islice
-from typing import Any, Final
-
-from mypy_extensions import mypyc_attr
 
 from ..budget import Budget, Holder
 from ..conversation import Connection
@@ -28,6 +25,7 @@ from ..packet import Layer, Note, Packet
 from ..registry import table
 from ..session import Session, wants_info
 from .nfs_names import NameMap
+from ..typenames import Any, Final, mypyc_attr
 from .xdr import Cursor, XdrError, u32
 
 declaring(__name__)

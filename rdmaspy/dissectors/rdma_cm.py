@@ -12,12 +12,11 @@ connection's port (the first heuristic of ``ib.payload``).
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..conversation import Connection
 from ..fields import F, Field, Header, declaring, protocol
 from ..packet import Layer, Packet
 from ..registry import Dissector, DissectorTable, table
+from ..typenames import Any, Final
 
 declaring(__name__)
 protocol("rdmacm", "IP CM ServiceID")

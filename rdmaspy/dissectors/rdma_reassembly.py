@@ -32,10 +32,6 @@ from __future__ import annotations
 
 from itertools import islice
 
-from typing import TYPE_CHECKING, Any, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..fields import Field, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..budget import Budget, Holder
@@ -44,6 +40,7 @@ from ..session import wants_info
 from .data import add_data_layer
 from . import infiniband, onc_rpc
 from .hexfmt import hex8
+from ..typenames import TYPE_CHECKING, Any, Final, mypyc_attr
 
 declaring(__name__)
 repeatable("rdma")                # a fragment layer and its flag share the name; one per message

@@ -18,7 +18,6 @@ facts only when somebody asks for it.
 from __future__ import annotations
 
 import struct
-from typing import Any, Final, Sequence
 
 from ..conversation import Connection
 from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol, repeatable
@@ -29,6 +28,7 @@ from . import onc_rpc, rdma_reassembly, rpcrdma_pdata
 from .hexfmt import hex8
 from .onc_rpc import rpc_flow
 from .rpcrdma_message import RpcRdmaMessage, Segment
+from ..typenames import Any, Final, Sequence
 from .xdr import Cursor, XdrError, p32, pack_list, read_list, u32, u64
 
 declaring(__name__)

@@ -17,9 +17,6 @@ RDMA2_RVRSDIR_CONT = 1 where section 5.2.5 gives 2 (2 is used here); section
 from __future__ import annotations
 
 import struct
-from typing import Any, Final, Sequence
-
-from mypy_extensions import mypyc_attr
 
 from ..budget import Budget, Holder
 from ..fields import Field, declaring, protocol, repeatable
@@ -30,6 +27,7 @@ from . import rdma_reassembly
 from . import rpcrdma as v1
 from .rpcrdma import RpcRdmaMessage
 from .hexfmt import hex8
+from ..typenames import Any, Final, Sequence, mypyc_attr
 from .xdr import Cursor, XdrError, p32, popaque, u32
 
 declaring(__name__)

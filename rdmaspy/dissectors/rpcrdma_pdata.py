@@ -13,13 +13,10 @@ for the connection tracker.
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
-from mypy_extensions import mypyc_attr
-
 from ..fields import F, Field, Header, declaring, single
 from ..packet import Note, Packet
 from ..registry import Dissector, table
+from ..typenames import Any, Final, mypyc_attr
 
 declaring(__name__)
 single("rpcrdma.pdata")           # in a CM or MPA exchange, once

@@ -6,12 +6,11 @@ the protocol, an ethertype for most packets, handed to the ``ethertype`` table.
 """
 from __future__ import annotations
 
-from typing import Any
-
 from ..fields import F, Field, Header, declaring
 from ..packet import Packet
 from ..registry import dissect_with, table
 from .ethernet import ETHERTYPES, fmt_mac
+from ..typenames import Any
 
 declaring(__name__)
 

@@ -17,10 +17,8 @@ came from.
 """
 from __future__ import annotations
 
-from typing import Final
 
-from mypy_extensions import mypyc_attr
-
+from ..typenames import Final, mypyc_attr
 SEQ_MOD: Final = 1 << 32
 # A hole the capture never fills: give up on it once this much is held behind it.
 HOLD_MAX_SEGMENTS = 32

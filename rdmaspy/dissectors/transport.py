@@ -5,16 +5,13 @@ stream itself, keyed on the connection.
 """
 from __future__ import annotations
 
-from typing import Any, Final
-
-from mypy_extensions import i64, mypyc_attr
-
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table, try_heuristics
 from ..session import wants_info
 from .ethernet import eth_fast
 from .ip import eth_ipv4_layers, ipv4_text
+from ..typenames import Any, Final, i64, mypyc_attr
 from .xdr import u32
 
 declaring(__name__)

@@ -8,13 +8,10 @@ it never leaves the dissector.
 """
 from __future__ import annotations
 
-from typing import Callable, Final, Sequence, TypeVar
-
 import struct
 
-from mypy_extensions import i64
-
 from ..fields import XdrList
+from ..typenames import Callable, Final, Sequence, TypeVar, i64
 
 _U32: Final = struct.Struct(">I")
 _U64: Final = struct.Struct(">Q")

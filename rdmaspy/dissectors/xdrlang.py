@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import struct as _struct
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Final, Iterator, Mapping, Protocol, Sequence
-
-from mypy_extensions import mypyc_attr
 
 from ..fields import CATALOG, Field, protocol
 from ..packet import Layer
+from ..typenames import Any, Callable, Final, Iterator, Mapping, Protocol, Sequence, mypyc_attr
 from .xdr import Cursor, XdrError, XdrInvalid, u32
 
 _U64: Final = _struct.Struct(">Q")

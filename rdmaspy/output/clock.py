@@ -7,7 +7,8 @@ u / ud: the same in UTC.  Microseconds, as the summary lines print them.
 from __future__ import annotations
 
 import time
-from typing import Final
+
+from ..typenames import Final
 
 FORMATS: Final = ("a", "ad", "d", "dd", "e", "r", "u", "ud")
 HELP: Final = ("time format of the summary lines, as tshark -t: r since the first frame (default), d since the "

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, TextIO
+
+from ..typenames import Callable, TextIO
 
 
 def color_wanted(choice: str = "auto", stream: TextIO | None = None) -> bool:

@@ -10,11 +10,11 @@ messages of the items shown (rdmaspy.commands.expert presents the groups).
 from __future__ import annotations
 
 import heapq
-from typing import Any, Final, Iterator
 
 from ..analysis.rules import RULES, Finding
 from ..packet import Packet
 from ..pipeline import PacketSink
+from ..typenames import Any, Final, Iterator
 
 Item = tuple[tuple[int, ...], str, int | None, int | None]     # frames, text, conn, xid
 # As a group keeps it: the text, or the finding whose text it is, made only if the item is shown (most

@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import stat
 import time
-from typing import BinaryIO, Callable, Final, Protocol
 
 from .safe import safe_block, safe_lines
+from ..typenames import BinaryIO, Callable, Final, Protocol
 
 try:        # the check of a block in C, built with the compiled decoder (setup.py); safe.py's passes otherwise
     from ._scan import newlines_if_safe as _newlines_if_safe  # type: ignore[import-not-found,import-untyped,unused-ignore]

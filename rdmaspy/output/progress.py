@@ -12,7 +12,8 @@ import os
 import stat
 import sys
 import threading
-from typing import Any, Callable, TextIO
+
+from ..typenames import Any, Callable, TextIO
 
 DELAY = 1.0          # seconds of work before the bar appears
 INTERVAL = 0.1       # seconds between updates

@@ -9,7 +9,8 @@ by itself; this is for text.
 from __future__ import annotations
 
 import re
-from typing import Final
+
+from ..typenames import Final
 
 # The unsafe in UTF-8 text: C0 controls and DEL (single bytes), and the C1 controls U+0080-U+009F (0xC2 and
 # a second byte 0x80-0x9F; "§" is 0xC2 0xA7).  A block is checked by deleting the first and searching for the

@@ -8,7 +8,6 @@ pipeline's first frame (``attach``).  Compiled with the dissectors (setup.py).
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable, ClassVar, Final
 
 from ..packet import Expert, Packet
 from ..pipeline import PacketSink
@@ -16,6 +15,7 @@ from .clock import Clock
 from .lines import LineWriter
 from .safe import safe_text
 from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines, tree_utf8
+from ..typenames import TYPE_CHECKING, Callable, ClassVar, Final
 
 if TYPE_CHECKING:
     from ..analysis.rules import Finding

@@ -1,14 +1,11 @@
 """Text presentation: summary lines, the verbose tree, hex dumps."""
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterator, TypeVar
-
-from mypy_extensions import i64
-
 from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, Sink, protocols_text
 from ..packet import Frame, Item, Layer, Packet
 from .safe import safe_text
+from ..typenames import Any, Callable, Final, Iterator, TypeVar, i64
 from .values import ADDR_DISPLAYS, address_text, text_value
 
 

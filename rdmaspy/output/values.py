@@ -1,10 +1,9 @@
 """Turning declared field values into text and JSON, by each field's declared display."""
 from __future__ import annotations
 
-from typing import Any, Final
-
 from ..fields import Field
 from .safe import safe_text
+from ..typenames import Any, Final
 
 
 def _gid(b: bytes) -> str:

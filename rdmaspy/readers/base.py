@@ -7,10 +7,10 @@ import select
 import stat
 import threading
 import zlib
-from typing import Any, BinaryIO, Callable, Final, Iterator
 
 from ..errors import CaptureError
 from ..packet import Frame
+from ..typenames import Any, BinaryIO, Callable, Final, Iterator
 
 try:        # built with the compiled decoder (setup.py); without it the C library's heap is left as it is
     from .._heap import keep_freed as _keep_freed  # type: ignore[import-not-found,import-untyped,unused-ignore]

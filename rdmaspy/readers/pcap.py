@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import struct
-from typing import BinaryIO, Final, Iterator
-
-from mypy_extensions import i64
 
 from ..errors import CaptureError
 from ..packet import Frame
 from .base import PCAP_MAGICS, Capture, chunk_reader, chunk_seeker, next_chunk
 from .pcapng import u32le
+from ..typenames import BinaryIO, Final, Iterator, i64
 
 CHUNK: Final = 1 << 20
 # libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;

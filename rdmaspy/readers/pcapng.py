@@ -13,13 +13,11 @@ from __future__ import annotations
 import itertools
 import struct
 from math import gcd
-from typing import BinaryIO, Final, Iterator
-
-from mypy_extensions import i64
 
 from ..errors import CaptureError
 from ..packet import Frame
 from .base import Capture, chunk_reader, chunk_seeker, next_chunk
+from ..typenames import BinaryIO, Final, Iterator, i64
 
 # A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
 # reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to
