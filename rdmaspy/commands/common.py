@@ -10,14 +10,13 @@ import argparse
 # (some 3 M instructions of every start), which nothing here reads
 import _signal as signal
 import sys
-import threading
 from contextlib import contextmanager
 from functools import partial
 
 from ..errors import RdmaspyError
 from ..output.lines import LIMIT, LineWriter, is_timed
 from ..pipeline import Matcher, Options, Pipeline, Sink
-from ..readers.base import defer_signal, deliver_signals, drop_signals
+from ..readers.base import defer_signal, deliver_signals, drop_signals, on_main_thread
 from ..readers import Capture, open_capture
 from ..typenames import Any, BinaryIO, Iterator, TextIO
 
@@ -37,7 +36,7 @@ def signals_between_frames() -> Iterator[None]:
     """Ctrl-C and SIGTERM during a run end it between two frames, by the exception their handlers raise
     (KeyboardInterrupt, the CLI's Terminated), not inside compiled code (``readers.base.defer_signal``); a
     second one before the next frame, at once.  Only the main thread handles signals."""
-    if threading.current_thread() is not threading.main_thread():
+    if not on_main_thread():
         yield
         return
     saved: dict[int, Any] = {}

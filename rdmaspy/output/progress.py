@@ -11,9 +11,11 @@ from __future__ import annotations
 import os
 import stat
 import sys
-import threading
 
-from ..typenames import Any, Callable, TextIO
+from ..typenames import TYPE_CHECKING, Any, Callable, TextIO
+
+if TYPE_CHECKING:
+    import threading
 
 DELAY = 1.0          # seconds of work before the bar appears
 INTERVAL = 0.1       # seconds between updates
@@ -52,22 +54,26 @@ class Progress:
         self.enabled = wanted() if enabled is None else enabled
         self.delay = delay
         self.console = console
-        self._stop = threading.Event()
+        self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
 
     def __enter__(self) -> "Progress":
         if self.enabled:
-            self._thread = threading.Thread(target=self._run, name="rdmaspy-progress", daemon=True)
+            import threading        # here: a bar drawn (its import, some 2 M instructions of every start)
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, args=(self._stop,), name="rdmaspy-progress",
+                                            daemon=True)
             self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._stop.set()
+        if self._stop is not None:
+            self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
 
-    def _run(self) -> None:
-        if self._stop.wait(self.delay):
+    def _run(self, stop: threading.Event) -> None:
+        if stop.wait(self.delay):
             return
         from rich.console import Console
         from rich.progress import (BarColumn, Progress as Bar, TaskProgressColumn, TextColumn, TimeElapsedColumn,
@@ -84,7 +90,7 @@ class Progress:
                 done = file is not None and self._position(file[0]) or 0
                 bar.update(task, completed=done, frames=self.frames())
                 bar.refresh()
-                if self._stop.wait(INTERVAL):
+                if stop.wait(INTERVAL):
                     break
 
     @staticmethod

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import select
 import stat
-import threading
+import sys
 import zlib
 
 from ..errors import CaptureError
@@ -96,7 +96,6 @@ def _open_raw(path: str) -> Any:
     """The binary file at ``path``; standard input for ``-`` (a copy of its descriptor, so that closing
     the capture leaves the process's standard input alone)."""
     if path == STDIN:
-        import sys
         try:
             return os.fdopen(os.dup(sys.stdin.fileno()), "rb")
         except (OSError, ValueError, AttributeError):
@@ -183,6 +182,13 @@ def deliver_signals() -> None:
         handler(signum, None)
 
 
+def on_main_thread() -> bool:
+    """Whether this is the interpreter's main thread.  Asked of ``threading`` only where it is imported:
+    without it no other thread of ours runs, and its import was some 2 M instructions of every start."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.current_thread() is threading.main_thread()
+
+
 def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
     """How a reader takes its next chunk: ``read`` from a file.  From a pipe or a terminal, ``read1``,
     which returns what has arrived instead of waiting for a whole chunk, so frames are decoded as
@@ -202,7 +208,7 @@ def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
         wait = cap.on_wait
         if wait is not None and not select.select([fd], [], [], 0)[0]:
             wait()
-        if threading.current_thread() is not threading.main_thread():
+        if not on_main_thread():
             return read1(n)
         WAITING_FOR_INPUT[0] = True
         try:
