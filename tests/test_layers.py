@@ -138,8 +138,9 @@ def test_the_graph_sees_imports_inside_functions():
     assert "rdmaspy.cli" in g["rdmaspy.__main__"]
 
 
-def test_a_commands_start_imports_neither_typing_nor_mypy_extensions():
-    """They cost some 12 M instructions of every start: the modules on it take the names from rdmaspy.typenames."""
+def test_a_commands_start_imports_neither_typing_nor_threading():
+    """typing and mypy_extensions cost some 12 M instructions of every start (the modules on it take the names
+    from rdmaspy.typenames), threading 3 M (imported for a progress bar's thread alone)."""
     import subprocess
     import sys
 
@@ -150,5 +151,6 @@ def test_a_commands_start_imports_neither_typing_nor_mypy_extensions():
         res = subprocess.run([sys.executable, "-S", "-X", "importtime", "-m", "rdmaspy", command,
                               str(capture("rxe-rc-pingpong.pcap"))], env=env, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr[-2000:]
-        imported = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
-        assert "rdmaspy.pipeline" in imported and not {"typing", "mypy_extensions"} & imported, command
+        imported = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines()
+                    if line.startswith("import time:")}
+        assert "rdmaspy.pipeline" in imported and not {"typing", "mypy_extensions", "threading"} & imported, command
