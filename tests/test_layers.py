@@ -154,3 +154,21 @@ def test_a_commands_start_imports_neither_typing_nor_threading():
         imported = {line.rsplit("|", 1)[-1].strip() for line in res.stderr.splitlines()
                     if line.startswith("import time:")}
         assert "rdmaspy.pipeline" in imported and not {"typing", "mypy_extensions", "threading"} & imported, command
+
+
+def test_no_dataclass_takes_its_names_from_typenames():
+    """``@dataclass`` tells a ``ClassVar`` from a field by ``typing.ClassVar``, and skips the test when
+    ``typing`` is not imported: a dataclass in a module that takes ``ClassVar`` from rdmaspy.typenames would
+    make its class variables fields on a command's start, and not once something imported ``typing``."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                 and (node.module or "").endswith("typenames") for alias in node.names}
+        dataclass_used = any(isinstance(node, ast.Name) and node.id == "dataclass"
+                             or isinstance(node, ast.Attribute) and node.attr == "dataclass"
+                             or isinstance(node, ast.alias) and node.name == "dataclass"
+                             for node in ast.walk(tree))
+        if names and dataclass_used:
+            offenders.append(str(path.relative_to(PACKAGE)))
+    assert not offenders, offenders
