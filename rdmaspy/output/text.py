@@ -289,7 +289,7 @@ class _FieldTexts:
     that followed it last: a layer's items come in the same order packet after packet, so most find
     their texts by that one compare rather than a hashed look-up."""
 
-    __slots__ = ("prefix", "plain", "flag", "true_line", "false_line", "named", "next_field", "next_texts")
+    __slots__ = ("prefix", "plain", "flag", "true_line", "false_line", "named", "lines", "next_field", "next_texts")
 
     def __init__(self, f: Field | None, prefix: str) -> None:
         self.prefix = prefix
@@ -302,6 +302,10 @@ class _FieldTexts:
         self.false_line = prefix + "False"
         # an int value of an enumeration: its line (prefix and text), kept here by value
         self.named: dict[int, str] | None = None if names is None else {}
+        # an int value shown otherwise (hex, a unit): its line, kept here by value.  Most repeat from
+        # packet to packet (reserved words, CRCs siw leaves zero, masks, XIDs of a call and its reply)
+        self.lines: dict[int, str] | None = (
+            {} if f is not None and names is None and not self.plain and not self.flag else None)
         self.next_field: Field | None = None
         self.next_texts: _FieldTexts = self
 
@@ -313,20 +317,33 @@ def _field_texts(known: dict[Field, _FieldTexts], f: Field, depth: int) -> _Fiel
     return texts
 
 
-def _header_texts(hdr: Header, depth: int) -> tuple[_FieldTexts, ...]:
-    """The texts of a header's fields at one depth, in field order."""
+class _HeaderTexts:
+    """A header's texts at one depth: its fields' in field order, and where its layer's items start (the
+    field of the first item last time, as ``_FieldTexts.next_field``): a layer of a header (TCP's options,
+    DDP's payload length, MPA's CRC) finds its first item's texts by one compare, where a start shared by
+    every layer of the depth would miss as each kind of layer follows another."""
+
+    __slots__ = ("every", "start")
+
+    def __init__(self, every: tuple[_FieldTexts, ...]) -> None:
+        self.every = every
+        self.start = _FieldTexts(None, "")
+
+
+def _header_texts(hdr: Header, depth: int) -> _HeaderTexts:
+    """The texts of a header's fields at one depth."""
     known = _cache_at(_HEADER_TEXTS, depth)
-    every = known.get(hdr)
-    if every is None:
+    got = known.get(hdr)
+    if got is None:
         fields = _cache_at(_FIELD_TEXTS, depth)
-        every = known[hdr] = tuple([_field_texts(fields, f, depth) for f in hdr.fields])
-    return every
+        got = known[hdr] = _HeaderTexts(tuple([_field_texts(fields, f, depth) for f in hdr.fields]))
+    return got
 
 
 # The texts of the items' fields by depth, and per depth where a layer's items start (the field of the
 # first item last time, as ``_FieldTexts.next_field``).
 _FIELD_TEXTS: Final[list[dict[Field, _FieldTexts]]] = []
-_HEADER_TEXTS: Final[list[dict[Header, tuple[_FieldTexts, ...]]]] = []
+_HEADER_TEXTS: Final[list[dict[Header, _HeaderTexts]]] = []
 _STARTS: Final[list[_FieldTexts]] = []
 
 
@@ -367,11 +384,13 @@ class _TreePieces(Sink):
         pieces = self.pieces
         pieces.append(_indent(depth))
         pieces.append(_label(lay))
+        head: _HeaderTexts | None = None
         if plan:
             vals = lay.values
             hdr = lay.header
             if hdr is not None and plan is hdr.every_field:
-                every = _header_texts(hdr, depth + 1)       # looked up once for all the header's fields
+                head = _header_texts(hdr, depth + 1)        # looked up once for all the header's fields
+                every = head.every
                 for i, f in plan:
                     v = vals[i]
                     texts = every[i]
@@ -387,7 +406,7 @@ class _TreePieces(Sink):
                     self._value(pieces, f, vals[i])
         if items:
             known = _cache_at(_FIELD_TEXTS, depth + 1)      # once for all the layer's items
-            last = _start_at(depth + 1)
+            last = head.start if head is not None else _start_at(depth + 1)
             for f, v, _o, _l in items:
                 # the item after the last one is most often the field that followed it before: its
                 # texts found by a pointer compare; the table by field otherwise
@@ -422,11 +441,26 @@ class _TreePieces(Sink):
             if texts.flag:          # _value's flag of an int (its unit not shown)
                 pieces.append(texts.true_line if v else texts.false_line)
                 return
+            lines = texts.lines
+            if lines is not None:
+                line = lines.get(v)
+                if line is None:
+                    line = self._int_line(texts, f, v)
+                    if len(lines) < 256:
+                        lines[v] = line
+                pieces.append(line)
+                return
         elif cls is bool and texts.flag:
             pieces.append(texts.true_line if v else texts.false_line)
             return
         pieces.append(texts.prefix)
         self._value(pieces, f, v)
+
+    def _int_line(self, texts: _FieldTexts, f: Field, v: int) -> str:
+        """An int's line as one piece: the prefix and ``_value``'s pieces (an int's never count as wide)."""
+        parts = [texts.prefix]
+        self._value(parts, f, v)
+        return "".join(parts)
 
     def _value(self, pieces: list[str], f: Field, v: Any) -> None:
         """``text_value(f, v)`` as pieces: the common kinds of value made here with no detour (the same
