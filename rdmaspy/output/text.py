@@ -4,8 +4,8 @@ from __future__ import annotations
 from ..fields import Field, Header
 from ..fieldview import EVERY_FIELD, Plan, Sink, protocols_text
 from ..packet import Frame, Item, Layer, Packet
+from ..typenames import Any, Callable, Final, Iterator, i64
 from .safe import safe_text
-from ..typenames import Any, Callable, Final, Iterator, TypeVar, i64
 from .values import ADDR_DISPLAYS, address_text, text_value
 
 
@@ -258,38 +258,46 @@ def citation(rule: str, source: str) -> str:
 
 # Each line's start, "\n<indent><label>: ", made once per depth: per field (``_FieldTexts``) and per
 # indent (a layer's label).
-K = TypeVar("K")
-V = TypeVar("V")
-_INDENTS: Final[list[str]] = []
+_BOUND: Final = 4096        # fields and headers are declared once, so a depth's tables stay small; bounded
 
 
-def _indent(depth: int) -> str:
-    while len(_INDENTS) <= depth:
-        _INDENTS.append("\n" + "    " * len(_INDENTS))
-    return _INDENTS[depth]
+class _Depth:
+    """The tree's texts at one depth: its indent, the texts of fields and headers (tables by field and
+    by header), and where the items of a layer with no header start (the field of the first item last
+    time, as ``_FieldTexts.next_field``).  One look-up per layer for all of them."""
+
+    __slots__ = ("indent", "fields", "headers", "start")
+
+    def __init__(self, depth: int) -> None:
+        self.indent = "\n" + "    " * depth
+        self.fields: dict[Field, _FieldTexts] = {}
+        self.headers: dict[Header, _HeaderTexts] = {}
+        self.start = _FieldTexts(None, "")
 
 
-def _cache_at(caches: list[dict[K, V]], depth: int) -> dict[K, V]:
-    """The cache of one depth: fields and headers are declared once, so it stays small; bounded all the same."""
-    while len(caches) <= depth:
-        caches.append({})
-    known = caches[depth]
-    if len(known) >= 4096:
-        known.clear()
-    return known
+_DEPTHS: Final[list[_Depth]] = []
+
+
+def _depth(depth: int) -> _Depth:
+    if depth < len(_DEPTHS):
+        return _DEPTHS[depth]
+    while len(_DEPTHS) <= depth:
+        _DEPTHS.append(_Depth(len(_DEPTHS)))
+    return _DEPTHS[depth]
 
 
 def _prefix(f: Field, depth: int) -> str:
-    return _field_texts(_cache_at(_FIELD_TEXTS, depth), f, depth).prefix
+    return _field_texts(_depth(depth), f).prefix
 
 
 class _FieldTexts:
-    """A field's texts in the tree at one depth, kept by the tree (a table by field, ``_FIELD_TEXTS``):
+    """A field's texts in the tree at one depth, kept by the tree (a table by field, ``_Depth.fields``):
     its lines' prefix, how its values show, an enumeration's lines by value.  And the field of the item
     that followed it last: a layer's items come in the same order packet after packet, so most find
     their texts by that one compare rather than a hashed look-up."""
 
-    __slots__ = ("prefix", "plain", "flag", "true_line", "false_line", "named", "lines", "next_field", "next_texts")
+    __slots__ = ("prefix", "plain", "flag", "true_line", "false_line", "named", "lines", "hits", "next_field",
+                 "next_texts")
 
     def __init__(self, f: Field | None, prefix: str) -> None:
         self.prefix = prefix
@@ -302,18 +310,23 @@ class _FieldTexts:
         self.false_line = prefix + "False"
         # an int value of an enumeration: its line (prefix and text), kept here by value
         self.named: dict[int, str] | None = None if names is None else {}
-        # an int value shown otherwise (hex, a unit): its line, kept here by value.  Most repeat from
-        # packet to packet (reserved words, CRCs siw leaves zero, masks, XIDs of a call and its reply)
-        self.lines: dict[int, str] | None = (
-            {} if f is not None and names is None and not self.plain and not self.flag else None)
+        # an int value shown otherwise (hex, a unit) or a plain decimal of 1024 or more: its line, kept
+        # here by value.  Most repeat from packet to packet (reserved words, CRCs siw leaves zero, masks,
+        # XIDs of a call and its reply, ports, a file's times); None: this field's seldom do (checksums,
+        # sequence numbers), its lines made each time (``_keep``)
+        self.lines: dict[int, str] | None = {}
+        self.hits = 0                       # look-ups of ``lines`` that found the line
         self.next_field: Field | None = None
         self.next_texts: _FieldTexts = self
 
 
-def _field_texts(known: dict[Field, _FieldTexts], f: Field, depth: int) -> _FieldTexts:
+def _field_texts(at: _Depth, f: Field) -> _FieldTexts:
+    known = at.fields
     texts = known.get(f)
     if texts is None:
-        texts = known[f] = _FieldTexts(f, _indent(depth) + f.label + ": ")
+        if len(known) >= _BOUND:
+            known.clear()
+        texts = known[f] = _FieldTexts(f, at.indent + f.label + ": ")
     return texts
 
 
@@ -330,27 +343,15 @@ class _HeaderTexts:
         self.start = _FieldTexts(None, "")
 
 
-def _header_texts(hdr: Header, depth: int) -> _HeaderTexts:
+def _header_texts(hdr: Header, at: _Depth) -> _HeaderTexts:
     """The texts of a header's fields at one depth."""
-    known = _cache_at(_HEADER_TEXTS, depth)
+    known = at.headers
     got = known.get(hdr)
     if got is None:
-        fields = _cache_at(_FIELD_TEXTS, depth)
-        got = known[hdr] = _HeaderTexts(tuple([_field_texts(fields, f, depth) for f in hdr.fields]))
+        if len(known) >= _BOUND:
+            known.clear()
+        got = known[hdr] = _HeaderTexts(tuple([_field_texts(at, f) for f in hdr.fields]))
     return got
-
-
-# The texts of the items' fields by depth, and per depth where a layer's items start (the field of the
-# first item last time, as ``_FieldTexts.next_field``).
-_FIELD_TEXTS: Final[list[dict[Field, _FieldTexts]]] = []
-_HEADER_TEXTS: Final[list[dict[Header, _HeaderTexts]]] = []
-_STARTS: Final[list[_FieldTexts]] = []
-
-
-def _start_at(depth: int) -> _FieldTexts:
-    while len(_STARTS) <= depth:
-        _STARTS.append(_FieldTexts(None, ""))
-    return _STARTS[depth]
 
 
 # Labels a dissector made (most layers show their header's declared label): made safe once each.
@@ -382,22 +383,26 @@ class _TreePieces(Sink):
 
     def layer(self, lay: Layer, present: bool, plan: Plan, items: list[Item] | None, depth: int) -> None:
         pieces = self.pieces
-        pieces.append(_indent(depth))
+        inner = _depth(depth + 1)           # looked up once for the layer's fields and items
+        pieces.append(_depth(depth).indent)
         pieces.append(_label(lay))
         head: _HeaderTexts | None = None
         if plan:
             vals = lay.values
             hdr = lay.header
             if hdr is not None and plan is hdr.every_field:
-                head = _header_texts(hdr, depth + 1)        # looked up once for all the header's fields
+                head = _header_texts(hdr, inner)            # looked up once for all the header's fields
                 every = head.every
                 for i, f in plan:
                     v = vals[i]
                     texts = every[i]
                     if texts.plain and type(v) is int:
                         n: int = v
-                        pieces.append(texts.prefix)
-                        pieces.append(_DECIMALS[n] if 0 <= n < _NDECIMALS else str(n))
+                        if 0 <= n < _NDECIMALS:
+                            pieces.append(texts.prefix)
+                            pieces.append(_DECIMALS[n])
+                        else:
+                            _decimal_line(pieces, texts, n)
                     else:
                         self._line(pieces, texts, f, v)
             else:
@@ -405,22 +410,24 @@ class _TreePieces(Sink):
                     pieces.append(_prefix(f, depth + 1))
                     self._value(pieces, f, vals[i])
         if items:
-            known = _cache_at(_FIELD_TEXTS, depth + 1)      # once for all the layer's items
-            last = head.start if head is not None else _start_at(depth + 1)
+            last = head.start if head is not None else inner.start
             for f, v, _o, _l in items:
                 # the item after the last one is most often the field that followed it before: its
                 # texts found by a pointer compare; the table by field otherwise
                 if last.next_field is f:
                     texts = last.next_texts
                 else:
-                    texts = _field_texts(known, f, depth + 1)
+                    texts = _field_texts(inner, f)
                     last.next_field = f
                     last.next_texts = texts
                 last = texts
                 if texts.plain and type(v) is int:
                     m: int = v          # most XDR words: the number as it is (text_value's first case)
-                    pieces.append(texts.prefix)
-                    pieces.append(_DECIMALS[m] if 0 <= m < _NDECIMALS else str(m))
+                    if 0 <= m < _NDECIMALS:
+                        pieces.append(texts.prefix)
+                        pieces.append(_DECIMALS[m])
+                    else:
+                        _decimal_line(pieces, texts, m)
                 else:
                     self._line(pieces, texts, f, v)
 
@@ -446,8 +453,9 @@ class _TreePieces(Sink):
                 line = lines.get(v)
                 if line is None:
                     line = self._int_line(texts, f, v)
-                    if len(lines) < 256:
-                        lines[v] = line
+                    _keep(texts, lines, v, line)
+                else:
+                    texts.hits += 1
                 pieces.append(line)
                 return
         elif cls is bool and texts.flag:
@@ -517,6 +525,37 @@ class _TreePieces(Sink):
         if not text.isascii():
             self.wide.append(len(pieces))
         pieces.append(text)
+
+
+def _decimal_line(pieces: list[str], texts: _FieldTexts, n: int) -> None:
+    """A plain decimal's line (not one of ``_DECIMALS``): one piece kept by value (``_FieldTexts.lines``)."""
+    lines = texts.lines
+    if lines is None:
+        pieces.append(texts.prefix)
+        pieces.append(str(n))
+        return
+    line = lines.get(n)
+    if line is None:
+        line = texts.prefix + str(n)
+        _keep(texts, lines, n, line)
+    else:
+        texts.hits += 1
+    pieces.append(line)
+
+
+_LINES_BOUND: Final = 256
+
+
+def _keep(texts: _FieldTexts, lines: dict[int, str], v: int, line: str) -> None:
+    """Keep a line made for a value not kept.  A field's table full: begun again if most look-ups found
+    their line, else dropped for good (its values seldom repeat: each look-up would be a loss)."""
+    if len(lines) >= _LINES_BOUND:
+        if texts.hits < len(lines):
+            texts.lines = None
+            return
+        lines.clear()
+        texts.hits = 0
+    lines[v] = line
 
 
 _HEX_PADS: Final = tuple("0x" + "0" * n for n in range(17))
