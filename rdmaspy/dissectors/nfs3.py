@@ -15,7 +15,7 @@ import zlib
 from ..fields import Field, declaring
 from ..packet import Layer
 from ..typenames import Any, Final, Iterator
-from .xdr import Cursor, XdrInvalid
+from .xdr import Cursor, XdrInvalid, bytes_at
 from .xdrlang import (VOID, Int, Opaque, Walk, XdrType, boolean, chain, ddp, enum, field, opaque, optional, string,
                       struct, tree, uint32, uint64, union)
 
@@ -84,7 +84,7 @@ class FileHandle(Opaque):
                 lay.add(self.length, n, q, 4)
         p = cur.need((n + 3) & ~3, self.what)
         cur.pos = p + ((n + 3) & ~3)
-        raw = bytes(cur.buf[p:p + n])
+        raw = bytes_at(cur.buf, p, p + n)
         lay.add(FH_HASH, fh_hash(raw), p, n)
         lookup = getattr(w, "names", None)
         if lookup is not None:

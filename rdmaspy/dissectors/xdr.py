@@ -56,6 +56,13 @@ def u32(buf: bytes, at: int) -> int:
     return i64(buf[a]) << 24 | i64(buf[a + 1]) << 16 | i64(buf[a + 2]) << 8 | i64(buf[a + 3])
 
 
+def bytes_at(buf: bytes, start: int, end: int) -> bytes:
+    """``bytes(buf[start:end])``: the slice itself when it is bytes (``bytes()`` of bytes, compiled, is a
+    call that looks up ``__bytes__`` and parses its arguments only to return it), a copy of another's."""
+    raw = buf[start:end]
+    return raw if type(raw) is bytes else bytes(raw)
+
+
 def u64(buf: bytes, at: int) -> int:
     """The big-endian 64-bit word at ``buf[at]`` (the caller knows the eight bytes are there): an address
     or tagged offset.  Compiled, in machine integers up to 2**63, and past it (a kernel's addresses) one

@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from ..fields import CATALOG, Field, protocol
 from ..packet import Layer
 from ..typenames import Any, Callable, Final, Iterator, Mapping, Protocol, Sequence, mypyc_attr
-from .xdr import Cursor, XdrError, XdrInvalid, u32
+from .xdr import Cursor, XdrError, XdrInvalid, bytes_at, u32
 
 _U64: Final = _struct.Struct(">Q")
 _I32: Final = _struct.Struct(">i")
@@ -328,7 +328,7 @@ class Opaque(XdrType):
                 lay.add(self.length, n, q, 4)
         p = cur.need((n + 3) & ~3, self.what)
         cur.pos = p + ((n + 3) & ~3)
-        raw = bytes(cur.buf[p:p + n])
+        raw = bytes_at(cur.buf, p, p + n)
         v: Any = raw.decode("utf-8", "replace") if self.text else raw
         if lay is not None:
             for f, compute in self.derived:
@@ -392,7 +392,7 @@ class Ddp(XdrType):
             lay.add(self.length, n, p - 4, 4)
         if not inline:
             return None
-        raw = bytes(cur.buf[p:p + n])
+        raw = bytes_at(cur.buf, p, p + n)
         v: Any = raw.decode("utf-8", "replace") if self.text else raw
         if lay is not None and self.field is not None:
             lay.add(self.field, v, p, n)
@@ -441,7 +441,7 @@ class Struct(XdrType):
         for key, t in self.members:
             out[key] = t.read(cur, w, lay)
         if lay is not None and self.derived:
-            raw = bytes(cur.buf[p:cur.pos])
+            raw = bytes_at(cur.buf, p, cur.pos)
             for f, compute in self.derived:
                 d = compute(raw)
                 if d is not None:
