@@ -344,7 +344,9 @@ def _fill_rdmap_untagged(lay: Layer) -> None:
     at = lay.off - _RDMAP_AT + _INV_STAG_AT
     op = (buf[lay.off] >> _RDMAP_OPCODE.shift) & _RDMAP_OPCODE.mask
     n = _INV_STAG_END - _INV_STAG_AT
-    lay.add(INVAL_STAG if op in INVALIDATE_OPS else RDMAP_RESERVED, int.from_bytes(buf[at:at + n], "big"), at, n)
+    # a word read in place (int.from_bytes of a slice: a bytes object and a method call), when it is whole
+    word = u32(buf, at) if n == 4 and at + 4 <= len(buf) else int.from_bytes(buf[at:at + n], "big")
+    lay.add(INVAL_STAG if op in INVALIDATE_OPS else RDMAP_RESERVED, word, at, n)
 
 
 # Final: compiled, C statics (a function named as a value is otherwise a look-up in the module's dict)

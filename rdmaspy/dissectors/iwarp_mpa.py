@@ -41,6 +41,7 @@ protocol("mpa.marker", "MPA Marker")
 protocol("mpa.v2", "Enhanced MPA IRD/ORD (RFC 6581)")
 repeatable("mpa", "iwarp")        # a TCP segment carries several FPDUs
 from .transport import TcpLayer, take_line
+from .xdr import u32
 from .tcp_stream import AFTER_GAP, HELD, NEW, OVERLAP, RETRANSMISSION, HalfStream, StreamView, seq_delta
 
 KEY_REQ: Final = b"MPA ID Req Frame"
@@ -773,7 +774,10 @@ def _fill_fpdu(lay: Any) -> None:
     pad_end = o + lay.length - 4
     if pad_end > ul_end:
         lay.add(PAD, bytes(b[ul_end:pad_end]), ul_end, pad_end - ul_end)
-    lay.add(CRC, int.from_bytes(b[pad_end:pad_end + 4], "big"), pad_end, 4)
+    # the word read in place (int.from_bytes of a slice: a bytes object and a method call), when it is whole
+    whole = 0 <= pad_end and pad_end + 4 <= len(b)
+    crc = u32(b, pad_end) if whole else int.from_bytes(b[pad_end:pad_end + 4], "big")
+    lay.add(CRC, crc, pad_end, 4)
 
 
 # Final: compiled, a C static (a function named as a value is otherwise a look-up in the module's dict)
