@@ -121,9 +121,7 @@ class Correlator(Module):
         add_step(txn, step)
         self._belongs(txn)
         op = Op(txn, seg, step, kind, handle, va, side)
-        hits, outside = book.cut(side, handle, va, length)
-        for s, _a, _b in hits:
-            s.ops += 1
+        outside = book.touched(side, handle, va, length)
         if reading and outside:
             # A READ is judged by the range it asks for; a WRITE by the bytes it moves (in _move).
             op.overrun = True
@@ -157,9 +155,7 @@ class Correlator(Module):
             txn.data_first = ts
         txn.data_last = ts
         frame = pkt.frame.num
-        hits, outside = st.book.cut(op.side, op.handle, start, n)
-        for s, a, b in hits:
-            s.add(a, b, frame)
+        outside = st.book.moved(op.side, op.handle, start, n, frame)
         if outside and op.kind is StepKind.RDMA_WRITE:
             seg.overrun += outside
             if not op.overrun:

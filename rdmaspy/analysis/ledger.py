@@ -107,6 +107,43 @@ class SegmentLedger:
                 inside += hi - lo
         return hits, n - inside
 
+    def touched(self, side: Side, handle: int, va: int, n: int) -> int:
+        """An RDMA operation's start on [va, va + n): each segment it falls in counts one more operation
+        (what ``cut`` would give, without its list of hits); the number of bytes that fall in none of them."""
+        segs = self.by_handle.get((side, handle))
+        if not segs or n <= 0:
+            return max(n, 0)
+        inside = 0
+        for s in segs:
+            rel = va - s.offset
+            lo = rel if rel > 0 else 0
+            hi = rel + n
+            if hi > s.length:
+                hi = s.length
+            if lo < hi:
+                s.ops += 1
+                inside += hi - lo
+        return n - inside
+
+    def moved(self, side: Side, handle: int, va: int, n: int, frame: int) -> int:
+        """[va, va + n) counted as moved by ``frame`` in each segment it falls in (``Segment.add`` of what
+        ``cut`` would give), and the number of bytes that fall in none of them: a WRITE or READ response
+        packet's bytes without the list of hits and their tuples (some 1,000 instructions a packet)."""
+        segs = self.by_handle.get((side, handle))
+        if not segs or n <= 0:
+            return max(n, 0)
+        inside = 0
+        for s in segs:
+            rel = va - s.offset
+            lo = rel if rel > 0 else 0
+            hi = rel + n
+            if hi > s.length:
+                hi = s.length
+            if lo < hi:
+                s.add(lo, hi, frame)
+                inside += hi - lo
+        return n - inside
+
     def owner(self, side: Side, handle: int, va: int) -> Segment | None:
         """The segment holding address ``va``; else the handle's most recent segment (an operation
         that starts outside every segment still belongs to the transaction that offered the handle)."""
