@@ -23,29 +23,57 @@ static const char PAIRS[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* ``v`` in decimal, right-aligned in ``width`` columns with ``fill`` ('0' or ' '), at p; the end. */
+/* ``v``'s decimal digits written back from ``end``: where they start. */
 static char *
-put_number(char *p, uint64_t v, int width, char fill)
+put_digits(char *end, uint64_t v)
 {
-    char digits[20];
-    char *d = digits + sizeof digits;
+    char *d = end;
     while (v >= 100) {
         unsigned r = (unsigned)(v % 100);
         v /= 100;
         d -= 2;
-        memcpy(d, PAIRS + 2 * r, 2);
+        d[0] = PAIRS[2 * r];
+        d[1] = PAIRS[2 * r + 1];
     }
     if (v >= 10) {
         d -= 2;
-        memcpy(d, PAIRS + 2 * v, 2);
+        d[0] = PAIRS[2 * v];
+        d[1] = PAIRS[2 * v + 1];
     } else {
         *--d = (char)('0' + v);
     }
-    int n = (int)(digits + sizeof digits - d);
-    for (int k = n; k < width; k++)
-        *p++ = fill;
-    memcpy(p, d, (size_t)n);
-    return p + n;
+    return d;
+}
+
+/* 10**n for n up to 19. */
+static const uint64_t POW10[20] = {
+    1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL, 100000000ULL, 1000000000ULL,
+    10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL, 100000000000000ULL,
+    1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL, 1000000000000000000ULL,
+    10000000000000000000ULL,
+};
+
+/* ``v`` in decimal, right-aligned in ``width`` columns with ``fill`` ('0' or ' '), at p; the end.  A number that
+ * fits its width (nearly every one) is written back from the column's end and the fill before it a byte at a
+ * time: no count of its digits first, no copy of them, no libc call for a few bytes (GCC would make the fill's
+ * loop a memset call). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static char *
+put_number(char *p, uint64_t v, int width, char fill)
+{
+    if (width < 1 || width > 19 || v >= POW10[width]) {
+        int n = 1;
+        while (n < 20 && v >= POW10[n])
+            n++;
+        width = n;      /* wider than the column: its digits alone */
+    }
+    char *end = p + width;
+    char *d = put_digits(end, v);
+    while (d > p)
+        *--d = fill;
+    return end;
 }
 
 /* The columns ``v`` takes in decimal, ``width`` at least. */
