@@ -654,6 +654,8 @@ class Transport(Module):
         self.budget = analyzer.budget
         self.budget.join(self)
         self.conns: dict[int, _Conn] = {}
+        # The connection of the last packet (most packets follow one of their own): no look-up for the next
+        self.last_conn: _Conn | None = None
         self.flows: dict[tuple[str, str, int], list[int]] = {}    # (src, dst, qp) -> [cnps, congestion marks]
         # The packet being analysed repeats one already captured (a request PSN sent again whose first
         # sending is in the capture, or a READ response already received): the modules after this one
@@ -704,11 +706,14 @@ class Transport(Module):
         role = _ROLE_BY_OPCODE[plan.opcode]
         if conv is None or role == _UNCONNECTED:
             return
-        cs = self.conns.get(conv.conn_id)
-        if cs is None:
-            cs = self.conns[conv.conn_id] = _Conn(conv)
-            cs.last = pkt.frame.num
-            self.budget.charge(self, _CONN_COST)
+        cs = self.last_conn
+        if cs is None or cs.conv is not conv:
+            cs = self.conns.get(conv.conn_id)
+            if cs is None:
+                cs = self.conns[conv.conn_id] = _Conn(conv)
+                cs.last = pkt.frame.num
+                self.budget.charge(self, _CONN_COST)
+            self.last_conn = cs
         cs.last = pkt.frame.num
         # the two directions as constants (not model.DIRECTION_OF and OTHER: compiled, a dict look-up each)
         d = _C2S if conv.ib_direction(pkt, ib.destqp) == "c2s" else _S2C
@@ -747,6 +752,8 @@ class Transport(Module):
                 break
             self._emit_stats(cs)
             del self.conns[cs.conv.conn_id]
+            if cs is self.last_conn:
+                self.last_conn = None
             freed += cs.charged
             self.budget.release(self, cs.charged)
             gone += 1
