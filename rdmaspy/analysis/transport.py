@@ -589,7 +589,7 @@ class ReqStream:
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
 class _Conn:
-    __slots__ = ("conv", "streams", "mtu", "mtu_seen", "last", "charged")
+    __slots__ = ("conv", "streams", "mtu", "mtu_seen", "last", "charged", "last_stream")
 
     def __init__(self, conv: LiveConnection) -> None:
         self.conv = conv
@@ -598,6 +598,8 @@ class _Conn:
         self.streams: dict[Direction, ReqStream] = {}      # made on first use: most queue pairs request one way
         self.mtu: int | None = conv.path_mtu or None
         self.mtu_seen = False        # True once a full-size packet showed the path MTU
+        # The stream of the last packet: a request and the responses to it are one stream's
+        self.last_stream: ReqStream | None = None
 
     def stream(self, direction: Direction) -> ReqStream:
         st = self.streams.get(direction)
@@ -720,7 +722,7 @@ class Transport(Module):
         self.pkt_direction = d
         self.pkt_direction_known = True
         if role == _REQUEST:
-            st = cs.streams.get(d) or self._new_stream(cs, d)
+            st = self._stream_of(cs, d)
             if st.first is None:
                 # The first PSN seen starts the space: implementations disagree on which CM Starting
                 # PSN (the REQ's or the REP's) numbers which direction, so neither is assumed.
@@ -729,8 +731,17 @@ class Transport(Module):
             self._request(cs, st, pkt, ib, kind)
         elif role == _RESPONSE:
             other = _S2C if d is _C2S else _C2S
-            st = cs.streams.get(other) or self._new_stream(cs, other)
+            st = self._stream_of(cs, other)
             self._response(cs, st, pkt, ib, kind)
+
+    def _stream_of(self, cs: _Conn, d: Direction) -> ReqStream:
+        """Requester ``d``'s stream on ``cs``: the one of the connection's last packet, or looked up (made on
+        first use)."""
+        st = cs.last_stream
+        if st is None or st.direction is not d:
+            st = cs.streams.get(d) or self._new_stream(cs, d)
+            cs.last_stream = st
+        return st
 
     def _fields(self, pkt: Packet) -> Layer:
         """Where this packet's ``ib.analysis`` fields go: its sub-tree, or nowhere when none is shown."""
