@@ -124,16 +124,18 @@ def test_ranges_are_merged_so_a_retransmission_counts_once():
     assert seg.frames == [1, 2, 3, 4]
 
 
-def test_cut_splits_a_range_over_the_segments_of_one_handle():
+def test_a_range_is_marked_on_the_segments_of_one_handle_it_falls_in():
     book = SegmentLedger()
     a = Segment(ChunkList.REPLY, 0, 0, None, 9, 1000, 100, Side.CLIENT)
     b = Segment(ChunkList.REPLY, 0, 1, None, 9, 1100, 50, Side.CLIENT)
     book.advertise(a)
     book.advertise(b)
-    hits, outside = book.cut(Side.CLIENT, 9, 1050, 120)
-    assert [(h[0] is a, h[1], h[2]) for h in hits] == [(True, 50, 100), (False, 0, 50)]
-    assert outside == 20
-    assert book.cut(Side.SERVER, 9, 1050, 10) == ([], 10)
+    assert book.touched(Side.CLIENT, 9, 1050, 120) == 20
+    assert (a.ops, b.ops) == (1, 1)
+    assert book.moved(Side.CLIENT, 9, 1050, 120, 7) == 20
+    assert (a.spans, b.spans, a.frames, b.frames) == ([[50, 100]], [[0, 50]], [7], [7])
+    assert book.moved(Side.SERVER, 9, 1050, 10, 8) == 10 and book.touched(Side.SERVER, 9, 1050, 10) == 10
+    assert (a.ops, b.ops, a.frames) == (1, 1, [7])
     book.withdraw(a)
     book.withdraw(b)
     assert not book.known(Side.CLIENT, 9)
@@ -162,21 +164,23 @@ _KERNEL = 0xFFFF888100000000      # a kernel virtual address: beyond the compile
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 120)), min_size=1, max_size=4),
        st.integers(-50, 400), st.integers(-5, 200), st.sampled_from([0, _KERNEL, (1 << 64) - 512]))
-def test_cut_is_the_overlap_of_the_range_with_each_segment(segs, at, n, base):
+def test_a_moved_range_is_its_overlap_with_each_segment(segs, at, n, base):
     """Each segment's share of [va, va + n) is its overlap with it, relative to the segment, and the rest is
-    outside, whether the addresses are small or kernel ones (the cut computes relative to each segment)."""
+    outside, whether the addresses are small or kernel ones (the overlap is computed relative to each
+    segment); an operation's start counts one on each segment it overlaps."""
     book = SegmentLedger()
     made = [Segment(ChunkList.WRITE, 0, i, None, 9, base + off, length, Side.CLIENT)
             for i, (off, length) in enumerate(segs)]
     for s in made:
         book.advertise(s)
     va = base + at
-    hits, outside = book.cut(Side.CLIENT, 9, va, n)
-    want = []
+    outside_start = book.touched(Side.CLIENT, 9, va, n)
+    outside = book.moved(Side.CLIENT, 9, va, n, 1)
+    inside = 0
     for s in made:
         lo, hi = max(va, s.offset), min(va + n, s.offset + s.length)
-        if lo < hi:
-            want.append((s, lo - s.offset, hi - s.offset))
-    assert [(h[0] is w[0], h[1], h[2]) for h, w in zip(hits, want)] == [(True, w[1], w[2]) for w in want]
-    assert len(hits) == len(want)
-    assert outside == max(n, 0) - sum(w[2] - w[1] for w in want) if n > 0 else outside == max(n, 0)
+        overlaps = n > 0 and lo < hi
+        assert s.spans == ([[lo - s.offset, hi - s.offset]] if overlaps else [])
+        assert s.ops == (1 if overlaps else 0)
+        inside += hi - lo if overlaps else 0
+    assert outside == outside_start == max(n, 0) - inside

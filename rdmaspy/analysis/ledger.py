@@ -18,10 +18,11 @@ and reports the breaches by its own rules (``LedgerRules``), with its own source
 """
 from __future__ import annotations
 
+from ..typenames import Final, mypyc_attr
 from .model import Direction, Segment, Side, Step, StepKind, Transaction
 from .rules import Rule
-from ..typenames import Final, mypyc_attr
 
+_OP_START: Final = -1                  # _mark's frame for an operation's start, not bytes moved
 INVALIDATED_KEPT: Final = 4096         # invalidated handles remembered per connection (the oldest goes first)
 
 
@@ -86,13 +87,22 @@ class SegmentLedger:
             return None
         return self.invalidated.get((side, handle))
 
-    def cut(self, side: Side, handle: int, va: int, n: int) -> tuple[list[tuple[Segment, int, int]], int]:
-        """Segments that [va, va + n) falls in, as (segment, start, end) relative to each, and the
-        number of bytes that fall in none of them."""
+    def touched(self, side: Side, handle: int, va: int, n: int) -> int:
+        """An RDMA operation's start on [va, va + n): each segment it falls in counts one more operation.
+        Returns the number of bytes that fall in none of them."""
+        return self._mark(side, handle, va, n, _OP_START)
+
+    def moved(self, side: Side, handle: int, va: int, n: int, frame: int) -> int:
+        """[va, va + n) counted as moved by ``frame`` in each segment it falls in (``Segment.add``, relative to
+        the segment). Returns the number of bytes that fall in none of them."""
+        return self._mark(side, handle, va, n, frame)
+
+    def _mark(self, side: Side, handle: int, va: int, n: int, frame: int) -> int:
+        # Each segment's overlap with the range marked in place: a list of (segment, start, end) hits made
+        # and walked by the caller cost some 1,000 instructions a packet.
         segs = self.by_handle.get((side, handle))
         if not segs or n <= 0:
-            return [], max(n, 0)
-        hits = []
+            return max(n, 0)
         inside = 0
         for s in segs:
             # Relative to the segment: one subtraction of two addresses.  Kernel addresses (0xffff8...)
@@ -103,44 +113,10 @@ class SegmentLedger:
             if hi > s.length:
                 hi = s.length
             if lo < hi:
-                hits.append((s, lo, hi))
-                inside += hi - lo
-        return hits, n - inside
-
-    def touched(self, side: Side, handle: int, va: int, n: int) -> int:
-        """An RDMA operation's start on [va, va + n): each segment it falls in counts one more operation
-        (what ``cut`` would give, without its list of hits); the number of bytes that fall in none of them."""
-        segs = self.by_handle.get((side, handle))
-        if not segs or n <= 0:
-            return max(n, 0)
-        inside = 0
-        for s in segs:
-            rel = va - s.offset
-            lo = rel if rel > 0 else 0
-            hi = rel + n
-            if hi > s.length:
-                hi = s.length
-            if lo < hi:
-                s.ops += 1
-                inside += hi - lo
-        return n - inside
-
-    def moved(self, side: Side, handle: int, va: int, n: int, frame: int) -> int:
-        """[va, va + n) counted as moved by ``frame`` in each segment it falls in (``Segment.add`` of what
-        ``cut`` would give), and the number of bytes that fall in none of them: a WRITE or READ response
-        packet's bytes without the list of hits and their tuples (some 1,000 instructions a packet)."""
-        segs = self.by_handle.get((side, handle))
-        if not segs or n <= 0:
-            return max(n, 0)
-        inside = 0
-        for s in segs:
-            rel = va - s.offset
-            lo = rel if rel > 0 else 0
-            hi = rel + n
-            if hi > s.length:
-                hi = s.length
-            if lo < hi:
-                s.add(lo, hi, frame)
+                if frame == _OP_START:
+                    s.ops += 1
+                else:
+                    s.add(lo, hi, frame)
                 inside += hi - lo
         return n - inside
 
