@@ -12,9 +12,9 @@ from __future__ import annotations
 from .. import budget as _budget
 from ..budget import Budget, Holder
 from ..packet import Packet
+from ..typenames import TYPE_CHECKING, Callable, Final, Protocol, mypyc_attr
 from .model import Record
 from .rules import Finding, Rule, declare
-from ..typenames import TYPE_CHECKING, Callable, Final, Protocol, mypyc_attr
 
 if TYPE_CHECKING:
     from ..engine import Engine

@@ -8,10 +8,10 @@ ledger (analysis.ledger) accounts the RDMA READs and WRITEs against them; these 
 """
 from __future__ import annotations
 
+from ..typenames import Final
 from .ledger import LedgerRules
 from .rpcrdma_facts import ChunkList
 from .rules import Rule, declare
-from ..typenames import Final
 
 WRITE_OVERRUN: Final = declare(
     "chunk.write_overrun", "error", "chunk",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ..conversation import ENDED
 from ..packet import Packet
+from ..typenames import TYPE_CHECKING, Final, mypyc_attr
 from .analyzer import Analyzer, Module, register
 from .model import Connection
-from ..typenames import TYPE_CHECKING, Final, mypyc_attr
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection

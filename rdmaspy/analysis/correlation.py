@@ -22,11 +22,11 @@ from __future__ import annotations
 from ..dissectors.infiniband import IBInfo
 from ..dissectors.iwarp_ddp import IWarpInfo
 from ..packet import Packet
+from ..typenames import Callable, Final, mypyc_attr
 from .analyzer import Analyzer, Module
 from .ledger import DataLedger, Op
 from .model import OTHER, Direction, Finding, Record, Rule, Step, StepKind, Transaction, TransactionState
 from .transport import Transport   # registered before the modules that derive from this: its verdict comes first
-from ..typenames import Callable, Final, mypyc_attr
 
 _MASK: Final = 0xFFFFFF
 _PENDING_LIMIT: Final = 4096          # RDMA READ requests waiting for their responses, per connection

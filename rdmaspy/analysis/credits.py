@@ -15,9 +15,9 @@ and plots read the same records.  At the end its ``summary`` is a ``CreditSummar
 """
 from __future__ import annotations
 
+from ..typenames import Callable, Final, mypyc_attr
 from .model import CallDirection, CreditSample, CreditSeries, CreditSummary, Record
 from .rules import declare
-from ..typenames import Callable, Final, mypyc_attr
 
 EXCEEDED: Final = declare(
     "credits.exceeded", "error", "credits",

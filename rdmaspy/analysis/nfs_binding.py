@@ -24,13 +24,13 @@ from ..dissectors.onc_rpc import DdpItem, NfsOp, RpcInfo
 from ..dissectors.rpcrdma import RDMA_MSG, RDMA_MSGP, RDMA_NOMSG
 from ..dissectors.rpcrdma_message import Segment as WireSegment
 from ..packet import Packet
+from ..typenames import Final, mypyc_attr
 from .analyzer import Analyzer, Module, register
 from .model import Direction, Rule, Transaction, TransactionState
 from .rpcrdma_facts import ChunkList
 from .rpcrdma_state import ConnState, OpenTransaction, Reporter, TransactionObserver
 from .rules import declare
 from .transactions import Transactions   # registered before this module: it tells this one of each message
-from ..typenames import Final, mypyc_attr
 
 NFS_PROG: Final = 100003
 

@@ -19,8 +19,8 @@ from ..dissectors.nfs import NFS_PROG, STABLE_HOW, asked, moved, op_name, status
 from ..dissectors.nfs3 import fh_hash
 from ..dissectors.onc_rpc import NfsOp, RpcInfo
 from ..records import record_eq, record_repr
-from .model import Transaction
 from ..typenames import Callable, ClassVar, Final, mypyc_attr
+from .model import Transaction
 from .ulp import Fact
 
 _SEQUENCE: Final = 53

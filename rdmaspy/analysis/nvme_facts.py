@@ -11,8 +11,8 @@ the controller reads (a write's data) or writes (a read's) with RDMA READ and WR
 from __future__ import annotations
 
 from ..records import record_eq, record_repr
-from .model import Facts, FactsRecord, Transaction, declare_facts_maker
 from ..typenames import Callable, ClassVar, Final, mypyc_attr
+from .model import Facts, FactsRecord, Transaction, declare_facts_maker
 from .ulp import Fact, Group, UlpModel, declare
 
 PROTOCOL: Final = "nvme-rdma"

@@ -25,6 +25,7 @@ from ..dissectors.iwarp_ddp import IWARP, IWarpInfo
 from ..dissectors.nvme import NVME_COMMANDS, NVME_COMPLETIONS, NvmeCommand, NvmeCompletion, command_name, status_text
 from ..dissectors.nvme_rdma import NvmeRdmaCm
 from ..packet import Packet
+from ..typenames import Callable, Final, mypyc_attr
 from .analyzer import Analyzer, register
 from .correlation import Correlator, add_step
 from .credits import CreditLedger
@@ -33,7 +34,6 @@ from .model import (DIRECTION_OF, CallDirection, Direction, Message, Record, Seg
                     TransactionState, UlpSummary)
 from .nvme_facts import PROTOCOL, SGL, SGL_LIST, NvmeFacts, nvme_of
 from .rules import declare
-from ..typenames import Callable, Final, mypyc_attr
 
 EARLY_KEPT: Final = 64            # keys of commands completed before their data, per connection
 TXN_COST: Final = 1024             # bytes charged to the memory budget per open command

@@ -14,10 +14,10 @@ from enum import StrEnum
 from ..dissectors.nfs import NFS4_SCENE_OPS
 from ..dissectors.onc_rpc import PROGRAM_NAMES, RpcInfo
 from ..records import record_eq, record_repr
+from ..typenames import Callable, ClassVar, Final, mypyc_attr
 from .model import Facts, FactsRecord, Transaction, declare_facts_maker, declare_segment_kinds
 from .nfs_facts import NfsFacts, NfsFactsValues, nfs_facts_from, nfs_summary
 from .nfs_facts import declared as nfs_declared
-from ..typenames import Callable, ClassVar, Final, mypyc_attr
 from .ulp import Fact, Group, Service, UlpModel, declare
 
 PROTOCOL: Final = "rpcrdma"

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
+from ..typenames import Final, mypyc_attr
 from .analyzer import Analyzer, Module, register
 from .model import PacketRole
 from .transactions import Transactions   # registered before this module: it sees each packet first
-from ..typenames import Final, mypyc_attr
 
 declaring(__name__)
 protocol("rpcrdma.analysis", "RPC-over-RDMA transaction", repeats=False)   # one transaction a packet

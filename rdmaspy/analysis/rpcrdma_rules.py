@@ -15,11 +15,11 @@ from ..dissectors.rpcrdma2 import F_DEFINED, F_MORE, F_RESPONSE, F_TPMORE, PROP_
 from ..dissectors.rpcrdma2 import HTYPES as V2_HTYPES
 from ..dissectors.rpcrdma_pdata import DEFAULT_INLINE
 from ..packet import Packet
+from ..typenames import Final
 from .model import Direction
 from .rpcrdma_facts import ChunkList
 from .rpcrdma_state import ConnState, OpenTransaction, Reporter
 from .rules import declare
-from ..typenames import Final
 
 # --- RFC 8166 ---------------------------------------------------------------------------------------
 XID_MISMATCH: Final = declare(

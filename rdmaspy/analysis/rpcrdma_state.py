@@ -8,11 +8,11 @@ analysis are those of ``model``; these classes stay inside it.
 from __future__ import annotations
 
 from ..dissectors.rpcrdma2 import PROP_DEFAULTS, PROP_RBSIZ_ID
+from ..typenames import TYPE_CHECKING, Callable, Protocol, mypyc_attr
 from . import chunks as ck
 from . import credits as cr
 from .ledger import DataLedger
 from .model import Direction, Finding, Record, Rule, Transaction
-from ..typenames import TYPE_CHECKING, Callable, Protocol, mypyc_attr
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection

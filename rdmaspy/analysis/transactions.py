@@ -32,6 +32,7 @@ from ..dissectors.rpcrdma import (REBUILT, RPCRDMA, RDMA_DONE, RDMA_ERROR, RDMA_
 from ..dissectors.rpcrdma2 import F_MORE, F_RESPONSE, HTYPE_CONNPROP
 from ..dissectors.rpcrdma2 import HTYPES as V2_HTYPES
 from ..packet import Packet
+from ..typenames import Final, mypyc_attr
 from . import chunks as ck
 from . import credits as cr_rules
 from . import rpcrdma_rules as rr
@@ -44,7 +45,6 @@ from .rpcrdma_facts import PROTOCOL, ChunkList, RpcRdmaFacts, facts_of, rpc_summ
 from .rpcrdma_state import ConnState, OpenTransaction, TransactionObserver
 from .rules import declare
 from .transport import Transport
-from ..typenames import Final, mypyc_attr
 
 RETRANSMITTED: Final = declare(
     "transaction.retransmitted_call", "note", "transaction",

@@ -42,9 +42,9 @@ from ..dissectors.infiniband import (AETH_NAK_CODES, AETH_TYPE_ACK, AETH_TYPE_NA
                                      PATH_MTU_MAX, PATH_MTU_MIN, PLANS, RNR_TIMER_MS, IBInfo)
 from ..fields import Field, declaring, protocol
 from ..packet import Layer, Packet
+from ..typenames import TYPE_CHECKING, Callable, Final, mypyc_attr
 from .analyzer import Analyzer, Module, register
 from .model import CongestionFlow, Direction, PsnEvent, PsnEventKind, PsnStats
-from ..typenames import TYPE_CHECKING, Callable, Final, mypyc_attr
 
 if TYPE_CHECKING:
     from ..conversation import Connection as LiveConnection

@@ -24,9 +24,9 @@ imports every analysis module, so that ``model_of`` knows them all.
 from __future__ import annotations
 
 from ..records import record_eq, record_hash, record_repr
+from ..typenames import Any, Callable, ClassVar
 from .analyzer import load_modules
 from .model import Transaction
-from ..typenames import Any, Callable, ClassVar
 
 # The kinds a fact may take: how the export types its column and JSON writes it.
 KINDS = frozenset({"u8", "u16", "u32", "u64", "i64", "f64", "str", "bool", "strs", "ts"})

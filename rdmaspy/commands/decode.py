@@ -14,10 +14,10 @@ from ..output.lines import LineWriter
 from ..output.sinks import SummarySink, TextSink
 from ..packet import Packet
 from ..pipeline import Options, Sink
+from ..typenames import Any, Callable
 from .common import (add_capture_argument, add_host_trace_argument, pipeline_options, positive_int,
                      report_problems, report_writer, run_capture, stdout_lines)
 from .processes import printing_processes
-from ..typenames import Any, Callable
 
 
 # a packet's values of the named fields (rdmaspy.filter.make_extractor)

@@ -16,8 +16,8 @@ import sys
 from ..analysis.model import Record
 from ..analysis.rules import SEVERITIES, Finding
 from ..output.expert_groups import Group
-from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 from ..typenames import Any, Callable
+from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
 SEVERITY_TITLES = {"error": "Errors", "warning": "Warnings", "note": "Notes", "chat": "Chats"}
 

@@ -22,8 +22,8 @@ import sys
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, Transaction, UlpSummary
 from ..analysis.ulp import Group, Service, UlpModel, model_of
 from ..pipeline import Options
-from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 from ..typenames import Any, Callable, Final
+from .common import add_capture_argument, add_host_trace_argument, host_join, print_text, report_problems, run_capture
 
 
 def operation_name(t: Transaction) -> str:

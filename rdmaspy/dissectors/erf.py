@@ -16,10 +16,10 @@ import struct
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Packet
 from ..registry import dissect_with, table
+from ..typenames import Any
 from .ethernet import dissect_ethernet
 from .infiniband import dissect_lrh
 from .ip import dissect_ipv4, dissect_ipv6
-from ..typenames import Any
 
 declaring(__name__)
 repeatable("erf")                 # the record and its header are both "erf"; extension headers repeat

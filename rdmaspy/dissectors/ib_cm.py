@@ -12,12 +12,12 @@ from .. import conversation
 from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, DissectorTable, table
+from ..typenames import Any, Final
 from . import mad as _mad
 from .mad import byte_offset, field_at, span_bytes, u64_at
 from . import rdma_cm
 from .infiniband import fmt_gid
 from .rpcrdma_pdata import RPCRDMA_PDATA, RpcRdmaPdata
-from ..typenames import Any, Final
 
 declaring(__name__)
 

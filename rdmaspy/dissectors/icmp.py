@@ -17,8 +17,8 @@ from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, add_data, table
 from ..session import Session
-from .ip import IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
 from ..typenames import Any, Final
+from .ip import IP_PROTOS, fmt_ipv6, ip_proto, ipv4_text
 
 declaring(__name__)
 

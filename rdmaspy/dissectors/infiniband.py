@@ -17,12 +17,12 @@ from ..fields import F, Field, Header, declaring
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
 from ..session import wants_info
+from ..typenames import Any, Callable, Final, i64, mypyc_attr
 from .data import add_data_layer, data_layer
 from .ethernet import eth_fast
 from .hexfmt import hex8, hexn, with_decimal
 from .ip import eth_ipv4_layers, ipv4_text as _ip_text
 from .transport import UDP
-from ..typenames import Any, Callable, Final, i64, mypyc_attr
 from .xdr import u32, u64
 
 declaring(__name__)

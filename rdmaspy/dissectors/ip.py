@@ -4,8 +4,8 @@ from __future__ import annotations
 from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table
-from .ethernet import ETH
 from ..typenames import Any, Final
+from .ethernet import ETH
 from .xdr import u32
 
 declaring(__name__)

@@ -16,11 +16,11 @@ from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import dissect_with, table
 from ..session import wants_info
+from ..typenames import Any, Final, mypyc_attr
 from .data import add_data_layer
 from . import rdma_reassembly
 from .hexfmt import hex8, hexn
 from .rpcrdma import RPCRDMA, RpcRdmaMessage
-from ..typenames import Any, Final, mypyc_attr
 from .xdr import u32, u64
 
 declaring(__name__)

@@ -31,9 +31,9 @@ from ..packet import Packet
 from ..registry import Dissector, add_data, dissect_with, table
 from ..rules import declare
 from ..session import Session
+from ..typenames import Any, Callable, Final, mypyc_attr
 from . import iwarp_ddp
 from .rpcrdma_pdata import RPCRDMA_PDATA
-from ..typenames import Any, Callable, Final, mypyc_attr
 
 declaring(__name__)
 protocol("tcp_stream", "TCP stream reassembly")

@@ -19,11 +19,11 @@ from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector
 from ..session import Session, wants_facts
+from ..typenames import Any, Callable, Final
 from . import nfs2, nfs3, nfs4, nfs4_attrs, nfs41, nfs_names, nfs_side
 from .nfs_names import Lookup, NameMap, names_of
 from .onc_rpc import NULL, RPC, DdpItem, NfsOp, RpcInfo, current_rpc, register_program, rpc_program
 from .rpcrdma import CHUNKS
-from ..typenames import Any, Callable, Final
 from .xdr import Cursor, XdrError, u32
 from .xdrlang import VOID, PlainWalk, XdrType, field
 

@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from ..fields import declaring
-from .nfs3 import STATUS, FileHandle
 from ..typenames import Final
+from .nfs3 import STATUS, FileHandle
 from .xdrlang import VOID, XdrType, chain, ddp, enum, string, struct, tree, uint32, union
 
 declaring(__name__)

@@ -14,8 +14,8 @@ import zlib
 
 from ..fields import Field, declaring
 from ..packet import Layer
-from .nfs3 import ACCESS_BITS, fhandle
 from ..typenames import Any, Final, Iterator
+from .nfs3 import ACCESS_BITS, fhandle
 # the attribute types the operations use (and their users find here too)
 from .nfs4_attrs import (BITMAP4, FATTR4, FTYPE4, LENGTH4, NFS4_STATUS, NFSACE4, SPECDATA4, STATUS4,  # noqa: F401
                          Bitmap4, fattr4)

@@ -15,13 +15,13 @@ import zlib
 
 from ..fields import Field, declaring
 from ..packet import Layer
+from ..typenames import Any, Final, Iterator, Mapping, Sequence
 from . import nfs4
 from .nfs3 import fhandle
 from .nfs4 import (BITMAP4, CB_PROGRAM, CHANGE_INFO4, CLIENTID4, COUNT4, FATTR4, FH4, HIGH_SLOTID, LENGTH4,
                    LOCK_OWNER4, NFS4_STATUS, NFSACE4, OFFSET4, SECINFO4RES, SEQID, SESSIONID4, SLOTID, STABLE_HOW4,
                    STATEID4, STATUS4, VERIFIER4)
 from .nfs4_attrs import LAYOUTTYPE as LAYOUTTYPE4, NFSTIME4
-from ..typenames import Any, Final, Iterator, Mapping, Sequence
 from .xdr import Cursor, XdrInvalid, p32
 from .xdrlang import (VOID, Array, Int, Out, Walk, XdrType, array, boolean, enum, field, opaque, string, struct,
                       tree, uint32, uint64, union)

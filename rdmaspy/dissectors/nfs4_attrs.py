@@ -20,9 +20,9 @@ from __future__ import annotations
 from ..fields import Field, declaring, protocol
 from ..packet import Layer
 from ..records import record_eq, record_hash, record_repr
+from ..typenames import Any, ClassVar, Final, Iterable, Iterator, Mapping
 from .nfs2 import MODE
 from .nfs3 import STATUS, fhandle
-from ..typenames import Any, ClassVar, Final, Iterable, Iterator, Mapping
 from .xdr import Cursor, XdrError, XdrInvalid, u32
 from .xdrlang import (DECLARED, Int, Out, Walk, XdrType, array, boolean, enum, field, int32, int64, opaque,
                       string, struct, tree, uint32, uint64, union)

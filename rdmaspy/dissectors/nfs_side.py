@@ -10,8 +10,8 @@ declarations, which the dissector (nfs.py) walks when the layer is filled.
 from __future__ import annotations
 
 from ..fields import declaring
-from .nfs3 import NFS_FH3, STATUS, FileHandle, fh3, fhandle, post_op_attr
 from ..typenames import Final
+from .nfs3 import NFS_FH3, STATUS, FileHandle, fh3, fhandle, post_op_attr
 from .xdrlang import (VOID, XdrType, array, boolean, chain, enum, int32, opaque, string, struct, tree, uint32,
                       uint64, union)
 

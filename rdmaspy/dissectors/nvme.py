@@ -19,8 +19,8 @@ from ..budget import Budget, Holder
 from ..fields import F, Field, Header, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet, add_parts
 from ..session import Session
-from . import nvme_names as N
 from ..typenames import Final, mypyc_attr
+from . import nvme_names as N
 
 declaring(__name__)
 protocol("nvme", "NVM Express")

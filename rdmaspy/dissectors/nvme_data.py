@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from ..fields import F, Field, Header, declaring, filled, protocol, repeatable
 from ..packet import Layer, Packet, add_parts
+from ..typenames import Callable, Final
 from . import nvme_names as N
 from .nvme import NvmeCommand, is_admin
-from ..typenames import Callable, Final
 
 declaring(__name__)
 protocol("nvme.data", "NVMe data")

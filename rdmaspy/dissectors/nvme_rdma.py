@@ -26,12 +26,12 @@ from ..packet import Layer, Note, Packet
 from ..registry import Dissector, declare_ulp, table
 from ..rules import declare
 from ..session import Session, wants_info
+from ..typenames import Any, Final, mypyc_attr
 from . import nvme, nvme_data, rdma_reassembly
 from . import nvme_names as N
 from .data import add_data_layer
 from .iwarp_ddp import IWARP
 from .nvme import NvmeCommand, NvmeCompletion, NvmeQueue
-from ..typenames import Any, Final, mypyc_attr
 
 declaring(__name__)
 protocol("nvme-rdma", "NVM Express Fabrics RDMA")

@@ -24,8 +24,8 @@ from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Note, Packet
 from ..registry import table
 from ..session import Session, wants_info
-from .nfs_names import NameMap
 from ..typenames import Any, Final, mypyc_attr
+from .nfs_names import NameMap
 from .xdr import Cursor, XdrError, u32
 
 declaring(__name__)

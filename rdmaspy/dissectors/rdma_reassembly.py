@@ -37,10 +37,10 @@ from ..packet import Layer, Note, Packet
 from ..budget import Budget, Holder
 from ..registry import Dissector, table, try_heuristics
 from ..session import wants_info
+from ..typenames import TYPE_CHECKING, Any, Final, mypyc_attr
 from .data import add_data_layer
 from . import infiniband, onc_rpc
 from .hexfmt import hex8
-from ..typenames import TYPE_CHECKING, Any, Final, mypyc_attr
 
 declaring(__name__)
 repeatable("rdma")                # a fragment layer and its flag share the name; one per message

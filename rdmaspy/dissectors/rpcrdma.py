@@ -24,11 +24,11 @@ from ..fields import XDR_UNIT, F, Field, XdrList, XdrStruct, declaring, protocol
 from ..packet import Layer, Note, Packet
 from ..registry import Dissector, add_data, declare_ulp, table
 from ..session import wants_info
+from ..typenames import Any, Final, Sequence
 from . import onc_rpc, rdma_reassembly, rpcrdma_pdata
 from .hexfmt import hex8
 from .onc_rpc import rpc_flow
 from .rpcrdma_message import RpcRdmaMessage, Segment
-from ..typenames import Any, Final, Sequence
 from .xdr import Cursor, XdrError, p32, pack_list, read_list, u32, u64
 
 declaring(__name__)

@@ -23,11 +23,11 @@ from ..fields import Field, declaring, protocol, repeatable
 from ..packet import Layer, Packet
 from ..registry import add_data
 from ..session import wants_info
+from ..typenames import Any, Final, Sequence, mypyc_attr
 from . import rdma_reassembly
 from . import rpcrdma as v1
 from .rpcrdma import RpcRdmaMessage
 from .hexfmt import hex8
-from ..typenames import Any, Final, Sequence, mypyc_attr
 from .xdr import Cursor, XdrError, p32, popaque, u32
 
 declaring(__name__)

@@ -7,8 +7,8 @@ class has its attributes read in place, where ``Any`` made each a generic look-u
 """
 from __future__ import annotations
 
-from . import onc_rpc
 from ..typenames import Any, mypyc_attr
+from . import onc_rpc
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)

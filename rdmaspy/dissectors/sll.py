@@ -9,8 +9,8 @@ from __future__ import annotations
 from ..fields import F, Field, Header, declaring
 from ..packet import Packet
 from ..registry import dissect_with, table
-from .ethernet import ETHERTYPES, fmt_mac
 from ..typenames import Any
+from .ethernet import ETHERTYPES, fmt_mac
 
 declaring(__name__)
 

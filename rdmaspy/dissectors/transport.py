@@ -9,9 +9,9 @@ from ..fields import F, Field, Header, declaring, repeatable
 from ..packet import Layer, Packet
 from ..registry import Dissector, dissect_with, table, try_heuristics
 from ..session import wants_info
+from ..typenames import Any, Final, i64, mypyc_attr
 from .ethernet import eth_fast
 from .ip import eth_ipv4_layers, ipv4_text
-from ..typenames import Any, Final, i64, mypyc_attr
 from .xdr import u32
 
 declaring(__name__)

@@ -12,8 +12,8 @@ import os
 import stat
 import time
 
-from .safe import safe_block, safe_lines
 from ..typenames import BinaryIO, Callable, Final, Protocol
+from .safe import safe_block, safe_lines
 
 try:        # the check of a block in C, built with the compiled decoder (setup.py); safe.py's passes otherwise
     from ._scan import newlines_if_safe as _newlines_if_safe  # type: ignore[import-not-found,import-untyped,unused-ignore]

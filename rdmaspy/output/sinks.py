@@ -11,11 +11,11 @@ import time
 
 from ..packet import Expert, Packet
 from ..pipeline import PacketSink
+from ..typenames import TYPE_CHECKING, Callable, ClassVar, Final
 from .clock import Clock
 from .lines import LineWriter
 from .safe import safe_text
 from .text import hex_lines, packet_style, summary_bytes, summary_line, tree_lines, tree_utf8
-from ..typenames import TYPE_CHECKING, Callable, ClassVar, Final
 
 if TYPE_CHECKING:
     from ..analysis.rules import Finding

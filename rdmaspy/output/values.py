@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from ..fields import Field
-from .safe import safe_text
 from ..typenames import Any, Final
+from .safe import safe_text
 
 
 def _gid(b: bytes) -> str:

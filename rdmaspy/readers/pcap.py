@@ -5,9 +5,9 @@ import struct
 
 from ..errors import CaptureError
 from ..packet import Frame
+from ..typenames import BinaryIO, Final, Iterator, i64
 from .base import PCAP_MAGICS, Capture, chunk_reader, chunk_seeker, next_chunk
 from .pcapng import u32le
-from ..typenames import BinaryIO, Final, Iterator, i64
 
 CHUNK: Final = 1 << 20
 # libpcap and Wireshark refuse records above 256 KiB unless the snapshot length asks for more;

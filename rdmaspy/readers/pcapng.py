@@ -16,8 +16,8 @@ from math import gcd
 
 from ..errors import CaptureError
 from ..packet import Frame
-from .base import Capture, chunk_reader, chunk_seeker, next_chunk
 from ..typenames import BinaryIO, Final, Iterator, i64
+from .base import Capture, chunk_reader, chunk_seeker, next_chunk
 
 # A frame's time is kept in nanoseconds since 1970 in a signed 64-bit integer, as every writer and JSON
 # reader can take it (±292 years).  A time beyond (a bogus if_tsresol or if_tsoffset) is clamped to
