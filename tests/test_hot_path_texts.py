@@ -2,12 +2,14 @@
 call): each helper writes exactly what the format it stands for would."""
 from __future__ import annotations
 
+import ipaddress
+
 from hypothesis import given, strategies as st
 
 from rdmaspy.analysis import model as m
 from rdmaspy.analysis.rpcrdma_facts import ChunkList, RpcRdmaFacts
 from rdmaspy.dissectors.hexfmt import hex8, hexn
-from rdmaspy.dissectors.ip import fmt_ipv4, ipv4_text
+from rdmaspy.dissectors.ip import fmt_ipv4, ipv4_text, ipv6_text
 from rdmaspy.output.text import _length5, _middle, _padded5, summary_bytes
 from rdmaspy.packet import Frame, Packet
 
@@ -16,6 +18,13 @@ from rdmaspy.packet import Frame, Packet
 def test_hex8_and_hexn_write_what_the_percent_formats_write(n):
     assert hex8(n) == "%08x" % n
     assert hexn(n) == "%x" % n
+
+
+# words of zeros in runs, so that every placement of the longest run (and ties) comes up
+@given(st.lists(st.sampled_from([0, 0, 0, 1, 0xFF, 0x100, 0xFFFF]) | st.integers(0, 0xFFFF), min_size=8, max_size=8))
+def test_an_ipv6_text_is_what_ipaddress_writes(words):
+    b = b"".join(w.to_bytes(2, "big") for w in words)
+    assert ipv6_text(b) == str(ipaddress.IPv6Address(b))
 
 
 @given(st.lists(st.binary(min_size=4, max_size=4), min_size=1, max_size=40))

@@ -21,7 +21,7 @@ from ..typenames import Any, Callable, Final, i64, mypyc_attr
 from .data import add_data_layer, data_layer
 from .ethernet import eth_fast
 from .hexfmt import hex8, hexn, with_decimal
-from .ip import eth_ipv4_layers, ipv4_text as _ip_text
+from .ip import eth_ipv4_layers, ipv4_text as _ip_text, ipv6_text
 from .transport import UDP
 from .xdr import u32, u64
 
@@ -919,8 +919,7 @@ def fmt_gid(b: bytes) -> str:
     """A GID as IPv6 text, or the IPv4 address of an IPv4-mapped GID (what RoCE users know)."""
     if b[:12] == b"\0\0\0\0\0\0\0\0\0\0\xff\xff":
         return f"{b[12]}.{b[13]}.{b[14]}.{b[15]}"
-    import ipaddress
-    return str(ipaddress.IPv6Address(bytes(b)))
+    return ipv6_text(bytes(b))
 
 
 def dissect_lrh(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> None:

@@ -11,8 +11,8 @@ def _gid(b: bytes) -> str:
         return f"::ffff:{b[12]}.{b[13]}.{b[14]}.{b[15]}"
     if len(b) != 16:
         return b.hex()
-    import ipaddress      # here, as the dissectors do: IPv4 and IPv4-mapped traffic never needs the module
-    return str(ipaddress.IPv6Address(bytes(b)))
+    from ..dissectors.ip import ipv6_text     # here: what reads a capture has it imported
+    return ipv6_text(bytes(b))
 
 
 ADDR_DISPLAYS: Final = frozenset({"ipv4", "ipv6", "gid", "mac"})
@@ -68,8 +68,8 @@ def _json_bytes(d: str, b: bytes) -> Any:
     if d == "ipv4" and len(b) == 4:
         return f"{b[0]}.{b[1]}.{b[2]}.{b[3]}"
     if d == "ipv6" and len(b) == 16:
-        import ipaddress
-        return str(ipaddress.IPv6Address(b))
+        from ..dissectors.ip import ipv6_text
+        return ipv6_text(bytes(b))
     if d == "gid":
         return _gid(b)
     if d == "mac":
