@@ -274,6 +274,35 @@ def test_the_c_icrc_equals_the_python_one() -> None:
         native.icrc_rocev2(b"\0" * 20, 0, 4, 28, 40)
 
 
+def test_the_ipv4_icrc_check_says_whether_the_packet_carries_its_icrc() -> None:
+    """The RoCEv2 fast path asks C whether an IPv4 packet's ICRC is the one computed (its end from the UDP
+    length, beyond Ethernet's padding), and computes the value only when it is not: C, the Python function
+    and the reference agree, intact and with a covered bit flipped."""
+    functions = [ib.icrc_rocev2_ipv4_ok]
+    try:
+        from rdmaspy.dissectors._icrc import icrc_rocev2_ipv4_ok as native
+        functions.append(native)
+    except ImportError:
+        pass
+    rnd = random.Random(9)
+    for i in range(600):
+        payload = bytes(rnd.getrandbits(8) for _ in range(rnd.randrange(0, 300)))
+        frame = bytearray(craft.rocev2(rnd.randrange(0, 0x18), rnd.randrange(1 << 24), rnd.randrange(1 << 24),
+                                       payload))
+        if i % 3 == 0:      # a covered bit of the payload or the ICRC flipped
+            at = rnd.randrange(42 + 12, len(frame))
+            frame[at] ^= 1 << rnd.randrange(8)
+        frame = bytes(frame) + b"\0" * (i % 4)      # Ethernet padding after the ICRC
+        end = 14 + 20 + (frame[38] << 8 | frame[39]) - 4
+        want = ib.icrc_rocev2(frame, 14, 4, 42, end) == int.from_bytes(frame[end:end + 4], "little")
+        assert want is (i % 3 != 0)
+        for fn in functions:
+            assert fn(frame, 14) is want
+    for fn in functions[1:]:
+        with pytest.raises(ValueError):
+            fn(b"\0" * 20, 0)
+
+
 def test_the_c_crc32_equals_zlib_at_every_length_and_start() -> None:
     """The extension's CRC-32 folds 64 and 16 bytes at a time with carry-less multiplication where the
     CPU has it and hands the remainder to zlib: every length around the fold sizes, every start

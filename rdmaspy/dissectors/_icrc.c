@@ -5,6 +5,7 @@
  * function stays the reference, and the two are tested to agree (tests/test_icrc.py).
  *
  * icrc_rocev2(buf, ip_off, version, bth_off, icrc_off) -> int
+ * icrc_rocev2_ipv4_ok(buf, ip_off) -> bool   whether the packet carries that ICRC (its end from UDP's length)
  *   The ICRC (IBTA vol. 1 7.8.1, Annex A17): CRC-32 over 8 bytes of ones standing for the LRH,
  *   the IPv4 header with TOS, TTL and checksum set to ones (IPv6: traffic class, flow label and
  *   hop limit), the UDP header with its checksum set to ones, the BTH with byte 4 set to ones,
@@ -198,13 +199,65 @@ py_crc32c(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
  * header: crc32(0, b"\xff" * 8), the same for every packet. */
 #define ONES_CRC 0x2144df1cUL
 
+/* The ICRC of the RoCEv2 packet whose IP header is at ip_off of buf, as icrc_rocev2 says; -1 with an
+ * exception set when the offsets do not fit. */
+static int
+icrc_of(const unsigned char *buf, Py_ssize_t len, Py_ssize_t ip_off, Py_ssize_t version, Py_ssize_t bth,
+        Py_ssize_t icrc_off, uLong *out)
+{
+    unsigned char head[128];
+    Py_ssize_t n = bth + 5 - ip_off;        /* IP, UDP and BTH bytes 0..4 */
+
+    if (ip_off < 0 || n < 13 || n > (Py_ssize_t)sizeof(head) || icrc_off < bth + 5 || icrc_off > len) {
+        PyErr_SetString(PyExc_ValueError, "icrc_rocev2: offsets outside the buffer");
+        return -1;
+    }
+    memcpy(head, buf + ip_off, (size_t)n);
+    if (version == 4) {
+        Py_ssize_t ihl = (head[0] & 15) * 4;
+        if (ihl + 8 > n - 5) {
+            PyErr_SetString(PyExc_ValueError, "icrc_rocev2: IPv4 header longer than its place");
+            return -1;
+        }
+        head[1] = 0xff;                     /* TOS: DSCP and ECN */
+        head[8] = 0xff;                     /* TTL */
+        head[10] = head[11] = 0xff;         /* header checksum */
+        head[ihl + 6] = head[ihl + 7] = 0xff;   /* UDP checksum */
+    } else {
+        Py_ssize_t u = bth - 8 - ip_off;
+        if (u < 0 || u + 8 > n) {
+            PyErr_SetString(PyExc_ValueError, "icrc_rocev2: UDP header outside the buffer");
+            return -1;
+        }
+        head[0] |= 0x0f;                    /* traffic class and flow label */
+        head[1] = head[2] = head[3] = 0xff;
+        head[7] = 0xff;                     /* hop limit */
+        head[u + 6] = head[u + 7] = 0xff;   /* UDP checksum */
+    }
+    head[n - 1] = 0xff;                     /* BTH byte 4: FECN, BECN, reserved */
+    const unsigned char *payload = buf + bth + 5;
+    size_t plen = (size_t)(icrc_off - bth - 5);
+#ifdef RDMASPY_X86
+    if (have_clmul && n <= 64 && (size_t)n + plen >= 64) {
+        /* the header and the payload's first bytes as the first 64 bytes of one folded run: the header
+         * costs no CRC call of its own */
+        size_t lead = 64 - (size_t)n;
+        memcpy(head + n, payload, lead);
+        *out = crc32_clmul_from(ONES_CRC, head, payload + lead, plen - lead);
+        return 0;
+    }
+#endif
+    *out = crc32_any(crc32(ONES_CRC, head, (uInt)n), payload, plen);
+    return 0;
+}
+
 static PyObject *
 icrc_rocev2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    unsigned char head[128];
     Py_buffer view;
-    Py_ssize_t ip_off, version, bth, icrc_off, n;
+    Py_ssize_t ip_off, version, bth, icrc_off;
     uLong crc;
+    int failed;
 
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "icrc_rocev2(buf, ip_off, version, bth_off, icrc_off)");
@@ -218,59 +271,57 @@ icrc_rocev2(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    n = bth + 5 - ip_off;                   /* IP, UDP and BTH bytes 0..4 */
-    if (ip_off < 0 || n < 13 || n > (Py_ssize_t)sizeof(head) || icrc_off < bth + 5 || icrc_off > view.len) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "icrc_rocev2: offsets outside the buffer");
+    failed = icrc_of((const unsigned char *)view.buf, view.len, ip_off, version, bth, icrc_off, &crc);
+    PyBuffer_Release(&view);
+    return failed ? NULL : PyLong_FromUnsignedLong(crc);
+}
+
+/* icrc_rocev2_ipv4_ok(buf, ip_off) -> bool: whether the RoCEv2 packet in the IPv4 datagram at ip_off
+ * carries the ICRC computed over it, its end where the UDP length says.  The usual answer costs no int
+ * object: the ICRC is then the one read from the packet. */
+static PyObject *
+icrc_rocev2_ipv4_ok(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t ip_off, udp, icrc_off;
+    uLong crc;
+    const unsigned char *b;
+
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "icrc_rocev2_ipv4_ok(buf, ip_off)");
         return NULL;
     }
-    memcpy(head, (const unsigned char *)view.buf + ip_off, (size_t)n);
-    if (version == 4) {
-        Py_ssize_t ihl = (head[0] & 15) * 4;
-        if (ihl + 8 > n - 5) {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_ValueError, "icrc_rocev2: IPv4 header longer than its place");
-            return NULL;
-        }
-        head[1] = 0xff;                     /* TOS: DSCP and ECN */
-        head[8] = 0xff;                     /* TTL */
-        head[10] = head[11] = 0xff;         /* header checksum */
-        head[ihl + 6] = head[ihl + 7] = 0xff;   /* UDP checksum */
-    } else {
-        Py_ssize_t u = bth - 8 - ip_off;
-        if (u < 0 || u + 8 > n) {
-            PyBuffer_Release(&view);
-            PyErr_SetString(PyExc_ValueError, "icrc_rocev2: UDP header outside the buffer");
-            return NULL;
-        }
-        head[0] |= 0x0f;                    /* traffic class and flow label */
-        head[1] = head[2] = head[3] = 0xff;
-        head[7] = 0xff;                     /* hop limit */
-        head[u + 6] = head[u + 7] = 0xff;   /* UDP checksum */
-    }
-    head[n - 1] = 0xff;                     /* BTH byte 4: FECN, BECN, reserved */
-    const unsigned char *payload = (const unsigned char *)view.buf + bth + 5;
-    size_t plen = (size_t)(icrc_off - bth - 5);
-#ifdef RDMASPY_X86
-    if (have_clmul && n <= 64 && (size_t)n + plen >= 64) {
-        /* the header and the payload's first bytes as the first 64 bytes of one folded run: the header
-         * costs no CRC call of its own */
-        size_t lead = 64 - (size_t)n;
-        memcpy(head + n, payload, lead);
-        crc = crc32_clmul_from(ONES_CRC, head, payload + lead, plen - lead);
+    ip_off = PyLong_AsSsize_t(args[1]);
+    if (ip_off == -1 && PyErr_Occurred())
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    b = (const unsigned char *)view.buf;
+    if (ip_off < 0 || ip_off + 28 > view.len) {
         PyBuffer_Release(&view);
-        return PyLong_FromUnsignedLong(crc);
+        PyErr_SetString(PyExc_ValueError, "icrc_rocev2_ipv4_ok: offsets outside the buffer");
+        return NULL;
     }
-#endif
-    crc = crc32(ONES_CRC, head, (uInt)n);
-    crc = crc32_any(crc, payload, plen);
+    udp = ip_off + (b[ip_off] & 15) * 4;
+    icrc_off = udp + 8 <= view.len ? udp + ((Py_ssize_t)b[udp + 4] << 8 | b[udp + 5]) - 4 : -1;
+    if (icrc_off < 0 || icrc_off + 4 > view.len || icrc_of(b, view.len, ip_off, 4, udp + 8, icrc_off, &crc) < 0) {
+        PyBuffer_Release(&view);
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "icrc_rocev2_ipv4_ok: offsets outside the buffer");
+        return NULL;
+    }
+    /* sent low byte first */
+    uint32_t got = (uint32_t)b[icrc_off] | (uint32_t)b[icrc_off + 1] << 8 | (uint32_t)b[icrc_off + 2] << 16
+                   | (uint32_t)b[icrc_off + 3] << 24;
     PyBuffer_Release(&view);
-    return PyLong_FromUnsignedLong(crc);
+    return PyBool_FromLong((uint32_t)crc == got);
 }
 
 static PyMethodDef methods[] = {
     {"icrc_rocev2", (PyCFunction)(void (*)(void))icrc_rocev2, METH_FASTCALL,
      "icrc_rocev2(buf, ip_off, version, bth_off, icrc_off) -> the RoCEv2 ICRC"},
+    {"icrc_rocev2_ipv4_ok", (PyCFunction)(void (*)(void))icrc_rocev2_ipv4_ok, METH_FASTCALL,
+     "icrc_rocev2_ipv4_ok(buf, ip_off) -> whether the RoCEv2 packet in that IPv4 datagram carries its ICRC"},
     {"crc32", (PyCFunction)(void (*)(void))py_crc32, METH_FASTCALL,
      "crc32(data, value=0) -> zlib.crc32(data, value), folded with PCLMULQDQ where the CPU has it"},
     {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_FASTCALL,

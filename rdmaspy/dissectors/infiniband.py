@@ -410,11 +410,21 @@ def icrc_rocev2(buf: bytes, ip_off: int, version: int, bth: int, icrc_off: int) 
     return _crc32(memoryview(buf)[bth + 5:icrc_off], _crc32(h, _CRC_FF8))
 
 
-try:        # the same function in C, built with the compiled decoder (setup.py)
+def icrc_rocev2_ipv4_ok(buf: bytes, ip_off: int) -> bool:
+    """Whether the RoCEv2 packet in the IPv4 datagram at ``ip_off`` carries the ICRC computed over it (sent
+    low byte first), its end where the UDP length says."""
+    udp = ip_off + (buf[ip_off] & 15) * 4
+    icrc_off = udp + (buf[udp + 4] << 8 | buf[udp + 5]) - 4
+    return icrc_rocev2(buf, ip_off, 4, udp + 8, icrc_off) == int.from_bytes(buf[icrc_off:icrc_off + 4], "little")
+
+
+try:        # the same functions in C, built with the compiled decoder (setup.py)
     from ._icrc import icrc_rocev2 as _icrc_rocev2_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    from ._icrc import icrc_rocev2_ipv4_ok as _icrc_ipv4_ok_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:
-    _icrc_rocev2_c = None
+    _icrc_rocev2_c = _icrc_ipv4_ok_c = None
 ICRC_ROCEV2: Final[Callable[..., int]] = _icrc_rocev2_c or icrc_rocev2
+ICRC_ROCEV2_IPV4_OK: Final[Callable[..., bool]] = _icrc_ipv4_ok_c or icrc_rocev2_ipv4_ok
 
 
 def icrc_grh(buf: bytes, lrh_off: int, grh_off: int, bth: int, icrc_off: int) -> int:
@@ -857,8 +867,14 @@ def fast_rocev2_ipv4(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any) -> b
         pkt.made_layers().extend(_eth_ip_udp(buf, off))     # no BTH to make them with: made now
         dissect_bth(pkt, buf, bth, end, ctx)
         return True
-    # Ethernet, IPv4 and UDP are made with the BTH's layers, when somebody reads them
-    ib = dissect_bth(pkt, buf, bth, end, ctx, ICRC_ROCEV2(buf, ip, 4, bth, end - 4), off)
+    # Ethernet, IPv4 and UDP are made with the BTH's layers, when somebody reads them.  The usual ICRC, the
+    # one computed, is read from the packet: no int object made for it, nor for the offsets of the call.
+    t: i64 = end - 4
+    if ICRC_ROCEV2_IPV4_OK(buf, ip):
+        expected = i64(buf[t]) | i64(buf[t + 1]) << 8 | i64(buf[t + 2]) << 16 | i64(buf[t + 3]) << 24
+    else:
+        expected = ICRC_ROCEV2(buf, ip, 4, bth, t)
+    ib = dissect_bth(pkt, buf, bth, end, ctx, expected, off)
     if ib is not None:
         ib.ecn = buf[ip + 1] & 3
         ib.ip_id = buf[ip + 4] << 8 | buf[ip + 5]
