@@ -12,7 +12,7 @@ from .budget import RULE as BUDGET_RULE
 from .budget import SOURCE as BUDGET_SOURCE
 from .budget import out_of_memory
 from .packet import Frame, Packet
-from .registry import import_all, table
+from .registry import Dissector, import_all, table
 from .session import Session
 from .typenames import Iterable, Iterator, mypyc_attr
 
@@ -49,6 +49,10 @@ class Engine:
         # A fast path takes the most common stack of a link type in one step and returns True, or
         # returns False before touching the packet when the frame is anything else.
         self._fast = table("linktype.fast").by_key if fast_paths else {}
+        # The link type of the last frame and its fast path (None: none): a capture has one link type, and
+        # compiled, each look-up in the table boxed the number and hashed it.
+        self._fast_linktype = -1
+        self._fast_last: Dissector | None = None
 
     def dissect(self, frame: Frame) -> Packet:
         pkt = self._dissect(frame)
@@ -61,7 +65,12 @@ class Engine:
     def _dissect(self, frame: Frame) -> Packet:
         pkt = Packet(frame)
         data = frame.data
-        fast = self._fast.get(frame.linktype)
+        linktype = frame.linktype
+        if linktype == self._fast_linktype:
+            fast = self._fast_last
+        else:
+            fast = self._fast_last = self._fast.get(linktype)
+            self._fast_linktype = linktype
         if fast is not None:
             try:
                 if fast.dissect(pkt, data, 0, len(data), self.session):
