@@ -222,6 +222,9 @@ NOTES: dict[str, Note[Any]] = {}
 # The Info of a packet no dissector has written to: one list for all of them (add_info and set_info give a
 # packet its own), not a list made and freed a packet.
 _NO_INFO: Final[list[str]] = []
+# The layers of a packet that has none made yet (the fast paths leave their fixed headers unmade): one list
+# for all of them, never changed (whatever adds a layer or reads the list gives a packet its own).
+_NO_LAYERS: Final[list[Layer]] = []
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -233,7 +236,7 @@ class Packet:
 
     def __init__(self, frame: Frame) -> None:
         self.frame = frame
-        self._layers: list[Layer] = []
+        self._layers: list[Layer] = _NO_LAYERS
         # Makes the layers a dissector left unmade (fixed headers it describes by offsets: most packets
         # are only summarised, and a summary line reads none of them); run once, by the first reader of
         # ``layers``, it puts them in their places among the others.
@@ -256,7 +259,13 @@ class Packet:
         """Every layer of the packet, in order."""
         if self._lazy is not None:
             self._make_deferred()
-        return self._layers
+        return self._own_layers()
+
+    def _own_layers(self) -> list[Layer]:
+        layers = self._layers
+        if layers is _NO_LAYERS:
+            layers = self._layers = []
+        return layers
 
     def _make_deferred(self) -> None:
         lazy = self._lazy
@@ -270,17 +279,21 @@ class Packet:
         lay = Layer(proto, header, buf, off, length)
         if label is not None:
             lay._label = label
-        self._layers.append(lay)
+        self._own_layers().append(lay)
         return lay
 
     def push(self, lay: Layer) -> None:
         """Append a layer made by the caller (leaving the unmade ones unmade, unlike ``layers.append``)."""
-        self._layers.append(lay)
+        self._own_layers().append(lay)
 
     def made_layers(self) -> list[Layer]:
         """The layers made so far, without making the others: for a dissector looking for a layer that an
         upper protocol added (never one of the fixed headers a dissector leaves unmade)."""
-        return self._layers
+        return self._own_layers()
+
+    def made_count(self) -> int:
+        """How many layers are made so far (``len(made_layers())`` without a list of its own)."""
+        return len(self._layers)
 
     def defer(self, make: Callable[[Packet], None]) -> None:
         """Leave layers to ``make(packet)``, run when ``layers`` is first read.  One maker at a time: a

@@ -519,7 +519,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     pkt.defer(_MAKE_LAYERS)
     ib.buf = buf
     ib.bth_off = off
-    ib.at = len(pkt.made_layers())
+    ib.at = pkt.made_count()
     ib.eth_off = eth_off
     if pkt.proto in ("", "IBA"):
         pkt.proto = "InfiniBand"
@@ -606,7 +606,7 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         if ib.made:
             pkt.push(_icrc_layer(ib))
         else:
-            ib.icrc_at = len(pkt.made_layers())
+            ib.icrc_at = pkt.made_count()
         if not ok and texts:
             pkt.add_info(f"[Bad ICRC 0x{got:08x}, expected 0x{expected:08x}]")
     return ib
@@ -618,7 +618,7 @@ def add_payload_data(pkt: Packet, buf: bytes, off: int, end: int) -> None:
     reads none of them); else now."""
     ib = pkt.ib
     if isinstance(ib, IBInfo) and not ib.made and ib.data_at < 0 and buf is ib.buf:
-        ib.data_at = len(pkt.made_layers())
+        ib.data_at = pkt.made_count()
         ib.data_off = off
         ib.data_end = end
         return
