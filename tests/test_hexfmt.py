@@ -60,8 +60,16 @@ def test_a_number_after_a_head_is_its_decimal_text(head: str, n: int) -> None:
     assert c.with_decimal(head, n) == head + str(n)
 
 
-def test_the_c_decimal_takes_a_str_and_an_int_only() -> None:
+@settings(max_examples=500, deadline=None)
+@given(_heads, _ints, _heads)
+def test_a_tail_follows_the_number(head: str, n: int, tail: str) -> None:
+    assert hexfmt.with_decimal(head, n, tail) == head + str(n) + tail
     c = _hex_c()
-    for args in [("a", "1"), (b"a", 1), ("a",), ("a", 1, 2), ("a", 1.0)]:
+    assert c.with_decimal(head, n, tail) == head + str(n) + tail
+
+
+def test_the_c_decimal_takes_a_str_an_int_and_a_str_only() -> None:
+    c = _hex_c()
+    for args in [("a", "1"), (b"a", 1), ("a",), ("a", 1, 2), ("a", 1, b"b"), ("a", 1, "b", "c"), ("a", 1.0)]:
         with pytest.raises(TypeError):
             c.with_decimal(*args)

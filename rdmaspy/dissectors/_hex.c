@@ -4,7 +4,7 @@
  *
  * hex8(n) -> str   "%08x" % n for 0 <= n < 2**32: eight lowercase digits (an XID, an R_Key, a CRC)
  * hexn(n) -> str   "%x" % n for 0 <= n < 2**64: no padding (a virtual address, a tagged offset)
- * with_decimal(head, n) -> str   head + str(n): an Info line ending in a number ("... PSN=1234")
+ * with_decimal(head, n, tail='') -> str   head + str(n) + tail: an Info line with a number ("... PSN=1234 ACK")
  * Any other int, or another type: ValueError or TypeError, and the Python function formats it.
  *
  * Compiled with mypyc, hex8 is one string built from four two-digit pieces (some 700 instructions with
@@ -72,25 +72,32 @@ hexn(PyObject *self, PyObject *arg)
     return s;
 }
 
-/* head + str(n) for an ASCII head and 0 <= n < 2**64, the digits written straight after a copy of the
- * head; anything else through the general operations (the same text). */
+/* head + str(n) + tail for an ASCII head and tail and 0 <= n < 2**64, the digits written between copies of
+ * the two; anything else through the general operations (the same text). */
 static PyObject *
 with_decimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "with_decimal(head: str, n: int)");
+    if (nargs < 2 || nargs > 3 || !PyUnicode_Check(args[0]) || !PyLong_Check(args[1])
+            || (nargs == 3 && !PyUnicode_Check(args[2]))) {
+        PyErr_SetString(PyExc_TypeError, "with_decimal(head: str, n: int, tail: str = '')");
         return NULL;
     }
     PyObject *head = args[0];
+    PyObject *tail = nargs == 3 ? args[2] : NULL;
     unsigned long long v = PyLong_AsUnsignedLongLong(args[1]);
-    if ((v == (unsigned long long)-1 && PyErr_Occurred()) || !PyUnicode_IS_ASCII(head)) {
+    if ((v == (unsigned long long)-1 && PyErr_Occurred()) || !PyUnicode_IS_ASCII(head)
+            || (tail != NULL && !PyUnicode_IS_ASCII(tail))) {
         PyErr_Clear();
         PyObject *digits = PyObject_Str(args[1]);
         if (digits == NULL)
             return NULL;
         PyObject *joined = PyUnicode_Concat(head, digits);
         Py_DECREF(digits);
-        return joined;
+        if (joined == NULL || tail == NULL)
+            return joined;
+        PyObject *whole = PyUnicode_Concat(joined, tail);
+        Py_DECREF(joined);
+        return whole;
     }
     char digits[20];
     int n = 0;
@@ -99,18 +106,21 @@ with_decimal(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         v /= 10;
     } while (v);
     Py_ssize_t h = PyUnicode_GET_LENGTH(head);
-    PyObject *s = PyUnicode_New(h + n, 127);
+    Py_ssize_t t = tail != NULL ? PyUnicode_GET_LENGTH(tail) : 0;
+    PyObject *s = PyUnicode_New(h + n + t, 127);
     if (s == NULL)
         return NULL;
     Py_UCS1 *p = PyUnicode_1BYTE_DATA(s);
     memcpy(p, PyUnicode_1BYTE_DATA(head), (size_t)h);
     memcpy(p + h, digits + sizeof digits - n, (size_t)n);
+    if (t)
+        memcpy(p + h + n, PyUnicode_1BYTE_DATA(tail), (size_t)t);
     return s;
 }
 
 static PyMethodDef methods[] = {
     {"with_decimal", (PyCFunction)(void (*)(void))with_decimal, METH_FASTCALL,
-     "with_decimal(head, n) -> str: head + str(n)"},
+     "with_decimal(head, n, tail='') -> str: head + str(n) + tail"},
     {"hex8", hex8, METH_O, "hex8(n) -> str: '%08x' % n for 0 <= n < 2**32"},
     {"hexn", hexn, METH_O, "hexn(n) -> str: '%x' % n for 0 <= n < 2**64"},
     {NULL, NULL, 0, NULL},

@@ -19,7 +19,7 @@ except ImportError:
 # Final: compiled, C statics (a name imported is otherwise a look-up in the module's dict at each call)
 HEX8_C: Final[Callable[[int], str] | None] = _hex8_c
 HEXN_C: Final[Callable[[int], str] | None] = _hexn_c
-WITH_DECIMAL_C: Final[Callable[[str, int], str] | None] = _with_decimal_c
+WITH_DECIMAL_C: Final[Callable[[str, int, str], str] | None] = _with_decimal_c
 
 _HEX2: Final[list[str]] = ["%02x" % b for b in range(256)]
 
@@ -48,10 +48,10 @@ def hexn(n: int) -> str:
     return "%x" % n
 
 
-def with_decimal(head: str, n: int) -> str:
-    """``head + str(n)``: an Info line ending in a number (compiled, a number's text and a concatenation
-    are two strings made; in C one)."""
+def with_decimal(head: str, n: int, tail: str = "") -> str:
+    """``head + str(n) + tail``: an Info line with a number (compiled, a number's text and each
+    concatenation are a string made; in C one)."""
     c = WITH_DECIMAL_C
     if c is not None:
-        return c(head, n)
-    return head + str(n)
+        return c(head, n, tail)
+    return head + str(n) + tail

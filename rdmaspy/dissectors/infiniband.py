@@ -525,10 +525,9 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
         pkt.proto = "InfiniBand"
     icrc_off = end - 4
     texts = wants_info(ctx)
-    if texts:
-        info = with_decimal(_head(plan, opcode, ib.destqp), ib.psn)
-    else:
-        info = ""
+    # what the extended headers add to the Info after the PSN: the Info is made once they are read, in one
+    # string (an AETH's text, a constant, is then no concatenation of its own)
+    tail = ""
 
     # ICRC first: it covers everything, including headers we may fail to parse.
     if expected_icrc >= 0:
@@ -559,23 +558,23 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
             dlen = u32(buf, pos + 12)
             ib.reth = (va, rkey, dlen)
             if texts:
-                info += f" VA=0x{hexn(va)} R_Key=0x{hex8(rkey)} Len={dlen}"   # no format spec: see hexfmt
+                tail += f" VA=0x{hexn(va)} R_Key=0x{hex8(rkey)} Len={dlen}"   # no format spec: see hexfmt
         elif hdr is AETH:
             w = u32(buf, pos)
             syn = (w >> _AETH_SYN_SH) & _AETH_SYN_M
             ib.aeth = (syn, (w >> _AETH_MSN_SH) & _AETH_MSN_M)
             if texts:
-                info += _AETH_TEXT[syn]
+                tail += _AETH_TEXT[syn]
         elif hdr is DETH:
             ib.deth_srcqp = (u32(buf, pos + 4 * _DETH_SRCQP_W) >> _DETH_SRCQP_SH) & _DETH_SRCQP_M
         elif hdr is IMMDT:
             ib.imm = imm = u32(buf, pos)
             if texts:
-                info += f" Imm=0x{hex8(imm)}"
+                tail += f" Imm=0x{hex8(imm)}"
         elif hdr is IETH:
             ib.ieth = rkey = u32(buf, pos)
             if texts:
-                info += f" Inv R_Key=0x{hex8(rkey)}"
+                tail += f" Inv R_Key=0x{hex8(rkey)}"
         pos += size
     ib.exts = exts
     pad = (_word(_PADCNT_W, w0, w1, w2) >> _PADCNT_SH) & _PADCNT_M
@@ -587,8 +586,8 @@ def dissect_bth(pkt: Packet, buf: bytes, off: int, end: int, ctx: Any, expected_
     ib.payload_end = pend
     if texts:
         if _word(_ECN_W, w0, w1, w2) & _ECN_BITS:
-            info += " [BECN]" if ib.becn else " [FECN]"
-        pkt.info = [info]
+            tail += " [BECN]" if ib.becn else " [FECN]"
+        pkt.info = [with_decimal(_head(plan, opcode, ib.destqp), ib.psn, tail)]
     if plan.connected:
         conversation.account(pkt, ib.destqp, ctx)
     for observe in bth_observers:
