@@ -420,15 +420,18 @@ def connections(ctx: Session | None) -> ConnectionTable:
     """
     if ctx is None:
         return ConnectionTable()
-    # typed: compiled, a direct call (on Any, a generic one: iWARP asks for every segment)
-    return ctx.get(KEY, ConnectionTable)
+    tab = ctx.connections
+    if tab is None:
+        # typed: compiled, a direct call (on Any, a generic one: iWARP asks for every segment)
+        tab = ctx.connections = ctx.get(KEY, ConnectionTable)
+    return tab
 
 
 def account(pkt: Packet, destqp: int, ctx: Session | None) -> None:
     """Attribute a packet of a connected transport (RC, UC, XRC), sent to ``destqp``, to its connection."""
     if ctx is None:
         return
-    found = ctx.state.get(KEY)
+    found = ctx.connections
     tab: ConnectionTable = connections(ctx) if found is None else found
     dst = pkt.dst
     qpn: i64 = destqp

@@ -11,7 +11,7 @@ from .typenames import Any, Callable, mypyc_attr
 class Session:
     """State kept across the packets of one capture."""
 
-    __slots__ = ("state", "options", "budget", "info", "facts", "names")
+    __slots__ = ("state", "options", "budget", "info", "facts", "names", "connections")
 
     def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
         self.state: dict[str, Any] = {}
@@ -26,6 +26,9 @@ class Session:
         # NFS learns file names from the replies that give them (nfs_names), for the trees, JSON and filters
         # that show nfs.name; False when no sink fills a packet's layers and no filter runs (summary lines).
         self.names = True
+        # The connection table (conversation.connections), also in ``state``: every connected packet finds
+        # it here, without a look-up in the dict.
+        self.connections: Any = None
 
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         v = self.state.get(key)
