@@ -37,7 +37,7 @@ from ..packet import Layer, Note, Packet
 from ..budget import Budget, Holder
 from ..registry import Dissector, table, try_heuristics
 from ..session import wants_info
-from ..typenames import TYPE_CHECKING, Any, Final, mypyc_attr
+from ..typenames import TYPE_CHECKING, Any, Final, i64, mypyc_attr
 from .data import add_data_layer
 from . import infiniband, onc_rpc
 from .hexfmt import hex8
@@ -422,6 +422,8 @@ def _ib_address(rec: _Recent, psn: int, pos: str, plen: int) -> tuple[_Request, 
     message carries a path MTU of bytes, so a packet's address follows from its PSN and its own
     length, and a Last's from the end of the message: packets out of order or repeated land right."""
     items = rec.items
+    # a machine integer (``i64``): compiled, the product and the compares without checked arithmetic
+    d: i64
     if rec.breaks == 0 and rec.span < _HALF_PSN:
         # newest first: the first that reaches the packet from less than half the PSN space away is the
         # nearest (every older one is further by its step from it); the answer is usually the newest
@@ -433,7 +435,7 @@ def _ib_address(rec: _Recent, psn: int, pos: str, plen: int) -> tuple[_Request, 
                 return _address(r, d, pos, plen)
             i -= 1
     best: _Request | None = None
-    best_d = 0
+    best_d: i64 = 0
     for r in items:
         d = (psn - r.base) & 0xFFFFFF
         if d == 0 or d * _MIN_MTU >= r.length:
