@@ -73,36 +73,39 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, i
     slots they leave are equal byte for byte at every step, growth included."""
     c = _ring_c()
     assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size
-    slots_c, slots_py, mask = bytearray(transport._EMPTY_SLOT * 8), bytearray(transport._EMPTY_SLOT * 8), 7
+    slots_c, slots_py = bytearray(transport._EMPTY_SLOT * 8), bytearray(transport._EMPTY_SLOT * 8)
     for psn, frame, ts, mark in puts:
         while True:
-            done_c = c.put(slots_c, mask, psn, frame, ts, mark)
-            assert done_c == transport._put_py(slots_py, mask, psn, frame, ts, mark)
+            done_c = c.put(slots_c, psn, frame, ts, mark)
+            assert done_c == transport._put_py(slots_py, psn, frame, ts, mark)
             assert slots_c == slots_py
             if done_c:
                 break
-            slots_c, slots_py = c.grown(slots_c, mask), transport._grown_py(slots_py, mask)
-            mask = mask * 2 + 1
+            slots_c, slots_py = c.grown(slots_c), transport._grown_py(slots_py)
             assert slots_c == slots_py
         other = (psn + 1) & 0xFFFFFF
-        assert c.lookup(slots_c, mask, psn) == transport._lookup_py(slots_py, mask, psn) == (frame, ts, mark)
-        assert c.lookup(slots_c, mask, other) == transport._lookup_py(slots_py, mask, other)
+        assert c.lookup(slots_c, psn) == transport._lookup_py(slots_py, psn) == (frame, ts, mark)
+        assert c.lookup(slots_c, other) == transport._lookup_py(slots_py, other)
 
 
 def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() -> None:
     c = _ring_c()
     slots = bytearray(transport._EMPTY_SLOT * 8)
     with pytest.raises(TypeError):
-        c.put(bytes(slots), 7, 1, 1, 1, 0)              # not writable
+        c.put(bytes(slots), 1, 1, 1, 0)                 # not writable
     with pytest.raises(ValueError):
-        c.lookup(slots, 15, 1)                         # the mask of a larger ring
+        c.lookup(bytearray(transport._EMPTY_SLOT * 6), 1)    # not a power of two of slots
     with pytest.raises(ValueError):
-        c.put(slots, 6, 1, 1, 1, 0)                    # not a power of two less one
+        c.put(slots + b"\0", 1, 1, 1, 0)                # not whole slots
+    with pytest.raises(ValueError):
+        c.lookup(bytearray(), 1)                       # no slot
+    with pytest.raises(ValueError):
+        c.put(bytearray(transport._EMPTY_SLOT * 2 * _RING), 1, 1, 1, 0)     # beyond the full ring
     with pytest.raises(OverflowError):
-        c.lookup(slots, 7, 1 << 64)
+        c.lookup(slots, 1 << 64)
     with pytest.raises(OverflowError):
-        c.put(slots, 7, 1 << 64, 1, 1, 0)
+        c.put(slots, 1 << 64, 1, 1, 0)
     full = bytearray(transport._EMPTY_SLOT * _RING)
     with pytest.raises(ValueError):
-        c.grown(full, _RING - 1)                       # never beyond the full ring
+        c.grown(full)                                  # never beyond the full ring
     assert slots == bytearray(transport._EMPTY_SLOT * 8)

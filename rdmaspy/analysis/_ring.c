@@ -4,16 +4,18 @@
  * A ring is a bytearray of slots, SLOT_SIZE bytes each: the request PSN (-1: empty), its frame, its time
  * and its mark (what tells a copy of the packet from a packet sent again: its ICRC and IPv4
  * identification, 0 when unknown), four native-order 64-bit integers (struct "=qqqq", which the Python
- * fallback in transport.py reads and writes the same way).  A slot is the PSN's low bits (psn & mask).
+ * fallback in transport.py reads and writes the same way).  A ring holds a power of two of slots, at most
+ * RING; a PSN's slot is its low bits (psn & mask, mask the slot count less one, told by the size).
  *
- * put(slots, mask, psn, frame, ts, mark) -> bool
+ * put(slots, psn, frame, ts, mark) -> bool
  *   Stores the request in its slot; False, storing nothing, when the slot holds another PSN that a ring
  *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
- * lookup(slots, mask, psn) -> (frame, ts, mark) of the slot holding psn, or None
- * grown(slots, mask) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
+ * lookup(slots, psn) -> (frame, ts, mark) of the slot holding psn, or None
+ * grown(slots) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
  * Compiled, each of these is one call where the Python code made three or four generic item accesses of
- * an array (some 400 instructions each) and an int object per value.
+ * an array (some 400 instructions each) and an int object per value.  The mask is not an argument: each
+ * int a compiled caller passes is an object made and freed (some 140 instructions), and the size tells it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,26 +29,35 @@ typedef struct {
     int64_t psn, frame, ts, mark;
 } Slot;
 
-/* The slots of a bytearray that holds mask + 1 of them, or NULL with an exception set. */
+/* The slots of a bytearray of a power of two of them, at most RING, and *mask their count less one; NULL
+ * with an exception set. */
 static Slot *
-slots_of(PyObject *obj, int64_t mask)
+slots_of(PyObject *obj, int64_t *mask)
 {
     if (!PyByteArray_Check(obj)) {
         PyErr_SetString(PyExc_TypeError, "ring slots must be a bytearray");
         return NULL;
     }
-    if (mask < 0 || mask >= RING || (mask & (mask + 1)) != 0
-            || PyByteArray_GET_SIZE(obj) != (Py_ssize_t)(mask + 1) * SLOT_SIZE) {
-        PyErr_SetString(PyExc_ValueError, "ring slots do not match the mask");
+    Py_ssize_t size = PyByteArray_GET_SIZE(obj);
+    int64_t count = (int64_t)(size / SLOT_SIZE);
+    if (size % SLOT_SIZE != 0 || count < 1 || count > RING || (count & (count - 1)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "ring slots must be a power of two of slots, at most RING");
         return NULL;
     }
+    *mask = count - 1;
     return (Slot *)PyByteArray_AS_STRING(obj);
 }
 
 static int
 as_i64(PyObject *obj, int64_t *out)
 {
+#if LONG_MAX == INT64_MAX
+    /* PyLong_AsLongLong goes through _PyLong_AsByteArray for an int of more than one digit (a time in
+     * nanoseconds), some 150 instructions; PyLong_AsLong adds up the digits. */
+    long v = PyLong_AsLong(obj);
+#else
     long long v = PyLong_AsLongLong(obj);
+#endif
     if (v == -1 && PyErr_Occurred())
         return 0;
     *out = (int64_t)v;
@@ -57,14 +68,13 @@ static PyObject *
 ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t mask, psn, frame, ts, mark;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "put(slots, mask, psn, frame, ts, mark)");
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "put(slots, psn, frame, ts, mark)");
         return NULL;
     }
-    if (!as_i64(args[1], &mask) || !as_i64(args[2], &psn) || !as_i64(args[3], &frame) || !as_i64(args[4], &ts)
-            || !as_i64(args[5], &mark))
+    if (!as_i64(args[1], &psn) || !as_i64(args[2], &frame) || !as_i64(args[3], &ts) || !as_i64(args[4], &mark))
         return NULL;
-    Slot *slots = slots_of(args[0], mask);
+    Slot *slots = slots_of(args[0], &mask);
     if (slots == NULL)
         return NULL;
     Slot s;
@@ -85,13 +95,13 @@ static int
 slot_of_psn(PyObject *const *args, Py_ssize_t nargs, const char *usage, int64_t *psn, Slot *out)
 {
     int64_t mask;
-    if (nargs != 3) {
+    if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, usage);
         return 0;
     }
-    if (!as_i64(args[1], &mask) || !as_i64(args[2], psn))
+    if (!as_i64(args[1], psn))
         return 0;
-    Slot *slots = slots_of(args[0], mask);
+    Slot *slots = slots_of(args[0], &mask);
     if (slots == NULL)
         return 0;
     memcpy(out, (char *)(slots) + (size_t)(*psn & mask) * SLOT_SIZE, SLOT_SIZE);
@@ -128,7 +138,7 @@ ring_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t psn;
     Slot s;
-    if (!slot_of_psn(args, nargs, "lookup(slots, mask, psn)", &psn, &s))
+    if (!slot_of_psn(args, nargs, "lookup(slots, psn)", &psn, &s))
         return NULL;
     if (s.psn != psn)
         Py_RETURN_NONE;
@@ -139,13 +149,11 @@ static PyObject *
 ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t mask;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "grown(slots, mask)");
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "grown(slots)");
         return NULL;
     }
-    if (!as_i64(args[1], &mask))
-        return NULL;
-    Slot *slots = slots_of(args[0], mask);
+    Slot *slots = slots_of(args[0], &mask);
     if (slots == NULL)
         return NULL;
     if (mask >= RING - 1) {
@@ -171,10 +179,10 @@ ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef methods[] = {
-    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, mask, psn, frame, ts, mark) -> bool"},
+    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, psn, frame, ts, mark) -> bool"},
     {"lookup", (PyCFunction)(void (*)(void))ring_lookup, METH_FASTCALL,
-     "lookup(slots, mask, psn) -> (frame, ts, mark) or None"},
-    {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots, mask) -> bytearray"},
+     "lookup(slots, psn) -> (frame, ts, mark) or None"},
+    {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots) -> bytearray"},
     {NULL, NULL, 0, NULL},
 };
 

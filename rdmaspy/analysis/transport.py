@@ -453,7 +453,13 @@ _SLOT_PSN: Final = struct.Struct("=q")
 _EMPTY_SLOT: Final = _SLOT.pack(-1, 0, 0, 0)
 
 
-def _put_py(slots: bytearray, mask: int, psn: int, frame: int, ts: int, mark: int) -> bool:
+def _mask_of(slots: bytearray) -> int:
+    """The ring's slot count less one: a PSN's slot is ``psn & mask``."""
+    return len(slots) // _SLOT.size - 1
+
+
+def _put_py(slots: bytearray, psn: int, frame: int, ts: int, mark: int) -> bool:
+    mask = _mask_of(slots)
     at = (psn & mask) * _SLOT.size
     old: int = _SLOT_PSN.unpack_from(slots, at)[0]
     if old >= 0 and old != psn and (old ^ psn) & (_RING - 1) and mask < _RING - 1:
@@ -462,14 +468,14 @@ def _put_py(slots: bytearray, mask: int, psn: int, frame: int, ts: int, mark: in
     return True
 
 
-def _lookup_py(slots: bytearray, mask: int, psn: int) -> tuple[int, int, int] | None:
-    old, frame, ts, mark = _SLOT.unpack_from(slots, (psn & mask) * _SLOT.size)
+def _lookup_py(slots: bytearray, psn: int) -> tuple[int, int, int] | None:
+    old, frame, ts, mark = _SLOT.unpack_from(slots, (psn & _mask_of(slots)) * _SLOT.size)
     return (frame, ts, mark) if old == psn else None
 
 
-def _grown_py(slots: bytearray, mask: int) -> bytearray:
+def _grown_py(slots: bytearray) -> bytearray:
     # Entries in distinct slots stay in distinct slots when the mask gains a bit.
-    nmask = mask * 2 + 1
+    nmask = _mask_of(slots) * 2 + 1
     out = bytearray(_EMPTY_SLOT * (nmask + 1))
     for psn, frame, ts, mark in _SLOT.iter_unpack(slots):
         if psn >= 0:
@@ -483,9 +489,10 @@ try:
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
     _put_c = _grown_c = _lookup_c = None
-_RING_PUT: Final[Callable[[bytearray, int, int, int, int, int], bool]] = _put_c or _put_py
-_RING_LOOKUP: Final[Callable[[bytearray, int, int], tuple[int, int, int] | None]] = _lookup_c or _lookup_py
-_RING_GROWN: Final[Callable[[bytearray, int], bytearray]] = _grown_c or _grown_py
+# The mask is told by the slots' size, not passed: compiled, each int argument is an object made and freed.
+_RING_PUT: Final[Callable[[bytearray, int, int, int, int], bool]] = _put_c or _put_py
+_RING_LOOKUP: Final[Callable[[bytearray, int], tuple[int, int, int] | None]] = _lookup_c or _lookup_py
+_RING_GROWN: Final[Callable[[bytearray], bytearray]] = _grown_c or _grown_py
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -505,11 +512,11 @@ class PsnRing:
 
     def lookup(self, psn: int) -> tuple[int, int, int] | None:
         """(frame, time, mark) of the packet that sent ``psn`` last, if the ring holds it."""
-        return _RING_LOOKUP(self.slots, self.mask, psn)
+        return _RING_LOOKUP(self.slots, psn)
 
     def put(self, psn: int, frame: int, ts: int, mark: int = 0) -> None:
-        while not _RING_PUT(self.slots, self.mask, psn, frame, ts, mark):
-            self.slots = _RING_GROWN(self.slots, self.mask)
+        while not _RING_PUT(self.slots, psn, frame, ts, mark):
+            self.slots = _RING_GROWN(self.slots)
             self.mask = self.mask * 2 + 1
 
     @property
