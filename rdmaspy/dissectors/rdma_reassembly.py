@@ -219,7 +219,7 @@ class _State(Holder):
     bytes it keeps (and a fixed cost per entry) and releases as entries go."""
 
     __slots__ = ("sends", "read_jobs", "read_reqs", "write_reqs", "written", "kept", "budget", "data_wants",
-                 "read_key", "write_key", "write_qp")
+                 "read_key", "write_key", "write_qp", "read_rec", "write_rec", "read_known", "write_known")
 
     def __init__(self, budget: Budget) -> None:
         self.name = "reassemblies (SEND fragments, RDMA READ/WRITE chunk data)"
@@ -241,6 +241,13 @@ class _State(Holder):
         self.read_key: tuple = ("", "")
         self.write_key: tuple = ("", "", -1)
         self.write_qp = -1        # write_key's QP, as a machine integer
+        # What read_reqs and write_reqs hold under those keys, once looked up: hashing the key tuple was
+        # some 300 instructions a packet.  An entry into or out of either table (``_tables_changed``)
+        # makes the next packet look it up again.
+        self.read_rec: _Recent | None = None
+        self.write_rec: _Recent | None = None
+        self.read_known = False
+        self.write_known = False
 
     def charge(self, obj: _Charged, n: int) -> None:
         obj.charged += n
@@ -267,6 +274,7 @@ class _State(Holder):
         messages are then shown without the rebuild)."""
         start = self.held
         gone = 0
+        _tables_changed(self)
         for d in (self.sends, self.write_reqs, self.read_reqs):
             for key in list(d):          # keys listed once: popping the first key again and again is quadratic
                 if start - self.held >= need:
@@ -292,6 +300,12 @@ class _State(Holder):
             self.free(self.data_wants.pop(key))
             gone += 1
         return gone
+
+
+def _tables_changed(st: _State) -> None:
+    """An entry came into or went out of read_reqs or write_reqs: their last keys are to be looked up again."""
+    st.read_known = st.write_known = False
+    st.read_rec = st.write_rec = None
 
 
 def _drop_job(st: _State, key: Key) -> None:
@@ -395,6 +409,7 @@ def _remember(st: _State, d: dict[tuple, _Recent], key: tuple, req: _Request) ->
     if rec is None:
         rec = d[key] = _Recent()
         _bound(d, st=st)
+        _tables_changed(st)
     items = rec.items
     for i, old in enumerate(items):
         if old.base == req.base:      # the same request again (retransmitted), or its buffer reused
@@ -478,7 +493,11 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
     src = pkt.src
     if key[0] is not dst or key[1] is not src:
         key = st.read_key = (dst, src)
-    rec = st.read_reqs.get(key)
+        st.read_known = False
+    if not st.read_known:
+        st.read_rec = st.read_reqs.get(key)
+        st.read_known = True
+    rec = st.read_rec
     if rec is None:
         return
     pos = ib.plan.pos
@@ -591,6 +610,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
     if qp != st.write_qp or akey[0] is not src or akey[1] is not dst:
         akey = st.write_key = (src, dst, qp)
         st.write_qp = qp
+        st.write_known = False
     if pos in ("first", "only"):
         if ib.reth is None:
             return
@@ -608,7 +628,10 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
             _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
         _place_written(st, entry, va, buf, off, end, pkt.frame.num)
         return
-    rec = st.write_reqs.get(akey)
+    if not st.write_known:
+        st.write_rec = st.write_reqs.get(akey)
+        st.write_known = True
+    rec = st.write_rec
     if rec is None:
         return
     found = _ib_address(rec, ib.psn, pos, end - off)
