@@ -51,7 +51,7 @@ def test_a_full_ring_costs_machine_integers_not_python_objects() -> None:
         before = tracemalloc.get_traced_memory()[0]
         ring = PsnRing()
         for i in range(_RING):
-            ring.put(0x100000 + i, 5_000_000 + i, 1_795_243_893_764_061_000 + i * 1000, 0x4_1234_abcd_0123)
+            ring.put(0x100000 + i, 5_000_000 + i, 1_795_243_893_764_061_000 + i * 1000, 0x3abc_d123)
         held = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -64,20 +64,22 @@ def _ring_c():
 
 
 _values = st.integers(-(1 << 63), (1 << 63) - 1)
+_marks = st.integers(0, (1 << (63 - transport._PSN_BITS)) - 1)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values, _values), max_size=200))
+@given(st.lists(st.tuples(st.integers(0, 0xFFFFFF), _values, _values, _marks), max_size=200))
 def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, int]]) -> None:
     """put, lookup and grown in C against the struct-based Python code, on the same bytes: the
     slots they leave are equal byte for byte at every step, growth included."""
     c = _ring_c()
-    assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size
+    assert c.RING == _RING and c.SLOT_SIZE == transport._SLOT.size and c.PSN_BITS == transport._PSN_BITS
     slots_c, slots_py = bytearray(transport._EMPTY_SLOT * 8), bytearray(transport._EMPTY_SLOT * 8)
     for psn, frame, ts, mark in puts:
         while True:
-            done_c = c.put(slots_c, psn, frame, ts, mark)
-            assert done_c == transport._put_py(slots_py, psn, frame, ts, mark)
+            psn_mark = mark << transport._PSN_BITS | psn
+            done_c = c.put(slots_c, psn_mark, frame, ts)
+            assert done_c == transport._put_py(slots_py, psn_mark, frame, ts)
             assert slots_c == slots_py
             if done_c:
                 break
@@ -92,19 +94,21 @@ def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() 
     c = _ring_c()
     slots = bytearray(transport._EMPTY_SLOT * 8)
     with pytest.raises(TypeError):
-        c.put(bytes(slots), 1, 1, 1, 0)                 # not writable
+        c.put(bytes(slots), 1, 1, 1)                    # not writable
     with pytest.raises(ValueError):
         c.lookup(bytearray(transport._EMPTY_SLOT * 6), 1)    # not a power of two of slots
     with pytest.raises(ValueError):
-        c.put(slots + b"\0", 1, 1, 1, 0)                # not whole slots
+        c.put(slots + b"\0", 1, 1, 1)                   # not whole slots
     with pytest.raises(ValueError):
         c.lookup(bytearray(), 1)                       # no slot
     with pytest.raises(ValueError):
-        c.put(bytearray(transport._EMPTY_SLOT * 2 * _RING), 1, 1, 1, 0)     # beyond the full ring
+        c.put(bytearray(transport._EMPTY_SLOT * 2 * _RING), 1, 1, 1)        # beyond the full ring
+    with pytest.raises(ValueError):
+        c.put(slots, -1, 1, 1)                         # a negative PSN or mark
     with pytest.raises(OverflowError):
         c.lookup(slots, 1 << 64)
     with pytest.raises(OverflowError):
-        c.put(slots, 1 << 64, 1, 1, 0)
+        c.put(slots, 1 << 64, 1, 1)
     full = bytearray(transport._EMPTY_SLOT * _RING)
     with pytest.raises(ValueError):
         c.grown(full)                                  # never beyond the full ring

@@ -7,15 +7,17 @@
  * fallback in transport.py reads and writes the same way).  A ring holds a power of two of slots, at most
  * RING; a PSN's slot is its low bits (psn & mask, mask the slot count less one, told by the size).
  *
- * put(slots, psn, frame, ts, mark) -> bool
- *   Stores the request in its slot; False, storing nothing, when the slot holds another PSN that a ring
- *   of RING slots would keep apart and the ring may still grow (the caller grows it and puts again).
+ * put(slots, psn_mark, frame, ts) -> bool
+ *   Stores the request in its slot, its PSN the low PSN_BITS of psn_mark and its mark the rest (a mark is
+ *   under 2**30); False, storing nothing, when the slot holds another PSN that a ring of RING slots would
+ *   keep apart and the ring may still grow (the caller grows it and puts again).
  * lookup(slots, psn) -> (frame, ts, mark) of the slot holding psn, or None
  * grown(slots) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
  * Compiled, each of these is one call where the Python code made three or four generic item accesses of
- * an array (some 400 instructions each) and an int object per value.  The mask is not an argument: each
- * int a compiled caller passes is an object made and freed (some 140 instructions), and the size tells it.
+ * an array (some 400 instructions each) and an int object per value.  Each int a compiled caller passes
+ * is an object made and freed (some 150 instructions with its reading here): the mask is not an argument
+ * (the size tells it), and put takes the PSN and the mark in one.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -24,6 +26,7 @@
 
 #define SLOT_SIZE 32
 #define RING 4096
+#define PSN_BITS 24
 
 typedef struct {
     int64_t psn, frame, ts, mark;
@@ -67,13 +70,18 @@ as_i64(PyObject *obj, int64_t *out)
 static PyObject *
 ring_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t mask, psn, frame, ts, mark;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "put(slots, psn, frame, ts, mark)");
+    int64_t mask, psn_mark, frame, ts;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "put(slots, psn_mark, frame, ts)");
         return NULL;
     }
-    if (!as_i64(args[1], &psn) || !as_i64(args[2], &frame) || !as_i64(args[3], &ts) || !as_i64(args[4], &mark))
+    if (!as_i64(args[1], &psn_mark) || !as_i64(args[2], &frame) || !as_i64(args[3], &ts))
         return NULL;
+    if (psn_mark < 0) {
+        PyErr_SetString(PyExc_ValueError, "a PSN and a mark are not negative");
+        return NULL;
+    }
+    int64_t psn = psn_mark & ((1 << PSN_BITS) - 1), mark = psn_mark >> PSN_BITS;
     Slot *slots = slots_of(args[0], &mask);
     if (slots == NULL)
         return NULL;
@@ -179,7 +187,7 @@ ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyMethodDef methods[] = {
-    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, psn, frame, ts, mark) -> bool"},
+    {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, psn_mark, frame, ts) -> bool"},
     {"lookup", (PyCFunction)(void (*)(void))ring_lookup, METH_FASTCALL,
      "lookup(slots, psn) -> (frame, ts, mark) or None"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots) -> bytearray"},
@@ -196,7 +204,8 @@ PyInit__ring(void)
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    if (PyModule_AddIntConstant(m, "RING", RING) < 0 || PyModule_AddIntConstant(m, "SLOT_SIZE", SLOT_SIZE) < 0) {
+    if (PyModule_AddIntConstant(m, "RING", RING) < 0 || PyModule_AddIntConstant(m, "SLOT_SIZE", SLOT_SIZE) < 0
+            || PyModule_AddIntConstant(m, "PSN_BITS", PSN_BITS) < 0) {
         Py_DECREF(m);
         return NULL;
     }

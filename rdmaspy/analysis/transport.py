@@ -163,6 +163,8 @@ _C2S: Final = Direction.C2S
 _S2C: Final = Direction.S2C
 _MASK: Final = 0xFFFFFF
 _HALF: Final = 0x800000
+_PSN_BITS: Final = 24         # a PSN is the low bits of what the ring's put takes, its mark the rest
+_PSN_MASK: Final = (1 << _PSN_BITS) - 1
 _RING: Final = 4096            # request PSNs remembered per requester (for original frames and RTTs)
 # What the state of a connection, a requester's stream and a ring slot cost, charged to the memory budget
 # (tracemalloc over 20,000 queue pairs of one packet each, rounded up).
@@ -458,7 +460,11 @@ def _mask_of(slots: bytearray) -> int:
     return len(slots) // _SLOT.size - 1
 
 
-def _put_py(slots: bytearray, psn: int, frame: int, ts: int, mark: int) -> bool:
+def _put_py(slots: bytearray, psn_mark: int, frame: int, ts: int) -> bool:
+    if psn_mark < 0:
+        raise ValueError("a PSN and a mark are not negative")
+    psn = psn_mark & _PSN_MASK
+    mark = psn_mark >> _PSN_BITS
     mask = _mask_of(slots)
     at = (psn & mask) * _SLOT.size
     old: int = _SLOT_PSN.unpack_from(slots, at)[0]
@@ -489,8 +495,9 @@ try:
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
     _put_c = _grown_c = _lookup_c = None
-# The mask is told by the slots' size, not passed: compiled, each int argument is an object made and freed.
-_RING_PUT: Final[Callable[[bytearray, int, int, int, int], bool]] = _put_c or _put_py
+# The mask is told by the slots' size, not passed, and put takes a PSN and its mark in one int
+# (``mark << _PSN_BITS | psn``): compiled, each int argument is an object made and freed.
+_RING_PUT: Final[Callable[[bytearray, int, int, int], bool]] = _put_c or _put_py
 _RING_LOOKUP: Final[Callable[[bytearray, int], tuple[int, int, int] | None]] = _lookup_c or _lookup_py
 _RING_GROWN: Final[Callable[[bytearray], bytearray]] = _grown_c or _grown_py
 
@@ -515,7 +522,9 @@ class PsnRing:
         return _RING_LOOKUP(self.slots, psn)
 
     def put(self, psn: int, frame: int, ts: int, mark: int = 0) -> None:
-        while not _RING_PUT(self.slots, psn, frame, ts, mark):
+        """Remember ``psn`` (24 bits) as sent in ``frame`` at ``ts`` with ``mark`` (``_mark``: not negative)."""
+        psn_mark = mark << _PSN_BITS | psn
+        while not _RING_PUT(self.slots, psn_mark, frame, ts):
             self.slots = _RING_GROWN(self.slots)
             self.mask = self.mask * 2 + 1
 
