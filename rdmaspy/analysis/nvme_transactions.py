@@ -162,6 +162,11 @@ class NvmeTransactions(Correlator):
     def __init__(self, analyzer: Analyzer) -> None:
         super().__init__(analyzer)
         self.conns: dict[int, NvmeConnState] = {}
+        # The last packet's connection and what conns holds for it (None: nothing), kept while conns keeps
+        # its entries: most packets are on the connection of the one before (a look-up by the boxed id was
+        # some 125 instructions a packet).  Forgotten when an entry goes (``_end``).
+        self.last_id = -1
+        self.last_st: NvmeConnState | None = None
         # the LBA size of each namespace an Identify Namespace showed, by (controller's address, controller, NSID)
         self.lba_sizes: dict[tuple, int] = {}
         self.budget.join(self)
@@ -188,6 +193,8 @@ class NvmeTransactions(Correlator):
         st = self.conns.pop(conn_id, None)
         if st is None:
             return
+        self.last_id = -1
+        self.last_st = None
         for txn in list(st.open.values()):
             self._unanswered(st, txn)
         self._summarise(st)
@@ -213,11 +220,16 @@ class NvmeTransactions(Correlator):
             return
         cmds = pkt.noted(NVME_COMMANDS)
         cqes = pkt.noted(NVME_COMPLETIONS)
-        st = self.conns.get(conv.conn_id)
+        conn_id = conv.conn_id
+        if conn_id == self.last_id:
+            st = self.last_st
+        else:
+            st = self.last_st = self.conns.get(conn_id)
+            self.last_id = conn_id
         if st is None:
             if not cmds and not cqes:
                 return
-            st = self.conns[conv.conn_id] = NvmeConnState(conv.conn_id, self.series_sink())
+            st = self.last_st = self.conns[conn_id] = NvmeConnState(conn_id, self.series_sink())
             self.budget.charge(self, CONN_COST)
         ib: IBInfo | None = pkt.ib
         tp = self.psn
