@@ -88,6 +88,9 @@ def test_the_c_ring_answers_as_the_python_ring(puts: list[tuple[int, int, int, i
         other = (psn + 1) & 0xFFFFFF
         assert c.lookup(slots_c, psn) == transport._lookup_py(slots_py, psn) == (frame, ts, mark)
         assert c.lookup(slots_c, other) == transport._lookup_py(slots_py, other)
+        for probe in (psn_mark, (mark ^ 1) << transport._PSN_BITS | psn, mark << transport._PSN_BITS | other):
+            assert c.copy_of(slots_c, probe) == transport._copy_of_py(slots_py, probe)
+        assert c.copy_of(slots_c, psn_mark) == (frame, ts)
 
 
 def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() -> None:
@@ -105,6 +108,8 @@ def test_the_c_ring_refuses_slots_that_do_not_match_and_reads_nothing_outside() 
         c.put(bytearray(transport._EMPTY_SLOT * 2 * _RING), 1, 1, 1)        # beyond the full ring
     with pytest.raises(ValueError):
         c.put(slots, -1, 1, 1)                         # a negative PSN or mark
+    with pytest.raises(ValueError):
+        c.copy_of(slots, -1)
     with pytest.raises(OverflowError):
         c.lookup(slots, 1 << 64)
     with pytest.raises(OverflowError):

@@ -12,6 +12,8 @@
  *   under 2**30); False, storing nothing, when the slot holds another PSN that a ring of RING slots would
  *   keep apart and the ring may still grow (the caller grows it and puts again).
  * lookup(slots, psn) -> (frame, ts, mark) of the slot holding psn, or None
+ * copy_of(slots, psn_mark) -> (frame, ts) of the slot holding the PSN if it was put with that mark, or
+ *   None (most look-ups of a response find its PSN sent with another mark: no int made for them)
  * grown(slots) -> bytearray        the ring with twice the slots, each entry at its PSN's slot
  *
  * Compiled, each of these is one call where the Python code made three or four generic item accesses of
@@ -154,6 +156,45 @@ ring_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
+ring_copy_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t mask, psn_mark;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "copy_of(slots, psn_mark)");
+        return NULL;
+    }
+    if (!as_i64(args[1], &psn_mark))
+        return NULL;
+    if (psn_mark < 0) {
+        PyErr_SetString(PyExc_ValueError, "a PSN and a mark are not negative");
+        return NULL;
+    }
+    Slot *slots = slots_of(args[0], &mask);
+    if (slots == NULL)
+        return NULL;
+    int64_t psn = psn_mark & ((1 << PSN_BITS) - 1), mark = psn_mark >> PSN_BITS;
+    Slot s;
+    memcpy(&s, (char *)(slots) + (size_t)(psn & mask) * SLOT_SIZE, SLOT_SIZE);
+    if (s.psn != psn || s.mark != mark)
+        Py_RETURN_NONE;
+    PyObject *frame = PyLong_FromLongLong(s.frame), *ts = PyLong_FromLongLong(s.ts);
+    if (frame == NULL || ts == NULL) {
+        Py_XDECREF(frame);
+        Py_XDECREF(ts);
+        return NULL;
+    }
+    PyObject *out = PyTuple_New(2);
+    if (out == NULL) {
+        Py_DECREF(frame);
+        Py_DECREF(ts);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(out, 0, frame);
+    PyTuple_SET_ITEM(out, 1, ts);
+    return out;
+}
+
+static PyObject *
 ring_grown(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t mask;
@@ -190,6 +231,8 @@ static PyMethodDef methods[] = {
     {"put", (PyCFunction)(void (*)(void))ring_put, METH_FASTCALL, "put(slots, psn_mark, frame, ts) -> bool"},
     {"lookup", (PyCFunction)(void (*)(void))ring_lookup, METH_FASTCALL,
      "lookup(slots, psn) -> (frame, ts, mark) or None"},
+    {"copy_of", (PyCFunction)(void (*)(void))ring_copy_of, METH_FASTCALL,
+     "copy_of(slots, psn_mark) -> (frame, ts) or None"},
     {"grown", (PyCFunction)(void (*)(void))ring_grown, METH_FASTCALL, "grown(slots) -> bytearray"},
     {NULL, NULL, 0, NULL},
 };

@@ -479,6 +479,14 @@ def _lookup_py(slots: bytearray, psn: int) -> tuple[int, int, int] | None:
     return (frame, ts, mark) if old == psn else None
 
 
+def _copy_of_py(slots: bytearray, psn_mark: int) -> tuple[int, int] | None:
+    if psn_mark < 0:
+        raise ValueError("a PSN and a mark are not negative")
+    psn = psn_mark & _PSN_MASK
+    old, frame, ts, mark = _SLOT.unpack_from(slots, (psn & _mask_of(slots)) * _SLOT.size)
+    return (frame, ts) if old == psn and mark == psn_mark >> _PSN_BITS else None
+
+
 def _grown_py(slots: bytearray) -> bytearray:
     # Entries in distinct slots stay in distinct slots when the mask gains a bit.
     nmask = _mask_of(slots) * 2 + 1
@@ -490,15 +498,17 @@ def _grown_py(slots: bytearray) -> bytearray:
 
 
 try:
+    from ._ring import copy_of as _copy_of_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import grown as _grown_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import lookup as _lookup_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
     from ._ring import put as _put_c  # type: ignore[import-not-found,import-untyped,unused-ignore]
 except ImportError:         # not built (a source checkout): the same in Python
-    _put_c = _grown_c = _lookup_c = None
+    _put_c = _grown_c = _lookup_c = _copy_of_c = None
 # The mask is told by the slots' size, not passed, and put takes a PSN and its mark in one int
 # (``mark << _PSN_BITS | psn``): compiled, each int argument is an object made and freed.
 _RING_PUT: Final[Callable[[bytearray, int, int, int], bool]] = _put_c or _put_py
 _RING_LOOKUP: Final[Callable[[bytearray, int], tuple[int, int, int] | None]] = _lookup_c or _lookup_py
+_RING_COPY_OF: Final[Callable[[bytearray, int], tuple[int, int] | None]] = _copy_of_c or _copy_of_py
 _RING_GROWN: Final[Callable[[bytearray], bytearray]] = _grown_c or _grown_py
 
 
@@ -520,6 +530,10 @@ class PsnRing:
     def lookup(self, psn: int) -> tuple[int, int, int] | None:
         """(frame, time, mark) of the packet that sent ``psn`` last, if the ring holds it."""
         return _RING_LOOKUP(self.slots, psn)
+
+    def copy_of(self, psn: int, mark: int) -> tuple[int, int] | None:
+        """(frame, time) of the packet that sent ``psn`` last, if the ring holds it and it had ``mark``."""
+        return _RING_COPY_OF(self.slots, mark << _PSN_BITS | psn)
 
     def put(self, psn: int, frame: int, ts: int, mark: int = 0) -> None:
         """Remember ``psn`` (24 bits) as sent in ``frame`` at ``ts`` with ``mark`` (``_mark``: not negative)."""
@@ -1395,12 +1409,13 @@ class Transport(Module):
         counting = st.answer_ids.counting
         mark = _mark(ib)
         answers = st.answers
-        if answers is not None and not 0 < ((psn - st.answer_top) & _MASK) < _HALF:
-            # a PSN not beyond every response received: perhaps one again (a PSN beyond them is new)
-            entry = answers.lookup(psn)
-            if entry is not None:
-                first, first_ts, first_mark = entry
-                if mark and mark == first_mark and (counting or ts - first_ts < DUPLICATE_WINDOW_NS):
+        if answers is not None and mark and not 0 < ((psn - st.answer_top) & _MASK) < _HALF:
+            # a PSN not beyond every response received: perhaps one again (a PSN beyond them is new); a copy
+            # has the same mark (most such PSNs were sent again, with another)
+            copy = answers.copy_of(psn, mark)
+            if copy is not None:
+                first, first_ts = copy
+                if counting or ts - first_ts < DUPLICATE_WINDOW_NS:
                     self._response_again(st, pkt, first, f"frame {first}, copied on the way (the same bytes)")
                     return
         ident = ib.ip_id
