@@ -6,6 +6,8 @@ one line on stderr and a non-zero exit, never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import os
 # the signal module's C half: ``signal`` itself makes enums of every signal number and handler at import
 # (some 3 M instructions of every start), which nothing here reads
@@ -187,6 +189,46 @@ def _quiet_out_of_memory(unraisable) -> None:
     sys.__unraisablehook__(unraisable)
 
 
+class _Discard(io.StringIO):
+    """A standard error that keeps nothing, for the moment a failed run's frames are let go."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_DISCARD = _Discard()
+
+
+def _out_of_memory(exc: BaseException) -> int:
+    """Out of memory: give the reserve back, let go of what the failed run holds, and say so in one line.
+
+    The frames of the exception's tracebacks hold the run's state and its readers' generators. Let go
+    of now, while the reserve's room is free, a generator that fails again to close is not printed:
+    with no memory to build the unraisable hook's arguments, CPython writes that failure to
+    ``sys.stderr`` itself, so nothing else is written there meanwhile."""
+    from . import budget
+    budget.out_of_memory()
+    err = sys.stderr
+    sys.stderr = _DISCARD
+    try:
+        seen: BaseException | None = exc
+        while seen is not None:
+            tb = seen.__traceback__
+            while tb is not None:
+                try:
+                    tb.tb_frame.clear()
+                except RuntimeError:    # a frame still running (this handler's caller)
+                    pass
+                tb = tb.tb_next
+            seen = seen.__context__
+    except MemoryError:
+        pass
+    finally:
+        sys.stderr = err
+    print("rdmaspy: error: out of memory", file=sys.stderr)
+    return EXIT_ERROR
+
+
 def _main(argv: list[str]) -> int:
     try:
         argv = _take_global_options(argv)
@@ -233,12 +275,11 @@ def _main(argv: list[str]) -> int:
         except (OSError, ValueError):
             pass
         return EXIT_OK
-    except MemoryError:
-        from . import budget
-        budget.out_of_memory()
-        print("rdmaspy: error: out of memory", file=sys.stderr)
-        return EXIT_ERROR
+    except MemoryError as exc:
+        return _out_of_memory(exc)
     except OSError as exc:            # a full disk, an I/O error on the capture
+        if exc.errno == errno.ENOMEM:     # a system call's buffer (a directory read) under the same limit
+            return _out_of_memory(exc)
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"rdmaspy: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return EXIT_ERROR

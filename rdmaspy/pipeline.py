@@ -27,6 +27,7 @@ from __future__ import annotations
 import gc
 from abc import abstractmethod
 
+from .budget import out_of_memory
 from .engine import Engine, Session
 from .packet import Frame, Packet
 from .readers.base import PENDING_SIGNALS, deliver_signals
@@ -265,14 +266,14 @@ class Pipeline:
         """Pull every frame from the source; yields each shown packet after the sinks have had it.
         The pipeline is finished when the source ends or the count is reached (the packets still waiting
         are shown then, and yielded after it)."""
-        source = self._pulled_source()
+        frames = iter(self._pulled_source())      # held here, not on the loop's stack: see run()
         thresholds = _collect_rarely()
         shown: list[Packet] = []
         self.shown_now = shown
         try:
             left = FULL_COLLECT_EVERY
             young = YOUNG_COLLECT_EVERY
-            for frame in source:
+            for frame in frames:
                 if _PENDING_SIGNALS:
                     deliver_signals()
                 self.feed(frame)            # compiled: a direct call (a bound method in a local is a generic one)
@@ -290,6 +291,9 @@ class Pipeline:
                     if self.done:
                         break
             self.finish()                   # with the run's collector: see run()
+        except MemoryError:
+            out_of_memory()
+            raise
         finally:
             _collect_as_before(thresholds)
         self.shown_now = None
@@ -306,14 +310,17 @@ class Pipeline:
         alive collects them more rarely: each collection walks what the analysis keeps alive, whatever
         the garbage).  ``full_every``: the frames between two collections of every generation, if not
         ``FULL_COLLECT_EVERY`` (a pass whose sinks break the analysis' cycles leaves little for them)."""
-        source = self._pulled_source()
+        # The reader's generator held by a name: out of memory, the loop's own reference goes as the
+        # exception leaves it, and a generator let go of is closed then, which needs memory (CPython
+        # prints that failure itself). Held, it is closed after the reserve is given back (below).
+        frames = iter(self._pulled_source())
         every = young_every if young_every > 0 else YOUNG_COLLECT_EVERY
         full = full_every if full_every > 0 else FULL_COLLECT_EVERY
         thresholds = _collect_rarely()
         try:
             left = full
             young = every
-            for frame in source:
+            for frame in frames:
                 if _PENDING_SIGNALS:
                     deliver_signals()
                 self.feed(frame)
@@ -334,6 +341,9 @@ class Pipeline:
             # collections of the oldest generation as the analysis' last records are made, each walking
             # all that the sinks hold by now (a TUI's store at the end of a large file).
             self.finish()
+        except MemoryError:
+            out_of_memory()
+            raise
         finally:
             _collect_as_before(thresholds)
 

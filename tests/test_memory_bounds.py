@@ -170,6 +170,46 @@ def test_out_of_memory_is_one_line_on_every_command(tmp_path):
     assert ran_out >= 3, ran_out          # the limit is low enough to matter
 
 
+def test_out_of_memory_closes_the_runs_generators_before_its_one_line(monkeypatch, capsys):
+    """A reader's generator still open when memory runs out is closed in the handler, with standard error
+    kept quiet: closing it later, after the line, is when CPython printed its failure to close."""
+    from rdmaspy.commands import stats
+
+    said: list[str] = []
+
+    def frames():
+        try:
+            yield 1
+        finally:
+            said.append("closed")
+            print("closing a generator", file=sys.stderr)
+            raise MemoryError
+
+    def gather(*args):
+        held = frames()
+        next(held)
+        raise MemoryError
+
+    monkeypatch.setattr(stats, "gather", gather)
+    assert main(["stats", str(ROOT / "captures" / "rxe-nfsv3-rdma.pcap")]) == 1
+    assert said == ["closed"]
+    assert capsys.readouterr().err == "rdmaspy: error: out of memory\n"
+
+
+def test_a_system_call_out_of_memory_is_the_same_one_line(monkeypatch, capsys):
+    """ENOMEM from a system call (a directory read under an address-space limit) is out of memory too."""
+    import errno
+
+    from rdmaspy.commands import stats
+
+    def gather(*args):
+        raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM), "/tmp/rdmaspy-flows-1-x")
+
+    monkeypatch.setattr(stats, "gather", gather)
+    assert main(["stats", str(ROOT / "captures" / "rxe-nfsv3-rdma.pcap")]) == 1
+    assert capsys.readouterr().err == "rdmaspy: error: out of memory\n"
+
+
 @pytest.mark.parametrize("name", ["rxe-nfsv3-rdma.pcap", "rpcrdma_v1_shapes.pcap", "hostile_write_list.pcap"])
 def test_annotate_spooling_its_comments_writes_the_same_file(name, tmp_path, monkeypatch):
     """Comments past the in-memory run go to sorted temporary runs merged in frame order: same output."""
