@@ -25,10 +25,12 @@ def printing_processes(args: argparse.Namespace) -> int:
         return 1
     if args.T == "fields":
         return 1
-    # the printing by turns: imported for the outputs it may print alone (a summary's start spared it)
-    from ..output.turns import RUN
-    if args.count is not None and args.count <= RUN:
-        return 1                # the first process's turn holds them all
+    if args.count is not None:
+        # the printing by turns, imported only where a count asks (a small capture's start spares it: typing,
+        # threading and queue)
+        from ..output.turns import RUN
+        if args.count <= RUN:
+            return 1            # the first process's turn holds them all
     try:
         st = os.stat(args.file)
     except OSError:

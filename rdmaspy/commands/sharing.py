@@ -14,10 +14,10 @@ import os
 import signal
 import sys
 import threading
-from typing import BinaryIO, Callable
 
 from ..output.lines import LIMIT, LineWriter
 from ..pipeline import Options, Sink
+from ..typenames import BinaryIO, Callable
 from .common import report_problems, run_capture, stdout_lines
 from .processes import AUTO_MAX, AUTO_MIN_BYTES, printing_processes  # noqa: F401  (what it was asked of)
 

@@ -7,13 +7,12 @@ any other name always holds its value.
 """
 from __future__ import annotations
 
-from typing import Any, Final, Sequence
-
 import orjson
 
 from ..fields import CATALOG, Field, Header
 from ..fieldview import EVERY_FIELD, Plan, Sink, frame_object, packet_items, presence_field
 from ..packet import Item, Layer, Packet
+from ..typenames import Any, Final, Sequence
 from .values import json_value
 
 # Displays whose integer values JSON takes as they are: no conversion call per value.

@@ -22,10 +22,10 @@ from __future__ import annotations
 import queue
 import struct
 import threading
-from typing import BinaryIO, ClassVar, Final
 
 from ..packet import Packet
 from ..pipeline import PacketSink, Pipeline, Sink
+from ..typenames import BinaryIO, ClassVar, Final
 from .lines import LineWriter
 
 RUN = 128                   # shown packets a turn (a module value, not Final: the tests deal shorter runs)
