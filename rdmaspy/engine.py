@@ -29,6 +29,10 @@ def load_dissectors() -> None:
     if _LOADED:
         return
     from . import dissectors
+    # erf, interpreted, imports these two first thing: imported here before it, natively (the same order of
+    # declarations: theirs, then erf's)
+    import rdmaspy.dissectors.ethernet  # noqa: F401
+    import rdmaspy.dissectors.infiniband  # noqa: F401
     from .dissectors import (  # noqa: F401
         data, erf, ethernet, hexfmt, hostpair, ib_cm, icmp, infiniband, ip, iwarp_ddp, iwarp_mpa, mad, nfs, nfs2,
         nfs3, nfs4, nfs41, nfs4_attrs, nfs_names, nfs_side, nvme, nvme_data, nvme_names, nvme_rdma, onc_rpc, rdma_cm,

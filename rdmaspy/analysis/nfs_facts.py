@@ -20,6 +20,7 @@ from ..dissectors.nfs3 import fh_hash
 from ..dissectors.onc_rpc import NfsOp, RpcInfo
 from ..records import record_eq, record_repr
 from ..typenames import Callable, ClassVar, Final, mypyc_attr
+from . import analyzer  # noqa: F401  (ulp, interpreted, imports it first thing: imported natively before it)
 from .model import Transaction
 from .ulp import Fact
 

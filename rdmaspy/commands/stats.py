@@ -19,6 +19,7 @@ import argparse
 import math
 import sys
 
+from ..analysis import analyzer  # noqa: F401  (ulp, interpreted, imports it first thing: imported natively before it)
 from ..analysis.model import CongestionFlow, Finding, PsnStats, Record, Transaction, UlpSummary
 from ..analysis.ulp import Group, Service, UlpModel, model_of
 from ..pipeline import Options
