@@ -83,7 +83,16 @@ class _Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
+        self._columns = 0       # the terminal's width, asked at the parser's first formatter
         super().__init__(*args, **kwargs)
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """A formatter at the terminal's width, asked once a parser: argparse makes a formatter for each argument
+        added (to check its metavar), and each asking cost some 16,000 instructions (two exceptions caught where
+        there is no ``$COLUMNS`` and no terminal)."""
+        if not self._columns:
+            self._columns = terminal_columns()
+        return self.formatter_class(prog=self.prog, width=self._columns - 2)  # type: ignore[call-arg]
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")
