@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import fcntl
 import os
-import signal
+# the signal module's C half (as cli): ``signal`` makes enums of every signal number and handler at import
+import _signal as signal
 import sys
 import threading
 
