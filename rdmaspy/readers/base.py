@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import select
 import stat
 import sys
 import zlib
@@ -203,6 +202,7 @@ def chunk_reader(stream: Any, cap: "Capture") -> Callable[[int], bytes]:
             return stream.read
     except (OSError, ValueError, AttributeError):
         return stream.read
+    import select           # for a pipe's reads alone: a file's start does without the module
 
     def read_arrived(n: int) -> bytes:
         wait = cap.on_wait
