@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import struct
-from math import gcd
 
 from ..errors import CaptureError
 from ..packet import Frame
@@ -86,6 +85,14 @@ class _Order:
 
 _LE: Final = _Order("<")
 _BE: Final = _Order(">")
+
+
+def _gcd(a: int, b: int) -> int:
+    """``math.gcd`` of two positive integers (an interface's ticks a second and 10**9): without ``math``, a
+    shared object of its own that a summary's start imported for this alone."""
+    while b:
+        a, b = b, a % b
+    return a
 
 
 def u32le(buf: bytes, at: int) -> int:
@@ -440,7 +447,7 @@ class PcapngReader(Capture):
                 filt = _text(v[1:]) if v[0] == 0 else f"BPF program ({(len(v) - 1) // 8} instructions)"
         exp = tsresol & 0x7F
         ticks = (1 << exp) if tsresol & 0x80 else 10 ** exp      # ticks per second
-        g = gcd(1_000_000_000, ticks)
+        g = _gcd(1_000_000_000, ticks)
         mul, den = 1_000_000_000 // g, ticks // g                 # ns = ticks * mul // den, exactly
         gi = len(self.interfaces)
         self.interfaces.append({"name": name, "description": description, "linktype": linktype,
