@@ -11,7 +11,7 @@ from .typenames import Any, Callable, mypyc_attr
 class Session:
     """State kept across the packets of one capture."""
 
-    __slots__ = ("state", "options", "budget", "info", "facts", "names", "connections")
+    __slots__ = ("state", "options", "budget", "info", "facts", "names", "connections", "reassembly")
 
     def __init__(self, options: dict[str, Any] | None = None, budget: Budget | None = None) -> None:
         self.state: dict[str, Any] = {}
@@ -29,6 +29,9 @@ class Session:
         # The connection table (conversation.connections), also in ``state``: every connected packet finds
         # it here, without a look-up in the dict.
         self.connections: Any = None
+        # The RDMA reassembly's state (dissectors.rdma_reassembly), also in ``state`` and made there alone:
+        # every READ response and WRITE asks for it, here without a look-up in the dict.
+        self.reassembly: Any = None
 
     def get(self, key: str, factory: Callable[[], Any]) -> Any:
         v = self.state.get(key)

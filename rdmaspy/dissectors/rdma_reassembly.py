@@ -331,9 +331,10 @@ def _drop_job(st: _State, key: Key) -> None:
 
 
 def _state(ctx: Session) -> _State:
-    st: _State | None = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.reassembly
     if st is None:
-        st = ctx.state["rdma_reassembly"] = _State(ctx.budget)
+        # made here alone, kept in both: the slot for the packets, ``state`` for what reads the session
+        st = ctx.reassembly = ctx.state["rdma_reassembly"] = _State(ctx.budget)
     return st
 
 
@@ -497,7 +498,7 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
     ib: IBInfo | None = pkt.ib
     if ib is None:
         return
-    st: _State | None = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.reassembly
     if st is None or not st.read_reqs:
         return
     key = st.read_key
@@ -615,7 +616,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
     ib: IBInfo | None = pkt.ib
     if ib is None:
         return
-    st: _State | None = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.reassembly
     if st is None or (not st.written and not st.data_wants):
         return
     pos = ib.plan.pos
@@ -667,7 +668,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
 def iwarp_read_request(pkt: Packet, request: tuple, ctx: Session) -> None:
     """An RDMAP Read Request (sink STag, sink TO, size, source STag, source TO) for an advertised Read
     chunk: its Read Responses come to the sink STag at the sink TO on."""
-    st: _State | None = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.reassembly
     sink_stag, sink_to, size, src_stag, src_to = request
     if st is None:
         return
@@ -681,7 +682,7 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
                  ctx: Session) -> None:
     """An RDMAP Write (opcode 0) or Read Response (2) segment's payload ``buf[off:end]``, placed at
     ``to`` in the buffer ``stag`` names."""
-    st: _State | None = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.reassembly
     if st is None or end <= off:
         return
     if opcode == 0:
@@ -1022,7 +1023,7 @@ def take_data(ctx: Session, owner: str, peer: str, handle: int) -> tuple[bytes, 
     """Stop following the buffer ``owner`` advertised under ``handle`` (its command ended): the bytes that
     came for it from its start without a hole, and their frames; None when it was not followed or nothing
     came."""
-    st: _State | None = ctx.state.get("rdma_reassembly")
+    st: _State | None = ctx.reassembly
     if st is None:
         return None
     key: Key = (owner, peer, handle)
