@@ -45,7 +45,8 @@ class Connections(Module):
             if self.countdown <= 0:
                 self.countdown = REFRESH
                 self._refresh()
-        ended = pkt.noted(ENDED)
+        # a packet without notes (most) has no ended connections: no call for it
+        ended = pkt.noted(ENDED) if pkt.extra is not None else None
         if ended:
             self.last = None
             for live in ended:

@@ -224,7 +224,8 @@ class Transactions(Correlator):
     # -- per packet ----------------------------------------------------------------------------------
     def packet(self, pkt: Packet) -> None:
         self._packet(pkt)
-        ended = pkt.noted(ENDED)
+        # a packet without notes (most) has no ended connections: no call for it
+        ended = pkt.noted(ENDED) if pkt.extra is not None else None
         if ended:
             for conn in ended:
                 self._end(conn.conn_id)
