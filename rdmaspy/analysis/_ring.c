@@ -118,28 +118,22 @@ slot_of_psn(PyObject *const *args, Py_ssize_t nargs, const char *usage, int64_t 
     return 1;
 }
 
-/* (frame, ts, mark) of a slot's entry as a new tuple, or NULL with an exception set. */
+/* (frame, ts, mark) of a slot's entry as a new tuple, or its first ``n`` of them; NULL with an exception set. */
 static PyObject *
-entry_tuple(const Slot *s)
+entry_tuple(const Slot *s, Py_ssize_t n)
 {
-    PyObject *frame = PyLong_FromLongLong(s->frame), *ts = PyLong_FromLongLong(s->ts);
-    PyObject *mark = PyLong_FromLongLong(s->mark);
-    if (frame == NULL || ts == NULL || mark == NULL) {
-        Py_XDECREF(frame);
-        Py_XDECREF(ts);
-        Py_XDECREF(mark);
+    const int64_t values[3] = {s->frame, s->ts, s->mark};
+    PyObject *out = PyTuple_New(n);
+    if (out == NULL)
         return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(values[i]);
+        if (v == NULL) {
+            Py_DECREF(out);             /* the items not set yet are NULL, which the tuple skips */
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, i, v);
     }
-    PyObject *out = PyTuple_New(3);
-    if (out == NULL) {
-        Py_DECREF(frame);
-        Py_DECREF(ts);
-        Py_DECREF(mark);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 0, frame);
-    PyTuple_SET_ITEM(out, 1, ts);
-    PyTuple_SET_ITEM(out, 2, mark);
     return out;
 }
 
@@ -152,7 +146,7 @@ ring_lookup(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if (s.psn != psn)
         Py_RETURN_NONE;
-    return entry_tuple(&s);
+    return entry_tuple(&s, 3);
 }
 
 static PyObject *
@@ -177,21 +171,7 @@ ring_copy_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     memcpy(&s, (char *)(slots) + (size_t)(psn & mask) * SLOT_SIZE, SLOT_SIZE);
     if (s.psn != psn || s.mark != mark)
         Py_RETURN_NONE;
-    PyObject *frame = PyLong_FromLongLong(s.frame), *ts = PyLong_FromLongLong(s.ts);
-    if (frame == NULL || ts == NULL) {
-        Py_XDECREF(frame);
-        Py_XDECREF(ts);
-        return NULL;
-    }
-    PyObject *out = PyTuple_New(2);
-    if (out == NULL) {
-        Py_DECREF(frame);
-        Py_DECREF(ts);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(out, 0, frame);
-    PyTuple_SET_ITEM(out, 1, ts);
-    return out;
+    return entry_tuple(&s, 2);
 }
 
 static PyObject *
