@@ -118,7 +118,7 @@ class _ReadJob(_Charged):
     """The Read chunks of one message, waiting for their data: per segment, the bytes placed so far
     by offset in the segment (a packet repeated or out of order lands where it belongs)."""
 
-    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need", "listed")
+    __slots__ = ("msg", "owner", "reduced", "flow", "pieces", "filled", "frames", "need")
 
     def __init__(self, msg: RpcRdmaMessage, owner: Pair, reduced: bytes, flow: tuple | None) -> None:
         super().__init__()
@@ -131,9 +131,6 @@ class _ReadJob(_Charged):
         self.filled = [0] * len(reads)        # bytes placed per segment (overlaps counted twice)
         self.need = {i for i, s in enumerate(reads) if s.length}
         self.frames: list[int] = []
-        # in read_jobs, under the key of each of its segments' handles (all of them or none: a job listed
-        # under a handle goes before another is listed there)
-        self.listed = False
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -142,19 +139,13 @@ class _Request:
     of its first byte, its length, and what the packets that follow are matched by (the PSN of the
     request on InfiniBand, the Data Sink tagged offset of a Read Request on iWARP)."""
 
-    __slots__ = ("key", "va", "length", "base", "job", "written")
+    __slots__ = ("key", "va", "length", "base")
 
-    def __init__(self, key: Key, va: int, length: int, base: int, job: _ReadJob | None = None,
-                 written: _Written | None = None) -> None:
+    def __init__(self, key: Key, va: int, length: int, base: int) -> None:
         self.key = key
         self.va = va
         self.length = length
         self.base = base
-        # What was under ``key`` when it was made, a READ's Read job or a WRITE's handle: while listed,
-        # read_jobs[key] or written[key] is that one (a look-up by the key tuple was some 350 instructions
-        # a packet that follows).
-        self.job = job
-        self.written = written
 
 
 @mypyc_attr(serializable=True, allow_interpreted_subclasses=True)
@@ -185,12 +176,11 @@ class _Written(_Charged):
     matter; a repeat of bytes already placed is not kept).  One entry for both: a WRITE and the reply
     find the handle, and the reply lets it go, with one look-up each.  Only the bytes are charged."""
 
-    __slots__ = ("key", "listed", "xid", "lo", "hi", "pieces")
+    __slots__ = ("key", "xid", "lo", "hi", "pieces")
 
     def __init__(self, key: Key, xid: int, lo: int, hi: int) -> None:
         super().__init__()
         self.key = key            # the very key it is under: deleting by it is compared by identity
-        self.listed = True        # in written (under ``key``) until let go
         self.xid = xid
         self.lo = lo
         self.hi = hi
@@ -322,7 +312,6 @@ def _drop_job(st: _State, key: Key) -> None:
     """Give up the Read job under ``key``, under every handle it is listed (a message's segments)."""
     jobs = st.read_jobs
     job = jobs.pop(key)
-    job.listed = False
     for s in job.msg.reads:
         k = _key(job.owner, s.handle)
         if jobs.get(k) is job:
@@ -488,9 +477,8 @@ def observe_read_request(pkt: Packet, ib: IBInfo, ctx: Session) -> None:
     st = _state(ctx)
     va, rkey, dlen = ib.reth
     key: Key = (pkt.dst, pkt.src, rkey)      # the responder's memory, read by the requester
-    job = st.read_jobs.get(key)
-    if job is not None or (st.data_wants and key in st.data_wants):
-        _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn, job))
+    if key in st.read_jobs or (st.data_wants and key in st.data_wants):
+        _remember(st, st.read_reqs, (pkt.src, pkt.dst), _Request(key, va, dlen, ib.psn))
 
 
 def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> None:
@@ -517,23 +505,20 @@ def dissect_read_response(pkt: Packet, buf: bytes, off: int, end: int, ctx: Sess
     if pos in ("first", "only"):
         for r in reversed(rec.items):
             if r.base == ib.psn:
-                _place_read(pkt, ctx, st, r, r.va, buf, off, end)
+                _place_read(pkt, ctx, st, r.key, r.va, buf, off, end)
                 return
         return
     found = _ib_address(rec, ib.psn, pos, end - off)
     if found is not None:
-        _place_read(pkt, ctx, st, found[0], found[1], buf, off, end)
+        _place_read(pkt, ctx, st, found[0].key, found[1], buf, off, end)
 
 
-def _place_read(pkt: Packet, ctx: Session, st: _State, req: _Request, addr: int, buf: bytes, off: int,
+def _place_read(pkt: Packet, ctx: Session, st: _State, key: Key, addr: int, buf: bytes, off: int,
                 end: int) -> None:
     """Put a READ response packet's bytes in the Read chunk segments they belong to (cut at each
     segment's length: bytes past it are an overrun the chunk analysis reports, never state); the
     packet that leaves no segment with a hole rebuilds the call."""
-    key = req.key
-    job = req.job
-    if job is None or not job.listed:
-        job = st.read_jobs.get(key)
+    job = st.read_jobs.get(key)
     if job is None:
         if st.data_wants:
             _place_wanted(pkt, ctx, st, key, addr, buf, off, end)
@@ -577,7 +562,6 @@ def _place_read(pkt: Packet, ctx: Session, st: _State, req: _Request, addr: int,
         k = _key(job.owner, s.handle)
         if st.read_jobs.get(k) is job:
             del st.read_jobs[k]
-    job.listed = False
     st.free(job)
     _rebuild_call(pkt, ctx, job)
 
@@ -642,7 +626,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
             _place_wanted(pkt, ctx, st, key, va, buf, off, end)
             return
         if pos == "first":
-            _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn, None, entry))
+            _remember(st, st.write_reqs, akey, _Request(key, va, dlen, ib.psn))
         _place_written(st, entry, va, buf, off, end, pkt.frame.num)
         return
     if not st.write_known:
@@ -656,10 +640,7 @@ def dissect_write(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session) -> 
         if st.data_wants and found[0].key in st.data_wants:
             _place_wanted(pkt, ctx, st, found[0].key, found[1], buf, off, end)
         else:
-            req = found[0]
-            placed = req.written
-            if placed is None or not placed.listed:
-                placed = st.written.get(req.key)
+            placed = st.written.get(found[0].key)
             if placed is not None:
                 _place_written(st, placed, found[1], buf, off, end, pkt.frame.num)
 
@@ -698,7 +679,7 @@ def iwarp_tagged(pkt: Packet, opcode: int, stag: int, to: int, buf: bytes, off: 
         return
     for r in reversed(rec.items):
         if r.base <= to < r.base + r.length:
-            _place_read(pkt, ctx, st, r, r.va + to - r.base, buf, off, end)
+            _place_read(pkt, ctx, st, r.key, r.va + to - r.base, buf, off, end)
             return
 
 
@@ -926,7 +907,6 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
                     _drop_job(st, key)
             for s in msg.reads:
                 jobs[_key(owner, s.handle)] = job
-            job.listed = True
             st.charge(job, len(reduced) + _ENTRY)
             if len(jobs) > _WANT_LIMIT:
                 for key in list(islice(jobs, len(jobs) - _WANT_LIMIT + _WANT_LIMIT // 8)):
@@ -989,7 +969,6 @@ def after_message(pkt: Packet, buf: bytes, off: int, end: int, ctx: Session, msg
 def _let_go(st: _State, entry: _Written) -> None:
     """Stop following a handle advertised for WRITEs, and let go of its bytes."""
     del st.written[entry.key]
-    entry.listed = False
     st.forget_written(entry)
 
 
